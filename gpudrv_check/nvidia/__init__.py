@@ -1,0 +1,1 @@
+"""GPU Operator semantics as pure functions (no I/O)."""

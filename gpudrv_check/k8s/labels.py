@@ -1,0 +1,169 @@
+"""Label key and value syntax, exactly as Kubernetes apimachinery validates it.
+
+Upstream: ``k8s.io/apimachinery/pkg/api/validate/content/kube.go`` (``IsLabelKey``, alias
+``IsQualifiedName``; ``IsLabelValue``) and ``content/dns.go`` (``IsDNS1123Subdomain``).
+
+Every function here accepts any JSON-like value and never raises: a value of the wrong type
+gets an error message instead of a ``TypeError``. This module also defines :class:`Problem`,
+the finding shape shared by the other ``gpudrv_check.k8s`` validators.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+__all__ = [
+    "LABEL_NAME_MAX_LENGTH",
+    "LABEL_VALUE_MAX_LENGTH",
+    "DNS1123_SUBDOMAIN_MAX_LENGTH",
+    "Path",
+    "Problem",
+    "json_type_name",
+    "label_key_errors",
+    "label_value_errors",
+    "is_valid_label_key",
+    "is_valid_label_value",
+    "dns1123_subdomain_errors",
+]
+
+Path = tuple[str | int, ...]
+
+
+class Problem(NamedTuple):
+    """One validation finding.
+
+    ``path`` is relative to the object handed to the validator and points at the most specific
+    offending key, e.g. ``("nodeSelectorTerms", 0, "matchExpressions", 1, "values")``; an empty
+    path means the object itself is wrong.
+    """
+
+    path: Path
+    message: str
+
+
+LABEL_NAME_MAX_LENGTH = 63
+LABEL_VALUE_MAX_LENGTH = 63
+DNS1123_SUBDOMAIN_MAX_LENGTH = 253
+
+# Explicit ASCII classes: Python's \w and \d would accept non-ASCII letters and digits.
+_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_NAME_RE = re.compile(_NAME_FMT)
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*")
+
+_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName', 'my.name' or '123-abc')"
+)
+_VALUE_MSG = (
+    "a valid label value must be an empty string or consist of alphanumeric characters, '-', "
+    "'_' or '.', and must start and end with an alphanumeric character "
+    "(e.g. 'MyValue', 'my_value' or '12345')"
+)
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com')"
+)
+
+
+def json_type_name(value: object) -> str:
+    """Name a parsed-YAML/JSON value's type the way a manifest author thinks of it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):  # before int: bool is a subclass of int
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "list"
+    return type(value).__name__
+
+
+def _byte_length(text: str) -> int:
+    # Go's len() counts UTF-8 bytes; surrogatepass keeps lone surrogates from raising.
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _max_len_error(limit: int) -> str:
+    return f"must be no more than {limit} characters"
+
+
+def _not_a_string(value: object) -> list[str]:
+    return [f"must be a string, not {json_type_name(value)}"]
+
+
+def dns1123_subdomain_errors(value: object) -> list[str]:
+    """Errors for a lowercase RFC 1123 subdomain (label-key prefixes, node names); [] if valid."""
+    if not isinstance(value, str):
+        return _not_a_string(value)
+    errors = []
+    if _byte_length(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+        errors.append(_max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errors.append(_SUBDOMAIN_MSG)
+    return errors
+
+
+def label_key_errors(key: object) -> list[str]:
+    """Errors for a label key (``IsQualifiedName``); an empty list when the key is valid.
+
+    A key is an optional DNS-1123 subdomain prefix of at most 253 characters and a ``/``,
+    then a name of at most 63 characters matching ``[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?``.
+    """
+    if not isinstance(key, str):
+        return _not_a_string(key)
+    errors: list[str] = []
+    parts = key.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            errors.extend("prefix part " + msg for msg in dns1123_subdomain_errors(prefix))
+    else:
+        return [
+            "a valid label key is a name that "
+            + _NAME_MSG
+            + ", with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif _byte_length(name) > LABEL_NAME_MAX_LENGTH:
+        errors.append("name part " + _max_len_error(LABEL_NAME_MAX_LENGTH))
+    if not _NAME_RE.fullmatch(name):
+        errors.append("name part " + _NAME_MSG)
+    return errors
+
+
+def label_value_errors(value: object) -> list[str]:
+    """Errors for a label value (``IsLabelValue``); an empty list when the value is valid.
+
+    A value is empty, or at most 63 characters of the same form as a key's name part.
+    """
+    if not isinstance(value, str):
+        return _not_a_string(value)
+    errors = []
+    if _byte_length(value) > LABEL_VALUE_MAX_LENGTH:
+        errors.append(_max_len_error(LABEL_VALUE_MAX_LENGTH))
+    if value and not _NAME_RE.fullmatch(value):
+        errors.append(_VALUE_MSG)
+    return errors
+
+
+def is_valid_label_key(key: object) -> bool:
+    """True when ``key`` is a syntactically valid label key."""
+    return not label_key_errors(key)
+
+
+def is_valid_label_value(value: object) -> bool:
+    """True when ``value`` is a syntactically valid label value (the empty string is valid)."""
+    return not label_value_errors(value)

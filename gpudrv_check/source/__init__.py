@@ -1,1 +1,1 @@
-
+"""Where bytes come from: the working tree, a git revision, or standard input."""

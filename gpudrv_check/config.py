@@ -1,0 +1,163 @@
+"""Configuration: discovery, the pydantic model, and errors that point at file:line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gpudrv_check.model.finding import Severity
+
+CONFIG_FILE = ".gpudrv-check.yaml"
+DEFAULT_MATRIX = "support-matrix.csv"
+DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+class ConfigError(Exception):
+    """A usage or configuration error: the run cannot start (exit 2)."""
+
+    def __init__(self, message: str, file: str | None = None, line: int = 0, column: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = f"{self.file}:{self.line}:{self.column}: " if self.line else f"{self.file}: "
+        return f"{where}{self.message}"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LabelKeys(_Strict):
+    """Node label keys the driver tag is computed from (NFD and GFD defaults)."""
+
+    driver_branch: list[str] = Field(
+        default_factory=lambda: [
+            "nvidia.com/cuda.driver-version.major",
+            "nvidia.com/cuda.driver.major",
+        ]
+    )
+    kernel: str = "feature.node.kubernetes.io/kernel-version.full"
+    os_id: str = "feature.node.kubernetes.io/system-os_release.ID"
+    os_version_id: str = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+
+    @field_validator("driver_branch", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class OperatorSettings(_Strict):
+    """What the repo cannot tell us about the GPU Operator."""
+
+    # the operator release; selects the OS-tag rule. None: the newest behaviour
+    version: str | None = None
+
+
+class RuleSettings(_Strict):
+    enabled: bool = True
+    severity: Severity | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Config(_Strict):
+    """`.gpudrv-check.yaml` (or `[tool.gpudrv-check]` in pyproject.toml)."""
+
+    matrix: str | None = DEFAULT_MATRIX
+    exclude: list[str] = Field(default_factory=list)
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
+    fail_on: Literal["error", "warning", "info", "never"] = "error"
+    operator: OperatorSettings = Field(default_factory=OperatorSettings)
+    labels: LabelKeys = Field(default_factory=LabelKeys)
+    rules: dict[str, RuleSettings] = Field(default_factory=dict)
+    # extra rows for the CUDA table (policies/cuda.yaml format)
+    cuda: dict[str, Any] = Field(default_factory=dict)
+
+    # where the config came from, for messages
+    source: str | None = Field(default=None, exclude=True)
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "(top level)"
+
+
+def _error_from_validation(err: ValidationError, data: Any, file: str) -> ConfigError:
+    from gpudrv_check.load.located import locate
+
+    first = err.errors()[0]
+    loc = tuple(first.get("loc", ()))
+    line, col = locate(data, loc) if data is not None else (0, 0)
+    if first.get("type") == "extra_forbidden":
+        message = f"unknown key {_format_loc(loc)!r}"
+    else:
+        message = f"{_format_loc(loc)}: {first.get('msg')}"
+    more = len(err.errors()) - 1
+    if more:
+        message += f" (and {more} more)"
+    return ConfigError(message, file, line, col)
+
+
+def parse_config(data: Any, file: str) -> Config:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError("the config must be a mapping", file, 1, 1)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as err:
+        raise _error_from_validation(err, data, file) from None
+    config.source = file
+    return config
+
+
+def load_config(root: Path, explicit: str | None = None) -> Config:
+    """The config for a repo root: `--config FILE`, else `.gpudrv-check.yaml`, else pyproject."""
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {explicit}")
+        return _load_yaml_config(path, explicit)
+    path = root / CONFIG_FILE
+    if path.is_file():
+        return _load_yaml_config(path, CONFIG_FILE)
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            import tomllib  # type: ignore[import-not-found]
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+        try:
+            doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+            raise ConfigError(f"cannot read pyproject.toml: {err}", "pyproject.toml") from None
+        section = doc.get("tool", {}).get("gpudrv-check")
+        if section is not None:
+            return parse_config(section, "pyproject.toml")
+    return Config()
+
+
+def _load_yaml_config(path: Path, shown: str) -> Config:
+    from gpudrv_check.load.text import decode_text
+    from gpudrv_check.load.yaml_docs import parse_text
+
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"cannot read config: {err.strerror}", shown) from None
+    text, problem = decode_text(raw)
+    if problem is not None:
+        raise ConfigError(problem.message, shown, problem.line, problem.column)
+    parsed = parse_text(text or "")
+    for p in parsed.problems:
+        raise ConfigError(p.message, shown, p.line, p.column)
+    if len(parsed.docs) > 1:
+        raise ConfigError("the config must be a single YAML document", shown, 1, 1)
+    data = parsed.docs[0].data if parsed.docs else None
+    return parse_config(data, shown)

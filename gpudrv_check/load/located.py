@@ -1,0 +1,132 @@
+"""Located data: plain dicts and lists that remember where each key and item was written.
+
+The loader builds these from the YAML parser's events. They behave exactly like `dict` and
+`list` (so JSON Schema, pydantic and the pure `k8s/` functions take them as they are) and carry
+1-based (line, column) positions on the side, so a finding can point at the exact key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+Pos = tuple[int, int]
+PathItem = str | int
+Path = tuple[PathItem, ...]
+
+NO_POS: Pos = (1, 1)
+
+
+class LMap(dict):
+    """A mapping with the position of itself, of each key, and the raw text of typed scalars."""
+
+    __slots__ = ("pos", "kpos", "raw")
+
+    def __init__(self, pos: Pos = NO_POS) -> None:
+        super().__init__()
+        self.pos = pos
+        self.kpos: dict[str, Pos] = {}
+        # raw source text of plain scalars resolved to a non-string (`550`, `true`, `22.04`)
+        self.raw: dict[str, str] | None = None
+
+    def key_pos(self, key: str) -> Pos:
+        return self.kpos.get(key, self.pos)
+
+    def raw_text(self, key: str) -> str | None:
+        return None if self.raw is None else self.raw.get(key)
+
+    def __reduce__(self):  # pickling for the cache and worker processes keeps positions
+        return (_rebuild_map, (dict(self), self.pos, self.kpos, self.raw))
+
+
+class LSeq(list):
+    """A sequence with the position of itself and of each item."""
+
+    __slots__ = ("pos", "ipos", "raw")
+
+    def __init__(self, pos: Pos = NO_POS) -> None:
+        super().__init__()
+        self.pos = pos
+        self.ipos: list[Pos] = []
+        self.raw: dict[int, str] | None = None
+
+    def item_pos(self, index: int) -> Pos:
+        if 0 <= index < len(self.ipos):
+            return self.ipos[index]
+        return self.pos
+
+    def raw_text(self, index: int) -> str | None:
+        return None if self.raw is None else self.raw.get(index)
+
+    def __reduce__(self):
+        return (_rebuild_seq, (list(self), self.pos, self.ipos, self.raw))
+
+
+def _rebuild_map(items: dict, pos: Pos, kpos: dict, raw: dict | None) -> LMap:
+    m = LMap(pos)
+    m.update(items)
+    m.kpos = kpos
+    m.raw = raw
+    return m
+
+
+def _rebuild_seq(items: list, pos: Pos, ipos: list, raw: dict | None) -> LSeq:
+    s = LSeq(pos)
+    s.extend(items)
+    s.ipos = ipos
+    s.raw = raw
+    return s
+
+
+def locate(node: Any, path: Iterable[PathItem]) -> Pos:
+    """Position of the deepest key or item along `path` that exists in `node`.
+
+    A path that leaves the data early (a key that is absent) resolves to the last key found,
+    so a finding about a missing field points at its parent.
+    """
+    pos = getattr(node, "pos", NO_POS)
+    for step in path:
+        if isinstance(node, LMap) and isinstance(step, str) and step in node:
+            pos = node.kpos.get(step, pos)
+            node = node[step]
+        elif isinstance(node, LSeq) and isinstance(step, int) and 0 <= step < len(node):
+            pos = node.item_pos(step)
+            node = node[step]
+        else:
+            break
+    return pos
+
+
+def value_pos(node: Any, path: Iterable[PathItem]) -> Pos:
+    """Position of the value at `path` when it is a container, else of its key."""
+    target: Any = node
+    steps = list(path)
+    for step in steps:
+        try:
+            target = target[step]
+        except (KeyError, IndexError, TypeError):
+            return locate(node, steps)
+    pos = getattr(target, "pos", None)
+    return pos if pos is not None else locate(node, steps)
+
+
+def scalar_text(container: Any, key: PathItem) -> str | None:
+    """The value at `container[key]` as Kubernetes would store it in a string field.
+
+    Strings are returned as they are; numbers and booleans written without quotes come back as
+    the text that was written (`22.04`, not `22.4`); anything else gives None.
+    """
+    try:
+        value = container[key]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        raw = container.raw_text(key) if isinstance(container, (LMap, LSeq)) else None
+        if raw is not None:
+            return raw
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+    return None

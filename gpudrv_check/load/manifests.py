@@ -1,0 +1,240 @@
+"""Files → Kubernetes objects (Manifests), with every skipped document accounted for."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gpudrv_check.load.located import LMap, LSeq
+from gpudrv_check.load.text import decode_text
+from gpudrv_check.load.yaml_docs import LoadProblem, parse_text
+from gpudrv_check.model.finding import Finding, Location, Severity
+from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.source.tree import FileRef, Skipped
+
+
+class Source(Protocol):
+    def read(self, rel: str) -> bytes: ...
+
+
+@dataclass
+class FileResult:
+    """What one file contributes: its objects, its problems, and what was skipped in it."""
+
+    rel: str
+    manifests: list[Manifest] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+@dataclass
+class RepoContent:
+    files: list[FileResult] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # files never read (walk level)
+
+    @property
+    def manifests(self) -> list[Manifest]:
+        return [m for f in self.files for m in f.manifests]
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [p for f in self.files for p in f.problems]
+
+    @property
+    def object_count(self) -> int:
+        return sum(len(f.manifests) for f in self.files)
+
+
+def problem_finding(rel: str, problem: LoadProblem) -> Finding:
+    return Finding(
+        rule=problem.rule,
+        severity=Severity.ERROR,  # the engine applies the catalog's severity
+        message=problem.message,
+        hint=problem.hint,
+        location=Location(file=rel, line=problem.line, column=problem.column),
+    )
+
+
+def chart_template_dirs(files: Iterable[FileRef]) -> list[str]:
+    """`<chart>/templates/` prefixes: files there are Helm templates, not manifests."""
+    dirs = []
+    for f in files:
+        if posixpath.basename(f.rel) == "Chart.yaml":
+            parent = posixpath.dirname(f.rel)
+            dirs.append((parent + "/" if parent else "") + "templates/")
+    return sorted(dirs)
+
+
+def _not_checkable(rel: str, line: int, message: str, hint: str) -> Finding:
+    return Finding(
+        rule="GPU009",
+        severity=Severity.WARNING,
+        message=message,
+        hint=hint,
+        location=Location(file=rel, line=line, column=1),
+    )
+
+
+HELM_HINT = (
+    "Render the chart (helm template) and check the output, e.g. "
+    "`helm template … | gpudrv-check check - --stdin-name rendered.yaml`, or exclude the path."
+)
+
+
+def read_file(source: Source, ref: FileRef, max_bytes: int, helm_template: bool) -> FileResult:
+    """Read one file into objects. Never raises for bad content: problems become findings."""
+    result = FileResult(ref.rel)
+    rel = ref.rel
+    if ref.size > max_bytes:
+        result.problems.append(
+            problem_finding(
+                rel,
+                LoadProblem(
+                    "GPU000",
+                    1,
+                    1,
+                    f"file is {ref.size} bytes, over the max_file_bytes limit of {max_bytes}; "
+                    "not read",
+                    "Split the file, exclude it, or raise max_file_bytes in .gpudrv-check.yaml.",
+                ),
+            )
+        )
+        return result
+    try:
+        data = source.read(rel)
+    except OSError as err:
+        result.problems.append(
+            problem_finding(rel, LoadProblem("GPU000", 1, 1, f"cannot read: {err.strerror}"))
+        )
+        return result
+    return parse_manifest_bytes(rel, data, helm_template)
+
+
+def parse_manifest_bytes(rel: str, data: bytes, helm_template: bool = False) -> FileResult:
+    result = FileResult(rel)
+    text, problem = decode_text(data)
+    if problem is not None:
+        result.problems.append(problem_finding(rel, problem))
+        return result
+    assert text is not None
+    if helm_template:
+        result.problems.append(
+            _not_checkable(
+                rel,
+                1,
+                "Helm chart template: not checkable unless rendered",
+                HELM_HINT,
+            )
+        )
+        return result
+    parsed = parse_text(text)
+    syntax_failed = any(
+        p.rule == "GPU000" and p.message.startswith("YAML syntax") for p in parsed.problems
+    )
+    if syntax_failed and "{{" in text:
+        result.problems.append(
+            _not_checkable(
+                rel,
+                1,
+                "templated file ({{ … }}): not checkable unless rendered",
+                HELM_HINT,
+            )
+        )
+        return result
+    for p in parsed.problems:
+        result.problems.append(problem_finding(rel, p))
+    for doc in parsed.docs:
+        _collect(result, rel, doc.index, doc.data, doc.pos)
+    return result
+
+
+def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int, int]) -> None:
+    where = f"{rel}#{index}"
+    if data is None:
+        result.skipped.append(Skipped(where, "empty document"))
+        return
+    if not isinstance(data, LMap):
+        shape = "a list" if isinstance(data, LSeq) else "a scalar"
+        result.problems.append(
+            _not_checkable(
+                rel,
+                pos[0],
+                f"document {index} is {shape}, not a Kubernetes object; skipped",
+                "A manifest is a mapping with apiVersion and kind; exclude this file if it is "
+                "not one.",
+            )
+        )
+        return
+    api_version = data.get("apiVersion")
+    kind = data.get("kind")
+    if api_version is None or kind is None:
+        result.skipped.append(Skipped(where, "no apiVersion/kind: not a Kubernetes object"))
+        return
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        key = "kind" if not isinstance(kind, str) else "apiVersion"
+        line, col = data.key_pos(key)
+        result.problems.append(
+            Finding(
+                rule="GPU040",
+                severity=Severity.ERROR,
+                message=f"{key} must be a string; object skipped",
+                hint="Write apiVersion and kind as strings, e.g. `kind: Deployment`.",
+                location=Location(file=rel, line=line, column=col),
+            )
+        )
+        return
+    items = data.get("items")
+    if kind.endswith("List") and isinstance(items, LSeq) and kind != "NodeInventory":
+        for i, item in enumerate(items):
+            _collect_item(result, rel, index, i, item, items.item_pos(i))
+        return
+    result.manifests.append(_manifest(rel, index, data, api_version, kind, None))
+
+
+def _collect_item(
+    result: FileResult, rel: str, index: int, item_index: int, item: Any, pos: tuple[int, int]
+) -> None:
+    where = f"{rel}#{index}.items[{item_index}]"
+    if not isinstance(item, LMap):
+        result.skipped.append(Skipped(where, "List item is not a mapping"))
+        return
+    api_version = item.get("apiVersion")
+    kind = item.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        result.skipped.append(Skipped(where, "List item without apiVersion/kind"))
+        return
+    result.manifests.append(_manifest(rel, index, item, api_version, kind, item_index))
+
+
+def _manifest(
+    rel: str, index: int, data: LMap, api_version: str, kind: str, item: int | None
+) -> Manifest:
+    meta = data.get("metadata")
+    name = namespace = None
+    if isinstance(meta, dict):
+        raw_name = meta.get("name")
+        raw_ns = meta.get("namespace")
+        name = raw_name if isinstance(raw_name, str) else None
+        namespace = raw_ns if isinstance(raw_ns, str) else None
+    return Manifest(
+        file=rel,
+        doc=index,
+        data=data,
+        api_version=api_version,
+        kind=kind,
+        name=name,
+        namespace=namespace,
+        item=item,
+    )
+
+
+def read_repo(source: Source, files: list[FileRef], max_bytes: int) -> RepoContent:
+    """Every manifest file of a listing, in path order."""
+    content = RepoContent()
+    templates = chart_template_dirs(files)
+    for ref in files:
+        helm = any(ref.rel.startswith(prefix) for prefix in templates)
+        content.files.append(read_file(source, ref, max_bytes, helm))
+    return content

@@ -1,0 +1,396 @@
+"""Bytes → located documents, built from the libyaml C parser's event stream.
+
+The pure-Python round-trip loader is ~38x slower than the C event stream, so the hot path
+builds plain `LMap`/`LSeq` trees directly from events (which carry line and column). Round-trip
+loading is kept for `--write` only.
+
+Scalars resolve as Kubernetes' YAML decoder (sigs.k8s.io/yaml, YAML 1.1 rules) would read them,
+so `replicas: "4"` stays a string and `present: yes` becomes a boolean. Nothing is ever
+constructed from a tag: unknown tags are reported and read as plain data.
+Hostile input is bounded: alias expansion is counted rather than copied, flow nesting is
+checked before libyaml sees it (its scanner is quadratic in flow depth), and the builder
+is iterative, so deep documents cannot raise RecursionError.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpudrv_check.load.located import LMap, LSeq, Pos
+
+MAX_DEPTH = 1000
+# expanded node count above which a document is treated as an alias bomb
+MAX_EXPANDED_NODES = 200_000
+
+_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+_TRUE = frozenset(("true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON"))
+_FALSE = frozenset(("false", "False", "FALSE", "n", "N", "no", "No", "NO", "off", "Off", "OFF"))
+_INT_DEC = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)\Z")
+_INT_OTHER = re.compile(r"[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0[0-7_]+)\Z")
+_FLOAT = re.compile(
+    r"[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?\Z"
+    r"|[-+]?\.(?:inf|Inf|INF)\Z|\.(?:nan|NaN|NAN)\Z"
+)
+_STD_TAG = "tag:yaml.org,2002:"
+_KNOWN_TAGS = frozenset(
+    _STD_TAG + t
+    for t in ("str", "int", "float", "bool", "null", "map", "seq", "binary", "timestamp", "merge")
+)
+_FLOW_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+@dataclass(slots=True)
+class LoadProblem:
+    """A problem found while reading a file; the engine turns it into a Finding."""
+
+    rule: str
+    line: int
+    column: int
+    message: str
+    hint: str | None = None
+
+
+@dataclass(slots=True)
+class Doc:
+    """One YAML document of a file: its index, its data and where it starts."""
+
+    index: int
+    data: Any
+    pos: Pos
+
+
+@dataclass(slots=True)
+class ParsedFile:
+    docs: list[Doc] = field(default_factory=list)
+    problems: list[LoadProblem] = field(default_factory=list)
+
+
+def resolve_plain(text: str) -> Any:
+    """Type of an unquoted scalar under YAML 1.1 as the Kubernetes decoder applies it."""
+    if text in _NULLS:
+        return None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    first = text[0]
+    if not (first.isdigit() or first in "-+."):
+        return text
+    if _INT_DEC.match(text):
+        return int(text.replace("_", ""))
+    if _INT_OTHER.match(text):
+        sign = -1 if text[0] == "-" else 1
+        body = text.lstrip("+-").replace("_", "")
+        if body.startswith("0b"):
+            return sign * int(body[2:], 2)
+        if body.startswith("0x"):
+            return sign * int(body[2:], 16)
+        return sign * int(body, 8)
+    if _FLOAT.match(text):
+        try:
+            return float(text.replace("_", ""))
+        except ValueError:
+            return text
+    return text
+
+
+def _resolve_tagged(text: str, tag: str) -> Any:
+    if tag == _STD_TAG + "int":
+        value = resolve_plain(text)
+        return value if isinstance(value, int) and not isinstance(value, bool) else text
+    if tag == _STD_TAG + "float":
+        value = resolve_plain(text)
+        return float(value) if isinstance(value, (int, float)) else text
+    if tag == _STD_TAG + "bool":
+        value = resolve_plain(text)
+        return value if isinstance(value, bool) else text
+    if tag == _STD_TAG + "null":
+        return None
+    return text
+
+
+def _flow_depth_exceeds(text: str, limit: int) -> int:
+    """Line of the first point where bracket nesting passes `limit`, or 0.
+
+    Approximate (brackets inside quoted strings count too), which only matters for files
+    that are hostile anyway.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return 0
+    depth = 0
+    for match in _FLOW_BRACKETS.finditer(text):
+        if match.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return text.count("\n", 0, match.start()) + 1
+        elif depth:
+            depth -= 1
+    return 0
+
+
+def _pos(mark: Any) -> Pos:
+    return (mark.line + 1, mark.column + 1)
+
+
+class _Frame:
+    __slots__ = ("node", "key", "key_pos", "merges", "anchor", "size")
+
+    def __init__(self, node: LMap | LSeq, anchor: str | None) -> None:
+        self.node = node
+        self.key: str | None = None  # pending mapping key
+        self.key_pos: Pos | None = None
+        self.merges: list[Any] | None = None
+        self.anchor = anchor
+        self.size = 1  # nodes in this subtree with aliases expanded
+
+
+def parse_text(text: str | bytes) -> ParsedFile:
+    """Parse every document of a YAML (or JSON) stream into located data."""
+    from ruamel.yaml.cyaml import CParser
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.events import (
+        AliasEvent,
+        DocumentEndEvent,
+        DocumentStartEvent,
+        MappingEndEvent,
+        MappingStartEvent,
+        ScalarEvent,
+        SequenceEndEvent,
+        SequenceStartEvent,
+        StreamEndEvent,
+    )
+
+    result = ParsedFile()
+    problems = result.problems
+    if isinstance(text, str):
+        too_deep = _flow_depth_exceeds(text, MAX_DEPTH)
+        if too_deep:
+            problems.append(
+                LoadProblem(
+                    "GPU000",
+                    too_deep,
+                    1,
+                    f"nesting deeper than {MAX_DEPTH} levels; file not read",
+                    "Kubernetes objects are never this deep: this file is generated or hostile.",
+                )
+            )
+            return result
+
+    parser = CParser(text)
+    stack: list[_Frame] = []
+    anchors: dict[str, tuple[Any, int]] = {}
+    doc_index = -1
+    doc_pos: Pos = (1, 1)
+    root: Any = None
+    skipping = False  # the current document was abandoned (bomb, depth); drain its events
+    expanded = 0
+
+    def attach(value: Any, pos: Pos, size: int, raw: str | None = None) -> None:
+        nonlocal root
+        if not stack:
+            root = value
+            return
+        frame = stack[-1]
+        frame.size += size
+        node = frame.node
+        if isinstance(node, LSeq):
+            if raw is not None:
+                if node.raw is None:
+                    node.raw = {}
+                node.raw[len(node)] = raw
+            node.append(value)
+            node.ipos.append(pos)
+            return
+        if frame.key is None:
+            # this value is a key
+            if isinstance(value, str):
+                key = value
+            elif raw is not None:
+                key = raw
+            elif value is None:
+                key = "null"
+            else:
+                problems.append(
+                    LoadProblem(
+                        "GPU000",
+                        pos[0],
+                        pos[1],
+                        "mapping key is not a scalar; Kubernetes objects only have string keys",
+                    )
+                )
+                key = "<non-scalar key>"
+            frame.key = key
+            frame.key_pos = pos
+            return
+        key = frame.key
+        frame.key = None
+        key_pos = frame.key_pos or pos
+        if key == "<<" and isinstance(value, (LMap, LSeq)):
+            if frame.merges is None:
+                frame.merges = []
+            frame.merges.append(value)
+            return
+        if key in node:
+            problems.append(
+                LoadProblem(
+                    "GPU008",
+                    key_pos[0],
+                    key_pos[1],
+                    f"duplicate key {key!r}; the API server's strict decoding rejects this object",
+                    "Remove one of the two entries; only the last one would be used.",
+                )
+            )
+        if raw is not None:
+            if node.raw is None:
+                node.raw = {}
+            node.raw[key] = raw
+        elif node.raw is not None:
+            node.raw.pop(key, None)
+        node[key] = value
+        node.kpos[key] = key_pos
+
+    def finish_merges(frame: _Frame) -> None:
+        node = frame.node
+        assert isinstance(node, LMap)
+        sources: list[Any] = []
+        for merge in frame.merges or ():
+            if isinstance(merge, LSeq):
+                sources.extend(merge)
+            else:
+                sources.append(merge)
+        for source in sources:
+            if not isinstance(source, LMap):
+                continue
+            for key, value in source.items():
+                if key not in node:
+                    node[key] = value
+                    node.kpos[key] = source.kpos.get(key, source.pos)
+                    raw = source.raw_text(key)
+                    if raw is not None:
+                        if node.raw is None:
+                            node.raw = {}
+                        node.raw[key] = raw
+
+    def abandon(pos: Pos, message: str, hint: str | None = None) -> None:
+        nonlocal skipping, root
+        problems.append(LoadProblem("GPU000", pos[0], pos[1], message, hint))
+        skipping = True
+        stack.clear()
+        root = None
+
+    def check_tag(tag: str | None, pos: Pos) -> bool:
+        """True when the tag is one we read; unknown tags are reported, never constructed."""
+        if tag is None or tag in ("!", "?") or tag in _KNOWN_TAGS:
+            return True
+        shown = tag.replace(_STD_TAG, "!!")
+        problems.append(
+            LoadProblem(
+                "GPU009",
+                pos[0],
+                pos[1],
+                f"unknown YAML tag {shown} is not constructed; its value is read as plain data",
+                "Kubernetes manifests use no custom tags; render the file first "
+                "(for example with the tool that owns the tag).",
+            )
+        )
+        return False
+
+    try:
+        while True:
+            event = parser.get_event()
+            cls = type(event)
+            if cls is ScalarEvent:
+                if skipping:
+                    continue
+                pos = _pos(event.start_mark)
+                text = event.value
+                tag = event.tag
+                raw = None
+                if event.implicit[0] and tag is None and not event.style:
+                    value = resolve_plain(text) if text else None
+                    if value is not None and not isinstance(value, str):
+                        raw = text
+                elif tag is None or tag == "!" or tag == _STD_TAG + "str":
+                    value = text
+                elif check_tag(tag, pos):
+                    value = _resolve_tagged(text, tag)
+                else:
+                    value = text
+                if event.anchor is not None:
+                    anchors[event.anchor] = (value, 1)
+                expanded += 1
+                attach(value, pos, 1, raw)
+            elif cls is MappingStartEvent or cls is SequenceStartEvent:
+                if skipping:
+                    continue
+                pos = _pos(event.start_mark)
+                if event.tag is not None and not event.implicit:
+                    check_tag(event.tag, pos)
+                if len(stack) >= MAX_DEPTH:
+                    abandon(pos, f"nesting deeper than {MAX_DEPTH} levels; document not read")
+                    continue
+                node: LMap | LSeq = LMap(pos) if cls is MappingStartEvent else LSeq(pos)
+                if event.anchor is not None:
+                    anchors[event.anchor] = (node, -1)  # usable once complete
+                stack.append(_Frame(node, event.anchor))
+                expanded += 1
+            elif cls is MappingEndEvent or cls is SequenceEndEvent:
+                if skipping:
+                    continue
+                frame = stack.pop()
+                if frame.merges:
+                    finish_merges(frame)
+                if frame.anchor is not None:
+                    anchors[frame.anchor] = (frame.node, frame.size)
+                attach(frame.node, frame.node.pos, frame.size)
+            elif cls is AliasEvent:
+                if skipping:
+                    continue
+                pos = _pos(event.start_mark)
+                target = anchors.get(event.anchor)
+                if target is None or target[1] < 0:
+                    abandon(pos, f"alias *{event.anchor} refers to no complete anchor")
+                    continue
+                value, size = target
+                if expanded + size > MAX_EXPANDED_NODES:
+                    abandon(
+                        pos,
+                        f"aliases expand to more than {MAX_EXPANDED_NODES} nodes "
+                        "(an alias bomb); document not read",
+                        "Write the repeated data out, or split the file.",
+                    )
+                    continue
+                expanded += size
+                attach(value, pos, size)
+            elif cls is DocumentStartEvent:
+                doc_index += 1
+                doc_pos = _pos(event.start_mark)
+                root = None
+                skipping = False
+                anchors = {}
+                expanded = 0
+            elif cls is DocumentEndEvent:
+                if not skipping:
+                    result.docs.append(Doc(doc_index, root, doc_pos))
+                root = None
+            elif cls is StreamEndEvent:
+                break
+    except MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        what = err.problem or err.context or "cannot parse"
+        context = f" ({err.context})" if err.context and err.problem else ""
+        problems.append(
+            LoadProblem(
+                "GPU000",
+                line,
+                col,
+                f"YAML syntax error: {what}{context}",
+                "Fix the syntax at this position; nothing in this file was checked.",
+            )
+        )
+    except YAMLError as err:  # reader errors (bad characters) without a mark
+        problems.append(LoadProblem("GPU000", 1, 1, f"cannot read YAML: {err}"))
+    return result

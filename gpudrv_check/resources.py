@@ -1,0 +1,24 @@
+"""Files shipped with the tool (`schemas/`, `policies/`), installed or run from a checkout."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+
+
+@lru_cache(maxsize=None)
+def resource_dir(name: str) -> Traversable:
+    """`schemas` or `policies`: inside the wheel they live in the package, in a checkout at the top."""
+    packaged = resources.files("gpudrv_check").joinpath(name)
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / name
+
+
+def read_resource(name: str, *parts: str) -> bytes:
+    node = resource_dir(name)
+    for part in parts:
+        node = node.joinpath(part)
+    return node.read_bytes()

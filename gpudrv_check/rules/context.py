@@ -1,0 +1,49 @@
+"""What a rule gets: the repo model and a way to make well-formed findings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpudrv_check.load.located import Path
+from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
+from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.model.node import Node
+from gpudrv_check.model.repo import Repo
+from gpudrv_check.policy import catalog
+
+
+class Context:
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.config = repo.config
+
+    def params(self, rule: str) -> dict[str, Any]:
+        """The rule's parameters: policy defaults overlaid with the config's."""
+        policy = catalog().get(rule)
+        merged = dict(policy.params) if policy else {}
+        for key, settings in self.config.rules.items():
+            if key == rule or (policy is not None and key == policy.name):
+                merged.update(settings.params)
+        return merged
+
+    def finding(
+        self,
+        rule: str,
+        about: Manifest | Node,
+        path: Path,
+        message: str,
+        hint: str | None = None,
+        severity: Severity | None = None,
+        location: Location | None = None,
+        obj: ObjectRef | None = None,
+    ) -> Finding:
+        policy = catalog().get(rule)
+        return Finding(
+            rule=rule,
+            severity=severity or (policy.severity if policy else Severity.ERROR),
+            message=message,
+            hint=hint if hint is not None else (policy.fix if policy else None),
+            location=location or about.location(path),
+            object=obj or about.ref,
+            path=list(path),
+        )

@@ -247,10 +247,9 @@ def _expected_scale(groups: list[PodGroup]) -> tuple[int, int, str | None]:
         if group.bare:
             bare += pods
             continue
-        replicas = _count(group.replicas)
-        if replicas is None:
+        if not group.scalable:
             return 0, bare, f"{group.owner_kind} {group.owner_name!s} has no scale subresource"
-        scale[(group.owner_kind, str(group.owner_name))] = replicas
+        scale[(group.owner_kind, str(group.owner_name))] = _count(group.replicas) or 0
     return sum(scale.values()), bare, None
 
 

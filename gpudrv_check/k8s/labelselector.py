@@ -286,7 +286,7 @@ def _compile_requirement(
         )
         return None
     if operator in (IN, NOT_IN):
-        if not values and not (isinstance(raw_values, (list, tuple)) and raw_values):
+        if raw_values is None or (isinstance(raw_values, (list, tuple)) and not raw_values):
             fatal.append(
                 Problem((*base, "values"), "must be specified when `operator` is 'In' or 'NotIn'")
             )

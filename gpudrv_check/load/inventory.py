@@ -6,7 +6,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from gpudrv_check.load.located import LMap, Path, scalar_text
+from gpudrv_check.load.located import LMap, Path, scalar_text, type_name
 from gpudrv_check.model.finding import Finding, ObjectRef, Severity
 from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node
@@ -42,7 +42,7 @@ def _string_map(
         findings.append(
             _finding(
                 "GPU040", manifest, path,
-                f"{what} must be a mapping of strings, not a {type(value).__name__}",
+                f"{what}s must be a mapping of strings, not a {type_name(value)}",
                 f"Write {what} as `key: value` lines.", node,
             )
         )
@@ -57,7 +57,7 @@ def _string_map(
             findings.append(
                 _finding(
                     "GPU040", manifest, (*path, key),
-                    f"{what} {key!r} must be a string, not a {type(item).__name__}",
+                    f"{what} {key!r} must be a string, not a {type_name(item)}",
                     "Label and annotation values are strings.", node,
                 )
             )

@@ -130,3 +130,20 @@ def scalar_text(container: Any, key: PathItem) -> str | None:
             return "true" if value else "false"
         return str(value)
     return None
+
+
+def type_name(value: Any) -> str:
+    """The JSON name of a value's type, as a person reading YAML thinks of it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "mapping"
+    return type(value).__name__

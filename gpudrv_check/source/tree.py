@@ -9,6 +9,8 @@ from pathlib import Path
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 SKIP_DIRS = frozenset((".git", ".hg", ".svn"))
+# our own config is not a manifest
+SKIP_FILES = frozenset((".gpudrv-check.yaml",))
 
 
 @dataclass(slots=True)
@@ -72,7 +74,7 @@ class WorkingTree:
                     keep.append(name)
             dirnames[:] = keep
             for name in sorted(filenames):
-                if not name.endswith(MANIFEST_SUFFIXES):
+                if not name.endswith(MANIFEST_SUFFIXES) or (not rel_dir and name in SKIP_FILES):
                     continue
                 rel = rel_dir + name
                 full = os.path.join(dirpath, name)

@@ -1,0 +1,3 @@
+from gpudrv_check.cli import main
+
+raise SystemExit(main())

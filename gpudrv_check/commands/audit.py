@@ -1,0 +1,36 @@
+"""`gpudrv-check audit`: the lab's drv-audit.sh, byte for byte.
+
+Prints `<node> MISSING <tag>` per GPU node whose driver image is not in the matrix, sorted by
+node, and exits 1; or prints `OK` and exits 0. A node whose tag cannot be computed is printed as
+`<node> MISSING-LABEL <label>` (and fails the audit): it cannot be proven to have an image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpudrv_check.commands.common import load_run
+from gpudrv_check.config import ConfigError
+from gpudrv_check.model.driver import audit_entries
+
+
+def run(args: argparse.Namespace) -> int:
+    check_run = load_run(args)
+    repo = check_run.repo
+    if repo.matrix is None:
+        raise ConfigError("audit needs a support matrix (--matrix FILE or `matrix:` in config)")
+    lines = []
+    for entry in audit_entries(repo):
+        if entry.missing:
+            lines.append(f"{entry.node.name} MISSING {entry.result.tag}")
+        elif not entry.result.ok:
+            what = ",".join(entry.result.missing) or "tag"
+            lines.append(f"{entry.node.name} MISSING-LABEL {what}")
+    for problem in repo.matrix.problems:
+        sys.stderr.write(f"{problem.location}: {problem.severity.value} {problem.message}\n")
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+        return 1
+    sys.stdout.write("OK\n")
+    return 0

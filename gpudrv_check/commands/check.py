@@ -1,0 +1,49 @@
+"""`gpudrv-check check`: every rule, reported as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpudrv_check.commands.common import load_run
+from gpudrv_check.engine import evaluate
+from gpudrv_check.model.finding import Finding, Severity
+
+_THRESHOLD = {"error": 3, "warning": 2, "info": 1, "never": 99}
+
+
+def exit_code(findings: list[Finding], fail_on: str) -> int:
+    threshold = _THRESHOLD[fail_on]
+    return 1 if any(f.severity.rank >= threshold for f in findings) else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    check_run = load_run(args)
+    evaluate(check_run)
+    findings = check_run.findings
+    config = check_run.repo.config
+    code = exit_code(findings, config.fail_on)
+    counts = check_run.counts()
+    files = len(check_run.content.files)
+    objects = check_run.content.object_count
+    if (args.format or "text") == "json":
+        from gpudrv_check.report import json_report
+
+        summary = {
+            "files": files,
+            "objects": objects,
+            "skipped_documents": sum(len(f.skipped) for f in check_run.content.files),
+            "errors": counts[Severity.ERROR.value],
+            "warnings": counts[Severity.WARNING.value],
+            "info": counts[Severity.INFO.value],
+            "suppressed": len(check_run.suppressed),
+            "fail_on": config.fail_on,
+            "exit_code": code,
+        }
+        sys.stdout.write(json_report.render(findings, summary))
+    else:
+        from gpudrv_check.report import text
+
+        summary_line = text.summary_line(files, objects, counts, len(check_run.suppressed))
+        sys.stdout.write(text.render(findings, summary_line, text.use_colour(sys.stdout)))
+    return code

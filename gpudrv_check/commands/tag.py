@@ -1,0 +1,30 @@
+"""`gpudrv-check tag NODE`: the node's precompiled driver image tag, one line (drv-tag.sh)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpudrv_check.commands.common import load_run
+from gpudrv_check.model.driver import node_tag
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.matrix is None:
+        args.matrix = "none"  # the tag needs no matrix
+    check_run = load_run(args)
+    repo = check_run.repo
+    node = repo.node_by_name.get(args.node)
+    if node is None:
+        known = ", ".join(sorted(repo.node_by_name)) or "none"
+        sys.stderr.write(f"gpudrv-check: error: no node {args.node!r} in {args.path} "
+                         f"(nodes: {known})\n")
+        return 2
+    result = node_tag(node, repo)
+    if not result.ok:
+        reason = (f"missing label(s) {', '.join(result.missing)}" if result.missing
+                  else result.error)
+        sys.stderr.write(f"gpudrv-check: error: node {node.name}: {reason}\n")
+        return 1
+    sys.stdout.write(f"{result.tag}\n")
+    return 0

@@ -1,0 +1,43 @@
+"""GPU001 driver-image-missing: a GPU node needs a driver image the support matrix lacks.
+
+For every node labelled `nvidia.com/gpu.present=true` whose driver the operator manages (not
+`nvidia.com/gpu.deploy.driver=false` or `nvidia.com/gpu.deploy.operands=false`), the precompiled
+tag `<branch>-<kernel>-<os-tag>` is computed from its labels and looked up in the matrix. The
+finding sits on the node's kernel label, since a new kernel is the usual cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.model.driver import audit_entries, label_keys
+from gpudrv_check.model.finding import Finding
+from gpudrv_check.rules.context import Context
+
+ID = "GPU001"
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    repo = ctx.repo
+    if repo.matrix is None:
+        return
+    kernel_key = label_keys(ctx.config)["kernel"]
+    for entry in audit_entries(repo):
+        if not entry.missing:
+            continue
+        tag = entry.result.tag
+        branch, rest = tag.split("-", 1)  # type: ignore[union-attr]
+        node = entry.node
+        kernel = node.labels.get(str(kernel_key), "")
+        os_tag = rest[len(kernel) + 1:] if rest.startswith(kernel + "-") else rest
+        row = f"{branch},{kernel},{os_tag}"
+        yield ctx.finding(
+            ID,
+            node,
+            node.label_path(str(kernel_key)),
+            f"node {node.name} needs driver image {tag}, which is not in the support matrix "
+            f"({repo.matrix.file}); its driver pod would fail to pull and its GPUs vanish",
+            hint=f"Build and push the image for {tag}, then add the row `{row}` to "
+            f"{repo.matrix.file}; or keep the node on a kernel the matrix has.",
+            location=node.label_location(str(kernel_key)),
+        )

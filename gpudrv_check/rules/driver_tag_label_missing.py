@@ -1,0 +1,43 @@
+"""GPU002 driver-tag-label-missing: a GPU node lacks a label its driver image tag needs.
+
+The driver branch comes from `nvidia.com/cuda.driver-version.major` (or the deprecated
+`nvidia.com/cuda.driver.major`), the kernel from `feature.node.kubernetes.io/kernel-version.full`,
+the OS from `feature.node.kubernetes.io/system-os_release.ID` and `.VERSION_ID`. Keys can be
+changed under `labels:` in the config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.model.driver import driver_managed, node_tag
+from gpudrv_check.model.finding import Finding
+from gpudrv_check.rules.context import Context
+
+ID = "GPU002"
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    repo = ctx.repo
+    for node in sorted(repo.gpu_nodes, key=lambda n: n.name):
+        if not driver_managed(node):
+            continue
+        result = node_tag(node, repo)
+        if result.ok:
+            continue
+        if result.missing:
+            names = ", ".join(result.missing)
+            label = "label" if len(result.missing) == 1 else "labels"
+            message = (
+                f"GPU node {node.name} has no {names} {label}, so its driver image tag cannot "
+                "be computed"
+            )
+        else:
+            message = f"GPU node {node.name}: driver image tag cannot be computed: {result.error}"
+        yield ctx.finding(
+            ID,
+            node,
+            node.labels_path,
+            message,
+            location=node.label_location(result.missing[0]) if result.missing else None,
+        )

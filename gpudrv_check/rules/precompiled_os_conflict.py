@@ -1,0 +1,44 @@
+"""GPU003 precompiled-os-conflict: GPU nodes share a kernel but differ in OS release.
+
+The GPU Operator runs one precompiled driver DaemonSet per kernel version; when nodes with the
+same kernel report different `ID`+`VERSION_ID`, it refuses precompiled mode altogether.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.model.driver import driver_managed, label_keys
+from gpudrv_check.model.finding import Finding
+from gpudrv_check.nvidia.driver_image import driver_facts, precompiled_os_conflicts
+from gpudrv_check.rules.context import Context
+
+ID = "GPU003"
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    repo = ctx.repo
+    keys = label_keys(ctx.config)
+    facts_by_node = {}
+    for node in repo.gpu_nodes:
+        if driver_managed(node):
+            facts_by_node[node.name] = driver_facts(node.labels, keys)[0]
+    triples = [(name, f.kernel, f.os_release) for name, f in sorted(facts_by_node.items())]
+    for conflict in precompiled_os_conflicts(triples):
+        for name in conflict.nodes:
+            node = repo.node_by_name[name]
+            mine = facts_by_node[name].os_release
+            others = [
+                f"{other} ({facts_by_node[other].os_release})"
+                for other in conflict.nodes
+                if facts_by_node[other].os_release != mine
+            ]
+            yield ctx.finding(
+                ID,
+                node,
+                node.label_path(str(keys["os_version_id"])),
+                f"GPU node {name} runs kernel {conflict.kernel} on {mine}, like "
+                f"{', '.join(others)} on another OS release; the operator refuses precompiled "
+                f'mode: "{conflict.message}"',
+                location=node.label_location(str(keys["os_version_id"])),
+            )

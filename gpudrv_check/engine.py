@@ -12,6 +12,7 @@ from gpudrv_check.load.manifests import RepoContent, read_repo
 from gpudrv_check.load.matrix import Matrix, parse_matrix
 from gpudrv_check.model.finding import Finding, Severity
 from gpudrv_check.model.repo import Repo
+from gpudrv_check.model.workload import build_workloads
 from gpudrv_check.source.tree import Listing, WorkingTree
 
 
@@ -83,6 +84,7 @@ def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:
     content = read_repo(tree, listing.files, config.max_file_bytes)
     manifests = content.manifests
     nodes, node_findings = build_inventory(manifests)
+    workloads, workload_findings = build_workloads(manifests)
     repo = Repo(
         root=str(root),
         config=config,
@@ -90,10 +92,12 @@ def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:
         nodes=nodes,
         matrix=matrix,
         files_read=len(listing.files),
+        workloads=workloads,
     )
     run = Run(repo=repo, content=content, listing=listing)
     run.findings.extend(content.problems)
     run.findings.extend(node_findings)
+    run.findings.extend(workload_findings)
     if matrix is not None:
         run.findings.extend(matrix.problems)
     return run

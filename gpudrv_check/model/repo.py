@@ -12,6 +12,9 @@ from gpudrv_check.model.node import Node
 
 if TYPE_CHECKING:
     from gpudrv_check.load.matrix import Matrix
+    from gpudrv_check.model.operator import OperatorConfig
+    from gpudrv_check.model.placement import Placement
+    from gpudrv_check.model.workload import Workload
 
 
 @dataclass
@@ -22,6 +25,7 @@ class Repo:
     nodes: list[Node]
     matrix: Matrix | None
     files_read: int = 0
+    workloads: list[Workload] = field(default_factory=list)
     extras: dict = field(default_factory=dict)
 
     @cached_property
@@ -34,3 +38,21 @@ class Repo:
 
     def of_kind(self, *kinds: str) -> list[Manifest]:
         return [m for m in self.manifests if m.kind in kinds]
+
+    @cached_property
+    def placement(self) -> Placement:
+        from gpudrv_check.model.placement import Placement
+
+        return Placement(self.nodes)
+
+    @cached_property
+    def operator_configs(self) -> list[OperatorConfig]:
+        from gpudrv_check.model.operator import find_operator_configs
+
+        return find_operator_configs(self.manifests)
+
+    @property
+    def operator(self) -> OperatorConfig | None:
+        """The operator configuration (the first one, when the repo states several)."""
+        configs = self.operator_configs
+        return configs[0] if configs else None

@@ -1,0 +1,260 @@
+"""Workloads: anything that carries a pod template, with where each part of it was written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpudrv_check.load.located import Path, scalar_text, type_name
+from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
+from gpudrv_check.model.manifest import Manifest
+
+GPU_RESOURCE = "nvidia.com/gpu"
+
+#: where the pod spec lives, per kind
+POD_SPEC_PATHS: dict[str, Path] = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+WORKLOAD_API_VERSIONS = frozenset(
+    ("v1", "apps/v1", "apps/v1beta1", "apps/v1beta2", "extensions/v1beta1", "batch/v1",
+     "batch/v1beta1")
+)
+#: kinds whose replica count the disruption controller can read (a scale subresource)
+SCALABLE_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"))
+
+
+def _pod_labels_path(kind: str) -> Path:
+    if kind == "Pod":
+        return ("metadata", "labels")
+    return (*POD_SPEC_PATHS[kind][:-1], "metadata", "labels")
+
+
+class Container(BaseModel):
+    name: str | None = None
+    image: str | None = None
+    init: bool = False
+    path: Path  # relative to the manifest
+    gpus: int = 0
+
+
+class Workload(BaseModel):
+    """A pod template and what the rules need to know about it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    manifest: Manifest
+    spec_path: Path
+    pod_spec: Any = None  # the located pod spec mapping (LMap), or None
+    pod_labels: dict[str, str] = Field(default_factory=dict)
+    replicas: int | None = None  # pods it asks for; None when the count is not a fixed number
+    containers: list[Container] = Field(default_factory=list)
+    gpus: int = 0  # nvidia.com/gpu per pod (the scheduler's effective request)
+
+    @property
+    def kind(self) -> str:
+        return self.manifest.kind
+
+    @property
+    def name(self) -> str | None:
+        return self.manifest.name
+
+    @property
+    def namespace(self) -> str:
+        return self.manifest.namespace or "default"
+
+    @property
+    def ref(self) -> ObjectRef:
+        return self.manifest.ref
+
+    @property
+    def scalable(self) -> bool:
+        return self.kind in SCALABLE_KINDS
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+    def location(self, path: Path) -> Location:
+        return self.manifest.location(path)
+
+    def spec_get(self, *path: str | int) -> Any:
+        return self.manifest.get(*self.spec_path, *path)
+
+    @property
+    def node_name(self) -> str | None:
+        value = self.spec_get("nodeName")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def host_network(self) -> bool:
+        return self.spec_get("hostNetwork") is True
+
+    @property
+    def tolerations(self) -> list:
+        value = self.spec_get("tolerations")
+        return value if isinstance(value, list) else []
+
+
+def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding:
+    return Finding(
+        rule="GPU040",
+        severity=Severity.ERROR,
+        message=message,
+        hint=hint,
+        location=manifest.location(path),
+        object=manifest.ref,
+        path=list(path),
+    )
+
+
+def _quantity_count(value: Any) -> int | None:
+    """An extended-resource quantity as a whole number (`1`, `"2"`); None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _containers(manifest: Manifest, spec_path: Path, findings: list[Finding]) -> list[Container]:
+    out: list[Container] = []
+    for field, init in (("initContainers", True), ("containers", False)):
+        path = (*spec_path, field)
+        items = manifest.get(*path)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            findings.append(
+                _finding(manifest, path, f"{field} must be a list, not a {type_name(items)}",
+                         f"Write {field} as a list of containers (`- name: …`).")
+            )
+            continue
+        for index, item in enumerate(items):
+            cpath = (*path, index)
+            if not isinstance(item, dict):
+                findings.append(
+                    _finding(manifest, cpath, f"{field}[{index}] must be a mapping",
+                             "Each container is a mapping with name and image.")
+                )
+                continue
+            image = item.get("image")
+            gpus = 0
+            resources = item.get("resources")
+            if isinstance(resources, dict):
+                for section in ("limits", "requests"):
+                    amounts = resources.get(section)
+                    if isinstance(amounts, dict) and GPU_RESOURCE in amounts:
+                        count = _quantity_count(amounts[GPU_RESOURCE])
+                        if count is None:
+                            findings.append(
+                                _finding(
+                                    manifest,
+                                    (*cpath, "resources", section, GPU_RESOURCE),
+                                    f"{GPU_RESOURCE} must be a whole number of GPUs, not "
+                                    f"{scalar_text(amounts, GPU_RESOURCE)!r}",
+                                    "Extended resources cannot be fractional: write e.g. `1`.",
+                                )
+                            )
+                        else:
+                            gpus = max(gpus, count)
+            out.append(
+                Container(
+                    name=item.get("name") if isinstance(item.get("name"), str) else None,
+                    image=image if isinstance(image, str) else None,
+                    init=init,
+                    path=cpath,
+                    gpus=gpus,
+                )
+            )
+    return out
+
+
+def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
+    kind = manifest.kind
+    if kind == "Pod":
+        return 1
+    if kind in SCALABLE_KINDS:
+        value = manifest.get("spec", "replicas")
+        if value is None:
+            return 1  # the API default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            findings.append(
+                _finding(manifest, ("spec", "replicas"),
+                         f"spec.replicas must be a non-negative integer, not "
+                         f"{scalar_text(manifest.get('spec') or {}, 'replicas') or type_name(value)!r}",
+                         "Write `replicas: 3`.")
+            )
+            return None
+        return value
+    if kind == "Job":
+        value = manifest.get("spec", "parallelism")
+        if value is None:
+            return 1
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return None  # DaemonSet: one per eligible node; CronJob: per schedule
+
+
+def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Finding]]:
+    findings: list[Finding] = []
+    spec_path = POD_SPEC_PATHS.get(manifest.kind)
+    if spec_path is None or "/" in manifest.kind:
+        return None, findings
+    if manifest.api_version not in WORKLOAD_API_VERSIONS:
+        return None, findings  # a custom resource that happens to share a kind name
+    pod_spec = manifest.get(*spec_path)
+    if pod_spec is not None and not isinstance(pod_spec, dict):
+        findings.append(
+            _finding(manifest, spec_path, f"pod spec must be a mapping, not a {type_name(pod_spec)}",
+                     "Fix the indentation of the pod template.")
+        )
+        pod_spec = None
+    labels_path = _pod_labels_path(manifest.kind)
+    labels_value = manifest.get(*labels_path)
+    labels: dict[str, str] = {}
+    if isinstance(labels_value, dict):
+        for key in labels_value:
+            text = scalar_text(labels_value, key)
+            if text is not None:
+                labels[key] = text
+    elif labels_value is not None:
+        findings.append(
+            _finding(manifest, labels_path,
+                     f"labels must be a mapping of strings, not a {type_name(labels_value)}",
+                     "Write labels as `key: value` lines.")
+        )
+    containers = _containers(manifest, spec_path, findings)
+    main = sum(c.gpus for c in containers if not c.init)
+    init = max((c.gpus for c in containers if c.init), default=0)
+    workload = Workload(
+        manifest=manifest,
+        spec_path=spec_path,
+        pod_spec=pod_spec,
+        pod_labels=labels,
+        replicas=_replicas(manifest, findings),
+        containers=containers,
+        gpus=max(main, init),
+    )
+    return workload, findings
+
+
+def build_workloads(manifests: list[Manifest]) -> tuple[list[Workload], list[Finding]]:
+    workloads: list[Workload] = []
+    findings: list[Finding] = []
+    for manifest in manifests:
+        if manifest.kind not in POD_SPEC_PATHS:
+            continue
+        workload, problems = workload_from_manifest(manifest)
+        findings.extend(problems)
+        if workload is not None:
+            workloads.append(workload)
+    return workloads, findings

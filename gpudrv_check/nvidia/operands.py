@@ -1,0 +1,536 @@
+"""The GPU Operator's operands: which DaemonSets exist, where they run, what they wait for.
+
+The operator reads one ``ClusterPolicy`` (often rendered from the gpu-operator Helm chart's
+values) and creates one DaemonSet per operand. Each DaemonSet selects nodes carrying its label
+``nvidia.com/gpu.deploy.<operand>: "true"``; any other value, or no label, keeps it off the node.
+The operator writes those labels itself on nodes with ``nvidia.com/gpu.present=true``, by
+workload type (``nvidia.com/gpu.workload.config``), honouring values an admin already set, and
+removes them all when the node has ``nvidia.com/gpu.deploy.operands=false``.
+
+Operands wait for each other through init containers: the toolkit waits for a working driver,
+the device plugin, GFD, DCGM, DCGM Exporter and the MIG manager wait for the toolkit, and the
+validator checks driver, toolkit, CUDA and device plugin. A device plugin without a toolkit
+advertises GPUs that workloads then cannot use.
+
+Sources: gpu-operator ``controllers/state_manager.go`` (labels, ``isStateEnabled``),
+``api/nvidia/v1/clusterpolicy_types.go`` (``IsEnabled`` defaults), ``controllers/
+object_controls.go`` (``applyCommonDaemonsetConfig``), ``assets/*/..._daemonset.yaml`` (init
+containers, tolerations) and the chart's ``values.yaml`` / ``templates/clusterpolicy.yaml``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpudrv_check.nvidia.upgrade import effective_upgrade_policy
+
+DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
+DEPLOY_OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+WORKLOAD_CONFIG_LABEL = "nvidia.com/gpu.workload.config"
+MIG_CAPABLE_LABEL = "nvidia.com/mig.capable"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+VGPU_HOST_DRIVER_LABEL = "nvidia.com/vgpu.host-driver-version"
+
+WORKLOAD_CONTAINER = "container"
+WORKLOAD_VM_PASSTHROUGH = "vm-passthrough"
+WORKLOAD_VM_VGPU = "vm-vgpu"
+WORKLOAD_CONFIGS: tuple[str, ...] = (WORKLOAD_CONTAINER, WORKLOAD_VM_PASSTHROUGH, WORKLOAD_VM_VGPU)
+
+CLUSTERPOLICY = "clusterpolicy"
+HELM = "helm"
+
+_ALL = WORKLOAD_CONFIGS
+_VM = (WORKLOAD_VM_PASSTHROUGH, WORKLOAD_VM_VGPU)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand DaemonSet the operator manages.
+
+    ``spec_key`` is both the ClusterPolicy ``spec`` key and the Helm values key (``None`` when
+    the operand has no switch of its own). ``default_enabled`` is what an unset ``enabled``
+    means in a ClusterPolicy (the Go ``IsEnabled`` default; ``None`` = no switch, always on);
+    ``chart_default_enabled`` is the gpu-operator chart's ``values.yaml`` default. ``workloads``
+    lists the node workload types that get the deploy label; ``sandbox`` operands also need
+    ``sandboxWorkloads.enabled``. ``needs`` are operands its init containers wait for.
+    """
+
+    name: str
+    spec_key: str | None
+    daemonset: str
+    default_enabled: bool | None
+    chart_default_enabled: bool | None
+    workloads: tuple[str, ...]
+    sandbox: bool = False
+    needs: tuple[str, ...] = ()
+    needs_by_workload: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    mig_capable_only: bool = False
+    note: str = ""
+
+    @property
+    def deploy_label(self) -> str:
+        return f"{DEPLOY_LABEL_PREFIX}{self.name}"
+
+
+_CATALOG: tuple[Operand, ...] = (
+    Operand(
+        "driver",
+        "driver",
+        "nvidia-driver-daemonset",
+        True,
+        True,
+        (WORKLOAD_CONTAINER,),
+        note="loads the kernel module and creates /dev/nvidia*; one DaemonSet per kernel "
+        "in precompiled mode",
+    ),
+    Operand(
+        "container-toolkit",
+        "toolkit",
+        "nvidia-container-toolkit-daemonset",
+        True,
+        True,
+        (WORKLOAD_CONTAINER,),
+        needs=("driver",),
+        note="registers the NVIDIA runtime; waits for the driver (containerised or host)",
+    ),
+    Operand(
+        "device-plugin",
+        "devicePlugin",
+        "nvidia-device-plugin-daemonset",
+        True,
+        True,
+        (WORKLOAD_CONTAINER,),
+        needs=("container-toolkit",),
+        note="advertises nvidia.com/gpu to the kubelet",
+    ),
+    Operand(
+        "gpu-feature-discovery",
+        "gfd",
+        "gpu-feature-discovery",
+        True,
+        True,
+        (WORKLOAD_CONTAINER,),
+        needs=("container-toolkit",),
+        note="writes nvidia.com/gpu.* and nvidia.com/cuda.* labels",
+    ),
+    Operand(
+        "dcgm-exporter",
+        "dcgmExporter",
+        "nvidia-dcgm-exporter",
+        True,
+        True,
+        (WORKLOAD_CONTAINER,),
+        needs=("container-toolkit",),
+        note="GPU metrics",
+    ),
+    Operand(
+        "dcgm",
+        "dcgm",
+        "nvidia-dcgm",
+        True,
+        False,
+        (WORKLOAD_CONTAINER,),
+        needs=("container-toolkit",),
+        note="standalone DCGM host engine; off in the chart, on when a CR leaves it unset",
+    ),
+    Operand(
+        "operator-validator",
+        "validator",
+        "nvidia-operator-validator",
+        None,
+        None,
+        (WORKLOAD_CONTAINER,),
+        needs=("driver", "container-toolkit", "device-plugin"),
+        note="always deployed; validates driver, toolkit, CUDA and device plugin",
+    ),
+    Operand(
+        "node-status-exporter",
+        "nodeStatusExporter",
+        "nvidia-node-status-exporter",
+        False,
+        False,
+        (WORKLOAD_CONTAINER,),
+        note="node status metrics",
+    ),
+    Operand(
+        "mig-manager",
+        "migManager",
+        "nvidia-mig-manager",
+        True,
+        True,
+        (WORKLOAD_CONTAINER,),
+        needs=("container-toolkit",),
+        mig_capable_only=True,
+        note="labelled only on MIG-capable nodes (mig.capable=true, or an A100/A30/H100 "
+        "product name) that are not vGPU guests",
+    ),
+    Operand(
+        "sandbox-device-plugin",
+        "sandboxDevicePlugin",
+        "nvidia-sandbox-device-plugin-daemonset",
+        False,
+        True,
+        _VM,
+        sandbox=True,
+        needs_by_workload=(
+            (WORKLOAD_VM_PASSTHROUGH, ("vfio-manager",)),
+            (WORKLOAD_VM_VGPU, ("vgpu-device-manager",)),
+        ),
+        note="KubeVirt device plugin for GPUs handed to VMs",
+    ),
+    Operand(
+        "sandbox-validator",
+        None,
+        "nvidia-sandbox-validator",
+        None,
+        None,
+        _VM,
+        sandbox=True,
+        needs_by_workload=(
+            (WORKLOAD_VM_PASSTHROUGH, ("vfio-manager",)),
+            (WORKLOAD_VM_VGPU, ("vgpu-manager", "vgpu-device-manager")),
+        ),
+        note="deployed whenever sandbox workloads are enabled",
+    ),
+    Operand(
+        "vfio-manager",
+        "vfioManager",
+        "nvidia-vfio-manager",
+        False,
+        True,
+        (WORKLOAD_VM_PASSTHROUGH,),
+        sandbox=True,
+        note="binds GPUs to vfio-pci",
+    ),
+    Operand(
+        "vgpu-manager",
+        "vgpuManager",
+        "nvidia-vgpu-manager-daemonset",
+        False,
+        False,
+        (WORKLOAD_VM_VGPU,),
+        sandbox=True,
+        note="vGPU host driver",
+    ),
+    Operand(
+        "vgpu-device-manager",
+        "vgpuDeviceManager",
+        "nvidia-vgpu-device-manager",
+        False,
+        True,
+        (WORKLOAD_VM_VGPU,),
+        sandbox=True,
+        needs=("vgpu-manager",),
+        note="creates vGPU devices",
+    ),
+    Operand(
+        "kata-manager",
+        "kataManager",
+        "nvidia-kata-manager",
+        False,
+        False,
+        (WORKLOAD_VM_PASSTHROUGH,),
+        sandbox=True,
+        note="Kata runtime classes",
+    ),
+    Operand(
+        "cc-manager",
+        "ccManager",
+        "nvidia-cc-manager",
+        False,
+        True,
+        _VM,
+        sandbox=True,
+        note="confidential computing mode",
+    ),
+)
+
+#: Operand name -> catalog entry, in deployment order.
+OPERANDS: Mapping[str, Operand] = {operand.name: operand for operand in _CATALOG}
+OPERAND_NAMES: tuple[str, ...] = tuple(OPERANDS)
+
+#: The toleration every operand DaemonSet asset carries (and the chart's daemonsets.tolerations).
+DEFAULT_OPERAND_TOLERATION: Mapping[str, str] = {
+    "key": "nvidia.com/gpu",
+    "operator": "Exists",
+    "effect": "NoSchedule",
+}
+
+# Nodes with these product names count as MIG-capable when GFD has not said (state_manager.go).
+_MIG_PRODUCT_HINTS = ("h100", "a100", "a30")
+
+
+@dataclass(frozen=True)
+class DriverSettings:
+    """The ``driver`` section of a ClusterPolicy (or chart values) with defaults applied.
+
+    ``repository``/``image``/``version`` are ``None`` when unset: a ClusterPolicy then falls back
+    to the operator's ``DRIVER_IMAGE`` environment, and the chart's default version depends on
+    the chart release.
+    """
+
+    enabled: bool
+    use_precompiled: bool
+    use_nvidia_driver_crd: bool
+    repository: str | None
+    image: str | None
+    version: str | None
+    upgrade_policy: dict[str, Any]
+
+
+def operand(name: object) -> Operand | None:
+    """The catalog entry for an operand name, or ``None``."""
+    return OPERANDS.get(name) if isinstance(name, str) else None
+
+
+def deploy_label(name: object) -> str | None:
+    """``nvidia.com/gpu.deploy.<operand>`` for a known operand, else ``None``."""
+    entry = operand(name)
+    return entry.deploy_label if entry else None
+
+
+def operand_for_deploy_label(key: object) -> str | None:
+    """The operand a ``nvidia.com/gpu.deploy.*`` label key switches, or ``None``.
+
+    ``nvidia.com/gpu.deploy.operands`` is the node-wide switch, not an operand: ``None``.
+    """
+    if not isinstance(key, str) or not key.startswith(DEPLOY_LABEL_PREFIX):
+        return None
+    name = key[len(DEPLOY_LABEL_PREFIX) :]
+    return name if name in OPERANDS else None
+
+
+def dependencies(name: object, workload: object = None) -> tuple[str, ...]:
+    """Operands whose readiness ``name``'s init containers wait for.
+
+    Sandbox operands depend on the node's workload type; pass ``workload`` (``vm-passthrough``
+    or ``vm-vgpu``) to include those. Unknown operands have none.
+    """
+    entry = operand(name)
+    if entry is None:
+        return ()
+    extra: tuple[str, ...] = ()
+    for config, needs in entry.needs_by_workload:
+        if config == workload:
+            extra = needs
+    return entry.needs + tuple(need for need in extra if need not in entry.needs)
+
+
+def default_operand_toleration() -> dict[str, str]:
+    """``{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}`` (a fresh copy)."""
+    return dict(DEFAULT_OPERAND_TOLERATION)
+
+
+def _spec(values: object) -> Mapping[str, Any]:
+    """The mapping that holds the operand sections: chart values, a spec, or a whole CR."""
+    if not isinstance(values, Mapping):
+        return {}
+    spec = values.get("spec")
+    if values.get("kind") == "ClusterPolicy" and isinstance(spec, Mapping):
+        return spec
+    return values
+
+
+def _section(values: object, key: str | None) -> Mapping[str, Any]:
+    if key is None:
+        return {}
+    section = _spec(values).get(key)
+    return section if isinstance(section, Mapping) else {}
+
+
+def _as_bool(value: object, source: str) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if source == HELM and isinstance(value, str) and value in ("true", "false"):
+        return value == "true"  # the chart renders the value unquoted, so YAML reads a bool
+    return None
+
+
+def sandbox_workloads_enabled(values: object, source: str = CLUSTERPOLICY) -> bool:
+    """``sandboxWorkloads.enabled``, false when unset (CRD and chart agree)."""
+    return _as_bool(_section(values, "sandboxWorkloads").get("enabled"), source) is True
+
+
+def default_workload(values: object) -> str:
+    """``sandboxWorkloads.defaultWorkload`` when valid, else ``container``."""
+    value = _section(values, "sandboxWorkloads").get("defaultWorkload")
+    return value if value in WORKLOAD_CONFIGS else WORKLOAD_CONTAINER
+
+
+def operands_from_operator_config(values: object, source: str = CLUSTERPOLICY) -> dict[str, bool]:
+    """Which operands the operator deploys cluster-wide, per operand name.
+
+    ``values`` is a ClusterPolicy (whole object or its ``spec``) for ``source="clusterpolicy"``,
+    or the gpu-operator chart values (a HelmRelease ``spec.values``) for ``source="helm"``.
+    An unset or invalid ``enabled`` means the operand's verified default for that source: for
+    example ``dcgm`` is on when a ClusterPolicy leaves it unset but off in the chart, and
+    ``nodeStatusExporter`` is off in both. Sandbox operands also need
+    ``sandboxWorkloads.enabled``; ``operator-validator`` has no switch and is always on.
+    With ``driver.useNvidiaDriverCRD`` the driver comes from NVIDIADriver objects instead, but
+    it is still reported as deployed here.
+    """
+    source = HELM if source == HELM else CLUSTERPOLICY
+    sandbox = sandbox_workloads_enabled(values, source)
+    enabled: dict[str, bool] = {}
+    for entry in _CATALOG:
+        default = entry.chart_default_enabled if source == HELM else entry.default_enabled
+        if entry.spec_key is None or default is None:
+            switch = True
+        else:
+            value = _as_bool(_section(values, entry.spec_key).get("enabled"), source)
+            switch = default if value is None else value
+        enabled[entry.name] = switch and (sandbox or not entry.sandbox)
+    return enabled
+
+
+def operator_config_problems(values: object, source: str = CLUSTERPOLICY) -> list[str]:
+    """``<key>.enabled`` values that are not booleans (and so fall back to the default)."""
+    source = HELM if source == HELM else CLUSTERPOLICY
+    problems = []
+    for entry in _CATALOG:
+        if entry.spec_key is None:
+            continue
+        raw = _section(values, entry.spec_key).get("enabled")
+        if raw is not None and _as_bool(raw, source) is None:
+            problems.append(f"{entry.spec_key}.enabled: expected true or false, got {raw!r}")
+    return problems
+
+
+def operator_tolerations(values: object) -> list[dict[str, Any]]:
+    """The tolerations every operand DaemonSet gets.
+
+    A non-empty ``daemonsets.tolerations`` list *replaces* the assets' default
+    ``nvidia.com/gpu:NoSchedule`` (Exists) toleration rather than adding to it; an empty or
+    missing list leaves the default. Same path in a ClusterPolicy spec and in chart values.
+    Entries that are not mappings are dropped.
+    """
+    raw = _section(values, "daemonsets").get("tolerations")
+    if isinstance(raw, list) and raw:
+        return [dict(item) for item in raw if isinstance(item, Mapping)]
+    return [default_operand_toleration()]
+
+
+def driver_settings(values: object, source: str = CLUSTERPOLICY) -> DriverSettings:
+    """The ``driver`` section with defaults, the same shape in a ClusterPolicy and chart values.
+
+    Defaults: ``enabled`` true, ``usePrecompiled`` false. For ``source="helm"`` the chart's
+    ``repository: nvcr.io/nvidia`` and ``image: driver`` apply when unset, and
+    ``driver.nvidiaDriverCRD.enabled`` is read as ``useNvidiaDriverCRD``.
+    """
+    source = HELM if source == HELM else CLUSTERPOLICY
+    section = _section(values, "driver")
+
+    def text(key: str) -> str | None:
+        value = section.get(key)
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, (int, float)):
+            return str(value)  # an unquoted version such as 550 in hand-written YAML
+        return value if isinstance(value, str) and value else None
+
+    crd = section.get("useNvidiaDriverCRD")
+    if source == HELM:
+        nested = section.get("nvidiaDriverCRD")
+        crd = nested.get("enabled") if isinstance(nested, Mapping) else None
+    enabled = _as_bool(section.get("enabled"), source)
+    precompiled = _as_bool(section.get("usePrecompiled"), source)
+    repository, image = text("repository"), text("image")
+    if source == HELM:
+        repository = repository or "nvcr.io/nvidia"
+        image = image or "driver"
+    return DriverSettings(
+        enabled=True if enabled is None else enabled,
+        use_precompiled=precompiled is True,
+        use_nvidia_driver_crd=_as_bool(crd, source) is True,
+        repository=repository,
+        image=image,
+        version=text("version"),
+        upgrade_policy=effective_upgrade_policy(section.get("upgradePolicy"), source),
+    )
+
+
+def has_mig_capable_gpu(labels: object) -> bool:
+    """Whether the operator treats the node as MIG-capable (``hasMIGCapableGPU``).
+
+    vGPU guests never are; otherwise GFD's ``nvidia.com/mig.capable`` decides, and without it an
+    A100/A30/H100 product name does.
+    """
+    if not isinstance(labels, Mapping):
+        return False
+    if labels.get(VGPU_HOST_DRIVER_LABEL):
+        return False
+    if MIG_CAPABLE_LABEL in labels:
+        return labels.get(MIG_CAPABLE_LABEL) == "true"
+    product = labels.get(GPU_PRODUCT_LABEL)
+    return isinstance(product, str) and any(h in product.lower() for h in _MIG_PRODUCT_HINTS)
+
+
+def workload_config(
+    labels: object, sandbox_enabled: bool = False, default: str = WORKLOAD_CONTAINER
+) -> str:
+    """The node's GPU workload type: always ``container`` unless sandbox workloads are enabled,
+    then its ``nvidia.com/gpu.workload.config`` label when valid, else ``default``."""
+    if not sandbox_enabled:
+        return WORKLOAD_CONTAINER
+    value = labels.get(WORKLOAD_CONFIG_LABEL) if isinstance(labels, Mapping) else None
+    if value in WORKLOAD_CONFIGS:
+        return value
+    return default if default in WORKLOAD_CONFIGS else WORKLOAD_CONTAINER
+
+
+def expected_deploy_labels(
+    labels: object, sandbox_enabled: bool = False, default: str = WORKLOAD_CONTAINER
+) -> dict[str, str]:
+    """The ``nvidia.com/gpu.deploy.*`` labels a GPU node ends up with after the operator
+    relabels it (``updateGPUStateLabels``).
+
+    ``nvidia.com/gpu.deploy.operands=false`` removes them all. Otherwise labels of the node's
+    workload type are added with ``"true"`` unless already present (an admin's ``false`` stays),
+    labels of other workload types are removed, and ``mig-manager`` is added for MIG-capable
+    container nodes. Nodes without ``nvidia.com/gpu.present=true`` are not relabelled.
+    """
+    if not isinstance(labels, Mapping):
+        return {}
+    current = {
+        key: value
+        for key, value in labels.items()
+        if isinstance(key, str) and operand_for_deploy_label(key) is not None
+    }
+    if labels.get(GPU_PRESENT_LABEL) != "true":
+        return current
+    if labels.get(DEPLOY_OPERANDS_LABEL) == "false":
+        return {}
+    config = workload_config(labels, sandbox_enabled, default)
+    wanted = [
+        entry.deploy_label
+        for entry in _CATALOG
+        if config in entry.workloads and not entry.mig_capable_only
+    ]
+    mig_label = OPERANDS["mig-manager"].deploy_label
+    result = {
+        key: value
+        for key, value in current.items()
+        if key in wanted or (key == mig_label and config == WORKLOAD_CONTAINER)
+    }
+    for key in wanted:
+        result.setdefault(key, "true")
+    if config == WORKLOAD_CONTAINER and has_mig_capable_gpu(labels):
+        result.setdefault(mig_label, "true")
+    return result
+
+
+def operands_on_node(labels: object, enabled: Mapping[str, bool] | None = None) -> tuple[str, ...]:
+    """Operands whose DaemonSet selects this node: deploy label exactly ``"true"`` and the
+    operand enabled cluster-wide (``enabled`` from ``operands_from_operator_config``; ``None``
+    means all enabled). Taints are not considered here."""
+    if not isinstance(labels, Mapping):
+        return ()
+    return tuple(
+        entry.name
+        for entry in _CATALOG
+        if labels.get(entry.deploy_label) == "true"
+        and (enabled is None or enabled.get(entry.name, False))
+    )

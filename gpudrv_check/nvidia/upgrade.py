@@ -1,0 +1,227 @@
+"""The GPU Operator's driver upgrade state machine and its upgrade policy.
+
+Swapping a driver unloads a kernel module, so the upgrade controller first cordons the node and
+removes the GPU workloads, which goes through the eviction API and its PodDisruptionBudgets.
+It records where each node stands in the node label ``nvidia.com/gpu-driver-upgrade-state``, so
+one label value tells where an upgrade stopped: a node stuck in ``pod-deletion-required`` or
+``drain-required`` is almost always waiting on a budget, not on the driver.
+
+States and their order come from NVIDIA/k8s-operator-libs ``pkg/upgrade/consts.go``; the policy
+defaults from ``api/upgrade/v1alpha1/upgrade_spec.go`` (CRD) and the gpu-operator Helm chart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: Node label holding the upgrade state (``nvidia.com/%s-driver-upgrade-state`` with ``gpu``).
+UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+#: Node label that, set to ``"true"``, makes the controller skip the node.
+UPGRADE_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+#: Node annotation the operator sets on GPU nodes while ``autoUpgrade`` is on.
+AUTO_UPGRADE_ANNOTATION = "nvidia.com/gpu-driver-upgrade-enabled"
+
+#: The empty state: upgrades disabled, or the node not processed yet.
+UPGRADE_STATE_UNKNOWN = ""
+UPGRADE_STATE_FAILED = "upgrade-failed"
+UPGRADE_STATE_DONE = "upgrade-done"
+
+#: The states a node walks through, in order. ``node-maintenance-required`` and
+#: ``post-maintenance-required`` replace cordon/drain when an external maintenance operator
+#: does the node operations.
+UPGRADE_FLOW: tuple[str, ...] = (
+    "upgrade-required",
+    "cordon-required",
+    "wait-for-jobs-required",
+    "pod-deletion-required",
+    "drain-required",
+    "node-maintenance-required",
+    "post-maintenance-required",
+    "pod-restart-required",
+    "validation-required",
+    "uncordon-required",
+    UPGRADE_STATE_DONE,
+)
+
+#: Every non-empty state value the controller writes.
+UPGRADE_STATES: tuple[str, ...] = (*UPGRADE_FLOW, UPGRADE_STATE_FAILED)
+
+#: One line per state: what it means and, when stuck, where to look.
+STATE_MEANINGS: Mapping[str, str] = {
+    UPGRADE_STATE_UNKNOWN: "upgrades are disabled or the node has not been processed yet",
+    "upgrade-required": "the driver pod is out of date; nothing has been done to the node yet",
+    "cordon-required": "the node is about to be made unschedulable",
+    "wait-for-jobs-required": "waiting for the pods selected by waitForCompletion to finish",
+    "pod-deletion-required": "evicting pods that use a GPU; a PodDisruptionBudget can block this",
+    "drain-required": "pod deletion was not enough; draining the node (drain.enable) "
+    "evicts non-GPU pods too",
+    "node-maintenance-required": "an external maintenance operator is cordoning/draining the node",
+    "post-maintenance-required": "maintenance done; the driver pod is to be restarted",
+    "pod-restart-required": "the driver pod is restarted to load the new driver",
+    "validation-required": "waiting for the validator to confirm the new driver works",
+    "uncordon-required": "the new driver is ready; the node is to be made schedulable again",
+    UPGRADE_STATE_DONE: "the driver is up to date and the node is schedulable",
+    UPGRADE_STATE_FAILED: "the upgrade failed; the node needs manual attention",
+}
+
+#: States in which the node has been (or is being) cordoned by the upgrade.
+CORDONED_STATES: frozenset[str] = frozenset(UPGRADE_FLOW[2:-1])
+
+# Defaults of DriverUpgradePolicySpec (kubebuilder:default markers in k8s-operator-libs).
+CRD_UPGRADE_POLICY_DEFAULTS: Mapping[str, Any] = {
+    "autoUpgrade": False,
+    "maxParallelUpgrades": 1,
+    "maxUnavailable": "25%",
+    "waitForCompletion": {"podSelector": "", "timeoutSeconds": 0},
+    "podDeletion": {
+        "podSelector": "",
+        "force": False,
+        "timeoutSeconds": 300,
+        "deleteEmptyDir": False,
+    },
+    "drain": {
+        "enable": False,
+        "force": False,
+        "podSelector": "",
+        "timeoutSeconds": 300,
+        "deleteEmptyDir": False,
+    },
+}
+# The gpu-operator chart turns autoUpgrade on; everything else matches the CRD.
+HELM_UPGRADE_POLICY_DEFAULTS: Mapping[str, Any] = {
+    **CRD_UPGRADE_POLICY_DEFAULTS,
+    "autoUpgrade": True,
+}
+# The chart names pod deletion "gpuPodDeletion" and renders it as the CRD's "podDeletion".
+HELM_POD_DELETION_KEY = "gpuPodDeletion"
+
+_BOOL_FIELDS = frozenset({"autoUpgrade", "force", "deleteEmptyDir", "enable"})
+_INT_FIELDS = frozenset({"maxParallelUpgrades", "timeoutSeconds"})
+_STR_FIELDS = frozenset({"podSelector"})
+
+
+def is_known_state(value: object) -> bool:
+    """True for the empty state and every state the upgrade controller writes."""
+    return value == UPGRADE_STATE_UNKNOWN or value in UPGRADE_STATES
+
+
+def state_index(value: object) -> int | None:
+    """Position of ``value`` in ``UPGRADE_FLOW`` (``upgrade-required`` is 0).
+
+    ``None`` for the empty state, ``upgrade-failed`` and unknown values, which are not steps.
+    """
+    if not isinstance(value, str):
+        return None
+    try:
+        return UPGRADE_FLOW.index(value)
+    except ValueError:
+        return None
+
+
+def state_meaning(value: object) -> str | None:
+    """The one-line meaning of a state, or ``None`` for an unknown value."""
+    return STATE_MEANINGS.get(value) if isinstance(value, str) else None
+
+
+def upgrade_state(labels: object) -> str:
+    """A node's upgrade state from its labels; ``""`` when absent or not text."""
+    if not isinstance(labels, Mapping):
+        return UPGRADE_STATE_UNKNOWN
+    value = labels.get(UPGRADE_STATE_LABEL)
+    return value if isinstance(value, str) else UPGRADE_STATE_UNKNOWN
+
+
+def skip_requested(labels: object) -> bool:
+    """True when the node carries ``nvidia.com/gpu-driver-upgrade.skip=true``."""
+    return isinstance(labels, Mapping) and labels.get(UPGRADE_SKIP_LABEL) == "true"
+
+
+def is_stuck_candidate(value: object) -> bool:
+    """True for states where a node sits cordoned mid-upgrade (worth a look if it stays)."""
+    return isinstance(value, str) and value in CORDONED_STATES
+
+
+def _valid_max_unavailable(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= 0
+    return isinstance(value, str) and value.endswith("%") and value[:-1].isdigit()
+
+
+def _field_ok(name: str, value: object) -> bool:
+    if name in _BOOL_FIELDS:
+        return isinstance(value, bool)
+    if name in _INT_FIELDS:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if name in _STR_FIELDS:
+        return isinstance(value, str)
+    if name == "maxUnavailable":
+        return _valid_max_unavailable(value)
+    return False
+
+
+def _raw_section(raw: Mapping[str, Any], name: str, source: str) -> object:
+    if source == "helm" and name == "podDeletion" and HELM_POD_DELETION_KEY in raw:
+        return raw.get(HELM_POD_DELETION_KEY)
+    return raw.get(name)
+
+
+def _merge(raw: object, source: str, problems: list[str] | None) -> dict[str, Any]:
+    defaults = HELM_UPGRADE_POLICY_DEFAULTS if source == "helm" else CRD_UPGRADE_POLICY_DEFAULTS
+    if raw is not None and not isinstance(raw, Mapping):
+        if problems is not None:
+            problems.append("upgradePolicy is not a mapping")
+        raw = None
+    raw = raw or {}
+    effective: dict[str, Any] = {}
+    for name, default in defaults.items():
+        value = _raw_section(raw, name, source)
+        if isinstance(default, Mapping):
+            section: dict[str, Any] = dict(default)
+            if value is not None and not isinstance(value, Mapping):
+                if problems is not None:
+                    problems.append(f"{name} is not a mapping")
+            elif value is not None:
+                for field in default:
+                    field_value = value.get(field)
+                    if field_value is None:
+                        continue
+                    if _field_ok(field, field_value):
+                        section[field] = field_value
+                    elif problems is not None:
+                        problems.append(f"{name}.{field}: invalid value {field_value!r}")
+            effective[name] = section
+        elif value is None:
+            effective[name] = default
+        elif _field_ok(name, value):
+            effective[name] = value
+        else:
+            effective[name] = default
+            if problems is not None:
+                problems.append(f"{name}: invalid value {value!r}")
+    return effective
+
+
+def effective_upgrade_policy(raw: object, source: str = "clusterpolicy") -> dict[str, Any]:
+    """``driver.upgradePolicy`` with every default filled in, in the ClusterPolicy shape.
+
+    ``source="clusterpolicy"`` applies the CRD defaults (``autoUpgrade`` false,
+    ``maxParallelUpgrades`` 1, ``maxUnavailable`` 25%, ``waitForCompletion.timeoutSeconds`` 0 =
+    wait forever, pod deletion and drain timeouts 300 s, ``drain.enable`` false).
+    ``source="helm"`` applies the gpu-operator chart defaults instead, which differ only in
+    ``autoUpgrade`` (true), and reads the chart's ``gpuPodDeletion`` as ``podDeletion``.
+
+    Sub-objects missing from ``raw`` are filled as if present: the CRD only defaults an object
+    that exists, but a missing one behaves the same (no drain, default timeouts). Values of the
+    wrong type fall back to the default; ``upgrade_policy_problems`` lists them.
+    """
+    return _merge(raw, "helm" if source == "helm" else "clusterpolicy", None)
+
+
+def upgrade_policy_problems(raw: object, source: str = "clusterpolicy") -> list[str]:
+    """Fields of an upgrade policy whose values ``effective_upgrade_policy`` had to ignore."""
+    problems: list[str] = []
+    _merge(raw, "helm" if source == "helm" else "clusterpolicy", problems)
+    return problems

@@ -162,6 +162,12 @@ def _nodes_from_inventory(manifest: Manifest, findings: list[Finding]) -> list[N
     errors = sorted(validator.iter_errors(manifest.data), key=lambda e: list(map(str, e.path)))
     for error in errors:
         path = tuple(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            # point at the first unexpected key rather than at its parent
+            allowed = set(error.schema.get("properties", {}))
+            extra = sorted(k for k in error.instance if k not in allowed)
+            if extra:
+                path = (*path, extra[0])
         if len(path) >= 2 and path[0] == "nodes" and isinstance(path[1], int):
             bad_nodes.add(path[1])
         else:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gpudrv_check.load.located import LMap, LSeq
+from gpudrv_check.load.located import LMap, LSeq, scalar_text, type_name
 from gpudrv_check.load.text import decode_text
 from gpudrv_check.load.yaml_docs import LoadProblem, parse_text
 from gpudrv_check.model.finding import Finding, Location, Severity
@@ -190,7 +190,33 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
         for i, item in enumerate(items):
             _collect_item(result, rel, index, i, item, items.item_pos(i))
         return
+    _check_name_types(result, rel, data)
     result.manifests.append(_manifest(rel, index, data, api_version, kind, None))
+
+
+def _check_name_types(result: FileResult, rel: str, data: LMap) -> None:
+    """metadata.name/namespace written as YAML booleans or numbers (`name: n` is false)."""
+    meta = data.get("metadata")
+    if not isinstance(meta, LMap):
+        return
+    for key in ("name", "namespace"):
+        value = meta.get(key)
+        if value is None or isinstance(value, str):
+            continue
+        text = scalar_text(meta, key)
+        line, col = meta.key_pos(key)
+        result.problems.append(
+            Finding(
+                rule="GPU040",
+                severity=Severity.ERROR,
+                message=f"metadata.{key} is read as a YAML {type_name(value)}, not a string"
+                + (f" (`{text}`)" if text else ""),
+                hint=f'Quote it: `{key}: "{text}"`.' if text else f"Write metadata.{key} as a string.",
+                location=Location(file=rel, line=line, column=col),
+            )
+        )
+        if text is not None:
+            meta[key] = text  # read on as the text written, so the object is still checked
 
 
 def _collect_item(
@@ -205,6 +231,7 @@ def _collect_item(
     if not isinstance(api_version, str) or not isinstance(kind, str):
         result.skipped.append(Skipped(where, "List item without apiVersion/kind"))
         return
+    _check_name_types(result, rel, item)
     result.manifests.append(_manifest(rel, index, item, api_version, kind, item_index))
 
 

@@ -1,0 +1,66 @@
+"""Shared test helpers: small repos built in tmp_path, and the installed CLI as a subprocess."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def cli_command() -> list[str]:
+    """The installed console script when there is one, else `python -m gpudrv_check`."""
+    script = Path(sys.executable).parent / "gpudrv-check"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("gpudrv-check")
+    return [found] if found else [sys.executable, "-m", "gpudrv_check"]
+
+
+def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,
+            env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*cli_command(), *args], cwd=cwd, input=input, capture_output=True, text=True,
+        timeout=timeout, env=env,
+    )
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+@pytest.fixture
+def lab_repo(tmp_path: Path) -> Path:
+    """A private copy of examples/lab (tests may edit it)."""
+    dest = tmp_path / "lab"
+    shutil.copytree(EXAMPLES / "lab", dest)
+    return dest
+
+
+MATRIX = "driver_branch,kernel,os_tag\n550,5.15.0-119-generic,ubuntu22.04\n"
+
+
+def gpu_node(name: str, branch: str = "550", kernel: str = "5.15.0-119-generic",
+             os_id: str = "ubuntu", version: str = "22.04", extra: str = "") -> str:
+    return textwrap.dedent(f"""\
+        apiVersion: v1
+        kind: Node
+        metadata:
+          name: {name}
+          labels:
+            kubernetes.io/hostname: {name}
+            nvidia.com/gpu.present: "true"
+            nvidia.com/cuda.driver-version.major: "{branch}"
+            feature.node.kubernetes.io/kernel-version.full: {kernel}
+            feature.node.kubernetes.io/system-os_release.ID: {os_id}
+            feature.node.kubernetes.io/system-os_release.VERSION_ID: "{version}"
+        """) + textwrap.dedent(extra)

@@ -1,0 +1,127 @@
+"""The event-built loader: values as Kubernetes reads them, positions of every key and item."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gpudrv_check.load.located import LMap, LSeq, locate, scalar_text
+from gpudrv_check.load.yaml_docs import MAX_DEPTH, parse_text, resolve_plain
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("550", 550),
+        ("0", 0),
+        ("-3", -3),
+        ("22.04", 22.04),
+        ("true", True),
+        ("yes", True),  # YAML 1.1, as sigs.k8s.io/yaml reads it
+        ("off", False),
+        ("~", None),
+        ("null", None),
+        ("0x10", 16),
+        ("0755", 0o755),
+        ("5.15.0-119-generic", "5.15.0-119-generic"),
+        ("ubuntu22.04", "ubuntu22.04"),
+        ("1.2.3", "1.2.3"),
+        ("-", "-"),
+    ],
+)
+def test_plain_scalars_resolve_like_the_kubernetes_decoder(text, expected):
+    assert resolve_plain(text) == expected
+    assert type(resolve_plain(text)) is type(expected)
+
+
+def test_positions_of_keys_and_items_are_one_based():
+    doc = parse_text("a: 1\nb:\n  - x\n  - y: 2\n").docs[0].data
+    assert isinstance(doc, LMap)
+    assert doc.kpos == {"a": (1, 1), "b": (2, 1)}
+    assert isinstance(doc["b"], LSeq)
+    assert doc["b"].ipos == [(3, 5), (4, 5)]
+    assert locate(doc, ("b", 1, "y")) == (4, 5)
+    # a missing step resolves to the deepest existing key
+    assert locate(doc, ("b", 1, "zzz")) == (4, 5)
+    assert locate(doc, ("nope",)) == (1, 1)
+
+
+def test_quoted_scalars_stay_strings_and_typed_ones_keep_their_text():
+    doc = parse_text('q: "550"\nn: 550\nv: 22.10\n').docs[0].data
+    assert doc["q"] == "550" and doc["n"] == 550
+    assert scalar_text(doc, "n") == "550"
+    assert scalar_text(doc, "v") == "22.10"  # not 22.1
+
+
+def test_multiple_documents_keep_their_index_and_start():
+    parsed = parse_text("a: 1\n---\nb: 2\n---\n")
+    assert [(d.index, d.pos) for d in parsed.docs] == [(0, (1, 1)), (1, (2, 1)), (2, (4, 1))]  # at the `---` marker
+    assert parsed.docs[2].data is None
+
+
+def test_duplicate_key_is_reported_at_the_second_key():
+    parsed = parse_text("metadata:\n  name: a\n  name: b\n")
+    [problem] = parsed.problems
+    assert (problem.rule, problem.line, problem.column) == ("GPU008", 3, 3)
+    assert parsed.docs[0].data["metadata"]["name"] == "b"
+
+
+def test_syntax_error_has_the_parsers_position():
+    parsed = parse_text("a: 1\n\tb: 2\n")
+    [problem] = parsed.problems
+    assert problem.rule == "GPU000"
+    assert (problem.line, problem.column) == (2, 1)
+    assert "tab" in problem.message
+
+
+def test_unclosed_quote_is_a_syntax_error():
+    [problem] = parse_text('a: "open\nb: 2\n').problems
+    assert problem.rule == "GPU000" and "syntax" in problem.message
+
+
+def test_unknown_tags_are_reported_and_never_constructed():
+    parsed = parse_text("a: !Ref foo\nb: !!python/object:os.system echo\n")
+    assert [(p.rule, p.line, p.column) for p in parsed.problems] == [
+        ("GPU009", 1, 4),
+        ("GPU009", 2, 4),
+    ]
+    assert parsed.docs[0].data == {"a": "foo", "b": "echo"}
+
+
+def test_merge_keys_apply_and_explicit_keys_win():
+    doc = parse_text("base: &b {k: v, n: 1}\nm:\n  <<: *b\n  k: mine\n").docs[0].data
+    assert doc["m"] == {"k": "mine", "n": 1}
+
+
+def test_alias_bomb_is_bounded_and_reported():
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 10):
+        prev, cur = chr(96 + i), chr(97 + i)
+        lines.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 10) + "]")
+    start = time.process_time()
+    parsed = parse_text("\n".join(lines) + "\n")
+    assert time.process_time() - start < 5  # generous: an unbounded expansion never ends
+    assert parsed.docs == []
+    assert parsed.problems[0].rule == "GPU000"
+    assert "alias bomb" in parsed.problems[0].message
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 20_000])
+def test_deep_flow_nesting_is_refused_without_recursion(depth):
+    parsed = parse_text("[" * depth + "]" * depth)
+    assert parsed.docs == []
+    assert parsed.problems[0].rule == "GPU000" and "nesting" in parsed.problems[0].message
+
+
+def test_deep_block_nesting_is_refused_without_recursion():
+    depth = MAX_DEPTH + 5
+    text = "".join(" " * i + "k:\n" for i in range(depth)) + " " * depth + "v\n"
+    parsed = parse_text(text)
+    assert parsed.docs == []
+    assert "nesting" in parsed.problems[0].message
+
+
+def test_non_scalar_key_is_reported():
+    parsed = parse_text("? [a, b]\n: v\n")
+    assert parsed.problems and parsed.problems[0].rule == "GPU000"

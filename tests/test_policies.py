@@ -1,0 +1,45 @@
+"""Every rule module has a policy entry, and every policy names a real emitter."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gpudrv_check.policy import catalog
+from gpudrv_check.rules import RULE_MODULES
+from tests.conftest import ROOT
+
+
+def test_each_rule_module_has_a_matching_policy():
+    policies = catalog()
+    for module in RULE_MODULES:
+        assert module.ID in policies, f"{module.__name__} has no policies/rules/{module.ID}.yaml"
+        assert policies[module.ID].source == "rule"
+        assert module.__doc__ and module.__doc__.startswith(f"{module.ID} {policies[module.ID].name}")
+
+
+def test_each_rule_policy_has_a_module_and_load_policies_are_emitted_somewhere():
+    ids = {m.ID for m in RULE_MODULES}
+    source = "\n".join(p.read_text() for p in (ROOT / "gpudrv_check").rglob("*.py"))
+    for policy in catalog().values():
+        if policy.source == "rule":
+            assert policy.id in ids, f"{policy.id} is declared as a rule but no module yields it"
+        else:
+            assert f'"{policy.id}"' in source, f"{policy.id} is emitted nowhere"
+
+
+def test_policy_files_are_named_by_id_and_names_are_unique():
+    names = [p.name for p in catalog().values()]
+    assert len(names) == len(set(names))
+    for path in (ROOT / "policies" / "rules").glob("*.yaml"):
+        assert re.fullmatch(r"GPU\d{3}\.yaml", path.name)
+        assert path.stem in catalog()
+
+
+def test_readme_rule_table_is_generated_from_the_policies():
+    from gpudrv_check.commands.rules import rules_table_markdown
+
+    readme = (ROOT / "README.md").read_text()
+    start, end = "<!-- rules:start -->\n", "<!-- rules:end -->"
+    table = readme[readme.index(start) + len(start):readme.index(end)]
+    assert table == rules_table_markdown(), "regenerate: gpudrv-check rules --format markdown"

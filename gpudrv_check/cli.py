@@ -24,16 +24,30 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _repo_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", nargs="?", default=".", metavar="PATH",
-                   help="root of the GitOps repo (default: .)")
-    p.add_argument("--config", metavar="FILE",
-                   help="config file (default: PATH/.gpudrv-check.yaml or pyproject.toml)")
-    p.add_argument("--matrix", metavar="FILE",
-                   help="support matrix CSV (default: PATH/support-matrix.csv); 'none' to skip")
-    p.add_argument("--operator-version", metavar="VERSION",
-                   help="GPU Operator release, selects the OS-tag rule (default: newest)")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="list what was read and what was skipped, and why (stderr)")
+    p.add_argument(
+        "path", nargs="?", default=".", metavar="PATH", help="root of the GitOps repo (default: .)"
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="config file (default: PATH/.gpudrv-check.yaml or pyproject.toml)",
+    )
+    p.add_argument(
+        "--matrix",
+        metavar="FILE",
+        help="support matrix CSV (default: PATH/support-matrix.csv); 'none' to skip",
+    )
+    p.add_argument(
+        "--operator-version",
+        metavar="VERSION",
+        help="GPU Operator release, selects the OS-tag rule (default: newest)",
+    )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="list what was read and what was skipped, and why (stderr)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,10 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="run every rule and report findings")
     _repo_options(p)
-    p.add_argument("--format", choices=("text", "json"), default=None,
-                   help="output format (default: text)")
-    p.add_argument("--fail-on", choices=("error", "warning", "info", "never"), default=None,
-                   help="lowest severity that makes the exit code 1 (default: error)")
+    p.add_argument(
+        "--format", choices=("text", "json"), default=None, help="output format (default: text)"
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info", "never"),
+        default=None,
+        help="lowest severity that makes the exit code 1 (default: error)",
+    )
 
     p = sub.add_parser("audit", help="driver images each GPU node needs vs the support matrix")
     _repo_options(p)

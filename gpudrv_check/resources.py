@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 
 
-@lru_cache(maxsize=None)
+@cache
 def resource_dir(name: str) -> Traversable:
-    """`schemas` or `policies`: inside the wheel they live in the package, in a checkout at the top."""
+    """`schemas` or `policies`: in the package when installed, at the top of a checkout."""
     packaged = resources.files("gpudrv_check").joinpath(name)
     if packaged.is_dir():
         return packaged

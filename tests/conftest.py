@@ -23,11 +23,21 @@ def cli_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "gpudrv_check"]
 
 
-def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,
-            env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str,
+    cwd: Path | None = None,
+    input: str | None = None,
+    env: dict | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [*cli_command(), *args], cwd=cwd, input=input, capture_output=True, text=True,
-        timeout=timeout, env=env,
+        [*cli_command(), *args],
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
 
 
@@ -49,8 +59,14 @@ def lab_repo(tmp_path: Path) -> Path:
 MATRIX = "driver_branch,kernel,os_tag\n550,5.15.0-119-generic,ubuntu22.04\n"
 
 
-def gpu_node(name: str, branch: str = "550", kernel: str = "5.15.0-119-generic",
-             os_id: str = "ubuntu", version: str = "22.04", extra: str = "") -> str:
+def gpu_node(
+    name: str,
+    branch: str = "550",
+    kernel: str = "5.15.0-119-generic",
+    os_id: str = "ubuntu",
+    version: str = "22.04",
+    extra: str = "",
+) -> str:
     return textwrap.dedent(f"""\
         apiVersion: v1
         kind: Node

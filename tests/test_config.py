@@ -17,12 +17,16 @@ def test_defaults_when_there_is_no_config(tmp_path: Path):
 
 
 def test_yaml_config_is_read(tmp_path: Path):
-    write(tmp_path, ".gpudrv-check.yaml", """
+    write(
+        tmp_path,
+        ".gpudrv-check.yaml",
+        """
         matrix: ledger/matrix.csv
         operator: {version: v25.10.0}
         labels: {driver_branch: example.com/driver}
         rules: {GPU021: {enabled: false}}
-        """)
+        """,
+    )
     config = load_config(tmp_path)
     assert config.matrix == "ledger/matrix.csv"
     assert config.operator.version == "v25.10.0"
@@ -31,11 +35,15 @@ def test_yaml_config_is_read(tmp_path: Path):
 
 
 def test_unknown_key_is_an_error_at_its_line(tmp_path: Path):
-    write(tmp_path, ".gpudrv-check.yaml", """
+    write(
+        tmp_path,
+        ".gpudrv-check.yaml",
+        """
         matrix: m.csv
         operator:
           verison: v25.10.0
-        """)
+        """,
+    )
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path)
     assert (err.value.file, err.value.line, err.value.column) == (".gpudrv-check.yaml", 3, 3)
@@ -57,11 +65,15 @@ def test_broken_yaml_config_is_a_config_error(tmp_path: Path):
 
 
 def test_pyproject_section(tmp_path: Path):
-    write(tmp_path, "pyproject.toml", """
+    write(
+        tmp_path,
+        "pyproject.toml",
+        """
         [tool.gpudrv-check]
         matrix = "drivers.csv"
         exclude = ["charts/"]
-        """)
+        """,
+    )
     config = load_config(tmp_path)
     assert config.matrix == "drivers.csv" and config.exclude == ["charts/"]
 

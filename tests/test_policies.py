@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from gpudrv_check.policy import catalog
 from gpudrv_check.rules import RULE_MODULES
@@ -15,7 +14,9 @@ def test_each_rule_module_has_a_matching_policy():
     for module in RULE_MODULES:
         assert module.ID in policies, f"{module.__name__} has no policies/rules/{module.ID}.yaml"
         assert policies[module.ID].source == "rule"
-        assert module.__doc__ and module.__doc__.startswith(f"{module.ID} {policies[module.ID].name}")
+        assert module.__doc__ and module.__doc__.startswith(
+            f"{module.ID} {policies[module.ID].name}"
+        )
 
 
 def test_each_rule_policy_has_a_module_and_load_policies_are_emitted_somewhere():
@@ -41,5 +42,5 @@ def test_readme_rule_table_is_generated_from_the_policies():
 
     readme = (ROOT / "README.md").read_text()
     start, end = "<!-- rules:start -->\n", "<!-- rules:end -->"
-    table = readme[readme.index(start) + len(start):readme.index(end)]
+    table = readme[readme.index(start) + len(start) : readme.index(end)]
     assert table == rules_table_markdown(), "regenerate: gpudrv-check rules --format markdown"

@@ -11,7 +11,9 @@ from gpudrv_check.policy import RulePolicy, by_id_or_name, catalog
 def rules_table_markdown() -> str:
     lines = ["| id | name | severity | what it finds |", "|---|---|---|---|"]
     for policy in catalog().values():
-        lines.append(f"| {policy.id} | `{policy.name}` | {policy.severity.value} | {policy.title} |")
+        lines.append(
+            f"| {policy.id} | `{policy.name}` | {policy.severity.value} | {policy.title} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -38,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(rules_table_markdown())
         return 0
     for policy in catalog().values():
-        sys.stdout.write(f"{policy.id}  {policy.severity.value:<7}  {policy.name:<28} "
-                         f"{policy.title}\n")
+        sys.stdout.write(
+            f"{policy.id}  {policy.severity.value:<7}  {policy.name:<28} {policy.title}\n"
+        )
     return 0

@@ -17,13 +17,13 @@ def run(args: argparse.Namespace) -> int:
     node = repo.node_by_name.get(args.node)
     if node is None:
         known = ", ".join(sorted(repo.node_by_name)) or "none"
-        sys.stderr.write(f"gpudrv-check: error: no node {args.node!r} in {args.path} "
-                         f"(nodes: {known})\n")
+        sys.stderr.write(
+            f"gpudrv-check: error: no node {args.node!r} in {args.path} (nodes: {known})\n"
+        )
         return 2
     result = node_tag(node, repo)
     if not result.ok:
-        reason = (f"missing label(s) {', '.join(result.missing)}" if result.missing
-                  else result.error)
+        reason = f"missing label(s) {', '.join(result.missing)}" if result.missing else result.error
         sys.stderr.write(f"gpudrv-check: error: node {node.name}: {reason}\n")
         return 1
     sys.stdout.write(f"{result.tag}\n")

@@ -22,18 +22,16 @@ Inputs are plain JSON-like data and may have wrong types; nothing here raises.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
-
-class Problem(NamedTuple):
-    """A validation problem; ``path`` is relative to the object that was validated."""
-
-    path: tuple[str | int, ...]
-    message: str
-
+from gpudrv_check.k8s.labels import (
+    Problem,
+    json_type_name,
+    label_key_errors,
+    label_value_errors,
+)
 
 IN = "In"
 NOT_IN = "NotIn"
@@ -43,71 +41,6 @@ OPERATORS: tuple[str, ...] = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
 
 _SELECTOR_FIELDS = frozenset({"matchLabels", "matchExpressions"})
 _REQUIREMENT_FIELDS = frozenset({"key", "operator", "values"})
-
-# Minimal local label syntax; the full rules (and their messages) live in k8s/labels.py.
-_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN_RE = re.compile(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-)
-_NAME_MAX = 63
-_PREFIX_MAX = 253
-_NAME_SYNTAX = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-
-
-def _label_key_errors(key: str) -> list[str]:
-    """Errors for a label key: optional DNS-1123 subdomain prefix and '/', then a name."""
-    parts = key.split("/")
-    if len(parts) > 2:
-        return ["a label key may contain at most one '/' (prefix/name)"]
-    errors: list[str] = []
-    if len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        elif len(prefix) > _PREFIX_MAX:
-            errors.append(f"prefix part must be no more than {_PREFIX_MAX} characters")
-        elif not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-            errors.append("prefix part must be a lowercase DNS-1123 subdomain")
-    else:
-        name = parts[0]
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > _NAME_MAX:
-        errors.append(f"name part must be no more than {_NAME_MAX} characters")
-    elif not _NAME_RE.fullmatch(name):
-        errors.append(f"name part {_NAME_SYNTAX}")
-    return errors
-
-
-def _label_value_errors(value: str) -> list[str]:
-    """Errors for a label value: empty, or at most 63 characters of the name syntax."""
-    if not value:
-        return []
-    if len(value) > _NAME_MAX:
-        return [f"must be no more than {_NAME_MAX} characters"]
-    if not _NAME_RE.fullmatch(value):
-        return [f"a label value {_NAME_SYNTAX}"]
-    return []
-
-
-def _type_name(value: object) -> str:
-    """JSON-ish name of a Python value's type, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return type(value).__name__
 
 
 @dataclass(frozen=True)
@@ -180,7 +113,7 @@ def _compile(selector: object) -> tuple[SelectorKey, list[Problem], list[Problem
     if selector is None:
         return NOTHING, [], []
     if not isinstance(selector, Mapping):
-        return INVALID, [Problem((), f"must be an object, not {_type_name(selector)}")], []
+        return INVALID, [Problem((), f"must be an object, not {json_type_name(selector)}")], []
     fatal: list[Problem] = []
     strict: list[Problem] = []
     for field in selector:
@@ -204,7 +137,7 @@ def _compile_match_labels(match_labels: object, fatal: list[Problem]) -> list[Re
         return []
     if not isinstance(match_labels, Mapping):
         fatal.append(
-            Problem(("matchLabels",), f"must be an object, not {_type_name(match_labels)}")
+            Problem(("matchLabels",), f"must be an object, not {json_type_name(match_labels)}")
         )
         return []
     requirements: list[Requirement] = []
@@ -212,13 +145,13 @@ def _compile_match_labels(match_labels: object, fatal: list[Problem]) -> list[Re
         path: tuple[str | int, ...] = ("matchLabels", str(key))
         value = _as_string(raw_value)
         if not isinstance(key, str):
-            fatal.append(Problem(path, f"label key must be a string, not {_type_name(key)}"))
+            fatal.append(Problem(path, f"label key must be a string, not {json_type_name(key)}"))
             continue
-        errors = [f"key {key!r}: {msg}" for msg in _label_key_errors(key)]
+        errors = [f"key {key!r}: {msg}" for msg in label_key_errors(key)[:1]]
         if value is None:
-            errors.append(f"value must be a string, not {_type_name(raw_value)}")
+            errors.append(f"value must be a string, not {json_type_name(raw_value)}")
         else:
-            errors += [f"value {value!r}: {msg}" for msg in _label_value_errors(value)]
+            errors += [f"value {value!r}: {msg}" for msg in label_value_errors(value)[:1]]
         fatal += [Problem(path, msg) for msg in errors]
         if not errors and value is not None:
             requirements.append(Requirement(key, IN, (value,)))
@@ -233,14 +166,14 @@ def _compile_match_expressions(
         return []
     if not isinstance(expressions, (list, tuple)):
         fatal.append(
-            Problem(("matchExpressions",), f"must be an array, not {_type_name(expressions)}")
+            Problem(("matchExpressions",), f"must be an array, not {json_type_name(expressions)}")
         )
         return []
     requirements: list[Requirement] = []
     for index, expr in enumerate(expressions):
         base: tuple[str | int, ...] = ("matchExpressions", index)
         if not isinstance(expr, Mapping):
-            fatal.append(Problem(base, f"must be an object, not {_type_name(expr)}"))
+            fatal.append(Problem(base, f"must be an object, not {json_type_name(expr)}"))
             continue
         for field in expr:
             if field not in _REQUIREMENT_FIELDS:
@@ -261,27 +194,31 @@ def _compile_requirement(
     raw_values = expr.get("values")
     if key is None:
         fatal.append(
-            Problem((*base, "key"), f"must be a string, not {_type_name(expr.get('key'))}")
+            Problem((*base, "key"), f"must be a string, not {json_type_name(expr.get('key'))}")
         )
     else:
-        fatal += [Problem((*base, "key"), msg) for msg in _label_key_errors(key)]
+        fatal += [Problem((*base, "key"), msg) for msg in label_key_errors(key)[:1]]
     values: list[str] = []
     if raw_values is not None and not isinstance(raw_values, (list, tuple)):
-        fatal.append(Problem((*base, "values"), f"must be an array, not {_type_name(raw_values)}"))
+        fatal.append(
+            Problem((*base, "values"), f"must be an array, not {json_type_name(raw_values)}")
+        )
     elif raw_values is not None:
         for i, raw in enumerate(raw_values):
             value = _as_string(raw)
             if value is None:
                 fatal.append(
-                    Problem((*base, "values", i), f"must be a string, not {_type_name(raw)}")
+                    Problem((*base, "values", i), f"must be a string, not {json_type_name(raw)}")
                 )
             else:
-                fatal += [Problem((*base, "values", i), msg) for msg in _label_value_errors(value)]
+                fatal += [
+                    Problem((*base, "values", i), msg) for msg in label_value_errors(value)[:1]
+                ]
                 values.append(value)
     if operator is None:
         fatal.append(
             Problem(
-                (*base, "operator"), f"must be a string, not {_type_name(expr.get('operator'))}"
+                (*base, "operator"), f"must be a string, not {json_type_name(expr.get('operator'))}"
             )
         )
         return None

@@ -16,7 +16,12 @@ INVENTORY_KIND = "NodeInventory"
 
 
 def _finding(
-    rule: str, manifest: Manifest, path: Path, message: str, hint: str, node: str | None,
+    rule: str,
+    manifest: Manifest,
+    path: Path,
+    message: str,
+    hint: str,
+    node: str | None,
     severity: Severity = Severity.ERROR,
 ) -> Finding:
     return Finding(
@@ -31,7 +36,11 @@ def _finding(
 
 
 def _string_map(
-    manifest: Manifest, path: Path, what: str, node: str, findings: list[Finding],
+    manifest: Manifest,
+    path: Path,
+    what: str,
+    node: str,
+    findings: list[Finding],
     warn_typed: bool,
 ) -> dict[str, str]:
     """A labels/annotations-like map read as strings, as the API server would store them."""
@@ -41,9 +50,12 @@ def _string_map(
     if not isinstance(value, dict):
         findings.append(
             _finding(
-                "GPU040", manifest, path,
+                "GPU040",
+                manifest,
+                path,
                 f"{what}s must be a mapping of strings, not a {type_name(value)}",
-                f"Write {what} as `key: value` lines.", node,
+                f"Write {what} as `key: value` lines.",
+                node,
             )
         )
         return {}
@@ -56,9 +68,12 @@ def _string_map(
         if text is None:
             findings.append(
                 _finding(
-                    "GPU040", manifest, (*path, key),
+                    "GPU040",
+                    manifest,
+                    (*path, key),
                     f"{what} {key!r} must be a string, not a {type_name(item)}",
-                    "Label and annotation values are strings.", node,
+                    "Label and annotation values are strings.",
+                    node,
                 )
             )
             continue
@@ -66,10 +81,14 @@ def _string_map(
             kind = "boolean" if isinstance(item, bool) else "number"
             findings.append(
                 _finding(
-                    "GPU007", manifest, (*path, key),
+                    "GPU007",
+                    manifest,
+                    (*path, key),
                     f"{what} {key!r} is written as a YAML {kind} ({text}); the API server "
                     "rejects non-string label values",
-                    f'Quote it: `{key}: "{text}"`.', node, Severity.WARNING,
+                    f'Quote it: `{key}: "{text}"`.',
+                    node,
+                    Severity.WARNING,
                 )
             )
         out[key] = text
@@ -99,9 +118,13 @@ def _taints(manifest: Manifest, path: Path, node: str, findings: list[Finding]) 
     for problem in problems:
         findings.append(
             _finding(
-                "GPU040", manifest, (*path, *problem.path), f"taint: {problem.message}",
+                "GPU040",
+                manifest,
+                (*path, *problem.path),
+                f"taint: {problem.message}",
                 "A taint is `{key, value, effect}` with effect NoSchedule, PreferNoSchedule "
-                "or NoExecute.", node,
+                "or NoExecute.",
+                node,
             )
         )
         if problem.path and isinstance(problem.path[0], int):
@@ -115,8 +138,12 @@ def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | Non
     if not manifest.name:
         findings.append(
             _finding(
-                "GPU040", manifest, ("metadata", "name"), "Node without metadata.name; skipped",
-                "Every Node has a name.", None,
+                "GPU040",
+                manifest,
+                ("metadata", "name"),
+                "Node without metadata.name; skipped",
+                "Every Node has a name.",
+                None,
             )
         )
         return None
@@ -125,8 +152,11 @@ def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | Non
     if unschedulable is not None and not isinstance(unschedulable, bool):
         findings.append(
             _finding(
-                "GPU040", manifest, ("spec", "unschedulable"),
-                "spec.unschedulable must be true or false", "Write `unschedulable: true`.",
+                "GPU040",
+                manifest,
+                ("spec", "unschedulable"),
+                "spec.unschedulable must be true or false",
+                "Write `unschedulable: true`.",
                 name,
             )
         )
@@ -174,8 +204,12 @@ def _nodes_from_inventory(manifest: Manifest, findings: list[Finding]) -> list[N
             doc_ok = False
         findings.append(
             _finding(
-                "GPU005", manifest, path, f"inventory: {error.message}",
-                "See schemas/inventory.schema.json for the NodeInventory format.", None,
+                "GPU005",
+                manifest,
+                path,
+                f"inventory: {error.message}",
+                "See schemas/inventory.schema.json for the NodeInventory format.",
+                None,
             )
         )
     if not doc_ok:

@@ -211,7 +211,9 @@ def _check_name_types(result: FileResult, rel: str, data: LMap) -> None:
                 severity=Severity.ERROR,
                 message=f"metadata.{key} is read as a YAML {type_name(value)}, not a string"
                 + (f" (`{text}`)" if text else ""),
-                hint=f'Quote it: `{key}: "{text}"`.' if text else f"Write metadata.{key} as a string.",
+                hint=f'Quote it: `{key}: "{text}"`.'
+                if text
+                else f"Write metadata.{key} as a string.",
                 location=Location(file=rel, line=line, column=col),
             )
         )

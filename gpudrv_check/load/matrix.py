@@ -60,7 +60,11 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
         line = data.count(b"\n", 0, err.start) + 1
         matrix.problems.append(
             _problem(
-                file, line, 1, "support matrix is not UTF-8 text", "Save it as UTF-8.",
+                file,
+                line,
+                1,
+                "support matrix is not UTF-8 text",
+                "Save it as UTF-8.",
                 Severity.ERROR,
             )
         )
@@ -75,8 +79,14 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
             cells = next(csv.reader([raw_line]))
         except csv.Error as err:
             matrix.problems.append(
-                _problem(file, number, 1, f"malformed CSV line: {err}", "Fix the quoting.",
-                         Severity.ERROR)
+                _problem(
+                    file,
+                    number,
+                    1,
+                    f"malformed CSV line: {err}",
+                    "Fix the quoting.",
+                    Severity.ERROR,
+                )
             )
             continue
         cells = [c.strip() for c in cells]
@@ -91,8 +101,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                         1,
                         f"header lacks column(s) {', '.join(missing)}; expected "
                         "`driver_branch,kernel,os_tag`",
-                        "Make the first non-comment line the header "
-                        "`driver_branch,kernel,os_tag`.",
+                        "Make the first non-comment line the header `driver_branch,kernel,os_tag`.",
                         Severity.ERROR,
                     )
                 )
@@ -125,7 +134,10 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
         if bad:
             matrix.problems.append(
                 _problem(
-                    file, number, 1, "; ".join(bad),
+                    file,
+                    number,
+                    1,
+                    "; ".join(bad),
                     "Each row is the three parts of a precompiled driver image tag.",
                     Severity.ERROR,
                 )
@@ -145,12 +157,16 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
             )
             continue
         seen[key] = number
-        matrix.rows.append(MatrixRow(driver_branch=branch, kernel=kernel, os_tag=os_tag,
-                                     line=number))
+        matrix.rows.append(
+            MatrixRow(driver_branch=branch, kernel=kernel, os_tag=os_tag, line=number)
+        )
     if header is None:
         matrix.problems.append(
             _problem(
-                file, 1, 1, "support matrix is empty: no header `driver_branch,kernel,os_tag`",
+                file,
+                1,
+                1,
+                "support matrix is empty: no header `driver_branch,kernel,os_tag`",
                 "Add the header line and one row per driver image you built.",
                 Severity.ERROR,
             )

@@ -37,7 +37,9 @@ def node_tag(node: Node, repo: Repo) -> TagResult:
 def driver_managed(node: Node) -> bool:
     """Whether the operator installs this node's driver (not pre-installed on the host)."""
     labels = node.labels
-    return labels.get(DEPLOY_DRIVER_LABEL) != "false" and labels.get(DEPLOY_OPERANDS_LABEL) != "false"
+    return (
+        labels.get(DEPLOY_DRIVER_LABEL) != "false" and labels.get(DEPLOY_OPERANDS_LABEL) != "false"
+    )
 
 
 @dataclass(frozen=True)

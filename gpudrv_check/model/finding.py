@@ -67,7 +67,7 @@ class Finding(BaseModel):
         return (loc.file, loc.line, loc.column, self.rule, self.message)
 
     def fingerprint(self) -> str:
-        """Stable identity: rule, object and key path, not the line (so edits above don't move it)."""
+        """Stable identity: rule, object and key path; not the line, so edits above keep it."""
         obj = str(self.object) if self.object else self.location.file
         path = "/".join(str(p) for p in self.path)
         anchor = path if (self.object or path) else str(self.location.line)

@@ -77,8 +77,9 @@ def _from_application(m: Manifest) -> OperatorConfig | None:
         sources.append((("spec", "source"), single))
     many = m.get("spec", "sources")
     if isinstance(many, list):
-        sources.extend((("spec", "sources", i), s) for i, s in enumerate(many)
-                       if isinstance(s, dict))
+        sources.extend(
+            (("spec", "sources", i), s) for i, s in enumerate(many) if isinstance(s, dict)
+        )
     for base, source in sources:
         if not _is_gpu_operator_chart(source.get("chart")):
             continue
@@ -86,8 +87,13 @@ def _from_application(m: Manifest) -> OperatorConfig | None:
         helm = source.get("helm") if isinstance(source.get("helm"), dict) else {}
         values_object = helm.get("valuesObject")
         if isinstance(values_object, dict):
-            return OperatorConfig(m, "application", values_object, (*base, "helm", "valuesObject"),
-                                  version if isinstance(version, str) else None)
+            return OperatorConfig(
+                m,
+                "application",
+                values_object,
+                (*base, "helm", "valuesObject"),
+                version if isinstance(version, str) else None,
+            )
         values_text = helm.get("values")
         values: dict = {}
         embedded = False
@@ -98,8 +104,14 @@ def _from_application(m: Manifest) -> OperatorConfig | None:
             if parsed.docs and isinstance(parsed.docs[0].data, dict) and not parsed.problems:
                 values = parsed.docs[0].data
             embedded = True
-        return OperatorConfig(m, "application", values, (*base, "helm", "values"),
-                              version if isinstance(version, str) else None, embedded=embedded)
+        return OperatorConfig(
+            m,
+            "application",
+            values,
+            (*base, "helm", "values"),
+            version if isinstance(version, str) else None,
+            embedded=embedded,
+        )
     return None
 
 
@@ -110,8 +122,11 @@ def find_operator_configs(manifests: list[Manifest]) -> list[OperatorConfig]:
         group = m.api_version.split("/", 1)[0]
         if m.kind == "ClusterPolicy" and group == "nvidia.com":
             spec = m.get("spec")
-            found.append(OperatorConfig(m, "clusterpolicy", spec if isinstance(spec, dict) else {},
-                                        ("spec",)))
+            found.append(
+                OperatorConfig(
+                    m, "clusterpolicy", spec if isinstance(spec, dict) else {}, ("spec",)
+                )
+            )
         elif m.kind == "HelmRelease" and group == "helm.toolkit.fluxcd.io":
             config = _from_helmrelease(m)
             if config is not None:

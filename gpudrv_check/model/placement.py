@@ -100,8 +100,7 @@ class Placement:
         self.nodes = sorted(nodes, key=lambda n: n.name)
         self._taints = {n.name: node_taints({"taints": n.taints}) for n in self.nodes}
         self._cordon = {
-            n.name: node_taints({"unschedulable": True})[-1] for n in self.nodes
-            if n.unschedulable
+            n.name: node_taints({"unschedulable": True})[-1] for n in self.nodes if n.unschedulable
         }
         self._taint_sig = {n.name: _signature(self._taints[n.name]) for n in self.nodes}
         self._gpus = {n.name: node_gpu_count(n) for n in self.nodes}
@@ -112,8 +111,11 @@ class Placement:
         is_ds = workload.kind == "DaemonSet" if daemonset is None else daemonset
         return (
             _signature(spec.get("nodeSelector")),
-            _signature((spec.get("affinity") or {}).get("nodeAffinity")
-                       if isinstance(spec.get("affinity"), dict) else spec.get("affinity")),
+            _signature(
+                (spec.get("affinity") or {}).get("nodeAffinity")
+                if isinstance(spec.get("affinity"), dict)
+                else spec.get("affinity")
+            ),
             _signature(spec.get("tolerations")),
             workload.node_name,
             is_ds,

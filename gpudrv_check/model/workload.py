@@ -24,8 +24,15 @@ POD_SPEC_PATHS: dict[str, Path] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
 WORKLOAD_API_VERSIONS = frozenset(
-    ("v1", "apps/v1", "apps/v1beta1", "apps/v1beta2", "extensions/v1beta1", "batch/v1",
-     "batch/v1beta1")
+    (
+        "v1",
+        "apps/v1",
+        "apps/v1beta1",
+        "apps/v1beta2",
+        "extensions/v1beta1",
+        "batch/v1",
+        "batch/v1beta1",
+    )
 )
 #: kinds whose replica count the disruption controller can read (a scale subresource)
 SCALABLE_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"))
@@ -135,16 +142,24 @@ def _containers(manifest: Manifest, spec_path: Path, findings: list[Finding]) ->
             continue
         if not isinstance(items, list):
             findings.append(
-                _finding(manifest, path, f"{field} must be a list, not a {type_name(items)}",
-                         f"Write {field} as a list of containers (`- name: …`).")
+                _finding(
+                    manifest,
+                    path,
+                    f"{field} must be a list, not a {type_name(items)}",
+                    f"Write {field} as a list of containers (`- name: …`).",
+                )
             )
             continue
         for index, item in enumerate(items):
             cpath = (*path, index)
             if not isinstance(item, dict):
                 findings.append(
-                    _finding(manifest, cpath, f"{field}[{index}] must be a mapping",
-                             "Each container is a mapping with name and image.")
+                    _finding(
+                        manifest,
+                        cpath,
+                        f"{field}[{index}] must be a mapping",
+                        "Each container is a mapping with name and image.",
+                    )
                 )
                 continue
             image = item.get("image")
@@ -189,10 +204,13 @@ def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
             return 1  # the API default
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             findings.append(
-                _finding(manifest, ("spec", "replicas"),
-                         f"spec.replicas must be a non-negative integer, not "
-                         f"{scalar_text(manifest.get('spec') or {}, 'replicas') or type_name(value)!r}",
-                         "Write `replicas: 3`.")
+                _finding(
+                    manifest,
+                    ("spec", "replicas"),
+                    f"spec.replicas must be a non-negative integer, not "
+                    f"{scalar_text(manifest.get('spec') or {}, 'replicas') or type_name(value)!r}",
+                    "Write `replicas: 3`.",
+                )
             )
             return None
         return value
@@ -214,8 +232,12 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
     pod_spec = manifest.get(*spec_path)
     if pod_spec is not None and not isinstance(pod_spec, dict):
         findings.append(
-            _finding(manifest, spec_path, f"pod spec must be a mapping, not a {type_name(pod_spec)}",
-                     "Fix the indentation of the pod template.")
+            _finding(
+                manifest,
+                spec_path,
+                f"pod spec must be a mapping, not a {type_name(pod_spec)}",
+                "Fix the indentation of the pod template.",
+            )
         )
         pod_spec = None
     labels_path = _pod_labels_path(manifest.kind)
@@ -228,9 +250,12 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
                 labels[key] = text
     elif labels_value is not None:
         findings.append(
-            _finding(manifest, labels_path,
-                     f"labels must be a mapping of strings, not a {type_name(labels_value)}",
-                     "Write labels as `key: value` lines.")
+            _finding(
+                manifest,
+                labels_path,
+                f"labels must be a mapping of strings, not a {type_name(labels_value)}",
+                "Write labels as `key: value` lines.",
+            )
         )
     containers = _containers(manifest, spec_path, findings)
     main = sum(c.gpus for c in containers if not c.init)

@@ -14,10 +14,13 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "severity": f.severity.value,
         "message": f.message,
         "hint": f.hint,
-        "location": {"file": f.location.file, "line": f.location.line,
-                     "column": f.location.column},
-        "object": None if f.object is None else {
-            "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name,
+        "location": {"file": f.location.file, "line": f.location.line, "column": f.location.column},
+        "object": None
+        if f.object is None
+        else {
+            "kind": f.object.kind,
+            "namespace": f.object.namespace,
+            "name": f.object.name,
         },
         "path": f.path,
         "fingerprint": f.fingerprint(),

@@ -29,7 +29,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         branch, rest = tag.split("-", 1)  # type: ignore[union-attr]
         node = entry.node
         kernel = node.labels.get(str(kernel_key), "")
-        os_tag = rest[len(kernel) + 1:] if rest.startswith(kernel + "-") else rest
+        os_tag = rest[len(kernel) + 1 :] if rest.startswith(kernel + "-") else rest
         row = f"{branch},{kernel},{os_tag}"
         yield ctx.finding(
             ID,

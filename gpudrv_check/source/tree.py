@@ -41,7 +41,8 @@ def is_excluded(rel: str, patterns: list[str]) -> bool:
         if (
             fnmatch.fnmatchcase(rel, pat)
             or fnmatch.fnmatchcase(rel, pat + "/*")
-            or fnmatch.fnmatchcase(rel, "*/" + pat) and "/" not in pat
+            or fnmatch.fnmatchcase(rel, "*/" + pat)
+            and "/" not in pat
         ):
             return True
     return False
@@ -67,7 +68,9 @@ class WorkingTree:
                 if name in SKIP_DIRS:
                     continue
                 if os.path.islink(full):
-                    listing.skipped.append(Skipped(rel, "symbolic link to a directory, not followed"))
+                    listing.skipped.append(
+                        Skipped(rel, "symbolic link to a directory, not followed")
+                    )
                 elif is_excluded(rel, exclude):
                     listing.skipped.append(Skipped(rel + "/", "excluded by config"))
                 else:

@@ -34,12 +34,17 @@ def test_steps_3_and_4_audit_skew_and_fix(lab_repo: Path):
     # step 4: a node joins with kernel 6.8.0-52
     shutil.copy(lab_repo / "steps" / "node3.yaml", lab_repo / "k8s" / "node3.yaml")
     skew = run_cli("audit", str(lab_repo))
-    assert (skew.returncode, skew.stdout) == (1, "lab-node-3 MISSING 550-6.8.0-52-generic-ubuntu24.04\n")
+    assert (skew.returncode, skew.stdout) == (
+        1,
+        "lab-node-3 MISSING 550-6.8.0-52-generic-ubuntu24.04\n",
+    )
 
     check = run_cli("check", str(lab_repo))
     assert check.returncode == 1
-    assert ("k8s/node3.yaml:14:5: error GPU001 node lab-node-3 needs driver image "
-            "550-6.8.0-52-generic-ubuntu24.04") in check.stdout
+    assert (
+        "k8s/node3.yaml:14:5: error GPU001 node lab-node-3 needs driver image "
+        "550-6.8.0-52-generic-ubuntu24.04"
+    ) in check.stdout
 
     # the image is built: one matrix row fixes it
     with open(lab_repo / "support-matrix.csv", "a") as matrix:
@@ -65,8 +70,10 @@ def test_broken_file_next_to_a_good_one(lab_repo: Path):
     result = run_cli("check", str(lab_repo), "--format", "json")
     assert result.returncode == 1
     doc = json.loads(result.stdout)
-    got = {(f["rule"], f["location"]["file"], f["location"]["line"], f["location"]["column"])
-           for f in doc["findings"]}
+    got = {
+        (f["rule"], f["location"]["file"], f["location"]["line"], f["location"]["column"])
+        for f in doc["findings"]
+    }
     assert ("GPU000", "k8s/broken.yaml", 4, 1) in got
     assert ("GPU001", "k8s/node3.yaml", 14, 5) in got  # the rest of the repo is still checked
 
@@ -131,6 +138,10 @@ def test_python_dash_m_works(lab_repo: Path):
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "gpudrv_check", "audit", str(lab_repo)],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "gpudrv_check", "audit", str(lab_repo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert (result.returncode, result.stdout) == (0, "OK\n")

@@ -76,8 +76,10 @@ def test_compact_inventory():
 
 
 def test_inventory_schema_errors_point_at_the_key():
-    text = INVENTORY.replace("  taints:\n  - {key: nvidia.com/gpu, effect: NoSchedule}\n",
-                             "  taints:\n  - {key: nvidia.com/gpu, effect: Sometimes}\n  colour: red\n")
+    text = INVENTORY.replace(
+        "  taints:\n  - {key: nvidia.com/gpu, effect: NoSchedule}\n",
+        "  taints:\n  - {key: nvidia.com/gpu, effect: Sometimes}\n  colour: red\n",
+    )
     nodes, findings = build_inventory(manifests(text, "inventory.yaml"))
     assert [n.name for n in nodes] == ["gpu-2"]  # the broken entry is dropped, the other kept
     got = sorted((f.rule, f.location.line, f.location.column) for f in findings)

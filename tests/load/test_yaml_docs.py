@@ -56,7 +56,11 @@ def test_quoted_scalars_stay_strings_and_typed_ones_keep_their_text():
 
 def test_multiple_documents_keep_their_index_and_start():
     parsed = parse_text("a: 1\n---\nb: 2\n---\n")
-    assert [(d.index, d.pos) for d in parsed.docs] == [(0, (1, 1)), (1, (2, 1)), (2, (4, 1))]  # at the `---` marker
+    assert [(d.index, d.pos) for d in parsed.docs] == [
+        (0, (1, 1)),
+        (1, (2, 1)),
+        (2, (4, 1)),
+    ]  # at the `---` marker
     assert parsed.docs[2].data is None
 
 

@@ -134,9 +134,15 @@ def rule_enabled(config: Config, rule_id: str) -> bool:
 
 def settle(findings: list[Finding], config: Config) -> list[Finding]:
     """Apply the config (disabled rules, severity overrides), sort, and drop exact repeats."""
+    from gpudrv_check.policy import catalog
+
+    policies = catalog()
     out: list[Finding] = []
     seen: set[tuple] = set()
     for finding in findings:
+        if not finding.hint and finding.rule in policies:
+            # every finding carries a fix hint: the rule's own when the producer had none
+            finding = finding.model_copy(update={"hint": policies[finding.rule].fix})
         settings = rule_settings(config, finding.rule)
         if settings is not None:
             if not settings.enabled:

@@ -51,7 +51,11 @@ def _reasons(by_operand: dict[str, tuple[Cause, ...]]) -> tuple[str, Cause | Non
 
 def check(ctx: Context) -> Iterator[Finding]:
     placement = ctx.repo.operand_placement
-    gpu_rows = placement.gpu_rows
+    gpu_rows = [n for n in placement.gpu_rows if placement.cells.get(n.name)]
+    runs_on: dict[str, int] = {}  # operand -> GPU nodes it runs on
+    for node in gpu_rows:
+        for operand, cell in placement.cells[node.name].items():
+            runs_on[operand] = runs_on.get(operand, 0) + cell.running
     for node in gpu_rows:
         row = placement.cells.get(node.name, {})
         if not row:
@@ -79,7 +83,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 obj=node.ref,
             )
             continue
-        others = [m for m in gpu_rows if m is not node and placement.cells.get(m.name)]
+        others = len(gpu_rows) - 1
         if not others:
             continue
         chain_missing = {b.missing for b in placement.breaks.get(node.name, [])}
@@ -88,18 +92,20 @@ def check(ctx: Context) -> Iterator[Finding]:
                 continue
             if operand in chain_missing or (operand == MIG_MANAGER and not mig_capable(node)):
                 continue
-            if not all(placement.cells[m.name][operand].running for m in others):
+            if runs_on.get(operand, 0) < others:  # this node does not run it: all others must
                 continue
             cause = cell.causes[0]
-            count = len(others)
             hint = remedy(cause, operand, node.name)
             yield ctx.finding(
                 ID,
                 cause.about,
                 cause.path,
                 f"GPU node {node.name} lacks {operand}, which runs on every other GPU node "
-                f"({count}): {'; '.join(c.cited() for c in cell.causes)}",
-                hint=(hint + "; or record the intent with the label set to false.")
+                f"({others}): {'; '.join(c.cited() for c in cell.causes)}",
+                hint=(
+                    hint + f"; if {node.name} is meant to run without {operand}, keep its label "
+                    "at false and accept this warning."
+                )
                 if hint
                 else None,
                 location=cause.location,

@@ -77,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("node", metavar="NODE")
     _repo_options(p)
 
+    p = sub.add_parser(
+        "operands", help="which GPU Operator operand runs on which node, and DaemonSet counts"
+    )
+    _repo_options(p)
+    p.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
+
     p = sub.add_parser("rules", help="list the built-in rules")
     p.add_argument("--format", choices=("text", "markdown"), default="text")
 

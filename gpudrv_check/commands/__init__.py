@@ -9,6 +9,7 @@ _MODULES = {
     "check": "check",
     "audit": "audit",
     "tag": "tag",
+    "operands": "operands",
     "rules": "rules",
     "explain": "rules",
 }

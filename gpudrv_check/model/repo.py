@@ -12,6 +12,7 @@ from gpudrv_check.model.node import Node
 
 if TYPE_CHECKING:
     from gpudrv_check.load.matrix import Matrix
+    from gpudrv_check.model.operands import OperandPlacement
     from gpudrv_check.model.operator import OperatorConfig
     from gpudrv_check.model.placement import Placement
     from gpudrv_check.model.workload import Workload
@@ -56,3 +57,10 @@ class Repo:
         """The operator configuration (the first one, when the repo states several)."""
         configs = self.operator_configs
         return configs[0] if configs else None
+
+    @cached_property
+    def operand_placement(self) -> OperandPlacement:
+        """Which operand DaemonSet runs on which node, and why not (model/operands.py)."""
+        from gpudrv_check.model.operands import build_operand_placement
+
+        return build_operand_placement(self)

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 from gpudrv_check.rules import (
     driver_image_missing,
     driver_tag_label_missing,
+    gpu_node_missing_operands,
+    operand_chain_broken,
+    operand_taint_not_tolerated,
     precompiled_os_conflict,
 )
 
@@ -24,6 +27,9 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     driver_image_missing,
     driver_tag_label_missing,
     precompiled_os_conflict,
+    operand_chain_broken,
+    gpu_node_missing_operands,
+    operand_taint_not_tolerated,
 )
 
 

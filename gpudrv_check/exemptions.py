@@ -112,8 +112,9 @@ def _config_exemption(finding: Finding, config: Config, rules: Mapping[str, Rule
     """`suppressed_by` text of the first config exemption covering `finding`, or ''."""
     ref = finding.object
     for index, ex in enumerate(config.exemptions):
-        ids = {ALL_RULES if k == ALL_RULES else getattr(find_rule(k, rules), "id", k)
-               for k in ex.rule}
+        ids = {
+            ALL_RULES if k == ALL_RULES else getattr(find_rule(k, rules), "id", k) for k in ex.rule
+        }
         if ALL_RULES not in ids and finding.rule not in ids:
             continue
         if not _glob(ex.file, finding.location.file):
@@ -123,7 +124,9 @@ def _config_exemption(finding: Finding, config: Config, rules: Mapping[str, Rule
                 continue
             namespace = effective_namespace(ref.kind, ref.namespace)
             if not (
-                _glob(ex.kind, ref.kind) and _glob(ex.namespace, namespace) and _glob(ex.name, ref.name)
+                _glob(ex.kind, ref.kind)
+                and _glob(ex.namespace, namespace)
+                and _glob(ex.name, ref.name)
             ):
                 continue
         reason = f": {ex.reason}" if ex.reason else ""

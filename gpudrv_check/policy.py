@@ -132,7 +132,9 @@ def validate_rule_settings(config: Config, rules: Mapping[str, RulePolicy] | Non
     for key, settings in config.rules.items():
         policy = find_rule(key, rules)
         if policy is None:
-            raise config.error(f"rules: unknown rule {key!r} (see `gpudrv-check rules`)", "rules", key)
+            raise config.error(
+                f"rules: unknown rule {key!r} (see `gpudrv-check rules`)", "rules", key
+            )
         if policy.id in seen:
             raise config.error(
                 f"rules: {policy.id} is configured twice ({seen[policy.id]!r} and {key!r})",

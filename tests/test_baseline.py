@@ -84,7 +84,11 @@ def test_inventory_fingerprints_survive_inserting_a_node_above(tmp_path):
     write(tmp_path, "support-matrix.csv", EMPTY_MATRIX)
     write(tmp_path, "inv.yaml", INVENTORY.format(nodes=ENTRY.format(name="b")))
     before = _prints(tmp_path)
-    write(tmp_path, "inv.yaml", INVENTORY.format(nodes=ENTRY.format(name="a") + ENTRY.format(name="b")))
+    write(
+        tmp_path,
+        "inv.yaml",
+        INVENTORY.format(nodes=ENTRY.format(name="a") + ENTRY.format(name="b")),
+    )
     after = _prints(tmp_path)
     assert before["Node/b"] == after["Node/b"]
     # and the same node written as a Node object has the same identity
@@ -106,7 +110,9 @@ def test_baseline_end_to_end(tmp_path):
     wrote = run_cli("check", str(root), "--write-baseline", str(baseline))
     assert wrote.returncode == 0, wrote.stderr
     assert "wrote 2 finding(s)" in wrote.stderr
-    assert wrote.stdout.rstrip().endswith(f"0 errors, 0 warnings; 2 suppressed (baseline {baseline})")
+    assert wrote.stdout.rstrip().endswith(
+        f"0 errors, 0 warnings; 2 suppressed (baseline {baseline})"
+    )
     doc = json.loads(baseline.read_text())
     assert [e["object"] for e in doc["findings"]] == ["Node/gpu-1", "Node/gpu-2"]
 

@@ -22,7 +22,11 @@ MATRIX = "driver_branch,kernel,os_tag\n"  # empty: every GPU node is GPU001
         ("GPU001", {"GPU001"}, None),
         ("GPU001,GPU002", {"GPU001", "GPU002"}, None),
         ("gpu001, driver-tag-label-missing", {"GPU001", "GPU002"}, None),
-        ("GPU001 GPU003 # kernel pinned by vendor", {"GPU001", "GPU003"}, "kernel pinned by vendor"),
+        (
+            "GPU001 GPU003 # kernel pinned by vendor",
+            {"GPU001", "GPU003"},
+            "kernel pinned by vendor",
+        ),
         ("GPU001#no space", {"GPU001"}, "no space"),
         ("GPU999, nonsense", set(), None),  # unknown names suppress nothing
         ("# only a reason", set(), "only a reason"),
@@ -38,7 +42,8 @@ def _repo(tmp_path: Path) -> Path:
     write(tmp_path, "support-matrix.csv", MATRIX)
     annotated = gpu_node("gpu-1").replace(
         "metadata:\n  name: gpu-1\n",
-        'metadata:\n  name: gpu-1\n  annotations:\n    gpudrv-check.io/ignore: "GPU001 # image built next sprint"\n',
+        "metadata:\n  name: gpu-1\n  annotations:\n"
+        '    gpudrv-check.io/ignore: "GPU001 # image built next sprint"\n',
     )
     write(tmp_path, "nodes/gpu-1.yaml", annotated)
     write(tmp_path, "nodes/gpu-2.yaml", gpu_node("gpu-2"))
@@ -112,7 +117,11 @@ def test_config_exemption_end_to_end(tmp_path):
     by = sorted((f["rule"], f["location"]["file"], f["suppressed_by"]) for f in doc["suppressed"])
     assert by == [
         ("GPU001", "inventory.yaml", "annotation gpudrv-check.io/ignore"),
-        ("GPU001", "nodes/gpu-1.yaml", "annotation gpudrv-check.io/ignore: image built next sprint"),
+        (
+            "GPU001",
+            "nodes/gpu-1.yaml",
+            "annotation gpudrv-check.io/ignore: image built next sprint",
+        ),
         ("GPU001", "nodes/gpu-2.yaml", "config exemptions[0]: vendor-managed pool"),
         ("GPU009", "charts/x/templates/a.yaml", "config exemptions[1]"),
     ]

@@ -105,7 +105,9 @@ def parse_policy(rel: str, data: Any, doc_pos: tuple[int, int]) -> CustomPolicy:
     from gpudrv_check.k8s.labelselector import validate_label_selector
 
     if not isinstance(data, LMap):
-        raise ConfigError("a policy must be a mapping (see schemas/policy.schema.json)", rel, *doc_pos)
+        raise ConfigError(
+            "a policy must be a mapping (see schemas/policy.schema.json)", rel, *doc_pos
+        )
     errors = sorted(
         _file_validator().iter_errors(data),
         key=lambda e: (locate(data, _schema_error_path(e)), e.message),
@@ -172,7 +174,10 @@ def load_custom_policies(root: Path, config: Config, files: list[str]) -> list[C
             where = f"{policy.file}:{policy.line}"
             if policy.id in seen_ids:
                 raise _error(
-                    rel, doc.data, ("id",), f"id {policy.id} is already used at {seen_ids[policy.id]}"
+                    rel,
+                    doc.data,
+                    ("id",),
+                    f"id {policy.id} is already used at {seen_ids[policy.id]}",
                 )
             if policy.name in builtin_names or policy.name in seen_names:
                 other = builtin_names.get(policy.name) or seen_names[policy.name]

@@ -21,7 +21,7 @@ SEVERITIES = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.IN
 
 def render(report: Report, *, colour: bool = False) -> str:
     issues: list[dict[str, Any]] = []
-    for f, fingerprint in zip(report.findings, unique_fingerprints(report.findings)):
+    for f, fingerprint in zip(report.findings, unique_fingerprints(report.findings), strict=True):
         policy = report.rule(f.rule)
         issue: dict[str, Any] = {
             "type": "issue",

@@ -33,7 +33,9 @@ def _subject(f: Finding) -> str:
 
 def _line(report: Report, f: Finding) -> str:
     loc = f.location
-    text = f"{report.uri(loc.file)}:{loc.line}:{loc.column}: {f.severity.value} {f.rule} {f.message}"
+    text = (
+        f"{report.uri(loc.file)}:{loc.line}:{loc.column}: {f.severity.value} {f.rule} {f.message}"
+    )
     if f.hint:
         text += f"\n    fix: {f.hint}"
     if f.suppressed_by:
@@ -70,9 +72,7 @@ def render(report: Report, *, colour: bool = False) -> str:
                 line=str(first.location.line),
             )
             counts["tests"] += 1
-            failing = [
-                f for f in findings if not f.suppressed_by and f.severity.rank >= threshold
-            ]
+            failing = [f for f in findings if not f.suppressed_by and f.severity.rank >= threshold]
             body = _clean("\n".join(_line(report, f) for f in findings))
             if failing:
                 failure = ET.SubElement(

@@ -95,7 +95,7 @@ def sarif_log(report: Report) -> dict[str, Any]:
     index = {policy.id: i for i, policy in enumerate(rules)}
     findings = report.all_findings
     fingerprints = unique_fingerprints(findings)
-    results = [_result(report, f, index, fp) for f, fp in zip(findings, fingerprints)]
+    results = [_result(report, f, index, fp) for f, fp in zip(findings, fingerprints, strict=True)]
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-
 from typing import TYPE_CHECKING
 
 from gpudrv_check.model.finding import Finding

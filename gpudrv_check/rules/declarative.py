@@ -196,8 +196,8 @@ def check_policy(ctx: Context, policy: CustomPolicy) -> Iterator[Finding]:
                 rule=policy.id,
                 severity=policy.severity,
                 message=message,
-                hint=policy.fix or f"Make {subject.ref} satisfy policy {policy.id} "
-                f"({policy.file}:{policy.line}).",
+                hint=policy.fix
+                or f"Make {subject.ref} satisfy policy {policy.id} ({policy.file}:{policy.line}).",
                 location=subject.location(path),
                 object=subject.ref,
                 path=list(subject.object_path(path)),

@@ -69,7 +69,10 @@ BAD_POLICIES = [
     pytest.param(ZONE_POLICY.replace("id: ACME001", "id: GPU100"), (1, 1), "reserved", id="gpu-id"),
     pytest.param(ZONE_POLICY.replace("id: ACME001", "id: acme"), (1, 1), "id", id="id-pattern"),
     pytest.param(
-        ZONE_POLICY.replace("match:", "matches: {}\nmatch:"), (5, 1), "unknown key 'matches'", id="extra"
+        ZONE_POLICY.replace("match:", "matches: {}\nmatch:"),
+        (5, 1),
+        "unknown key 'matches'",
+        id="extra",
     ),
     pytest.param(
         ZONE_POLICY.replace("kinds: [Node]", "kinds: [Node]\n  kind: Node"),
@@ -78,7 +81,10 @@ BAD_POLICIES = [
         id="extra-in-match",
     ),
     pytest.param(
-        ZONE_POLICY.replace("{name}", "{node}"), (4, 1), "unknown placeholder {node}", id="placeholder"
+        ZONE_POLICY.replace("{name}", "{node}"),
+        (4, 1),
+        "unknown placeholder {node}",
+        id="placeholder",
     ),
     pytest.param(
         ZONE_POLICY.replace(
@@ -95,8 +101,12 @@ BAD_POLICIES = [
         "not a valid JSON Schema",
         id="bad-schema",
     ),
-    pytest.param(ZONE_POLICY.replace("name: gpu-node-zone", "name: duplicate-node"), (2, 1),
-                 "taken by GPU004", id="builtin-name"),
+    pytest.param(
+        ZONE_POLICY.replace("name: gpu-node-zone", "name: duplicate-node"),
+        (2, 1),
+        "taken by GPU004",
+        id="builtin-name",
+    ),
     pytest.param("id: [\n", (2, 1), "YAML syntax", id="yaml-syntax"),
     pytest.param("- a\n- b\n", (1, 1), "must be a mapping", id="not-a-mapping"),
     pytest.param(
@@ -184,8 +194,10 @@ def test_inventory_nodes_are_validated_as_node_objects_and_located_in_their_entr
     assert str(finding.object) == "Node/gpu-b"
     # identity inside the object, not the inventory index
     assert finding.path == ["metadata", "labels"]
-    assert finding.message == "GPU node gpu-b has no zone (metadata.labels: missing key " \
+    assert (
+        finding.message == "GPU node gpu-b has no zone (metadata.labels: missing key "
         "'topology.kubernetes.io/zone')"
+    )
 
 
 WRONG_VALUE = """
@@ -344,8 +356,16 @@ def test_gpu_workload_affinity_example_on_pod_specs(tmp_path):
             17,
             19,
             (
-                "spec", "jobTemplate", "spec", "template", "spec", "affinity", "nodeAffinity",
-                "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", 1,
+                "spec",
+                "jobTemplate",
+                "spec",
+                "template",
+                "spec",
+                "affinity",
+                "nodeAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                "nodeSelectorTerms",
+                1,
                 "matchExpressions",
             ),
         ),
@@ -367,10 +387,16 @@ def test_every_shipped_example_loads_and_fires(tmp_path):
 
 def test_config_can_disable_or_reseverity_a_custom_policy_by_id_or_name(tmp_path):
     root = _repo(tmp_path, ZONE_POLICY, ("n.yaml", gpu_node("gpu-1")))
-    write(root, ".gpudrv-check.yaml", "policies: [policy.yaml]\nrules: {gpu-node-zone: {severity: error}}\n")
+    write(
+        root,
+        ".gpudrv-check.yaml",
+        "policies: [policy.yaml]\nrules: {gpu-node-zone: {severity: error}}\n",
+    )
     [f] = [f for f in check(root, load_config(root)).findings if f.rule == "ACME001"]
     assert f.severity.value == "error"
-    write(root, ".gpudrv-check.yaml", "policies: [policy.yaml]\nrules: {acme001: {enabled: false}}\n")
+    write(
+        root, ".gpudrv-check.yaml", "policies: [policy.yaml]\nrules: {acme001: {enabled: false}}\n"
+    )
     assert _found(root, "ACME001") == []
 
 

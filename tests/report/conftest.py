@@ -26,7 +26,11 @@ assert:
 @pytest.fixture
 def ci_repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
-    write(root, "support-matrix.csv", "driver_branch,kernel,os_tag\n550,5.15.0-119-generic,ubuntu22.04\n")
+    write(
+        root,
+        "support-matrix.csv",
+        "driver_branch,kernel,os_tag\n550,5.15.0-119-generic,ubuntu22.04\n",
+    )
     write(root, ".gpudrv-check.yaml", "policies: [policies/zone.yaml]\n")
     write(root, "policies/zone.yaml", POLICY)
     # GPU001: a kernel the matrix lacks; upgrade state in progress
@@ -43,9 +47,9 @@ def ci_repo(tmp_path: Path) -> Path:
     write(
         root,
         "nodes/odd, name%.yaml",
-        gpu_node("gpu-2").replace('"550"', "550").replace(
-            "  labels:\n", "  labels:\n    topology.kubernetes.io/zone: b\n"
-        ),
+        gpu_node("gpu-2")
+        .replace('"550"', "550")
+        .replace("  labels:\n", "  labels:\n    topology.kubernetes.io/zone: b\n"),
     )
     # suppressed by annotation
     write(

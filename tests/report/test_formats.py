@@ -64,11 +64,15 @@ def test_every_format_reports_the_same_findings(ci_repo: Path, tmp_path: Path):
     assert result.stdout.rstrip().endswith("1 error, 1 warning, 1 info; 1 suppressed")
 
     doc = json.loads(out["json"])
-    got = {(f["rule"], f["location"]["file"], f["location"]["line"], f["location"]["column"])
-           for f in doc["findings"]}
+    got = {
+        (f["rule"], f["location"]["file"], f["location"]["line"], f["location"]["column"])
+        for f in doc["findings"]
+    }
     assert got == EXPECTED
-    assert {(f["rule"], f["location"]["file"], f["location"]["line"], f["location"]["column"])
-            for f in doc["suppressed"]} == SUPPRESSED
+    assert {
+        (f["rule"], f["location"]["file"], f["location"]["line"], f["location"]["column"])
+        for f in doc["suppressed"]
+    } == SUPPRESSED
 
     sarif = json.loads(out["sarif"])
     results = sarif["runs"][0]["results"]
@@ -95,7 +99,9 @@ def test_every_format_reports_the_same_findings(ci_repo: Path, tmp_path: Path):
 
     github = {
         (m[3], m[0].replace("%2C", ",").replace("%25", "%"), int(m[1]), int(m[2]))
-        for m in re.findall(r"^::\w+ file=(.+?),line=(\d+),col=(\d+),title=(\w+)::", out["github"], re.M)
+        for m in re.findall(
+            r"^::\w+ file=(.+?),line=(\d+),col=(\d+),title=(\w+)::", out["github"], re.M
+        )
     }
     assert github == EXPECTED
 
@@ -128,8 +134,9 @@ def test_sarif_validates_against_the_official_schema(ci_repo: Path, tmp_path: Pa
         assert rules[result["ruleId"]] == run["tool"]["driver"]["rules"][result["ruleIndex"]]
         assert re.fullmatch(r"[0-9a-f]{32}", result["partialFingerprints"]["gpudrvCheck/v1"])
     [suppressed] = [r for r in run["results"] if "suppressions" in r]
-    assert suppressed["suppressions"] == [{"kind": "inSource", "justification":
-                                           "annotation gpudrv-check.io/ignore: pinned"}]
+    assert suppressed["suppressions"] == [
+        {"kind": "inSource", "justification": "annotation gpudrv-check.io/ignore: pinned"}
+    ]
     assert len({r["partialFingerprints"]["gpudrvCheck/v1"] for r in run["results"]}) == 4
 
 
@@ -143,13 +150,22 @@ def test_sarif_with_a_baseline_marks_new_and_unchanged_and_still_validates(ci_re
     )
     sarif = tmp_path / "r.sarif"
     result = run_cli(
-        "check", str(ci_repo), "--baseline", str(baseline), "--format", "sarif", "--output",
-        str(sarif), env=_env(),
+        "check",
+        str(ci_repo),
+        "--baseline",
+        str(baseline),
+        "--format",
+        "sarif",
+        "--output",
+        str(sarif),
+        env=_env(),
     )
     assert result.returncode == 1
     log = json.loads(sarif.read_text())
     assert list(Draft4Validator(_sarif_schema()).iter_errors(log)) == []
-    states = {(r["ruleId"], r["baselineState"], "suppressions" in r) for r in log["runs"][0]["results"]}
+    states = {
+        (r["ruleId"], r["baselineState"], "suppressions" in r) for r in log["runs"][0]["results"]
+    }
     assert ("GPU001", "new", False) in states
     assert ("GPU001", "unchanged", True) in states
     assert result.stdout.startswith("5 files, 5 objects read; 1 error")  # the summary only
@@ -193,8 +209,10 @@ def test_github_format_is_chosen_on_github_actions(ci_repo: Path):
         "::error file=nodes/gpu-1.yaml,line=11,col=5,title=GPU001::node gpu-1 needs driver image"
     )
     assert "%0Afix: " in lines[0]
-    assert any(line.startswith("::warning file=nodes/odd%2C name%25.yaml,line=9,col=5,title=GPU007::")
-               for line in lines)
+    assert any(
+        line.startswith("::warning file=nodes/odd%2C name%25.yaml,line=9,col=5,title=GPU007::")
+        for line in lines
+    )
     assert any(line.startswith("::notice ") for line in lines)
     assert lines[-1].startswith("4 files, 4 objects read")
     explicit = run_cli("check", str(ci_repo), "--format", "text", env=_env(GITHUB_ACTIONS="true"))
@@ -225,7 +243,9 @@ def test_gitlab_code_quality(ci_repo: Path, tmp_path: Path):
 def test_markdown_summary(ci_repo: Path, tmp_path: Path):
     _, out = _run_all(ci_repo, tmp_path)
     md = out["markdown"]
-    assert md.startswith("## gpudrv-check\n\n**failed** (fail on error): 1 error, 1 warning, 1 info;")
+    assert md.startswith(
+        "## gpudrv-check\n\n**failed** (fail on error): 1 error, 1 warning, 1 info;"
+    )
     assert "| GPU001 | `driver-image-missing` | error | 1 | 1 |" in md
     assert "[nodes/gpu-1.yaml:11:5](nodes/gpu-1.yaml#L11)" in md
     assert "(nodes/odd%2C%20name%25.yaml#L9)" in md
@@ -239,7 +259,12 @@ def test_markdown_summary(ci_repo: Path, tmp_path: Path):
 def test_markdown_links_to_the_commit_on_github(ci_repo: Path, tmp_path: Path):
     md = tmp_path / "r.md"
     run_cli(
-        "check", str(ci_repo), "--format", "markdown", "--output", str(md),
+        "check",
+        str(ci_repo),
+        "--format",
+        "markdown",
+        "--output",
+        str(md),
         env=_env(GITHUB_SERVER_URL="https://github.com", GITHUB_REPOSITORY="o/r", GITHUB_SHA="abc"),
     )
     assert "(https://github.com/o/r/blob/abc/nodes/gpu-1.yaml#L11)" in md.read_text()
@@ -298,7 +323,10 @@ def test_format_output_pairing(args, pairs):
         ([("format", "text"), ("format", "json")], "would all go to stdout"),
         ([("format", "sarif"), ("output", "a"), ("output", "b")], "must follow the --format"),
         ([("output", "a"), ("format", "sarif")], "must follow the --format"),
-        ([("format", "json"), ("output", "a"), ("format", "sarif"), ("output", "a")], "given twice"),
+        (
+            [("format", "json"), ("output", "a"), ("format", "sarif"), ("output", "a")],
+            "given twice",
+        ),
     ],
 )
 def test_format_output_pairing_errors(args, text):
@@ -331,3 +359,15 @@ def test_fail_on_levels_with_warnings_only(ci_repo: Path):
         for level in ("error", "warning", "info", "never")
     }
     assert codes == {"error": 0, "warning": 1, "info": 1, "never": 0}
+
+
+def test_json_validates_against_its_documented_schema(ci_repo: Path, tmp_path: Path):
+    from jsonschema import Draft202012Validator
+
+    from tests.conftest import ROOT
+
+    _, out = _run_all(ci_repo, tmp_path)
+    schema = json.loads((ROOT / "schemas" / "output.schema.json").read_text())
+    doc = json.loads(out["json"])
+    assert list(Draft202012Validator(schema).iter_errors(doc)) == []
+    assert doc["suppressed"][0]["suppressed_by"] == "annotation gpudrv-check.io/ignore: pinned"

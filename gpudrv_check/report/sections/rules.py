@@ -22,7 +22,5 @@ def render(report: Report) -> str | None:
         policy = report.rule(rule_id)
         name = f"`{policy.name}`" if policy else ""
         severity = policy.severity.value if policy else ""
-        lines.append(
-            f"| {cell(rule_id)} | {name} | {severity} | {reported} | {suppressed} |"
-        )
+        lines.append(f"| {cell(rule_id)} | {name} | {severity} | {reported} | {suppressed} |")
     return "\n".join(lines)

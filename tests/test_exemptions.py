@@ -153,3 +153,10 @@ def test_namespace_glob_and_cluster_scoped_objects(tmp_path):
     )
     run = check(tmp_path, load_config(tmp_path))
     assert [f.rule for f in run.findings] == ["GPU001"] and run.suppressed == []
+
+
+def test_verbose_lists_suppressed_findings_and_why(tmp_path):
+    root = _repo(tmp_path)
+    result = run_cli("check", str(root), "-v")
+    assert "suppressed nodes/gpu-1.yaml:11:5: GPU001 node gpu-1 needs driver image" in result.stderr
+    assert "(annotation gpudrv-check.io/ignore: image built next sprint)" in result.stderr

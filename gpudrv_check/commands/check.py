@@ -138,6 +138,9 @@ def run(args: argparse.Namespace) -> int:
     baseline = _apply_baselines(check_run, args)
     code = exit_code(check_run.findings, check_run.repo.config.fail_on)
     report = build_report(check_run, code, baseline, args.path)
+    if getattr(args, "verbose", False):
+        for f in report.suppressed:
+            sys.stderr.write(f"suppressed {f.location}: {f.rule} {f.message} ({f.suppressed_by})\n")
     for fmt, dest in pairs:
         if dest == STDOUT:
             sys.stdout.write(render(fmt, report, colour=fmt == "text" and use_colour(sys.stdout)))

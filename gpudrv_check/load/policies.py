@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import string
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -85,13 +86,34 @@ def _check_message(rel: str, data: LMap) -> None:
             )
 
 
+def _remote_refs(node: Any, path: tuple = ()) -> Iterator[tuple]:
+    """Paths of `$ref`s that leave the schema: resolving them would need the network."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                if not value.startswith("#"):
+                    yield (*path, key)
+            else:
+                yield from _remote_refs(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _remote_refs(value, (*path, index))
+
+
 def _check_assert(rel: str, data: LMap) -> None:
+    from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
 
     schema = data["assert"]
-    from jsonschema import Draft202012Validator
-
+    for path in _remote_refs(schema):
+        raise _error(
+            rel,
+            data,
+            ("assert", *path),
+            "assert: only local references (#/...) are allowed; the checker never goes to the "
+            "network",
+        )
     cls = validator_for(schema, default=Draft202012Validator)
     try:
         cls.check_schema(schema)

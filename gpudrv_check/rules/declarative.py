@@ -49,10 +49,12 @@ class Subject:
 def _validator(policy: CustomPolicy) -> Any:
     from jsonschema import Draft202012Validator, FormatChecker
     from jsonschema.validators import validator_for
+    from referencing import Registry
 
     schema = policy.schema_
     cls = validator_for(schema, default=Draft202012Validator)
-    return cls(schema, format_checker=FormatChecker())
+    # an empty registry: local references only, nothing is ever fetched
+    return cls(schema, format_checker=FormatChecker(), registry=Registry())
 
 
 def _labels(manifest: Manifest) -> dict[str, str]:

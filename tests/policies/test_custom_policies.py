@@ -107,6 +107,14 @@ BAD_POLICIES = [
         "taken by GPU004",
         id="builtin-name",
     ),
+    pytest.param(
+        ZONE_POLICY.replace(
+            "labels: {required:", "labels: {$ref: 'https://example.com/s.json', required:"
+        ),
+        (13, 18),
+        "only local references",
+        id="remote-ref",
+    ),
     pytest.param("id: [\n", (2, 1), "YAML syntax", id="yaml-syntax"),
     pytest.param("- a\n- b\n", (1, 1), "must be a mapping", id="not-a-mapping"),
     pytest.param(
@@ -124,6 +132,32 @@ def test_malformed_policy_is_a_config_error_at_its_line(tmp_path, policy, where,
     assert err.file == "policy.yaml"
     assert (err.line, err.column) == where, str(err)
     assert text in str(err)
+
+
+LOCAL_REF = """
+id: ACME004
+name: local-ref
+severity: error
+message: bad zone
+match: {kinds: [Node]}
+assert:
+  $defs:
+    zone: {type: string, pattern: "^[a-z]+-[0-9]$"}
+  properties:
+    metadata:
+      properties:
+        labels:
+          properties:
+            topology.kubernetes.io/zone: {$ref: "#/$defs/zone"}
+"""
+
+
+def test_local_references_resolve(tmp_path):
+    node = gpu_node("gpu-1").replace(
+        "  labels:\n", "  labels:\n    topology.kubernetes.io/zone: A\n"
+    )
+    root = _repo(tmp_path, LOCAL_REF, ("n.yaml", node))
+    assert _found(root, "ACME004") == [("ACME004", "n.yaml", 6, 5)]
 
 
 def test_duplicate_ids_across_documents(tmp_path):

@@ -108,13 +108,22 @@ def _glob(pattern: str | None, value: str | None) -> bool:
     return value is not None and fnmatch.fnmatchcase(value, pattern)
 
 
-def _config_exemption(finding: Finding, config: Config, rules: Mapping[str, RulePolicy]) -> str:
+def _exemption_ids(config: Config, rules: Mapping[str, RulePolicy]) -> list[set[str]]:
+    """Per config exemption, the rule ids it names (`*` kept as is)."""
+    out = []
+    for ex in config.exemptions:
+        ids = set()
+        for key in ex.rule:
+            policy = None if key == ALL_RULES else find_rule(key, rules)
+            ids.add(policy.id if policy is not None else key)
+        out.append(ids)
+    return out
+
+
+def _config_exemption(finding: Finding, config: Config, ids_per: list[set[str]]) -> str:
     """`suppressed_by` text of the first config exemption covering `finding`, or ''."""
     ref = finding.object
-    for index, ex in enumerate(config.exemptions):
-        ids = {
-            ALL_RULES if k == ALL_RULES else getattr(find_rule(k, rules), "id", k) for k in ex.rule
-        }
+    for index, (ex, ids) in enumerate(zip(config.exemptions, ids_per, strict=True)):
         if ALL_RULES not in ids and finding.rule not in ids:
             continue
         if not _glob(ex.file, finding.location.file):
@@ -139,6 +148,7 @@ def apply_exemptions(
 ) -> tuple[list[Finding], list[Finding]]:
     """Split findings into (reported, suppressed); annotations first, then the config."""
     ignores = annotation_ignores(repo, rules)
+    ids_per = _exemption_ids(repo.config, rules)
     kept: list[Finding] = []
     suppressed: list[Finding] = []
     for finding in findings:
@@ -150,7 +160,7 @@ def apply_exemptions(
                     f": {ignore.reason}" if ignore.reason else ""
                 )
         if not by:
-            by = _config_exemption(finding, repo.config, rules)
+            by = _config_exemption(finding, repo.config, ids_per)
         if by:
             suppressed.append(finding.model_copy(update={"suppressed_by": by}))
         else:

@@ -14,6 +14,19 @@ from collections.abc import Sequence
 from gpudrv_check import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+#: `--format` choices of `check` (modules in gpudrv_check/report/; kept here so that parsing
+#: does not import the report package)
+REPORT_FORMATS = ("text", "json", "sarif", "junit", "github", "gitlab", "markdown")
+
+
+class _Ordered(argparse.Action):
+    """Collects --format and --output in command-line order, so each --output can be paired
+    with the --format written just before it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        sequence = list(getattr(namespace, "report_args", None) or [])
+        sequence.append((self.dest, values))
+        namespace.report_args = sequence
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,8 +73,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="run every rule and report findings")
     _repo_options(p)
+    p.set_defaults(report_args=[])
     p.add_argument(
-        "--format", choices=("text", "json"), default=None, help="output format (default: text)"
+        "--format",
+        dest="format",
+        action=_Ordered,
+        choices=REPORT_FORMATS,
+        help="report format; repeatable (default: text, or github when GITHUB_ACTIONS=true)",
+    )
+    p.add_argument(
+        "--output",
+        dest="output",
+        action=_Ordered,
+        metavar="FILE",
+        help="write the --format just before it to FILE ('-': stdout); the summary line "
+        "still goes to stdout",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="report only findings not recorded in FILE (written by --write-baseline)",
+    )
+    p.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="record every current finding in FILE; they are then reported as baselined",
     )
     p.add_argument(
         "--fail-on",

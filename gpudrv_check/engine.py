@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudrv_check.config import Config, ConfigError
 from gpudrv_check.load.inventory import build_inventory
@@ -13,7 +14,11 @@ from gpudrv_check.load.matrix import Matrix, parse_matrix
 from gpudrv_check.model.finding import Finding, Severity
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import build_workloads
-from gpudrv_check.source.tree import Listing, WorkingTree
+from gpudrv_check.policy import RulePolicy, catalog, rule_settings, validate_rule_settings
+from gpudrv_check.source.tree import Listing, Skipped, WorkingTree, inside_root
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.custom_policy import CustomPolicy
 
 
 @dataclass
@@ -25,20 +30,15 @@ class Run:
     listing: Listing
     findings: list[Finding] = field(default_factory=list)
     suppressed: list[Finding] = field(default_factory=list)
+    custom_policies: list[CustomPolicy] = field(default_factory=list)
+    # every rule of this run, by id: the built-in catalog and the custom policies
+    rules: dict[str, RulePolicy] = field(default_factory=lambda: dict(catalog()))
 
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Severity}
         for f in self.findings:
             out[f.severity.value] += 1
         return out
-
-
-def _inside(root: Path, rel: str) -> bool:
-    try:
-        (root / rel).resolve().relative_to(root.resolve())
-    except (OSError, ValueError):
-        return False
-    return True
 
 
 def load_matrix(root: Path, config: Config, override: str | None) -> Matrix | None:
@@ -60,7 +60,7 @@ def load_matrix(root: Path, config: Config, override: str | None) -> Matrix | No
     if config.matrix is None:
         return None
     rel = config.matrix
-    if os.path.isabs(rel) or not _inside(root, rel):
+    if os.path.isabs(rel) or not inside_root(root, rel):
         raise ConfigError(
             f"matrix path {rel!r} leaves the repo root; config paths stay inside the repo",
             config.source,
@@ -78,9 +78,24 @@ def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:
     """Read the repo at `root` into the model the rules evaluate."""
     if not root.is_dir():
         raise ConfigError(f"not a directory: {root}")
+    from gpudrv_check.exemptions import validate_exemptions
+    from gpudrv_check.load.policies import load_custom_policies, policy_files
+
+    files = policy_files(root, config)
+    custom = load_custom_policies(root, config, files)
+    rules = all_rules(custom)
+    validate_rule_settings(config, rules)
+    validate_exemptions(config, rules)
     matrix = load_matrix(root, config, matrix_override)
     tree = WorkingTree(root)
     listing = tree.list_manifests(config.exclude)
+    if files:
+        # policy files are configuration, not manifests
+        listing.files = [f for f in listing.files if f.rel not in files]
+        listing.skipped = sorted(
+            [*listing.skipped, *(Skipped(rel, "custom policy file") for rel in files)],
+            key=lambda s: s.rel,
+        )
     content = read_repo(tree, listing.files, config.max_file_bytes)
     manifests = content.manifests
     nodes, node_findings = build_inventory(manifests)
@@ -94,7 +109,7 @@ def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:
         files_read=len(listing.files),
         workloads=workloads,
     )
-    run = Run(repo=repo, content=content, listing=listing)
+    run = Run(repo=repo, content=content, listing=listing, custom_policies=custom, rules=rules)
     run.findings.extend(content.problems)
     run.findings.extend(node_findings)
     run.findings.extend(workload_findings)
@@ -103,36 +118,43 @@ def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:
     return run
 
 
+def all_rules(custom: list[CustomPolicy]) -> dict[str, RulePolicy]:
+    rules = dict(catalog())
+    for policy in custom:
+        rules[policy.id] = policy.rule_policy()
+    return dict(sorted(rules.items()))
+
+
 def evaluate(run: Run) -> None:
-    """Run every enabled rule and settle severities, order and duplicates."""
+    """Run every enabled rule and custom policy; settle severities, order and duplicates;
+    move exempted findings to `run.suppressed`."""
+    from gpudrv_check.exemptions import apply_exemptions
     from gpudrv_check.rules import registered
     from gpudrv_check.rules.context import Context
+    from gpudrv_check.rules.declarative import check_policy
 
     config = run.repo.config
-    ctx = Context(run.repo)
+    ctx = Context(run.repo, run.rules)
     for rule_id, check in registered().items():
-        if not rule_enabled(config, rule_id):
+        if not rule_enabled(config, rule_id, run.rules):
             continue
         run.findings.extend(check(ctx))
-    run.findings = settle(run.findings, config)
+    for policy in run.custom_policies:
+        if rule_enabled(config, policy.id, run.rules):
+            run.findings.extend(check_policy(ctx, policy))
+    settled = settle(run.findings, config, run.rules)
+    run.findings, suppressed = apply_exemptions(settled, run.repo, run.rules)
+    run.suppressed.extend(suppressed)
 
 
-def rule_settings(config: Config, rule_id: str):
-    from gpudrv_check.policy import catalog
-
-    policy = catalog().get(rule_id)
-    for key, settings in config.rules.items():
-        if key.upper() == rule_id or (policy is not None and key == policy.name):
-            return settings
-    return None
-
-
-def rule_enabled(config: Config, rule_id: str) -> bool:
-    settings = rule_settings(config, rule_id)
+def rule_enabled(config: Config, rule_id: str, rules: dict[str, RulePolicy] | None = None) -> bool:
+    settings = rule_settings(config, rule_id, rules)
     return settings is None or settings.enabled
 
 
-def settle(findings: list[Finding], config: Config) -> list[Finding]:
+def settle(
+    findings: list[Finding], config: Config, rules: dict[str, RulePolicy] | None = None
+) -> list[Finding]:
     """Apply the config (disabled rules, severity overrides), sort, and drop exact repeats."""
     from gpudrv_check.policy import catalog
 
@@ -143,7 +165,7 @@ def settle(findings: list[Finding], config: Config) -> list[Finding]:
         if not finding.hint and finding.rule in policies:
             # every finding carries a fix hint: the rule's own when the producer had none
             finding = finding.model_copy(update={"hint": policies[finding.rule].fix})
-        settings = rule_settings(config, finding.rule)
+        settings = rule_settings(config, finding.rule, rules)
         if settings is not None:
             if not settings.enabled:
                 continue
@@ -165,9 +187,6 @@ def check(root: Path, config: Config, matrix_override: str | None = None) -> Run
 
 
 def validate_rule_keys(config: Config) -> None:
-    """Config `rules:` keys must name a rule, by id or slug."""
-    from gpudrv_check.policy import by_id_or_name
-
-    for key in config.rules:
-        if by_id_or_name(key) is None:
-            raise ConfigError(f"rules: unknown rule {key!r}", config.source)
+    """Config `rules:` keys name a built-in rule (custom policies are checked once loaded)."""
+    if not config.policies:
+        validate_rule_settings(config)

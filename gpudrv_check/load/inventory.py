@@ -9,7 +9,7 @@ from typing import Any
 from gpudrv_check.load.located import LMap, Path, scalar_text, type_name
 from gpudrv_check.model.finding import Finding, ObjectRef, Severity
 from gpudrv_check.model.manifest import Manifest
-from gpudrv_check.model.node import Node
+from gpudrv_check.model.node import Node, entry_to_object_path
 
 INVENTORY_API = "gpudrv-check.io/v1alpha1"
 INVENTORY_KIND = "NodeInventory"
@@ -31,8 +31,15 @@ def _finding(
         hint=hint,
         location=manifest.location(path),
         object=ObjectRef(kind="Node", name=node) if node else manifest.ref,
-        path=list(path),
+        path=list(_object_path(manifest, path) if node else path),
     )
+
+
+def _object_path(manifest: Manifest, path: Path) -> Path:
+    """Inside an inventory entry, the path as the Node object would have it (no list index)."""
+    if is_inventory(manifest) and len(path) >= 2 and path[0] == "nodes":
+        return entry_to_object_path(tuple(path[2:]))
+    return path
 
 
 def _string_map(

@@ -9,6 +9,7 @@ _MODULES = {
     "check": "check",
     "audit": "audit",
     "tag": "tag",
+    "place": "place",
     "rules": "rules",
     "explain": "rules",
 }

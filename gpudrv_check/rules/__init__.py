@@ -11,9 +11,12 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from gpudrv_check.rules import (
+    cuda_driver_too_old,
     driver_image_missing,
     driver_tag_label_missing,
+    gpu_request_without_gpu_node,
     precompiled_os_conflict,
+    workload_unschedulable,
 )
 
 if TYPE_CHECKING:
@@ -24,6 +27,9 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     driver_image_missing,
     driver_tag_label_missing,
     precompiled_os_conflict,
+    workload_unschedulable,
+    cuda_driver_too_old,
+    gpu_request_without_gpu_node,
 )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from gpudrv_check.k8s.nodeaffinity import (
     REQUIRED_AFFINITY_PATH,
     parse_int64,
+    prefilter_node_names,
     required_node_affinity,
     term_explanations,
     term_problems,
@@ -162,7 +163,8 @@ def _requirement_text(req: Mapping[str, Any]) -> str:
 def _field_nearest(req: Mapping[str, Any], nodes: list[Node]) -> str:
     values = [v for v in req.get("values") or [] if isinstance(v, str)]
     if req.get("operator") == "In" and values and not any(n.name == values[0] for n in nodes):
-        close = difflib.get_close_matches(values[0], [n.name for n in nodes], n=2, cutoff=0.6)
+        names = [n.name for n in nodes]
+        close = sorted(difflib.get_close_matches(values[0], names, n=3, cutoff=0.6))
         hint = f"; similar names: {', '.join(close)}" if close else ""
         return f"no node is named {values[0]}{hint}"
     return ""
@@ -309,10 +311,17 @@ def _details(
     if by_reason.get(AFFINITY_CONFLICT):
         out.append("every term pins node names with matchFields, and no name is in all of them")
     if by_reason.get(PREFILTER):
-        out.append(
-            "every term pins node names with matchFields metadata.name In, which leaves out "
-            + node_names(by_reason[PREFILTER])
+        pinned = sorted(prefilter_node_names(spec) or ())
+        known = {n.name for n in nodes}
+        missing = [name for name in pinned if name not in known]
+        text = (
+            f"every term pins node names with matchFields metadata.name In ({', '.join(pinned)}), "
+            f"which leaves out {node_names(by_reason[PREFILTER])}"
         )
+        for name in missing:
+            req = {"operator": "In", "values": [name]}
+            text += f"; {_field_nearest(req, nodes)}"
+        out.append(text)
     if by_reason.get(UNSCHEDULABLE):
         out.append(f"cordoned (spec.unschedulable): {node_names(by_reason[UNSCHEDULABLE])}")
     taints: dict[str, list[Node]] = defaultdict(list)
@@ -384,7 +393,7 @@ def _explain_bound(
     node = next((n for n in nodes if n.name == bound), None)
     name_path = (*workload.spec_path, "nodeName")
     if node is None:
-        close = difflib.get_close_matches(bound, [n.name for n in nodes], n=2, cutoff=0.6)
+        close = sorted(difflib.get_close_matches(bound, [n.name for n in nodes], n=3, cutoff=0.6))
         details = (f"similar names: {', '.join(close)}",) if close else ()
         message = (
             f"spec.nodeName is {bound}, which is not a node of the inventory: the pod bypasses "

@@ -67,8 +67,8 @@ def finding_for(ctx: Context, workload: Workload, fit: CudaFit, nodes: list[Node
         else:
             message = (
                 f"{who}: {image}, which needs {floor}; {len(fit.too_old)} of the {len(nodes)} "
-                f"nodes it can land on are older: {_listed(fit.too_old)}; a pod placed there "
-                "fails at run time"
+                f"nodes it can land on {'is' if len(fit.too_old) == 1 else 'are'} older: "
+                f"{_listed(fit.too_old)}; a pod placed there fails at run time"
             )
             severity = Severity.WARNING
         hint = _hint(fit.too_old, fit.floor, nodes, stays=not fit.all_too_old)

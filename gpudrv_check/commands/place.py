@@ -82,7 +82,9 @@ def _cuda_line(fit: CudaFit) -> str:
     return head + (": " + "; ".join(parts) if parts else "")
 
 
-def _entry(repo: Repo, workload: Workload, minor_compat: bool, verbose: bool) -> dict[str, Any]:
+def _entry(
+    repo: Repo, workload: Workload, minor_compat: bool, verbose: bool
+) -> tuple[dict[str, Any], list[CudaFit]]:
     placement = repo.placement
     location = workload.location(("metadata", "name"))
     entry: dict[str, Any] = {
@@ -96,7 +98,7 @@ def _entry(repo: Repo, workload: Workload, minor_compat: bool, verbose: bool) ->
     }
     if workload.api_rejects:
         entry.update(status="rejected", nodes=[])
-        return entry
+        return entry, []
     eligible = placement.eligible(workload)
     entry["nodes"] = [n.name for n in eligible]
     pending: Pending | None = explain_pending(workload, placement)
@@ -106,9 +108,15 @@ def _entry(repo: Repo, workload: Workload, minor_compat: bool, verbose: bool) ->
     if pending is not None:
         where = workload.location(pending.path)
         entry["constraint"] = {"file": where.file, "line": where.line, "column": where.column}
-    entry["cuda"] = [
-        _cuda_json(f) for f in cuda_fits(workload, eligible, repo.cuda_table, minor_compat)
-    ]
+    fits = cuda_fits(
+        workload,
+        eligible,
+        repo.cuda_table,
+        minor_compat,
+        placement.memo,
+        placement.constraint_key(workload),
+    )
+    entry["cuda"] = [_cuda_json(f) for f in fits]
     if verbose:
         verdicts = placement.verdicts(workload)
         entry["verdicts"] = [
@@ -120,7 +128,7 @@ def _entry(repo: Repo, workload: Workload, minor_compat: bool, verbose: bool) ->
             }
             for n in placement.nodes
         ]
-    return entry
+    return entry, fits
 
 
 def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
@@ -161,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
     minor_compat = Context(repo).params("GPU011").get("minor_version_compatibility", True)
     minor_compat = minor_compat is not False
     verbose = args.workload is not None
-    entries = [_entry(repo, w, minor_compat, verbose) for w in workloads]
+    results = [_entry(repo, w, minor_compat, verbose) for w in workloads]
+    entries = [entry for entry, _ in results]
     pending = [e for e in entries if e["status"] == "pending" and e["replicas"] != 0]
     code = 1 if pending else 0
     if args.format == "json":
@@ -180,14 +189,7 @@ def run(args: argparse.Namespace) -> int:
         return code
     lines: list[str] = []
     total = len(repo.nodes)
-    for workload, entry in zip(workloads, entries, strict=True):
-        fits = (
-            []
-            if workload.api_rejects
-            else cuda_fits(
-                workload, repo.placement.eligible(workload), repo.cuda_table, minor_compat
-            )
-        )
+    for entry, fits in results:
         lines.extend(_text(entry, total, fits))
     lines.append(
         f"{len(entries)} workload(s) on {total} node(s): "

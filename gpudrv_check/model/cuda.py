@@ -16,8 +16,8 @@ Two floors, chosen by the GPU011 parameter ``minor_version_compatibility``:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from gpudrv_check.config import Config, ConfigError
@@ -133,14 +133,20 @@ def _at_least(node_version: str, minimum: str) -> bool | None:
 
 
 def _fit(
-    container: Container, need: DriverRequirement, nodes: list[Node], minor_compat: bool
+    container: Container,
+    need: DriverRequirement,
+    nodes: list[Node],
+    minor_compat: bool,
+    drivers: dict[str, NodeDriver | None],
 ) -> CudaFit | None:
     floor = need.compat_branch if minor_compat and need.compat_branch else need.min_driver
     if floor is None:
         return None  # neither the release nor its major is in the table: nothing to compare
     fit = CudaFit(container, need, floor)
     for node in nodes:
-        driver = node_driver(node)
+        if node.name not in drivers:
+            drivers[node.name] = node_driver(node)
+        driver = drivers[node.name]
         if driver is None:
             fit.unknown.append(node)
             continue
@@ -157,20 +163,39 @@ def _fit(
 
 
 def cuda_fits(
-    workload: Workload, nodes: list[Node], table: CudaTable, minor_compat: bool = True
+    workload: Workload,
+    nodes: list[Node],
+    table: CudaTable,
+    minor_compat: bool = True,
+    memo: dict | None = None,
+    nodes_key: Hashable | None = None,
 ) -> list[CudaFit]:
     """One fit per container image the table knows, worst first (most nodes too old, then most
-    nodes with feature limits). Images the table does not know are not guessed."""
+    nodes with feature limits). Images the table does not know are not guessed.
+
+    With ``memo`` (e.g. ``Placement.memo``) and ``nodes_key`` naming the node set (e.g. the
+    workload's constraint key), images and node drivers are looked up once per run.
+    """
+    memo = {} if memo is None else memo
+    drivers = memo.setdefault(("cuda", "drivers"), {})
     fits = []
     for container in workload.containers:
         if not container.image:
             continue
-        need = driver_requirement(table, container.image)
+        need_key = ("cuda", "need", id(table), container.image)
+        if need_key not in memo:
+            memo[need_key] = driver_requirement(table, container.image)
+        need = memo[need_key]
         if need is None:
             continue
-        fit = _fit(container, need, nodes, minor_compat)
-        if fit is not None:
-            fits.append(fit)
+        fit_key = ("cuda", "fit", id(table), container.image, nodes_key, minor_compat)
+        shared = memo.get(fit_key) if nodes_key is not None else None
+        if shared is None:
+            shared = _fit(container, need, nodes, minor_compat, drivers)
+            if nodes_key is not None:
+                memo[fit_key] = shared or False
+        if shared:
+            fits.append(replace(shared, container=container))
     fits.sort(key=lambda f: (-len(f.too_old), -len(f.limited), f.container.path))
     return fits
 

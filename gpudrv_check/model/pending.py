@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpudrv_check.k8s.nodeaffinity import (
@@ -60,6 +60,7 @@ class Pending:
     details: tuple[str, ...]  # what it does not say, one clause each
     path: Path  # the key to point at, relative to the manifest
     cause: str  # CAUSE_*: what to change
+    taint: Mapping[str, Any] | None = None  # a taint (or the cordon) that keeps the pods off
 
 
 def node_names(nodes: Iterable[Node | str], limit: int = NAMES_SHOWN) -> str:
@@ -360,11 +361,33 @@ def _path_for(cause: str, workload: Workload, spec: Mapping[str, Any], nodes: li
 
 
 def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
-    """Why no node takes the workload's pods; None when some node does."""
+    """Why no node takes the workload's pods; None when some node does.
+
+    Memoised per constraint set, kind, preemption policy and template path; the GPU request a
+    finding points at is the workload's own.
+    """
+    if not placement.nodes or placement.eligible(workload):
+        return None
+    key = (
+        "pending",
+        placement.constraint_key(workload),
+        workload.kind,
+        workload.preemption_policy,
+        workload.spec_path,
+    )
+    pending = placement.memo.get(key)
+    if pending is None:
+        pending = placement.memo[key] = _explain(workload, placement)
+    if pending.cause == CAUSE_GPU:
+        path = workload.gpu_request_path() or workload.spec_path
+        if path != pending.path:
+            pending = replace(pending, path=path)
+    return pending
+
+
+def _explain(workload: Workload, placement: Placement) -> Pending:
     nodes = placement.nodes
     verdicts = placement.verdicts(workload)
-    if not nodes or any(v.ok for v in verdicts.values()):
-        return None
     spec: Mapping[str, Any] = workload.pod_spec if isinstance(workload.pod_spec, dict) else {}
     bound = workload.node_name
     if bound is not None:
@@ -372,10 +395,14 @@ def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
     details = _details(workload, spec, verdicts, placement)
     cause = _cause(workload, spec, placement)
     path = _path_for(cause, workload, spec, nodes)
+    # a taint to tolerate, else the cordon that keeps the pods off
+    taint = next((v.taint for v in verdicts.values() if v.reason == TAINT), None) or next(
+        (v.taint for v in verdicts.values() if v.reason == UNSCHEDULABLE), None
+    )
     reasons = [verdicts[n.name].wording for n in nodes]
     if workload.kind == "DaemonSet":
         message = f"0/{len(nodes)} nodes run a pod of this DaemonSet: {reasons_histogram(reasons)}."
-        return Pending(message, tuple(details), path, cause)
+        return Pending(message, tuple(details), path, cause, taint)
     conflict = any(verdicts[n.name].reason == AFFINITY_CONFLICT for n in nodes)
     message = fit_error_message(
         len(nodes),
@@ -383,7 +410,7 @@ def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
         prefilter_message=REASON_AFFINITY_CONFLICT if conflict else None,
         postfilter_message=preemption_message(len(nodes), workload.preemption_policy),
     )
-    return Pending(message, tuple(details), path, cause)
+    return Pending(message, tuple(details), path, cause, taint)
 
 
 def _explain_bound(
@@ -411,7 +438,7 @@ def _explain_bound(
     if verdict.reason == TAINT:
         detail = f"untolerated NoExecute taint {taint_text(verdict.taint or {})} on {bound}"
         message = prefix + kubelet_rejection("taint")
-        return Pending(message, (detail,), _blocked_path(workload), CAUSE_TAINT)
+        return Pending(message, (detail,), _blocked_path(workload), CAUSE_TAINT, verdict.taint)
     offered = placement.gpu_count(node) or 0
     message = prefix + kubelet_rejection("resource", GPU_RESOURCE, workload.gpus, offered)
     path = workload.gpu_request_path() or name_path

@@ -158,6 +158,9 @@ class Placement:
             for n in self.nodes
         }
         self._cache: dict[tuple, dict[str, Verdict]] = {}
+        self._eligible: dict[tuple, list[Node]] = {}
+        #: memo for derived per-constraint-set results (model/pending.py, model/cuda.py)
+        self.memo: dict[tuple, Any] = {}
         #: how much work memoisation left: constraint sets and node classes evaluated
         self.constraint_sets = 0
         self.class_evaluations = 0
@@ -166,6 +169,15 @@ class Placement:
         return self._gpus.get(node.name)
 
     def constraint_key(self, workload: Workload, daemonset: bool | None = None) -> tuple:
+        """What the verdicts depend on: equal keys, equal verdicts on every node."""
+        if daemonset is None:
+            key = workload._constraint_key
+            if key is None:
+                key = workload._constraint_key = self._constraint_key(workload, None)
+            return key
+        return self._constraint_key(workload, daemonset)
+
+    def _constraint_key(self, workload: Workload, daemonset: bool | None) -> tuple:
         spec = workload.pod_spec if isinstance(workload.pod_spec, dict) else {}
         is_ds = workload.kind == "DaemonSet" if daemonset is None else daemonset
         affinity = spec.get("affinity")
@@ -189,8 +201,13 @@ class Placement:
         return cached
 
     def eligible(self, workload: Workload, daemonset: bool | None = None) -> list[Node]:
-        verdicts = self.verdicts(workload, daemonset)
-        return [n for n in self.nodes if verdicts[n.name].ok]
+        """The nodes it can land on, by name (do not mutate the result)."""
+        key = self.constraint_key(workload, daemonset)
+        cached = self._eligible.get(key)
+        if cached is None:
+            verdicts = self.verdicts(workload, daemonset)
+            cached = self._eligible[key] = [n for n in self.nodes if verdicts[n.name].ok]
+        return cached
 
     def _constraints(self, workload: Workload, daemonset: bool) -> _Constraints:
         spec = workload.pod_spec if isinstance(workload.pod_spec, dict) else {}

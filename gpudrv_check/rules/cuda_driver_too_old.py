@@ -19,7 +19,6 @@ from gpudrv_check.model.cuda import CudaFit, cuda_fits, excluding_expression, ex
 from gpudrv_check.model.finding import Finding, Severity
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.pending import node_names
-from gpudrv_check.model.workload import Workload
 from gpudrv_check.rules.context import Context
 
 ID = "GPU011"
@@ -45,11 +44,11 @@ def _hint(excluded: list[tuple[Node, str]], floor: str, nodes: list[Node], stays
     )
 
 
-def finding_for(ctx: Context, workload: Workload, fit: CudaFit, nodes: list[Node]) -> Finding:
+def _verdict(fit: CudaFit, nodes: list[Node]) -> tuple[str, str, Severity]:
+    """(message after the workload's name, hint, severity): the same for every workload whose
+    image and node set are the same."""
     need = fit.need
-    who = f"{workload.kind} {workload.namespace}/{workload.name}"
     image = f"image {fit.container.image} carries CUDA {need.cuda_version}"
-    path = (*fit.container.path, "image")
     if fit.too_old:
         compat = fit.floor != need.min_driver
         floor = (
@@ -60,13 +59,13 @@ def finding_for(ctx: Context, workload: Workload, fit: CudaFit, nodes: list[Node
         )
         if fit.all_too_old:
             message = (
-                f"{who}: {image}, which needs {floor}; every node it can land on is older: "
+                f"{image}, which needs {floor}; every node it can land on is older: "
                 f"{_listed(fit.too_old)}; it would be scheduled and fail at run time"
             )
             severity = Severity.ERROR
         else:
             message = (
-                f"{who}: {image}, which needs {floor}; {len(fit.too_old)} of the {len(nodes)} "
+                f"{image}, which needs {floor}; {len(fit.too_old)} of the {len(nodes)} "
                 f"nodes it can land on {'is' if len(fit.too_old) == 1 else 'are'} older: "
                 f"{_listed(fit.too_old)}; a pod placed there fails at run time"
             )
@@ -74,7 +73,7 @@ def finding_for(ctx: Context, workload: Workload, fit: CudaFit, nodes: list[Node
         hint = _hint(fit.too_old, fit.floor, nodes, stays=not fit.all_too_old)
     else:
         message = (
-            f"{who}: {image}, which needs driver {need.min_driver} for full support; "
+            f"{image}, which needs driver {need.min_driver} for full support; "
             f"{_listed(fit.limited)} {'runs' if len(fit.limited) == 1 else 'run'} it only under "
             "CUDA minor version compatibility "
             f"(branch {fit.floor} or newer): newer PTX cannot be JIT-compiled there and APIs "
@@ -82,7 +81,7 @@ def finding_for(ctx: Context, workload: Workload, fit: CudaFit, nodes: list[Node
         )
         severity = Severity.INFO
         hint = _hint(fit.limited, need.min_driver or fit.floor, nodes, stays=bool(fit.fine))
-    return ctx.finding(ID, workload.manifest, path, message, hint, severity=severity)
+    return message, hint, severity
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -91,14 +90,24 @@ def check(ctx: Context) -> Iterator[Finding]:
         return
     minor_compat = ctx.params(ID).get("minor_version_compatibility", True) is not False
     table = repo.cuda_table
+    placement = repo.placement
     for workload in repo.workloads:
         if not workload.has_pods:
             continue
-        nodes = repo.placement.eligible(workload)
+        nodes = placement.eligible(workload)
         if not nodes:
             continue  # GPU010
-        fits = [
-            f for f in cuda_fits(workload, nodes, table, minor_compat) if f.too_old or f.limited
-        ]
-        if fits:
-            yield finding_for(ctx, workload, fits[0], nodes)
+        key = placement.constraint_key(workload)
+        fits = cuda_fits(workload, nodes, table, minor_compat, placement.memo, key)
+        fits = [f for f in fits if f.too_old or f.limited]
+        if not fits:
+            continue
+        fit = fits[0]
+        memo_key = (ID, key, fit.container.image, minor_compat)
+        verdict = placement.memo.get(memo_key)
+        if verdict is None:
+            verdict = placement.memo[memo_key] = _verdict(fit, nodes)
+        message, hint, severity = verdict
+        who = f"{workload.kind} {workload.namespace}/{workload.name}"
+        path = (*fit.container.path, "image")
+        yield ctx.finding(ID, workload.manifest, path, f"{who}: {message}", hint, severity=severity)

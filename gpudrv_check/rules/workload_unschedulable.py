@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpudrv_check.k8s.taints import TAINT_NODE_UNSCHEDULABLE
 from gpudrv_check.model.finding import Finding
 from gpudrv_check.model.pending import (
     CAUSE_AFFINITY,
@@ -24,7 +25,6 @@ from gpudrv_check.model.pending import (
     Pending,
     explain_pending,
 )
-from gpudrv_check.model.placement import TAINT, UNSCHEDULABLE, Placement
 from gpudrv_check.model.workload import GPU_RESOURCE, Workload
 from gpudrv_check.rules.context import Context
 
@@ -42,22 +42,19 @@ def _subject(workload: Workload) -> str:
     return f"{who}: its pods stay Pending"
 
 
-def _hint(workload: Workload, pending: Pending, placement: Placement) -> str:
+def _hint(workload: Workload, pending: Pending) -> str:
     if pending.cause == CAUSE_AFFINITY:
         return (
             "Relax this constraint, or label a node so that it matches; `gpudrv-check place "
             f"--workload {workload.key}` shows every node's verdict."
         )
     if pending.cause == CAUSE_TAINT:
-        verdicts = placement.verdicts(workload)
-        taint = next(
-            (
-                v.taint
-                for v in (verdicts[n.name] for n in placement.nodes)
-                if v.reason in (TAINT, UNSCHEDULABLE) and v.taint
-            ),
-            None,
-        )
+        taint = pending.taint
+        if taint and taint.get("key") == TAINT_NODE_UNSCHEDULABLE:
+            return (
+                "The nodes it may use are cordoned: uncordon one (`kubectl uncordon NODE`) once "
+                "its maintenance is over, or widen the constraints."
+            )
         if taint and taint.get("key"):
             return (
                 f"Tolerate the taint, e.g. `- {{key: {taint['key']}, operator: Exists, effect: "
@@ -82,9 +79,7 @@ def finding_for(ctx: Context, workload: Workload) -> Finding | None:
     message = f"{_subject(workload)}: {pending.message}"
     if pending.details:
         message += " Why: " + "; ".join(pending.details) + "."
-    return ctx.finding(
-        ID, workload.manifest, pending.path, message, _hint(workload, pending, placement)
-    )
+    return ctx.finding(ID, workload.manifest, pending.path, message, _hint(workload, pending))
 
 
 def check(ctx: Context) -> Iterator[Finding]:

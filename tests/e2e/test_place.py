@@ -151,3 +151,23 @@ def test_cuda_table_extension_from_the_config(lab_repo: Path) -> None:
     broken = run_cli("check", str(lab_repo))
     assert broken.returncode == 2
     assert ".gpudrv-check.yaml: cuda: unknown key 'imagez'" in broken.stderr
+
+
+def _console_block(readme: Path, command: str) -> str:
+    text = readme.read_text()
+    start = text.index(f"$ {command}\n") + len(f"$ {command}\n")
+    return text[start : text.index("```", start)]
+
+
+def test_readme_examples_are_the_real_output() -> None:
+    from tests.conftest import EXAMPLES, ROOT
+
+    for readme, args in [
+        (EXAMPLES / "lab" / "README.md", ["place", "examples/lab"]),
+        (
+            ROOT / "README.md",
+            ["place", "examples/lab", "--workload", "Pod/gpu-drv/cuda13-job"],
+        ),
+    ]:
+        result = run_cli(*args, cwd=ROOT)
+        assert result.stdout == _console_block(readme, "gpudrv-check " + " ".join(args))

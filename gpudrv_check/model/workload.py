@@ -182,14 +182,16 @@ def _placement_findings(
     findings = []
     for problem in problems:
         path = (*spec_path, *problem.path)
-        findings.append(
-            _finding(
-                manifest,
-                path,
-                f"{field_path_text(path)}: {problem.message}",
-                _SCHEDULER_ONLY_HINT if problem.scheduler_only else _PLACEMENT_HINT,
-            )
+        finding = _finding(
+            manifest,
+            path,
+            f"{field_path_text(path)}: {problem.message}",
+            _SCHEDULER_ONLY_HINT if problem.scheduler_only else _PLACEMENT_HINT,
         )
+        if problem.scheduler_only:
+            # the object is valid; only this term is dead (GPU010 says so when nothing is left)
+            finding = finding.model_copy(update={"severity": Severity.WARNING})
+        findings.append(finding)
     return findings, any(not p.scheduler_only for p in problems)
 
 

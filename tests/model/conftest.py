@@ -12,6 +12,11 @@ from gpudrv_check.model.node import Node
 from gpudrv_check.model.placement import Placement
 from gpudrv_check.model.workload import Workload, build_workloads, workload_from_manifest
 
+PRESENT = "nvidia.com/gpu.present"
+MAJOR = "nvidia.com/cuda.driver.major"
+ZONE = "zone"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
 
 def read(text: str, file: str = "t.yaml") -> tuple[list[Node], list[Workload], list]:
     """Nodes, workloads and load findings of a YAML stream."""
@@ -53,3 +58,36 @@ def make_workload(spec: dict[str, Any], kind: str = "Pod", name: str = "w") -> W
 
 def eligible(nodes: list[Node], workload: Workload) -> list[str]:
     return [n.name for n in Placement(nodes).eligible(workload)]
+
+
+# pod spec pieces
+
+
+def expr(key: str, op: str, *values: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": key, "operator": op}
+    if values:
+        out["values"] = list(values)
+    return out
+
+
+def required(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}
+            }
+        }
+    }
+
+
+def term(*expressions: dict[str, Any], fields: list | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if expressions:
+        out["matchExpressions"] = list(expressions)
+    if fields is not None:
+        out["matchFields"] = fields
+    return out
+
+
+def tolerate(*tolerations: dict[str, Any]) -> dict[str, Any]:
+    return {"tolerations": list(tolerations)}

@@ -13,8 +13,16 @@ from gpudrv_check.model.pending import (
     node_names,
 )
 from gpudrv_check.model.placement import Placement
-from tests.model.conftest import make_node, make_workload
-from tests.model.test_placement import GPU_TAINT, MAJOR, PRESENT, expr, required, term
+from tests.model.conftest import (
+    GPU_TAINT,
+    MAJOR,
+    PRESENT,
+    expr,
+    make_node,
+    make_workload,
+    required,
+    term,
+)
 
 REQ = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
 

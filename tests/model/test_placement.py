@@ -28,12 +28,19 @@ from gpudrv_check.model.placement import (
     Placement,
     node_gpu_count,
 )
-from tests.model.conftest import eligible, make_node, make_workload
-
-PRESENT = "nvidia.com/gpu.present"
-MAJOR = "nvidia.com/cuda.driver.major"
-ZONE = "zone"
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+from tests.model.conftest import (
+    GPU_TAINT,
+    MAJOR,
+    PRESENT,
+    ZONE,
+    eligible,
+    expr,
+    make_node,
+    make_workload,
+    required,
+    term,
+    tolerate,
+)
 
 
 def inventory() -> list[Node]:
@@ -61,36 +68,6 @@ def inventory() -> list[Node]:
 ALL = ["cordoned", "cpu", "n0206", "n535", "n550", "nabc", "noexec", "prefer", "tainted"]
 # what a pod without tolerations can reach at all
 OPEN = ["cpu", "n0206", "n535", "n550", "nabc", "prefer"]
-
-
-def expr(key: str, op: str, *values: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"key": key, "operator": op}
-    if values:
-        out["values"] = list(values)
-    return out
-
-
-def required(*terms: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "affinity": {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}
-            }
-        }
-    }
-
-
-def term(*expressions: dict[str, Any], fields: list | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if expressions:
-        out["matchExpressions"] = list(expressions)
-    if fields is not None:
-        out["matchFields"] = fields
-    return out
-
-
-def tolerate(*tolerations: dict[str, Any]) -> dict[str, Any]:
-    return {"tolerations": list(tolerations)}
 
 
 ROWS = [

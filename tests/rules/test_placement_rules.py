@@ -393,3 +393,36 @@ def test_gpu012_gpu_request_that_reaches_only_cpu_nodes(tmp_path: Path) -> None:
     # reaching a GPU node as well is fine
     write(tmp_path, "pod.yaml", text.replace("{kubernetes.io/hostname: cpu-1}", "{}") + TOLERATE)
     assert found(tmp_path, "GPU012") == []
+
+
+ODD_SPECS = [
+    "  affinity: [a]\n",
+    "  affinity: {nodeAffinity: [x]}\n",
+    "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [x]}}\n",
+    "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+    "{nodeSelectorTerms: x}}}\n",
+    "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+    "{nodeSelectorTerms: [x, {matchExpressions: [1, {key: 2}]}, {matchFields: x}]}}}\n",
+    "  nodeSelector: [a, b]\n",
+    "  nodeSelector: {1: 2}\n",
+    "  tolerations: [a, {key: 1}, {effect: [x]}]\n",
+    "  nodeName: 7\n",
+    "  preemptionPolicy: [x]\n",
+    "  containers: [{image: 5, resources: {limits: [x]}}, x]\n",
+    "  containers: [{image: nvcr.io/nvidia/pytorch, resources: {limits: {nvidia.com/gpu: -1}}}]\n",
+]
+
+
+@pytest.mark.parametrize("body", ODD_SPECS)
+def test_odd_pod_specs_never_raise(tmp_path: Path, body: str, capsys, monkeypatch) -> None:
+    from gpudrv_check.cli import main
+
+    monkeypatch.setenv("GPUDRV_CHECK_DEBUG", "1")  # an internal error raises instead of exit 2
+    write(tmp_path, "nodes.yaml", NODES)
+    write(tmp_path, "pod.yaml", pod(body))
+    rules = {f.rule for f in run(tmp_path)}
+    assert rules <= {"GPU002", "GPU010", "GPU011", "GPU012", "GPU040"}
+    for args in (["check"], ["place"], ["place", "--format", "json"]):
+        assert main([*args, str(tmp_path), "--matrix", "none"]) in (0, 1)
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "internal error" not in err

@@ -78,7 +78,8 @@ def finding_for(ctx: Context, workload: Workload) -> Finding | None:
         return None
     message = f"{_subject(workload)}: {pending.message}"
     if pending.details:
-        message += " Why: " + "; ".join(pending.details) + "."
+        message += (" " if message.endswith(".") else ". ") + "Why: "
+        message += "; ".join(pending.details) + "."
     return ctx.finding(ID, workload.manifest, pending.path, message, _hint(workload, pending))
 
 

@@ -121,6 +121,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("text", "json"), default="text", help="output format (default: text)"
     )
 
+    p = sub.add_parser("place", help="the nodes each workload can land on, or why none")
+    _repo_options(p)
+    p.add_argument(
+        "--workload",
+        metavar="KIND/NAMESPACE/NAME",
+        help="only this workload, with every node's verdict",
+    )
+    p.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
+
     p = sub.add_parser("rules", help="list the built-in rules")
     p.add_argument("--format", choices=("text", "markdown"), default="text")
 

@@ -109,6 +109,7 @@ def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:
         files_read=len(listing.files),
         workloads=workloads,
     )
+    repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
     run = Run(repo=repo, content=content, listing=listing, custom_policies=custom, rules=rules)
     run.findings.extend(content.problems)
     run.findings.extend(node_findings)

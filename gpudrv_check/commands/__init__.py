@@ -10,6 +10,7 @@ _MODULES = {
     "audit": "audit",
     "tag": "tag",
     "operands": "operands",
+    "place": "place",
     "rules": "rules",
     "explain": "rules",
 }

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gpudrv_check.model.operator import OperatorConfig
     from gpudrv_check.model.placement import Placement
     from gpudrv_check.model.workload import Workload
+    from gpudrv_check.nvidia.cuda import CudaTable
 
 
 @dataclass
@@ -45,6 +46,13 @@ class Repo:
         from gpudrv_check.model.placement import Placement
 
         return Placement(self.nodes)
+
+    @cached_property
+    def cuda_table(self) -> CudaTable:
+        """policies/cuda.yaml extended by the config's `cuda:` (raises ConfigError if malformed)."""
+        from gpudrv_check.model.cuda import cuda_table
+
+        return cuda_table(self.config)
 
     @cached_property
     def operator_configs(self) -> list[OperatorConfig]:

@@ -11,9 +11,14 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from gpudrv_check.rules import (
+    anti_affinity_no_spare_domain,
     driver_image_missing,
     driver_tag_label_missing,
+    driver_upgrade_state,
+    pdb_blocks_drain,
+    pod_in_multiple_pdbs,
     precompiled_os_conflict,
+    upgrade_drain_unscoped,
 )
 
 if TYPE_CHECKING:
@@ -24,6 +29,11 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     driver_image_missing,
     driver_tag_label_missing,
     precompiled_os_conflict,
+    pdb_blocks_drain,
+    anti_affinity_no_spare_domain,
+    driver_upgrade_state,
+    upgrade_drain_unscoped,
+    pod_in_multiple_pdbs,
 )
 
 

@@ -77,6 +77,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("node", metavar="NODE")
     _repo_options(p)
 
+    p = sub.add_parser("report", help="driver facts as KEY=value lines (nodes, skew, states)")
+    _repo_options(p)
+    p.add_argument("--node", metavar="NAME", help="add this node's TAG= and UPGRADE_STATE=")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = sub.add_parser("plan", help="the ordered driver upgrade of one node, step by step")
+    p.add_argument("node", metavar="NODE")
+    p.add_argument(
+        "--driver", metavar="VERSION", required=True, help="target driver version, e.g. 550.90.07"
+    )
+    _repo_options(p)
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="record steps 1 and 4 in the repo: append the matrix row, rewrite the node's "
+        "driver labels",
+    )
+    p.add_argument(
+        "--timeout",
+        metavar="DURATION",
+        default="300s",
+        help="--timeout of the drain command (default: 300s)",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
     p = sub.add_parser("rules", help="list the built-in rules")
     p.add_argument("--format", choices=("text", "markdown"), default="text")
 

@@ -9,6 +9,8 @@ _MODULES = {
     "check": "check",
     "audit": "audit",
     "tag": "tag",
+    "report": "report",
+    "plan": "plan",
     "rules": "rules",
     "explain": "rules",
 }

@@ -156,24 +156,31 @@ def run(args: argparse.Namespace) -> int:
         remaining = plan.blockers_write_cannot_fix()
         if remaining:
             steps = sorted({step.number for step, _ in remaining})
-            sys.stdout.write(render_text(plan, []) if args.format == "text" else "")
+            _emit(plan, [], args.format)
             sys.stderr.write(
-                "gpudrv-check: --write refused: step(s) "
-                f"{', '.join(map(str, steps))} are blocked by something --write does not "
-                "change; nothing written\n"
+                f"gpudrv-check: --write refused: step{'s' if len(steps) > 1 else ''} "
+                f"{', '.join(map(str, steps))} {'are' if len(steps) > 1 else 'is'} blocked by "
+                "something --write does not change; nothing written\n"
             )
-            if args.format == "json":
-                sys.stdout.write(json.dumps(plan_dict(plan, []), indent=2) + "\n")
             return 1
         try:
             edits = prepare_edits(check_run, plan)
             apply_edits(edits)
         except EditError as err:
-            raise ConfigError(f"--write: {err}") from None
+            _emit(plan, [], args.format)
+            sys.stderr.write(
+                f"gpudrv-check: error: --write: {err}\n"
+                "Nothing was written; make the changes of steps 1 and 4 above by hand.\n"
+            )
+            return 2
         written = [edit.summary for edit in edits]
         plan = plan.with_fixes_written()
-    if args.format == "json":
+    _emit(plan, written, args.format)
+    return 0 if plan.ready else 1
+
+
+def _emit(plan: Plan, written: list[str], fmt: str) -> None:
+    if fmt == "json":
         sys.stdout.write(json.dumps(plan_dict(plan, written), indent=2) + "\n")
     else:
         sys.stdout.write(render_text(plan, written))
-    return 0 if plan.ready else 1

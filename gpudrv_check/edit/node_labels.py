@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 from gpudrv_check.edit.safe_write import EditError
 from gpudrv_check.load.located import Path
+from gpudrv_check.load.yaml_docs import resolve_plain
 
 BOM = b"\xef\xbb\xbf"
 
@@ -105,9 +106,9 @@ def _styled(old: object, new: str) -> object:
 
     if isinstance(old, ScalarString):
         return type(old)(new)
-    if isinstance(old, str):
-        return new  # plain; ruamel.yaml quotes it if it would read back as a non-string
-    return DoubleQuotedScalarString(new)
+    if isinstance(old, str) and isinstance(resolve_plain(new), str):
+        return new  # stays plain
+    return DoubleQuotedScalarString(new)  # plain `07` would read back as a number
 
 
 def rewrite_labels(
@@ -135,6 +136,7 @@ def rewrite_labels(
     yaml.width = 1 << 16  # never fold a long line
     yaml.indent(mapping=mapping, sequence=offset + 2, offset=offset)
     yaml.explicit_start = _starts_explicitly(text)
+    yaml.explicit_end = any(line.rstrip() == "..." for line in text.splitlines())
     try:
         docs = list(yaml.load_all(text))
     except YAMLError as err:

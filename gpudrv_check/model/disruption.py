@@ -128,7 +128,7 @@ def build_pdbs(manifests: list[Manifest]) -> tuple[list[PDB], list[Finding]]:
         pdbs.append(pdb)
         for problem in problems:
             path = _problem_path(manifest, problem)
-            where = ".".join(str(p) for p in path)
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)[1:]
             findings.append(
                 Finding(
                     rule="GPU040",

@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _repo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "path", nargs="?", default=".", metavar="PATH", help="root of the GitOps repo (default: .)"
+        "path", nargs="?", default=None, metavar="PATH", help="root of the GitOps repo (default: .)"
     )
     p.add_argument(
         "--config",
@@ -110,9 +110,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_late_path(args: argparse.Namespace, extras: list[str]) -> bool:
+    return (
+        len(extras) == 1
+        and not extras[0].startswith("-")
+        and hasattr(args, "path")
+        and args.path is None
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras and _is_late_path(args, extras):
+        # `plan NODE --driver V PATH`: argparse fills the positionals before the options, so
+        # a PATH written after them comes back unrecognised
+        args.path = extras.pop()
+    if extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    if hasattr(args, "path") and args.path is None:
+        args.path = "."
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

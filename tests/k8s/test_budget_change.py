@@ -42,7 +42,13 @@ ROWS = [
         1,
         ("minAvailable", "66%", 1, None),
     ),
-    ("maxUnavailable 0 -> 1", pdb(maxUnavailable=0), [deploy(4)], 1, ("maxUnavailable", 1, 1, None)),
+    (
+        "maxUnavailable 0 -> 1",
+        pdb(maxUnavailable=0),
+        [deploy(4)],
+        1,
+        ("maxUnavailable", 1, 1, None),
+    ),
     (
         "maxUnavailable 0% of 4 -> 1% (ceil 0.04 = 1)",
         pdb(maxUnavailable="0%"),

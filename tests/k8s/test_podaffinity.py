@@ -17,7 +17,9 @@ LABELS = {"app": "trainer", "tier": "gpu"}
 
 def spec(*terms: object) -> dict:
     return {
-        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}}
+        "affinity": {
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}
+        }
     }
 
 
@@ -54,7 +56,11 @@ SELF_ROWS = [
     ("selector for other pods", term(label_selector={"matchLabels": {"app": "db"}}), None, False),
     (
         "matchExpressions In",
-        term(label_selector={"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}),
+        term(
+            label_selector={
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]
+            }
+        ),
         None,
         True,
     ),

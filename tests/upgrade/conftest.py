@@ -87,3 +87,8 @@ def pdb(name: str, body: str, namespace: str = "ml", api: str = "policy/v1") -> 
         f"apiVersion: {api}\nkind: PodDisruptionBudget\nmetadata:\n  name: {name}\n"
         f"  namespace: {namespace}\nspec:\n" + body
     )
+
+
+def gpu_node_with(name: str, labels: str, **kwargs: str) -> str:
+    """`gpu_node` with extra label lines (indented four spaces) first in its labels."""
+    return gpu_node(name, **kwargs).replace("  labels:\n", "  labels:\n" + labels, 1)

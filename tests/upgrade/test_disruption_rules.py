@@ -43,7 +43,9 @@ def test_gpu020_at_the_budget_key(tmp_path: Path, budget: str, key: str, numbers
     assert located(root, "GPU020") == [("pdb.yaml", line, column, "error")]
     (message,) = messages(root, "GPU020")
     assert numbers in message
-    assert "HTTP 429 \"Cannot evict pod as it would violate the pod's disruption budget.\"" in message
+    assert (
+        'HTTP 429 "Cannot evict pod as it would violate the pod\'s disruption budget."' in message
+    )
     assert "gpu-0, gpu-1, gpu-2, gpu-3" in message
 
 
@@ -72,7 +74,9 @@ def test_neither_field_set_sits_on_spec(tmp_path: Path):
     root = repo(tmp_path, SELECT)
     line, column = where(root, "pdb.yaml", "spec:")
     assert located(root, "GPU020") == [("pdb.yaml", line, column, "error")]
-    assert "no minAvailable or maxUnavailable → 0 disruptions allowed" in messages(root, "GPU020")[0]
+    assert (
+        "no minAvailable or maxUnavailable → 0 disruptions allowed" in messages(root, "GPU020")[0]
+    )
 
 
 def test_percentage_over_job_pods_is_the_fail_safe(tmp_path: Path):
@@ -167,7 +171,11 @@ def test_gpu024_ignores_an_invalid_second_pdb(tmp_path: Path):
 @pytest.mark.parametrize(
     ("body", "needle", "text"),
     [
-        ("  minAvailable: 1\n  maxUnavailable: 1\n" + SELECT, "maxUnavailable", "cannot be both set"),
+        (
+            "  minAvailable: 1\n  maxUnavailable: 1\n" + SELECT,
+            "maxUnavailable",
+            "cannot be both set",
+        ),
         ("  maxUnavailable: 1\n  minAvailable: 1\n" + SELECT, "minAvailable", "cannot be both set"),
         ("  minAvailable: -1\n" + SELECT, "minAvailable", "must be greater than or equal to 0"),
         ("  minAvailable: 1.5\n" + SELECT, "minAvailable", "not number 1.5"),

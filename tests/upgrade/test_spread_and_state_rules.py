@@ -53,7 +53,9 @@ ZONES = {"gpu-0": {"zone": "a"}, "gpu-1": {"zone": "a"}, "gpu-2": {"zone": "b"}}
 )
 def test_gpu021_any_topology_key(tmp_path: Path, replicas: int, zones: dict, severity):
     gpu_cluster(tmp_path, len(zones) if "gpu-3" in zones else 3, zones)
-    write(tmp_path, "trainer.yaml", deployment("trainer", replicas, extra_spec=anti_affinity("zone")))
+    write(
+        tmp_path, "trainer.yaml", deployment("trainer", replicas, extra_spec=anti_affinity("zone"))
+    )
     got = located(tmp_path, "GPU021")
     assert [g[3] for g in got] == ([severity] if severity else [])
 
@@ -207,5 +209,9 @@ def test_gpu023_helm_values_and_defaults(tmp_path: Path):
 
 def test_gpu023_notes_an_inactive_policy(tmp_path: Path):
     gpu_cluster(tmp_path, 1)
-    write(tmp_path, "cp.yaml", CLUSTER_POLICY.format(extra="").replace("autoUpgrade: true", "autoUpgrade: false"))
+    write(
+        tmp_path,
+        "cp.yaml",
+        CLUSTER_POLICY.format(extra="").replace("autoUpgrade: true", "autoUpgrade: false"),
+    )
     assert "not acted on while autoUpgrade is false" in messages(tmp_path, "GPU023")[0]

@@ -86,8 +86,8 @@ def test_step7_plan_blocked_then_ready(lab: Path):
         "1. image: blocked - 550-5.15.0-107-generic-ubuntu22.04 is not in the support matrix" in out
     )
     assert (
-        "at support-matrix.csv:6:1: build and push 550-5.15.0-107-generic-ubuntu22.04, then append `550,5.15.0-107-generic,ubuntu22.04`"
-        in out
+        "at support-matrix.csv:6:1: build and push 550-5.15.0-107-generic-ubuntu22.04, "
+        "then append `550,5.15.0-107-generic,ubuntu22.04`" in out
     )
     assert "2. headroom: blocked" in out
     assert "at k8s/pdb.yaml:8:3: set minAvailable: 3 → 1 disruption allowed" in out

@@ -18,7 +18,7 @@ from gpudrv_check.edit.safe_write import (
     replace_atomically,
     resolve_inside,
 )
-from tests.conftest import run_cli, write
+from tests.conftest import run_cli
 
 HEADER = "driver_branch,kernel,os_tag\n"
 OLD_ROW = "535,5.15.0-107-generic,ubuntu22.04\n"
@@ -169,7 +169,8 @@ def test_a_matrix_symlink_leaving_the_repo_is_refused(tmp_path: Path):
         (
             "# built images\nos_tag,kernel,driver_branch,notes\n",
             ["os_tag", "kernel", "driver_branch", "notes"],
-            "# built images\nos_tag,kernel,driver_branch,notes\nubuntu22.04,5.15.0-107-generic,550,\n",
+            "# built images\nos_tag,kernel,driver_branch,notes\n"
+            "ubuntu22.04,5.15.0-107-generic,550,\n",
         ),
     ],
 )

@@ -34,7 +34,7 @@ from gpudrv_check.load.located import Path, locate
 from gpudrv_check.model.finding import Finding, ObjectRef, Severity
 from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node
-from gpudrv_check.model.spread import Spread, workload_spread
+from gpudrv_check.model.spread import DomainCache, Spread, namespace_labels, workload_spread
 from gpudrv_check.model.workload import SCALABLE_KINDS, Workload
 
 if TYPE_CHECKING:
@@ -211,27 +211,58 @@ def _pod_count(workload: Workload, eligible: int) -> int:
     return workload.replicas or 0
 
 
+class _LabelIndex:
+    """Workloads by namespace and by label pair, so a PDB is matched against few of them."""
+
+    def __init__(self, workloads: list[Workload]) -> None:
+        self.by_namespace: dict[str, list[Workload]] = {}
+        self.by_label: dict[tuple[str, str, str], list[Workload]] = {}
+        for workload in workloads:
+            self.by_namespace.setdefault(workload.namespace, []).append(workload)
+            for key, value in workload.pod_labels.items():
+                self.by_label.setdefault((workload.namespace, key, value), []).append(workload)
+
+    def candidates(self, pdb: PDB) -> list[Workload]:
+        """A superset of the workloads ``pdb`` can cover, in repo order."""
+        everyone = self.by_namespace.get(pdb.namespace, [])
+        key = selector_key((pdb.spec or {}).get("selector"))
+        if key.kind != "requirements":
+            return everyone if key.kind == "everything" else []
+        for req in key.requirements:
+            if req.operator == "In":
+                found = {
+                    id(w)
+                    for value in req.values
+                    for w in self.by_label.get((pdb.namespace, req.key, value), [])
+                }
+                return [w for w in everyone if id(w) in found]
+        return everyone
+
+
 class Disruption:
     """PDB coverage and budgets over the whole repo, computed once."""
 
     def __init__(self, repo: Repo) -> None:
         self.repo = repo
         self._pods: dict[int, WorkloadPods] = {}
+        namespaces = namespace_labels(repo)
+        domain_cache: DomainCache = {}
         for workload in repo.workloads:
             eligible = tuple(repo.placement.eligible(workload))
             pods = _pod_count(workload, len(eligible))
-            spread = workload_spread(repo, workload)
+            spread = workload_spread(repo, workload, namespaces, domain_cache)
             healthy = 0 if not eligible else pods
             if spread is not None:
                 healthy = min(healthy, spread.capacity)
             self._pods[id(workload)] = WorkloadPods(workload, pods, healthy, eligible, spread)
         self._covering: dict[int, list[PDB]] = {id(w): [] for w in repo.workloads}
+        index = _LabelIndex(repo.workloads)
         self.coverages: list[Coverage] = []
         for pdb in repo.pdbs:
             if not pdb.valid:
                 continue
             members = []
-            for workload in repo.workloads:
+            for workload in index.candidates(pdb):
                 if pdb.covers(workload):
                     members.append(self._pods[id(workload)])
                     self._covering[id(workload)].append(pdb)

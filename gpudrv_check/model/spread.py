@@ -84,9 +84,9 @@ class Spread:
 
 
 def _topology_labels(node: Node) -> dict[str, str]:
-    labels = dict(node.labels)
-    labels.setdefault(HOSTNAME_LABEL, node.name)
-    return labels
+    if HOSTNAME_LABEL in node.labels:
+        return node.labels
+    return {**node.labels, HOSTNAME_LABEL: node.name}
 
 
 def namespace_labels(repo: Repo) -> dict[str, dict[str, str]]:
@@ -101,14 +101,48 @@ def namespace_labels(repo: Repo) -> dict[str, dict[str, str]]:
     return out
 
 
-def workload_spread(repo: Repo, workload: Workload) -> Spread | None:
-    """The anti-affinity cap of ``workload``, or None when no term limits its replicas."""
+DomainCache = dict[tuple[str, tuple[str, ...]], Domains]
+
+
+def eligible_domains(
+    topology_key: str, eligible: list[Node], cache: DomainCache | None = None
+) -> Domains:
+    """`topology_domains` of the eligible nodes, memoised: many workloads share a node set."""
+    names = tuple(n.name for n in eligible)
+    key = (topology_key, names)
+    if cache is not None and key in cache:
+        return cache[key]
+    domains = topology_domains(
+        topology_key,
+        (
+            (n.name, n.labels if topology_key != HOSTNAME_LABEL else _topology_labels(n))
+            for n in eligible
+        ),
+    )
+    if cache is not None:
+        cache[key] = domains
+    return domains
+
+
+def workload_spread(
+    repo: Repo,
+    workload: Workload,
+    namespaces: dict[str, dict[str, str]] | None = None,
+    cache: DomainCache | None = None,
+) -> Spread | None:
+    """The anti-affinity cap of ``workload``, or None when no term limits its replicas.
+
+    ``namespaces`` (`namespace_labels(repo)`) and ``cache`` are passed in when called for many
+    workloads.
+    """
     if workload.kind == "DaemonSet" or workload.replicas is None or workload.replicas < 2:
         return None
     terms = required_anti_affinity_terms(workload.pod_spec)
     if not terms:
         return None
-    ns_labels = namespace_labels(repo).get(workload.namespace)
+    if namespaces is None:
+        namespaces = namespace_labels(repo)
+    ns_labels = namespaces.get(workload.namespace)
     eligible = repo.placement.eligible(workload)
     if not eligible:
         return None  # nowhere to run at all: a placement problem, not a spread one
@@ -116,9 +150,7 @@ def workload_spread(repo: Repo, workload: Workload) -> Spread | None:
     for term in terms:
         if not term_selects_own_pods(term, workload.namespace, workload.pod_labels, ns_labels):
             continue
-        domains = topology_domains(
-            term.topology_key, ((n.name, _topology_labels(n)) for n in eligible)
-        )
+        domains = eligible_domains(term.topology_key, eligible, cache)
         if domains.unconstrained:
             continue  # nodes without the key take any number of replicas
         spread = Spread(workload, term, domains, workload.replicas, tuple(n.name for n in eligible))

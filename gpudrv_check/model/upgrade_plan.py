@@ -419,7 +419,11 @@ def _relabel_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) ->
             ),
         )
     if not changes:
-        return Step(4, "relabel", f"the driver labels of {node.name} already say {version.text}")
+        return Step(
+            4,
+            "relabel",
+            f"the driver labels of {node.name} ({', '.join(present)}) already match {version.text}",
+        )
     summary = f"kubectl label node {node.name} --overwrite " + " ".join(
         f"{c.key}={c.new}" for c in changes
     )

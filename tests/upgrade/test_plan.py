@@ -38,7 +38,9 @@ def test_a_quiet_cluster_is_ready(tmp_path: Path):
         step(doc, "headroom")["summary"]
         == "no PodDisruptionBudget covers pods that can run on gpu-0"
     )
-    assert step(doc, "relabel")["summary"] == "the driver labels of gpu-0 already say 550.90.07"
+    assert step(doc, "relabel")["summary"] == (
+        "the driver labels of gpu-0 (nvidia.com/cuda.driver-version.major) already match 550.90.07"
+    )
     assert doc["written"] == []
 
 

@@ -182,11 +182,8 @@ def _image_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) -> S
             )
         )
     if not driver_managed(node):
-        key = (
-            DEPLOY_DRIVER_LABEL
-            if node.labels.get(DEPLOY_DRIVER_LABEL) == "false"
-            else (DEPLOY_OPERANDS_LABEL)
-        )
+        off = node.labels.get(DEPLOY_DRIVER_LABEL) == "false"
+        key = DEPLOY_DRIVER_LABEL if off else DEPLOY_OPERANDS_LABEL
         blockers.append(
             Item(
                 f"the GPU Operator does not manage the driver of {node.name} ({key}=false): "
@@ -194,7 +191,7 @@ def _image_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) -> S
                 node.label_location(key),
             )
         )
-    facts, _missing = driver_facts(node.labels, keys)
+    facts, _ = driver_facts(node.labels, keys)
     missing = [
         key
         for key, value in (

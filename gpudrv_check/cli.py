@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _repo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "path", nargs="?", default=".", metavar="PATH", help="root of the GitOps repo (default: .)"
+        "path", nargs="?", default=None, metavar="PATH", help="root of the GitOps repo (default: .)"
     )
     p.add_argument(
         "--config",
@@ -132,6 +132,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("text", "json"), default="text", help="output format (default: text)"
     )
 
+    p = sub.add_parser("report", help="driver facts as KEY=value lines (nodes, skew, states)")
+    _repo_options(p)
+    p.add_argument("--node", metavar="NAME", help="add this node's TAG= and UPGRADE_STATE=")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = sub.add_parser("plan", help="the ordered driver upgrade of one node, step by step")
+    p.add_argument("node", metavar="NODE")
+    p.add_argument(
+        "--driver", metavar="VERSION", required=True, help="target driver version, e.g. 550.90.07"
+    )
+    _repo_options(p)
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="record steps 1 and 4 in the repo: append the matrix row, rewrite the node's "
+        "driver labels",
+    )
+    p.add_argument(
+        "--timeout",
+        metavar="DURATION",
+        default="300s",
+        help="--timeout of the drain command (default: 300s)",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
     p = sub.add_parser("rules", help="list the built-in rules")
     p.add_argument("--format", choices=("text", "markdown"), default="text")
 
@@ -140,9 +165,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_late_path(args: argparse.Namespace, extras: list[str]) -> bool:
+    return (
+        len(extras) == 1
+        and not extras[0].startswith("-")
+        and hasattr(args, "path")
+        and args.path is None
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras and _is_late_path(args, extras):
+        # `plan NODE --driver V PATH`: argparse fills the positionals before the options, so
+        # a PATH written after them comes back unrecognised
+        args.path = extras.pop()
+    if extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    if hasattr(args, "path") and args.path is None:
+        args.path = "."
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

@@ -11,6 +11,7 @@ from gpudrv_check.config import Config, ConfigError
 from gpudrv_check.load.inventory import build_inventory
 from gpudrv_check.load.manifests import RepoContent, read_repo
 from gpudrv_check.load.matrix import Matrix, parse_matrix
+from gpudrv_check.model.disruption import build_pdbs
 from gpudrv_check.model.finding import Finding, Severity
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import build_workloads
@@ -100,6 +101,7 @@ def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:
     manifests = content.manifests
     nodes, node_findings = build_inventory(manifests)
     workloads, workload_findings = build_workloads(manifests)
+    pdbs, pdb_findings = build_pdbs(manifests)
     repo = Repo(
         root=str(root),
         config=config,
@@ -108,12 +110,14 @@ def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:
         matrix=matrix,
         files_read=len(listing.files),
         workloads=workloads,
+        pdbs=pdbs,
     )
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
     run = Run(repo=repo, content=content, listing=listing, custom_policies=custom, rules=rules)
     run.findings.extend(content.problems)
     run.findings.extend(node_findings)
     run.findings.extend(workload_findings)
+    run.findings.extend(pdb_findings)
     if matrix is not None:
         run.findings.extend(matrix.problems)
     return run

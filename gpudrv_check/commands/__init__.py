@@ -11,6 +11,8 @@ _MODULES = {
     "tag": "tag",
     "operands": "operands",
     "place": "place",
+    "report": "report",
+    "plan": "plan",
     "rules": "rules",
     "explain": "rules",
 }

@@ -329,3 +329,77 @@ def _no_expected_reason(spec: Mapping[object, object], pods: int, bare: int) -> 
             "whose controller has a scale"
         )
     return "the owning controllers are scaled to 0 replicas"
+
+
+@dataclass(frozen=True)
+class BudgetChange:
+    """The smallest edit of a PDB spec that lets ``wanted`` covered pods be evicted.
+
+    ``field`` is set to ``value`` (and the other of minAvailable/maxUnavailable removed, when
+    ``drop`` names it). ``allowed`` is how many disruptions the changed PDB allows at the same
+    health.
+    """
+
+    field: str
+    value: int | str
+    allowed: int
+    drop: str | None = None
+
+    def describe(self) -> str:
+        text = f"{self.field}: {self.value}"
+        if self.drop:
+            text += f" (and remove {self.drop})"
+        return text
+
+
+def _percent_at_most(limit: int, expected: int) -> int:
+    """Largest P with ceil(P% x expected) <= limit (P in 0..100)."""
+    return max(0, min(100, (limit * 100) // expected))
+
+
+def _percent_at_least(amount: int, expected: int) -> int:
+    """Smallest P with ceil(P% x expected) >= amount (P in 0..100)."""
+    if amount <= 0:
+        return 0
+    return max(0, min(100, ((amount - 1) * 100) // expected + 1))
+
+
+def budget_change(pdb: object, budget: Budget, wanted: int = 1) -> BudgetChange | None:
+    """How to change the PDB so that ``wanted`` of its healthy pods may be evicted.
+
+    Keeps the kind of budget the author chose (an integer stays an integer, a percentage a
+    percentage); where that kind cannot work (a percentage or maxUnavailable over owners
+    without a scale, or neither field set) it switches to an integer ``minAvailable``, the
+    one form the controller computes from the selected pods alone. ``None`` when no budget
+    change can help: no healthy pods, fewer healthy pods than ``wanted``, or the spec is
+    invalid.
+    """
+    healthy = budget.current_healthy
+    if wanted < 1 or healthy < wanted or budget.outcome == "invalid-spec":
+        return None
+    spec = _spec_of(pdb)
+    spec_map: Mapping[object, object] = spec if isinstance(spec, Mapping) else {}
+    keep = healthy - wanted  # pods that must stay healthy
+    has_min = _is_set(spec_map, "minAvailable")
+    has_max = _is_set(spec_map, "maxUnavailable")
+    if budget.outcome == "computed" and budget.expected > 0:
+        expected = budget.expected
+        if has_min:
+            value = spec_map.get("minAvailable")
+            if isinstance(value, str):
+                percent = _percent_at_most(keep, expected)
+                desired = scaled_value(f"{percent}%", expected, round_up=True) or 0
+                return BudgetChange("minAvailable", f"{percent}%", max(healthy - desired, 0))
+            return BudgetChange("minAvailable", keep, wanted)
+        if has_max:
+            value = spec_map.get("maxUnavailable")
+            needed = max(expected - keep, 0)  # maxUnavailable must scale to at least this
+            if isinstance(value, str):
+                percent = _percent_at_least(needed, expected)
+                scaled = scaled_value(f"{percent}%", expected, round_up=True) or 0
+                return BudgetChange(
+                    "maxUnavailable", f"{percent}%", max(healthy - max(expected - scaled, 0), 0)
+                )
+            return BudgetChange("maxUnavailable", needed, max(healthy - (expected - needed), 0))
+    # fail-safe or nothing expected: an integer minAvailable counts the selected pods only
+    return BudgetChange("minAvailable", keep, wanted, "maxUnavailable" if has_max else None)

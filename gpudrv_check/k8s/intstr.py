@@ -19,6 +19,8 @@ import math
 import re
 from typing import NamedTuple
 
+from gpudrv_check.k8s.labels import json_type_name
+
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 _INT64_MIN = -(2**63)
@@ -48,10 +50,9 @@ def _atoi(text: str) -> int | None:
 def _decode_error(value: object) -> str | None:
     """Why ``value`` cannot be decoded into an IntOrString at all, or None."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        kind = "boolean" if isinstance(value, bool) else type(value).__name__
-        if value is None:
-            kind = "null"
-        elif isinstance(value, float):
+        # a located mapping from the loader is still "an object" to the author
+        kind = json_type_name(value)
+        if isinstance(value, float):
             kind = f"number {value!r}"
         return f"{INVALID_FORMAT_MESSAGE}, not {kind}"
     if isinstance(value, int) and not INT32_MIN <= value <= INT32_MAX:

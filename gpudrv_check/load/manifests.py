@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ class FileResult:
     manifests: list[Manifest] = field(default_factory=list)
     problems: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    digest: str = ""  # sha256 of the bytes read, to notice a change before rewriting
 
 
 @dataclass
@@ -113,7 +115,7 @@ def read_file(source: Source, ref: FileRef, max_bytes: int, helm_template: bool)
 
 
 def parse_manifest_bytes(rel: str, data: bytes, helm_template: bool = False) -> FileResult:
-    result = FileResult(rel)
+    result = FileResult(rel, digest=hashlib.sha256(data).hexdigest())
     text, problem = decode_text(data)
     if problem is not None:
         result.problems.append(problem_finding(rel, problem))

@@ -8,6 +8,7 @@ become findings at their line; the good rows are still used.
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -25,6 +26,10 @@ class Matrix:
     rows: list[MatrixRow] = field(default_factory=list)
     problems: list[Finding] = field(default_factory=list)
     header_line: int = 0
+    header: list[str] = field(default_factory=list)  # column names, lower case, as written
+    data_lines: int = 0  # lines after the header that are not blank or comments
+    end_line: int = 0  # number of the file's last line (a new row goes after it)
+    digest: str = ""  # sha256 of the bytes read, to notice a change before rewriting
 
     def __post_init__(self) -> None:
         self._keys: set[tuple[str, str, str]] | None = None
@@ -53,7 +58,7 @@ def _problem(file: str, line: int, column: int, message: str, hint: str, sev: Se
 
 
 def parse_matrix(file: str, data: bytes) -> Matrix:
-    matrix = Matrix(file)
+    matrix = Matrix(file, digest=hashlib.sha256(data).hexdigest())
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -71,10 +76,13 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
         return matrix
     header: dict[str, int] | None = None
     seen: dict[tuple[str, str, str], int] = {}
+    matrix.end_line = len(text.splitlines())
     for number, raw_line in enumerate(text.splitlines(), start=1):
         stripped = raw_line.strip()
         if not stripped or stripped.startswith("#"):
             continue
+        if header is not None:
+            matrix.data_lines += 1
         try:
             cells = next(csv.reader([raw_line]))
         except csv.Error as err:
@@ -108,6 +116,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                 return matrix
             header = {name: names.index(name) for name in REQUIRED_COLUMNS}
             matrix.header_line = number
+            matrix.header = names
             continue
         width = max(header.values()) + 1
         if len(cells) < width:

@@ -12,6 +12,7 @@ from gpudrv_check.model.node import Node
 
 if TYPE_CHECKING:
     from gpudrv_check.load.matrix import Matrix
+    from gpudrv_check.model.disruption import PDB, Disruption
     from gpudrv_check.model.operands import OperandPlacement
     from gpudrv_check.model.operator import OperatorConfig
     from gpudrv_check.model.placement import Placement
@@ -28,6 +29,7 @@ class Repo:
     matrix: Matrix | None
     files_read: int = 0
     workloads: list[Workload] = field(default_factory=list)
+    pdbs: list[PDB] = field(default_factory=list)
     extras: dict = field(default_factory=dict)
 
     @cached_property
@@ -53,6 +55,13 @@ class Repo:
         from gpudrv_check.model.cuda import cuda_table
 
         return cuda_table(self.config)
+
+    @cached_property
+    def disruption(self) -> Disruption:
+        """PodDisruptionBudget coverage and budgets over the workloads (computed on first use)."""
+        from gpudrv_check.model.disruption import Disruption
+
+        return Disruption(self)
 
     @cached_property
     def operator_configs(self) -> list[OperatorConfig]:

@@ -11,14 +11,19 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from gpudrv_check.rules import (
+    anti_affinity_no_spare_domain,
     cuda_driver_too_old,
     driver_image_missing,
     driver_tag_label_missing,
+    driver_upgrade_state,
     gpu_node_missing_operands,
     gpu_request_without_gpu_node,
     operand_chain_broken,
     operand_taint_not_tolerated,
+    pdb_blocks_drain,
+    pod_in_multiple_pdbs,
     precompiled_os_conflict,
+    upgrade_drain_unscoped,
     workload_unschedulable,
 )
 
@@ -36,6 +41,11 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     operand_chain_broken,
     gpu_node_missing_operands,
     operand_taint_not_tolerated,
+    pdb_blocks_drain,
+    anti_affinity_no_spare_domain,
+    driver_upgrade_state,
+    upgrade_drain_unscoped,
+    pod_in_multiple_pdbs,
 )
 
 

@@ -1,0 +1,284 @@
+"""PodDisruptionBudgets over the repo's workloads: which pods each covers and what it allows.
+
+A PDB covers the pods of a workload when it is in the workload's namespace and its selector
+matches the pod template's labels (k8s/disruption.py `pdb_covers`). Pods are grouped per owning
+workload (`PodGroup`), as the disruption controller counts each controller's scale once, and
+the budget is computed at full health: every pod that can run is Ready. "Can run" is the
+placement (no eligible node: all Pending) and the anti-affinity cap (model/spread.py: replicas
+beyond the topology domains stay Pending and are never healthy).
+
+Pod counts per kind: Deployment, ReplicaSet, StatefulSet, ReplicationController their
+`replicas`; Job its `parallelism`; CronJob its job template's `parallelism` (pods that exist
+while a run is active); DaemonSet one per eligible node; a bare Pod one, with no controller
+(a Pod manifest in a repo is never owned: ownerReferences are set by controllers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gpudrv_check.k8s.disruption import (
+    Budget,
+    BudgetChange,
+    PodGroup,
+    budget_change,
+    disruption_budget,
+    pdb_covers,
+    validate_pdb_spec,
+)
+from gpudrv_check.k8s.labels import Problem
+from gpudrv_check.k8s.labelselector import EVERYTHING, selector_key
+from gpudrv_check.load.located import Path, locate
+from gpudrv_check.model.finding import Finding, ObjectRef, Severity
+from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.model.node import Node
+from gpudrv_check.model.spread import DomainCache, Spread, namespace_labels, workload_spread
+from gpudrv_check.model.workload import SCALABLE_KINDS, Workload
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.repo import Repo
+
+PDB_KIND = "PodDisruptionBudget"
+PDB_API_VERSIONS = frozenset(("policy/v1", "policy/v1beta1"))
+#: annotation the kubelet puts on the API mirror of a static pod; drain skips those
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+@dataclass
+class PDB:
+    """One PodDisruptionBudget object and the problems the API server would reject it for."""
+
+    manifest: Manifest
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name or "?"
+
+    @property
+    def namespace(self) -> str:
+        return self.manifest.namespace or "default"
+
+    @property
+    def spec(self) -> Mapping | None:
+        spec = self.manifest.get("spec")
+        return spec if isinstance(spec, Mapping) else None
+
+    @property
+    def valid(self) -> bool:
+        """In force: the API server accepts it (an object without a spec covers nothing)."""
+        return not self.problems and self.spec is not None
+
+    @property
+    def ref(self) -> ObjectRef:
+        return self.manifest.ref
+
+    @property
+    def title(self) -> str:
+        return f"PodDisruptionBudget {self.namespace}/{self.name}"
+
+    def covers(self, workload: Workload) -> bool:
+        """Whether the eviction API applies this PDB to the workload's pods."""
+        if not self.valid:
+            return False
+        spec = self.spec or {}
+        v1beta1 = self.manifest.api_version == "policy/v1beta1"
+        if v1beta1 and selector_key(spec.get("selector")) == EVERYTHING:
+            return False  # policy/v1beta1: an empty selector selects no pod
+        return pdb_covers(
+            self.manifest.data, workload.namespace, workload.pod_labels, default_namespace="default"
+        )
+
+    @property
+    def rule_path(self) -> Path:
+        """Where the budget is written: minAvailable, maxUnavailable, else spec."""
+        spec = self.spec or {}
+        for key in ("minAvailable", "maxUnavailable"):
+            if spec.get(key) is not None:
+                return ("spec", key)
+        return ("spec",)
+
+    def location_text(self) -> str:
+        return str(self.manifest.location(self.rule_path))
+
+
+def _problem_path(manifest: Manifest, problem: Problem) -> Path:
+    """The key a spec problem is about; for both fields set, the one written second."""
+    if not problem.path and "both" in problem.message:
+        later = max(
+            ("minAvailable", "maxUnavailable"),
+            key=lambda key: locate(manifest.data, ("spec", key)),
+        )
+        return ("spec", later)
+    return ("spec", *problem.path)
+
+
+def build_pdbs(manifests: list[Manifest]) -> tuple[list[PDB], list[Finding]]:
+    """Every PodDisruptionBudget of the repo, and a GPU040 finding per invalid field."""
+    pdbs: list[PDB] = []
+    findings: list[Finding] = []
+    for manifest in manifests:
+        if manifest.kind != PDB_KIND or manifest.api_version not in PDB_API_VERSIONS:
+            continue
+        spec = manifest.get("spec")
+        problems = validate_pdb_spec(spec) if "spec" in manifest.data else []
+        pdb = PDB(manifest, problems)
+        pdbs.append(pdb)
+        for problem in problems:
+            path = _problem_path(manifest, problem)
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)[1:]
+            findings.append(
+                Finding(
+                    rule="GPU040",
+                    severity=Severity.ERROR,
+                    message=f"{pdb.title}: {where}: {problem.message}; the API server rejects "
+                    "it, so no budget is in force",
+                    hint="Set exactly one of minAvailable or maxUnavailable, each an integer "
+                    "or a percentage like `25%`, and a valid label selector.",
+                    location=manifest.location(path),
+                    object=manifest.ref,
+                    path=list(path),
+                )
+            )
+    return pdbs, findings
+
+
+@dataclass(frozen=True)
+class WorkloadPods:
+    """A workload's pods as a PDB sees them at full health."""
+
+    workload: Workload
+    pods: int  # pods the workload asks for
+    healthy: int  # of those, the ones that can be Running and Ready
+    eligible: tuple[Node, ...]
+    spread: Spread | None = None
+
+    @property
+    def group(self) -> PodGroup:
+        kind = self.workload.kind
+        name = self.workload.name or "?"
+        if kind == "Pod":
+            return PodGroup("", name, None, self.pods, self.healthy)
+        if kind == "CronJob":
+            return PodGroup("Job", name, None, self.pods, self.healthy)
+        replicas = self.workload.replicas if kind in SCALABLE_KINDS else None
+        return PodGroup(kind, name, replicas, self.pods, self.healthy)
+
+    @property
+    def gpu_nodes(self) -> tuple[Node, ...]:
+        return tuple(n for n in self.eligible if n.is_gpu)
+
+    @property
+    def bare(self) -> bool:
+        return self.workload.kind == "Pod"
+
+    @property
+    def evicted_by_drain(self) -> bool:
+        """kubectl drain --ignore-daemonsets leaves DaemonSet and mirror pods alone."""
+        if self.workload.kind == "DaemonSet":
+            return False
+        return MIRROR_POD_ANNOTATION not in self.workload.manifest.annotations
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """A PDB in force, the workloads it covers, and its budget at full health."""
+
+    pdb: PDB
+    members: tuple[WorkloadPods, ...]
+    budget: Budget
+
+    def change(self, wanted: int = 1) -> BudgetChange | None:
+        return budget_change(self.pdb.manifest.data, self.budget, wanted)
+
+    @property
+    def blocks(self) -> bool:
+        """0 disruptions allowed while some covered pod is healthy (so evictions get 429)."""
+        return self.budget.disruptions_allowed == 0 and self.budget.current_healthy > 0
+
+
+def _pod_count(workload: Workload, eligible: int) -> int:
+    kind = workload.kind
+    if kind == "DaemonSet":
+        return eligible
+    if kind == "CronJob":
+        value = workload.manifest.get("spec", "jobTemplate", "spec", "parallelism")
+        return value if isinstance(value, int) and not isinstance(value, bool) else 1
+    if kind == "Job":
+        return workload.replicas if workload.replicas is not None else 1
+    return workload.replicas or 0
+
+
+class _LabelIndex:
+    """Workloads by namespace and by label pair, so a PDB is matched against few of them."""
+
+    def __init__(self, workloads: list[Workload]) -> None:
+        self.by_namespace: dict[str, list[Workload]] = {}
+        self.by_label: dict[tuple[str, str, str], list[Workload]] = {}
+        for workload in workloads:
+            self.by_namespace.setdefault(workload.namespace, []).append(workload)
+            for key, value in workload.pod_labels.items():
+                self.by_label.setdefault((workload.namespace, key, value), []).append(workload)
+
+    def candidates(self, pdb: PDB) -> list[Workload]:
+        """A superset of the workloads ``pdb`` can cover, in repo order."""
+        everyone = self.by_namespace.get(pdb.namespace, [])
+        key = selector_key((pdb.spec or {}).get("selector"))
+        if key.kind != "requirements":
+            return everyone if key.kind == "everything" else []
+        for req in key.requirements:
+            if req.operator == "In":
+                found = {
+                    id(w)
+                    for value in req.values
+                    for w in self.by_label.get((pdb.namespace, req.key, value), [])
+                }
+                return [w for w in everyone if id(w) in found]
+        return everyone
+
+
+class Disruption:
+    """PDB coverage and budgets over the whole repo, computed once."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self._pods: dict[int, WorkloadPods] = {}
+        namespaces = namespace_labels(repo)
+        domain_cache: DomainCache = {}
+        for workload in repo.workloads:
+            eligible = tuple(repo.placement.eligible(workload))
+            pods = _pod_count(workload, len(eligible))
+            spread = workload_spread(repo, workload, namespaces, domain_cache)
+            healthy = 0 if not eligible else pods
+            if spread is not None:
+                healthy = min(healthy, spread.capacity)
+            self._pods[id(workload)] = WorkloadPods(workload, pods, healthy, eligible, spread)
+        self._covering: dict[int, list[PDB]] = {id(w): [] for w in repo.workloads}
+        index = _LabelIndex(repo.workloads)
+        self.coverages: list[Coverage] = []
+        for pdb in repo.pdbs:
+            if not pdb.valid:
+                continue
+            members = []
+            for workload in index.candidates(pdb):
+                if pdb.covers(workload):
+                    members.append(self._pods[id(workload)])
+                    self._covering[id(workload)].append(pdb)
+            budget = disruption_budget(pdb.manifest.data, [m.group for m in members if m.pods])
+            self.coverages.append(Coverage(pdb, tuple(members), budget))
+        self._coverage = {id(c.pdb): c for c in self.coverages}
+
+    def pods(self, workload: Workload) -> WorkloadPods:
+        return self._pods[id(workload)]
+
+    def spread(self, workload: Workload) -> Spread | None:
+        return self._pods[id(workload)].spread
+
+    def covering(self, workload: Workload) -> list[PDB]:
+        """The PDBs in force that cover the workload's pods, in file order."""
+        return self._covering.get(id(workload), [])
+
+    def coverage(self, pdb: PDB) -> Coverage | None:
+        return self._coverage.get(id(pdb))

@@ -1,0 +1,100 @@
+"""GPU020 pdb-blocks-drain: a PodDisruptionBudget allows 0 disruptions even at full health.
+
+A driver upgrade cordons the GPU node and evicts its pods through the eviction API. When a
+PodDisruptionBudget covering those pods allows no disruption even with every covered pod
+running and Ready, each eviction is refused with HTTP 429 "Cannot evict pod as it would
+violate the pod's disruption budget.", and `kubectl drain` without `--timeout` retries
+forever, leaving the node cordoned and the upgrade half done.
+
+The budget is computed as the disruption controller does (integer or percentage
+`minAvailable`/`maxUnavailable`, percentages rounded up, expected pods from the owners'
+replicas, the fail-safe 0 for percentage or `maxUnavailable` budgets over pods whose owner
+has no scale). "Full health" counts only pods that can run: replicas that required pod
+anti-affinity leaves without a topology domain stay Pending (GPU021) and are never healthy.
+Reported only when some covered pod that a drain evicts (not a DaemonSet pod) can land on a
+GPU node; the finding sits on `minAvailable`/`maxUnavailable` and names the change that would
+allow one disruption.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.k8s.disruption import (
+    EVICTION_BUDGET_VIOLATION_MESSAGE,
+    EVICTION_BUDGET_VIOLATION_STATUS,
+)
+from gpudrv_check.model.disruption import Coverage, WorkloadPods
+from gpudrv_check.model.finding import Finding
+from gpudrv_check.rules.context import Context
+
+ID = "GPU020"
+MAX_NAMES = 5
+
+
+def names(items: list[str], limit: int = MAX_NAMES) -> str:
+    """`a, b, c` or `a, b, c and 4 more`."""
+    if len(items) <= limit:
+        return ", ".join(items)
+    return f"{', '.join(items[:limit])} and {len(items) - limit} more"
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 replica` / `3 replicas`."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def workload_title(member: WorkloadPods) -> str:
+    w = member.workload
+    return f"{w.kind} {w.name or '?'}"
+
+
+def pending_note(coverage: Coverage) -> str:
+    """Why some covered pods can never be healthy, or ''."""
+    notes = []
+    for member in coverage.members:
+        missing = member.pods - member.healthy
+        if missing <= 0 or member.spread is None:
+            continue
+        spread = member.spread
+        unit = "node" if spread.per_node else f"{spread.term.topology_key} domain"
+        notes.append(
+            f"{missing} of {member.pods} replicas of {workload_title(member)} can never be "
+            f"scheduled: required pod anti-affinity on {spread.term.topology_key} allows one "
+            f"per {unit} and only {plural(spread.capacity, 'eligible ' + unit)} exist (GPU021)"
+        )
+    return "; ".join(notes)
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    disruption = ctx.repo.disruption
+    for coverage in disruption.coverages:
+        if not coverage.blocks:
+            continue
+        drained = [m for m in coverage.members if m.evicted_by_drain and m.healthy > 0]
+        gpu_nodes = sorted({n.name for m in drained for n in m.gpu_nodes})
+        if not gpu_nodes:
+            continue
+        pdb = coverage.pdb
+        covered = names([workload_title(m) for m in drained])
+        pending = pending_note(coverage)
+        message = (
+            f"{pdb.title} allows 0 disruptions even with every "
+            f"{'schedulable ' if pending else ''}covered pod healthy "
+            f"({coverage.budget.describe()}). It covers {covered}, which can run on GPU "
+            f"node(s) {names(gpu_nodes)}: a driver-upgrade drain of those nodes is refused "
+            f'with HTTP {EVICTION_BUDGET_VIOLATION_STATUS} "{EVICTION_BUDGET_VIOLATION_MESSAGE}" '
+            "and, without --timeout, kubectl drain retries forever with the node cordoned"
+        )
+        if pending:
+            message += f". Note: {pending}"
+        change = coverage.change()
+        if change is not None:
+            hint = (
+                f"Set {change.describe()}: at full health that lets "
+                f"{plural(change.allowed, 'pod')} be evicted at a "
+                "time, so a drain can proceed node by node."
+            )
+        else:
+            hint = None
+        yield ctx.finding(ID, pdb.manifest, pdb.rule_path, message, hint=hint)

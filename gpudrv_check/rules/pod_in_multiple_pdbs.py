@@ -1,0 +1,49 @@
+"""GPU024 pod-in-multiple-pdbs: a pod is covered by two PodDisruptionBudgets.
+
+The eviction API refuses to evict a pod that more than one PodDisruptionBudget selects, with
+HTTP 500 "This pod has more than one PodDisruptionBudget, which the eviction subresource does
+not support." - whatever the budgets allow. Every drain of a node running such a pod (a
+driver upgrade, a kernel patch) fails. Coverage is the PDB's namespace and selector over the
+pod template's labels (`{}` selects every pod of the namespace in policy/v1); invalid PDBs,
+which the API server rejects, are not counted. The finding sits on the pod template's labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.k8s.disruption import (
+    EVICTION_MULTIPLE_PDBS_MESSAGE,
+    EVICTION_MULTIPLE_PDBS_STATUS,
+)
+from gpudrv_check.model.finding import Finding
+from gpudrv_check.rules.context import Context
+
+ID = "GPU024"
+
+
+def labels_path(kind: str, spec_path: tuple) -> tuple:
+    if kind == "Pod":
+        return ("metadata", "labels")
+    return (*spec_path[:-1], "metadata", "labels")
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    disruption = ctx.repo.disruption
+    for workload in ctx.repo.workloads:
+        pdbs = disruption.covering(workload)
+        if len(pdbs) < 2 or disruption.pods(workload).pods == 0:
+            continue
+        listed = ", ".join(f"{p.namespace}/{p.name} ({p.location_text()})" for p in pdbs)
+        title = f"{workload.kind} {workload.name or '?'}"
+        yield ctx.finding(
+            ID,
+            workload.manifest,
+            labels_path(workload.kind, workload.spec_path),
+            f"the pods of {title} are covered by {len(pdbs)} PodDisruptionBudgets ({listed}): "
+            f"the eviction API refuses them with HTTP {EVICTION_MULTIPLE_PDBS_STATUS} "
+            f'"{EVICTION_MULTIPLE_PDBS_MESSAGE}", so no drain of a node running them can '
+            "finish",
+            hint=f"Keep one PodDisruptionBudget for {title}: narrow the other selectors so they "
+            "no longer match its pod labels, or merge the budgets.",
+        )

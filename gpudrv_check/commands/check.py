@@ -1,4 +1,4 @@
-"""`gpudrv-check check`: every rule, reported as text or JSON."""
+"""`gpudrv-check check`: every rule, reported as text or JSON; `--base REV` for pull requests."""
 
 from __future__ import annotations
 
@@ -21,9 +21,20 @@ def run(args: argparse.Namespace) -> int:
     check_run = load_run(args)
     evaluate(check_run)
     findings = check_run.findings
+    comparison = None
+    base = getattr(args, "base", None)
+    if base is not None:
+        from gpudrv_check.compare import compare
+
+        base_run = load_run(args, rev=base)
+        evaluate(base_run)
+        comparison = compare(base_run.findings, findings)
+        findings = comparison.new  # only what this change introduces is reported and gates
     config = check_run.repo.config
     code = exit_code(findings, config.fail_on)
-    counts = check_run.counts()
+    counts = {s.value: 0 for s in Severity}
+    for f in findings:
+        counts[f.severity.value] += 1
     files = len(check_run.content.files)
     objects = check_run.content.object_count
     if (args.format or "text") == "json":
@@ -40,10 +51,19 @@ def run(args: argparse.Namespace) -> int:
             "fail_on": config.fail_on,
             "exit_code": code,
         }
+        if comparison is not None:
+            summary.update(
+                base=base,
+                new=len(comparison.new),
+                fixed=len(comparison.fixed),
+                unchanged=len(comparison.unchanged),
+            )
         sys.stdout.write(json_report.render(findings, summary))
     else:
         from gpudrv_check.report import text
 
         summary_line = text.summary_line(files, objects, counts, len(check_run.suppressed))
+        if comparison is not None:
+            summary_line += f"\n{comparison.summary()} (base {base})"
         sys.stdout.write(text.render(findings, summary_line, text.use_colour(sys.stdout)))
     return code

@@ -31,7 +31,8 @@ def _finding(
         hint=hint,
         location=manifest.location(path),
         object=ObjectRef(kind="Node", name=node) if node else manifest.ref,
-        path=list(path),
+        # a node's own key path (no `nodes[i]` prefix), so entries added above keep identities
+        path=list(path[2:] if node and len(path) >= 2 and path[0] == "nodes" else path),
     )
 
 
@@ -273,7 +274,7 @@ def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding
                 hint="Remove the stale entry.",
                 location=node.location(node.name_path),
                 object=node.ref,
-                path=list(node.name_path),
+                path=list(node.object_path(node.name_path)),
             )
         )
     return list(unique.values()), findings

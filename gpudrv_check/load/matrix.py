@@ -41,14 +41,17 @@ class Matrix:
         return None
 
 
-def _problem(file: str, line: int, column: int, message: str, hint: str, sev: Severity) -> Finding:
+def _problem(
+    file: str, line: int, column: int, message: str, hint: str, sev: Severity, row: str = ""
+) -> Finding:
+    # identity is the row's text, not its line number: a row added above keeps it (PR mode)
     return Finding(
         rule="GPU006",
         severity=sev,
         message=message,
         hint=hint,
         location=Location(file=file, line=line, column=column),
-        path=["line", line],
+        path=["row", row.strip()] if row.strip() else ["file"],
     )
 
 
@@ -86,6 +89,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     f"malformed CSV line: {err}",
                     "Fix the quoting.",
                     Severity.ERROR,
+                    row=raw_line,
                 )
             )
             continue
@@ -103,6 +107,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                         "`driver_branch,kernel,os_tag`",
                         "Make the first non-comment line the header `driver_branch,kernel,os_tag`.",
                         Severity.ERROR,
+                        row=raw_line,
                     )
                 )
                 return matrix
@@ -120,6 +125,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     "Write the row as `<branch>,<kernel>,<os_tag>`, e.g. "
                     "`550,5.15.0-119-generic,ubuntu22.04`.",
                     Severity.ERROR,
+                    row=raw_line,
                 )
             )
             continue
@@ -140,6 +146,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     "; ".join(bad),
                     "Each row is the three parts of a precompiled driver image tag.",
                     Severity.ERROR,
+                    row=raw_line,
                 )
             )
             continue
@@ -153,6 +160,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     f"duplicate row {','.join(key)} (first on line {seen[key]})",
                     "Delete the repeated row.",
                     Severity.WARNING,
+                    row=raw_line,
                 )
             )
             continue

@@ -67,9 +67,13 @@ class Finding(BaseModel):
         return (loc.file, loc.line, loc.column, self.rule, self.message)
 
     def fingerprint(self) -> str:
-        """Stable identity: rule, object and key path; not the line, so edits above keep it."""
+        """Stable identity: rule, object and key path; not the line, so edits above keep it.
+
+        An object's findings do not depend on its file either (moving it keeps them). Findings
+        about a file rather than an object (syntax errors) are identified by file and message;
+        repeats of the same one are told apart by counting (see compare.py), not by line.
+        """
         obj = str(self.object) if self.object else self.location.file
         path = "/".join(str(p) for p in self.path)
-        anchor = path if (self.object or path) else str(self.location.line)
-        raw = "\x1f".join((self.rule, obj, anchor, self.message if not self.path else ""))
+        raw = "\x1f".join((self.rule, obj, path, self.message if not self.path else ""))
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]

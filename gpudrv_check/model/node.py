@@ -38,6 +38,13 @@ class Node(BaseModel):
     def ref(self) -> ObjectRef:
         return ObjectRef(kind="Node", name=self.name)
 
+    def object_path(self, path: Path) -> Path:
+        """A path inside the manifest as a path inside this node: a NodeInventory entry drops
+        its `nodes[i]` prefix, so the identity of a finding survives entries added above it."""
+        if len(path) >= 2 and path[0] == "nodes" and isinstance(path[1], int):
+            return path[2:]
+        return path
+
     def label_path(self, key: str) -> Path:
         return (*self.labels_path, key)
 

@@ -45,5 +45,5 @@ class Context:
             hint=hint if hint is not None else (policy.fix if policy else None),
             location=location or about.location(path),
             object=obj or about.ref,
-            path=list(path),
+            path=list(about.object_path(path) if isinstance(about, Node) else path),
         )

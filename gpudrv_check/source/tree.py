@@ -53,6 +53,7 @@ class WorkingTree:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self.disk_root = self.root
         self.label = str(root)
 
     def list_manifests(self, exclude: list[str]) -> Listing:
@@ -101,8 +102,9 @@ class WorkingTree:
         return (self.root / rel).read_bytes()
 
     def exists(self, rel: str) -> bool:
-        path = self.root / rel
-        return path.is_file()
+        """A regular file at `rel` that stays inside the root once links are resolved."""
+        real = self.resolve_inside(rel)
+        return real is not None and real.is_file()
 
     def resolve_inside(self, rel: str) -> Path | None:
         """The real path of `rel` when it stays inside the root after resolving links."""

@@ -31,7 +31,7 @@ class Source(Protocol):
 
 
 def clean_rel(rel: str) -> str | None:
-    """`rel` normalised to a POSIX path inside the root, or None when it is absolute or leaves it."""
+    """`rel` as a normalised POSIX path inside the root; None when absolute or leaving it."""
     if not rel or rel.startswith("/") or posixpath.isabs(rel) or "\\" in rel:
         return None
     norm = posixpath.normpath(rel)

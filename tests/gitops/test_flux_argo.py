@@ -46,7 +46,9 @@ def operator(*docs: str):
 
 def test_values_from_merge_in_order_then_spec_values_on_top():
     config = operator(
-        configmap("one", "values.yaml", "driver:\n  repository: a.example/nvidia\n  version: '535'\n"),
+        configmap(
+            "one", "values.yaml", "driver:\n  repository: a.example/nvidia\n  version: '535'\n"
+        ),
         configmap("two", "values.yaml", "driver:\n  version: '550'\n  usePrecompiled: true\n"),
         HR_HEAD
         + "  valuesFrom:\n  - kind: ConfigMap\n    name: one\n  - kind: ConfigMap\n    name: two\n"
@@ -230,26 +232,29 @@ def _lab_with_node3(lab_repo: Path) -> Path:
     return lab_repo
 
 
+REPO_VALUES = "driver: {repository: registry.example/nvidia}"
+CLUSTER_POLICY = (
+    "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cluster-policy}\n"
+    "spec:\n  driver: {repository: registry.example/nvidia, image: driver, version: '550'}\n"
+)
+
+
 @pytest.mark.parametrize(
     ("operator_doc", "expected"),
     [
         (None, NODE3 + "\n"),  # the lab's drv-audit.sh, byte for byte
         (HR_HEAD + "  values:\n    driver: {usePrecompiled: true}\n", NODE3 + "\n"),
-        (HR_HEAD + "  values:\n    driver: {repository: registry.example/nvidia}\n", f"{NODE3} {REF}\n"),
+        (HR_HEAD + f"  values:\n    {REPO_VALUES}\n", f"{NODE3} {REF}\n"),
         (
-            configmap("gpu-values", "values.yaml", "driver:\n  repository: registry.example/nvidia\n")
+            configmap("gpu-values", "values.yaml", REPO_VALUES + "\n")
             + "---\n"
             + HR_HEAD
             + "  valuesFrom:\n  - {kind: ConfigMap, name: gpu-values}\n",
             f"{NODE3} {REF}\n",
         ),
-        (
-            "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cluster-policy}\n"
-            "spec:\n  driver: {repository: registry.example/nvidia, image: driver, version: '550'}\n",
-            f"{NODE3} {REF}\n",
-        ),
+        (CLUSTER_POLICY, f"{NODE3} {REF}\n"),
     ],
-)  # fmt: skip
+)
 def test_audit_names_the_full_image_when_the_registry_is_known(
     lab_repo: Path, operator_doc: str | None, expected: str
 ):

@@ -72,6 +72,11 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
     if config.matrix is None:
         return None
     rel = _config_path(source, config, config.matrix, "matrix")
+    if isinstance(source, WorkingTree) and source.exists(rel) and not source.resolve_inside(rel):
+        raise ConfigError(
+            f"matrix path {rel!r} leaves the repo root; config paths stay inside the repo",
+            config.source,
+        )
     if not source.exists(rel):
         where = f" at {source.label}" if not isinstance(source, WorkingTree) else ""
         raise ConfigError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpudrv_check.commands.common import load_run
+from gpudrv_check.commands.common import load_run, load_source, make_source
 from gpudrv_check.engine import evaluate
 from gpudrv_check.model.finding import Finding, Severity
 
@@ -17,6 +17,32 @@ def exit_code(findings: list[Finding], fail_on: str) -> int:
     return 1 if any(f.severity.rank >= threshold for f in findings) else 0
 
 
+def base_findings(args: argparse.Namespace, base: str) -> list[Finding]:
+    """The findings at the base revision. A revision that cannot be read is a usage error; a
+    base that has no PATH yet, or cannot be checked (no matrix yet, a broken config), has no
+    findings: everything at the head counts as new, and stderr says why."""
+    from gpudrv_check.config import ConfigError
+    from gpudrv_check.source.git import NotAtRevision
+
+    try:
+        source = make_source(args, rev=base)
+    except NotAtRevision as err:
+        reason = str(err).split(";")[0]
+    else:
+        try:
+            base_run = load_source(args, source)
+        except ConfigError as err:
+            reason = str(err)
+        else:
+            evaluate(base_run)
+            return base_run.findings
+    sys.stderr.write(
+        f"gpudrv-check: warning: the base {base} cannot be checked ({reason}); every finding "
+        "counts as new\n"
+    )
+    return []
+
+
 def run(args: argparse.Namespace) -> int:
     check_run = load_run(args)
     evaluate(check_run)
@@ -26,9 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if base is not None:
         from gpudrv_check.compare import compare
 
-        base_run = load_run(args, rev=base)
-        evaluate(base_run)
-        comparison = compare(base_run.findings, findings)
+        comparison = compare(base_findings(args, base), findings)
         findings = comparison.new  # only what this change introduces is reported and gates
     config = check_run.repo.config
     code = exit_code(findings, config.fail_on)

@@ -72,14 +72,16 @@ def repo_config(args: argparse.Namespace, source: Source | None = None) -> tuple
 
 def load_run(args: argparse.Namespace, rev: str | None = None) -> Run:
     """Load the repo the arguments name; `rev` overrides --rev (the base in PR mode)."""
-    source = make_source(args, rev)
-    _, config = repo_config(args, source)
-    run = load(
-        source, config, getattr(args, "matrix", None), getattr(args, "inventory", None) or ()
-    )
+    run = load_source(args, make_source(args, rev))
     if getattr(args, "verbose", False) and rev is None:
         print_listing(run)
     return run
+
+
+def load_source(args: argparse.Namespace, source: Source) -> Run:
+    _, config = repo_config(args, source)
+    inventory = getattr(args, "inventory", None) or ()
+    return load(source, config, getattr(args, "matrix", None), inventory)
 
 
 def print_listing(run: Run) -> None:

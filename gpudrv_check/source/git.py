@@ -92,6 +92,10 @@ def resolve_tree(repo: Any, rev: str) -> Any:
     return tree
 
 
+class NotAtRevision(ConfigError):
+    """PATH is not a directory at the revision (e.g. a pull request adds it)."""
+
+
 class GitTree:
     """The subtree at PATH of the commit REV, listed with `git ls-tree` and read from the odb."""
 
@@ -111,12 +115,12 @@ class GitTree:
             try:
                 tree = tree / self.prefix
             except KeyError:
-                raise ConfigError(
+                raise NotAtRevision(
                     f"{self.prefix}/ does not exist at revision {rev!r}; check PATH, or the "
                     "revision that should contain it"
                 ) from None
             if tree.type != "tree":
-                raise ConfigError(f"{self.prefix} is not a directory at revision {rev!r}")
+                raise NotAtRevision(f"{self.prefix} is not a directory at revision {rev!r}")
         self.tree_sha = tree.hexsha
         self.entries = self._ls_tree(tree.hexsha)
 

@@ -15,6 +15,7 @@ fetched; proxies point nowhere and git may use only local transports, in case on
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import shutil
@@ -100,7 +101,11 @@ def parse_kustomization(source: Source, file: str) -> Kustomization:
 
     directory = posixpath.dirname(file)
     k = Kustomization(directory, file)
-    text, problem = decode_text(source.read(file))
+    try:
+        raw = source.read(file)
+    except OSError:
+        return k  # kustomize reports it when it renders
+    text, problem = decode_text(raw)
     parsed = parse_text(text or "") if problem is None else None
     data = parsed.docs[0].data if parsed and parsed.docs else None
     if not isinstance(data, LMap):
@@ -346,7 +351,7 @@ class KustomizeSource:
             wrapper = Path(tmp)
             rel_target = os.path.relpath(target, wrapper).replace(os.sep, "/")
             (wrapper / "kustomization.yaml").write_text(
-                f"resources:\n- {rel_target}\nbuildMetadata: [originAnnotations]\n",
+                f"resources:\n- {json.dumps(rel_target)}\nbuildMetadata: [originAnnotations]\n",
                 encoding="utf-8",
             )
             out, _ = run_kustomize(self.command, wrapper)

@@ -140,3 +140,31 @@ def test_base_needs_a_git_repository(tmp_path: Path):
     result = run_cli("check", str(tmp_path), "--base", "main")
     assert result.returncode == 2
     assert "is not inside a git repository" in result.stderr
+
+
+def test_pr_mode_json_follows_the_output_schema(pr_repo: tuple[Path, str]):
+    import jsonschema
+
+    from tests.conftest import ROOT
+
+    root, base = pr_repo
+    doc = _json(run_cli("check", str(root), "--base", base, "--format", "json"))
+    schema = json.loads((ROOT / "schemas" / "output.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    assert set(schema["properties"]["summary"]["properties"]) >= {"base", "new", "fixed"}
+
+
+@pytest.mark.parametrize("what", ["new-directory", "no-matrix-at-base"])
+def test_a_base_that_cannot_be_checked_counts_everything_as_new(git_repo: Path, what: str):
+    write(git_repo, "README.md", "a GitOps repo\n")
+    root = git_repo / "clusters" / "prod"
+    if what == "no-matrix-at-base":
+        write(root, "n.yaml", gpu_node("a"))
+    base = commit(git_repo, "base")
+    write(root, "support-matrix.csv", MATRIX)
+    write(root, "m.yaml", gpu_node("b", kernel=NEW_KERNEL))
+    result = run_cli("check", str(root), "--base", base)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[-1] == f"1 new, 0 fixed, 0 unchanged (base {base})"
+    assert result.stderr.startswith(f"gpudrv-check: warning: the base {base} cannot be checked (")
+    assert result.stderr.endswith("); every finding counts as new\n")

@@ -17,6 +17,7 @@ from gpudrv_check.config import ConfigError
 from gpudrv_check.source import clean_rel
 from gpudrv_check.source.tree import (
     MANIFEST_SUFFIXES,
+    SKIP_DIRS,
     SKIP_FILES,
     FileRef,
     Listing,
@@ -153,6 +154,7 @@ class GitTree:
         """The same walk as the working tree's: same suffixes, exclusions and skipped links."""
         listing = Listing()
         excluded_dirs: set[str] = set()
+        kept_dirs: set[str] = set()
         for rel in sorted(self.entries):
             entry = self.entries[rel]
             parts = rel.split("/")
@@ -160,10 +162,9 @@ class GitTree:
             hidden = False
             for depth in range(1, len(parts)):
                 directory = "/".join(parts[:depth])
-                if directory in excluded_dirs:
-                    hidden = True
-                    break
-                if parts[depth - 1] in (".git",):
+                if directory in kept_dirs:
+                    continue
+                if directory in excluded_dirs or parts[depth - 1] in SKIP_DIRS:
                     hidden = True
                     break
                 if is_excluded(directory, exclude):
@@ -171,6 +172,7 @@ class GitTree:
                     listing.skipped.append(Skipped(directory + "/", "excluded by config"))
                     hidden = True
                     break
+                kept_dirs.add(directory)
             if hidden:
                 continue
             name = parts[-1]

@@ -154,3 +154,31 @@ def test_gitpython_is_imported_only_for_rev_and_base(git_repo: Path):
     assert imported("check", str(git_repo)) == "0 False"
     assert imported("audit", str(git_repo)) == "0 False"
     assert imported("check", str(git_repo), "--rev", "HEAD") == "0 True"
+
+
+def test_a_clean_checkout_reads_the_same_at_head(git_repo: Path):
+    import shutil
+
+    from tests.conftest import EXAMPLES
+
+    shutil.copytree(EXAMPLES / "lab", git_repo, dirs_exist_ok=True)
+    shutil.copy(git_repo / "steps" / "node3.yaml", git_repo / "k8s" / "node3.yaml")
+    write(git_repo, "k8s/broken.yaml", "apiVersion: v1\nkind: [\n")
+    commit(git_repo, "lab")
+    for command in ("check", "audit"):
+        disk = run_cli(
+            command, str(git_repo), "-v", *(("--format", "json") if command == "check" else ())
+        )
+        head = run_cli(
+            command,
+            str(git_repo),
+            "-v",
+            "--rev",
+            "HEAD",
+            *(("--format", "json") if command == "check" else ()),
+        )
+        assert (head.returncode, head.stdout, head.stderr) == (
+            disk.returncode,
+            disk.stdout,
+            disk.stderr,
+        )

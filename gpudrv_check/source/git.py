@@ -26,6 +26,9 @@ from gpudrv_check.source.tree import (
 )
 
 _SYMLINK, _SUBMODULE = 0o120000, 0o160000
+# manifests are read in one batch when they are small enough to hold at once
+_PREFETCH_FILE_BYTES = 8 * 1024 * 1024
+_PREFETCH_TOTAL_BYTES = 512 * 1024 * 1024
 
 SHALLOW_HINT = (
     "fetch the history first: `git fetch --unshallow` (or `git fetch origin <branch>`); in "
@@ -124,6 +127,8 @@ class GitTree:
                 raise NotAtRevision(f"{self.prefix} is not a directory at revision {rev!r}")
         self.tree_sha = tree.hexsha
         self.entries = self._ls_tree(tree.hexsha)
+        self._wanted: list[str] = []
+        self._cache: dict[str, bytes] = {}
 
     def _ls_tree(self, tree_sha: str) -> dict[str, _Entry]:
         git = _import_git()
@@ -192,13 +197,51 @@ class GitTree:
                 continue
             listing.files.append(FileRef(rel, entry.size))
         listing.skipped.sort(key=lambda s: s.rel)
+        self._wanted = [f.rel for f in listing.files if f.size <= _PREFETCH_FILE_BYTES]
         return listing
 
     def read(self, rel: str) -> bytes:
         entry = self.entries.get(rel)
         if entry is None or entry.mode in (_SYMLINK, _SUBMODULE):
             raise FileNotFoundError(2, "No such file at revision " + self.rev, rel)
+        if self._wanted:
+            self._prefetch(self._wanted)
+            self._wanted = []
+        cached = self._cache.pop(rel, None)
+        if cached is not None:
+            return cached
         return self.repo.odb.stream(entry.sha).read()
+
+    def _prefetch(self, rels: list[str]) -> None:
+        """Read the listed files in one `git cat-file --batch` (one object at a time is slow)."""
+        if sum(self.entries[r].size for r in rels) > _PREFETCH_TOTAL_BYTES:
+            return
+        import tempfile
+
+        git = _import_git()
+        shas = [self.entries[r].sha.hex() for r in rels]
+        with tempfile.TemporaryFile() as request:
+            request.write(("\n".join(shas) + "\n").encode())
+            request.seek(0)
+            try:
+                out = self.repo.git.cat_file("--batch", istream=request, stdout_as_string=False)
+            except git.GitCommandError:
+                return  # read one by one instead
+        by_sha: dict[str, bytes] = {}
+        pos = 0
+        while pos < len(out):
+            header_end = out.index(b"\n", pos)
+            fields = out[pos:header_end].split()
+            if len(fields) != 3:  # "<sha> missing"
+                pos = header_end + 1
+                continue
+            size = int(fields[2])
+            start = header_end + 1
+            by_sha[fields[0].decode()] = out[start : start + size]
+            pos = start + size + 1
+        for rel, sha in zip(rels, shas, strict=True):
+            if sha in by_sha:
+                self._cache[rel] = by_sha[sha]
 
     def exists(self, rel: str) -> bool:
         entry = self.entries.get(rel)

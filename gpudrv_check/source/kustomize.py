@@ -220,8 +220,11 @@ def _offline_env() -> dict[str, str]:
     return env
 
 
-def run_kustomize(command: list[str], directory: Path) -> tuple[bytes | None, str]:
-    """The rendered stream of one directory, or None and the tool's reason."""
+def run_kustomize(
+    command: list[str], directory: Path, root: Path | None = None
+) -> tuple[bytes | None, str]:
+    """The rendered stream of one directory, or None and the tool's reason (with paths shown
+    relative to `root`: a revision's temporary copy must not make the output differ per run)."""
     try:
         done = subprocess.run(
             [*command, *_SAFE_FLAGS, str(directory)],
@@ -235,7 +238,10 @@ def run_kustomize(command: list[str], directory: Path) -> tuple[bytes | None, st
     except OSError as err:
         return None, err.strerror or str(err)
     if done.returncode != 0:
-        return None, _tool_error(done.stderr.decode("utf-8", "replace"))
+        stderr = done.stderr.decode("utf-8", "replace")
+        for prefix in sorted({str(root.resolve()), str(root)} if root else (), key=len)[::-1]:
+            stderr = stderr.replace(prefix + "/", "").replace(prefix, ".")
+        return None, _tool_error(stderr)
     return done.stdout, ""
 
 
@@ -294,7 +300,7 @@ class KustomizeSource:
             if blockers:
                 self.problems.extend(blockers)
                 continue
-            out, error = run_kustomize(self.command, disk / root if root else disk)
+            out, error = run_kustomize(self.command, disk / root if root else disk, disk)
             if out is None:
                 self.problems.append(
                     RenderProblem(k.file, 1, 1, f"kustomize build {root or '.'} failed: {error}")

@@ -14,6 +14,19 @@ from collections.abc import Sequence
 from gpudrv_check import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+#: `--format` choices of `check` (modules in gpudrv_check/report/; kept here so that parsing
+#: does not import the report package)
+REPORT_FORMATS = ("text", "json", "sarif", "junit", "github", "gitlab", "markdown")
+
+
+class _Ordered(argparse.Action):
+    """Collects --format and --output in command-line order, so each --output can be paired
+    with the --format written just before it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        sequence = list(getattr(namespace, "report_args", None) or [])
+        sequence.append((self.dest, values))
+        namespace.report_args = sequence
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,8 +100,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="run every rule and report findings")
     _repo_options(p)
+    p.set_defaults(report_args=[])
     p.add_argument(
-        "--format", choices=("text", "json"), default=None, help="output format (default: text)"
+        "--format",
+        dest="format",
+        action=_Ordered,
+        choices=REPORT_FORMATS,
+        help="report format; repeatable (default: text, or github when GITHUB_ACTIONS=true)",
+    )
+    p.add_argument(
+        "--output",
+        dest="output",
+        action=_Ordered,
+        metavar="FILE",
+        help="write the --format just before it to FILE ('-': stdout); the summary line "
+        "still goes to stdout",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="report only findings not recorded in FILE (written by --write-baseline)",
+    )
+    p.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="record every current finding in FILE; they are then reported as baselined",
     )
     p.add_argument(
         "--fail-on",
@@ -108,6 +144,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tag", help="print the precompiled driver image tag of one node")
     p.add_argument("node", metavar="NODE")
     _repo_options(p)
+
+    p = sub.add_parser(
+        "operands", help="which GPU Operator operand runs on which node, and DaemonSet counts"
+    )
+    _repo_options(p)
+    p.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
+
+    p = sub.add_parser("place", help="the nodes each workload can land on, or why none")
+    _repo_options(p)
+    p.add_argument(
+        "--workload",
+        metavar="KIND/NAMESPACE/NAME",
+        help="only this workload, with every node's verdict",
+    )
+    p.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
 
     p = sub.add_parser("rules", help="list the built-in rules")
     p.add_argument("--format", choices=("text", "markdown"), default="text")

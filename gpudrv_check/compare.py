@@ -16,6 +16,7 @@ from gpudrv_check.model.finding import Finding
 
 @dataclass
 class Comparison:
+    base: str = ""  # the base revision, as given
     new: list[Finding] = field(default_factory=list)
     fixed: list[Finding] = field(default_factory=list)
     unchanged: list[Finding] = field(default_factory=list)
@@ -38,10 +39,10 @@ def _split(findings: list[Finding], budget: Counter) -> tuple[list[Finding], lis
     return matched, unmatched
 
 
-def compare(base: list[Finding], head: list[Finding]) -> Comparison:
+def compare(base: list[Finding], head: list[Finding], revision: str = "") -> Comparison:
     """Head findings split into new and unchanged; base findings no longer present are fixed."""
     base_counts = Counter(f.fingerprint() for f in base)
     head_counts = Counter(f.fingerprint() for f in head)
     unchanged, new = _split(head, base_counts)
     _, fixed = _split(base, head_counts)
-    return Comparison(new=new, fixed=fixed, unchanged=unchanged)
+    return Comparison(base=revision, new=new, fixed=fixed, unchanged=unchanged)

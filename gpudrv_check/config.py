@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from gpudrv_check.model.finding import Severity
 
@@ -67,6 +67,26 @@ class RuleSettings(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class Exemption(_Strict):
+    """Findings of `rule` on matching objects are suppressed (for objects you cannot annotate).
+
+    `kind`, `namespace`, `name` and `file` are globs (fnmatch, case-sensitive); an unset one
+    matches everything. `rule` is one rule or a list, by id or name; `*` means every rule.
+    """
+
+    rule: list[str]
+    kind: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    file: str | None = None
+    reason: str | None = None
+
+    @field_validator("rule", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
 class Config(_Strict):
     """`.gpudrv-check.yaml` (or `[tool.gpudrv-check]` in pyproject.toml)."""
 
@@ -81,9 +101,27 @@ class Config(_Strict):
     rules: dict[str, RuleSettings] = Field(default_factory=dict)
     # extra rows for the CUDA table (policies/cuda.yaml format)
     cuda: dict[str, Any] = Field(default_factory=dict)
+    # custom declarative policies: files or folders inside the repo (schemas/policy.schema.json)
+    policies: list[str] = Field(default_factory=list)
+    exemptions: list[Exemption] = Field(default_factory=list)
 
     # where the config came from, for messages
     source: str | None = Field(default=None, exclude=True)
+    # the located data it was read from, so later checks can point at a line
+    _data: Any = PrivateAttr(default=None)
+
+    def position(self, *path: str | int) -> tuple[int, int]:
+        """(line, column) of the deepest key along `path` in the config file; (0, 0) if unknown."""
+        from gpudrv_check.load.located import locate
+
+        if self._data is None or not hasattr(self._data, "pos"):
+            return (0, 0)
+        return locate(self._data, path)
+
+    def error(self, message: str, *path: str | int) -> ConfigError:
+        """A ConfigError pointing at `path` in the config file."""
+        line, column = self.position(*path)
+        return ConfigError(message, self.source, line, column)
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
@@ -116,6 +154,7 @@ def parse_config(data: Any, file: str) -> Config:
     except ValidationError as err:
         raise _error_from_validation(err, data, file) from None
     config.source = file
+    config._data = data
     return config
 
 

@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudrv_check.config import Config, ConfigError
 from gpudrv_check.load.inventory import build_inventory
@@ -14,8 +15,12 @@ from gpudrv_check.load.matrix import Matrix, parse_matrix
 from gpudrv_check.model.finding import Finding, Location, Severity
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import build_workloads
+from gpudrv_check.policy import RulePolicy, catalog, rule_settings, validate_rule_settings
 from gpudrv_check.source import Source, clean_rel
-from gpudrv_check.source.tree import Listing, WorkingTree
+from gpudrv_check.source.tree import Listing, Skipped, WorkingTree
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.custom_policy import CustomPolicy
 
 
 @dataclass
@@ -27,6 +32,9 @@ class Run:
     listing: Listing
     findings: list[Finding] = field(default_factory=list)
     suppressed: list[Finding] = field(default_factory=list)
+    custom_policies: list[CustomPolicy] = field(default_factory=list)
+    # every rule of this run, by id: the built-in catalog and the custom policies
+    rules: dict[str, RulePolicy] = field(default_factory=lambda: dict(catalog()))
     source: Source | None = None
 
     def counts(self) -> dict[str, int]:
@@ -132,15 +140,34 @@ def load(
     matrix_override: str | None = None,
     inventory: Sequence[str] = (),
 ) -> Run:
-    """Read a repo (a directory, or any source: a git revision, stdin, Kustomize renderings)."""
+    """Read a repo (a directory, or any source: a git revision, stdin, Kustomize renderings)
+    into the model the rules evaluate."""
     if isinstance(root, Path):
         if not root.is_dir():
             raise ConfigError(f"not a directory: {root}")
         source: Source = WorkingTree(root)
     else:
         source = root
+    from gpudrv_check.exemptions import validate_exemptions
+    from gpudrv_check.load.policies import load_custom_policies, policy_files
+
+    # the repo's own configuration files (custom policies) come from the same source as the
+    # manifests: a revision's policies with --rev; the working directory's with stdin
+    settings = getattr(source, "config_source", source)
+    files = policy_files(Path(source.disk_root), config, settings)
+    custom = load_custom_policies(Path(source.disk_root), config, files, settings)
+    rules = all_rules(custom)
+    validate_rule_settings(config, rules)
+    validate_exemptions(config, rules)
     matrix = load_matrix(source, config, matrix_override)
     listing = source.list_manifests(config.exclude)
+    if files:
+        # policy files are configuration, not manifests
+        listing.files = [f for f in listing.files if f.rel not in files]
+        listing.skipped = sorted(
+            [*listing.skipped, *(Skipped(rel, "custom policy file") for rel in files)],
+            key=lambda s: s.rel,
+        )
     content = read_repo(source, listing.files, config.max_file_bytes)
     content.files.extend(
         _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
@@ -157,7 +184,15 @@ def load(
         files_read=len(content.files),
         workloads=workloads,
     )
-    run = Run(repo=repo, content=content, listing=listing, source=source)
+    repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
+    run = Run(
+        repo=repo,
+        content=content,
+        listing=listing,
+        custom_policies=custom,
+        rules=rules,
+        source=source,
+    )
     run.findings.extend(content.problems)
     run.findings.extend(node_findings)
     run.findings.extend(workload_findings)
@@ -167,18 +202,33 @@ def load(
     return run
 
 
+def all_rules(custom: list[CustomPolicy]) -> dict[str, RulePolicy]:
+    rules = dict(catalog())
+    for policy in custom:
+        rules[policy.id] = policy.rule_policy()
+    return dict(sorted(rules.items()))
+
+
 def evaluate(run: Run) -> None:
-    """Run every enabled rule and settle severities, order and duplicates."""
+    """Run every enabled rule and custom policy; settle severities, order and duplicates;
+    move exempted findings to `run.suppressed`."""
+    from gpudrv_check.exemptions import apply_exemptions
     from gpudrv_check.rules import registered
     from gpudrv_check.rules.context import Context
+    from gpudrv_check.rules.declarative import check_policy
 
     config = run.repo.config
-    ctx = Context(run.repo)
+    ctx = Context(run.repo, run.rules)
     for rule_id, check in registered().items():
-        if not rule_enabled(config, rule_id):
+        if not rule_enabled(config, rule_id, run.rules):
             continue
         run.findings.extend(check(ctx))
-    run.findings = settle(_note_origins(run, run.findings), config)
+    for policy in run.custom_policies:
+        if rule_enabled(config, policy.id, run.rules):
+            run.findings.extend(check_policy(ctx, policy))
+    settled = settle(_note_origins(run, run.findings), config, run.rules)
+    run.findings, suppressed = apply_exemptions(settled, run.repo, run.rules)
+    run.suppressed.extend(suppressed)
 
 
 def _note_origins(run: Run, findings: list[Finding]) -> list[Finding]:
@@ -203,27 +253,25 @@ def _note_origins(run: Run, findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def rule_settings(config: Config, rule_id: str):
-    from gpudrv_check.policy import catalog
-
-    policy = catalog().get(rule_id)
-    for key, settings in config.rules.items():
-        if key.upper() == rule_id or (policy is not None and key == policy.name):
-            return settings
-    return None
-
-
-def rule_enabled(config: Config, rule_id: str) -> bool:
-    settings = rule_settings(config, rule_id)
+def rule_enabled(config: Config, rule_id: str, rules: dict[str, RulePolicy] | None = None) -> bool:
+    settings = rule_settings(config, rule_id, rules)
     return settings is None or settings.enabled
 
 
-def settle(findings: list[Finding], config: Config) -> list[Finding]:
+def settle(
+    findings: list[Finding], config: Config, rules: dict[str, RulePolicy] | None = None
+) -> list[Finding]:
     """Apply the config (disabled rules, severity overrides), sort, and drop exact repeats."""
+    from gpudrv_check.policy import catalog
+
+    policies = catalog()
     out: list[Finding] = []
     seen: set[tuple] = set()
     for finding in findings:
-        settings = rule_settings(config, finding.rule)
+        if not finding.hint and finding.rule in policies:
+            # every finding carries a fix hint: the rule's own when the producer had none
+            finding = finding.model_copy(update={"hint": policies[finding.rule].fix})
+        settings = rule_settings(config, finding.rule, rules)
         if settings is not None:
             if not settings.enabled:
                 continue
@@ -250,9 +298,6 @@ def check(
 
 
 def validate_rule_keys(config: Config) -> None:
-    """Config `rules:` keys must name a rule, by id or slug."""
-    from gpudrv_check.policy import by_id_or_name
-
-    for key in config.rules:
-        if by_id_or_name(key) is None:
-            raise ConfigError(f"rules: unknown rule {key!r}", config.source)
+    """Config `rules:` keys name a built-in rule (custom policies are checked once loaded)."""
+    if not config.policies:
+        validate_rule_settings(config)

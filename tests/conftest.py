@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,9 @@ def run_cli(
     env: dict | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess:
+    if env is None:
+        # on GitHub Actions `check` defaults to --format github; tests expect text unless asked
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
     return subprocess.run(
         [*cli_command(), *args],
         cwd=cwd,

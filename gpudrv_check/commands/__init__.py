@@ -9,6 +9,8 @@ _MODULES = {
     "check": "check",
     "audit": "audit",
     "tag": "tag",
+    "operands": "operands",
+    "place": "place",
     "rules": "rules",
     "explain": "rules",
 }

@@ -40,6 +40,9 @@ class Problem(NamedTuple):
 
     path: Path
     message: str
+    # True when the API server accepts the object and only the scheduler refuses this piece
+    # (e.g. a non-integer ``Gt`` value or an empty node selector term: it matches no node)
+    scheduler_only: bool = False
 
 
 LABEL_NAME_MAX_LENGTH = 63

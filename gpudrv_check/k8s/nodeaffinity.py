@@ -65,6 +65,7 @@ __all__ = [
     "node_selector_map_matches",
     "required_node_affinity",
     "pod_matches_node_affinity",
+    "prefilter_node_names",
     "term_explanations",
     "node_selector_map_explanations",
     "pod_placement_explanations",
@@ -162,7 +163,7 @@ def _label_map(labels: object) -> dict[str, str]:
 
 
 def _prefixed(prefix: Path, problems: list[Problem]) -> list[Problem]:
-    return [Problem(prefix + p.path, p.message) for p in problems]
+    return [p._replace(path=prefix + p.path) for p in problems]
 
 
 def _operator_problem(operator: object, allowed: tuple[str, ...], what: str) -> Problem | None:
@@ -261,6 +262,7 @@ def expression_problems(req: object) -> list[Problem]:
                             ("values", j),
                             f"{v!r} is not an integer: Gt and Lt compare 64-bit integers; the "
                             "API server accepts it but the scheduler matches no node with it",
+                            scheduler_only=True,
                         )
                     )
     key = _text_field(req, "key")
@@ -575,6 +577,41 @@ def pod_matches_node_affinity(pod_spec: object, node_name: object, labels: objec
     return required_node_affinity(pod_spec).matches(node_name, labels)
 
 
+def prefilter_node_names(pod_spec: object) -> frozenset[str] | None:
+    """The node names the scheduler's NodeAffinity PreFilter narrows a pod to, or None for all.
+
+    Upstream reads the raw required terms: when *every* term has ``matchFields``
+    ``metadata.name In``, the pod can only go to the union over terms of the names each term
+    pins (the intersection of its ``In`` lists); other nodes are never filtered. An empty result
+    means the terms conflict and the pod fits no node. A term without such a field, or a pod
+    without required terms, leaves every node in play.
+    """
+    if not isinstance(pod_spec, Mapping):
+        return None
+    ok, required = _required_selector(pod_spec)
+    if not ok or not isinstance(required, Mapping):
+        return None
+    terms = required.get("nodeSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        pinned: set[str] | None = None
+        fields = term.get("matchFields") if isinstance(term, Mapping) else None
+        for req in fields if isinstance(fields, list) else []:
+            if not isinstance(req, Mapping):
+                continue
+            if req.get("key") != NODE_NAME_FIELD or req.get("operator") != "In":
+                continue
+            raw = req.get("values")
+            values = {v for v in raw if isinstance(v, str)} if isinstance(raw, list) else set()
+            pinned = values if pinned is None else pinned & values
+        if pinned is None:
+            return None
+        names |= pinned
+    return frozenset(names)
+
+
 # --- validation ---------------------------------------------------------------------------------
 
 
@@ -587,7 +624,11 @@ def _validate_term(term: object, path: Path) -> list[Problem]:
         problems.extend(_prefixed(path + ("matchFields", i), field_requirement_problems(req)))
     if is_empty_term(term):
         problems.append(
-            Problem(path, "has neither matchExpressions nor matchFields, so it matches no node")
+            Problem(
+                path,
+                "has neither matchExpressions nor matchFields, so it matches no node",
+                scheduler_only=True,
+            )
         )
     return problems
 

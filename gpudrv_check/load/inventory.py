@@ -9,7 +9,7 @@ from typing import Any
 from gpudrv_check.load.located import LMap, Path, scalar_text, type_name
 from gpudrv_check.model.finding import Finding, ObjectRef, Severity
 from gpudrv_check.model.manifest import Manifest
-from gpudrv_check.model.node import Node
+from gpudrv_check.model.node import Node, entry_to_object_path
 
 INVENTORY_API = "gpudrv-check.io/v1alpha1"
 INVENTORY_KIND = "NodeInventory"
@@ -31,9 +31,15 @@ def _finding(
         hint=hint,
         location=manifest.location(path),
         object=ObjectRef(kind="Node", name=node) if node else manifest.ref,
-        # a node's own key path (no `nodes[i]` prefix), so entries added above keep identities
-        path=list(path[2:] if node and len(path) >= 2 and path[0] == "nodes" else path),
+        path=list(_object_path(manifest, path) if node else path),
     )
+
+
+def _object_path(manifest: Manifest, path: Path) -> Path:
+    """Inside an inventory entry, the path as the Node object would have it (no list index)."""
+    if is_inventory(manifest) and len(path) >= 2 and path[0] == "nodes":
+        return entry_to_object_path(tuple(path[2:]))
+    return path
 
 
 def _string_map(
@@ -274,7 +280,7 @@ def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding
                 hint="Remove the stale entry.",
                 location=node.location(node.name_path),
                 object=node.ref,
-                path=list(node.object_path(node.name_path)),
+                path=list(node.name_path),
             )
         )
     return list(unique.values()), findings

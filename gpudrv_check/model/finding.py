@@ -67,13 +67,33 @@ class Finding(BaseModel):
         return (loc.file, loc.line, loc.column, self.rule, self.message)
 
     def fingerprint(self) -> str:
-        """Stable identity: rule, object and key path; not the line, so edits above keep it.
+        """Stable identity: rule, object identity and key path inside the object.
 
-        An object's findings do not depend on its file either (moving it keeps them). Findings
-        about a file rather than an object (syntax errors) are identified by file and message;
-        repeats of the same one are told apart by counting (see compare.py), not by line.
+        Not the line or the file, so edits above the object, moving it to another file, or
+        inserting a node above it in an inventory keep it. Findings with no key path add the
+        message; findings about no object (a file that cannot be read) use file and message.
+        Two findings can share a fingerprint: baselines count occurrences, and
+        `unique_fingerprints` numbers repeats for formats that need one per result.
         """
-        obj = str(self.object) if self.object else self.location.file
+        if self.object is not None:
+            ref = self.object
+            namespace = ref.namespace or ""
+            identity = ("object", ref.kind, namespace, ref.name or "")
+        else:
+            identity = ("file", self.location.file)
         path = "/".join(str(p) for p in self.path)
-        raw = "\x1f".join((self.rule, obj, path, self.message if not self.path else ""))
+        raw = "\x1f".join((self.rule, *identity, path, "" if self.path else self.message))
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+def unique_fingerprints(findings: list[Finding]) -> list[str]:
+    """One fingerprint per finding, unique within the list: the n-th repeat of a fingerprint
+    (in the list's order) gets a derived one, so consumers that key on it lose nothing."""
+    seen: dict[str, int] = {}
+    out = []
+    for f in findings:
+        base = f.fingerprint()
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.append(base if n == 0 else hashlib.sha256(f"{base}:{n}".encode()).hexdigest()[:32])
+    return out

@@ -12,6 +12,26 @@ from gpudrv_check.model.manifest import Manifest
 
 GPU_PRESENT = "nvidia.com/gpu.present"
 
+#: where each part of a `kind: Node` object is written in a compact NodeInventory entry
+INVENTORY_FIELDS: dict[tuple[str, str], str] = {
+    ("metadata", "name"): "name",
+    ("metadata", "labels"): "labels",
+    ("metadata", "annotations"): "annotations",
+    ("spec", "taints"): "taints",
+    ("spec", "unschedulable"): "unschedulable",
+    ("status", "capacity"): "capacity",
+    ("status", "allocatable"): "allocatable",
+}
+_ENTRY_TO_OBJECT = {entry: obj for obj, entry in INVENTORY_FIELDS.items()}
+
+
+def entry_to_object_path(rest: Path) -> Path:
+    """A path inside a NodeInventory entry (`("labels", k)`) → the Node object's (`metadata`…)."""
+    if not rest:
+        return ()
+    head = _ENTRY_TO_OBJECT.get(str(rest[0]))
+    return (*head, *rest[1:]) if head else tuple(rest)
+
 
 class Node(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -38,18 +58,52 @@ class Node(BaseModel):
     def ref(self) -> ObjectRef:
         return ObjectRef(kind="Node", name=self.name)
 
-    def object_path(self, path: Path) -> Path:
-        """A path inside the manifest as a path inside this node: a NodeInventory entry drops
-        its `nodes[i]` prefix, so the identity of a finding survives entries added above it."""
-        if len(path) >= 2 and path[0] == "nodes" and isinstance(path[1], int):
-            return path[2:]
-        return path
-
     def label_path(self, key: str) -> Path:
         return (*self.labels_path, key)
 
     def location(self, path: Path) -> Location:
         return self.manifest.location(path)
+
+    @property
+    def entry_path(self) -> Path | None:
+        """Where this node's entry sits in a NodeInventory (`("nodes", 3)`); None for a Node."""
+        if self.manifest.kind == "Node":
+            return None
+        return self.name_path[:-1]
+
+    def object_path(self, path: Path) -> Path:
+        """A path inside the manifest → the same key in the `kind: Node` shape.
+
+        Identity that does not depend on where the node sits in an inventory list, so a
+        fingerprint survives inserting a node above it or moving to Node objects.
+        """
+        base = self.entry_path
+        if base is None or tuple(path[: len(base)]) != base:
+            return tuple(path)
+        return entry_to_object_path(tuple(path[len(base) :]))
+
+    def source_path(self, path: Path) -> Path:
+        """A path in the `kind: Node` shape → where that key is written in the manifest."""
+        base = self.entry_path
+        if base is None:
+            return tuple(path)
+        field = INVENTORY_FIELDS.get(tuple(path[:2]))  # type: ignore[arg-type]
+        if field is not None:
+            return (*base, field, *path[2:])
+        return base
+
+    def object_data(self) -> Any:
+        """The node as a `kind: Node` object (what custom policies validate)."""
+        base = self.entry_path
+        if base is None:
+            return self.manifest.data
+        entry = self.manifest.get(*base)
+        view: dict[str, Any] = {"apiVersion": "v1", "kind": "Node"}
+        if isinstance(entry, dict):
+            for (section, key), field in INVENTORY_FIELDS.items():
+                if field in entry:
+                    view.setdefault(section, {})[key] = entry[field]
+        return view
 
     def label_location(self, key: str) -> Location:
         """The label's key when present, else the labels mapping (or the node's name)."""

@@ -1,19 +1,39 @@
-"""Which nodes a pod template can land on, as kube-scheduler's filters (and the DaemonSet
-controller) would decide from manifests alone.
+"""Which nodes a pod template can land on, as kube-scheduler's filters (the kubelet for a pod
+bound with ``spec.nodeName``, the DaemonSet controller for a DaemonSet) decide from manifests.
 
-Speed: identical constraint sets are evaluated once, and within one constraint set nodes that
-agree on every label key the constraints mention, on their taints and on their GPU count form
-one class, evaluated once. A repo with thousands of nodes and workloads costs a few hundred
-class evaluations, not millions of node checks.
+Per node the verdict is the first filter that fails, in the scheduler's plugin order:
+NodeAffinity PreFilter (``matchFields metadata.name In`` in every term), NodeUnschedulable,
+NodeName, TaintToleration, NodeAffinity, NodeResourcesFit (``nvidia.com/gpu``, where the
+inventory gives allocatable or capacity). See ``k8s/scheduler.py`` for the wording.
+
+Speed: nodes that agree on their taints, cordon and GPU count form one *base class* (computed
+once). For one constraint set, nodes of a base class that also agree on every label key the
+constraints mention (and on the name, when the constraints read it) are evaluated once.
+Identical constraint sets are evaluated once. A repo with thousands of nodes and workloads
+costs a few hundred class evaluations, not millions of node checks.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpudrv_check.k8s.nodeaffinity import required_node_affinity
+from gpudrv_check.k8s.nodeaffinity import (
+    RequiredNodeAffinity,
+    prefilter_node_names,
+    required_node_affinity,
+)
+from gpudrv_check.k8s.scheduler import (
+    REASON_AFFINITY,
+    REASON_AFFINITY_CONFLICT,
+    REASON_NODE_NAME,
+    REASON_PREFILTER_AFFINITY,
+    REASON_TAINT,
+    REASON_UNSCHEDULABLE,
+    insufficient,
+)
 from gpudrv_check.k8s.taints import (
     daemonset_pod_tolerations,
     first_untolerated_taint,
@@ -23,40 +43,54 @@ from gpudrv_check.k8s.taints import (
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.workload import GPU_RESOURCE, Workload
 
-# why a node was filtered, in the order of kube-scheduler's filter plugins (the first that
-# fails is the one the scheduler reports for that node)
+# why a node was filtered, in the order of kube-scheduler's plugins
 OK = "ok"
+PREFILTER = "prefilter"  # NodeAffinity PreFilter: matchFields names other nodes
+AFFINITY_CONFLICT = "affinity_conflict"  # NodeAffinity PreFilter: terms pin disjoint names
 UNSCHEDULABLE = "unschedulable"  # NodeUnschedulable: cordoned, cordon taint not tolerated
 NODE_NAME = "node_name"  # NodeName: spec.nodeName names another node
 TAINT = "taint"  # TaintToleration: an untolerated NoSchedule/NoExecute taint
 AFFINITY = "affinity"  # NodeAffinity: nodeSelector / required node affinity
-INSUFFICIENT_GPU = "insufficient_gpu"  # NodeResourcesFit
+INSUFFICIENT_GPU = "insufficient_gpu"  # NodeResourcesFit: more nvidia.com/gpu than allocatable
 
 #: the scheduler's wording per reason (FitError messages)
 SCHEDULER_WORDING = {
-    UNSCHEDULABLE: "node(s) were unschedulable",
-    NODE_NAME: "node(s) didn't match the requested node name",
-    TAINT: "node(s) had untolerated taint",
-    AFFINITY: "node(s) didn't match Pod's node affinity/selector",
-    INSUFFICIENT_GPU: "Insufficient nvidia.com/gpu",
+    PREFILTER: REASON_PREFILTER_AFFINITY,
+    AFFINITY_CONFLICT: REASON_AFFINITY_CONFLICT,
+    UNSCHEDULABLE: REASON_UNSCHEDULABLE,
+    NODE_NAME: REASON_NODE_NAME,
+    TAINT: REASON_TAINT,
+    AFFINITY: REASON_AFFINITY,
+    INSUFFICIENT_GPU: insufficient(GPU_RESOURCE),
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     reason: str
-    taint: dict | None = None
+    taint: Mapping[str, Any] | None = None  # the untolerated taint (TAINT, UNSCHEDULABLE)
 
     @property
     def ok(self) -> bool:
         return self.reason == OK
 
+    @property
+    def wording(self) -> str:
+        return SCHEDULER_WORDING.get(self.reason, "")
+
+
+_OK = Verdict(OK)
+
 
 def node_gpu_count(node: Node) -> int | None:
-    """`nvidia.com/gpu` the node offers (allocatable, else capacity); None when not given."""
+    """``nvidia.com/gpu`` the node offers: allocatable, else capacity; None when neither is given.
+
+    A node whose allocatable (or capacity) is given without ``nvidia.com/gpu`` offers 0: that
+    is what the scheduler sees on a node without a running device plugin.
+    """
     for source in (node.allocatable, node.capacity):
-        value = source.get(GPU_RESOURCE)
-        if value is not None:
+        if source:
+            value = source.get(GPU_RESOURCE, "0")
             return int(value) if value.isdigit() else 0
     return None
 
@@ -85,12 +119,24 @@ def _mentioned_keys(pod_spec: Any) -> tuple[tuple[str, ...], bool]:
     for term in terms if isinstance(terms, list) else []:
         if not isinstance(term, dict):
             continue
-        for req in term.get("matchExpressions") or []:
+        expressions = term.get("matchExpressions")
+        for req in expressions if isinstance(expressions, list) else []:
             if isinstance(req, dict) and isinstance(req.get("key"), str):
                 keys.add(req["key"])
         if term.get("matchFields"):
             uses_name = True
     return tuple(sorted(keys)), uses_name
+
+
+@dataclass(frozen=True, slots=True)
+class _Constraints:
+    """One pod template's placement constraints, parsed once."""
+
+    affinity: RequiredNodeAffinity
+    tolerations: object
+    bound: str | None  # spec.nodeName: no scheduler, the kubelet admits
+    prefilter: frozenset[str] | None  # NodeAffinity PreFilter node names; None: every node
+    gpus: int
 
 
 class Placement:
@@ -102,20 +148,42 @@ class Placement:
         self._cordon = {
             n.name: node_taints({"unschedulable": True})[-1] for n in self.nodes if n.unschedulable
         }
-        self._taint_sig = {n.name: _signature(self._taints[n.name]) for n in self.nodes}
         self._gpus = {n.name: node_gpu_count(n) for n in self.nodes}
+        base_ids: dict[tuple, int] = {}
+        self._base = {
+            n.name: base_ids.setdefault(
+                (_signature(self._taints[n.name]), n.unschedulable, self._gpus[n.name]),
+                len(base_ids),
+            )
+            for n in self.nodes
+        }
         self._cache: dict[tuple, dict[str, Verdict]] = {}
+        self._eligible: dict[tuple, list[Node]] = {}
+        #: memo for derived per-constraint-set results (model/pending.py, model/cuda.py)
+        self.memo: dict[tuple, Any] = {}
+        #: how much work memoisation left: constraint sets and node classes evaluated
+        self.constraint_sets = 0
+        self.class_evaluations = 0
+
+    def gpu_count(self, node: Node) -> int | None:
+        return self._gpus.get(node.name)
 
     def constraint_key(self, workload: Workload, daemonset: bool | None = None) -> tuple:
+        """What the verdicts depend on: equal keys, equal verdicts on every node."""
+        if daemonset is None:
+            key = workload._constraint_key
+            if key is None:
+                key = workload._constraint_key = self._constraint_key(workload, None)
+            return key
+        return self._constraint_key(workload, daemonset)
+
+    def _constraint_key(self, workload: Workload, daemonset: bool | None) -> tuple:
         spec = workload.pod_spec if isinstance(workload.pod_spec, dict) else {}
         is_ds = workload.kind == "DaemonSet" if daemonset is None else daemonset
+        affinity = spec.get("affinity")
         return (
             _signature(spec.get("nodeSelector")),
-            _signature(
-                (spec.get("affinity") or {}).get("nodeAffinity")
-                if isinstance(spec.get("affinity"), dict)
-                else spec.get("affinity")
-            ),
+            _signature(affinity.get("nodeAffinity") if isinstance(affinity, dict) else affinity),
             _signature(spec.get("tolerations")),
             workload.node_name,
             is_ds,
@@ -124,7 +192,7 @@ class Placement:
         )
 
     def verdicts(self, workload: Workload, daemonset: bool | None = None) -> dict[str, Verdict]:
-        """Node name → verdict for every node of the inventory."""
+        """Node name → verdict for every node of the inventory (do not mutate the result)."""
         key = self.constraint_key(workload, daemonset)
         cached = self._cache.get(key)
         if cached is None:
@@ -133,57 +201,74 @@ class Placement:
         return cached
 
     def eligible(self, workload: Workload, daemonset: bool | None = None) -> list[Node]:
-        verdicts = self.verdicts(workload, daemonset)
-        return [n for n in self.nodes if verdicts[n.name].ok]
+        """The nodes it can land on, by name (do not mutate the result)."""
+        key = self.constraint_key(workload, daemonset)
+        cached = self._eligible.get(key)
+        if cached is None:
+            verdicts = self.verdicts(workload, daemonset)
+            cached = self._eligible[key] = [n for n in self.nodes if verdicts[n.name].ok]
+        return cached
 
-    def _evaluate(self, workload: Workload, daemonset: bool) -> dict[str, Verdict]:
+    def _constraints(self, workload: Workload, daemonset: bool) -> _Constraints:
         spec = workload.pod_spec if isinstance(workload.pod_spec, dict) else {}
-        affinity = required_node_affinity(spec)
         tolerations = spec.get("tolerations")
         if daemonset:
             tolerations = daemonset_pod_tolerations(tolerations, workload.host_network)
         bound = workload.node_name
-        gpus = workload.gpus
-        keys, uses_name = _mentioned_keys(spec)
+        # the PreFilter is the scheduler's; bound pods and the DaemonSet controller skip it
+        prefilter = None if (bound or daemonset) else prefilter_node_names(spec)
+        return _Constraints(
+            required_node_affinity(spec), tolerations, bound, prefilter, workload.gpus
+        )
+
+    def _evaluate(self, workload: Workload, daemonset: bool) -> dict[str, Verdict]:
+        self.constraint_sets += 1
+        constraints = self._constraints(workload, daemonset)
+        if constraints.prefilter is not None and not constraints.prefilter:
+            return {n.name: Verdict(AFFINITY_CONFLICT) for n in self.nodes}
+        keys, uses_name = _mentioned_keys(workload.pod_spec)
+        by_name = uses_name or constraints.bound is not None or constraints.prefilter is not None
         classes: dict[tuple, Verdict] = {}
         out: dict[str, Verdict] = {}
         for node in self.nodes:
+            labels = node.labels
             klass = (
-                tuple(node.labels.get(k) for k in keys),
-                node.name if (uses_name or bound) else None,
-                self._taint_sig[node.name],
-                node.unschedulable,
-                self._gpus[node.name],
+                self._base[node.name],
+                node.name if by_name else None,
+                tuple(labels.get(k) for k in keys),
             )
             verdict = classes.get(klass)
             if verdict is None:
-                verdict = self._judge(node, affinity, tolerations, bound, gpus)
+                self.class_evaluations += 1
+                verdict = self._judge(node, constraints)
                 classes[klass] = verdict
             out[node.name] = verdict
         return out
 
-    def _judge(self, node: Node, affinity, tolerations, bound: str | None, gpus: int) -> Verdict:
+    def _judge(self, node: Node, c: _Constraints) -> Verdict:
         taints = self._taints[node.name]
-        if bound is not None:
+        if c.bound is not None:
             # no scheduler: the kubelet admits on affinity, NoExecute taints and resources
-            if bound != node.name:
+            if c.bound != node.name:
                 return Verdict(NODE_NAME)
-            if not affinity.matches(node.name, node.labels):
+            if not c.affinity.matches(node.name, node.labels):
                 return Verdict(AFFINITY)
-            taint = first_untolerated_taint_for_bound_pod(taints, tolerations)
+            taint = first_untolerated_taint_for_bound_pod(taints, c.tolerations)
             if taint is not None:
                 return Verdict(TAINT, taint)
         else:
+            if c.prefilter is not None and node.name not in c.prefilter:
+                return Verdict(PREFILTER)
             cordon = self._cordon.get(node.name)
-            if cordon is not None and first_untolerated_taint([cordon], tolerations):
+            if cordon is not None and first_untolerated_taint([cordon], c.tolerations):
                 return Verdict(UNSCHEDULABLE, cordon)
-            taint = first_untolerated_taint(taints, tolerations)
+            taint = first_untolerated_taint(taints, c.tolerations)
             if taint is not None:
                 return Verdict(TAINT, taint)
-            if not affinity.matches(node.name, node.labels):
+            if not c.affinity.matches(node.name, node.labels):
                 return Verdict(AFFINITY)
-        if gpus:
+        if c.gpus:
             offered = self._gpus[node.name]
-            if offered is not None and offered < gpus:
+            if offered is not None and offered < c.gpus:
                 return Verdict(INSUFFICIENT_GPU)
-        return Verdict(OK)
+        return _OK

@@ -12,9 +12,11 @@ from gpudrv_check.model.node import Node
 
 if TYPE_CHECKING:
     from gpudrv_check.load.matrix import Matrix
+    from gpudrv_check.model.operands import OperandPlacement
     from gpudrv_check.model.operator import OperatorConfig
     from gpudrv_check.model.placement import Placement
     from gpudrv_check.model.workload import Workload
+    from gpudrv_check.nvidia.cuda import CudaTable
 
 
 @dataclass
@@ -46,6 +48,13 @@ class Repo:
         return Placement(self.nodes)
 
     @cached_property
+    def cuda_table(self) -> CudaTable:
+        """policies/cuda.yaml extended by the config's `cuda:` (raises ConfigError if malformed)."""
+        from gpudrv_check.model.cuda import cuda_table
+
+        return cuda_table(self.config)
+
+    @cached_property
     def operator_configs(self) -> list[OperatorConfig]:
         from gpudrv_check.model.operator import find_operator_configs
 
@@ -56,3 +65,10 @@ class Repo:
         """The operator configuration (the first one, when the repo states several)."""
         configs = self.operator_configs
         return configs[0] if configs else None
+
+    @cached_property
+    def operand_placement(self) -> OperandPlacement:
+        """Which operand DaemonSet runs on which node, and why not (model/operands.py)."""
+        from gpudrv_check.model.operands import build_operand_placement
+
+        return build_operand_placement(self)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from gpudrv_check.load.located import Path, scalar_text, type_name
 from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
@@ -64,6 +64,11 @@ class Workload(BaseModel):
     replicas: int | None = None  # pods it asks for; None when the count is not a fixed number
     containers: list[Container] = Field(default_factory=list)
     gpus: int = 0  # nvidia.com/gpu per pod (the scheduler's effective request)
+    # the API server would refuse the object (a GPU040 error that is not scheduler-only):
+    # it never gets pods, so the placement rules leave it to GPU040
+    api_rejects: bool = False
+    # the placement constraint key, computed once (model/placement.py)
+    _constraint_key: tuple | None = PrivateAttr(default=None)
 
     @property
     def kind(self) -> str:
@@ -109,6 +114,26 @@ class Workload(BaseModel):
         value = self.spec_get("tolerations")
         return value if isinstance(value, list) else []
 
+    @property
+    def has_pods(self) -> bool:
+        """Whether pods of it can exist: the API server accepts it and it is not scaled to 0."""
+        return not self.api_rejects and self.replicas != 0
+
+    @property
+    def preemption_policy(self) -> str | None:
+        value = self.spec_get("preemptionPolicy")
+        return value if isinstance(value, str) else None
+
+    def gpu_request_path(self) -> Path | None:
+        """Where the largest ``nvidia.com/gpu`` amount is written (limits before requests)."""
+        best: tuple[int, Path] | None = None
+        for c in self.containers:
+            for section in ("limits", "requests"):
+                path = (*c.path, "resources", section, GPU_RESOURCE)
+                if self.manifest.get(*path) is not None and (best is None or c.gpus > best[0]):
+                    best = (c.gpus, path)
+        return best[1] if best else None
+
 
 def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding:
     return Finding(
@@ -120,6 +145,54 @@ def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding
         object=manifest.ref,
         path=list(path),
     )
+
+
+def field_path_text(path: Path) -> str:
+    """A key path as the API server prints it: ``spec.tolerations[0].operator``."""
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
+    return text
+
+
+_PLACEMENT_HINT = (
+    "Fix the field at this line: the API server rejects the whole object, so none of its pods "
+    "is ever created."
+)
+_SCHEDULER_ONLY_HINT = (
+    "The API server accepts this, but the scheduler treats the term as matching no node; fix "
+    "or remove it."
+)
+
+
+def _placement_findings(
+    manifest: Manifest, spec_path: Path, pod_spec: Any
+) -> tuple[list[Finding], bool]:
+    """GPU040 for nodeSelector, node affinity and tolerations the API server (or the scheduler)
+    cannot use, each at its offending key; and whether the API server would refuse the object."""
+    from gpudrv_check.k8s.nodeaffinity import validate_pod_node_placement
+    from gpudrv_check.k8s.taints import validate_tolerations
+
+    problems = validate_pod_node_placement(pod_spec)
+    if isinstance(pod_spec, dict):
+        problems += [
+            p._replace(path=("tolerations", *p.path))
+            for p in validate_tolerations(pod_spec.get("tolerations"))
+        ]
+    findings = []
+    for problem in problems:
+        path = (*spec_path, *problem.path)
+        finding = _finding(
+            manifest,
+            path,
+            f"{field_path_text(path)}: {problem.message}",
+            _SCHEDULER_ONLY_HINT if problem.scheduler_only else _PLACEMENT_HINT,
+        )
+        if problem.scheduler_only:
+            # the object is valid; only this term is dead (GPU010 says so when nothing is left)
+            finding = finding.model_copy(update={"severity": Severity.WARNING})
+        findings.append(finding)
+    return findings, any(not p.scheduler_only for p in problems)
 
 
 def _quantity_count(value: Any) -> int | None:
@@ -260,16 +333,19 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
     containers = _containers(manifest, spec_path, findings)
     main = sum(c.gpus for c in containers if not c.init)
     init = max((c.gpus for c in containers if c.init), default=0)
+    replicas = _replicas(manifest, findings)
+    placement_findings, placement_rejected = _placement_findings(manifest, spec_path, pod_spec)
     workload = Workload(
         manifest=manifest,
         spec_path=spec_path,
         pod_spec=pod_spec,
         pod_labels=labels,
-        replicas=_replicas(manifest, findings),
+        replicas=replicas,
         containers=containers,
         gpus=max(main, init),
+        api_rejects=bool(findings) or placement_rejected,
     )
-    return workload, findings
+    return workload, findings + placement_findings
 
 
 def build_workloads(manifests: list[Manifest]) -> tuple[list[Workload], list[Finding]]:

@@ -1,1 +1,106 @@
-"""Output formats: one module each, all rendered from the same findings."""
+"""Output formats: one module each, all rendered from the same `Report`.
+
+A format module has `render(report, *, colour=False) -> str`. `FORMATS` names them; the
+check command pairs each `--format` with its `--output` (see commands/check.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gpudrv_check.model.finding import Finding, Severity
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.repo import Repo
+    from gpudrv_check.policy import RulePolicy
+
+#: format name → module in this package
+FORMATS: dict[str, str] = {
+    "text": "text",
+    "json": "json_report",
+    "sarif": "sarif",
+    "junit": "junit",
+    "github": "github",
+    "gitlab": "gitlab",
+    "markdown": "markdown",
+}
+
+
+@dataclass
+class Summary:
+    files: int = 0
+    objects: int = 0
+    skipped_documents: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: {s.value: 0 for s in Severity})
+    suppressed: int = 0
+    suppressed_by: dict[str, int] = field(default_factory=dict)  # annotation|config|baseline
+    fail_on: str = "error"
+    exit_code: int = 0
+    baseline: str | None = None  # the --baseline file, when one was used
+    # pull-request mode (--base): the base revision and how the findings compare with it
+    base: str | None = None
+    new: int = 0
+    fixed: int = 0
+    unchanged: int = 0
+
+
+@dataclass
+class Report:
+    """What every format renders: the findings, the suppressed ones, the rules, the repo."""
+
+    findings: list[Finding]
+    suppressed: list[Finding]
+    rules: dict[str, RulePolicy]
+    summary: Summary
+    repo: Repo | None = None
+    # prepended to finding files in formats CI systems resolve against the repository root
+    path_prefix: str = ""
+    tool_version: str = ""
+
+    def uri(self, file: str) -> str:
+        """A finding's file as a path from the working directory (see `path_prefix`)."""
+        return self.path_prefix + file
+
+    def rule(self, rule_id: str) -> RulePolicy | None:
+        return self.rules.get(rule_id)
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        """Reported and suppressed findings, in report order."""
+        return sorted([*self.findings, *self.suppressed], key=Finding.sort_key)
+
+    def counts_by_rule(self) -> dict[str, tuple[int, int]]:
+        """rule id → (reported, suppressed), for rules with either."""
+        reported = Counter(f.rule for f in self.findings)
+        suppressed = Counter(f.rule for f in self.suppressed)
+        return {r: (reported[r], suppressed[r]) for r in sorted(set(reported) | set(suppressed))}
+
+
+def suppression_source(finding: Finding) -> str:
+    """`annotation`, `config` or `baseline`: which mechanism suppressed the finding."""
+    return (finding.suppressed_by or "").split(" ", 1)[0]
+
+
+def path_prefix(root: str, cwd: str | None = None) -> str:
+    """The checked root as seen from the working directory, when it lies inside it.
+
+    CI systems (GitHub annotations and code scanning, GitLab) resolve paths against the
+    repository root, which is the working directory of a CI job: `gpudrv-check check deploy/`
+    must report `deploy/k8s/x.yaml`, not `k8s/x.yaml`.
+    """
+    try:
+        rel = os.path.relpath(os.path.realpath(root), os.path.realpath(cwd or os.getcwd()))
+    except ValueError:  # another drive on Windows
+        return ""
+    if rel == "." or rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return ""
+    return rel.replace(os.sep, "/") + "/"
+
+
+def render(fmt: str, report: Report, colour: bool = False) -> str:
+    module: Any = importlib.import_module(f"gpudrv_check.report.{FORMATS[fmt]}")
+    return module.render(report, colour=colour)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from gpudrv_check.model.finding import Finding
+
+if TYPE_CHECKING:
+    from gpudrv_check.report import Report
 
 _COLOURS = {"error": "\033[31m", "warning": "\033[33m", "info": "\033[36m"}
 _RESET = "\033[0m"
@@ -25,7 +29,7 @@ def finding_line(f: Finding, colour: bool = False) -> str:
     return f"{f.location}: {severity} {f.rule} {f.message}"
 
 
-def render(findings: Iterable[Finding], summary: str, colour: bool = False) -> str:
+def render_findings(findings: Iterable[Finding], summary: str, colour: bool = False) -> str:
     lines = []
     for f in findings:
         lines.append(finding_line(f, colour))
@@ -48,3 +52,18 @@ def summary_line(files: int, objects: int, counts: dict[str, int], suppressed: i
     if suppressed:
         text += f"; {suppressed} suppressed"
     return text
+
+
+def render_summary(report: Report) -> str:
+    """The one-line summary (printed alone when the reports go to files)."""
+    s = report.summary
+    line = summary_line(s.files, s.objects, s.counts, s.suppressed)
+    if s.baseline:
+        line += f" (baseline {s.baseline})"
+    if s.base is not None:
+        line += f"\n{s.new} new, {s.fixed} fixed, {s.unchanged} unchanged (base {s.base})"
+    return line
+
+
+def render(report: Report, *, colour: bool = False) -> str:
+    return render_findings(report.findings, render_summary(report), colour)

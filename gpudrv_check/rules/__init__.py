@@ -11,9 +11,15 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from gpudrv_check.rules import (
+    cuda_driver_too_old,
     driver_image_missing,
     driver_tag_label_missing,
+    gpu_node_missing_operands,
+    gpu_request_without_gpu_node,
+    operand_chain_broken,
+    operand_taint_not_tolerated,
     precompiled_os_conflict,
+    workload_unschedulable,
 )
 
 if TYPE_CHECKING:
@@ -24,6 +30,12 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     driver_image_missing,
     driver_tag_label_missing,
     precompiled_os_conflict,
+    workload_unschedulable,
+    cuda_driver_too_old,
+    gpu_request_without_gpu_node,
+    operand_chain_broken,
+    gpu_node_missing_operands,
+    operand_taint_not_tolerated,
 )
 
 

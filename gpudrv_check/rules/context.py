@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gpudrv_check.load.located import Path
@@ -9,22 +10,20 @@ from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
 from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.repo import Repo
-from gpudrv_check.policy import catalog
+from gpudrv_check.policy import RulePolicy, catalog, rule_params
 
 
 class Context:
-    def __init__(self, repo: Repo) -> None:
+    def __init__(self, repo: Repo, rules: Mapping[str, RulePolicy] | None = None) -> None:
         self.repo = repo
         self.config = repo.config
+        # every rule of this run: the built-in catalog and the custom policies
+        self.rules = rules if rules is not None else catalog()
 
     def params(self, rule: str) -> dict[str, Any]:
-        """The rule's parameters: policy defaults overlaid with the config's."""
-        policy = catalog().get(rule)
-        merged = dict(policy.params) if policy else {}
-        for key, settings in self.config.rules.items():
-            if key == rule or (policy is not None and key == policy.name):
-                merged.update(settings.params)
-        return merged
+        """The rule's parameters: policy defaults overlaid with the config's `rules:` entry,
+        written under the rule's id (any case) or its name."""
+        return rule_params(self.config, rule, self.rules)
 
     def finding(
         self,
@@ -45,5 +44,6 @@ class Context:
             hint=hint if hint is not None else (policy.fix if policy else None),
             location=location or about.location(path),
             object=obj or about.ref,
+            # inside the object: for an inventory node, the Node-shaped path, not its list index
             path=list(about.object_path(path) if isinstance(about, Node) else path),
         )

@@ -247,6 +247,15 @@ class GitTree:
         entry = self.entries.get(rel)
         return entry is not None and entry.mode not in (_SYMLINK, _SUBMODULE)
 
+    def files_under(self, prefix: str) -> list[str]:
+        """Every regular file below the directory `prefix` ("" for the root), sorted."""
+        start = prefix.rstrip("/") + "/" if prefix else ""
+        return sorted(
+            rel
+            for rel, entry in self.entries.items()
+            if rel.startswith(start) and entry.mode not in (_SYMLINK, _SUBMODULE)
+        )
+
     def materialize(self, dest: Path) -> None:
         """Write the regular files of the subtree under `dest` (for tools that read from disk)."""
         for rel, entry in self.entries.items():

@@ -268,6 +268,7 @@ class KustomizeSource:
             )
         self.command = found
         self.inner = inner
+        self.config_source = getattr(inner, "config_source", inner)
         self.label = inner.label
         self.disk_root = inner.disk_root
         self.rendered: dict[str, bytes] = {}

@@ -23,6 +23,8 @@ class StdinSource:
         self.disk_root = cwd or Path(".")
         self.label = "standard input"
         self._disk = WorkingTree(self.disk_root)
+        # the config, the matrix and custom policies are read from the working directory
+        self.config_source = self._disk
 
     @classmethod
     def from_stdin(cls, name: str, cwd: Path | None = None) -> StdinSource:

@@ -31,6 +31,15 @@ class Listing:
     skipped: list[Skipped] = field(default_factory=list)
 
 
+def inside_root(root: str | os.PathLike[str], rel: str) -> bool:
+    """Whether `rel` stays inside `root` once `..` and symbolic links are resolved."""
+    try:
+        (Path(root) / rel).resolve().relative_to(Path(root).resolve())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def is_excluded(rel: str, patterns: list[str]) -> bool:
     """Glob match on the relative POSIX path; a pattern naming a directory excludes its tree."""
     for pattern in patterns:

@@ -182,3 +182,24 @@ def test_a_clean_checkout_reads_the_same_at_head(git_repo: Path):
             disk.stdout,
             disk.stderr,
         )
+
+
+def test_rev_reads_custom_policies_of_that_revision(git_repo: Path):
+    import shutil
+
+    from tests.conftest import ROOT
+
+    write(git_repo, ".gpudrv-check.yaml", "matrix: null\npolicies: [custom/]\n")
+    (git_repo / "custom").mkdir()
+    shutil.copy(
+        ROOT / "policies" / "examples" / "driver-branch-allowed.yaml",
+        git_repo / "custom" / "branch.yaml",
+    )
+    write(git_repo, "n.yaml", gpu_node("old-branch", branch="535"))
+    commit(git_repo, "policy")
+    shutil.rmtree(git_repo / "custom")  # gone from the working tree, still in the commit
+    at_head = run_cli("check", str(git_repo), "--rev", "HEAD")
+    on_disk = run_cli("check", str(git_repo))
+    assert at_head.returncode == 1, at_head.stderr
+    assert "n.yaml:8:5: error ORG002 GPU node old-branch: driver branch '535'" in at_head.stdout
+    assert on_disk.returncode == 2 and "policies: 'custom/' not found" in on_disk.stderr

@@ -1,0 +1,242 @@
+"""CUDA fit: which driver a workload's images need, and which driver each node runs.
+
+The table is ``policies/cuda.yaml`` extended by the config's ``cuda:`` key (same format; user
+rows override, user image rules are tried first). A node's driver comes from the GPU Feature
+Discovery labels: ``nvidia.com/cuda.driver-version.full``, else ``…driver-version.major/minor/
+revision``, else the deprecated ``nvidia.com/cuda.driver.major/minor/rev``.
+
+Two floors, chosen by the GPU011 parameter ``minor_version_compatibility``:
+
+- with it (the default), a CUDA X.Y runtime needs the driver branch of *minor version
+  compatibility* for major X (12.x: 525, 13.x: 580); below that it does not start. Between that
+  and the release's own minimum it starts with feature limits (no JIT of newer PTX, some newer
+  APIs fail);
+- without it, the release's own minimum (``min_driver``) is the floor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from gpudrv_check.config import Config, ConfigError
+from gpudrv_check.model.node import Node
+from gpudrv_check.model.workload import Container, Workload
+from gpudrv_check.nvidia.cuda import (
+    CudaTable,
+    DriverRequirement,
+    DriverVerdict,
+    driver_check,
+    driver_requirement,
+    merge_tables,
+    parse_cuda_table,
+)
+
+DRIVER_FULL_LABEL = "nvidia.com/cuda.driver-version.full"
+#: (major, minor, revision) label keys: current GFD names first, then the deprecated ones
+DRIVER_PART_LABELS = (
+    (
+        "nvidia.com/cuda.driver-version.major",
+        "nvidia.com/cuda.driver-version.minor",
+        "nvidia.com/cuda.driver-version.revision",
+    ),
+    ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev"),
+)
+_TABLE_KEYS = frozenset(("version", "min_driver", "minor_version_compat", "images"))
+
+
+@lru_cache(maxsize=1)
+def builtin_cuda_table() -> CudaTable:
+    from gpudrv_check.load.yaml_docs import parse_text
+    from gpudrv_check.resources import read_resource
+
+    parsed = parse_text(read_resource("policies", "cuda.yaml"))
+    table, problems = parse_cuda_table(parsed.docs[0].data if parsed.docs else None)
+    if parsed.problems or problems:
+        raise RuntimeError(f"broken built-in policies/cuda.yaml: {parsed.problems or problems}")
+    return table
+
+
+def cuda_table(config: Config) -> CudaTable:
+    """The built-in table extended by the config's ``cuda:``; a malformed extension is a
+    configuration error (exit 2), not something to skip silently."""
+    base = builtin_cuda_table()
+    extension = config.cuda
+    if not extension:
+        return base
+    unknown = sorted(str(k) for k in extension if k not in _TABLE_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"cuda: unknown key {unknown[0]!r} (expected {', '.join(sorted(_TABLE_KEYS))})",
+            config.source,
+        )
+    parsed, problems = parse_cuda_table(extension)
+    if problems:
+        raise ConfigError(f"cuda: {problems[0]}", config.source)
+    return merge_tables(base, parsed)
+
+
+@dataclass(frozen=True)
+class NodeDriver:
+    version: str  # "550.90.07", or a branch alone ("550") when only the major is labelled
+    major_label: str  # the label key holding the branch, for affinity suggestions
+
+
+def node_driver(node: Node) -> NodeDriver | None:
+    """The node's driver version from its GFD labels, or None when it has none."""
+    labels = node.labels
+    full = labels.get(DRIVER_FULL_LABEL, "").strip()
+    for major_key, minor_key, rev_key in DRIVER_PART_LABELS:
+        major = labels.get(major_key, "").strip()
+        if not major.isdigit():
+            continue
+        if full and full.split(".")[0] == major:
+            return NodeDriver(full, major_key)
+        parts = [major]
+        minor = labels.get(minor_key, "").strip()
+        if minor.isdigit():
+            parts.append(minor)
+            rev = labels.get(rev_key, "").strip()
+            if rev.isdigit():
+                parts.append(rev)
+        return NodeDriver(".".join(parts), major_key)
+    if full and full.split(".")[0].isdigit():
+        return NodeDriver(full, DRIVER_PART_LABELS[0][0])
+    return None
+
+
+@dataclass
+class CudaFit:
+    """How one image of a workload fares on the nodes the workload can land on."""
+
+    container: Container
+    need: DriverRequirement
+    floor: str  # the driver below which the image does not start
+    too_old: list[tuple[Node, str]] = field(default_factory=list)  # below the floor
+    limited: list[tuple[Node, str]] = field(default_factory=list)  # minor version compatibility
+    fine: list[tuple[Node, str]] = field(default_factory=list)
+    unknown: list[Node] = field(default_factory=list)  # no driver label, or undecidable
+
+    @property
+    def all_too_old(self) -> bool:
+        return bool(self.too_old) and not self.limited and not self.fine
+
+
+def _at_least(node_version: str, minimum: str) -> bool | None:
+    verdict = driver_check(node_version, minimum).verdict
+    if verdict is DriverVerdict.OK:
+        return True
+    if verdict is DriverVerdict.TOO_OLD:
+        return False
+    return None
+
+
+def _fit(
+    container: Container,
+    need: DriverRequirement,
+    nodes: list[Node],
+    minor_compat: bool,
+    drivers: dict[str, NodeDriver | None],
+) -> CudaFit | None:
+    floor = need.compat_branch if minor_compat and need.compat_branch else need.min_driver
+    if floor is None:
+        return None  # neither the release nor its major is in the table: nothing to compare
+    fit = CudaFit(container, need, floor)
+    for node in nodes:
+        if node.name not in drivers:
+            drivers[node.name] = node_driver(node)
+        driver = drivers[node.name]
+        if driver is None:
+            fit.unknown.append(node)
+            continue
+        starts = _at_least(driver.version, floor)
+        if starts is None:
+            fit.unknown.append(node)
+        elif not starts:
+            fit.too_old.append((node, driver.version))
+        elif need.min_driver and _at_least(driver.version, need.min_driver) is False:
+            fit.limited.append((node, driver.version))
+        else:
+            fit.fine.append((node, driver.version))
+    return fit
+
+
+def cuda_fits(
+    workload: Workload,
+    nodes: list[Node],
+    table: CudaTable,
+    minor_compat: bool = True,
+    memo: dict | None = None,
+    nodes_key: Hashable | None = None,
+) -> list[CudaFit]:
+    """One fit per container image the table knows, worst first (most nodes too old, then most
+    nodes with feature limits). Images the table does not know are not guessed.
+
+    With ``memo`` (e.g. ``Placement.memo``) and ``nodes_key`` naming the node set (e.g. the
+    workload's constraint key), images and node drivers are looked up once per run.
+    """
+    memo = {} if memo is None else memo
+    drivers = memo.setdefault(("cuda", "drivers"), {})
+    fits = []
+    for container in workload.containers:
+        if not container.image:
+            continue
+        need_key = ("cuda", "need", id(table), container.image)
+        if need_key not in memo:
+            memo[need_key] = driver_requirement(table, container.image)
+        need = memo[need_key]
+        if need is None:
+            continue
+        fit_key = ("cuda", "fit", id(table), container.image, nodes_key, minor_compat)
+        shared = memo.get(fit_key) if nodes_key is not None else None
+        if shared is None:
+            shared = _fit(container, need, nodes, minor_compat, drivers)
+            if nodes_key is not None:
+                memo[fit_key] = shared or False
+        if shared:
+            fits.append(replace(shared, container=container))
+    fits.sort(key=lambda f: (-len(f.too_old), -len(f.limited), f.container.path))
+    return fits
+
+
+def excluding_expression(
+    floor: str, excluded: list[Node], nodes: list[Node]
+) -> dict[str, object] | None:
+    """A required node-affinity expression that keeps a workload off ``excluded`` (nodes whose
+    driver is below ``floor``) and on the rest of ``nodes``, or None.
+
+    ``<driver major label> Gt <floor branch - 1>`` when a whole branch separates them (the usual
+    case); else ``kubernetes.io/hostname NotIn [...]`` when the excluded nodes carry that label.
+    """
+    floor_branch = int(floor.split(".")[0])
+    excluded_names = {n.name for n in excluded}
+    drivers = {n.name: node_driver(n) for n in nodes}
+
+    def branch(name: str) -> int:
+        driver = drivers.get(name)
+        value = driver.version.split(".")[0] if driver is not None else ""
+        return int(value) if value.isdigit() else -1
+
+    keys = {drivers[n].major_label for n in excluded_names if drivers.get(n) is not None}
+    separable = all(branch(n) < floor_branch for n in excluded_names) and all(
+        branch(n.name) >= floor_branch
+        for n in nodes
+        if n.name not in excluded_names and drivers.get(n.name) is not None
+    )
+    if separable and len(keys) == 1 and all(drivers.get(n) for n in excluded_names):
+        return {"key": keys.pop(), "operator": "Gt", "values": [str(floor_branch - 1)]}
+    hostname = "kubernetes.io/hostname"
+    if excluded and all(hostname in n.labels for n in excluded):
+        return {
+            "key": hostname,
+            "operator": "NotIn",
+            "values": sorted(n.labels[hostname] for n in excluded),
+        }
+    return None
+
+
+def expression_text(expr: Mapping[str, object]) -> str:
+    """A flow-style YAML rendering: ``{key: k, operator: Gt, values: ["554"]}``."""
+    values = ", ".join(f'"{v}"' for v in expr.get("values") or [])  # type: ignore[union-attr]
+    return f"{{key: {expr['key']}, operator: {expr['operator']}, values: [{values}]}}"

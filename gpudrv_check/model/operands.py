@@ -1,0 +1,755 @@
+"""Operand placement: which GPU Operator operand DaemonSet runs on which node, and why not.
+
+Where the operand DaemonSets come from:
+
+- **the repo**: any DaemonSet whose pod template selects, by ``nodeSelector`` or required node
+  affinity, on a ``nvidia.com/gpu.deploy.<operand>`` label is that operand (several DaemonSets
+  may share one operand, e.g. one precompiled driver DaemonSet per kernel);
+- **the operator configuration** (a ClusterPolicy, or gpu-operator chart values in a Flux
+  HelmRelease / Argo CD Application): one DaemonSet per operand it enables, selecting on its
+  deploy label ``"true"`` and carrying ``daemonsets.tolerations`` when that list is non-empty,
+  else the assets' ``nvidia.com/gpu:NoSchedule`` toleration.
+
+When both exist, a DaemonSet in the repo wins for its operand (it is the concrete object the
+controller runs); the other operands are derived from the configuration.
+
+Node labels: with an operator configuration in the repo, the operator rewrites the deploy
+labels of every ``nvidia.com/gpu.present=true`` node before any DaemonSet sees them
+(``nvidia.operands.expected_deploy_labels``, upstream ``updateGPUStateLabels``): a missing label
+is added as ``"true"``, an admin's value is kept, and ``nvidia.com/gpu.deploy.operands=false``
+removes them all. That removal is the *only* way that label works: no DaemonSet selects on it.
+So without an operator configuration the labels are read as written, and hand-written
+DaemonSets still land on a node labelled ``operands=false`` (a note says so).
+
+Placement per (DaemonSet, node) is ``repo.placement``'s verdict with the DaemonSet controller's
+own tolerations; ``desiredNumberScheduled`` counts the nodes where the controller's
+``NodeShouldRunDaemonPod`` holds: node name, node selector/affinity and NoSchedule/NoExecute
+taints (it does not look at resources), so a node with an untolerated taint is not counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gpudrv_check.k8s.nodeaffinity import (
+    REQUIRED_AFFINITY_PATH,
+    RequiredNodeAffinity,
+    pod_placement_explanations,
+    required_node_affinity,
+)
+from gpudrv_check.k8s.taints import (
+    daemonset_pod_tolerations,
+    first_untolerated_taint,
+    node_taints,
+)
+from gpudrv_check.load.located import Path
+from gpudrv_check.model.finding import Location
+from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.model.node import Node
+from gpudrv_check.model.placement import INSUFFICIENT_GPU, NODE_NAME, Placement, Verdict
+from gpudrv_check.model.workload import POD_SPEC_PATHS, Workload
+from gpudrv_check.nvidia.operands import (
+    CLUSTERPOLICY,
+    DEFAULT_OPERAND_TOLERATION,
+    DEPLOY_OPERANDS_LABEL,
+    HELM,
+    OPERAND_NAMES,
+    OPERANDS,
+    WORKLOAD_CONFIG_LABEL,
+    WORKLOAD_CONFIGS,
+    default_workload,
+    dependencies,
+    driver_settings,
+    expected_deploy_labels,
+    has_mig_capable_gpu,
+    operand_for_deploy_label,
+    operands_from_operator_config,
+    operator_tolerations,
+    sandbox_workloads_enabled,
+    workload_config,
+)
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.operator import OperatorConfig
+    from gpudrv_check.model.repo import Repo
+
+# where a DaemonSet came from
+REPO = "repo"
+OPERATOR = "operator"
+
+# modes: which source the operand set was built from
+MODE_NONE = "none"
+MODE_DAEMONSETS = "daemonsets"
+MODE_OPERATOR = "operator"
+MODE_BOTH = "operator+daemonsets"
+
+# why an operand does not run on a node
+LABEL = "label"  # its deploy label is missing or not "true"
+OPERANDS_OFF = "operands=false"  # the operator removed every deploy label
+SELECTOR = "selector"  # another nodeSelector / affinity requirement of the DaemonSet
+TAINT = "taint"  # a NoSchedule/NoExecute taint the DaemonSet does not tolerate
+DISABLED = "disabled"  # switched off in the operator configuration
+NODE_NAME_CAUSE = "node-name"  # the pod template names another node
+GPUS = "gpus"  # the pod requests more nvidia.com/gpu than the node offers
+
+DRIVER = "driver"
+TOOLKIT = "container-toolkit"
+DEVICE_PLUGIN = "device-plugin"
+MIG_MANAGER = "mig-manager"
+DEFAULT_NAMESPACE = "gpu-operator"
+
+_SOURCE_NAMES = {
+    "clusterpolicy": "ClusterPolicy",
+    "helmrelease": "HelmRelease values",
+    "application": "Application values",
+}
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One reason an operand does not run on a node, and where it is written."""
+
+    kind: str
+    detail: str
+    location: Location
+    about: Manifest | Node = field(compare=False)  # the object the reason is written in
+    path: Path = field(compare=False)  # key path inside that object
+
+    def cited(self) -> str:
+        return f"{self.detail} ({self.location.file}:{self.location.line})"
+
+
+@dataclass
+class OperandDaemonSet:
+    """An operand DaemonSet, from the repo or derived from the operator configuration."""
+
+    operand: str
+    name: str
+    namespace: str
+    source: str  # REPO | OPERATOR
+    workload: Workload
+    about: Manifest  # the DaemonSet (repo) or the operator configuration's object (operator)
+    path: Path  # where it is declared inside `about`
+    tolerations_path: Path  # where its tolerations are written inside `about`
+    tolerations: list  # as its pods carry them, DaemonSet controller defaults included
+    affinity: RequiredNodeAffinity
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # node name -> placement
+    desired: list[str] = field(default_factory=list)  # nodes the controller counts
+    # nodes whose labels it selects but whose taint it does not tolerate: not counted
+    tainted_out: list[tuple[str, dict]] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def desired_number_scheduled(self) -> int:
+        return len(self.desired)
+
+    @property
+    def location(self) -> Location:
+        return self.about.location(self.path)
+
+    @property
+    def declared_at(self) -> Location:
+        """The DaemonSet's name in the repo, or the configuration key it is derived from."""
+        if self.source == REPO:
+            return self.about.location(("metadata", "name"))
+        return self.location
+
+    @property
+    def tolerations_location(self) -> Location:
+        return self.about.location(self.tolerations_path)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One operand on one node."""
+
+    operand: str
+    running: bool
+    daemonsets: tuple[str, ...] = ()  # the DaemonSets whose pod runs there
+    causes: tuple[Cause, ...] = ()  # why not, when not running
+    preinstalled: bool = False  # the driver label is "false": the driver is on the host
+    disabled: bool = False  # the operand is off in the operator configuration
+
+    @property
+    def text(self) -> str:
+        """The table cell: yes, pre-installed, or no (first reason)."""
+        if self.running:
+            return "yes"
+        if self.preinstalled:
+            return "pre-installed"
+        kind = self.causes[0].kind if self.causes else "?"
+        return f"no ({kind})"
+
+
+@dataclass(frozen=True)
+class ChainBreak:
+    """Operands running on a node while one they depend on does not."""
+
+    node: Node
+    missing: str
+    running: tuple[str, ...]  # the dependents that run, catalog order
+    causes: tuple[Cause, ...]
+    waits: bool  # the dependents are operator pods whose init containers wait for `missing`
+
+
+@dataclass
+class OperandPlacement:
+    mode: str
+    config: OperatorConfig | None
+    enabled: dict[str, bool] | None  # per operand, from the configuration
+    operands: tuple[str, ...]  # table columns, catalog order
+    daemonsets: list[OperandDaemonSet]
+    rows: list[Node]  # nodes shown: GPU nodes and nodes an operand reaches or is labelled for
+    cells: dict[str, dict[str, Cell]]  # node name -> operand -> cell, for every row
+    breaks: dict[str, list[ChainBreak]]  # node name -> broken links
+    labels: dict[str, dict[str, str]]  # node name -> labels as the DaemonSets see them
+    notes: list[str] = field(default_factory=list)
+    hidden_nodes: int = 0
+
+    @property
+    def gpu_rows(self) -> list[Node]:
+        return [n for n in self.rows if n.is_gpu]
+
+    def daemonsets_of(self, operand: str) -> list[OperandDaemonSet]:
+        return [ds for ds in self.daemonsets if ds.operand == operand]
+
+    def running(self, node: str) -> tuple[str, ...]:
+        return tuple(op for op, cell in self.cells.get(node, {}).items() if cell.running)
+
+
+# --- finding operand DaemonSets in the repo ---------------------------------------------------
+
+
+def _deploy_selection(pod_spec: Any) -> tuple[str, Path] | None:
+    """(operand, path in the pod spec) of the first deploy label the spec selects on."""
+    if not isinstance(pod_spec, Mapping):
+        return None
+    selector = pod_spec.get("nodeSelector")
+    if isinstance(selector, Mapping):
+        for key in selector:
+            operand = operand_for_deploy_label(key)
+            if operand is not None:
+                return operand, ("nodeSelector", key)
+    required: Any = pod_spec
+    for step in REQUIRED_AFFINITY_PATH:
+        required = required.get(step) if isinstance(required, Mapping) else None
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    for i, term in enumerate(terms if isinstance(terms, list) else []):
+        expressions = term.get("matchExpressions") if isinstance(term, Mapping) else None
+        for j, expression in enumerate(expressions if isinstance(expressions, list) else []):
+            key = expression.get("key") if isinstance(expression, Mapping) else None
+            operand = operand_for_deploy_label(key)
+            if operand is not None:
+                return operand, (
+                    *REQUIRED_AFFINITY_PATH,
+                    "nodeSelectorTerms",
+                    i,
+                    "matchExpressions",
+                    j,
+                )
+    return None
+
+
+def _repo_daemonsets(workloads: list[Workload]) -> list[OperandDaemonSet]:
+    found = []
+    for workload in workloads:
+        if workload.kind != "DaemonSet":
+            continue
+        selection = _deploy_selection(workload.pod_spec)
+        if selection is None:
+            continue
+        operand, path = selection
+        spec = workload.pod_spec
+        found.append(
+            OperandDaemonSet(
+                operand=operand,
+                name=workload.name or "?",
+                namespace=workload.namespace,
+                source=REPO,
+                workload=workload,
+                about=workload.manifest,
+                path=(*workload.spec_path, *path),
+                tolerations_path=(*workload.spec_path, "tolerations"),
+                tolerations=daemonset_pod_tolerations(
+                    spec.get("tolerations"), workload.host_network
+                ),
+                affinity=required_node_affinity(spec),
+            )
+        )
+    return found
+
+
+# --- deriving them from the operator configuration -------------------------------------------
+
+
+def _config_source(config: OperatorConfig) -> str:
+    return CLUSTERPOLICY if config.source == "clusterpolicy" else HELM
+
+
+def _operator_namespace(config: OperatorConfig) -> str:
+    m = config.manifest
+    candidates = (
+        m.get("spec", "targetNamespace"),  # HelmRelease
+        m.get("spec", "destination", "namespace"),  # Application
+        m.namespace if config.source == "helmrelease" else None,
+    )
+    for value in candidates:
+        if isinstance(value, str) and value:
+            return value
+    return DEFAULT_NAMESPACE
+
+
+def _derived_daemonset(operand: str, config: OperatorConfig) -> OperandDaemonSet:
+    entry = OPERANDS[operand]
+    tolerations = operator_tolerations(config.values)
+    pod_spec = {"nodeSelector": {entry.deploy_label: "true"}, "tolerations": tolerations}
+    namespace = _operator_namespace(config)
+    manifest = Manifest(
+        file=config.manifest.file,
+        doc=config.manifest.doc,
+        data={
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": entry.daemonset, "namespace": namespace},
+            "spec": {"template": {"spec": pod_spec}},
+        },
+        api_version="apps/v1",
+        kind="DaemonSet",
+        name=entry.daemonset,
+        namespace=namespace,
+    )
+    workload = Workload(manifest=manifest, spec_path=POD_SPEC_PATHS["DaemonSet"], pod_spec=pod_spec)
+    section = (entry.spec_key,) if entry.spec_key and config.get(entry.spec_key) else ()
+    return OperandDaemonSet(
+        operand=operand,
+        name=entry.daemonset,
+        namespace=namespace,
+        source=OPERATOR,
+        workload=workload,
+        about=config.manifest,
+        path=config_key_path(config, *section),
+        tolerations_path=config_key_path(config, "daemonsets", "tolerations"),
+        tolerations=daemonset_pod_tolerations(tolerations, False),
+        affinity=required_node_affinity(pod_spec),
+    )
+
+
+def config_key_path(config: OperatorConfig, *path: str) -> Path:
+    """A key path inside the configuration's manifest (the values block when embedded)."""
+    if config.embedded:
+        return tuple(config.values_path)
+    return (*config.values_path, *path)
+
+
+def config_name(config: OperatorConfig) -> str:
+    kind = _SOURCE_NAMES.get(config.source, config.source)
+    return f"{kind} {config.manifest.name or '?'}"
+
+
+# --- node labels as the DaemonSets see them ---------------------------------------------------
+
+
+def _operator_labels(node: Node, sandbox: bool, default: str) -> dict[str, str]:
+    kept = {k: v for k, v in node.labels.items() if operand_for_deploy_label(k) is None}
+    kept.update(expected_deploy_labels(node.labels, sandbox, default))
+    return kept
+
+
+# --- explaining a node the DaemonSet does not reach -------------------------------------------
+
+
+def _taint_text(taint: Mapping) -> str:
+    key, value, effect = taint.get("key") or "", taint.get("value") or "", taint.get("effect")
+    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+
+
+def taint_path(node: Node, taint: Mapping) -> Path:
+    """Where a taint is written in the node's object (the cordon: `spec.unschedulable`)."""
+    raw = node.manifest.get(*node.taints_path)
+    for index, item in enumerate(raw if isinstance(raw, list) else []):
+        if item is taint:
+            return (*node.taints_path, index)
+    for index, item in enumerate(raw if isinstance(raw, list) else []):
+        if isinstance(item, Mapping) and all(
+            (item.get(f) or "") == (taint.get(f) or "") for f in ("key", "value", "effect")
+        ):
+            return (*node.taints_path, index)
+    return node.unschedulable_path if node.unschedulable else node.taints_path
+
+
+def _selected_key(pod_spec: Mapping, path: Path) -> str | None:
+    """The label key a failed nodeSelector entry or match expression reads."""
+    if len(path) == 2 and path[0] == "nodeSelector":
+        return str(path[1])
+    node: Any = pod_spec
+    for step in path:
+        if isinstance(node, Mapping) and isinstance(step, str):
+            node = node.get(step)
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            node = node[step]
+        else:
+            return None
+    key = node.get("key") if isinstance(node, Mapping) else None
+    return key if isinstance(key, str) else None
+
+
+class _Explainer:
+    def __init__(self, operator_mode: bool, labels: dict[str, dict[str, str]]) -> None:
+        self.operator_mode = operator_mode
+        self.labels = labels
+
+    def label_cause(self, node: Node, key: str) -> Cause:
+        seen = self.labels[node.name]
+        operand = operand_for_deploy_label(key)
+        if self.operator_mode and node.is_gpu and node.labels.get(DEPLOY_OPERANDS_LABEL) == "false":
+            return Cause(
+                OPERANDS_OFF,
+                f"label {DEPLOY_OPERANDS_LABEL}=false: the operator removes every "
+                "nvidia.com/gpu.deploy.* label from the node",
+                node.label_location(DEPLOY_OPERANDS_LABEL),
+                node,
+                node.label_path(DEPLOY_OPERANDS_LABEL),
+            )
+        value = seen.get(key)
+        if value is None:
+            detail = f"label {key} missing"
+            if self.operator_mode and not node.is_gpu:
+                detail += ": the operator labels only nodes with nvidia.com/gpu.present=true"
+            elif self.operator_mode and operand == MIG_MANAGER:
+                detail += ": the operator adds it only on MIG-capable nodes"
+            elif self.operator_mode and key in node.labels:
+                detail += " (the operator removes it: not for this node's GPU workload type)"
+        elif value == "false":
+            detail = f"label {key}=false"
+            if operand == DRIVER:
+                detail += ": driver pre-installed on the host"
+        else:
+            detail = f'label {key}={value} (only "true" matches)'
+        return Cause(LABEL, detail, node.label_location(key), node, node.label_path(key))
+
+    def causes(self, ds: OperandDaemonSet, node: Node, verdict: Verdict) -> list[Cause]:
+        seen = self.labels[node.name]
+        spec = ds.workload.pod_spec if isinstance(ds.workload.pod_spec, Mapping) else {}
+        out: list[Cause] = []
+        if verdict.reason == NODE_NAME:
+            path = (*ds.workload.spec_path, "nodeName")
+            out.append(
+                Cause(
+                    NODE_NAME_CAUSE,
+                    f"the pod template is bound to node {ds.workload.node_name}",
+                    ds.about.location(path),
+                    ds.about,
+                    path,
+                )
+            )
+            return out
+        if not ds.affinity.matches(node.name, seen):
+            deploy_key = OPERANDS[ds.operand].deploy_label
+            for check in pod_placement_explanations(spec, node.name, seen):
+                if check.matched:
+                    continue
+                if _selected_key(spec, check.path) == deploy_key:
+                    cause = self.label_cause(node, deploy_key)
+                else:
+                    path = (*ds.workload.spec_path, *check.path)
+                    cause = Cause(
+                        SELECTOR,
+                        f"DaemonSet {ds.name}: {check.detail}",
+                        ds.about.location(path),
+                        ds.about,
+                        path,
+                    )
+                if cause not in out:
+                    out.append(cause)
+        taints = node_taints({"taints": node.taints, "unschedulable": node.unschedulable})
+        taint = first_untolerated_taint(taints, ds.tolerations)
+        if taint is not None:
+            path = taint_path(node, taint)
+            out.append(
+                Cause(
+                    TAINT,
+                    f"taint {_taint_text(taint)} not tolerated",
+                    node.location(path),
+                    node,
+                    path,
+                )
+            )
+        if verdict.reason == INSUFFICIENT_GPU:
+            out.append(
+                Cause(
+                    GPUS,
+                    f"{ds.name} requests {ds.workload.gpus} nvidia.com/gpu, more than the node "
+                    "offers",
+                    node.location(node.name_path),
+                    node,
+                    node.name_path,
+                )
+            )
+        return out
+
+
+# --- building the whole picture ---------------------------------------------------------------
+
+
+def _node_workload(
+    labels: Mapping[str, str], operator_mode: bool, sandbox: bool, default: str
+) -> str | None:
+    if operator_mode:
+        return workload_config(labels, sandbox, default)
+    value = labels.get(WORKLOAD_CONFIG_LABEL)
+    return value if value in WORKLOAD_CONFIGS else None
+
+
+def build_operand_placement(repo: Repo) -> OperandPlacement:
+    config = repo.operator
+    repo_ds = _repo_daemonsets(repo.workloads)
+    notes: list[str] = []
+    enabled: dict[str, bool] | None = None
+    sandbox, default = False, "container"
+    if config is not None:
+        values = config.values
+        source = _config_source(config)
+        enabled = operands_from_operator_config(values, source)
+        sandbox = sandbox_workloads_enabled(values, source)
+        default = default_workload(values)
+    if config is None and not repo_ds:
+        mode = MODE_NONE
+    elif config is None:
+        mode = MODE_DAEMONSETS
+    elif not repo_ds:
+        mode = MODE_OPERATOR
+    else:
+        mode = MODE_BOTH
+    operator_mode = config is not None
+
+    daemonsets = sorted(repo_ds, key=lambda d: (OPERAND_NAMES.index(d.operand), d.key))
+    in_repo = {ds.operand for ds in repo_ds}
+    columns: list[str] = sorted(in_repo, key=OPERAND_NAMES.index)
+    if config is not None and enabled is not None:
+        derived: list[OperandDaemonSet] = []
+        settings = driver_settings(config.values, _config_source(config))
+        for entry in OPERANDS.values():
+            if entry.sandbox and not sandbox:
+                continue
+            if entry.name in in_repo:
+                if not enabled[entry.name]:
+                    notes.append(
+                        f"{entry.name}: the {config_name(config)} disables it, but DaemonSet(s) "
+                        f"{', '.join(d.key for d in repo_ds if d.operand == entry.name)} in the "
+                        "repo deploy it; modelled from the repo"
+                    )
+                continue
+            explicit = (
+                entry.spec_key is not None and config.get(entry.spec_key, "enabled") is not None
+            )
+            if entry.name == DRIVER and enabled[DRIVER] and settings.use_nvidia_driver_crd:
+                notes.append(
+                    "driver: driver.useNvidiaDriverCRD is set, so driver DaemonSets come from "
+                    "NVIDIADriver objects, which are not modelled; the driver link of the chain "
+                    "is taken as satisfied"
+                )
+                continue
+            if enabled[entry.name]:
+                derived.append(_derived_daemonset(entry.name, config))
+                columns.append(entry.name)
+            elif explicit:
+                columns.append(entry.name)
+        if repo_ds and derived:
+            notes.append(
+                "DaemonSets in the repo are used for "
+                f"{', '.join(sorted(in_repo, key=OPERAND_NAMES.index))}; the other operands are "
+                f"derived from the {config_name(config)}"
+            )
+        daemonsets.extend(derived)
+        if len(repo.operator_configs) > 1:
+            others = ", ".join(
+                f"{c.manifest.file}:{c.manifest.location().line}" for c in repo.operator_configs[1:]
+            )
+            notes.append(
+                f"several operator configurations: {config_name(config)} "
+                f"({config.manifest.file}) is used, not {others}"
+            )
+    columns = sorted(set(columns), key=OPERAND_NAMES.index)
+
+    # node labels as the DaemonSets will see them
+    labels: dict[str, dict[str, str]] = {}
+    changed = False
+    for node in repo.nodes:
+        seen = (
+            _operator_labels(node, sandbox, default)
+            if operator_mode and node.is_gpu
+            else node.labels
+        )
+        labels[node.name] = seen
+        changed = changed or seen != node.labels
+    if changed:
+        placement = Placement([n.model_copy(update={"labels": labels[n.name]}) for n in repo.nodes])
+    else:
+        placement = repo.placement
+
+    nodes = sorted(repo.nodes, key=lambda n: n.name)
+    for ds in daemonsets:
+        ds.verdicts = placement.verdicts(ds.workload, daemonset=True)
+        for node in nodes:
+            v = ds.verdicts[node.name]
+            if v.ok or v.reason == INSUFFICIENT_GPU:
+                ds.desired.append(node.name)
+            elif v.taint is not None and ds.affinity.matches(node.name, labels[node.name]):
+                ds.tainted_out.append((node.name, v.taint))
+
+    reached = {name for ds in daemonsets for name in ds.desired}
+    rows = [
+        n
+        for n in nodes
+        if n.is_gpu
+        or n.name in reached
+        or any(operand_for_deploy_label(k) for k in labels[n.name])
+        or any(operand_for_deploy_label(k) for k in n.labels)
+    ]
+    explainer = _Explainer(operator_mode, labels)
+    cells: dict[str, dict[str, Cell]] = {}
+    for node in rows:
+        row: dict[str, Cell] = {}
+        for operand in columns:
+            row[operand] = _cell(operand, node, daemonsets, explainer, config, enabled)
+        cells[node.name] = row
+
+    breaks: dict[str, list[ChainBreak]] = {}
+    for node in rows:
+        workload = _node_workload(labels[node.name], operator_mode, sandbox, default)
+        found = _chain_breaks(node, cells[node.name], daemonsets, workload)
+        if found:
+            breaks[node.name] = found
+
+    if not operator_mode:
+        for node in rows:
+            if node.labels.get(DEPLOY_OPERANDS_LABEL) != "false":
+                continue
+            still = [op for op, cell in cells[node.name].items() if cell.running]
+            if still:
+                notes.append(
+                    f"{node.name}: {DEPLOY_OPERANDS_LABEL}=false has no effect here: the GPU "
+                    "Operator implements it by removing the node's per-operand labels, and no "
+                    "operator configuration is in the repo; hand-written DaemonSets select only "
+                    f"on their own label, so {', '.join(still)} still run there"
+                )
+    return OperandPlacement(
+        mode=mode,
+        config=config,
+        enabled=enabled,
+        operands=tuple(columns),
+        daemonsets=daemonsets,
+        rows=rows,
+        cells=cells,
+        breaks=breaks,
+        labels=labels,
+        notes=notes,
+        hidden_nodes=len(nodes) - len(rows),
+    )
+
+
+def _disabled_cause(operand: str, config: OperatorConfig) -> Cause:
+    entry = OPERANDS[operand]
+    key = entry.spec_key or operand
+    written = config.get(key, "enabled") is not None
+    path = config_key_path(config, key, "enabled") if written else config_key_path(config)
+    detail = (
+        f"disabled in the {config_name(config)} ({key}.enabled: false)"
+        if written
+        else f"off by default in the {config_name(config)} ({key}.enabled unset)"
+    )
+    return Cause(DISABLED, detail, config.manifest.location(path), config.manifest, path)
+
+
+def _cell(operand, node, daemonsets, explainer, config, enabled) -> Cell:
+    own = [ds for ds in daemonsets if ds.operand == operand]
+    preinstalled = operand == DRIVER and node.labels.get(OPERANDS[DRIVER].deploy_label) == "false"
+    if not own:
+        if config is not None and enabled is not None and not enabled.get(operand, False):
+            cause = _disabled_cause(operand, config)
+            return Cell(operand, False, causes=(cause,), preinstalled=preinstalled, disabled=True)
+        return Cell(operand, False, preinstalled=preinstalled)
+    running = tuple(ds.name for ds in own if ds.verdicts[node.name].ok)
+    if running:
+        return Cell(operand, True, daemonsets=running)
+    causes: list[Cause] = []
+    for ds in own:
+        for cause in explainer.causes(ds, node, ds.verdicts[node.name]):
+            if cause not in causes:
+                causes.append(cause)
+    return Cell(operand, False, causes=tuple(causes), preinstalled=preinstalled)
+
+
+def _chain_breaks(
+    node: Node, row: Mapping[str, Cell], daemonsets: list[OperandDaemonSet], workload: str | None
+) -> list[ChainBreak]:
+    needed_by: dict[str, list[str]] = {}
+    for operand, cell in row.items():
+        if not cell.running:
+            continue
+        for need in dependencies(operand, workload):
+            dep = row.get(need)
+            # no column: no DaemonSet in the repo and not in the configuration, i.e. outside
+            # what the repo describes (a host component); a pre-installed driver or an operand
+            # the configuration turns off (the host provides it, the validator skips it) also
+            # satisfies the link
+            if dep is None or dep.running or dep.preinstalled or dep.disabled:
+                continue
+            needed_by.setdefault(need, []).append(operand)
+    out = []
+    for missing in sorted(needed_by, key=OPERAND_NAMES.index):
+        running = tuple(sorted(needed_by[missing], key=OPERAND_NAMES.index))
+        waits = all(
+            ds.source == OPERATOR
+            for ds in daemonsets
+            if ds.operand in running and node.name in ds.desired
+        )
+        out.append(ChainBreak(node, missing, running, row[missing].causes, waits))
+    return out
+
+
+def mig_capable(node: Node) -> bool:
+    return has_mig_capable_gpu(node.labels)
+
+
+def default_toleration_replaced(config: OperatorConfig | None) -> bool:
+    """Whether a non-empty `daemonsets.tolerations` replaces the default toleration."""
+    if config is None:
+        return False
+    tolerations = operator_tolerations(config.values)
+    return tolerations != [dict(DEFAULT_OPERAND_TOLERATION)]
+
+
+def taint_text(taint: Mapping) -> str:
+    """`key=value:Effect` (or `key:Effect` without a value), as kubectl prints a taint."""
+    return _taint_text(taint)
+
+
+def remedy(cause: Cause, operand: str | None, node: str) -> str | None:
+    """What to change so `operand` (None: every operand) runs on `node`; None: no advice."""
+    what = f"the {operand} DaemonSet" if operand else "the operand DaemonSets"
+    if cause.kind == LABEL:
+        key = OPERANDS[operand].deploy_label if operand else cause.path[-1]
+        return (
+            f"Label the node `kubectl label node {node} {key}=true --overwrite` (in the repo: "
+            f'{key}: "true" on {node})'
+        )
+    if cause.kind == OPERANDS_OFF:
+        return (
+            f"Remove {DEPLOY_OPERANDS_LABEL}=false from {node} if its GPUs should be used; the "
+            "operator then labels it again"
+        )
+    if cause.kind == TAINT:
+        return (
+            f"Tolerate the taint in {what} (for operator-managed DaemonSets: "
+            "daemonsets.tolerations, which replaces the default, so keep nvidia.com/gpu in it), "
+            f"or remove the taint from {node}"
+        )
+    if cause.kind == SELECTOR:
+        return f"Make the node selector and affinity of {what} match {node}"
+    return None

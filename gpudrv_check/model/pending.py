@@ -1,0 +1,445 @@
+"""Why a workload's pods have no node: what Kubernetes would report, and what it does not say.
+
+Kubernetes reports one line (the scheduler's FitError, the kubelet's rejection of a pod bound
+with ``spec.nodeName``); we add, per constraint, which nodes it removed and the nearest values
+the inventory has (``term 0 requires nvidia.com/cuda.driver.major Gt 560, which removes …;
+highest in inventory is 550 on lab-node-0, lab-node-2``), and which key to point at.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gpudrv_check.k8s.nodeaffinity import (
+    REQUIRED_AFFINITY_PATH,
+    parse_int64,
+    prefilter_node_names,
+    required_node_affinity,
+    term_explanations,
+    term_problems,
+)
+from gpudrv_check.k8s.scheduler import (
+    REASON_AFFINITY_CONFLICT,
+    fit_error_message,
+    kubelet_rejection,
+    preemption_message,
+    reasons_histogram,
+)
+from gpudrv_check.load.located import Path
+from gpudrv_check.model.node import Node
+from gpudrv_check.model.placement import (
+    AFFINITY,
+    AFFINITY_CONFLICT,
+    INSUFFICIENT_GPU,
+    PREFILTER,
+    TAINT,
+    UNSCHEDULABLE,
+    Placement,
+    Verdict,
+)
+from gpudrv_check.model.workload import GPU_RESOURCE, Workload
+
+NAMES_SHOWN = 5
+
+# what stands in the way, for the location and the fix hint
+CAUSE_AFFINITY = "affinity"
+CAUSE_TAINT = "taint"
+CAUSE_GPU = "gpu"
+CAUSE_NODE_NAME = "node_name"
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Why no node takes the workload's pods."""
+
+    message: str  # what Kubernetes reports, word for word
+    details: tuple[str, ...]  # what it does not say, one clause each
+    path: Path  # the key to point at, relative to the manifest
+    cause: str  # CAUSE_*: what to change
+    taint: Mapping[str, Any] | None = None  # a taint (or the cordon) that keeps the pods off
+
+
+def node_names(nodes: Iterable[Node | str], limit: int = NAMES_SHOWN) -> str:
+    """``a, b, c`` or ``a, b, c, d, e and 7 more``."""
+    names = sorted(n if isinstance(n, str) else n.name for n in nodes)
+    if len(names) <= limit:
+        return ", ".join(names)
+    return f"{', '.join(names[:limit])} and {len(names) - limit} more"
+
+
+def taint_text(taint: Mapping[str, Any]) -> str:
+    """A taint as kubectl prints it: ``key=value:Effect`` (``key:Effect`` without a value)."""
+    key, value, effect = (str(taint.get(f) or "") for f in ("key", "value", "effect"))
+    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+
+
+# --- nearest values ---------------------------------------------------------------------------
+
+
+def _values(key: str, nodes: Iterable[Node]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = defaultdict(list)
+    for node in nodes:
+        if key in node.labels:
+            found[node.labels[key]].append(node.name)
+    return found
+
+
+def _similar_keys(key: str, nodes: list[Node]) -> str:
+    counts: dict[str, int] = defaultdict(int)
+    for node in nodes:
+        for k in node.labels:
+            counts[k] += 1
+    close = difflib.get_close_matches(key, sorted(counts), n=2, cutoff=0.75)
+    if not close:
+        return ""
+    shown = ", ".join(f"{k} (on {counts[k]} node{'s' if counts[k] != 1 else ''})" for k in close)
+    return f"; similar keys in inventory: {shown}"
+
+
+def _value_summary(found: Mapping[str, list[str]], limit: int = 4) -> str:
+    def order(value: str) -> tuple:
+        number = parse_int64(value)
+        return (0, number, value) if number is not None else (1, 0, value)
+
+    values = sorted(found, key=order)
+    parts = [f"{v or '(empty)'} on {node_names(found[v], 3)}" for v in values[:limit]]
+    more = f" and {len(values) - limit} more values" if len(values) > limit else ""
+    return "; ".join(parts) + more
+
+
+def _nearest(req: Mapping[str, Any], nodes: list[Node]) -> str:
+    """What the inventory has closest to one requirement (over every node)."""
+    key, op = str(req.get("key")), req.get("operator")
+    values = [v for v in req.get("values") or [] if isinstance(v, str)]
+    found = _values(key, nodes)
+    if op == "DoesNotExist":
+        holders = [n for names in found.values() for n in names]
+        return f"{key} is set on {node_names(holders)}"
+    if not found:
+        return f"no node has label {key}{_similar_keys(key, nodes)}"
+    if op in ("Gt", "Lt"):
+        numbers: dict[int, list[str]] = defaultdict(list)
+        for value, names in found.items():
+            number = parse_int64(value)
+            if number is not None:
+                numbers[number].extend(names)
+        bound = parse_int64(values[0]) if values else None
+        if not numbers or bound is None:
+            return f"no node has an integer {key} ({_value_summary(found)})"
+        if op == "Gt":
+            best = max(numbers)
+            passing = [n for v, names in numbers.items() if v > bound for n in names]
+            if not passing:
+                return f"highest in inventory is {best} on {node_names(numbers[best])}"
+            return f"only {node_names(passing)} have {key} above {bound}"
+        best = min(numbers)
+        passing = [n for v, names in numbers.items() if v < bound for n in names]
+        if not passing:
+            return f"lowest in inventory is {best} on {node_names(numbers[best])}"
+        return f"only {node_names(passing)} have {key} below {bound}"
+    if op == "In":
+        holders = [n for v in values for n in found.get(v, [])]
+        if not holders:
+            return f"inventory has {key} = {_value_summary(found)}"
+        return f"only {node_names(holders)} have one of these values"
+    if op == "NotIn":
+        excluded = {v: found[v] for v in values if v in found}
+        return f"excluded values in inventory: {_value_summary(excluded)}"
+    return ""  # Exists with the key present somewhere: the removed nodes say it all
+
+
+def _requirement_text(req: Mapping[str, Any]) -> str:
+    key, op = req.get("key"), req.get("operator")
+    values = [str(v) for v in req.get("values") or []]
+    if op in ("Exists", "DoesNotExist") or not values:
+        return f"{key} {op}"
+    shown = values[0] if len(values) == 1 else "(" + ", ".join(values) + ")"
+    return f"{key} {op} {shown}"
+
+
+def _field_nearest(req: Mapping[str, Any], nodes: list[Node]) -> str:
+    values = [v for v in req.get("values") or [] if isinstance(v, str)]
+    if req.get("operator") == "In" and values and not any(n.name == values[0] for n in nodes):
+        names = [n.name for n in nodes]
+        close = sorted(difflib.get_close_matches(values[0], names, n=3, cutoff=0.6))
+        hint = f"; similar names: {', '.join(close)}" if close else ""
+        return f"no node is named {values[0]}{hint}"
+    return ""
+
+
+# --- per constraint: which nodes it removed -----------------------------------------------------
+
+
+def _selector_details(selector: object, failed: list[Node], everyone: list[Node]) -> list[str]:
+    if not isinstance(selector, Mapping):
+        return []
+    out = []
+    for key, want in selector.items():
+        removed = [n for n in failed if n.labels.get(key) != want]
+        if not removed:
+            continue
+        req = {"key": key, "operator": "In", "values": [want]}
+        nearest = _nearest(req, everyone)
+        out.append(
+            f"nodeSelector {key}={want} removes {node_names(removed)}"
+            + (f"; {nearest}" if nearest else "")
+        )
+    return out
+
+
+def _term_details(
+    index: int, term: object, single: bool, failed: list[Node], everyone: list[Node]
+) -> list[str]:
+    name = "the affinity term" if single else f"term {index}"
+    problems = term_problems(term)
+    if problems:
+        return [f"{name} can never match: {problems[0].message}"]
+    if not isinstance(term, Mapping) or not (
+        term.get("matchExpressions") or term.get("matchFields")
+    ):
+        return [f"{name} has neither matchExpressions nor matchFields, so it matches no node"]
+    # nodes that agree on the keys the term reads (and on the name, if it reads that) fare alike
+    expressions = term.get("matchExpressions")
+    keys = sorted(
+        {str(r.get("key")) for r in expressions if isinstance(r, Mapping)}
+        if isinstance(expressions, list)
+        else set()
+    )
+    by_name = bool(term.get("matchFields"))
+    groups: dict[tuple, list[Node]] = defaultdict(list)
+    for node in failed:
+        groups[(node.name if by_name else None, *(node.labels.get(k) for k in keys))].append(node)
+    removed: dict[tuple, list[Node]] = defaultdict(list)
+    for members in groups.values():
+        first = members[0]
+        for check in term_explanations(term, first.name, first.labels):
+            if not check.matched:
+                removed[check.path].extend(members)
+    out = []
+    for path in sorted(removed, key=lambda p: (p[0], p[1])):
+        req = term[path[0]][path[1]]
+        text = _requirement_text(req)
+        if path[0] == "matchFields":
+            nearest = _field_nearest(req, everyone)
+        else:
+            nearest = _nearest(req, everyone)
+        out.append(
+            f"{name} requires {text}, which removes {node_names(removed[path])}"
+            + (f"; {nearest}" if nearest else "")
+        )
+    if not out and failed:
+        out.append(f"{name} matches none of {node_names(failed)} with all its expressions")
+    return out
+
+
+def _affinity_details(spec: Mapping[str, Any], failed: list[Node], everyone: list[Node]) -> list:
+    out = _selector_details(spec.get("nodeSelector"), failed, everyone)
+    passed_selector = [n for n in failed if _selector_matches(spec.get("nodeSelector"), n)]
+    terms = _required_terms(spec)
+    for i, term in enumerate(terms or []):
+        out.extend(_term_details(i, term, len(terms) == 1, passed_selector, everyone))
+    return out
+
+
+def _selector_matches(selector: object, node: Node) -> bool:
+    if not isinstance(selector, Mapping):
+        return True
+    return all(node.labels.get(k) == v for k, v in selector.items())
+
+
+def _required_terms(spec: Mapping[str, Any]) -> list | None:
+    node: Any = spec
+    for step in REQUIRED_AFFINITY_PATH:
+        node = node.get(step) if isinstance(node, Mapping) else None
+    terms = node.get("nodeSelectorTerms") if isinstance(node, Mapping) else None
+    return terms if isinstance(terms, list) else None
+
+
+# --- where to point, and the whole explanation -------------------------------------------------
+
+
+def _affinity_path(workload: Workload, spec: Mapping[str, Any], everyone: list[Node]) -> Path:
+    """The nodeSelector entry, nodeSelector, affinity term or terms that admit no node."""
+    base = workload.spec_path
+    selector = spec.get("nodeSelector")
+    if isinstance(selector, Mapping) and selector:
+        if not any(_selector_matches(selector, n) for n in everyone):
+            dead = [
+                k for k, v in selector.items() if not any(n.labels.get(k) == v for n in everyone)
+            ]
+            return (*base, "nodeSelector", dead[0]) if len(dead) == 1 else (*base, "nodeSelector")
+    terms = _required_terms(spec)
+    if terms is not None:
+        terms_path = (*base, *REQUIRED_AFFINITY_PATH, "nodeSelectorTerms")
+        return (*terms_path, 0) if len(terms) == 1 else terms_path
+    if isinstance(selector, Mapping) and selector:
+        return (*base, "nodeSelector")
+    return (*base, *REQUIRED_AFFINITY_PATH)
+
+
+def _blocked_path(workload: Workload) -> Path:
+    if workload.spec_get("tolerations") is not None:
+        return (*workload.spec_path, "tolerations")
+    return workload.spec_path
+
+
+def _gpu_details(workload: Workload, placement: Placement, nodes: list[Node]) -> str:
+    counts = {n.name: placement.gpu_count(n) for n in nodes}
+    known = {name: c for name, c in counts.items() if c is not None}
+    best = max(known.values(), default=0)
+    where = [name for name, c in known.items() if c == best]
+    return (
+        f"each pod requests {workload.gpus} {GPU_RESOURCE}; the most any node offers is {best}"
+        + (f" (on {node_names(where)})" if best else "")
+    )
+
+
+def _details(
+    workload: Workload,
+    spec: Mapping[str, Any],
+    verdicts: Mapping[str, Verdict],
+    placement: Placement,
+) -> list[str]:
+    nodes = placement.nodes
+    by_reason: dict[str, list[Node]] = defaultdict(list)
+    for node in nodes:
+        by_reason[verdicts[node.name].reason].append(node)
+    out: list[str] = []
+    if by_reason.get(AFFINITY_CONFLICT):
+        out.append("every term pins node names with matchFields, and no name is in all of them")
+    if by_reason.get(PREFILTER):
+        pinned = sorted(prefilter_node_names(spec) or ())
+        known = {n.name for n in nodes}
+        missing = [name for name in pinned if name not in known]
+        text = (
+            f"every term pins node names with matchFields metadata.name In ({', '.join(pinned)}), "
+            f"which leaves out {node_names(by_reason[PREFILTER])}"
+        )
+        for name in missing:
+            req = {"operator": "In", "values": [name]}
+            text += f"; {_field_nearest(req, nodes)}"
+        out.append(text)
+    if by_reason.get(UNSCHEDULABLE):
+        out.append(f"cordoned (spec.unschedulable): {node_names(by_reason[UNSCHEDULABLE])}")
+    taints: dict[str, list[Node]] = defaultdict(list)
+    for node in by_reason.get(TAINT, []):
+        taints[taint_text(verdicts[node.name].taint or {})].append(node)
+    for text in sorted(taints):
+        out.append(f"untolerated taint {text} on {node_names(taints[text])}")
+    if by_reason.get(AFFINITY):
+        out.extend(_affinity_details(spec, by_reason[AFFINITY], nodes))
+    if by_reason.get(INSUFFICIENT_GPU):
+        out.append(_gpu_details(workload, placement, nodes))
+    return out
+
+
+def _cause(workload: Workload, spec: Mapping[str, Any], placement: Placement) -> str:
+    nodes = placement.nodes
+    affinity = required_node_affinity(spec)
+    admitted = [n for n in nodes if affinity.matches(n.name, n.labels)]
+    verdicts = placement.verdicts(workload)
+    if not admitted or any(verdicts[n.name].reason == AFFINITY_CONFLICT for n in nodes):
+        return CAUSE_AFFINITY
+    # the nodes the affinity admits are all cordoned or tainted: a toleration is missing
+    if all(verdicts[n.name].reason in (TAINT, UNSCHEDULABLE) for n in admitted):
+        return CAUSE_TAINT
+    return CAUSE_GPU
+
+
+def _path_for(cause: str, workload: Workload, spec: Mapping[str, Any], nodes: list[Node]) -> Path:
+    if cause == CAUSE_AFFINITY:
+        return _affinity_path(workload, spec, nodes)
+    if cause == CAUSE_TAINT:
+        return _blocked_path(workload)
+    if cause == CAUSE_NODE_NAME:
+        return (*workload.spec_path, "nodeName")
+    return workload.gpu_request_path() or workload.spec_path
+
+
+def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
+    """Why no node takes the workload's pods; None when some node does.
+
+    Memoised per constraint set, kind, preemption policy and template path; the GPU request a
+    finding points at is the workload's own.
+    """
+    if not placement.nodes or placement.eligible(workload):
+        return None
+    key = (
+        "pending",
+        placement.constraint_key(workload),
+        workload.kind,
+        workload.preemption_policy,
+        workload.spec_path,
+    )
+    pending = placement.memo.get(key)
+    if pending is None:
+        pending = placement.memo[key] = _explain(workload, placement)
+    if pending.cause == CAUSE_GPU:
+        path = workload.gpu_request_path() or workload.spec_path
+        if path != pending.path:
+            pending = replace(pending, path=path)
+    return pending
+
+
+def _explain(workload: Workload, placement: Placement) -> Pending:
+    nodes = placement.nodes
+    verdicts = placement.verdicts(workload)
+    spec: Mapping[str, Any] = workload.pod_spec if isinstance(workload.pod_spec, dict) else {}
+    bound = workload.node_name
+    if bound is not None:
+        return _explain_bound(workload, spec, placement, bound)
+    details = _details(workload, spec, verdicts, placement)
+    cause = _cause(workload, spec, placement)
+    path = _path_for(cause, workload, spec, nodes)
+    # a taint to tolerate, else the cordon that keeps the pods off
+    taint = next((v.taint for v in verdicts.values() if v.reason == TAINT), None) or next(
+        (v.taint for v in verdicts.values() if v.reason == UNSCHEDULABLE), None
+    )
+    reasons = [verdicts[n.name].wording for n in nodes]
+    if workload.kind == "DaemonSet":
+        message = f"0/{len(nodes)} nodes run a pod of this DaemonSet: {reasons_histogram(reasons)}."
+        return Pending(message, tuple(details), path, cause, taint)
+    conflict = any(verdicts[n.name].reason == AFFINITY_CONFLICT for n in nodes)
+    message = fit_error_message(
+        len(nodes),
+        reasons,
+        prefilter_message=REASON_AFFINITY_CONFLICT if conflict else None,
+        postfilter_message=preemption_message(len(nodes), workload.preemption_policy),
+    )
+    return Pending(message, tuple(details), path, cause, taint)
+
+
+def _explain_bound(
+    workload: Workload, spec: Mapping[str, Any], placement: Placement, bound: str
+) -> Pending:
+    nodes = placement.nodes
+    node = next((n for n in nodes if n.name == bound), None)
+    name_path = (*workload.spec_path, "nodeName")
+    if node is None:
+        close = sorted(difflib.get_close_matches(bound, [n.name for n in nodes], n=3, cutoff=0.6))
+        details = (f"similar names: {', '.join(close)}",) if close else ()
+        message = (
+            f"spec.nodeName is {bound}, which is not a node of the inventory: the pod bypasses "
+            "the scheduler and no kubelet ever admits it"
+        )
+        return Pending(message, details, name_path, CAUSE_NODE_NAME)
+    verdict = placement.verdicts(workload)[bound]
+    prefix = (
+        f"spec.nodeName binds the pod to {bound}, bypassing the scheduler; its kubelet refuses it: "
+    )
+    if verdict.reason == AFFINITY:
+        details = _affinity_details(spec, [node], nodes)
+        path = _affinity_path(workload, spec, [node])
+        return Pending(prefix + kubelet_rejection("affinity"), tuple(details), path, CAUSE_AFFINITY)
+    if verdict.reason == TAINT:
+        detail = f"untolerated NoExecute taint {taint_text(verdict.taint or {})} on {bound}"
+        message = prefix + kubelet_rejection("taint")
+        return Pending(message, (detail,), _blocked_path(workload), CAUSE_TAINT, verdict.taint)
+    offered = placement.gpu_count(node) or 0
+    message = prefix + kubelet_rejection("resource", GPU_RESOURCE, workload.gpus, offered)
+    path = workload.gpu_request_path() or name_path
+    return Pending(message, (), path, CAUSE_GPU)

@@ -1,0 +1,126 @@
+"""SARIF 2.1.0 for code scanning (GitHub, Azure DevOps, IDE viewers).
+
+One run: the tool with every rule of the run (help text from `policies/`, or from the custom
+policy), and one result per finding with its physical location (start line and column; columns
+count Unicode code points, as the YAML reader does), a partial fingerprint that survives line
+shifts, and, for suppressed findings, a `suppressions` entry (`inSource` for the annotation,
+`external` for a config exemption or the baseline).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from gpudrv_check.model.finding import Finding, Severity, unique_fingerprints
+
+if TYPE_CHECKING:
+    from gpudrv_check.policy import RulePolicy
+    from gpudrv_check.report import Report
+
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+FINGERPRINT_KEY = "gpudrvCheck/v1"
+LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def _rule(policy: RulePolicy) -> dict[str, Any]:
+    return {
+        "id": policy.id,
+        "name": policy.name,
+        "shortDescription": {"text": policy.title},
+        "fullDescription": {"text": policy.why},
+        "help": {
+            "text": f"{policy.why}\n\nHow to fix: {policy.fix}",
+            "markdown": f"**Why it matters**\n\n{policy.why}\n\n**How to fix**\n\n{policy.fix}",
+        },
+        "defaultConfiguration": {"level": LEVELS[policy.severity]},
+        "properties": {"category": policy.category, "tags": [policy.category]},
+    }
+
+
+def _suppression(finding: Finding) -> dict[str, Any]:
+    from gpudrv_check.report import suppression_source
+
+    kind = "inSource" if suppression_source(finding) == "annotation" else "external"
+    return {"kind": kind, "justification": finding.suppressed_by or ""}
+
+
+def _result(
+    report: Report, finding: Finding, index: dict[str, int], fingerprint: str
+) -> dict[str, Any]:
+    text = finding.message + (f"\nFix: {finding.hint}" if finding.hint else "")
+    location: dict[str, Any] = {
+        "physicalLocation": {
+            "artifactLocation": {
+                "uri": quote(report.uri(finding.location.file), safe="/"),
+                "uriBaseId": "%SRCROOT%",
+            },
+            "region": {
+                "startLine": finding.location.line,
+                "startColumn": finding.location.column,
+            },
+        }
+    }
+    if finding.object is not None:
+        location["logicalLocations"] = [
+            {
+                "name": finding.object.name or "?",
+                "fullyQualifiedName": str(finding.object),
+                "kind": "object",
+            }
+        ]
+    result: dict[str, Any] = {
+        "ruleId": finding.rule,
+        "level": LEVELS[finding.severity],
+        "message": {"text": text},
+        "locations": [location],
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
+    }
+    if finding.rule in index:
+        result["ruleIndex"] = index[finding.rule]
+    if finding.suppressed_by:
+        result["suppressions"] = [_suppression(finding)]
+    if report.summary.baseline:
+        result["baselineState"] = "unchanged" if finding.suppressed_by else "new"
+    if finding.path:
+        result["properties"] = {"path": [str(p) for p in finding.path]}
+    return result
+
+
+def sarif_log(report: Report) -> dict[str, Any]:
+    rules = list(report.rules.values())
+    index = {policy.id: i for i, policy in enumerate(rules)}
+    findings = report.all_findings
+    fingerprints = unique_fingerprints(findings)
+    results = [_result(report, f, index, fp) for f, fp in zip(findings, fingerprints, strict=True)]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gpudrv-check",
+                        "version": report.tool_version,
+                        "semanticVersion": report.tool_version,
+                        "rules": [_rule(p) for p in rules],
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+                "invocations": [
+                    {
+                        "executionSuccessful": True,
+                        "exitCode": report.summary.exit_code,
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def render(report: Report, *, colour: bool = False) -> str:
+    return json.dumps(sarif_log(report), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,1 @@
+"""Sections of the markdown report, one module each (see report/markdown.py)."""

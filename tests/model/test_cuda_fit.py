@@ -1,0 +1,190 @@
+"""CUDA fit: a node's driver from its labels, the table with the config's extension, and how an
+image fares on the nodes a workload can land on."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudrv_check.config import Config, ConfigError
+from gpudrv_check.model.cuda import (
+    builtin_cuda_table,
+    cuda_fits,
+    cuda_table,
+    excluding_expression,
+    expression_text,
+    node_driver,
+)
+from gpudrv_check.nvidia.cuda import cuda_version_for_image, min_driver_for_cuda
+from tests.model.conftest import make_node, make_workload
+
+
+def deprecated(major: str, minor: str = "", rev: str = "") -> dict[str, str]:
+    labels = {"nvidia.com/cuda.driver.major": major}
+    if minor:
+        labels["nvidia.com/cuda.driver.minor"] = minor
+    if rev:
+        labels["nvidia.com/cuda.driver.rev"] = rev
+    return labels
+
+
+@pytest.mark.parametrize(
+    ("labels", "version", "key"),
+    [
+        (
+            {
+                "nvidia.com/cuda.driver-version.full": "550.90.07",
+                "nvidia.com/cuda.driver-version.major": "550",
+            },
+            "550.90.07",
+            "nvidia.com/cuda.driver-version.major",
+        ),
+        (
+            {
+                "nvidia.com/cuda.driver-version.major": "575",
+                "nvidia.com/cuda.driver-version.minor": "57",
+                "nvidia.com/cuda.driver-version.revision": "08",
+            },
+            "575.57.08",
+            "nvidia.com/cuda.driver-version.major",
+        ),
+        (deprecated("550", "90", "07"), "550.90.07", "nvidia.com/cuda.driver.major"),
+        (deprecated("550", "120"), "550.120", "nvidia.com/cuda.driver.major"),  # empty rev
+        (deprecated("550"), "550", "nvidia.com/cuda.driver.major"),  # branch only
+        (
+            {"nvidia.com/cuda.driver-version.full": "535.183.01"},
+            "535.183.01",
+            "nvidia.com/cuda.driver-version.major",
+        ),
+        ({"nvidia.com/cuda.driver.major": "abc"}, None, None),
+        ({}, None, None),
+    ],
+)
+def test_node_driver_from_gfd_labels(labels: dict, version: str | None, key: str | None) -> None:
+    driver = node_driver(make_node("n", labels))
+    assert (driver.version, driver.major_label) == (version, key) if driver else version is None
+
+
+def test_config_extends_the_builtin_table() -> None:
+    config = Config(
+        cuda={
+            "min_driver": {"12.10": "580.1"},
+            "images": [
+                {
+                    "id": "mine",
+                    "repository": "registry.local/ml/train",
+                    "tag_regex": r"-cu(\d+\.\d+)",
+                },
+                {
+                    "id": "remap",
+                    "repository": "nvcr.io/nvidia/pytorch",
+                    "tags": {"24.07-py3": "12.4"},
+                },
+            ],
+        }
+    )
+    table = cuda_table(config)
+    assert cuda_version_for_image(table, "registry.local/ml/train:v3-cu12.10")[0] == "12.10"
+    assert min_driver_for_cuda(table, "12.10") == "580.1"
+    # user rules are tried first: they can re-map a known image
+    assert cuda_version_for_image(table, "nvcr.io/nvidia/pytorch:24.07-py3")[0] == "12.4"
+    # the rest of the built-in table is still there
+    assert cuda_version_for_image(table, "nvcr.io/nvidia/pytorch:25.03-py3")[0] == "12.8.1"
+    assert cuda_table(Config()) is builtin_cuda_table()
+
+
+@pytest.mark.parametrize(
+    ("cuda", "message"),
+    [
+        ({"imgs": []}, "cuda: unknown key 'imgs'"),
+        ({"images": [{"id": "x", "repository": "a/b"}]}, "needs tags or tag_regex"),
+        ({"images": [{"repository": "a/b", "tag_regex": "("}]}, "invalid regular expression"),
+        ({"min_driver": {"12.4": 550.54}}, "expected quoted versions"),
+    ],
+)
+def test_a_malformed_extension_is_a_config_error(cuda: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        cuda_table(Config(cuda=cuda))
+
+
+def _pod(*images: str):
+    containers = [{"name": f"c{i}", "image": image} for i, image in enumerate(images)]
+    return make_workload({"containers": containers})
+
+
+LAB = [
+    make_node("lab-node-0", deprecated("550", "90", "07")),
+    make_node("lab-node-1", deprecated("535", "183", "06")),
+    make_node("old", deprecated("515", "65", "01")),
+    make_node("cpu"),
+]
+
+
+@pytest.mark.parametrize(
+    ("image", "minor_compat", "too_old", "limited", "fine"),
+    [
+        # 24.07 carries CUDA 12.5.1 (needs 555.42.06; 12.x starts from branch 525)
+        ("nvcr.io/nvidia/pytorch:24.07-py3", True, ["old"], ["lab-node-0", "lab-node-1"], []),
+        ("nvcr.io/nvidia/pytorch:24.07-py3", False, ["lab-node-0", "lab-node-1", "old"], [], []),
+        # 23.08 carries 12.2.1 (535.54.03): fine on both lab drivers
+        ("nvcr.io/nvidia/pytorch:23.08-py3", True, ["old"], [], ["lab-node-0", "lab-node-1"]),
+        # CUDA 13.0 needs branch 580 even with minor version compatibility
+        (
+            "nvcr.io/nvidia/cuda:13.0.0-runtime-ubuntu24.04",
+            True,
+            ["lab-node-0", "lab-node-1", "old"],
+            [],
+            [],
+        ),
+        # CUDA 11.8 needs 520.61.05; 515 runs it with minor version compatibility (11.x: 450)
+        ("nvidia/cuda:11.8.0-base-ubuntu22.04", True, [], ["old"], ["lab-node-0", "lab-node-1"]),
+    ],
+)
+def test_cuda_fits(
+    image: str, minor_compat: bool, too_old: list, limited: list, fine: list
+) -> None:
+    [fit] = cuda_fits(_pod(image), LAB, builtin_cuda_table(), minor_compat)
+    assert sorted(n.name for n, _ in fit.too_old) == too_old
+    assert sorted(n.name for n, _ in fit.limited) == limited
+    assert sorted(n.name for n, _ in fit.fine) == fine
+    assert [n.name for n in fit.unknown] == ["cpu"]
+
+
+def test_unknown_images_are_not_guessed_and_the_worst_image_comes_first() -> None:
+    table = builtin_cuda_table()
+    assert cuda_fits(_pod("registry.local/app:1.0", "busybox"), LAB, table) == []
+    fits = cuda_fits(
+        _pod("nvidia/cuda:11.8.0-base-ubuntu22.04", "nvcr.io/nvidia/pytorch:24.07-py3"), LAB, table
+    )
+    assert [f.container.name for f in fits] == ["c1", "c0"]
+
+
+def test_same_branch_known_only_by_branch_is_not_judged() -> None:
+    nodes = [make_node("n", deprecated("555"))]
+    [fit] = cuda_fits(_pod("nvcr.io/nvidia/pytorch:24.07-py3"), nodes, builtin_cuda_table(), False)
+    assert [n.name for n in fit.unknown] == ["n"]  # 555 vs 555.42.06: cannot tell
+
+
+def test_excluding_expression() -> None:
+    table = builtin_cuda_table()
+    [fit] = cuda_fits(_pod("nvcr.io/nvidia/pytorch:24.07-py3"), LAB, table, True)
+    expression = excluding_expression(fit.floor, [n for n, _ in fit.too_old], LAB)
+    assert expression == {
+        "key": "nvidia.com/cuda.driver.major",
+        "operator": "Gt",
+        "values": ["524"],
+    }
+    assert (
+        expression_text(expression)
+        == '{key: nvidia.com/cuda.driver.major, operator: Gt, values: ["524"]}'
+    )
+    # within one branch no Gt on the major separates them: name the hosts
+    nodes = [
+        make_node("a", deprecated("555", "40", "01")),
+        make_node("b", deprecated("555", "42", "06")),
+    ]
+    [fit] = cuda_fits(_pod("nvcr.io/nvidia/pytorch:24.07-py3"), nodes, table, False)
+    assert excluding_expression(fit.floor, [n for n, _ in fit.too_old], nodes) == {
+        "key": "kubernetes.io/hostname",
+        "operator": "NotIn",
+        "values": ["a"],
+    }

@@ -1,0 +1,259 @@
+"""Why no node takes a workload: the Kubernetes message, the per-constraint details, the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudrv_check.model.pending import (
+    CAUSE_AFFINITY,
+    CAUSE_GPU,
+    CAUSE_NODE_NAME,
+    CAUSE_TAINT,
+    explain_pending,
+    node_names,
+)
+from gpudrv_check.model.placement import Placement
+from tests.model.conftest import (
+    GPU_TAINT,
+    MAJOR,
+    PRESENT,
+    expr,
+    make_node,
+    make_workload,
+    required,
+    term,
+)
+
+REQ = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+
+
+def lab() -> list:
+    return [
+        make_node("lab-node-0", {PRESENT: "true", MAJOR: "550", "os": "22.04"}),
+        make_node("lab-node-1", {PRESENT: "true", MAJOR: "535", "os": "22.04"}),
+        make_node("lab-node-2", {PRESENT: "true", MAJOR: "550", "os": "24.04"}),
+    ]
+
+
+def explain(spec: dict, nodes: list | None = None, kind: str = "Pod"):
+    return explain_pending(make_workload(spec, kind), Placement(nodes or lab()))
+
+
+def test_schedulable_workload_has_no_explanation() -> None:
+    assert explain({}) is None
+    assert explain_pending(make_workload({}), Placement([])) is None
+
+
+def test_the_lab_cuda13_job() -> None:
+    pending = explain(required(term(expr(MAJOR, "Gt", "560"))))
+    assert pending.message == (
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
+    assert pending.details == (
+        "the affinity term requires nvidia.com/cuda.driver.major Gt 560, which removes "
+        "lab-node-0, lab-node-1, lab-node-2; highest in inventory is 550 on lab-node-0, "
+        "lab-node-2",
+    )
+    assert pending.cause == CAUSE_AFFINITY
+    assert pending.path == ("spec", *REQ, "nodeSelectorTerms", 0)
+
+
+@pytest.mark.parametrize(
+    ("requirement", "detail"),
+    [
+        (
+            expr(MAJOR, "Lt", "500"),
+            "requires nvidia.com/cuda.driver.major Lt 500, which removes lab-node-0, lab-node-1, "
+            "lab-node-2; lowest in inventory is 535 on lab-node-1",
+        ),
+        (
+            expr(MAJOR, "In", "560", "570"),
+            "requires nvidia.com/cuda.driver.major In (560, 570), which removes lab-node-0, "
+            "lab-node-1, lab-node-2; inventory has nvidia.com/cuda.driver.major = 535 on "
+            "lab-node-1; 550 on lab-node-0, lab-node-2",
+        ),
+        (
+            expr(MAJOR, "NotIn", "535", "550"),
+            "requires nvidia.com/cuda.driver.major NotIn (535, 550), which removes lab-node-0, "
+            "lab-node-1, lab-node-2; excluded values in inventory: 535 on lab-node-1; 550 on "
+            "lab-node-0, lab-node-2",
+        ),
+        (
+            expr("nvidia.com/cuda.driver-version.major", "Exists"),
+            "requires nvidia.com/cuda.driver-version.major Exists, which removes lab-node-0, "
+            "lab-node-1, lab-node-2; no node has label nvidia.com/cuda.driver-version.major; "
+            "similar keys in inventory: nvidia.com/cuda.driver.major (on 3 nodes)",
+        ),
+        (
+            expr(PRESENT, "DoesNotExist"),
+            "requires nvidia.com/gpu.present DoesNotExist, which removes lab-node-0, lab-node-1, "
+            "lab-node-2; nvidia.com/gpu.present is set on lab-node-0, lab-node-1, lab-node-2",
+        ),
+        (
+            expr("os", "Gt", "22"),
+            "requires os Gt 22, which removes lab-node-0, lab-node-1, lab-node-2; no node has an "
+            "integer os (22.04 on lab-node-0, lab-node-1; 24.04 on lab-node-2)",
+        ),
+    ],
+)
+def test_nearest_values_per_operator(requirement: dict, detail: str) -> None:
+    assert explain(required(term(requirement))).details == (f"the affinity term {detail}",)
+
+
+def test_several_terms_and_expressions() -> None:
+    pending = explain(
+        required(
+            term(expr(MAJOR, "In", "550"), expr("os", "In", "20.04")),
+            term(expr(MAJOR, "Gt", "x")),
+            term(),
+        )
+    )
+    assert pending.details == (
+        "term 0 requires nvidia.com/cuda.driver.major In 550, which removes lab-node-1; only "
+        "lab-node-0, lab-node-2 have one of these values",
+        "term 0 requires os In 20.04, which removes lab-node-0, lab-node-1, lab-node-2; "
+        "inventory has os = 22.04 on lab-node-0, lab-node-1; 24.04 on lab-node-2",
+        "term 1 can never match: 'x' is not an integer: Gt and Lt compare 64-bit integers; the "
+        "API server accepts it but the scheduler matches no node with it",
+        "term 2 has neither matchExpressions nor matchFields, so it matches no node",
+    )
+    assert pending.path == ("spec", *REQ, "nodeSelectorTerms")  # several terms: the list
+
+
+def test_a_term_whose_expressions_each_match_but_not_together() -> None:
+    nodes = [make_node("a", {"x": "1"}), make_node("b", {"y": "1"})]
+    pending = explain(required(term(expr("x", "Exists"), expr("y", "Exists"))), nodes)
+    assert pending.details == (
+        "the affinity term requires x Exists, which removes b",
+        "the affinity term requires y Exists, which removes a",
+    )
+
+
+def test_node_selector_entry_that_no_node_has_is_the_key_pointed_at() -> None:
+    pending = explain({"nodeSelector": {PRESENT: "true", "os": "20.04"}})
+    assert pending.details == (
+        "nodeSelector os=20.04 removes lab-node-0, lab-node-1, lab-node-2; inventory has os = "
+        "22.04 on lab-node-0, lab-node-1; 24.04 on lab-node-2",
+    )
+    assert pending.path == ("spec", "nodeSelector", "os")
+    # each entry matches some node, only the pair matches none: the whole nodeSelector
+    pending = explain({"nodeSelector": {MAJOR: "535", "os": "24.04"}})
+    assert pending.path == ("spec", "nodeSelector")
+
+
+def test_match_fields_name_that_does_not_exist() -> None:
+    pending = explain(required(term(fields=[expr("metadata.name", "In", "lab-node-9")])))
+    assert pending.message.startswith(
+        "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )
+    assert pending.details == (
+        "every term pins node names with matchFields metadata.name In (lab-node-9), which "
+        "leaves out lab-node-0, lab-node-1, lab-node-2; no node is named lab-node-9; similar "
+        "names: lab-node-0, lab-node-1, lab-node-2",
+    )
+    assert pending.cause == CAUSE_AFFINITY
+
+
+def test_conflicting_name_pins() -> None:
+    fields = [expr("metadata.name", "In", "lab-node-0"), expr("metadata.name", "In", "lab-node-1")]
+    pending = explain(required(term(fields=fields)))
+    assert pending.message == "0/3 nodes are available: pod affinity terms conflict. " + (
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
+
+
+def test_taints_and_cordons_point_at_tolerations() -> None:
+    nodes = [
+        make_node("a", {PRESENT: "true"}, taints=[GPU_TAINT]),
+        make_node("b", {PRESENT: "true"}, unschedulable=True),
+        make_node("c"),
+    ]
+    pending = explain({"nodeSelector": {PRESENT: "true"}, "tolerations": []}, nodes)
+    assert pending.message.startswith(
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) "
+        "had untolerated taint(s), 1 node(s) were unschedulable."
+    )
+    assert pending.details == (
+        "cordoned (spec.unschedulable): b",
+        "untolerated taint nvidia.com/gpu=present:NoSchedule on a",
+        "nodeSelector nvidia.com/gpu.present=true removes c; only a, b have one of these values",
+    )
+    assert (pending.cause, pending.path) == (CAUSE_TAINT, ("spec", "tolerations"))
+    # without a tolerations list: the pod spec
+    assert explain({"nodeSelector": {PRESENT: "true"}}, nodes).path == ("spec",)
+
+
+def test_insufficient_gpu_points_at_the_request() -> None:
+    nodes = [make_node("a", gpus=1), make_node("b", gpus=2), make_node("c", gpus=0)]
+    spec = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 4}}}]}
+    pending = explain(spec, nodes, kind="Deployment")
+    assert pending.message == (
+        "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are "
+        "available: 3 Preemption is not helpful for scheduling."
+    )
+    assert pending.details == (
+        "each pod requests 4 nvidia.com/gpu; the most any node offers is 2 (on b)",
+    )
+    path = ("spec", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu")
+    assert (pending.cause, pending.path) == (CAUSE_GPU, path)
+
+
+def test_preemption_policy_never() -> None:
+    pending = explain({"preemptionPolicy": "Never", "nodeSelector": {"x": "y"}})
+    assert pending.message.endswith(
+        "selector. preemption: not eligible due to preemptionPolicy=Never."
+    )
+
+
+def test_daemonset_message_is_the_controllers_view() -> None:
+    pending = explain({"nodeSelector": {"x": "y"}}, kind="DaemonSet")
+    assert pending.message == (
+        "0/3 nodes run a pod of this DaemonSet: 3 node(s) didn't match Pod's node "
+        "affinity/selector."
+    )
+    assert pending.path == ("spec", "template", "spec", "nodeSelector", "x")
+
+
+def test_bound_pods_get_the_kubelets_words() -> None:
+    missing = explain({"nodeName": "lab-node-9"})
+    assert missing.message == (
+        "spec.nodeName is lab-node-9, which is not a node of the inventory: the pod bypasses "
+        "the scheduler and no kubelet ever admits it"
+    )
+    assert missing.details == ("similar names: lab-node-0, lab-node-1, lab-node-2",)
+    assert (missing.cause, missing.path) == (CAUSE_NODE_NAME, ("spec", "nodeName"))
+
+    affinity = explain({"nodeName": "lab-node-1", **required(term(expr(MAJOR, "In", "550")))})
+    assert affinity.message == (
+        "spec.nodeName binds the pod to lab-node-1, bypassing the scheduler; its kubelet "
+        "refuses it: Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match "
+        "Pod's node affinity/selector"
+    )
+    assert affinity.details == (
+        "the affinity term requires nvidia.com/cuda.driver.major In 550, which removes "
+        "lab-node-1; only lab-node-0, lab-node-2 have one of these values",
+    )
+
+    noexec = [make_node("a", taints=[{"key": "k", "value": "v", "effect": "NoExecute"}])]
+    taint = explain({"nodeName": "a"}, noexec)
+    assert taint.message.endswith(
+        "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
+    )
+    assert taint.details == ("untolerated NoExecute taint k=v:NoExecute on a",)
+
+    small = [make_node("a", gpus=1)]
+    spec = {
+        "nodeName": "a",
+        "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": 2}}}],
+    }
+    gpu = explain(spec, small)
+    assert gpu.message.endswith(
+        "Node didn't have enough resource: nvidia.com/gpu, requested: 2, used: 0, capacity: 1"
+    )
+    assert gpu.path == ("spec", "containers", 0, "resources", "requests", "nvidia.com/gpu")
+
+
+def test_long_node_lists_are_cut() -> None:
+    assert node_names([f"n{i}" for i in range(3)]) == "n0, n1, n2"
+    assert node_names([f"n{i}" for i in range(8)]) == "n0, n1, n2, n3, n4 and 3 more"

@@ -1,0 +1,251 @@
+"""GPU030-GPU032: which node, which cause, which line and column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check.model.finding import Severity
+from tests.conftest import write
+from tests.operands.build import all_labels, daemonset, findings, lab_daemonsets, node
+
+CLUSTERPOLICY = """\
+apiVersion: nvidia.com/v1
+kind: ClusterPolicy
+metadata:
+  name: cluster-policy
+spec:
+  operator: {defaultRuntime: containerd}
+"""
+
+
+def at(f) -> tuple[str, int, int]:
+    return (f.location.file, f.location.line, f.location.column)
+
+
+# --- GPU030 operand-chain-broken ----------------------------------------------------------------
+
+
+def test_gpu030_device_plugin_without_toolkit_missing_label(tmp_path: Path):
+    lab_daemonsets(tmp_path)
+    write(tmp_path, "nodes/a.yaml", node("gpu-a", all_labels()))
+    write(tmp_path, "nodes/c.yaml", node("gpu-c", {"driver": "true", "device-plugin": "true"}))
+    [f] = findings(tmp_path, "GPU030")
+    assert f.severity == Severity.ERROR
+    assert at(f) == ("nodes/c.yaml", 5, 3)  # labels: the toolkit label is missing
+    assert f.object.name == "gpu-c"
+    assert f.message == (
+        "node gpu-c runs device-plugin without container-toolkit: label "
+        "nvidia.com/gpu.deploy.container-toolkit missing (nodes/c.yaml:5); the device plugin "
+        "advertises nvidia.com/gpu there, so pods are scheduled onto the node and never see a "
+        "GPU, and nothing reports an error"
+    )
+    assert "kubectl label node gpu-c nvidia.com/gpu.deploy.container-toolkit=true" in f.hint
+
+
+def test_gpu030_points_at_a_false_label(tmp_path: Path):
+    lab_daemonsets(tmp_path)
+    write(tmp_path, "n.yaml", node("gpu-a", {**all_labels(), "container-toolkit": "false"}))
+    [f] = findings(tmp_path, "GPU030")
+    assert at(f) == ("n.yaml", 9, 5)
+    assert "runs device-plugin, gpu-feature-discovery and dcgm-exporter without " in f.message
+    assert f.path == ["metadata", "labels", "nvidia.com/gpu.deploy.container-toolkit"]
+
+
+def test_gpu030_points_at_the_taint_that_keeps_the_toolkit_away(tmp_path: Path):
+    lab_daemonsets(tmp_path, ("driver", "device-plugin"))
+    write(tmp_path, "operands/tk.yaml", daemonset("container-toolkit", tolerations=""))
+    spec = "taints:\n- {key: nvidia.com/gpu, value: present, effect: NoSchedule}\n"
+    write(tmp_path, "n.yaml", node("gpu-a", all_labels(), spec=spec))
+    [f] = findings(tmp_path, "GPU030")
+    assert at(f) == ("n.yaml", 15, 5)
+    assert "taint nvidia.com/gpu=present:NoSchedule not tolerated (n.yaml:15)" in f.message
+    assert f.hint.startswith("Tolerate the taint in the container-toolkit DaemonSet")
+
+
+@pytest.mark.parametrize(
+    ("driver", "config", "broken"),
+    [
+        (None, None, True),  # nobody said the driver is on the host
+        ("false", None, False),  # pre-installed on this node
+        ("True", None, True),
+        (None, "  driver: {enabled: false}\n", False),  # pre-installed cluster-wide
+    ],
+)
+def test_gpu030_driver_link(tmp_path: Path, driver, config, broken):
+    lab_daemonsets(tmp_path)
+    if config is not None:
+        write(tmp_path, "cp.yaml", CLUSTERPOLICY + config)
+    labels = all_labels(skip=("driver",))
+    if driver is not None:
+        labels["driver"] = driver
+    write(tmp_path, "n.yaml", node("gpu-a", labels))
+    found = findings(tmp_path, "GPU030")
+    assert [f.message.split(":")[0] for f in found] == (
+        ["node gpu-a runs container-toolkit without driver"] if broken else []
+    )
+
+
+def test_gpu030_operator_pods_wait_in_init_containers(tmp_path: Path):
+    write(tmp_path, "cp.yaml", CLUSTERPOLICY)
+    write(tmp_path, "n.yaml", node("gpu-a", {"container-toolkit": "false"}))
+    [f] = findings(tmp_path, "GPU030")
+    assert at(f) == ("n.yaml", 8, 5)
+    assert "wait in init containers for container-toolkit and never start" in f.message
+
+
+def test_gpu030_toolkit_disabled_cluster_wide_is_the_hosts(tmp_path: Path):
+    write(tmp_path, "cp.yaml", CLUSTERPOLICY + "  toolkit: {enabled: false}\n")
+    write(tmp_path, "n.yaml", node("gpu-a"))
+    assert findings(tmp_path, "GPU030") == []
+
+
+def test_gpu030_ignores_dependencies_the_repo_does_not_describe(tmp_path: Path):
+    write(tmp_path, "ds.yaml", daemonset("device-plugin"))  # no toolkit DaemonSet at all
+    write(tmp_path, "n.yaml", node("gpu-a", all_labels()))
+    assert findings(tmp_path, "GPU030") == []
+
+
+# --- GPU031 gpu-node-missing-operands ---------------------------------------------------------
+
+
+def test_gpu031_node_no_operand_reaches_because_of_a_taint(tmp_path: Path):
+    lab_daemonsets(tmp_path)
+    write(tmp_path, "a.yaml", node("gpu-a", all_labels()))
+    spec = "taints:\n- {key: dedicated, value: inference, effect: NoSchedule}\n"
+    write(tmp_path, "t.yaml", node("gpu-t", all_labels(), spec=spec))
+    [f] = findings(tmp_path, "GPU031")
+    assert f.severity == Severity.WARNING
+    assert at(f) == ("t.yaml", 15, 5)
+    assert f.message == (
+        "GPU node gpu-t gets no GPU Operator operand (driver, container-toolkit, device-plugin, "
+        "gpu-feature-discovery, dcgm-exporter): taint dedicated=inference:NoSchedule not "
+        "tolerated (t.yaml:15)"
+    )
+
+
+def test_gpu031_operands_false_with_the_operator(tmp_path: Path):
+    write(tmp_path, "cp.yaml", CLUSTERPOLICY)
+    write(tmp_path, "a.yaml", node("gpu-a"))
+    write(tmp_path, "b.yaml", node("gpu-b", {"operands": "false"}))
+    [f] = findings(tmp_path, "GPU031")
+    assert at(f) == ("b.yaml", 8, 5)
+    assert "gpu-b gets no GPU Operator operand" in f.message
+    assert "nvidia.com/gpu.deploy.operands=false: the operator removes every" in f.message
+
+
+def test_gpu031_all_labels_false(tmp_path: Path):
+    lab_daemonsets(tmp_path)
+    write(tmp_path, "a.yaml", node("gpu-a", all_labels("false")))
+    [f] = findings(tmp_path, "GPU031")
+    assert at(f) == ("a.yaml", 9, 5)  # the first operand that is meant to run: the toolkit
+    assert "container-toolkit: label nvidia.com/gpu.deploy.container-toolkit=false" in f.message
+
+
+def test_gpu031_lacks_an_operand_every_other_gpu_node_runs(tmp_path: Path):
+    lab_daemonsets(tmp_path)
+    write(tmp_path, "a.yaml", node("gpu-a", all_labels()))
+    write(tmp_path, "b.yaml", node("gpu-b", all_labels()))
+    write(tmp_path, "c.yaml", node("gpu-c", all_labels(skip=("dcgm-exporter",))))
+    [f] = findings(tmp_path, "GPU031")
+    assert at(f) == ("c.yaml", 5, 3)
+    assert f.message == (
+        "GPU node gpu-c lacks dcgm-exporter, which runs on every other GPU node (2): label "
+        "nvidia.com/gpu.deploy.dcgm-exporter missing (c.yaml:5)"
+    )
+
+
+@pytest.mark.parametrize(
+    "labels_c",
+    [
+        {**all_labels(), "driver": "false"},  # pre-installed driver: on purpose
+        {
+            "driver": "true",
+            "device-plugin": "true",
+            "gpu-feature-discovery": "true",
+            "dcgm-exporter": "true",
+        },  # the toolkit: GPU030's finding, not a second one
+    ],
+)
+def test_gpu031_leaves_intended_and_chain_gaps_alone(tmp_path: Path, labels_c):
+    lab_daemonsets(tmp_path)
+    write(tmp_path, "a.yaml", node("gpu-a", all_labels()))
+    write(tmp_path, "c.yaml", node("gpu-c", labels_c))
+    assert findings(tmp_path, "GPU031") == []
+
+
+def test_gpu031_mig_manager_only_on_mig_capable_nodes(tmp_path: Path):
+    write(tmp_path, "cp.yaml", CLUSTERPOLICY)
+    a100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    write(tmp_path, "a.yaml", node("gpu-a", a100))
+    write(tmp_path, "b.yaml", node("gpu-b", a100))
+    write(tmp_path, "c.yaml", node("gpu-c", {"nvidia.com/gpu.product": "Tesla-T4"}))
+    assert findings(tmp_path, "GPU031") == []
+
+
+def test_gpu031_single_gpu_node_has_nobody_to_compare_with(tmp_path: Path):
+    lab_daemonsets(tmp_path)
+    write(tmp_path, "a.yaml", node("gpu-a", all_labels(skip=("dcgm-exporter",))))
+    assert findings(tmp_path, "GPU031") == []
+
+
+# --- GPU032 operand-taint-not-tolerated -------------------------------------------------------
+
+
+def test_gpu032_handwritten_daemonset_at_its_tolerations(tmp_path: Path):
+    write(tmp_path, "ds.yaml", daemonset("device-plugin"))
+    spec = "taints:\n- {key: dedicated, value: inference, effect: NoSchedule}\n"
+    write(tmp_path, "a.yaml", node("gpu-a", all_labels(), spec=spec))
+    [f] = findings(tmp_path, "GPU032")
+    assert f.severity == Severity.WARNING
+    assert at(f) == ("ds.yaml", 14, 7)
+    assert f.message == (
+        "DaemonSet gpu-operator/nvidia-device-plugin-daemonset (device-plugin) does not "
+        "tolerate taint dedicated=inference:NoSchedule on GPU node(s) gpu-a: the DaemonSet "
+        "controller does not count them in desiredNumberScheduled, so device-plugin never "
+        "runs there"
+    )
+    assert "{key: dedicated, operator: Exists, effect: NoSchedule}" in f.hint
+
+
+def test_gpu032_daemonset_without_tolerations_points_at_its_pod_spec(tmp_path: Path):
+    write(tmp_path, "ds.yaml", daemonset("device-plugin", tolerations=""))
+    spec = "taints:\n- {key: nvidia.com/gpu, value: present, effect: NoSchedule}\n"
+    write(tmp_path, "a.yaml", node("gpu-a", all_labels(), spec=spec))
+    [f] = findings(tmp_path, "GPU032")
+    assert at(f) == ("ds.yaml", 11, 5)
+
+
+def test_gpu032_custom_daemonsets_tolerations_without_nvidia_gpu(tmp_path: Path):
+    write(
+        tmp_path,
+        "cp.yaml",
+        CLUSTERPOLICY
+        + "  daemonsets:\n    tolerations:\n"
+        + "    - {key: dedicated, operator: Exists, effect: NoSchedule}\n",
+    )
+    taint = "taints:\n- {key: nvidia.com/gpu, value: present, effect: NoSchedule}\n"
+    write(tmp_path, "a.yaml", node("gpu-a", spec=taint))
+    write(tmp_path, "b.yaml", node("gpu-b", spec=taint))
+    [f] = findings(tmp_path, "GPU032")
+    assert at(f) == ("cp.yaml", 8, 5)
+    assert f.object.kind == "ClusterPolicy"
+    assert (
+        "(driver, container-toolkit, device-plugin, gpu-feature-discovery, dcgm-exporter, dcgm, "
+        "operator-validator)"
+    ) in f.message
+    assert "on GPU node(s) gpu-a, gpu-b" in f.message
+    assert "daemonsets.tolerations replaces the default nvidia.com/gpu:NoSchedule" in f.message
+    assert (
+        f.hint == "Add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to "
+        "daemonsets.tolerations."
+    )
+
+
+def test_gpu032_ignores_taints_on_nodes_the_daemonset_does_not_select(tmp_path: Path):
+    write(tmp_path, "ds.yaml", daemonset("device-plugin"))
+    spec = "taints:\n- {key: dedicated, value: inference, effect: NoSchedule}\n"
+    write(tmp_path, "a.yaml", node("gpu-a", {"device-plugin": "false"}, spec=spec))
+    write(tmp_path, "c.yaml", node("cpu-a", {"device-plugin": "true"}, spec=spec, gpu=False))
+    assert findings(tmp_path, "GPU032") == []

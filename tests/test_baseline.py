@@ -1,0 +1,151 @@
+"""Baselines and fingerprints: identity is rule, object and key path, never the line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check.config import load_config
+from gpudrv_check.engine import check
+from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity, unique_fingerprints
+from tests.conftest import gpu_node, run_cli, write
+
+EMPTY_MATRIX = "driver_branch,kernel,os_tag\n"
+
+
+def _finding(**kw) -> Finding:
+    base = dict(
+        rule="GPU001",
+        severity=Severity.ERROR,
+        message="m",
+        location=Location(file="a.yaml", line=3, column=5),
+        object=ObjectRef(kind="Node", name="n"),
+        path=["metadata", "labels", "k"],
+    )
+    base.update(kw)
+    return Finding(**base)
+
+
+@pytest.mark.parametrize(
+    ("change", "same"),
+    [
+        ({"location": Location(file="a.yaml", line=30, column=1)}, True),  # lines shifted
+        ({"location": Location(file="moved/b.yaml", line=3, column=5)}, True),  # file moved
+        ({"message": "reworded"}, True),  # the key path identifies it
+        ({"severity": Severity.WARNING}, True),
+        ({"rule": "GPU002"}, False),
+        ({"object": ObjectRef(kind="Node", name="other")}, False),
+        ({"object": ObjectRef(kind="Pod", name="n", namespace="x")}, False),
+        ({"path": ["metadata", "labels", "j"]}, False),
+    ],
+)
+def test_fingerprint_identity(change, same):
+    assert (_finding().fingerprint() == _finding(**change).fingerprint()) is same
+
+
+def test_objectless_findings_use_file_and_message_not_line():
+    a = _finding(object=None, path=[], message="YAML syntax error")
+    moved = a.model_copy(update={"location": Location(file="a.yaml", line=9, column=1)})
+    other_file = a.model_copy(update={"location": Location(file="b.yaml", line=3, column=5)})
+    assert a.fingerprint() == moved.fingerprint() != other_file.fingerprint()
+
+
+def test_unique_fingerprints_number_repeats():
+    a = _finding()
+    prints = unique_fingerprints([a, a, a])
+    assert prints[0] == a.fingerprint() and len(set(prints)) == 3
+
+
+INVENTORY = """
+apiVersion: gpudrv-check.io/v1alpha1
+kind: NodeInventory
+nodes:
+{nodes}
+"""
+ENTRY = """\
+- name: {name}
+  labels:
+    nvidia.com/gpu.present: "true"
+    nvidia.com/cuda.driver-version.major: "550"
+    feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic
+    feature.node.kubernetes.io/system-os_release.ID: ubuntu
+    feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"
+"""
+
+
+def _prints(root: Path) -> dict[str, str]:
+    run = check(root, load_config(root))
+    return {str(f.object): f.fingerprint() for f in run.findings}
+
+
+def test_inventory_fingerprints_survive_inserting_a_node_above(tmp_path):
+    write(tmp_path, "support-matrix.csv", EMPTY_MATRIX)
+    write(tmp_path, "inv.yaml", INVENTORY.format(nodes=ENTRY.format(name="b")))
+    before = _prints(tmp_path)
+    write(
+        tmp_path,
+        "inv.yaml",
+        INVENTORY.format(nodes=ENTRY.format(name="a") + ENTRY.format(name="b")),
+    )
+    after = _prints(tmp_path)
+    assert before["Node/b"] == after["Node/b"]
+    # and the same node written as a Node object has the same identity
+    write(tmp_path, "inv.yaml", "")
+    write(tmp_path, "b.yaml", gpu_node("b"))
+    assert _prints(tmp_path)["Node/b"] == before["Node/b"]
+
+
+def _repo(tmp_path: Path) -> Path:
+    write(tmp_path, "support-matrix.csv", EMPTY_MATRIX)
+    write(tmp_path, "nodes/gpu-1.yaml", gpu_node("gpu-1"))
+    write(tmp_path, "nodes/gpu-2.yaml", gpu_node("gpu-2"))
+    return tmp_path
+
+
+def test_baseline_end_to_end(tmp_path):
+    root = _repo(tmp_path / "repo")
+    baseline = tmp_path / "baseline.json"
+    wrote = run_cli("check", str(root), "--write-baseline", str(baseline))
+    assert wrote.returncode == 0, wrote.stderr
+    assert "wrote 2 finding(s)" in wrote.stderr
+    assert wrote.stdout.rstrip().endswith(
+        f"0 errors, 0 warnings; 2 suppressed (baseline {baseline})"
+    )
+    doc = json.loads(baseline.read_text())
+    assert [e["object"] for e in doc["findings"]] == ["Node/gpu-1", "Node/gpu-2"]
+
+    # unchanged repo: nothing new
+    same = run_cli("check", str(root), "--baseline", str(baseline))
+    assert same.returncode == 0 and "error GPU" not in same.stdout
+
+    # lines shift (a comment and a label above the offending key): still known
+    node = (root / "nodes/gpu-1.yaml").read_text()
+    (root / "nodes/gpu-1.yaml").write_text(
+        "# moved down\n\n" + node.replace("  labels:\n", "  labels:\n    team: ml\n")
+    )
+    shifted = run_cli("check", str(root), "--baseline", str(baseline), "--format", "json")
+    assert shifted.returncode == 0, shifted.stdout
+    result = json.loads(shifted.stdout)
+    assert result["findings"] == [] and result["summary"]["suppressed_by"] == {"baseline": 2}
+
+    # a new node with a missing image: only it is reported, and it fails
+    write(root, "nodes/gpu-3.yaml", gpu_node("gpu-3"))
+    new = run_cli("check", str(root), "--baseline", str(baseline))
+    assert new.returncode == 1
+    assert "nodes/gpu-3.yaml:9:5: error GPU001 node gpu-3" in new.stdout
+    assert "gpu-1" not in new.stdout and "gpu-2" not in new.stdout
+
+
+def test_baseline_is_deterministic_and_bad_baselines_are_usage_errors(tmp_path):
+    root = _repo(tmp_path / "repo")
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    run_cli("check", str(root), "--write-baseline", str(a))
+    run_cli("check", str(root), "--write-baseline", str(b))
+    assert a.read_bytes() == b.read_bytes()
+    missing = run_cli("check", str(root), "--baseline", str(tmp_path / "nope.json"))
+    assert missing.returncode == 2 and "baseline not found" in missing.stderr
+    (tmp_path / "bad.json").write_text("{\n  nope\n")
+    bad = run_cli("check", str(root), "--baseline", str(tmp_path / "bad.json"))
+    assert bad.returncode == 2 and "bad.json:2:3: baseline is not JSON" in bad.stderr

@@ -38,7 +38,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _repo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "path", nargs="?", default=None, metavar="PATH", help="root of the GitOps repo (default: .)"
+        "path",
+        nargs="?",
+        default=None,
+        metavar="PATH",
+        help="root of the GitOps repo (default: .); - reads a manifest stream from stdin",
     )
     p.add_argument(
         "--config",
@@ -54,6 +58,29 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
         "--operator-version",
         metavar="VERSION",
         help="GPU Operator release, selects the OS-tag rule (default: newest)",
+    )
+    p.add_argument(
+        "--rev",
+        metavar="REV",
+        help="check PATH as committed at a git revision (read from the object store; the "
+        "working tree and the index are not touched)",
+    )
+    p.add_argument(
+        "--kustomize",
+        action="store_true",
+        help="render each Kustomize root (kustomize build / kubectl kustomize, offline, no "
+        "plugins, no Helm) and check the rendered objects",
+    )
+    p.add_argument(
+        "--stdin-name",
+        metavar="NAME",
+        help="file name for locations when PATH is - (default: <stdin>)",
+    )
+    p.add_argument(
+        "--inventory",
+        metavar="FILE",
+        action="append",
+        help="extra node inventory file (Node objects or a NodeInventory); repeatable",
     )
     p.add_argument(
         "-v",
@@ -104,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("error", "warning", "info", "never"),
         default=None,
         help="lowest severity that makes the exit code 1 (default: error)",
+    )
+    p.add_argument(
+        "--base",
+        metavar="REV",
+        help="pull-request mode: report only findings that are new since git revision REV",
     )
 
     p = sub.add_parser("audit", help="driver images each GPU node needs vs the support matrix")

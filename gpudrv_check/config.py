@@ -91,6 +91,8 @@ class Config(_Strict):
     """`.gpudrv-check.yaml` (or `[tool.gpudrv-check]` in pyproject.toml)."""
 
     matrix: str | None = DEFAULT_MATRIX
+    # extra node inventory files, always read (also when manifests come from stdin)
+    inventory: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
     fail_on: Literal["error", "warning", "info", "never"] = "error"
@@ -156,24 +158,34 @@ def parse_config(data: Any, file: str) -> Config:
     return config
 
 
-def load_config(root: Path, explicit: str | None = None) -> Config:
-    """The config for a repo root: `--config FILE`, else `.gpudrv-check.yaml`, else pyproject."""
+def load_config(root: Path, explicit: str | None = None, source: Any = None) -> Config:
+    """The config for a repo root: `--config FILE`, else `.gpudrv-check.yaml`, else pyproject.
+
+    `source` (a `gpudrv_check.source.Source`) reads the repo's own config files, so a run over
+    a git revision uses the config of that revision; `--config FILE` is always read from disk.
+    """
     if explicit is not None:
         path = Path(explicit)
         if not path.is_file():
             raise ConfigError(f"config file not found: {explicit}")
-        return _load_yaml_config(path, explicit)
-    path = root / CONFIG_FILE
-    if path.is_file():
-        return _load_yaml_config(path, CONFIG_FILE)
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
+        try:
+            raw = path.read_bytes()
+        except OSError as err:
+            raise ConfigError(f"cannot read config: {err.strerror}", explicit) from None
+        return _parse_yaml_config(raw, explicit)
+    if source is None:
+        from gpudrv_check.source.tree import WorkingTree
+
+        source = WorkingTree(root)
+    if source.exists(CONFIG_FILE):
+        return _parse_yaml_config(_read(source, CONFIG_FILE), CONFIG_FILE)
+    if source.exists("pyproject.toml"):
         try:
             import tomllib  # type: ignore[import-not-found]
         except ModuleNotFoundError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
         try:
-            doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            doc = tomllib.loads(_read(source, "pyproject.toml").decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
             raise ConfigError(f"cannot read pyproject.toml: {err}", "pyproject.toml") from None
         section = doc.get("tool", {}).get("gpudrv-check")
@@ -182,14 +194,17 @@ def load_config(root: Path, explicit: str | None = None) -> Config:
     return Config()
 
 
-def _load_yaml_config(path: Path, shown: str) -> Config:
+def _read(source: Any, rel: str) -> bytes:
+    try:
+        return source.read(rel)
+    except OSError as err:
+        raise ConfigError(f"cannot read config: {err.strerror}", rel) from None
+
+
+def _parse_yaml_config(raw: bytes, shown: str) -> Config:
     from gpudrv_check.load.text import decode_text
     from gpudrv_check.load.yaml_docs import parse_text
 
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise ConfigError(f"cannot read config: {err.strerror}", shown) from None
     text, problem = decode_text(raw)
     if problem is not None:
         raise ConfigError(problem.message, shown, problem.line, problem.column)

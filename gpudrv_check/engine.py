@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpudrv_check.config import Config, ConfigError
 from gpudrv_check.load.inventory import build_inventory
-from gpudrv_check.load.manifests import RepoContent, read_repo
+from gpudrv_check.load.manifests import FileResult, RepoContent, parse_manifest_bytes, read_repo
 from gpudrv_check.load.matrix import Matrix, parse_matrix
 from gpudrv_check.model.disruption import build_pdbs
-from gpudrv_check.model.finding import Finding, Severity
+from gpudrv_check.model.finding import Finding, Location, Severity
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import build_workloads
 from gpudrv_check.policy import RulePolicy, catalog, rule_settings, validate_rule_settings
-from gpudrv_check.source.tree import Listing, Skipped, WorkingTree, inside_root
+from gpudrv_check.source import Source, clean_rel
+from gpudrv_check.source.tree import Listing, Skipped, WorkingTree
 
 if TYPE_CHECKING:
     from gpudrv_check.model.custom_policy import CustomPolicy
@@ -34,6 +36,7 @@ class Run:
     custom_policies: list[CustomPolicy] = field(default_factory=list)
     # every rule of this run, by id: the built-in catalog and the custom policies
     rules: dict[str, RulePolicy] = field(default_factory=lambda: dict(catalog()))
+    source: Source | None = None
 
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Severity}
@@ -42,54 +45,123 @@ class Run:
         return out
 
 
-def load_matrix(root: Path, config: Config, override: str | None) -> Matrix | None:
-    """The support matrix: `--matrix FILE` (relative to the working directory), else config."""
+def _shown(path: Path, base: Path, given: str) -> str:
+    """A path from the command line as findings name it: relative to the checked root if inside."""
+    try:
+        shown = os.path.relpath(path.resolve(), base.resolve()).replace(os.sep, "/")
+    except ValueError:
+        return given
+    return given if shown.startswith("..") else shown
+
+
+def _config_path(source: Source, config: Config, rel: str, what: str) -> str:
+    clean = clean_rel(rel)
+    if clean is None:
+        raise ConfigError(
+            f"{what} path {rel!r} leaves the repo root; config paths stay inside the repo",
+            config.source,
+        )
+    return clean
+
+
+def load_matrix(source: Source | Path, config: Config, override: str | None) -> Matrix | None:
+    """The support matrix: `--matrix FILE` (relative to the working directory), else config.
+
+    The config's matrix is read through the source, so `--rev` uses the matrix of that revision.
+    """
+    if isinstance(source, Path):
+        source = WorkingTree(source)
     if override is not None:
         if override.lower() == "none":
             return None
         path = Path(override)
-        shown = override
         if not path.is_file():
             raise ConfigError(f"support matrix not found: {override}")
-        try:
-            shown = os.path.relpath(path.resolve(), root.resolve()).replace(os.sep, "/")
-            if shown.startswith(".."):
-                shown = override
-        except ValueError:
-            shown = override
-        return parse_matrix(shown, path.read_bytes())
+        return parse_matrix(_shown(path, source.disk_root, override), path.read_bytes())
     if config.matrix is None:
         return None
-    rel = config.matrix
-    if os.path.isabs(rel) or not inside_root(root, rel):
+    rel = _config_path(source, config, config.matrix, "matrix")
+    if isinstance(source, WorkingTree) and source.exists(rel) and not source.resolve_inside(rel):
         raise ConfigError(
             f"matrix path {rel!r} leaves the repo root; config paths stay inside the repo",
             config.source,
         )
-    path = root / rel
-    if not path.is_file():
+    if not source.exists(rel):
+        where = f" at {source.label}" if not isinstance(source, WorkingTree) else ""
         raise ConfigError(
-            f"support matrix not found: {path} (set `matrix:` in .gpudrv-check.yaml, pass "
-            "--matrix FILE, or --matrix none to check without one)"
+            f"support matrix not found: {Path(source.disk_root) / rel}{where} (set `matrix:` in "
+            ".gpudrv-check.yaml, pass --matrix FILE, or --matrix none to check without one)"
         )
-    return parse_matrix(rel, path.read_bytes())
+    return parse_matrix(rel, source.read(rel))
 
 
-def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:
-    """Read the repo at `root` into the model the rules evaluate."""
-    if not root.is_dir():
-        raise ConfigError(f"not a directory: {root}")
+def _extra_inventory(
+    source: Source, config: Config, inventory: Sequence[str], listed: set[str]
+) -> list[FileResult]:
+    """Inventory files named by the config (inside the repo) and by `--inventory` (on disk)."""
+    results = []
+    for rel in config.inventory:
+        clean = _config_path(source, config, rel, "inventory")
+        if clean in listed:
+            continue
+        if not source.exists(clean):
+            raise ConfigError(f"inventory file not found: {clean}", config.source)
+        listed.add(clean)
+        results.append(parse_manifest_bytes(clean, source.read(clean)))
+    for given in inventory:
+        path = Path(given)
+        if not path.is_file():
+            raise ConfigError(f"inventory file not found: {given}")
+        shown = _shown(path, source.disk_root, given)
+        if shown in listed:
+            continue
+        listed.add(shown)
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise ConfigError(f"cannot read inventory {given}: {err.strerror}") from None
+        results.append(parse_manifest_bytes(shown, data))
+    return results
+
+
+def _render_problem(problem) -> Finding:
+    return Finding(
+        rule="GPU009",
+        severity=Severity.WARNING,
+        message=problem.message,
+        hint="Fix the kustomization so `kustomize build` works offline, or render it yourself "
+        "and pipe the output to `gpudrv-check check -`.",
+        location=Location(file=problem.file, line=problem.line, column=problem.column),
+    )
+
+
+def load(
+    root: Path | Source,
+    config: Config,
+    matrix_override: str | None = None,
+    inventory: Sequence[str] = (),
+) -> Run:
+    """Read a repo (a directory, or any source: a git revision, stdin, Kustomize renderings)
+    into the model the rules evaluate."""
+    if isinstance(root, Path):
+        if not root.is_dir():
+            raise ConfigError(f"not a directory: {root}")
+        source: Source = WorkingTree(root)
+    else:
+        source = root
     from gpudrv_check.exemptions import validate_exemptions
     from gpudrv_check.load.policies import load_custom_policies, policy_files
 
-    files = policy_files(root, config)
-    custom = load_custom_policies(root, config, files)
+    # the repo's own configuration files (custom policies) come from the same source as the
+    # manifests: a revision's policies with --rev; the working directory's with stdin
+    settings = getattr(source, "config_source", source)
+    files = policy_files(Path(source.disk_root), config, settings)
+    custom = load_custom_policies(Path(source.disk_root), config, files, settings)
     rules = all_rules(custom)
     validate_rule_settings(config, rules)
     validate_exemptions(config, rules)
-    matrix = load_matrix(root, config, matrix_override)
-    tree = WorkingTree(root)
-    listing = tree.list_manifests(config.exclude)
+    matrix = load_matrix(source, config, matrix_override)
+    listing = source.list_manifests(config.exclude)
     if files:
         # policy files are configuration, not manifests
         listing.files = [f for f in listing.files if f.rel not in files]
@@ -97,27 +169,38 @@ def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:
             [*listing.skipped, *(Skipped(rel, "custom policy file") for rel in files)],
             key=lambda s: s.rel,
         )
-    content = read_repo(tree, listing.files, config.max_file_bytes)
+    content = read_repo(source, listing.files, config.max_file_bytes)
+    content.files.extend(
+        _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
+    )
     manifests = content.manifests
     nodes, node_findings = build_inventory(manifests)
     workloads, workload_findings = build_workloads(manifests)
     pdbs, pdb_findings = build_pdbs(manifests)
     repo = Repo(
-        root=str(root),
+        root=str(source.disk_root),
         config=config,
         manifests=manifests,
         nodes=nodes,
         matrix=matrix,
-        files_read=len(listing.files),
+        files_read=len(content.files),
         workloads=workloads,
         pdbs=pdbs,
     )
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
-    run = Run(repo=repo, content=content, listing=listing, custom_policies=custom, rules=rules)
+    run = Run(
+        repo=repo,
+        content=content,
+        listing=listing,
+        custom_policies=custom,
+        rules=rules,
+        source=source,
+    )
     run.findings.extend(content.problems)
     run.findings.extend(node_findings)
     run.findings.extend(workload_findings)
     run.findings.extend(pdb_findings)
+    run.findings.extend(_render_problem(p) for p in getattr(source, "problems", ()))
     if matrix is not None:
         run.findings.extend(matrix.problems)
     return run
@@ -147,9 +230,31 @@ def evaluate(run: Run) -> None:
     for policy in run.custom_policies:
         if rule_enabled(config, policy.id, run.rules):
             run.findings.extend(check_policy(ctx, policy))
-    settled = settle(run.findings, config, run.rules)
+    settled = settle(_note_origins(run, run.findings), config, run.rules)
     run.findings, suppressed = apply_exemptions(settled, run.repo, run.rules)
     run.suppressed.extend(suppressed)
+
+
+def _note_origins(run: Run, findings: list[Finding]) -> list[Finding]:
+    """Findings in a rendered Kustomize stream name the repo file their object came from."""
+    origins = getattr(run.source, "origins", None)
+    rendered = getattr(run.source, "rendered", None)
+    if origins is None or not rendered:
+        return findings
+    starts: dict[str, list[tuple[int, int]]] = {}
+    for m in run.repo.manifests:
+        if m.file in rendered:
+            starts.setdefault(m.file, []).append((getattr(m.data, "pos", (1, 1))[0], m.doc))
+    out = []
+    for f in findings:
+        docs = starts.get(f.location.file)
+        if docs:
+            doc = max(((line, d) for line, d in docs if line <= f.location.line), default=None)
+            paths = origins(f.location.file)
+            if doc is not None and doc[1] < len(paths) and paths[doc[1]]:
+                f = f.model_copy(update={"message": f"{f.message} (source: {paths[doc[1]]})"})
+        out.append(f)
+    return out
 
 
 def rule_enabled(config: Config, rule_id: str, rules: dict[str, RulePolicy] | None = None) -> bool:
@@ -185,8 +290,13 @@ def settle(
     return out
 
 
-def check(root: Path, config: Config, matrix_override: str | None = None) -> Run:
-    run = load(root, config, matrix_override)
+def check(
+    root: Path | Source,
+    config: Config,
+    matrix_override: str | None = None,
+    inventory: Sequence[str] = (),
+) -> Run:
+    run = load(root, config, matrix_override, inventory)
     evaluate(run)
     return run
 

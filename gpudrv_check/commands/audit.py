@@ -3,6 +3,9 @@
 Prints `<node> MISSING <tag>` per GPU node whose driver image is not in the matrix, sorted by
 node, and exits 1; or prints `OK` and exits 0. A node whose tag cannot be computed is printed as
 `<node> MISSING-LABEL <label>` (and fails the audit): it cannot be proven to have an image.
+When the operator configuration names the driver registry (`driver.repository`), the full image
+reference follows as a fourth field: `<node> MISSING <tag> <repository>/<image>:<tag>`; without
+one the output is the lab script's, byte for byte.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
     lines = []
     for entry in audit_entries(repo):
         if entry.missing:
-            lines.append(f"{entry.node.name} MISSING {entry.result.tag}")
+            line = f"{entry.node.name} MISSING {entry.result.tag}"
+            lines.append(f"{line} {entry.reference}" if entry.reference else line)
         elif not entry.result.ok:
             what = ",".join(entry.result.missing) or "tag"
             lines.append(f"{entry.node.name} MISSING-LABEL {what}")

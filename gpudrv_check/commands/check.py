@@ -7,6 +7,9 @@ Pairing of `--format` and `--output` (written in any number, in order):
 - `--output FILE` with no `--format` anywhere writes the default format to FILE;
 - with no `--format`, the default is `text`, or `github` when GITHUB_ACTIONS=true.
 When no report goes to stdout, the one-line summary does.
+
+`--base REV` (pull-request mode) reports, in every format, only the findings that are new since
+REV, matched by fingerprint (compare.py); the summary counts new, fixed and unchanged.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from gpudrv_check import __version__
-from gpudrv_check.commands.common import load_run
+from gpudrv_check.commands.common import load_run, load_source, make_source
 from gpudrv_check.config import ConfigError
 from gpudrv_check.engine import Run, evaluate
 from gpudrv_check.model.finding import Finding
@@ -91,7 +94,32 @@ def _apply_baselines(run: Run, args: argparse.Namespace) -> str | None:
     return baseline
 
 
-def build_report(run: Run, code: int, baseline: str | None, root: str):
+def base_findings(args: argparse.Namespace, base: str) -> list[Finding]:
+    """The findings at the base revision. A revision that cannot be read is a usage error; a
+    base that has no PATH yet, or cannot be checked (no matrix yet, a broken config), has no
+    findings: everything at the head counts as new, and stderr says why."""
+    from gpudrv_check.source.git import NotAtRevision
+
+    try:
+        source = make_source(args, rev=base)
+    except NotAtRevision as err:
+        reason = str(err).split(";")[0]
+    else:
+        try:
+            base_run = load_source(args, source)
+        except ConfigError as err:
+            reason = str(err)
+        else:
+            evaluate(base_run)
+            return base_run.findings
+    sys.stderr.write(
+        f"gpudrv-check: warning: the base {base} cannot be checked ({reason}); every finding "
+        "counts as new\n"
+    )
+    return []
+
+
+def build_report(run: Run, code: int, baseline: str | None, root: str, comparison=None):
     from gpudrv_check.exemptions import BY_ANNOTATION, BY_BASELINE, BY_CONFIG
     from gpudrv_check.report import Report, Summary, path_prefix, suppression_source
 
@@ -108,6 +136,11 @@ def build_report(run: Run, code: int, baseline: str | None, root: str):
         exit_code=code,
         baseline=baseline,
     )
+    if comparison is not None:
+        summary.base = comparison.base
+        summary.new = len(comparison.new)
+        summary.fixed = len(comparison.fixed)
+        summary.unchanged = len(comparison.unchanged)
     run.suppressed.sort(key=Finding.sort_key)
     from gpudrv_check.engine import rule_enabled
 
@@ -123,7 +156,7 @@ def build_report(run: Run, code: int, baseline: str | None, root: str):
         rules=rules,
         summary=summary,
         repo=run.repo,
-        path_prefix=path_prefix(root),
+        path_prefix=path_prefix(root) if root != "-" else "",
         tool_version=__version__,
     )
 
@@ -136,8 +169,15 @@ def run(args: argparse.Namespace) -> int:
     check_run = load_run(args)
     evaluate(check_run)
     baseline = _apply_baselines(check_run, args)
+    comparison = None
+    base = getattr(args, "base", None)
+    if base is not None:
+        from gpudrv_check.compare import compare
+
+        comparison = compare(base_findings(args, base), check_run.findings, base)
+        check_run.findings = comparison.new  # only what this change introduces, and gates
     code = exit_code(check_run.findings, check_run.repo.config.fail_on)
-    report = build_report(check_run, code, baseline, args.path)
+    report = build_report(check_run, code, baseline, args.path, comparison)
     if getattr(args, "verbose", False):
         for f in report.suppressed:
             sys.stderr.write(f"suppressed {f.location}: {f.rule} {f.message} ({f.suppressed_by})\n")

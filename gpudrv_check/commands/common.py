@@ -1,4 +1,4 @@
-"""What the repo commands share: loading the config and the repo, verbose listings."""
+"""What the repo commands share: the source, the config and the repo, verbose listings."""
 
 from __future__ import annotations
 
@@ -6,17 +6,60 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpudrv_check.config import Config, load_config
+from gpudrv_check.config import Config, ConfigError, load_config
 from gpudrv_check.engine import Run, load, validate_rule_keys
+from gpudrv_check.source import Source
 
 
-def repo_config(args: argparse.Namespace) -> tuple[Path, Config]:
-    root = Path(args.path)
-    from gpudrv_check.config import ConfigError
+def make_source(args: argparse.Namespace, rev: str | None = None) -> Source:
+    """Where the files come from: PATH on disk, PATH at a git revision, or stdin (`-`)."""
+    path = args.path
+    rev = rev if rev is not None else getattr(args, "rev", None)
+    kustomize = getattr(args, "kustomize", False)
+    stdin_name = getattr(args, "stdin_name", None)
+    if path == "-":
+        if rev is not None or getattr(args, "base", None):
+            raise ConfigError("--rev/--base read a git revision; they cannot read from stdin (-)")
+        if kustomize:
+            raise ConfigError(
+                "--kustomize renders the repo itself; with stdin (-) pipe the rendered stream "
+                "instead: `kustomize build DIR | gpudrv-check check -`"
+            )
+        if sys.stdin is None or sys.stdin.isatty():
+            raise ConfigError(
+                "PATH is - (read manifests from standard input) but stdin is a terminal; pipe a "
+                "stream in, e.g. `kustomize build overlays/prod | gpudrv-check check -`"
+            )
+        from gpudrv_check.source.stdin import DEFAULT_STDIN_NAME, StdinSource
 
+        return StdinSource.from_stdin(stdin_name or DEFAULT_STDIN_NAME, Path("."))
+    if stdin_name is not None:
+        raise ConfigError("--stdin-name names standard input; it needs - as PATH")
+    root = Path(path)
     if not root.is_dir():
-        raise ConfigError(f"not a directory: {args.path}")
-    config = load_config(root, getattr(args, "config", None))
+        raise ConfigError(f"not a directory: {path}")
+    source: Source
+    if rev is not None:
+        from gpudrv_check.source.git import GitTree
+
+        source = GitTree(root, rev)
+    else:
+        from gpudrv_check.source.tree import WorkingTree
+
+        source = WorkingTree(root)
+    if kustomize:
+        from gpudrv_check.source.kustomize import KustomizeSource
+
+        source = KustomizeSource(source)
+    return source
+
+
+def repo_config(args: argparse.Namespace, source: Source | None = None) -> tuple[Path, Config]:
+    """The config of the checked source (of its revision, with --rev), with flag overrides."""
+    if source is None:
+        source = make_source(args)
+    root = Path(source.disk_root)
+    config = load_config(root, getattr(args, "config", None), source=source)
     validate_rule_keys(config)
     version = getattr(args, "operator_version", None)
     if version:
@@ -27,12 +70,18 @@ def repo_config(args: argparse.Namespace) -> tuple[Path, Config]:
     return root, config
 
 
-def load_run(args: argparse.Namespace) -> Run:
-    root, config = repo_config(args)
-    run = load(root, config, getattr(args, "matrix", None))
-    if getattr(args, "verbose", False):
+def load_run(args: argparse.Namespace, rev: str | None = None) -> Run:
+    """Load the repo the arguments name; `rev` overrides --rev (the base in PR mode)."""
+    run = load_source(args, make_source(args, rev))
+    if getattr(args, "verbose", False) and rev is None:
         print_listing(run)
     return run
+
+
+def load_source(args: argparse.Namespace, source: Source) -> Run:
+    _, config = repo_config(args, source)
+    inventory = getattr(args, "inventory", None) or ()
+    return load(source, config, getattr(args, "matrix", None), inventory)
 
 
 def print_listing(run: Run) -> None:
@@ -51,6 +100,15 @@ def print_listing(run: Run) -> None:
         out.write("matrix  none (driver image checks that need it are off)\n")
     else:
         out.write(f"matrix  {matrix.file}: {len(matrix.rows)} row(s)\n")
+    operator = run.repo.operator
+    if operator is not None:
+        out.write(f"operator {operator.describe()}\n")
+        for note in operator.notes:
+            out.write(f"operator note: {note}\n")
+    from gpudrv_check.model.driver import operator_version_source
+
+    version, why = operator_version_source(run.repo)
+    out.write(f"os-tag  rule of operator {version or 'newest'} ({why})\n")
     skipped_docs = sum(len(f.skipped) for f in run.content.files)
     out.write(
         f"total   {len(run.content.files)} file(s), {run.content.object_count} object(s), "

@@ -46,14 +46,17 @@ class Matrix:
         return None
 
 
-def _problem(file: str, line: int, column: int, message: str, hint: str, sev: Severity) -> Finding:
+def _problem(
+    file: str, line: int, column: int, message: str, hint: str, sev: Severity, row: str = ""
+) -> Finding:
+    # identity is the row's text, not its line number: a row added above keeps it (PR mode)
     return Finding(
         rule="GPU006",
         severity=sev,
         message=message,
         hint=hint,
         location=Location(file=file, line=line, column=column),
-        path=["line", line],
+        path=["row", row.strip()] if row.strip() else ["file"],
     )
 
 
@@ -94,6 +97,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     f"malformed CSV line: {err}",
                     "Fix the quoting.",
                     Severity.ERROR,
+                    row=raw_line,
                 )
             )
             continue
@@ -111,6 +115,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                         "`driver_branch,kernel,os_tag`",
                         "Make the first non-comment line the header `driver_branch,kernel,os_tag`.",
                         Severity.ERROR,
+                        row=raw_line,
                     )
                 )
                 return matrix
@@ -129,6 +134,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     "Write the row as `<branch>,<kernel>,<os_tag>`, e.g. "
                     "`550,5.15.0-119-generic,ubuntu22.04`.",
                     Severity.ERROR,
+                    row=raw_line,
                 )
             )
             continue
@@ -149,6 +155,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     "; ".join(bad),
                     "Each row is the three parts of a precompiled driver image tag.",
                     Severity.ERROR,
+                    row=raw_line,
                 )
             )
             continue
@@ -162,6 +169,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     f"duplicate row {','.join(key)} (first on line {seen[key]})",
                     "Delete the repeated row.",
                     Severity.WARNING,
+                    row=raw_line,
                 )
             )
             continue

@@ -33,8 +33,13 @@ def _file_validator() -> Any:
     return Draft202012Validator(json.loads(read_resource("schemas", "policy.schema.json")))
 
 
-def policy_files(root: Path, config: Config) -> list[str]:
-    """The files `policies:` names (folders are walked), as sorted POSIX paths under root."""
+def policy_files(root: Path, config: Config, source: Any = None) -> list[str]:
+    """The files `policies:` names (folders are walked), as sorted POSIX paths under root.
+
+    `source` (a `gpudrv_check.source.Source`) lists them instead of the disk when it is not
+    the working tree: a git revision's policies are those committed at that revision."""
+    if source is not None and hasattr(source, "files_under"):
+        return _source_policy_files(config, source)
     found: set[str] = set()
     for index, entry in enumerate(config.policies):
         if os.path.isabs(entry) or not inside_root(root, entry):
@@ -55,6 +60,32 @@ def policy_files(root: Path, config: Config) -> list[str]:
                         found.add(Path(os.path.relpath(full, root)).as_posix())
         else:
             raise config.error(f"policies: {entry!r} not found", "policies", index)
+    return sorted(found)
+
+
+def _source_policy_files(config: Config, source: Any) -> list[str]:
+    from gpudrv_check.source import clean_rel
+
+    found: set[str] = set()
+    for index, entry in enumerate(config.policies):
+        rel = clean_rel(entry.rstrip("/")) if entry.rstrip("/") not in ("", ".") else ""
+        if rel is None:
+            raise config.error(
+                f"policies: {entry!r} leaves the repo root; config paths stay inside the repo",
+                "policies",
+                index,
+            )
+        if rel and source.exists(rel):
+            found.add(rel)
+            continue
+        under = [
+            f
+            for f in source.files_under(rel)
+            if f.endswith(MANIFEST_SUFFIXES) and not any(p.startswith(".") for p in f.split("/"))
+        ]
+        if not under:
+            raise config.error(f"policies: {entry!r} not found", "policies", index)
+        found.update(under)
     return sorted(found)
 
 
@@ -167,7 +198,9 @@ def parse_policy(rel: str, data: Any, doc_pos: tuple[int, int]) -> CustomPolicy:
     return CustomPolicy.model_validate({**data, "file": rel, "line": line})
 
 
-def load_custom_policies(root: Path, config: Config, files: list[str]) -> list[CustomPolicy]:
+def load_custom_policies(
+    root: Path, config: Config, files: list[str], source: Any = None
+) -> list[CustomPolicy]:
     """Every policy of `files`; ids and names must be unique, also against the built-in rules."""
     from gpudrv_check.load.text import decode_text
     from gpudrv_check.load.yaml_docs import parse_text
@@ -180,7 +213,7 @@ def load_custom_policies(root: Path, config: Config, files: list[str]) -> list[C
     policies: list[CustomPolicy] = []
     for rel in files:
         try:
-            raw = (root / rel).read_bytes()
+            raw = source.read(rel) if source is not None else (root / rel).read_bytes()
         except OSError as err:
             raise ConfigError(f"cannot read policy: {err.strerror}", rel) from None
         text, problem = decode_text(raw)

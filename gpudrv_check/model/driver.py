@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gpudrv_check.config import Config
@@ -11,8 +12,16 @@ from gpudrv_check.nvidia.driver_image import (
     DEPLOY_DRIVER_LABEL,
     DEPLOY_OPERANDS_LABEL,
     TagResult,
+    driver_image_reference,
     driver_image_tag,
+    operator_release,
 )
+
+# the chart's default `driver.image` (deployments/gpu-operator/values.yaml)
+DEFAULT_DRIVER_IMAGE = "driver"
+
+# a chart version that pins one release: `v25.10.0`, `=25.10.0`, `~25.10.1`, `25.10.x`
+_PINNED = re.compile(r"^[=~^]?\s*v?(\d+)\.(\d+)(?:\.(\d+|x|X|\*))?(?:[-+][0-9A-Za-z.-]+)?$")
 
 
 def label_keys(config: Config) -> dict[str, object]:
@@ -26,8 +35,45 @@ def label_keys(config: Config) -> dict[str, object]:
     }
 
 
+def chart_release(version: str | None) -> str | None:
+    """The operator release a chart version pins (`v25.10.0`, `~25.10.1` -> `25.10`), or None.
+
+    Ranges (`>=25.3.0 <26`), `*` and anything else that does not name one month's release give
+    None: the OS-tag rule is then the newest one, as when nothing is known.
+    """
+    if not isinstance(version, str):
+        return None
+    match = _PINNED.match(version.strip())
+    if match is None or version.strip().startswith("^"):
+        return None
+    text = f"{match.group(1)}.{match.group(2)}"
+    return text if operator_release(text) is not None else None
+
+
+def operator_version_source(repo: Repo) -> tuple[str | None, str]:
+    """The operator release that selects the OS-tag rule, and where it came from.
+
+    `--operator-version` / `operator.version` in the config win when set: they are explicit, and
+    a chart version may be a range. Otherwise the gpu-operator chart version the repo deploys
+    (HelmRelease `spec.chart.spec.version`, Argo CD `targetRevision`) is used when it pins one
+    release. Otherwise None: the newest rule.
+    """
+    explicit = repo.config.operator.version
+    if explicit:
+        return explicit, "operator.version / --operator-version"
+    operator = repo.operator
+    if operator is not None and operator.chart_version:
+        release = chart_release(operator.chart_version)
+        if release is not None:
+            return release, f"chart version {operator.chart_version} of {operator.manifest.ref}"
+        return None, f"chart version {operator.chart_version!r} pins no single release"
+    return None, "no operator version in config or repo"
+
+
 def operator_version(repo: Repo) -> str | None:
-    return repo.config.operator.version
+    if "operator_version" not in repo.extras:
+        repo.extras["operator_version"] = operator_version_source(repo)[0]
+    return repo.extras["operator_version"]
 
 
 def node_tag(node: Node, repo: Repo) -> TagResult:
@@ -47,10 +93,17 @@ class AuditEntry:
     node: Node
     result: TagResult
     in_matrix: bool
+    # `<repository>/<image>:<tag>` when the operator config names the driver repository
+    reference: str | None = None
 
     @property
     def missing(self) -> bool:
         return self.result.ok and not self.in_matrix
+
+    @property
+    def image(self) -> str | None:
+        """The full reference when known, else the tag."""
+        return self.reference or self.result.tag
 
 
 def audit_entries(repo: Repo) -> list[AuditEntry]:
@@ -61,11 +114,33 @@ def audit_entries(repo: Repo) -> list[AuditEntry]:
             continue
         result = node_tag(node, repo)
         found = False
-        if result.ok and repo.matrix is not None:
+        reference = None
+        if result.ok:
             branch, kernel, ostag = _split(result, node, repo)
-            found = repo.matrix.has(branch, kernel, ostag)
-        entries.append(AuditEntry(node, result, found))
+            if repo.matrix is not None:
+                found = repo.matrix.has(branch, kernel, ostag)
+            reference = image_reference(repo, branch, kernel, ostag)
+        entries.append(AuditEntry(node, result, found, reference))
     return entries
+
+
+def image_reference(repo: Repo, branch: str, kernel: str, ostag: str) -> str | None:
+    """The precompiled image the operator pulls for this tag, when the repo names the registry.
+
+    `driver.repository` must be set in the operator config (ClusterPolicy, HelmRelease values,
+    Argo CD values); `driver.image` defaults to the chart's `driver`. The tag is the node's
+    (`<branch>-<kernel>-<os-tag>`), the one the support matrix row stands for.
+    """
+    operator = repo.operator
+    if operator is None:
+        return None
+    repository = operator.get("driver", "repository")
+    if not isinstance(repository, str) or not repository.strip():
+        return None
+    image = operator.get("driver", "image")
+    image = image if isinstance(image, str) and image else DEFAULT_DRIVER_IMAGE
+    result = driver_image_reference(repository.strip(), image, branch, kernel, ostag, True)
+    return result.reference
 
 
 def _split(result: TagResult, node: Node, repo: Repo) -> tuple[str, str, str]:

@@ -41,6 +41,11 @@ class Summary:
     fail_on: str = "error"
     exit_code: int = 0
     baseline: str | None = None  # the --baseline file, when one was used
+    # pull-request mode (--base): the base revision and how the findings compare with it
+    base: str | None = None
+    new: int = 0
+    fixed: int = 0
+    unchanged: int = 0
 
 
 @dataclass

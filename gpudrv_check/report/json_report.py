@@ -50,6 +50,8 @@ def summary_dict(report: Report) -> dict[str, Any]:
     }
     if s.baseline:
         out["baseline"] = s.baseline
+    if s.base is not None:
+        out.update(base=s.base, new=s.new, fixed=s.fixed, unchanged=s.unchanged)
     return out
 
 

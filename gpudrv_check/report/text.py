@@ -60,6 +60,8 @@ def render_summary(report: Report) -> str:
     line = summary_line(s.files, s.objects, s.counts, s.suppressed)
     if s.baseline:
         line += f" (baseline {s.baseline})"
+    if s.base is not None:
+        line += f"\n{s.new} new, {s.fixed} fixed, {s.unchanged} unchanged (base {s.base})"
     return line
 
 

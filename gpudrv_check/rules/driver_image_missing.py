@@ -3,7 +3,10 @@
 For every node labelled `nvidia.com/gpu.present=true` whose driver the operator manages (not
 `nvidia.com/gpu.deploy.driver=false` or `nvidia.com/gpu.deploy.operands=false`), the precompiled
 tag `<branch>-<kernel>-<os-tag>` is computed from its labels and looked up in the matrix. The
-finding sits on the node's kernel label, since a new kernel is the usual cause.
+finding sits on the node's kernel label, since a new kernel is the usual cause. When the
+operator configuration names the driver registry (`driver.repository`, with `driver.image`
+defaulting to `driver`), the message names the full image reference that is missing, e.g.
+`registry.example/nvidia/driver:550-6.8.0-52-generic-ubuntu24.04`.
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ def check(ctx: Context) -> Iterator[Finding]:
             ID,
             node,
             node.label_path(str(kernel_key)),
-            f"node {node.name} needs driver image {tag}, which is not in the support matrix "
-            f"({repo.matrix.file}); its driver pod would fail to pull and its GPUs vanish",
-            hint=f"Build and push the image for {tag}, then add the row `{row}` to "
+            f"node {node.name} needs driver image {entry.image}, which is not in the support "
+            f"matrix ({repo.matrix.file}); its driver pod would fail to pull and its GPUs vanish",
+            hint=f"Build and push the driver image {entry.image}, then add the row `{row}` to "
             f"{repo.matrix.file}; or keep the node on a kernel the matrix has.",
             location=node.label_location(str(kernel_key)),
         )

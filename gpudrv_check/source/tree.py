@@ -62,6 +62,7 @@ class WorkingTree:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self.disk_root = self.root
         self.label = str(root)
 
     def list_manifests(self, exclude: list[str]) -> Listing:

@@ -1,0 +1,205 @@
+"""`--rev REV`: the tree of a commit, read from the object store, with its own config and matrix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.gitops.conftest import commit, git
+
+NEW_KERNEL = "6.8.0-52-generic"
+
+
+def _findings(result: subprocess.CompletedProcess) -> list[tuple[str, str, int, int]]:
+    doc = json.loads(result.stdout)
+    return [
+        (f["rule"], f["location"]["file"], f["location"]["line"], f["location"]["column"])
+        for f in doc["findings"]
+    ]
+
+
+def test_rev_reads_the_commit_not_the_working_tree_or_the_index(git_repo: Path):
+    write(git_repo, "support-matrix.csv", MATRIX)
+    write(git_repo, "nodes/a.yaml", gpu_node("a"))
+    commit(git_repo, "clean")
+    # uncommitted and staged edits must not leak into --rev HEAD
+    write(git_repo, "nodes/b.yaml", gpu_node("b", kernel=NEW_KERNEL))
+    git(git_repo, "add", "nodes/b.yaml")
+    write(git_repo, "nodes/c.yaml", gpu_node("c", kernel=NEW_KERNEL))
+    index = (git_repo / ".git" / "index").read_bytes()
+    status = git(git_repo, "status", "--porcelain")
+
+    at_head = run_cli("check", str(git_repo), "--rev", "HEAD", "--format", "json")
+    on_disk = run_cli("check", str(git_repo), "--format", "json")
+
+    assert at_head.returncode == 0, at_head.stderr
+    assert _findings(at_head) == []
+    assert on_disk.returncode == 1
+    assert {f[1] for f in _findings(on_disk)} == {"nodes/b.yaml", "nodes/c.yaml"}
+    assert hashlib.sha256((git_repo / ".git" / "index").read_bytes()).digest() == (
+        hashlib.sha256(index).digest()
+    )
+    assert git(git_repo, "status", "--porcelain") == status
+
+
+def test_rev_uses_the_config_and_matrix_of_that_revision(git_repo: Path):
+    write(git_repo, ".gpudrv-check.yaml", "matrix: ledger/images.csv\n")
+    write(git_repo, "ledger/images.csv", MATRIX)
+    write(git_repo, "nodes/a.yaml", gpu_node("a", kernel=NEW_KERNEL))
+    old = commit(git_repo, "node without image")
+    write(git_repo, "ledger/images.csv", MATRIX + f"550,{NEW_KERNEL},ubuntu22.04\n")
+    commit(git_repo, "image built")
+    # the working tree now points elsewhere: --rev must not read it
+    write(git_repo, ".gpudrv-check.yaml", "matrix: gone.csv\n")
+
+    at_old = run_cli("audit", str(git_repo), "--rev", old)
+    at_new = run_cli("audit", str(git_repo), "--rev", "HEAD")
+    on_disk = run_cli("audit", str(git_repo))
+
+    assert (at_old.returncode, at_old.stdout) == (1, f"a MISSING 550-{NEW_KERNEL}-ubuntu22.04\n")
+    assert (at_new.returncode, at_new.stdout) == (0, "OK\n")
+    assert on_disk.returncode == 2 and "support matrix not found" in on_disk.stderr
+
+
+def test_rev_checks_a_subdirectory_as_the_root(git_repo: Path):
+    write(git_repo, "clusters/prod/support-matrix.csv", MATRIX)
+    write(git_repo, "clusters/prod/nodes.yaml", gpu_node("p", kernel=NEW_KERNEL))
+    write(git_repo, "clusters/dev/nodes.yaml", "not: [valid\n")
+    commit(git_repo, "two clusters")
+    result = run_cli(
+        "check", str(git_repo / "clusters" / "prod"), "--rev", "HEAD", "--format", "json"
+    )
+    assert result.returncode == 1, result.stderr
+    assert _findings(result) == [("GPU001", "nodes.yaml", 9, 5)]
+
+
+def test_rev_skips_symlinks_and_honours_exclude(git_repo: Path):
+    write(git_repo, "support-matrix.csv", MATRIX)
+    write(git_repo, ".gpudrv-check.yaml", "exclude: [vendor/]\n")
+    write(git_repo, "vendor/n.yaml", gpu_node("v", kernel=NEW_KERNEL))
+    write(git_repo, "real/n.yaml", gpu_node("r"))
+    os.symlink("../vendor/n.yaml", git_repo / "real" / "link.yaml")
+    commit(git_repo, "links")
+    result = run_cli("check", str(git_repo), "--rev", "HEAD", "-v")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "skipped real/link.yaml: symbolic link, not followed" in result.stderr
+    assert "skipped vendor/: excluded by config" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "needle"),
+    [
+        ("repo", ("--rev", "no-such-branch"), "unknown revision 'no-such-branch'"),
+        ("repo", ("--rev", "HEAD~5"), "unknown revision 'HEAD~5'"),
+        ("plain", ("--rev", "HEAD"), "is not inside a git repository"),
+        ("repo-sub", ("--rev", "HEAD"), "does not exist at revision 'HEAD'"),
+        ("shallow", ("--rev", "HEAD~1"), "`fetch-depth: 0`"),
+        ("shallow", ("--base", "HEAD~1"), "a shallow clone"),
+    ],
+)
+def test_git_errors_exit_2_with_what_to_do(
+    tmp_path: Path, git_repo: Path, make: str, args: tuple[str, ...], needle: str
+):
+    write(git_repo, "support-matrix.csv", MATRIX)
+    write(git_repo, "n.yaml", gpu_node("a"))
+    commit(git_repo, "one")
+    write(git_repo, "m.yaml", gpu_node("b"))
+    commit(git_repo, "two")
+    target = git_repo
+    if make == "plain":
+        target = tmp_path / "plain"
+        target.mkdir()
+    elif make == "repo-sub":
+        target = git_repo / "new-dir"
+        target.mkdir()
+    elif make == "shallow":
+        target = tmp_path / "shallow"
+        subprocess.run(
+            ["git", "clone", "-q", "--depth", "1", f"file://{git_repo}", str(target)],
+            check=True,
+            capture_output=True,
+        )
+    command = "check"
+    result = run_cli(command, str(target), *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1  # one line, not a log
+
+
+def test_gitpython_is_imported_only_for_rev_and_base(git_repo: Path):
+    write(git_repo, "support-matrix.csv", MATRIX)
+    write(git_repo, "n.yaml", gpu_node("a"))
+    commit(git_repo, "one")
+    probe = (
+        "import sys\n"
+        "from gpudrv_check.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(code, 'git' in sys.modules)\n"
+    )
+
+    def imported(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip().splitlines()[-1]
+
+    assert imported("check", str(git_repo)) == "0 False"
+    assert imported("audit", str(git_repo)) == "0 False"
+    assert imported("check", str(git_repo), "--rev", "HEAD") == "0 True"
+
+
+def test_a_clean_checkout_reads_the_same_at_head(git_repo: Path):
+    import shutil
+
+    from tests.conftest import EXAMPLES
+
+    shutil.copytree(EXAMPLES / "lab", git_repo, dirs_exist_ok=True)
+    shutil.copy(git_repo / "steps" / "node3.yaml", git_repo / "k8s" / "node3.yaml")
+    write(git_repo, "k8s/broken.yaml", "apiVersion: v1\nkind: [\n")
+    commit(git_repo, "lab")
+    for command in ("check", "audit"):
+        disk = run_cli(
+            command, str(git_repo), "-v", *(("--format", "json") if command == "check" else ())
+        )
+        head = run_cli(
+            command,
+            str(git_repo),
+            "-v",
+            "--rev",
+            "HEAD",
+            *(("--format", "json") if command == "check" else ()),
+        )
+        assert (head.returncode, head.stdout, head.stderr) == (
+            disk.returncode,
+            disk.stdout,
+            disk.stderr,
+        )
+
+
+def test_rev_reads_custom_policies_of_that_revision(git_repo: Path):
+    import shutil
+
+    from tests.conftest import ROOT
+
+    write(git_repo, ".gpudrv-check.yaml", "matrix: null\npolicies: [custom/]\n")
+    (git_repo / "custom").mkdir()
+    shutil.copy(
+        ROOT / "policies" / "examples" / "driver-branch-allowed.yaml",
+        git_repo / "custom" / "branch.yaml",
+    )
+    write(git_repo, "n.yaml", gpu_node("old-branch", branch="535"))
+    commit(git_repo, "policy")
+    shutil.rmtree(git_repo / "custom")  # gone from the working tree, still in the commit
+    at_head = run_cli("check", str(git_repo), "--rev", "HEAD")
+    on_disk = run_cli("check", str(git_repo))
+    assert at_head.returncode == 1, at_head.stderr
+    assert "n.yaml:8:5: error ORG002 GPU node old-branch: driver branch '535'" in at_head.stdout
+    assert on_disk.returncode == 2 and "policies: 'custom/' not found" in on_disk.stderr

@@ -1,0 +1,171 @@
+"""`--kustomize`: roots found, rendered offline by the real binary, findings at rendered lines."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check.source.kustomize import kustomize_command, plan
+from gpudrv_check.source.tree import WorkingTree
+from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.gitops.conftest import commit
+
+NEW_KERNEL = "6.8.0-52-generic"
+KERNEL_KEY = "feature.node.kubernetes.io/kernel-version.full"
+
+needs_kustomize = pytest.mark.skipif(
+    kustomize_command() is None, reason="neither kustomize nor kubectl is on PATH"
+)
+
+
+def build_repo(root: Path) -> None:
+    write(root, "support-matrix.csv", MATRIX)
+    write(root, "base/kustomization.yaml", "resources: [nodes.yaml]\n")
+    write(root, "base/nodes.yaml", gpu_node("a") + "---\n" + gpu_node("b", kernel=NEW_KERNEL))
+    write(
+        root,
+        "overlays/prod/kustomization.yaml",
+        """
+        apiVersion: kustomize.config.k8s.io/v1beta1
+        kind: Kustomization
+        namePrefix: prod-
+        resources:
+        - ../../base
+        patches:
+        - path: kernel.yaml
+        """,
+    )
+    # a partial Node: read on its own it would be a node without a driver branch label
+    write(
+        root,
+        "overlays/prod/kernel.yaml",
+        f"""
+        apiVersion: v1
+        kind: Node
+        metadata:
+          name: a
+          labels:
+            {KERNEL_KEY}: {NEW_KERNEL}
+        """,
+    )
+    write(root, "overlays/dev/kustomization.yaml", "resources: [../../base]\nnameSuffix: -dev\n")
+    write(
+        root,
+        "remote/kustomization.yaml",
+        "resources:\n- ./local.yaml\n- https://github.com/example/gpu//base?ref=v1\n",
+    )
+    write(root, "remote/local.yaml", gpu_node("remote-local"))
+    write(
+        root,
+        "helm/kustomization.yaml",
+        "helmCharts:\n- name: gpu-operator\n  repo: https://helm.ngc.nvidia.com/nvidia\n",
+    )
+    write(root, "plain/n.yaml", gpu_node("plain", kernel=NEW_KERNEL))
+
+
+def test_roots_are_kustomizations_nobody_references(tmp_path: Path):
+    build_repo(tmp_path)
+    tree = WorkingTree(tmp_path)
+    the_plan = plan(tree, tree.list_manifests([]))
+    assert the_plan.roots == ["helm", "overlays/dev", "overlays/prod", "remote"]
+    assert the_plan.closure("overlays/prod") == {"overlays/prod", "base"}
+    prod = the_plan.kustomizations["overlays/prod"]
+    assert prod.dirs == ["base"] and prod.files == ["overlays/prod/kernel.yaml"]
+    assert [(b.file, b.line, b.column) for b in the_plan.kustomizations["remote"].blockers] == [
+        ("remote/kustomization.yaml", 3, 3)
+    ]
+    assert the_plan.kustomizations["helm"].blockers[0].line == 1
+
+
+def _line_of(rendered: str, node: str, key: str) -> int:
+    """The line of `key` inside the document of `node` in a rendered stream (1-based)."""
+    docs_start = 1
+    for chunk in rendered.split("\n---\n"):
+        if f"name: {node}\n" in chunk + "\n":
+            for i, line in enumerate(chunk.splitlines()):
+                if line.strip().startswith(key + ":"):
+                    return docs_start + i
+        docs_start += chunk.count("\n") + 2
+    raise AssertionError(f"{node} {key} not in rendered output")
+
+
+def _render(root: Path, directory: str) -> str:
+    command = kustomize_command()
+    assert command is not None
+    return subprocess.run(
+        [*command, str(root / directory)], capture_output=True, text=True, check=True
+    ).stdout
+
+
+@needs_kustomize
+def test_findings_point_at_the_rendered_stream_and_name_the_source(tmp_path: Path):
+    build_repo(tmp_path)
+    result = run_cli("check", str(tmp_path), "--kustomize", "--format", "json")
+    assert result.returncode == 1, result.stderr
+    doc = json.loads(result.stdout)
+    got = sorted(
+        (f["rule"], f["location"]["file"], f["location"]["line"], (f["object"] or {}).get("name"))
+        for f in doc["findings"]
+    )
+    prod = _render(tmp_path, "overlays/prod")
+    dev = _render(tmp_path, "overlays/dev")
+    rendered_prod = "overlays/prod/kustomization.yaml (rendered)"
+    rendered_dev = "overlays/dev/kustomization.yaml (rendered)"
+    assert got == [
+        ("GPU001", rendered_dev, _line_of(dev, "b-dev", KERNEL_KEY), "b-dev"),
+        ("GPU001", rendered_prod, _line_of(prod, "prod-a", KERNEL_KEY), "prod-a"),
+        ("GPU001", rendered_prod, _line_of(prod, "prod-b", KERNEL_KEY), "prod-b"),
+        ("GPU001", "plain/n.yaml", 9, "plain"),
+        ("GPU009", "helm/kustomization.yaml", 1, None),
+        ("GPU009", "remote/kustomization.yaml", 3, None),
+    ]
+    messages = {f["object"]["name"]: f["message"] for f in doc["findings"] if f["object"]}
+    assert messages["prod-a"].endswith("(source: base/nodes.yaml)")
+    assert messages["b-dev"].endswith("(source: base/nodes.yaml)")
+    assert messages["plain"].endswith("its GPUs vanish")
+    remote = next(f for f in doc["findings"] if f["location"]["file"].startswith("remote/"))
+    assert "not fetched (no network)" in remote["message"]
+    # the partial patch file is not read as a Node of its own
+    assert not any(f["location"]["file"] == "overlays/prod/kernel.yaml" for f in doc["findings"])
+
+
+@needs_kustomize
+def test_kustomize_at_a_git_revision(git_repo: Path):
+    build_repo(git_repo)
+    commit(git_repo, "repo")
+    # the working tree loses the overlay; the revision still has it
+    (git_repo / "overlays" / "prod" / "kernel.yaml").unlink()
+    result = run_cli("check", str(git_repo), "--kustomize", "--rev", "HEAD", "--format", "json")
+    names = sorted(
+        f["object"]["name"] for f in json.loads(result.stdout)["findings"] if f["object"]
+    )
+    assert names == ["b-dev", "plain", "prod-a", "prod-b"]
+
+
+@needs_kustomize
+def test_a_broken_kustomization_is_reported_and_its_files_still_read(git_repo: Path):
+    write(git_repo, "support-matrix.csv", MATRIX)
+    write(git_repo, "app/kustomization.yaml", "resources: [missing.yaml, n.yaml]\n")
+    write(git_repo, "app/n.yaml", gpu_node("n", kernel=NEW_KERNEL))
+    commit(git_repo, "broken")
+    result = run_cli("check", str(git_repo), "--kustomize")
+    assert result.returncode == 1
+    assert "app/kustomization.yaml:1:1: warning GPU009 kustomize build app failed:" in result.stdout
+    assert "app/n.yaml:9:5: error GPU001 node n" in result.stdout
+    assert str(git_repo) not in result.stdout  # kustomize's paths are shown relative
+    # the same bytes from a revision (rendered from a temporary copy), run after run
+    for _ in range(2):
+        at_head = run_cli("check", str(git_repo), "--kustomize", "--rev", "HEAD")
+        assert (at_head.returncode, at_head.stdout) == (1, result.stdout)
+
+
+def test_kustomize_without_a_binary_is_a_usage_error(tmp_path: Path):
+    import os
+
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    result = run_cli("check", str(tmp_path), "--kustomize", env={**os.environ, "PATH": ""})
+    assert result.returncode == 2
+    assert "--kustomize needs `kustomize` or `kubectl` on PATH" in result.stderr

@@ -1,0 +1,111 @@
+"""`-` as PATH: a rendered stream on stdin; inventory and matrix from the config or flags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import MATRIX, gpu_node, run_cli, write
+
+NEW_KERNEL = "6.8.0-52-generic"
+
+WORKLOAD = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: x}
+data: {a: b}
+---
+"""
+
+
+def test_stream_with_inventory_flags_and_stdin_name(tmp_path: Path):
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    write(tmp_path, "inv/old.yaml", gpu_node("old"))
+    write(tmp_path, "inv/new.yaml", gpu_node("new", kernel=NEW_KERNEL))
+    stream = WORKLOAD + gpu_node("streamed", kernel=NEW_KERNEL)
+    result = run_cli(
+        "check",
+        "-",
+        "--stdin-name",
+        "overlays/prod (rendered)",
+        "--inventory",
+        "inv/old.yaml",
+        "--inventory",
+        "inv/new.yaml",
+        "--format",
+        "json",
+        cwd=tmp_path,
+        input=stream,
+    )
+    assert result.returncode == 1, result.stderr
+    doc = json.loads(result.stdout)
+    got = sorted(
+        (f["object"]["name"], f["location"]["file"], f["location"]["line"], f["location"]["column"])
+        for f in doc["findings"]
+    )
+    assert got == [
+        ("new", "inv/new.yaml", 9, 5),
+        ("streamed", "overlays/prod (rendered)", 14, 5),
+    ]
+    assert doc["summary"]["files"] == 3
+
+
+def test_inventory_and_matrix_from_the_config(tmp_path: Path):
+    write(tmp_path, ".gpudrv-check.yaml", "matrix: ledger.csv\ninventory: [cluster/nodes.yaml]\n")
+    write(tmp_path, "ledger.csv", MATRIX)
+    write(tmp_path, "cluster/nodes.yaml", gpu_node("n", kernel=NEW_KERNEL))
+    result = run_cli("audit", "-", cwd=tmp_path, input=WORKLOAD)
+    assert (result.returncode, result.stdout) == (1, f"n MISSING 550-{NEW_KERNEL}-ubuntu22.04\n")
+    fixed = run_cli("audit", "-", "--matrix", "none", cwd=tmp_path, input=WORKLOAD)
+    assert fixed.returncode == 2 and "audit needs a support matrix" in fixed.stderr
+
+
+def test_default_stdin_name_and_yaml_errors_located(tmp_path: Path):
+    result = run_cli(
+        "check", "-", "--matrix", "none", cwd=tmp_path, input="apiVersion: v1\nkind: [\n"
+    )
+    assert result.returncode == 1
+    assert result.stdout.startswith("<stdin>:")
+    assert "GPU000" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("check", "-", "--rev", "HEAD"), "cannot read from stdin"),
+        (("check", "-", "--base", "main"), "cannot read from stdin"),
+        (("check", "-", "--kustomize"), "pipe the rendered stream"),
+        (("check", ".", "--stdin-name", "x.yaml"), "it needs - as PATH"),
+        (
+            ("check", "-", "--inventory", "nope.yaml", "--matrix", "none"),
+            "inventory file not found",
+        ),
+        (("check", "-"), "support matrix not found"),
+    ],
+)
+def test_stdin_usage_errors(tmp_path: Path, args: tuple[str, ...], needle: str):
+    result = run_cli(*args, cwd=tmp_path, input="")
+    assert result.returncode == 2
+    assert needle in result.stderr and "Traceback" not in result.stderr
+
+
+def test_helm_templates_are_reported_once_not_as_yaml_errors(tmp_path: Path):
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    write(tmp_path, "charts/gpu/Chart.yaml", "apiVersion: v2\nname: gpu\nversion: 1.0.0\n")
+    write(
+        tmp_path,
+        "charts/gpu/templates/ds.yaml",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: {{ .Release.Name }}\n"
+        "{{- if .Values.x }}\nspec: {}\n{{- end }}\n",
+    )
+    write(tmp_path, "raw/templated.yaml", "kind: {{ .Values.kind }}\nmetadata: {{ x }}: y\n")
+    result = run_cli("check", str(tmp_path), "--format", "json")
+    doc = json.loads(result.stdout)
+    got = sorted((f["rule"], f["location"]["file"], f["location"]["line"]) for f in doc["findings"])
+    assert got == [
+        ("GPU009", "charts/gpu/templates/ds.yaml", 1),
+        ("GPU009", "raw/templated.yaml", 1),
+    ]
+    assert result.returncode == 0  # a warning: the rest of the repo is checked

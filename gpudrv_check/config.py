@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -117,6 +118,32 @@ def parse_config(data: Any, file: str) -> Config:
     return config
 
 
+def inside_root(root: Path, rel: str) -> Path | None:
+    """`root/rel` with links resolved, when it stays inside the root; else None.
+
+    Every path the repo itself names (its config file, `matrix:`, …) goes through this, so a
+    link or `../` in a pull request cannot make the checker read, and echo into its report,
+    a file outside the repo.
+    """
+    if not rel or os.path.isabs(rel) or "\x00" in rel:
+        return None
+    try:
+        real = (root / rel).resolve()
+        real.relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a link loop on Python 3.10
+        return None
+    return real
+
+
+def _repo_config_file(root: Path, name: str) -> Path | None:
+    path = root / name
+    if not path.is_file() and not path.is_symlink():
+        return None
+    if inside_root(root, name) is None:
+        raise ConfigError(f"{name} is a link that leaves the repo root; not read", name)
+    return path if path.is_file() else None
+
+
 def load_config(root: Path, explicit: str | None = None) -> Config:
     """The config for a repo root: `--config FILE`, else `.gpudrv-check.yaml`, else pyproject."""
     if explicit is not None:
@@ -124,23 +151,45 @@ def load_config(root: Path, explicit: str | None = None) -> Config:
         if not path.is_file():
             raise ConfigError(f"config file not found: {explicit}")
         return _load_yaml_config(path, explicit)
-    path = root / CONFIG_FILE
-    if path.is_file():
+    path = _repo_config_file(root, CONFIG_FILE)
+    if path is not None:
         return _load_yaml_config(path, CONFIG_FILE)
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
+    pyproject = _repo_config_file(root, "pyproject.toml")
+    if pyproject is not None:
         try:
             import tomllib  # type: ignore[import-not-found]
         except ModuleNotFoundError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
         try:
             doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-            raise ConfigError(f"cannot read pyproject.toml: {err}", "pyproject.toml") from None
+        except tomllib.TOMLDecodeError as err:
+            raise _toml_error(err) from None
+        except UnicodeDecodeError as err:
+            raise ConfigError(
+                f"pyproject.toml is not UTF-8 text (byte {err.start})", "pyproject.toml"
+            ) from None
+        except RecursionError:
+            raise ConfigError("pyproject.toml nests too deep to read", "pyproject.toml") from None
+        except OSError as err:
+            raise ConfigError(f"cannot read: {err.strerror}", "pyproject.toml") from None
         section = doc.get("tool", {}).get("gpudrv-check")
         if section is not None:
             return parse_config(section, "pyproject.toml")
     return Config()
+
+
+def _toml_error(err: Exception) -> ConfigError:
+    """A TOML syntax error at its line and column (tomllib puts them in the message)."""
+    import re
+
+    message = str(err)
+    found = re.search(r"\(at line (\d+), column (\d+)\)", message)
+    if found is None:
+        return ConfigError(f"TOML syntax error: {message}", "pyproject.toml")
+    message = message[: found.start()].strip()
+    return ConfigError(
+        f"TOML syntax error: {message}", "pyproject.toml", int(found.group(1)), int(found.group(2))
+    )
 
 
 def _load_yaml_config(path: Path, shown: str) -> Config:
@@ -148,6 +197,8 @@ def _load_yaml_config(path: Path, shown: str) -> Config:
     from gpudrv_check.load.yaml_docs import parse_text
 
     try:
+        if path.stat().st_size > DEFAULT_MAX_FILE_BYTES:
+            raise ConfigError(f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", shown)
         raw = path.read_bytes()
     except OSError as err:
         raise ConfigError(f"cannot read config: {err.strerror}", shown) from None

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpudrv_check.config import Config, ConfigError
+from gpudrv_check.config import Config, ConfigError, inside_root
 from gpudrv_check.load.inventory import build_inventory
 from gpudrv_check.load.manifests import RepoContent, read_repo
 from gpudrv_check.load.matrix import Matrix, parse_matrix
@@ -33,14 +33,6 @@ class Run:
         return out
 
 
-def _inside(root: Path, rel: str) -> bool:
-    try:
-        (root / rel).resolve().relative_to(root.resolve())
-    except (OSError, ValueError):
-        return False
-    return True
-
-
 def load_matrix(root: Path, config: Config, override: str | None) -> Matrix | None:
     """The support matrix: `--matrix FILE` (relative to the working directory), else config."""
     if override is not None:
@@ -56,11 +48,11 @@ def load_matrix(root: Path, config: Config, override: str | None) -> Matrix | No
                 shown = override
         except ValueError:
             shown = override
-        return parse_matrix(shown, path.read_bytes())
+        return parse_matrix(shown, _read_limited(path, shown, config.max_file_bytes))
     if config.matrix is None:
         return None
     rel = config.matrix
-    if os.path.isabs(rel) or not _inside(root, rel):
+    if inside_root(root, rel) is None:
         raise ConfigError(
             f"matrix path {rel!r} leaves the repo root; config paths stay inside the repo",
             config.source,
@@ -71,7 +63,19 @@ def load_matrix(root: Path, config: Config, override: str | None) -> Matrix | No
             f"support matrix not found: {path} (set `matrix:` in .gpudrv-check.yaml, pass "
             "--matrix FILE, or --matrix none to check without one)"
         )
-    return parse_matrix(rel, path.read_bytes())
+    return parse_matrix(rel, _read_limited(path, rel, config.max_file_bytes))
+
+
+def _read_limited(path: Path, shown: str, max_bytes: int) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ConfigError(
+                f"support matrix {shown} is {size} bytes, over max_file_bytes ({max_bytes})"
+            )
+        return path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"cannot read support matrix {shown}: {err.strerror}") from None
 
 
 def load(root: Path, config: Config, matrix_override: str | None = None) -> Run:

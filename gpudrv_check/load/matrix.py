@@ -17,6 +17,7 @@ from gpudrv_check.model.matrix import MatrixRow
 REQUIRED_COLUMNS = ("driver_branch", "kernel", "os_tag")
 _BRANCH = re.compile(r"[0-9]+\Z")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass
@@ -71,7 +72,9 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
         return matrix
     header: dict[str, int] | None = None
     seen: dict[tuple[str, str, str], int] = {}
-    for number, raw_line in enumerate(text.splitlines(), start=1):
+    # lines end at LF, CRLF or CR only (str.splitlines also splits at VT, FF, NEL, LS, …,
+    # which would shift every line number after one of them)
+    for number, raw_line in enumerate(_LINE_END.split(text), start=1):
         stripped = raw_line.strip()
         if not stripped or stripped.startswith("#"):
             continue

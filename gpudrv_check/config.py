@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from gpudrv_check.model.finding import Severity
 
@@ -83,6 +83,17 @@ class Config(_Strict):
 
     # where the config came from, for messages
     source: str | None = Field(default=None, exclude=True)
+    # the located data it was read from (YAML configs), so later checks can point at a key
+    _data: Any = PrivateAttr(default=None)
+
+    def error_at(self, message: str, *path: str) -> ConfigError:
+        """A ConfigError at the key `path` of this config (its file only, when unknown)."""
+        from gpudrv_check.load.located import LMap, locate
+
+        if isinstance(self._data, LMap):
+            line, column = locate(self._data, path)
+            return ConfigError(message, self.source, line, column)
+        return ConfigError(message, self.source)
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
@@ -115,6 +126,7 @@ def parse_config(data: Any, file: str) -> Config:
     except ValidationError as err:
         raise _error_from_validation(err, data, file) from None
     config.source = file
+    config._data = data
     return config
 
 
@@ -165,9 +177,7 @@ def load_config(root: Path, explicit: str | None = None) -> Config:
         except tomllib.TOMLDecodeError as err:
             raise _toml_error(err) from None
         except UnicodeDecodeError as err:
-            raise ConfigError(
-                f"pyproject.toml is not UTF-8 text (byte {err.start})", "pyproject.toml"
-            ) from None
+            raise ConfigError(f"not UTF-8 text (byte {err.start})", "pyproject.toml") from None
         except RecursionError:
             raise ConfigError("pyproject.toml nests too deep to read", "pyproject.toml") from None
         except OSError as err:
@@ -207,7 +217,8 @@ def _load_yaml_config(path: Path, shown: str) -> Config:
         raise ConfigError(problem.message, shown, problem.line, problem.column)
     parsed = parse_text(text or "")
     for p in parsed.problems:
-        raise ConfigError(p.message, shown, p.line, p.column)
+        # the loader's wording speaks of Kubernetes objects; keep what concerns a config
+        raise ConfigError(p.message.split("; the API server")[0], shown, p.line, p.column)
     if len(parsed.docs) > 1:
         raise ConfigError("the config must be a single YAML document", shown, 1, 1)
     data = parsed.docs[0].data if parsed.docs else None

@@ -53,9 +53,9 @@ def load_matrix(root: Path, config: Config, override: str | None) -> Matrix | No
         return None
     rel = config.matrix
     if inside_root(root, rel) is None:
-        raise ConfigError(
+        raise config.error_at(
             f"matrix path {rel!r} leaves the repo root; config paths stay inside the repo",
-            config.source,
+            "matrix",
         )
     path = root / rel
     if not path.is_file():
@@ -168,4 +168,4 @@ def validate_rule_keys(config: Config) -> None:
 
     for key in config.rules:
         if by_id_or_name(key) is None:
-            raise ConfigError(f"rules: unknown rule {key!r}", config.source)
+            raise config.error_at(f"rules: unknown rule {key!r}", "rules", key)

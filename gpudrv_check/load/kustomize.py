@@ -37,7 +37,9 @@ def is_kustomization(rel: str) -> bool:
 def resolve(kustomization: str, path: str) -> str | None:
     """The repo-relative path a kustomization entry names, or None when it is not a local file."""
     path = path.strip()
-    if not path or "\n" in path or "://" in path or path.startswith(("/", "git@", "github.com/")):
+    if not path or "\n" in path or ": " in path or path.startswith(("{", "[", "-")):
+        return None  # an inline patch, not a file name
+    if "://" in path or path.startswith(("/", "git@", "github.com/")):
         return None
     joined = posixpath.normpath(posixpath.join(posixpath.dirname(kustomization), path))
     if joined == ".." or joined.startswith("../") or joined.startswith("/"):

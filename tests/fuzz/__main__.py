@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import random
+import re
 import signal
 import sys
 import time
@@ -40,6 +41,15 @@ class Hang(Exception):
 
 def _alarm(signum, frame):  # noqa: ARG001
     raise Hang()
+
+
+def _shape(message: str) -> str:
+    """A failed assertion's message without the parts that vary between inputs."""
+    found = re.search(
+        r"'message': '([^':]*)|message='([^':]*)|error: [^:]*:[0-9:]* ([^:]*)", message
+    )
+    text = next((g for g in found.groups() if g), "") if found else message[:40]
+    return re.sub(r"[0-9a-fA-F#x]+", "#", text)[:60]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             # one input per distinct bug: the exception type and where it was raised
             where = traceback.extract_tb(err.__traceback__)[-1]
             signature = f"{target}:{kind}:{Path(where.filename).name}:{where.lineno}"
+            if isinstance(err, AssertionError):  # a broken property: tell them apart by message
+                signature += ":" + _shape(str(err))
             known = crashes.get(signature)
             if known is not None and len(known[1]) <= len(data):
                 continue

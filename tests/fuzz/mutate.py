@@ -144,7 +144,9 @@ def seeds() -> dict[str, bytes]:
         if not folder.is_dir():
             continue
         for path in sorted(folder.rglob("*")):
-            if path.is_file() and not path.is_symlink() and path.stat().st_size < 64_000:
+            if path.name == ".gitattributes" or path.is_symlink() or not path.is_file():
+                continue
+            if path.stat().st_size < 64_000:
                 out[f"{folder.name}/{path.relative_to(folder).as_posix()}"] = path.read_bytes()
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -123,6 +124,10 @@ class Config(_Strict):
         line, column = self.position(*path)
         return ConfigError(message, self.source, line, column)
 
+    def error_at(self, message: str, *path: str | int) -> ConfigError:
+        """Same as `error`: a ConfigError at the key `path` (its file only, when unknown)."""
+        return self.error(message, *path)
+
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
@@ -158,6 +163,32 @@ def parse_config(data: Any, file: str) -> Config:
     return config
 
 
+def inside_root(root: Path, rel: str) -> Path | None:
+    """`root/rel` with links resolved, when it stays inside the root; else None.
+
+    Every path the repo itself names (its config file, `matrix:`, …) goes through this, so a
+    link or `../` in a pull request cannot make the checker read, and echo into its report,
+    a file outside the repo.
+    """
+    if not rel or os.path.isabs(rel) or "\x00" in rel:
+        return None
+    try:
+        real = (root / rel).resolve()
+        real.relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a link loop on Python 3.10
+        return None
+    return real
+
+
+def _repo_config_file(root: Path, name: str) -> Path | None:
+    path = root / name
+    if not path.is_file() and not path.is_symlink():
+        return None
+    if inside_root(root, name) is None:
+        raise ConfigError(f"{name} is a link that leaves the repo root; not read", name)
+    return path if path.is_file() else None
+
+
 def load_config(root: Path, explicit: str | None = None, source: Any = None) -> Config:
     """The config for a repo root: `--config FILE`, else `.gpudrv-check.yaml`, else pyproject.
 
@@ -168,37 +199,77 @@ def load_config(root: Path, explicit: str | None = None, source: Any = None) -> 
         path = Path(explicit)
         if not path.is_file():
             raise ConfigError(f"config file not found: {explicit}")
-        try:
-            raw = path.read_bytes()
-        except OSError as err:
-            raise ConfigError(f"cannot read config: {err.strerror}", explicit) from None
-        return _parse_yaml_config(raw, explicit)
+        return _parse_yaml_config(_read_file(path, explicit), explicit)
     if source is None:
         from gpudrv_check.source.tree import WorkingTree
 
         source = WorkingTree(root)
-    if source.exists(CONFIG_FILE):
+    if _repo_config_exists(root, source, CONFIG_FILE):
         return _parse_yaml_config(_read(source, CONFIG_FILE), CONFIG_FILE)
-    if source.exists("pyproject.toml"):
+    if _repo_config_exists(root, source, "pyproject.toml"):
         try:
             import tomllib  # type: ignore[import-not-found]
         except ModuleNotFoundError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
         try:
             doc = tomllib.loads(_read(source, "pyproject.toml").decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-            raise ConfigError(f"cannot read pyproject.toml: {err}", "pyproject.toml") from None
+        except tomllib.TOMLDecodeError as err:
+            raise _toml_error(err) from None
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"not UTF-8 text (byte {err.start})", "pyproject.toml") from None
+        except RecursionError:
+            raise ConfigError("pyproject.toml nests too deep to read", "pyproject.toml") from None
         section = doc.get("tool", {}).get("gpudrv-check")
         if section is not None:
             return parse_config(section, "pyproject.toml")
     return Config()
 
 
+def _toml_error(err: Exception) -> ConfigError:
+    """A TOML syntax error at its line and column (tomllib puts them in the message)."""
+    import re
+
+    message = str(err)
+    found = re.search(r"\(at line (\d+), column (\d+)\)", message)
+    if found is None:
+        return ConfigError(f"TOML syntax error: {message}", "pyproject.toml")
+    message = message[: found.start()].strip()
+    return ConfigError(
+        f"TOML syntax error: {message}", "pyproject.toml", int(found.group(1)), int(found.group(2))
+    )
+
+
+def _repo_config_exists(root: Path, source: Any, name: str) -> bool:
+    """Whether the repo has this config file; a link leaving the root is refused, not read."""
+    from gpudrv_check.source.tree import WorkingTree
+
+    if isinstance(source, WorkingTree):
+        path = root / name
+        if not path.is_file() and not path.is_symlink():
+            return False
+        if inside_root(root, name) is None:
+            raise ConfigError(f"{name} is a link that leaves the repo root; not read", name)
+        return path.is_file()
+    return source.exists(name)
+
+
+def _read_file(path: Path, shown: str) -> bytes:
+    try:
+        if path.stat().st_size > DEFAULT_MAX_FILE_BYTES:
+            raise ConfigError(f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", shown)
+        return path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"cannot read config: {err.strerror}", shown) from None
+
+
 def _read(source: Any, rel: str) -> bytes:
     try:
-        return source.read(rel)
+        raw = source.read(rel)
     except OSError as err:
         raise ConfigError(f"cannot read config: {err.strerror}", rel) from None
+    if len(raw) > DEFAULT_MAX_FILE_BYTES:
+        raise ConfigError(f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", rel)
+    return raw
 
 
 def _parse_yaml_config(raw: bytes, shown: str) -> Config:
@@ -210,7 +281,8 @@ def _parse_yaml_config(raw: bytes, shown: str) -> Config:
         raise ConfigError(problem.message, shown, problem.line, problem.column)
     parsed = parse_text(text or "")
     for p in parsed.problems:
-        raise ConfigError(p.message, shown, p.line, p.column)
+        # the loader's wording speaks of Kubernetes objects; keep what concerns a config
+        raise ConfigError(p.message.split("; the API server")[0], shown, p.line, p.column)
     if len(parsed.docs) > 1:
         raise ConfigError("the config must be a single YAML document", shown, 1, 1)
     data = parsed.docs[0].data if parsed.docs else None

@@ -57,9 +57,8 @@ def _shown(path: Path, base: Path, given: str) -> str:
 def _config_path(source: Source, config: Config, rel: str, what: str) -> str:
     clean = clean_rel(rel)
     if clean is None:
-        raise ConfigError(
-            f"{what} path {rel!r} leaves the repo root; config paths stay inside the repo",
-            config.source,
+        raise config.error_at(
+            f"{what} path {rel!r} leaves the repo root; config paths stay inside the repo", what
         )
     return clean
 
@@ -77,14 +76,17 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
         path = Path(override)
         if not path.is_file():
             raise ConfigError(f"support matrix not found: {override}")
-        return parse_matrix(_shown(path, source.disk_root, override), path.read_bytes())
+        return parse_matrix(
+            _shown(path, source.disk_root, override),
+            _read_limited(path, override, config.max_file_bytes),
+        )
     if config.matrix is None:
         return None
     rel = _config_path(source, config, config.matrix, "matrix")
     if isinstance(source, WorkingTree) and source.exists(rel) and not source.resolve_inside(rel):
-        raise ConfigError(
+        raise config.error_at(
             f"matrix path {rel!r} leaves the repo root; config paths stay inside the repo",
-            config.source,
+            "matrix",
         )
     if not source.exists(rel):
         where = f" at {source.label}" if not isinstance(source, WorkingTree) else ""
@@ -92,7 +94,25 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
             f"support matrix not found: {Path(source.disk_root) / rel}{where} (set `matrix:` in "
             ".gpudrv-check.yaml, pass --matrix FILE, or --matrix none to check without one)"
         )
-    return parse_matrix(rel, source.read(rel))
+    data = source.read(rel)
+    if len(data) > config.max_file_bytes:
+        raise ConfigError(
+            f"support matrix {rel} is {len(data)} bytes, over max_file_bytes "
+            f"({config.max_file_bytes})"
+        )
+    return parse_matrix(rel, data)
+
+
+def _read_limited(path: Path, shown: str, max_bytes: int) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ConfigError(
+                f"support matrix {shown} is {size} bytes, over max_file_bytes ({max_bytes})"
+            )
+        return path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"cannot read support matrix {shown}: {err.strerror}") from None
 
 
 def _extra_inventory(

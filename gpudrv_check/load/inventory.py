@@ -192,6 +192,15 @@ def _inventory_validator() -> Any:
     return Draft202012Validator(schema)
 
 
+def _short_message(error: Any) -> str:
+    """jsonschema's message, with a long value (it quotes the whole instance) named by type."""
+    message = error.message
+    shown = repr(error.instance)
+    if len(shown) > 80 and shown in message:
+        message = message.replace(shown, f"a {type_name(error.instance)}", 1)
+    return message
+
+
 def _nodes_from_inventory(manifest: Manifest, findings: list[Finding]) -> list[Node]:
     validator = _inventory_validator()
     bad_nodes: set[int] = set()
@@ -214,7 +223,7 @@ def _nodes_from_inventory(manifest: Manifest, findings: list[Finding]) -> list[N
                 "GPU005",
                 manifest,
                 path,
-                f"inventory: {error.message}",
+                f"inventory: {_short_message(error)}",
                 "See schemas/inventory.schema.json for the NodeInventory format.",
                 None,
             )

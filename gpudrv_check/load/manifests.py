@@ -8,12 +8,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from gpudrv_check.load.kustomize import PatchRef, is_kustomization, patch_refs
 from gpudrv_check.load.located import LMap, LSeq, scalar_text, type_name
 from gpudrv_check.load.text import decode_text
-from gpudrv_check.load.yaml_docs import LoadProblem, parse_text
+from gpudrv_check.load.yaml_docs import NON_SCALAR_KEY, LoadProblem, ParsedFile, parse_text
 from gpudrv_check.model.finding import Finding, Location, Severity
 from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.source.tree import FileRef, Skipped
+
+# loader problems of one rule listed per file; the rest are counted in one more finding
+MAX_PROBLEMS_PER_RULE = 100
 
 
 class Source(Protocol):
@@ -50,9 +54,11 @@ class RepoContent:
 
 
 def problem_finding(rel: str, problem: LoadProblem) -> Finding:
+    from gpudrv_check.policy import default_severity
+
     return Finding(
         rule=problem.rule,
-        severity=Severity.ERROR,  # the engine applies the catalog's severity
+        severity=default_severity(problem.rule),
         message=problem.message,
         hint=problem.hint,
         location=Location(file=rel, line=problem.line, column=problem.column),
@@ -85,33 +91,129 @@ HELM_HINT = (
 )
 
 
-def read_file(source: Source, ref: FileRef, max_bytes: int, helm_template: bool) -> FileResult:
-    """Read one file into objects. Never raises for bad content: problems become findings."""
-    result = FileResult(ref.rel)
-    rel = ref.rel
+KUSTOMIZE_HINT = (
+    "Render the overlay (`kustomize build DIR > rendered.yaml`) and check the output; "
+    "the patch is checked as part of the objects it changes."
+)
+
+
+def _over_limit(rel: str, size: int, max_bytes: int) -> FileResult:
+    result = FileResult(rel)
+    result.problems.append(
+        problem_finding(
+            rel,
+            LoadProblem(
+                "GPU000",
+                1,
+                1,
+                f"file is {size} bytes, over the max_file_bytes limit of {max_bytes}; not read",
+                "Split the file, exclude it, or raise max_file_bytes in .gpudrv-check.yaml.",
+            ),
+        )
+    )
+    return result
+
+
+def _read_bytes(source: Source, ref: FileRef, max_bytes: int) -> bytes | FileResult:
+    """The file's bytes, or the FileResult that says why they cannot be used."""
+    if ref.error is not None:
+        result = FileResult(ref.rel)
+        result.problems.append(problem_finding(ref.rel, LoadProblem("GPU000", 1, 1, ref.error)))
+        return result
     if ref.size > max_bytes:
+        return _over_limit(ref.rel, ref.size, max_bytes)
+    try:
+        data = source.read(ref.rel)
+    except OSError as err:
+        result = FileResult(ref.rel)
+        reason = err.strerror or type(err).__name__
         result.problems.append(
-            problem_finding(
-                rel,
-                LoadProblem(
-                    "GPU000",
-                    1,
-                    1,
-                    f"file is {ref.size} bytes, over the max_file_bytes limit of {max_bytes}; "
-                    "not read",
-                    "Split the file, exclude it, or raise max_file_bytes in .gpudrv-check.yaml.",
-                ),
+            problem_finding(ref.rel, LoadProblem("GPU000", 1, 1, f"cannot read: {reason}"))
+        )
+        return result
+    if len(data) > max_bytes:  # it grew since the walk
+        return _over_limit(ref.rel, len(data), max_bytes)
+    return data
+
+
+def read_file(
+    source: Source,
+    ref: FileRef,
+    max_bytes: int,
+    helm_template: bool,
+    patch: PatchRef | None = None,
+) -> FileResult:
+    """Read one file into objects. Never raises for bad content: problems become findings."""
+    if patch is not None:
+        return kustomize_patch_result(ref.rel, patch)
+    data = _read_bytes(source, ref, max_bytes)
+    if isinstance(data, FileResult):
+        return data
+    return parse_manifest_bytes(ref.rel, data, helm_template)
+
+
+def kustomize_patch_result(rel: str, patch: PatchRef) -> FileResult:
+    result = FileResult(rel)
+    result.problems.append(
+        _not_checkable(
+            rel,
+            1,
+            f"Kustomize patch (listed in {patch.kustomization}:{patch.line} {patch.field}): "
+            "a partial object, not checkable on its own",
+            KUSTOMIZE_HINT,
+        )
+    )
+    return result
+
+
+def _is_json_name(rel: str) -> bool:
+    return rel.lower().endswith(".json")
+
+
+def parse_document_text(rel: str, text: str) -> ParsedFile:
+    """YAML, or JSON for `.json` files that libyaml refuses but that are valid JSON."""
+    parsed = parse_text(text)
+    if parsed.failed and _is_json_name(rel):
+        from gpudrv_check.load.json_docs import parse_json
+
+        as_json = parse_json(text)
+        # a JSON-looking file gets the JSON reader's complaint; YAML in a .json file the YAML one
+        if not as_json.failed or text.lstrip("\ufeff \t\r\n").startswith(("{", "[")):
+            return as_json
+    return parsed
+
+
+def _is_templated(text: str, parsed: ParsedFile) -> bool:
+    """`{{ … }}` that broke the YAML, or that YAML read as a mapping used as a key."""
+    if "{{" not in text:
+        return False
+    return parsed.failed or any(p.message.startswith(NON_SCALAR_KEY) for p in parsed.problems)
+
+
+def _capped(problems: list[LoadProblem]) -> list[LoadProblem]:
+    """At most MAX_PROBLEMS_PER_RULE per rule, plus one that counts the rest."""
+    seen: dict[str, int] = {}
+    first_unlisted: dict[str, LoadProblem] = {}
+    out = []
+    for p in problems:
+        seen[p.rule] = seen.get(p.rule, 0) + 1
+        if seen[p.rule] <= MAX_PROBLEMS_PER_RULE:
+            out.append(p)
+        elif p.rule not in first_unlisted:
+            first_unlisted[p.rule] = p
+    for rule, p in first_unlisted.items():
+        more = seen[rule] - MAX_PROBLEMS_PER_RULE
+        out.append(
+            LoadProblem(
+                rule,
+                p.line,
+                p.column,
+                f"{more} more {rule} problem(s) in this file from here on, not listed "
+                f"(the first {MAX_PROBLEMS_PER_RULE} are)",
+                p.hint,
             )
         )
-        return result
-    try:
-        data = source.read(rel)
-    except OSError as err:
-        result.problems.append(
-            problem_finding(rel, LoadProblem("GPU000", 1, 1, f"cannot read: {err.strerror}"))
-        )
-        return result
-    return parse_manifest_bytes(rel, data, helm_template)
+    return out
 
 
 def parse_manifest_bytes(rel: str, data: bytes, helm_template: bool = False) -> FileResult:
@@ -131,11 +233,8 @@ def parse_manifest_bytes(rel: str, data: bytes, helm_template: bool = False) -> 
             )
         )
         return result
-    parsed = parse_text(text)
-    syntax_failed = any(
-        p.rule == "GPU000" and p.message.startswith("YAML syntax") for p in parsed.problems
-    )
-    if syntax_failed and "{{" in text:
+    parsed = parse_document_text(rel, text)
+    if _is_templated(text, parsed):
         result.problems.append(
             _not_checkable(
                 rel,
@@ -145,7 +244,7 @@ def parse_manifest_bytes(rel: str, data: bytes, helm_template: bool = False) -> 
             )
         )
         return result
-    for p in parsed.problems:
+    for p in _capped(parsed.problems):
         result.problems.append(problem_finding(rel, p))
     for doc in parsed.docs:
         _collect(result, rel, doc.index, doc.data, doc.pos)
@@ -261,11 +360,32 @@ def _manifest(
     )
 
 
+def kustomize_patches(source: Source, files: list[FileRef], max_bytes: int) -> dict[str, PatchRef]:
+    """Patch files named by the repo's kustomizations (the first naming wins), by path."""
+    listed = {ref.rel for ref in files}
+    out: dict[str, PatchRef] = {}
+    for ref in files:
+        if not is_kustomization(ref.rel):
+            continue
+        data = _read_bytes(source, ref, max_bytes)
+        if isinstance(data, FileResult):
+            continue  # reported when the file itself is read
+        text, problem = decode_text(data)
+        if text is None or problem is not None:
+            continue
+        for doc in parse_text(text).docs:
+            for rel, patch in patch_refs(ref.rel, doc.data).items():
+                if rel in listed and rel not in out and rel != ref.rel:
+                    out[rel] = patch
+    return out
+
+
 def read_repo(source: Source, files: list[FileRef], max_bytes: int) -> RepoContent:
     """Every manifest file of a listing, in path order."""
     content = RepoContent()
     templates = chart_template_dirs(files)
+    patches = kustomize_patches(source, files, max_bytes)
     for ref in files:
         helm = any(ref.rel.startswith(prefix) for prefix in templates)
-        content.files.append(read_file(source, ref, max_bytes, helm))
+        content.files.append(read_file(source, ref, max_bytes, helm, patches.get(ref.rel)))
     return content

@@ -18,6 +18,7 @@ from gpudrv_check.model.matrix import MatrixRow
 REQUIRED_COLUMNS = ("driver_branch", "kernel", "os_tag")
 _BRANCH = re.compile(r"[0-9]+\Z")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass
@@ -79,8 +80,13 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
         return matrix
     header: dict[str, int] | None = None
     seen: dict[tuple[str, str, str], int] = {}
-    matrix.end_line = len(text.splitlines())
-    for number, raw_line in enumerate(text.splitlines(), start=1):
+    # lines end at LF, CRLF or CR only (str.splitlines also splits at VT, FF, NEL, LS, …,
+    # which would shift every line number after one of them)
+    lines = _LINE_END.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()  # the text ends with a line break: no line after it
+    matrix.end_line = len(lines)
+    for number, raw_line in enumerate(lines, start=1):
         stripped = raw_line.strip()
         if not stripped or stripped.startswith("#"):
             continue

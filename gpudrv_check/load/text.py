@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 import codecs
+from codecs import BOM_UTF8
 
 from gpudrv_check.load.yaml_docs import LoadProblem
 
 
 def line_col_at(data: bytes, offset: int) -> tuple[int, int]:
-    """1-based line and column (in bytes) of a byte offset."""
+    """1-based line and column (in characters, as editors show it) of a UTF-8 byte offset."""
     line = data.count(b"\n", 0, offset) + 1
     start = data.rfind(b"\n", 0, offset) + 1
-    return line, offset - start + 1
+    if start == 0 and data.startswith(BOM_UTF8):
+        start = len(BOM_UTF8)
+    return line, len(data[start:offset].decode("utf-8", "replace")) + 1
+
+
+def text_line_col(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of a character index."""
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _looks_like_utf16(data: bytes) -> bool:
+    """ASCII-range text saved as UTF-16: every other byte is NUL."""
+    sample = data[:4096]
+    half = len(sample) // 2
+    return half >= 2 and max(sample[0::2].count(0), sample[1::2].count(0)) >= half * 0.9
 
 
 def decode_text(data: bytes) -> tuple[str | None, LoadProblem | None]:
@@ -28,6 +44,14 @@ def decode_text(data: bytes) -> tuple[str | None, LoadProblem | None]:
         nul = data.find(b"\x00")
         if nul >= 0:
             line, col = line_col_at(data, nul)
+            if _looks_like_utf16(data):
+                return None, LoadProblem(
+                    "GPU000",
+                    1,
+                    1,
+                    "UTF-16 text without a byte order mark; not readable",
+                    "Save the file as UTF-8 (or UTF-16 with a BOM).",
+                )
             return None, LoadProblem(
                 "GPU000",
                 line,
@@ -53,6 +77,14 @@ def decode_text(data: bytes) -> tuple[str | None, LoadProblem | None]:
         )
     if encoding != "utf-8-sig" and text.startswith("\ufeff"):
         text = text[1:]
-    if "\x00" in text:
-        return None, LoadProblem("GPU000", 1, 1, "binary content (NUL character) in text")
+    nul = text.find("\x00")
+    if nul >= 0:
+        line, col = text_line_col(text, nul)
+        return None, LoadProblem(
+            "GPU000",
+            line,
+            col,
+            "binary content (NUL character); not a YAML or JSON text file",
+            "Move binary files out of the checked paths or exclude them in the config.",
+        )
     return text, None

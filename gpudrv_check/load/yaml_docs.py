@@ -10,6 +10,9 @@ constructed from a tag: unknown tags are reported and read as plain data.
 Hostile input is bounded: alias expansion is counted rather than copied, flow nesting is
 checked before libyaml sees it (its scanner is quadratic in flow depth), and the builder
 is iterative, so deep documents cannot raise RecursionError.
+
+Positions are 1-based (line, column) in characters, with lines counted at `\n` as editors and
+code hosts count them (libyaml also breaks lines at a lone CR, NEL, LS and PS).
 """
 
 from __future__ import annotations
@@ -20,9 +23,15 @@ from typing import Any
 
 from gpudrv_check.load.located import LMap, LSeq, Pos
 
-MAX_DEPTH = 1000
-# expanded node count above which a document is treated as an alias bomb
+# Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
+# embed a pod template); consumers that recurse per level (pickle for the cache and worker
+# processes ~4 frames a level, copy.deepcopy ~5, repr) stay well inside Python's limit of 1000.
+MAX_DEPTH = 128
+# nodes that aliases may add to one file (an alias adds the whole subtree it names): above this
+# the document is an alias bomb ("billion laughs") and is not read
 MAX_EXPANDED_NODES = 200_000
+# the int range Kubernetes' YAML decoder (yaml.v2 ParseInt/ParseUint) keeps as an integer
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
 _TRUE = frozenset(("true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON"))
@@ -39,6 +48,7 @@ _KNOWN_TAGS = frozenset(
     for t in ("str", "int", "float", "bool", "null", "map", "seq", "binary", "timestamp", "merge")
 )
 _FLOW_BRACKETS = re.compile(r"[\[\]{}]")
+NON_SCALAR_KEY = "mapping key is not a scalar"
 
 
 @dataclass(slots=True)
@@ -65,6 +75,7 @@ class Doc:
 class ParsedFile:
     docs: list[Doc] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
+    failed: bool = False  # reading stopped early: a syntax error, a bad character, too deep
 
 
 def resolve_plain(text: str) -> Any:
@@ -79,15 +90,23 @@ def resolve_plain(text: str) -> Any:
     if not (first.isdigit() or first in "-+."):
         return text
     if _INT_DEC.match(text):
-        return int(text.replace("_", ""))
+        digits = text.replace("_", "")
+        # beyond 64 bits yaml.v2 reads a float; int() would also refuse > 4300 digits
+        if len(digits) <= 21:
+            value = int(digits)
+            if _INT_MIN <= value <= _INT_MAX:
+                return value
+        return float(digits)
     if _INT_OTHER.match(text):
         sign = -1 if text[0] == "-" else 1
         body = text.lstrip("+-").replace("_", "")
         if body.startswith("0b"):
-            return sign * int(body[2:], 2)
-        if body.startswith("0x"):
-            return sign * int(body[2:], 16)
-        return sign * int(body, 8)
+            value = sign * int(body[2:], 2)
+        elif body.startswith("0x"):
+            value = sign * int(body[2:], 16)
+        else:
+            value = sign * int(body, 8)
+        return value if _INT_MIN <= value <= _INT_MAX else text
     if _FLOAT.match(text):
         try:
             return float(text.replace("_", ""))
@@ -134,6 +153,49 @@ def _pos(mark: Any) -> Pos:
     return (mark.line + 1, mark.column + 1)
 
 
+def _has_odd_breaks(text: str) -> bool:
+    """Whether libyaml would count a line break that editors do not (lone CR, NEL, LS, PS)."""
+    if "\x85" in text or "\u2028" in text or "\u2029" in text:
+        return True
+    return "\r" in text and text.count("\r") != text.count("\r\n")
+
+
+class LineIndex:
+    """Character index → (line, column), lines counted at `\n` only."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0]
+        find = text.find
+        at = find("\n")
+        while at >= 0:
+            self.starts.append(at + 1)
+            at = find("\n", at + 1)
+
+    def pos(self, index: int) -> Pos:
+        from bisect import bisect_right
+
+        index = max(0, min(index, len(self.text)))
+        line = bisect_right(self.starts, index)
+        return (line, index - self.starts[line - 1] + 1)
+
+    def mark_pos(self, mark: Any) -> Pos:
+        return self.pos(mark.index)
+
+    def clamp(self, index: int) -> Pos:
+        """A position inside the text: the end of the stream maps to after its last character."""
+        end = len(self.text.rstrip("\n\r"))
+        return self.pos(min(index, end))
+
+
+def show_tag(tag: str) -> str:
+    """A tag as written (`!!python/object`, `!Ref`), with anything unprintable escaped."""
+    shown = tag.replace(_STD_TAG, "!!")
+    if shown.isprintable() and " " not in shown:
+        return shown
+    return repr(shown)[1:-1]
+
+
 class _Frame:
     __slots__ = ("node", "key", "key_pos", "merges", "anchor", "size")
 
@@ -161,6 +223,7 @@ def parse_text(text: str | bytes) -> ParsedFile:
         SequenceStartEvent,
         StreamEndEvent,
     )
+    from ruamel.yaml.reader import ReaderError
 
     result = ParsedFile()
     problems = result.problems
@@ -176,16 +239,18 @@ def parse_text(text: str | bytes) -> ParsedFile:
                     "Kubernetes objects are never this deep: this file is generated or hostile.",
                 )
             )
+            result.failed = True
             return result
 
     parser = CParser(text)
+    pos_of = LineIndex(text).mark_pos if isinstance(text, str) and _has_odd_breaks(text) else _pos
     stack: list[_Frame] = []
     anchors: dict[str, tuple[Any, int]] = {}
     doc_index = -1
     doc_pos: Pos = (1, 1)
     root: Any = None
     skipping = False  # the current document was abandoned (bomb, depth); drain its events
-    expanded = 0
+    expanded = 0  # nodes aliases added to this file so far
 
     def attach(value: Any, pos: Pos, size: int, raw: str | None = None) -> None:
         nonlocal root
@@ -217,7 +282,7 @@ def parse_text(text: str | bytes) -> ParsedFile:
                         "GPU000",
                         pos[0],
                         pos[1],
-                        "mapping key is not a scalar; Kubernetes objects only have string keys",
+                        f"{NON_SCALAR_KEY}; Kubernetes objects only have string keys",
                     )
                 )
                 key = "<non-scalar key>"
@@ -284,7 +349,7 @@ def parse_text(text: str | bytes) -> ParsedFile:
         """True when the tag is one we read; unknown tags are reported, never constructed."""
         if tag is None or tag in ("!", "?") or tag in _KNOWN_TAGS:
             return True
-        shown = tag.replace(_STD_TAG, "!!")
+        shown = show_tag(tag)
         problems.append(
             LoadProblem(
                 "GPU009",
@@ -304,28 +369,27 @@ def parse_text(text: str | bytes) -> ParsedFile:
             if cls is ScalarEvent:
                 if skipping:
                     continue
-                pos = _pos(event.start_mark)
-                text = event.value
+                pos = pos_of(event.start_mark)
+                scalar = event.value
                 tag = event.tag
                 raw = None
                 if event.implicit[0] and tag is None and not event.style:
-                    value = resolve_plain(text) if text else None
+                    value = resolve_plain(scalar) if scalar else None
                     if value is not None and not isinstance(value, str):
-                        raw = text
+                        raw = scalar
                 elif tag is None or tag == "!" or tag == _STD_TAG + "str":
-                    value = text
+                    value = scalar
                 elif check_tag(tag, pos):
-                    value = _resolve_tagged(text, tag)
+                    value = _resolve_tagged(scalar, tag)
                 else:
-                    value = text
+                    value = scalar
                 if event.anchor is not None:
                     anchors[event.anchor] = (value, 1)
-                expanded += 1
                 attach(value, pos, 1, raw)
             elif cls is MappingStartEvent or cls is SequenceStartEvent:
                 if skipping:
                     continue
-                pos = _pos(event.start_mark)
+                pos = pos_of(event.start_mark)
                 if event.tag is not None and not event.implicit:
                     check_tag(event.tag, pos)
                 if len(stack) >= MAX_DEPTH:
@@ -335,7 +399,6 @@ def parse_text(text: str | bytes) -> ParsedFile:
                 if event.anchor is not None:
                     anchors[event.anchor] = (node, -1)  # usable once complete
                 stack.append(_Frame(node, event.anchor))
-                expanded += 1
             elif cls is MappingEndEvent or cls is SequenceEndEvent:
                 if skipping:
                     continue
@@ -348,7 +411,7 @@ def parse_text(text: str | bytes) -> ParsedFile:
             elif cls is AliasEvent:
                 if skipping:
                     continue
-                pos = _pos(event.start_mark)
+                pos = pos_of(event.start_mark)
                 target = anchors.get(event.anchor)
                 if target is None or target[1] < 0:
                     abandon(pos, f"alias *{event.anchor} refers to no complete anchor")
@@ -366,11 +429,10 @@ def parse_text(text: str | bytes) -> ParsedFile:
                 attach(value, pos, size)
             elif cls is DocumentStartEvent:
                 doc_index += 1
-                doc_pos = _pos(event.start_mark)
+                doc_pos = pos_of(event.start_mark)
                 root = None
                 skipping = False
                 anchors = {}
-                expanded = 0
             elif cls is DocumentEndEvent:
                 if not skipping:
                     result.docs.append(Doc(doc_index, root, doc_pos))
@@ -378,19 +440,65 @@ def parse_text(text: str | bytes) -> ParsedFile:
             elif cls is StreamEndEvent:
                 break
     except MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        what = err.problem or err.context or "cannot parse"
-        context = f" ({err.context})" if err.context and err.problem else ""
-        problems.append(
-            LoadProblem(
-                "GPU000",
-                line,
-                col,
-                f"YAML syntax error: {what}{context}",
-                "Fix the syntax at this position; nothing in this file was checked.",
-            )
-        )
-    except YAMLError as err:  # reader errors (bad characters) without a mark
-        problems.append(LoadProblem("GPU000", 1, 1, f"cannot read YAML: {err}"))
+        problems.append(_syntax_problem(err, text))
+        result.failed = True
+    except ReaderError as err:  # a character YAML does not allow; position is a UTF-8 offset
+        problems.append(_reader_problem(err, text))
+        result.failed = True
+    except YAMLError as err:
+        problems.append(LoadProblem("GPU000", 1, 1, f"cannot read YAML: {_one_line(str(err))}"))
+        result.failed = True
     return result
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _syntax_problem(err: Any, text: str | bytes) -> LoadProblem:
+    mark = err.problem_mark or err.context_mark
+    what = _one_line(err.problem or err.context or "cannot parse")
+    context = ""
+    if err.context and err.problem:
+        context = f" ({_one_line(err.context)}"
+        start = err.context_mark
+        if (
+            start is not None
+            and mark is not None
+            and start.index != mark.index
+            and isinstance(text, str)
+        ):
+            line, col = LineIndex(text).clamp(start.index)
+            context += f" that starts at line {line}, column {col}"
+        context += ")"
+    if mark is None:
+        line, col = 1, 1
+    elif isinstance(text, str):
+        # the end of the stream is reported past the last line; point at where the text ends
+        line, col = LineIndex(text).clamp(mark.index)
+    else:
+        line, col = mark.line + 1, mark.column + 1
+    return LoadProblem(
+        "GPU000",
+        line,
+        col,
+        f"YAML syntax error: {what}{context}",
+        "Fix the syntax at this position; nothing in this file was checked.",
+    )
+
+
+def _reader_problem(err: Any, text: str | bytes) -> LoadProblem:
+    line, col = 1, 1
+    if isinstance(text, str) and isinstance(err.position, int):
+        index = len(text.encode("utf-8", "surrogatepass")[: err.position].decode("utf-8", "ignore"))
+        line, col = LineIndex(text).pos(index)
+    char = err.character
+    code = char if isinstance(char, int) else ord(char) if isinstance(char, str) and char else 0
+    return LoadProblem(
+        "GPU000",
+        line,
+        col,
+        f"character U+{code:04X} is not allowed in YAML ({_one_line(str(err.reason))}); "
+        "file not read",
+        "Remove the character, or write it as an escape inside double quotes (\\u0007).",
+    )

@@ -3,9 +3,33 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# control, line-separator and bidi-override characters: from a hostile repo they could forge
+# report lines, terminal escapes or CI annotations, or hide text ("Trojan source")
+_UNPRINTABLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+_LINE_BREAKS = re.compile("\r\n|[\n\r]")
+MAX_MESSAGE = 2000
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, line_breaks: str | None = None) -> str:
+    """`text` with every unprintable character escaped (`\\x1b`); line breaks become
+    `line_breaks` when given (messages read on as one line), else are escaped too."""
+    if _UNPRINTABLE.search(text) is None:
+        return text
+    if line_breaks is not None:
+        text = _LINE_BREAKS.sub(line_breaks, text)
+    return _UNPRINTABLE.sub(_escape, text)
 
 
 class Severity(str, Enum):
@@ -30,6 +54,11 @@ class Location(BaseModel):
     line: int = 1
     column: int = 1
 
+    @field_validator("file")
+    @classmethod
+    def _printable_file(cls, value: str) -> str:
+        return printable(value)
+
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
 
@@ -42,6 +71,11 @@ class ObjectRef(BaseModel):
     kind: str
     name: str | None = None
     namespace: str | None = None
+
+    @field_validator("kind", "name", "namespace")
+    @classmethod
+    def _printable(cls, value: str | None) -> str | None:
+        return value if value is None else printable(value)
 
     def __str__(self) -> str:
         ns = f"{self.namespace}/" if self.namespace else ""
@@ -61,6 +95,15 @@ class Finding(BaseModel):
     # line shifts, used by baselines and pull-request mode
     path: list[str | int] = Field(default_factory=list)
     suppressed_by: str | None = None
+
+    @field_validator("message", "hint")
+    @classmethod
+    def _one_printable_line(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = printable(value, line_breaks=" ")
+        # a message quoting a hostile value must not carry megabytes into every report
+        return value if len(value) <= MAX_MESSAGE else value[: MAX_MESSAGE - 1] + "…"
 
     def sort_key(self) -> tuple:
         loc = self.location

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,8 +17,30 @@ SKIP_FILES = frozenset((".gpudrv-check.yaml",))
 
 @dataclass(slots=True)
 class FileRef:
-    rel: str  # POSIX path relative to the root
+    rel: str  # POSIX path relative to the root, printable (see display_name)
     size: int
+    error: str | None = None  # why the path cannot be read (reported as a finding)
+
+
+# characters a path must not carry into a report line (controls, line and bidi overrides)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def display_name(name: str) -> str:
+    """A file name as reports show it: undecodable bytes and control characters escaped.
+
+    A name can hold any byte but NUL and `/`; printed raw, a newline or an escape sequence
+    would forge report lines or CI annotations.
+    """
+    if name.isascii() and name.isprintable():
+        return name
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 @dataclass(slots=True)
@@ -58,57 +82,88 @@ def is_excluded(rel: str, patterns: list[str]) -> bool:
 
 
 class WorkingTree:
-    """Files under a directory. Symbolic links are never followed (no escape, no loops)."""
+    """Files under a directory, walked in sorted order.
+
+    Symbolic links are never followed (no escape from the root, no loops); a directory met
+    twice (a bind mount) is walked once; only regular files are read (a FIFO would block the
+    read forever); a directory that cannot be listed is reported, not silently skipped.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self.disk_root = self.root
         self.label = str(root)
+        # display path -> path on disk, for the names display_name had to escape
+        self._on_disk: dict[str, str] = {}
 
     def list_manifests(self, exclude: list[str]) -> Listing:
         listing = Listing()
-        root = str(self.root)
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            rel_dir = os.path.relpath(dirpath, root)
-            rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-            keep = []
-            for name in sorted(dirnames):
-                rel = rel_dir + name
-                full = os.path.join(dirpath, name)
-                if name in SKIP_DIRS:
-                    continue
-                if os.path.islink(full):
-                    listing.skipped.append(
-                        Skipped(rel, "symbolic link to a directory, not followed")
-                    )
-                elif is_excluded(rel, exclude):
-                    listing.skipped.append(Skipped(rel + "/", "excluded by config"))
-                else:
-                    keep.append(name)
-            dirnames[:] = keep
-            for name in sorted(filenames):
-                if not name.endswith(MANIFEST_SUFFIXES) or (not rel_dir and name in SKIP_FILES):
-                    continue
-                rel = rel_dir + name
-                full = os.path.join(dirpath, name)
-                if is_excluded(rel, exclude):
-                    listing.skipped.append(Skipped(rel, "excluded by config"))
-                    continue
-                if os.path.islink(full):
-                    listing.skipped.append(Skipped(rel, "symbolic link, not followed"))
-                    continue
+        seen_dirs: set[tuple[int, int]] = set()
+        pending: list[tuple[str, str]] = [("", "")]  # (display, on disk): "" or "a/b/"
+        while pending:
+            rel_dir, disk_dir = pending.pop()
+            try:
+                info = os.stat(self.root / disk_dir, follow_symlinks=False)
+                with os.scandir(self.root / disk_dir) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as err:
+                reason = err.strerror or type(err).__name__
+                listing.files.append(
+                    FileRef(rel_dir or "./", 0, f"cannot list directory: {reason}")
+                )
+                continue
+            if (info.st_dev, info.st_ino) in seen_dirs:
+                listing.skipped.append(Skipped(rel_dir, "directory already walked (mount loop)"))
+                continue
+            seen_dirs.add((info.st_dev, info.st_ino))
+            subdirs = []
+            for entry in entries:
+                name = entry.name
+                rel, disk = rel_dir + display_name(name), disk_dir + name
+                manifest_name = name.endswith(MANIFEST_SUFFIXES)
                 try:
-                    size = os.stat(full, follow_symlinks=False).st_size
+                    st = entry.stat(follow_symlinks=False)
                 except OSError as err:
-                    listing.skipped.append(Skipped(rel, f"cannot stat: {err.strerror}"))
+                    if manifest_name:
+                        listing.files.append(FileRef(rel, 0, f"cannot stat: {err.strerror}"))
+                        self._remember(rel, disk)
                     continue
-                listing.files.append(FileRef(rel, size))
+                if stat.S_ISLNK(st.st_mode):
+                    if manifest_name:
+                        listing.skipped.append(Skipped(rel, "symbolic link, not followed"))
+                    elif entry.is_dir():
+                        listing.skipped.append(
+                            Skipped(rel + "/", "symbolic link to a directory, not followed")
+                        )
+                elif stat.S_ISDIR(st.st_mode):
+                    if name in SKIP_DIRS:
+                        continue
+                    if is_excluded(rel, exclude):
+                        listing.skipped.append(Skipped(rel + "/", "excluded by config"))
+                    else:
+                        subdirs.append((rel + "/", disk + "/"))
+                elif not manifest_name or (not rel_dir and name in SKIP_FILES):
+                    continue
+                elif is_excluded(rel, exclude):
+                    listing.skipped.append(Skipped(rel, "excluded by config"))
+                elif not stat.S_ISREG(st.st_mode):
+                    listing.skipped.append(
+                        Skipped(rel, "not a regular file (FIFO, socket, device)")
+                    )
+                else:
+                    listing.files.append(FileRef(rel, st.st_size))
+                    self._remember(rel, disk)
+            pending.extend(reversed(subdirs))
         listing.files.sort(key=lambda f: f.rel)
         listing.skipped.sort(key=lambda s: s.rel)
         return listing
 
+    def _remember(self, rel: str, disk: str) -> None:
+        if rel != disk:
+            self._on_disk[rel] = disk
+
     def read(self, rel: str) -> bytes:
-        return (self.root / rel).read_bytes()
+        return (self.root / self._on_disk.get(rel, rel)).read_bytes()
 
     def exists(self, rel: str) -> bool:
         path = self.root / rel

@@ -115,7 +115,7 @@ BAD_POLICIES = [
         "only local references",
         id="remote-ref",
     ),
-    pytest.param("id: [\n", (2, 1), "YAML syntax", id="yaml-syntax"),
+    pytest.param("id: [\n", (1, 6), "YAML syntax", id="yaml-syntax"),  # where the text ends
     pytest.param("- a\n- b\n", (1, 1), "must be a mapping", id="not-a-mapping"),
     pytest.param(
         ZONE_POLICY.replace("message: GPU node {name} has no zone\n", ""),

@@ -1,0 +1,427 @@
+"""Hypothesis strategies: JSON values, YAML/CSV token soup, and random-but-valid manifests.
+
+"Valid" means syntactically valid YAML with the shape of the objects the checker reads (Nodes,
+workloads, PDBs, the operator's configuration, inventories, Lists), where any field may hold a
+realistic value or a value of the wrong type: what a contributor's typo produces.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tests.fuzz.mutate import TOKENS
+
+# ---- plain data ----------------------------------------------------------------------------
+
+INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+FLOATS = st.floats(allow_nan=False, allow_infinity=False)
+# text YAML and JSON can both carry (no surrogates; hypothesis excludes them by default)
+TEXT = st.text(max_size=12)
+SCALARS = st.one_of(st.none(), st.booleans(), INT64, FLOATS, TEXT)
+
+
+def json_values(max_leaves: int = 25) -> st.SearchStrategy[Any]:
+    return st.recursive(
+        SCALARS,
+        lambda children: st.one_of(
+            st.lists(children, max_size=4), st.dictionaries(TEXT, children, max_size=4)
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+# ---- soups ---------------------------------------------------------------------------------
+
+WORDS = (
+    b"apiVersion",
+    b"kind",
+    b"metadata",
+    b"name",
+    b"labels",
+    b"spec",
+    b"v1",
+    b"Node",
+    b"Deployment",
+    b"x",
+    b"550",
+    b"true",
+    b"nvidia.com/gpu.present",
+    b"key",
+    b"effect",
+    b"NoSchedule",
+    b"Exists",
+    b"items",
+    b"List",
+    b"values",
+    b"operator",
+    b"In",
+    b"Gt",
+)
+yaml_soup = st.lists(st.sampled_from(TOKENS + WORDS), max_size=40).map(b"".join)
+
+CSV_CELLS = st.one_of(
+    st.sampled_from(
+        [
+            "550",
+            "535",
+            "5.15.0-119-generic",
+            "ubuntu22.04",
+            "rhel9.4",
+            "",
+            " ",
+            '"',
+            '""',
+            "driver_branch",
+            "kernel",
+            "os_tag",
+            "#",
+            "x,y",
+            "é",
+            "\x00",
+        ]
+    ),
+    st.text(max_size=8),
+)
+CSV_LINE_ENDS = st.sampled_from(["\n", "\r\n", "\r", "\x0b", "\x85", "\u2028"])
+
+
+@st.composite
+def csv_texts(draw: st.DrawFn) -> bytes:
+    rows = draw(st.lists(st.lists(CSV_CELLS, max_size=5), max_size=8))
+    header = draw(
+        st.sampled_from(
+            [
+                "driver_branch,kernel,os_tag",
+                "kernel,os_tag,driver_branch",
+                "driver_branch,kernel",
+                "",
+                "\ufeffdriver_branch,kernel,os_tag",
+            ]
+        )
+    )
+    end = draw(CSV_LINE_ENDS)
+    text = header + end + end.join(",".join(r) for r in rows)
+    return text.encode("utf-8", "surrogatepass")
+
+
+# ---- manifests -----------------------------------------------------------------------------
+
+LABEL_KEYS = st.sampled_from(
+    [
+        "nvidia.com/gpu.present",
+        "nvidia.com/cuda.driver-version.major",
+        "nvidia.com/cuda.driver.major",
+        "feature.node.kubernetes.io/kernel-version.full",
+        "feature.node.kubernetes.io/system-os_release.ID",
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID",
+        "kubernetes.io/hostname",
+        "nvidia.com/gpu.deploy.driver",
+        "nvidia.com/gpu.deploy.operands",
+        "nvidia.com/gpu.deploy.device-plugin",
+        "nvidia.com/gpu-driver-upgrade-state",
+        "app",
+        "bad key!",
+        "",
+    ]
+)
+LABEL_VALUES = st.one_of(
+    st.sampled_from(
+        [
+            "true",
+            "false",
+            "550",
+            "535",
+            "5.15.0-119-generic",
+            "6.8.0-52-generic",
+            "ubuntu",
+            "22.04",
+            "rhel",
+            "9.4",
+            "upgrade-required",
+            "trainer",
+            "x" * 70,
+        ]
+    ),
+    SCALARS,
+)
+
+
+def maybe_wrong(realistic: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Mostly the realistic value; sometimes any JSON value (a type error)."""
+    return st.one_of(realistic, realistic, realistic, json_values(6))
+
+
+def opt_dict(fields: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict]:
+    """A mapping with any subset of the fields."""
+    return st.fixed_dictionaries({}, optional={k: maybe_wrong(v) for k, v in fields.items()})
+
+
+labels = st.dictionaries(LABEL_KEYS, LABEL_VALUES, max_size=6)
+effects = st.sampled_from(["NoSchedule", "PreferNoSchedule", "NoExecute", "", "Bogus"])
+taint = opt_dict({"key": LABEL_KEYS, "value": LABEL_VALUES, "effect": effects})
+toleration = opt_dict(
+    {
+        "key": LABEL_KEYS,
+        "operator": st.sampled_from(["Exists", "Equal", "", "Gt"]),
+        "value": LABEL_VALUES,
+        "effect": effects,
+        "tolerationSeconds": INT64,
+    }
+)
+operators = st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Bogus"])
+requirement = opt_dict(
+    {
+        "key": LABEL_KEYS,
+        "operator": operators,
+        "values": st.lists(LABEL_VALUES, max_size=3),
+    }
+)
+term = opt_dict(
+    {
+        "matchExpressions": st.lists(requirement, max_size=3),
+        "matchFields": st.lists(
+            opt_dict(
+                {
+                    "key": st.just("metadata.name"),
+                    "operator": operators,
+                    "values": st.lists(TEXT, max_size=2),
+                }
+            ),
+            max_size=2,
+        ),
+    }
+)
+selector = opt_dict({"matchLabels": labels, "matchExpressions": st.lists(requirement, max_size=2)})
+affinity = opt_dict(
+    {
+        "nodeAffinity": opt_dict(
+            {
+                "requiredDuringSchedulingIgnoredDuringExecution": opt_dict(
+                    {"nodeSelectorTerms": st.lists(term, max_size=3)}
+                )
+            }
+        ),
+        "podAntiAffinity": opt_dict(
+            {
+                "requiredDuringSchedulingIgnoredDuringExecution": st.lists(
+                    opt_dict(
+                        {
+                            "labelSelector": selector,
+                            "topologyKey": st.sampled_from(["kubernetes.io/hostname", "zone"]),
+                        }
+                    ),
+                    max_size=2,
+                )
+            }
+        ),
+    }
+)
+quantity = st.one_of(st.integers(-2, 16), st.sampled_from(["1", "2", "0.5", "100m", "x"]))
+container = opt_dict(
+    {
+        "name": TEXT,
+        "image": st.sampled_from(
+            [
+                "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                "nvcr.io/nvidia/pytorch:24.07-py3",
+                "busybox",
+                "",
+            ]
+        ),
+        "resources": opt_dict(
+            {
+                "limits": st.dictionaries(st.just("nvidia.com/gpu"), quantity),
+                "requests": st.dictionaries(st.just("nvidia.com/gpu"), quantity),
+            }
+        ),
+    }
+)
+pod_spec = opt_dict(
+    {
+        "nodeSelector": labels,
+        "tolerations": st.lists(toleration, max_size=3),
+        "affinity": affinity,
+        "containers": st.lists(container, min_size=1, max_size=2),
+        "initContainers": st.lists(container, max_size=1),
+        "nodeName": TEXT,
+        "hostNetwork": st.booleans(),
+    }
+)
+template = opt_dict({"metadata": opt_dict({"labels": labels}), "spec": pod_spec})
+NAMES = st.sampled_from(["a", "b", "gpu-1", "gpu-2", "trainer", "n", "yes", "1"])
+metadata = opt_dict(
+    {
+        "name": NAMES,
+        "namespace": st.sampled_from(["default", "gpu", "x"]),
+        "labels": labels,
+        "annotations": labels,
+    }
+)
+upgrade_policy = opt_dict(
+    {
+        "autoUpgrade": st.booleans(),
+        "maxParallelUpgrades": st.integers(-1, 5),
+        "maxUnavailable": st.sampled_from([0, 1, "25%", "150%", "x"]),
+        "drain": opt_dict({"enable": st.booleans(), "podSelector": TEXT, "timeoutSeconds": INT64}),
+    }
+)
+operator_values = opt_dict(
+    {
+        "driver": opt_dict(
+            {
+                "enabled": st.booleans(),
+                "usePrecompiled": st.booleans(),
+                "version": st.sampled_from(["550.90.07", "550", "sha256:abc", ""]),
+                "repository": TEXT,
+                "image": TEXT,
+                "upgradePolicy": upgrade_policy,
+            }
+        ),
+        "toolkit": opt_dict({"enabled": st.booleans()}),
+        "devicePlugin": opt_dict({"enabled": st.booleans()}),
+        "migManager": opt_dict({"enabled": st.booleans()}),
+        "daemonsets": opt_dict({"tolerations": st.lists(toleration, max_size=2)}),
+    }
+)
+
+
+def _obj(api: str, kind: str, spec: st.SearchStrategy[Any], **extra: Any) -> st.SearchStrategy:
+    return st.fixed_dictionaries(
+        {"apiVersion": st.just(api), "kind": st.just(kind), "metadata": metadata},
+        optional={"spec": spec, **extra},
+    )
+
+
+def _workload(kind: str, api: str) -> st.SearchStrategy:
+    inner = (
+        template
+        if kind != "CronJob"
+        else opt_dict({"jobTemplate": opt_dict({"spec": opt_dict({"template": template})})})
+    )
+    if kind == "CronJob":
+        return _obj(api, kind, inner)
+    return _obj(
+        api,
+        kind,
+        st.one_of(
+            opt_dict(
+                {
+                    "replicas": st.integers(-1, 6),
+                    "parallelism": st.integers(0, 4),
+                    "selector": selector,
+                    "template": template,
+                }
+            ),
+            json_values(4),
+        ),
+    )
+
+
+node = _obj(
+    "v1",
+    "Node",
+    opt_dict({"taints": st.lists(taint, max_size=3), "unschedulable": st.booleans()}),
+    status=opt_dict(
+        {
+            "capacity": st.dictionaries(st.just("nvidia.com/gpu"), quantity),
+            "allocatable": st.dictionaries(st.just("nvidia.com/gpu"), quantity),
+        }
+    ),
+)
+objects = st.one_of(
+    node,
+    _obj("v1", "Pod", pod_spec),
+    *[
+        _workload(k, a)
+        for k, a in (
+            ("Deployment", "apps/v1"),
+            ("StatefulSet", "apps/v1"),
+            ("DaemonSet", "apps/v1"),
+            ("ReplicaSet", "apps/v1"),
+            ("Job", "batch/v1"),
+            ("CronJob", "batch/v1"),
+        )
+    ],
+    _obj(
+        "policy/v1",
+        "PodDisruptionBudget",
+        opt_dict(
+            {
+                "minAvailable": st.sampled_from([0, 1, 4, "50%", "100%", "x"]),
+                "maxUnavailable": st.sampled_from([0, 1, "25%"]),
+                "selector": selector,
+            }
+        ),
+    ),
+    _obj("nvidia.com/v1", "ClusterPolicy", operator_values),
+    _obj(
+        "helm.toolkit.fluxcd.io/v2",
+        "HelmRelease",
+        opt_dict(
+            {
+                "chart": opt_dict(
+                    {
+                        "spec": opt_dict(
+                            {"chart": st.just("gpu-operator"), "version": st.just("v25.10.0")}
+                        )
+                    }
+                ),
+                "values": operator_values,
+            }
+        ),
+    ),
+    _obj(
+        "gpudrv-check.io/v1alpha1",
+        "NodeInventory",
+        st.none(),
+        nodes=st.lists(
+            opt_dict(
+                {
+                    "name": NAMES,
+                    "labels": labels,
+                    "taints": st.lists(taint, max_size=2),
+                    "unschedulable": st.booleans(),
+                    "capacity": st.dictionaries(st.just("nvidia.com/gpu"), quantity),
+                }
+            ),
+            max_size=3,
+        ),
+    ),
+)
+
+
+def list_of(items: st.SearchStrategy) -> st.SearchStrategy:
+    return st.fixed_dictionaries(
+        {"apiVersion": st.just("v1"), "kind": st.just("List"), "items": st.lists(items, max_size=3)}
+    )
+
+
+manifest_docs = st.lists(st.one_of(objects, list_of(objects)), min_size=1, max_size=3)
+
+
+def dump_yaml(docs: list[Any]) -> bytes:
+    """Block-style YAML, one document per object (ruamel's safe dumper: no tags, no objects)."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    out = io.StringIO()
+    yaml.dump_all(docs, out)
+    return out.getvalue().encode("utf-8")
+
+
+@st.composite
+def manifest_files(draw: st.DrawFn) -> dict[str, bytes]:
+    """1-4 files of random-but-valid manifests, as YAML or JSON."""
+    files = {}
+    for i in range(draw(st.integers(1, 4))):
+        docs = draw(manifest_docs)
+        if draw(st.booleans()):
+            files[f"m{i}.yaml"] = dump_yaml(docs)
+        else:
+            files[f"m{i}.json"] = json.dumps(docs[0], ensure_ascii=draw(st.booleans())).encode()
+    return files

@@ -1,0 +1,193 @@
+"""What the fuzzer drives: the loader on one file, and the whole CLI on a small repo.
+
+Each target runs in-process with GPUDRV_CHECK_DEBUG set, so a bug surfaces as the exception
+itself instead of the CLI's one-line "internal error". Targets assert the properties every
+input must keep; a failed assertion or any exception is a finding of the fuzzer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+LAB = Path(__file__).resolve().parent.parent.parent / "examples" / "lab"
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_main(*argv: str) -> CliResult:
+    """`gpudrv-check ARGV` in-process; exceptions propagate (debug mode)."""
+    from gpudrv_check.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    previous = os.environ.get("GPUDRV_CHECK_DEBUG")
+    os.environ["GPUDRV_CHECK_DEBUG"] = "1"
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(argv))
+    finally:
+        if previous is None:
+            os.environ.pop("GPUDRV_CHECK_DEBUG", None)
+        else:
+            os.environ["GPUDRV_CHECK_DEBUG"] = previous
+    result = CliResult(code, out.getvalue(), err.getvalue())
+    # what a real stdout would have to encode: lone surrogates would crash the write there
+    result.stdout.encode("utf-8")
+    result.stderr.encode("utf-8")
+    return result
+
+
+@contextlib.contextmanager
+def repo(files: dict[str, bytes], with_lab: bool = False) -> Iterator[Path]:
+    """A throwaway repo holding `files` (and the lab example, when asked)."""
+    with tempfile.TemporaryDirectory(prefix="gpudrv-fuzz-") as tmp:
+        root = Path(tmp) / "repo"
+        if with_lab:
+            shutil.copytree(LAB, root)
+        else:
+            root.mkdir()
+        for rel, data in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        yield root
+
+
+def line_counts(root: Path) -> dict[str, int]:
+    counts = {}
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            counts[path.relative_to(root).as_posix()] = data.count(b"\n") + 1
+    return counts
+
+
+def assert_findings_located(root: Path, findings: list[dict]) -> None:
+    """Every finding names a file of the repo and a line that exists in it."""
+    counts = line_counts(root)
+    for f in findings:
+        loc = f["location"]
+        assert loc["line"] >= 1 and loc["column"] >= 1, f
+        if loc["file"] in counts:
+            assert loc["line"] <= counts[loc["file"]], f
+        assert "\n" not in f["message"], f
+        assert "\n" not in (f["hint"] or ""), f
+
+
+def check_json(root: Path, *extra: str) -> tuple[CliResult, dict]:
+    result = run_main("check", str(root), "--format", "json", "--fail-on", "error", *extra)
+    assert result.code in (0, 1), (result.code, result.stderr)
+    doc = json.loads(result.stdout)
+    assert_findings_located(root, doc["findings"])
+    return result, doc
+
+
+def check_text(root: Path, *extra: str) -> CliResult:
+    result = run_main("check", str(root), *extra)
+    assert result.code in (0, 1), (result.code, result.stderr)
+    return result
+
+
+def finding_keys(doc: dict) -> set[tuple]:
+    return {
+        (
+            f["rule"],
+            f["location"]["file"],
+            f["location"]["line"],
+            f["location"]["column"],
+            f["message"],
+        )
+        for f in doc["findings"]
+    }
+
+
+_LAB_KEYS: set[tuple] | None = None
+
+
+def lab_keys() -> set[tuple]:
+    global _LAB_KEYS
+    if _LAB_KEYS is None:
+        with repo({}, with_lab=True) as root:
+            _LAB_KEYS = finding_keys(check_json(root)[1])
+    return _LAB_KEYS
+
+
+# ---- targets: each takes bytes and raises on a broken property ----------------------------
+
+
+def target_manifest(data: bytes, name: str = "fuzz.yaml") -> None:
+    """One file through the loader: never raises, problems are located inside the file."""
+    from gpudrv_check.load.manifests import parse_manifest_bytes
+
+    result = parse_manifest_bytes(name, data)
+    lines = data.count(b"\n") + 1
+    for problem in result.problems:
+        loc = problem.location
+        assert 1 <= loc.line <= lines + 1 and loc.column >= 1, (problem, lines)
+        assert "\n" not in problem.message
+
+
+def target_repo(data: bytes, name: str = "zz-fuzz/fuzz.yaml", lab: bool = False) -> None:
+    """One file in a repo through the CLI (text and JSON): exit 0/1, same bytes twice."""
+    with repo({name: data}, with_lab=lab) as root:
+        matrix = () if lab else ("--matrix", "none")  # the lab's config names its matrix
+        first, doc = check_json(root, *matrix)
+        again, _ = check_json(root, *matrix)
+        assert first.stdout == again.stdout
+        check_text(root, *matrix)
+        if lab and doc["summary"]["objects"] == 8:  # the fuzzed file added no object
+            missing = lab_keys() - finding_keys(doc)
+            assert not missing, missing
+
+
+def target_matrix(data: bytes) -> None:
+    from gpudrv_check.load.matrix import parse_matrix
+
+    matrix = parse_matrix("support-matrix.csv", data)
+    lines = data.count(b"\n") + data.count(b"\r") + 1
+    for problem in matrix.problems:
+        assert 1 <= problem.location.line <= lines, problem
+    with repo({"support-matrix.csv": data}) as root:
+        result = run_main("audit", str(root))
+        assert result.code in (0, 1), result
+
+
+def target_config(data: bytes) -> None:
+    """A hostile .gpudrv-check.yaml: a clean run or a located usage error (exit 2)."""
+    with repo({".gpudrv-check.yaml": data}) as root:
+        result = run_main("check", str(root), "--matrix", "none")
+        assert result.code in (0, 1, 2), result
+        if result.code == 2:
+            assert result.stderr.startswith("gpudrv-check: error: "), result.stderr
+            assert result.stderr.count("\n") == 1, result.stderr
+
+
+def target_pyproject(data: bytes) -> None:
+    with repo({"pyproject.toml": data}) as root:
+        result = run_main("check", str(root), "--matrix", "none")
+        assert result.code in (0, 1, 2), result
+        if result.code == 2:
+            assert result.stderr.startswith("gpudrv-check: error: "), result.stderr
+
+
+TARGETS = {
+    "manifest": target_manifest,
+    "json": lambda data: target_manifest(data, "fuzz.json"),
+    "repo": target_repo,
+    "lab": lambda data: target_repo(data, lab=True),
+    "matrix": target_matrix,
+    "config": target_config,
+    "pyproject": target_pyproject,
+}

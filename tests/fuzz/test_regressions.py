@@ -1,0 +1,28 @@
+"""Inputs the fuzzer found breaking a property, kept so the bug stays fixed.
+
+A file's name starts with the target it broke (tests/fuzz/targets.py) and says what was wrong:
+`*-int-over-4300-digits`: a plain integer too long for int() raised ValueError (an internal
+error, exit 2); `*-error-at-end-of-stream`: a syntax error located on a line past the end of
+the file; `*-control-character`: a disallowed character located at 1:1 with a two-line
+message; `*-nel-line-break`, `*-line-separator-in-string`: libyaml counts NEL/LS/PS/lone CR as
+line breaks, so positions after one were off; `matrix-nel-shifts-line-numbers`: the matrix
+split lines at NEL/VT/FF too; `repo-tag-percent-escapes`: a `%0a%1b` tag put a newline and an
+escape sequence into the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fuzz.targets import TARGETS
+
+REGRESSIONS = Path(__file__).resolve().parent / "regressions"
+CASES = sorted(p for p in REGRESSIONS.iterdir() if p.name != ".gitattributes")
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])
+def test_regression_input_keeps_every_property(path: Path):
+    target = path.name.split("-", 1)[0]
+    TARGETS[target](path.read_bytes())

@@ -206,7 +206,16 @@ def _is_late_path(args: argparse.Namespace, extras: list[str]) -> bool:
     )
 
 
+def _never_fail_to_print() -> None:
+    """A terminal that cannot show a character gets an escape, not an UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _never_fail_to_print()
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras and _is_late_path(args, extras):
@@ -233,14 +242,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except Exception as err:  # the last line of defence: never a traceback, never exit 3+
         from gpudrv_check.config import ConfigError
+        from gpudrv_check.model.finding import printable
 
         if isinstance(err, ConfigError):
-            sys.stderr.write(f"gpudrv-check: error: {err}\n")
+            sys.stderr.write(f"gpudrv-check: error: {printable(str(err), ' ')}\n")
             return EXIT_USAGE
         if os.environ.get("GPUDRV_CHECK_DEBUG"):
             raise
         sys.stderr.write(
-            f"gpudrv-check: internal error: {type(err).__name__}: {err}\n"
+            f"gpudrv-check: internal error: {type(err).__name__}: {printable(str(err), ' ')}\n"
             "This is a bug in gpudrv-check; rerun with GPUDRV_CHECK_DEBUG=1 for the traceback "
             "and report it.\n"
         )

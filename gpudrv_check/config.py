@@ -219,6 +219,9 @@ def load_config(root: Path, explicit: str | None = None, source: Any = None) -> 
             raise ConfigError(f"not UTF-8 text (byte {err.start})", "pyproject.toml") from None
         except RecursionError:
             raise ConfigError("pyproject.toml nests too deep to read", "pyproject.toml") from None
+        except ValueError as err:  # tomllib's int(): more than 4300 digits
+            reason = str(err).split(":")[0]
+            raise ConfigError(f"cannot read a value: {reason}", "pyproject.toml") from None
         section = doc.get("tool", {}).get("gpudrv-check")
         if section is not None:
             return parse_config(section, "pyproject.toml")

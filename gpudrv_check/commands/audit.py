@@ -16,6 +16,7 @@ import sys
 from gpudrv_check.commands.common import load_run
 from gpudrv_check.config import ConfigError
 from gpudrv_check.model.driver import audit_entries
+from gpudrv_check.model.finding import printable
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     for problem in repo.matrix.problems:
         sys.stderr.write(f"{problem.location}: {problem.severity.value} {problem.message}\n")
     if lines:
-        sys.stdout.write("\n".join(lines) + "\n")
+        # node names and tags come from the repo: no control characters reach the terminal
+        sys.stdout.write("\n".join(printable(line) for line in lines) + "\n")
         return 1
     sys.stdout.write("OK\n")
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gpudrv_check.config import Config, ConfigError, load_config
 from gpudrv_check.engine import Run, load, validate_rule_keys
+from gpudrv_check.model.finding import printable
 from gpudrv_check.source import Source
 
 
@@ -87,7 +88,7 @@ def load_source(args: argparse.Namespace, source: Source) -> Run:
 def print_listing(run: Run) -> None:
     out = sys.stderr
     for result in run.content.files:
-        kinds = ", ".join(f"{m.kind}/{m.name or '?'}" for m in result.manifests)
+        kinds = printable(", ".join(f"{m.kind}/{m.name or '?'}" for m in result.manifests))
         out.write(f"read    {result.rel}: {len(result.manifests)} object(s) {kinds}\n")
         for skipped in result.skipped:
             out.write(f"skipped {skipped.rel}: {skipped.reason}\n")

@@ -7,6 +7,7 @@ import sys
 
 from gpudrv_check.commands.common import load_run
 from gpudrv_check.model.driver import node_tag
+from gpudrv_check.model.finding import printable
 
 
 def run(args: argparse.Namespace) -> int:
@@ -16,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     repo = check_run.repo
     node = repo.node_by_name.get(args.node)
     if node is None:
-        known = ", ".join(sorted(repo.node_by_name)) or "none"
+        known = printable(", ".join(sorted(repo.node_by_name)) or "none")
         sys.stderr.write(
             f"gpudrv-check: error: no node {args.node!r} in {args.path} (nodes: {known})\n"
         )
@@ -24,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     result = node_tag(node, repo)
     if not result.ok:
         reason = f"missing label(s) {', '.join(result.missing)}" if result.missing else result.error
-        sys.stderr.write(f"gpudrv-check: error: node {node.name}: {reason}\n")
+        sys.stderr.write(printable(f"gpudrv-check: error: node {node.name}: {reason}") + "\n")
         return 1
-    sys.stdout.write(f"{result.tag}\n")
+    sys.stdout.write(f"{printable(result.tag or '')}\n")
     return 0

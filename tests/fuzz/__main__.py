@@ -4,6 +4,10 @@ Mutates the seed corpus (the lab, tests/hostile/corpus, tests/fuzz/regressions, 
 and feeds every target (tests/fuzz/targets.py) until the time is up. An input that raises,
 breaks a property, or runs longer than --hang-seconds is written to tests/fuzz/crashes/ (add it
 to tests/fuzz/regressions/ once fixed). Prints how many inputs each target ran.
+
+`--engine atheris` runs one target under atheris (coverage-guided libFuzzer, when installed:
+`pip install atheris`) instead, seeded with the same corpus; it stops at the first crash and
+writes it to tests/fuzz/crashes/<target>-crash-<sha1>.
 """
 
 from __future__ import annotations
@@ -58,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", choices=sorted(TARGETS), action="append")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--hang-seconds", type=int, default=30)
+    parser.add_argument("--engine", choices=("mutate", "atheris"), default="mutate")
     args = parser.parse_args(argv)
+    if args.engine == "atheris":
+        return _atheris(args)
 
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     rng = random.Random(seed)
@@ -109,6 +116,45 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(crashes)} distinct crash signature(s)"
     )
     return 1 if crashes else 0
+
+
+def _atheris(args: argparse.Namespace) -> int:
+    import importlib
+    import pkgutil
+    import tempfile
+
+    import atheris  # type: ignore[import-not-found]
+
+    with atheris.instrument_imports(include=["gpudrv_check"]):
+        import gpudrv_check
+
+        for module in pkgutil.walk_packages(gpudrv_check.__path__, "gpudrv_check."):
+            if not module.name.endswith("__main__"):
+                importlib.import_module(module.name)
+    target_name = (args.target or ["manifest"])[0]
+    target = TARGETS[target_name]
+    seed_dir = Path(tempfile.mkdtemp(prefix="gpudrv-atheris-"))
+    for index, (name, data) in enumerate(sorted(seeds().items())):
+        if name.endswith(_SUFFIXES[target_name]):
+            (seed_dir / f"seed-{index}").write_bytes(data)
+
+    def one_input(data: bytes) -> None:
+        target(data)
+
+    CRASH_DIR.mkdir(exist_ok=True)
+    print(f"atheris on {target_name} for {args.seconds:.0f}s, seeds in {seed_dir}", flush=True)
+    atheris.Setup(
+        [
+            sys.argv[0],
+            f"-max_total_time={int(args.seconds)}",
+            f"-timeout={args.hang_seconds}",
+            f"-artifact_prefix={CRASH_DIR}/{target_name}-",
+            str(seed_dir),
+        ],
+        one_input,
+    )
+    atheris.Fuzz()
+    return 0
 
 
 if __name__ == "__main__":

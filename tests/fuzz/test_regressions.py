@@ -1,13 +1,14 @@
 """Inputs the fuzzer found breaking a property, kept so the bug stays fixed.
 
 A file's name starts with the target it broke (tests/fuzz/targets.py) and says what was wrong:
-`*-int-over-4300-digits`: a plain integer too long for int() raised ValueError (an internal
-error, exit 2); `*-error-at-end-of-stream`: a syntax error located on a line past the end of
-the file; `*-control-character`: a disallowed character located at 1:1 with a two-line
-message; `*-nel-line-break`, `*-line-separator-in-string`: libyaml counts NEL/LS/PS/lone CR as
-line breaks, so positions after one were off; `matrix-nel-shifts-line-numbers`: the matrix
-split lines at NEL/VT/FF too; `repo-tag-percent-escapes`: a `%0a%1b` tag put a newline and an
-escape sequence into the report.
+- `*-int-over-4300-digits`: an integer too long for int() raised ValueError, an internal error
+  (in YAML, and in pyproject.toml through tomllib);
+- `*-error-at-end-of-stream`: a syntax error located on a line past the end of the file;
+- `*-control-character`: a character YAML forbids, located at 1:1 in a two-line message;
+- `*-nel-line-break`, `*-line-separator-in-string`: libyaml counts NEL, LS, PS and a lone CR as
+  line breaks, so every position after one was off by a line;
+- `matrix-nel-shifts-line-numbers`: the matrix split lines at NEL, VT and FF too;
+- `repo-tag-percent-escapes`: a `%0a%1b` tag put a newline and an escape into the report.
 """
 
 from __future__ import annotations

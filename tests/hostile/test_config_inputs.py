@@ -61,6 +61,7 @@ def test_broken_yaml_config_is_an_error_at_its_line(tmp_path: Path, content, whe
         (b"[tool.gpudrv-check]\nexclude = " + b"[" * 5000 + b"\n", "pyproject.toml"),
         (b"[tool.gpudrv-check]\nmatrix = 'caf\xe9'\n", "pyproject.toml: not UTF-8 text"),
         (b"[tool.gpudrv-check]\nmax_file_bytes = -1\n", "pyproject.toml"),
+        (b"[tool.gpudrv-check]\nmax_file_bytes = " + b"9" * 5000 + b"\n", "pyproject.toml"),
     ],
 )
 def test_broken_pyproject_is_an_error(tmp_path: Path, content, expected):

@@ -129,3 +129,12 @@ def test_every_command_exits_0_1_or_2_without_a_traceback(hostile_repo: Path, ar
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
     if result.returncode == 2:
         assert result.stderr.startswith("gpudrv-check: error: "), result.stderr
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_terminal_that_is_not_utf8_gets_escapes_not_a_crash(hostile_repo: Path, encoding: str):
+    env = _env(PYTHONIOENCODING=encoding, LC_ALL="C", LANG="C")
+    for args in (("check",), ("check", "--format", "json"), ("check", "--verbose")):
+        result = run_cli(*args, str(hostile_repo), env=env, timeout=300)
+        assert result.returncode == 1, result.stderr
+        assert "internal error" not in result.stderr and "Traceback" not in result.stderr

@@ -224,9 +224,7 @@ def pdb_covers(
     return scope is not None and scope[0] == pod_namespace and scope[1].matches(pod_labels)
 
 
-def pdb_scope(
-    pdb: object, *, default_namespace: str = "default"
-) -> tuple[str, SelectorKey] | None:
+def pdb_scope(pdb: object, *, default_namespace: str = "default") -> tuple[str, SelectorKey] | None:
     """(namespace, canonical selector) of the PDB object ``pdb``, None when it covers no pod:
     what ``pdb_covers`` decides from, computed once per PDB by callers matching many pods."""
     if not isinstance(pdb, Mapping):

@@ -249,9 +249,7 @@ def parse_text(text: str | bytes) -> ParsedFile:
 
     parser = CParser(text)
     # libyaml's own marks are right unless the text has line breaks editors do not count
-    odd_pos = (
-        LineIndex(text).mark_pos if isinstance(text, str) and _has_odd_breaks(text) else None
-    )
+    odd_pos = LineIndex(text).mark_pos if isinstance(text, str) and _has_odd_breaks(text) else None
     pos_of = odd_pos or _pos
     stack: list[_Frame] = []
     anchors: dict[str, tuple[Any, int]] = {}

@@ -89,8 +89,10 @@ class PDB:
         if v1beta1 and selector_key(spec.get("selector")) == EVERYTHING:
             return False  # policy/v1beta1: an empty selector selects no pod
         scope = self._scope
-        return scope is not None and scope[0] == workload.namespace and scope[1].matches(
-            workload.pod_labels
+        return (
+            scope is not None
+            and scope[0] == workload.namespace
+            and scope[1].matches(workload.pod_labels)
         )
 
     @cached_property

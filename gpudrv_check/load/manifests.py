@@ -487,7 +487,10 @@ def read_repo(
             tick()
             continue
         pre = options.data.get(ref.rel) if options.data is not None else None
-        data = pre if pre is not None else _read_bytes(source, ref, max_bytes)
+        if pre is not None and len(pre) <= max_bytes and ref.error is None:
+            data: bytes | FileResult = pre
+        else:
+            data = _read_bytes(source, ref, max_bytes)
         if isinstance(data, FileResult):
             results[i] = data
             tick()

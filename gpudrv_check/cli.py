@@ -36,6 +36,16 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
 def _repo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "path",
@@ -58,6 +68,13 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
         "--operator-version",
         metavar="VERSION",
         help="GPU Operator release, selects the OS-tag rule (default: newest)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=_positive_int,
+        metavar="N",
+        help="processes parsing files when there are many (default: the number of cores); "
+        "the output is the same for any N",
     )
     p.add_argument(
         "--rev",
@@ -136,6 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--base",
         metavar="REV",
         help="pull-request mode: report only findings that are new since git revision REV",
+    )
+    p.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="content-hash cache of parsed files and results (default: "
+        "$XDG_CACHE_HOME/gpudrv-check or ~/.cache/gpudrv-check)",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the cache",
     )
 
     p = sub.add_parser("audit", help="driver images each GPU node needs vs the support matrix")

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING
 
 from gpudrv_check.config import Config, ConfigError
 from gpudrv_check.load.inventory import build_inventory
-from gpudrv_check.load.manifests import FileResult, RepoContent, parse_manifest_bytes, read_repo
+from gpudrv_check.load.manifests import (
+    FileResult,
+    ReadOptions,
+    RepoContent,
+    parse_manifest_bytes,
+    read_repo,
+)
 from gpudrv_check.load.matrix import Matrix, parse_matrix
 from gpudrv_check.model.disruption import build_pdbs
 from gpudrv_check.model.finding import Finding, Location, Severity
@@ -160,6 +166,7 @@ def load(
     config: Config,
     matrix_override: str | None = None,
     inventory: Sequence[str] = (),
+    options: ReadOptions | None = None,
 ) -> Run:
     """Read a repo (a directory, or any source: a git revision, stdin, Kustomize renderings)
     into the model the rules evaluate."""
@@ -189,7 +196,7 @@ def load(
             [*listing.skipped, *(Skipped(rel, "custom policy file") for rel in files)],
             key=lambda s: s.rel,
         )
-    content = read_repo(source, listing.files, config.max_file_bytes)
+    content = read_repo(source, listing.files, config.max_file_bytes, options)
     content.files.extend(
         _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
     )

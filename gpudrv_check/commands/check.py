@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from gpudrv_check import __version__
-from gpudrv_check.commands.common import load_run, load_source, make_source
+from gpudrv_check.commands.common import load_source, make_source
 from gpudrv_check.config import ConfigError
 from gpudrv_check.engine import Run, evaluate
 from gpudrv_check.model.finding import Finding
@@ -162,11 +162,44 @@ def build_report(run: Run, code: int, baseline: str | None, root: str, compariso
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpudrv_check.report import render
-    from gpudrv_check.report.text import render_summary, use_colour
+    from gpudrv_check.report.text import use_colour
 
     pairs = pair_outputs(list(getattr(args, "report_args", None) or []), default_format())
-    check_run = load_run(args)
+    colour = use_colour(sys.stdout)
+    reuse = _result_cache(args, pairs, colour)
+    if reuse is not None and reuse.hit is not None:
+        return _replay(reuse.hit)
+    actions: list[tuple[str, str, str]] = []
+    stderr = sys.stderr
+    tee = _Tee(stderr) if reuse is not None else None
+    if tee is not None:
+        sys.stderr = tee  # type: ignore[assignment]
+    try:
+        code = _check(args, pairs, colour, actions, reuse.data if reuse is not None else None)
+    finally:
+        sys.stderr = stderr
+    for kind, dest, text in actions:
+        _perform(kind, dest, text)
+    if reuse is not None and tee is not None:
+        reuse.store(code, [("stderr", "", tee.text), *actions])
+    return code
+
+
+def _check(
+    args: argparse.Namespace,
+    pairs: list[tuple[str, str]],
+    colour: bool,
+    actions: list[tuple[str, str, str]],
+    data: dict[str, bytes] | None,
+) -> int:
+    """One check; what it writes is appended to ``actions`` as (stdout|file, dest, text)."""
+    from gpudrv_check.commands.common import load_source, print_listing
+    from gpudrv_check.report import render
+    from gpudrv_check.report.text import render_summary
+
+    check_run = load_source(args, make_source(args), data)
+    if getattr(args, "verbose", False):
+        print_listing(check_run)
     evaluate(check_run)
     baseline = _apply_baselines(check_run, args)
     comparison = None
@@ -183,12 +216,152 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"suppressed {f.location}: {f.rule} {f.message} ({f.suppressed_by})\n")
     for fmt, dest in pairs:
         if dest == STDOUT:
-            sys.stdout.write(render(fmt, report, colour=fmt == "text" and use_colour(sys.stdout)))
-            continue
+            actions.append(("stdout", "", render(fmt, report, colour=fmt == "text" and colour)))
+        else:
+            actions.append(("file", dest, render(fmt, report)))
+    if all(dest != STDOUT for _, dest in pairs):
+        actions.append(("stdout", "", render_summary(report) + "\n"))
+    return code
+
+
+def _perform(kind: str, dest: str, text: str) -> None:
+    if kind == "stdout":
+        sys.stdout.write(text)
+    elif kind == "stderr":
+        sys.stderr.write(text)
+    else:
         try:
-            Path(dest).write_text(render(fmt, report), encoding="utf-8")
+            Path(dest).write_text(text, encoding="utf-8")
         except OSError as err:
             raise ConfigError(f"cannot write {dest}: {err.strerror}") from None
-    if all(dest != STDOUT for _, dest in pairs):
-        sys.stdout.write(render_summary(report) + "\n")
+
+
+def _replay(hit: tuple) -> int:
+    code, actions = hit
+    for kind, dest, text in actions:
+        _perform(kind, dest, text)
     return code
+
+
+class _Tee:
+    """stderr, also kept as text: what a cached result replays."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False  # the progress line looks at the real stderr, never at this
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class _Reuse:
+    """The whole-result cache entry of one check: looked up before anything is parsed."""
+
+    def __init__(self, cache, name: str, key: str, data: dict[str, bytes]) -> None:
+        self.cache, self.name, self.key, self.data = cache, name, key, data
+        found = cache.load("result", name, key)
+        ok = (
+            isinstance(found, tuple)
+            and len(found) == 2
+            and isinstance(found[0], int)
+            and isinstance(found[1], list)
+            and all(
+                isinstance(a, tuple) and len(a) == 3 and all(isinstance(x, str) for x in a)
+                for a in found[1]
+            )
+        )
+        self.hit = found if ok else None
+
+    def store(self, code: int, actions: list[tuple[str, str, str]]) -> None:
+        self.cache.store("result", self.name, self.key, (code, actions))
+
+
+def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | None:
+    """The cache of whole results, for a plain check of a directory on disk: keyed by every
+    input (tool version, arguments, the environment that picks formats and colour, config,
+    matrix, inventory, baseline, and every file's path and digest). None when it does not
+    apply (--no-cache, stdin, --rev, --base, --kustomize, --verbose, --write-baseline)."""
+    if (
+        getattr(args, "no_cache", False)
+        or args.path == "-"
+        or any(
+            getattr(args, name, None)
+            for name in ("rev", "base", "kustomize", "verbose", "write_baseline")
+        )
+    ):
+        return None
+    from gpudrv_check.cache import Cache, default_dir, digest
+    from gpudrv_check.commands.common import repo_config
+    from gpudrv_check.load.policies import policy_files
+
+    source = make_source(args)
+    root = Path(source.disk_root).resolve()
+    _, config = repo_config(args, source)
+    listing = source.list_manifests(config.exclude)
+    parts: list[object] = [
+        __version__,
+        os.getcwd(),
+        str(root),
+        sorted(
+            (k, repr(v))
+            for k, v in vars(args).items()
+            if k not in ("jobs", "cache_dir", "no_cache")
+        ),
+        pairs,
+        colour,
+        default_format(),
+        config.model_dump_json(),
+        [(s.rel, s.reason) for s in listing.skipped],
+    ]
+
+    def outside(path: str | None) -> None:
+        if not path or path == "none":
+            parts.append(path)
+            return
+        try:
+            parts.append((path, Path(path).read_bytes()))
+        except OSError:
+            parts.append((path, None))
+
+    def inside(rel: str | None) -> None:
+        try:
+            parts.append((rel, source.read(rel) if rel and source.exists(rel) else None))
+        except (OSError, ValueError):
+            parts.append((rel, None))
+
+    outside(getattr(args, "matrix", None))
+    outside(getattr(args, "baseline", None))
+    outside(getattr(args, "config", None))
+    for given in getattr(args, "inventory", None) or ():
+        outside(given)
+    inside(config.matrix)
+    for rel in config.inventory:
+        inside(rel)
+    for rel in policy_files(root, config, source):
+        inside(rel)
+    data: dict[str, bytes] = {}
+    for ref in listing.files:
+        if ref.error is not None or ref.size > config.max_file_bytes:
+            parts.append((ref.rel, ref.size, ref.error))
+            continue
+        try:
+            blob = source.read(ref.rel)
+        except OSError as err:
+            parts.append((ref.rel, "unreadable", err.strerror))
+            continue
+        data[ref.rel] = blob
+        parts.append((ref.rel, digest(blob)))
+    cache_dir = getattr(args, "cache_dir", None)
+    cache = Cache(Path(cache_dir) if cache_dir else default_dir())
+    return _Reuse(cache, digest(str(root), os.getcwd()), digest(*parts), data)

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudrv_check.config import Config, ConfigError, load_config
 from gpudrv_check.engine import Run, load, validate_rule_keys
 from gpudrv_check.model.finding import printable
 from gpudrv_check.source import Source
+
+if TYPE_CHECKING:
+    from gpudrv_check.load.manifests import ReadOptions
 
 
 def make_source(args: argparse.Namespace, rev: str | None = None) -> Source:
@@ -79,10 +85,83 @@ def load_run(args: argparse.Namespace, rev: str | None = None) -> Run:
     return run
 
 
-def load_source(args: argparse.Namespace, source: Source) -> Run:
+def load_source(
+    args: argparse.Namespace, source: Source, data: dict[str, bytes] | None = None
+) -> Run:
     _, config = repo_config(args, source)
     inventory = getattr(args, "inventory", None) or ()
-    return load(source, config, getattr(args, "matrix", None), inventory)
+    progress = Progress.on_terminal()
+    options = read_options(args, progress, data)
+    try:
+        return load(source, config, getattr(args, "matrix", None), inventory, options)
+    finally:
+        if progress is not None:
+            progress.done()
+
+
+def jobs_wanted(args: argparse.Namespace) -> int:
+    """--jobs N, else the number of cores this process may use."""
+    jobs = getattr(args, "jobs", None)
+    if jobs:
+        return jobs
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def read_options(
+    args: argparse.Namespace, progress: Progress | None = None, data: dict | None = None
+) -> ReadOptions:
+    """Processes, cache and progress line for reading the files (`check` caches; see cache.py)."""
+    from gpudrv_check.load.manifests import ReadOptions
+
+    cache = None
+    if getattr(args, "command", None) == "check" and not getattr(args, "no_cache", False):
+        from gpudrv_check.cache import Cache, default_dir
+
+        cache_dir = getattr(args, "cache_dir", None)
+        cache = Cache(Path(cache_dir) if cache_dir else default_dir())
+    return ReadOptions(
+        jobs=jobs_wanted(args),
+        cache=cache,
+        progress=progress.update if progress is not None else None,
+        data=data,
+    )
+
+
+class Progress:
+    """`files read of total` on stderr, rewritten in place: only on a terminal, and only once
+    the run has taken about a second (quick runs stay silent). Never part of any report."""
+
+    DELAY = 1.0
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.start = time.monotonic()
+        self.shown = False
+
+    @classmethod
+    def on_terminal(cls, stream=None) -> Progress | None:
+        stream = stream if stream is not None else sys.stderr
+        try:
+            tty = stream is not None and stream.isatty()
+        except (AttributeError, ValueError, OSError):
+            tty = False
+        return cls(stream) if tty else None
+
+    def update(self, done: int, total: int) -> None:
+        if time.monotonic() - self.start < self.DELAY:
+            return
+        self.shown = True
+        self.stream.write(f"\rgpudrv-check: read {done} of {total} files")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
 
 
 def print_listing(run: Run) -> None:

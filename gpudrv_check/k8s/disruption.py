@@ -39,7 +39,12 @@ from gpudrv_check.k8s.intstr import (
     scaling_error,
     validate_int_or_percent,
 )
-from gpudrv_check.k8s.labelselector import Problem, selector_matches, validate_label_selector
+from gpudrv_check.k8s.labelselector import (
+    Problem,
+    SelectorKey,
+    selector_key,
+    validate_label_selector,
+)
 
 # pkg/registry/core/pod/storage/eviction.go: returned with HTTP 500 when >1 PDB covers a pod.
 EVICTION_MULTIPLE_PDBS_MESSAGE = (
@@ -215,16 +220,23 @@ def pdb_covers(
     while the controller has not yet observed the PDB's latest generation). Pods that are
     Pending, Succeeded, Failed or already terminating are evicted without a PDB check.
     """
+    scope = pdb_scope(pdb, default_namespace=default_namespace)
+    return scope is not None and scope[0] == pod_namespace and scope[1].matches(pod_labels)
+
+
+def pdb_scope(pdb: object, *, default_namespace: str = "default") -> tuple[str, SelectorKey] | None:
+    """(namespace, canonical selector) of the PDB object ``pdb``, None when it covers no pod:
+    what ``pdb_covers`` decides from, computed once per PDB by callers matching many pods."""
     if not isinstance(pdb, Mapping):
-        return False
+        return None
     metadata = pdb.get("metadata")
     namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
     if not isinstance(namespace, str) or not namespace:
         namespace = default_namespace
-    if namespace != pod_namespace:
-        return False
     spec = _spec_of(pdb)
-    return isinstance(spec, Mapping) and selector_matches(spec.get("selector"), pod_labels)
+    if not isinstance(spec, Mapping):
+        return None
+    return namespace, selector_key(spec.get("selector"))
 
 
 def _rule(spec: Mapping[object, object]) -> str:

@@ -380,12 +380,146 @@ def kustomize_patches(source: Source, files: list[FileRef], max_bytes: int) -> d
     return out
 
 
-def read_repo(source: Source, files: list[FileRef], max_bytes: int) -> RepoContent:
+@dataclass
+class ReadOptions:
+    """How `read_repo` reads: worker processes, the per-file cache, a progress line."""
+
+    jobs: int = 1  # processes parsing files (1: in this process)
+    cache: Any = None  # a cache.Cache, or None
+    progress: Any = None  # called with (files done, total) now and then, or None
+    data: dict[str, bytes] | None = None  # bytes already read, by path (check reads them first)
+
+
+#: fewer files than this are parsed in-process whatever --jobs says (worker start-up costs more)
+PARALLEL_MIN_FILES = 200
+_CHUNK = 64
+
+
+def _parse_chunk(items: list[tuple[str, bytes, bool]]) -> list[bytes]:
+    """In a worker process: parse files, return each FileResult encoded (load/codec.py)."""
+    from gpudrv_check.load.codec import encode
+
+    return [encode(parse_manifest_bytes(rel, data, helm)) for rel, data, helm in items]
+
+
+def _parse_all(todo: list[tuple[int, str, bytes, bool]], jobs: int, tick) -> dict[int, FileResult]:
+    """Parse files (index, rel, bytes, helm template?), in worker processes when worth it;
+    the results are the same whatever the number of processes."""
+    out: dict[int, FileResult] = {}
+    if jobs <= 1 or len(todo) < PARALLEL_MIN_FILES:
+        for index, rel, data, helm in todo:
+            out[index] = parse_manifest_bytes(rel, data, helm)
+            tick()
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from gpudrv_check.load.codec import decode
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    chunks = [todo[i : i + _CHUNK] for i in range(0, len(todo), _CHUNK)]
+    # this process parses every `jobs`-th chunk itself while the workers do the others
+    mine = chunks[::jobs]
+    theirs = [c for i, c in enumerate(chunks) if i % jobs]
+    try:
+        pool = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context)
+    except (OSError, ValueError, NotImplementedError):
+        return _parse_all(todo, 1, tick)
+    with pool:
+        futures = [
+            (chunk, pool.submit(_parse_chunk, [(r, d, h) for _, r, d, h in chunk]))
+            for chunk in theirs
+        ]
+        for chunk in mine:
+            for index, rel, data, helm in chunk:
+                out[index] = parse_manifest_bytes(rel, data, helm)
+                tick()
+        for chunk, future in futures:
+            try:
+                encoded = future.result()
+            except Exception:  # noqa: BLE001 - a worker that died: parse here instead
+                encoded = None
+            for n, (index, rel, data, helm) in enumerate(chunk):
+                out[index] = (
+                    decode(encoded[n]) if encoded else parse_manifest_bytes(rel, data, helm)
+                )
+                tick()
+    return out
+
+
+def read_repo(
+    source: Source,
+    files: list[FileRef],
+    max_bytes: int,
+    options: ReadOptions | None = None,
+) -> RepoContent:
     """Every manifest file of a listing, in path order."""
+    options = options or ReadOptions()
     content = RepoContent()
     templates = chart_template_dirs(files)
     patches = kustomize_patches(source, files, max_bytes)
-    for ref in files:
+    total = len(files)
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if options.progress is not None and (done % 100 == 0 or done == total):
+            options.progress(done, total)
+
+    results: list[FileResult | None] = [None] * total
+    todo: list[tuple[int, str, bytes, bool]] = []
+    cached: dict = {}
+    fresh: dict = {}
+    cache_name = cache_key = ""
+    if options.cache is not None:
+        from gpudrv_check import cache as cache_mod
+
+        cache_name = cache_mod.digest(getattr(source, "disk_root", ""), type(source).__name__)
+        cache_key = cache_mod.digest(max_bytes, templates)
+        cached = options.cache.load("files", cache_name, cache_key) or {}
+    for i, ref in enumerate(files):
         helm = any(ref.rel.startswith(prefix) for prefix in templates)
-        content.files.append(read_file(source, ref, max_bytes, helm, patches.get(ref.rel)))
+        patch = patches.get(ref.rel)
+        if patch is not None:
+            results[i] = kustomize_patch_result(ref.rel, patch)
+            tick()
+            continue
+        pre = options.data.get(ref.rel) if options.data is not None else None
+        if pre is not None and len(pre) <= max_bytes and ref.error is None:
+            data: bytes | FileResult = pre
+        else:
+            data = _read_bytes(source, ref, max_bytes)
+        if isinstance(data, FileResult):
+            results[i] = data
+            tick()
+            continue
+        if options.cache is not None:
+            file_digest = hashlib.sha256(data).hexdigest()
+            entry = cached.get(ref.rel)
+            if isinstance(entry, tuple) and len(entry) == 3 and entry[:2] == (file_digest, helm):
+                from gpudrv_check.load.codec import CodecError, decode
+
+                try:
+                    results[i] = decode(entry[2])
+                except CodecError:
+                    pass
+                else:
+                    fresh[ref.rel] = entry
+                    tick()
+                    continue
+        todo.append((i, ref.rel, data, helm))
+    for i, result in _parse_all(todo, options.jobs, tick).items():
+        results[i] = result
+    if options.cache is not None:
+        from gpudrv_check.load.codec import encode
+
+        for i, _, _, helm in todo:
+            result = results[i]
+            assert result is not None
+            fresh[result.rel] = (result.digest, helm, encode(result))
+        if todo or len(fresh) != len(cached):
+            options.cache.store("files", cache_name, cache_key, fresh)
+    content.files = [r for r in results if r is not None]
     return content

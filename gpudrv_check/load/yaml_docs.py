@@ -36,6 +36,14 @@ _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
 _TRUE = frozenset(("true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON"))
 _FALSE = frozenset(("false", "False", "FALSE", "n", "N", "no", "No", "NO", "off", "Off", "OFF"))
+# the plain scalars that are not strings, and the first characters a number can have
+_PLAIN = object()
+_SPECIAL: dict[str, bool | None] = {
+    **dict.fromkeys(_NULLS),
+    **dict.fromkeys(_TRUE, True),
+    **dict.fromkeys(_FALSE, False),
+}
+_NUMBER_START = frozenset("0123456789-+.")
 _INT_DEC = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)\Z")
 _INT_OTHER = re.compile(r"[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0[0-7_]+)\Z")
 _FLOAT = re.compile(
@@ -80,14 +88,10 @@ class ParsedFile:
 
 def resolve_plain(text: str) -> Any:
     """Type of an unquoted scalar under YAML 1.1 as the Kubernetes decoder applies it."""
-    if text in _NULLS:
-        return None
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    first = text[0]
-    if not (first.isdigit() or first in "-+."):
+    special = _SPECIAL.get(text, _PLAIN)
+    if special is not _PLAIN:
+        return special
+    if text[0] not in _NUMBER_START:
         return text
     if _INT_DEC.match(text):
         digits = text.replace("_", "")
@@ -197,10 +201,11 @@ def show_tag(tag: str) -> str:
 
 
 class _Frame:
-    __slots__ = ("node", "key", "key_pos", "merges", "anchor", "size")
+    __slots__ = ("node", "is_map", "key", "key_pos", "merges", "anchor", "size")
 
     def __init__(self, node: LMap | LSeq, anchor: str | None) -> None:
         self.node = node
+        self.is_map = isinstance(node, LMap)
         self.key: str | None = None  # pending mapping key
         self.key_pos: Pos | None = None
         self.merges: list[Any] | None = None
@@ -243,7 +248,9 @@ def parse_text(text: str | bytes) -> ParsedFile:
             return result
 
     parser = CParser(text)
-    pos_of = LineIndex(text).mark_pos if isinstance(text, str) and _has_odd_breaks(text) else _pos
+    # libyaml's own marks are right unless the text has line breaks editors do not count
+    odd_pos = LineIndex(text).mark_pos if isinstance(text, str) and _has_odd_breaks(text) else None
+    pos_of = odd_pos or _pos
     stack: list[_Frame] = []
     anchors: dict[str, tuple[Any, int]] = {}
     doc_index = -1
@@ -362,22 +369,31 @@ def parse_text(text: str | bytes) -> ParsedFile:
         )
         return False
 
+    get_event = parser.get_event
+    str_tag = _STD_TAG + "str"
     try:
         while True:
-            event = parser.get_event()
-            cls = type(event)
+            event = get_event()
+            cls = event.__class__
             if cls is ScalarEvent:
                 if skipping:
                     continue
-                pos = pos_of(event.start_mark)
+                if odd_pos is None:
+                    mark = event.start_mark
+                    pos = (mark.line + 1, mark.column + 1)
+                else:
+                    pos = odd_pos(event.start_mark)
                 scalar = event.value
                 tag = event.tag
                 raw = None
-                if event.implicit[0] and tag is None and not event.style:
-                    value = resolve_plain(scalar) if scalar else None
-                    if value is not None and not isinstance(value, str):
-                        raw = scalar
-                elif tag is None or tag == "!" or tag == _STD_TAG + "str":
+                if tag is None and not event.style and event.implicit[0]:
+                    if not scalar:
+                        value = None
+                    else:
+                        value = resolve_plain(scalar)
+                        if value is not None and value.__class__ is not str:
+                            raw = scalar
+                elif tag is None or tag == "!" or tag == str_tag:
                     value = scalar
                 elif check_tag(tag, pos):
                     value = _resolve_tagged(scalar, tag)
@@ -385,11 +401,41 @@ def parse_text(text: str | bytes) -> ParsedFile:
                     value = scalar
                 if event.anchor is not None:
                     anchors[event.anchor] = (value, 1)
+                # the common cases inline (a string key, a new key's value, a list item);
+                # everything else (merges, duplicates, odd keys, raw texts) through attach
+                if stack:
+                    frame = stack[-1]
+                    if frame.is_map:
+                        key = frame.key
+                        if key is None:
+                            if value.__class__ is str:
+                                frame.size += 1
+                                frame.key = value
+                                frame.key_pos = pos
+                                continue
+                        elif raw is None and key != "<<":
+                            node = frame.node
+                            if key not in node and node.raw is None:
+                                frame.size += 1
+                                frame.key = None
+                                node[key] = value
+                                node.kpos[key] = frame.key_pos
+                                continue
+                    elif raw is None:
+                        frame.size += 1
+                        node = frame.node
+                        node.append(value)
+                        node.ipos.append(pos)
+                        continue
                 attach(value, pos, 1, raw)
             elif cls is MappingStartEvent or cls is SequenceStartEvent:
                 if skipping:
                     continue
-                pos = pos_of(event.start_mark)
+                if odd_pos is None:
+                    mark = event.start_mark
+                    pos = (mark.line + 1, mark.column + 1)
+                else:
+                    pos = odd_pos(event.start_mark)
                 if event.tag is not None and not event.implicit:
                     check_tag(event.tag, pos)
                 if len(stack) >= MAX_DEPTH:
@@ -407,7 +453,28 @@ def parse_text(text: str | bytes) -> ParsedFile:
                     finish_merges(frame)
                 if frame.anchor is not None:
                     anchors[frame.anchor] = (frame.node, frame.size)
-                attach(frame.node, frame.node.pos, frame.size)
+                value = frame.node
+                size = frame.size
+                if stack:
+                    # the common case inline: a collection as a new key's value, or an item
+                    parent = stack[-1]
+                    key = parent.key
+                    if parent.is_map:
+                        if key is not None and key != "<<":
+                            node = parent.node
+                            if key not in node and node.raw is None:
+                                parent.size += size
+                                parent.key = None
+                                node[key] = value
+                                node.kpos[key] = parent.key_pos
+                                continue
+                    else:
+                        parent.size += size
+                        node = parent.node
+                        node.append(value)
+                        node.ipos.append(value.pos)
+                        continue
+                attach(value, value.pos, size)
             elif cls is AliasEvent:
                 if skipping:
                     continue

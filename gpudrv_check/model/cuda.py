@@ -123,7 +123,9 @@ class CudaFit:
         return bool(self.too_old) and not self.limited and not self.fine
 
 
+@lru_cache(maxsize=4096)
 def _at_least(node_version: str, minimum: str) -> bool | None:
+    """Whether a driver meets a minimum (None: undecidable); few distinct pairs per run."""
     verdict = driver_check(node_version, minimum).verdict
     if verdict is DriverVerdict.OK:
         return True

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from gpudrv_check.k8s.disruption import (
@@ -25,11 +26,11 @@ from gpudrv_check.k8s.disruption import (
     PodGroup,
     budget_change,
     disruption_budget,
-    pdb_covers,
+    pdb_scope,
     validate_pdb_spec,
 )
 from gpudrv_check.k8s.labels import Problem
-from gpudrv_check.k8s.labelselector import EVERYTHING, selector_key
+from gpudrv_check.k8s.labelselector import EVERYTHING, SelectorKey, selector_key
 from gpudrv_check.load.located import Path, locate
 from gpudrv_check.model.finding import Finding, ObjectRef, Severity
 from gpudrv_check.model.manifest import Manifest
@@ -87,9 +88,18 @@ class PDB:
         v1beta1 = self.manifest.api_version == "policy/v1beta1"
         if v1beta1 and selector_key(spec.get("selector")) == EVERYTHING:
             return False  # policy/v1beta1: an empty selector selects no pod
-        return pdb_covers(
-            self.manifest.data, workload.namespace, workload.pod_labels, default_namespace="default"
+        scope = self._scope
+        return (
+            scope is not None
+            and scope[0] == workload.namespace
+            and scope[1].matches(workload.pod_labels)
         )
+
+    @cached_property
+    def _scope(self) -> tuple[str, SelectorKey] | None:
+        """pdb_covers' namespace and selector, compiled once for every workload it is matched
+        against."""
+        return pdb_scope(self.manifest.data, default_namespace="default")
 
     @property
     def rule_path(self) -> Path:
@@ -154,6 +164,10 @@ class WorkloadPods:
     healthy: int  # of those, the ones that can be Running and Ready
     eligible: tuple[Node, ...]
     spread: Spread | None = None
+    #: the GPU nodes among ``eligible``, and their names: shared by every workload with the
+    #: same constraint set (computed once per set, not once per workload)
+    gpu: tuple[Node, ...] = ()
+    gpu_names: frozenset[str] = frozenset()
 
     @property
     def group(self) -> PodGroup:
@@ -168,7 +182,7 @@ class WorkloadPods:
 
     @property
     def gpu_nodes(self) -> tuple[Node, ...]:
-        return tuple(n for n in self.eligible if n.is_gpu)
+        return self.gpu
 
     @property
     def bare(self) -> bool:
@@ -247,14 +261,29 @@ class Disruption:
         self._pods: dict[int, WorkloadPods] = {}
         namespaces = namespace_labels(repo)
         domain_cache: DomainCache = {}
+        # per eligible-node list (one per constraint set, placement memoises it): the tuple,
+        # its GPU nodes and their names, built once and shared
+        shared: dict[int, tuple[list[Node], tuple[Node, ...], tuple[Node, ...], frozenset]] = {}
         for workload in repo.workloads:
-            eligible = tuple(repo.placement.eligible(workload))
+            listed = repo.placement.eligible(workload)
+            entry = shared.get(id(listed))
+            if entry is None:
+                gpu = tuple(n for n in listed if n.is_gpu)
+                entry = shared[id(listed)] = (
+                    listed,
+                    tuple(listed),
+                    gpu,
+                    frozenset(n.name for n in gpu),
+                )
+            _, eligible, gpu, gpu_names = entry
             pods = _pod_count(workload, len(eligible))
             spread = workload_spread(repo, workload, namespaces, domain_cache)
             healthy = 0 if not eligible else pods
             if spread is not None:
                 healthy = min(healthy, spread.capacity)
-            self._pods[id(workload)] = WorkloadPods(workload, pods, healthy, eligible, spread)
+            self._pods[id(workload)] = WorkloadPods(
+                workload, pods, healthy, eligible, spread, gpu, gpu_names
+            )
         self._covering: dict[int, list[PDB]] = {id(w): [] for w in repo.workloads}
         index = _LabelIndex(repo.workloads)
         self.coverages: list[Coverage] = []

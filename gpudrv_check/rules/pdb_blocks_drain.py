@@ -66,13 +66,25 @@ def pending_note(coverage: Coverage) -> str:
     return "; ".join(notes)
 
 
+def _gpu_node_names(drained: list[WorkloadPods], memo: dict) -> list[str]:
+    """The sorted names of the GPU nodes any of ``drained`` can land on. Members share few
+    distinct GPU-node sets (one per constraint set): union those, once per combination."""
+    distinct = {id(m.gpu_names): m.gpu_names for m in drained if m.gpu_names}
+    key = frozenset(distinct)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = sorted(frozenset().union(*distinct.values()))
+    return found
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     disruption = ctx.repo.disruption
+    memo: dict = {}
     for coverage in disruption.coverages:
         if not coverage.blocks:
             continue
         drained = [m for m in coverage.members if m.evicted_by_drain and m.healthy > 0]
-        gpu_nodes = sorted({n.name for m in drained for n in m.gpu_nodes})
+        gpu_nodes = _gpu_node_names(drained, memo)
         if not gpu_nodes:
             continue
         pdb = coverage.pdb

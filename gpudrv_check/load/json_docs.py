@@ -5,7 +5,7 @@ fast). libyaml refuses some valid JSON: surrogate-pair escapes (`"\\ud83d\\ude00
 or U+FFFE characters inside strings, keys longer than 1024 characters, and several values in
 one file (a JSON stream, which kubectl reads). Those files are read here into the same located
 `LMap`/`LSeq` trees, iteratively (no recursion) and with the YAML reader's depth limit.
-Numbers read as Kubernetes reads them: integers that fit 64 bits stay integers, others are floats.
+Numbers read as Kubernetes reads them: integers that fit int64 stay integers, others are floats.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+# Kubernetes decodes JSON numbers as int64 when they are integers that fit, else float64
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 _SYNTAX_HINT = "Fix the syntax at this position; nothing after it in this file was checked."
 _DEPTH_HINT = "Kubernetes objects are never this deep: this file is generated or hostile."

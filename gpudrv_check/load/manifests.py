@@ -172,10 +172,15 @@ def _is_json_name(rel: str) -> bool:
 
 def parse_document_text(rel: str, text: str) -> ParsedFile:
     """YAML, or JSON for `.json` files that libyaml refuses but that are valid JSON."""
+    from gpudrv_check.load.json_docs import parse_json
+
+    if _is_json_name(rel) and "\x85" in text:
+        # YAML 1.1 folds a NEL inside a quoted string into a space; JSON keeps the character
+        as_json = parse_json(text)
+        if not as_json.failed:
+            return as_json
     parsed = parse_text(text)
     if parsed.failed and _is_json_name(rel):
-        from gpudrv_check.load.json_docs import parse_json
-
         as_json = parse_json(text)
         # a JSON-looking file gets the JSON reader's complaint; YAML in a .json file the YAML one
         if not as_json.failed or text.lstrip("\ufeff \t\r\n").startswith(("{", "[")):

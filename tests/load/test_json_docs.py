@@ -6,7 +6,7 @@ import pytest
 
 from gpudrv_check.load.json_docs import parse_json
 from gpudrv_check.load.located import LMap, scalar_text
-from gpudrv_check.load.manifests import parse_manifest_bytes
+from gpudrv_check.load.manifests import parse_document_text, parse_manifest_bytes
 from gpudrv_check.load.yaml_docs import MAX_DEPTH, parse_text
 
 
@@ -27,8 +27,8 @@ def test_values_positions_and_raw_text():
         ('"\\ud83d\\ude00"', "\U0001f600"),  # a surrogate pair: libyaml refuses it
         ('"\\udc00"', "\ufffd"),  # a lone surrogate: U+FFFD, as Go's decoder reads it
         ('"\u0085\u007f\ufffe"', "\u0085\u007f\ufffe"),  # raw characters YAML forbids
-        ("18446744073709551615", 2**64 - 1),
-        ("18446744073709551616", float(2**64)),
+        ("9223372036854775807", 2**63 - 1),
+        ("9223372036854775808", float(2**63)),  # past int64: a float, as Kubernetes reads it
         ("1" * 5000, float("inf")),  # no int() over 4300 digits
         ("1e400", float("inf")),
     ],
@@ -104,3 +104,10 @@ def test_yaml_in_a_json_file_gets_the_yaml_complaint():
 
 def test_the_yaml_reader_still_serves_ordinary_json():
     assert not parse_text('{"a": [1, {"b": null}]}').failed
+
+
+@pytest.mark.parametrize("char", ["\x85", "\u2028", "\u2029", "\ufeff"])
+def test_line_break_characters_inside_json_strings_are_kept(char):
+    """YAML 1.1 folds a raw NEL inside a quoted string into a space; JSON keeps it."""
+    text = '{"v": "a' + char + 'b"}'
+    assert parse_document_text("x.json", text).docs[0].data == {"v": "a" + char + "b"}

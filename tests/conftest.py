@@ -84,3 +84,17 @@ def gpu_node(
             feature.node.kubernetes.io/system-os_release.ID: {os_id}
             feature.node.kubernetes.io/system-os_release.VERSION_ID: "{version}"
         """) + textwrap.dedent(extra)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Runs of the CLI in tests cache under a temporary XDG_CACHE_HOME, never the user's own."""
+    import os
+
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old

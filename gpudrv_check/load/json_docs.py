@@ -22,6 +22,7 @@ from gpudrv_check.load.yaml_docs import (
     LineIndex,
     LoadProblem,
     ParsedFile,
+    set_key,
 )
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -164,24 +165,7 @@ class _Reader:
             node.ipos.append(pos)
             return
         key, key_pos = frame[1], frame[2]
-        if key in node:
-            self.problems.append(
-                LoadProblem(
-                    "GPU008",
-                    key_pos[0],
-                    key_pos[1],
-                    f"duplicate key {key!r}; the API server's strict decoding rejects this object",
-                    "Remove one of the two entries; only the last one would be used.",
-                )
-            )
-        if raw is not None:
-            if node.raw is None:
-                node.raw = {}
-            node.raw[key] = raw
-        elif node.raw is not None:
-            node.raw.pop(key, None)
-        node[key] = value
-        node.kpos[key] = key_pos
+        set_key(node, key, key_pos, value, raw, self.problems)
 
 
 def parse_json(text: str) -> ParsedFile:

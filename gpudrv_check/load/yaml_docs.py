@@ -213,6 +213,30 @@ class _Frame:
         self.size = 1  # nodes in this subtree with aliases expanded
 
 
+def set_key(
+    node: LMap, key: str, key_pos: Pos, value: Any, raw: str | None, problems: list[LoadProblem]
+) -> None:
+    """Store `key: value` with its position; a repeated key is GPU008 at the second one."""
+    if key in node:
+        problems.append(
+            LoadProblem(
+                "GPU008",
+                key_pos[0],
+                key_pos[1],
+                f"duplicate key {key!r}; the API server's strict decoding rejects this object",
+                "Remove one of the two entries; only the last one would be used.",
+            )
+        )
+    if raw is not None:
+        if node.raw is None:
+            node.raw = {}
+        node.raw[key] = raw
+    elif node.raw is not None:
+        node.raw.pop(key, None)
+    node[key] = value
+    node.kpos[key] = key_pos
+
+
 def parse_text(text: str | bytes) -> ParsedFile:
     """Parse every document of a YAML (or JSON) stream into located data."""
     from ruamel.yaml.cyaml import CParser
@@ -304,24 +328,7 @@ def parse_text(text: str | bytes) -> ParsedFile:
                 frame.merges = []
             frame.merges.append(value)
             return
-        if key in node:
-            problems.append(
-                LoadProblem(
-                    "GPU008",
-                    key_pos[0],
-                    key_pos[1],
-                    f"duplicate key {key!r}; the API server's strict decoding rejects this object",
-                    "Remove one of the two entries; only the last one would be used.",
-                )
-            )
-        if raw is not None:
-            if node.raw is None:
-                node.raw = {}
-            node.raw[key] = raw
-        elif node.raw is not None:
-            node.raw.pop(key, None)
-        node[key] = value
-        node.kpos[key] = key_pos
+        set_key(node, key, key_pos, value, raw, problems)
 
     def finish_merges(frame: _Frame) -> None:
         node = frame.node

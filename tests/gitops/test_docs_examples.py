@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ruamel.yaml import YAML
 
 from gpudrv_check.source.kustomize import kustomize_command
 from tests.conftest import EXAMPLES, ROOT
@@ -29,8 +28,15 @@ NEW_NODE = "lab-node-3"
 EXPRESSIONS = {"github.event.pull_request.base.sha": "BASE"}
 
 
+def _safe_load(text: str):
+    """Plain data from YAML text (ruamel's safe loader, imported where it is used)."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe").load(text)
+
+
 def load(name: str) -> Any:
-    return YAML(typ="safe").load((DOCS / name).read_text(encoding="utf-8"))
+    return _safe_load((DOCS / name).read_text(encoding="utf-8"))
 
 
 def _commands(text: str) -> list[str]:

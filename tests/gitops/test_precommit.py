@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
 
 from tests.conftest import EXAMPLES, ROOT
 from tests.gitops.conftest import GIT_ENV, commit, git
@@ -32,8 +31,15 @@ OFFLINE_SIGNS = (
 TAG = "550-6.8.0-52-generic-ubuntu24.04"
 
 
+def _safe_load(text: str):
+    """Plain data from YAML text (ruamel's safe loader, imported where it is used)."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe").load(text)
+
+
 def test_hook_manifest_declares_a_whole_repo_hook():
-    [hook] = YAML(typ="safe").load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    [hook] = _safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "gpudrv-check"
     assert hook["entry"] == "gpudrv-check check"
     assert (hook["language"], hook["pass_filenames"], hook["require_serial"]) == (

@@ -116,6 +116,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="runs for the small-repo medians")
     args = parser.parse_args()
 
+    # an installed wheel ships its bytecode; an editable install under PYTHONDONTWRITEBYTECODE
+    # would otherwise compile every module on every run and time the compiler, not the tool
+    import compileall
+
+    import gpudrv_check
+
+    compileall.compile_dir(Path(gpudrv_check.__file__).parent, quiet=1)
+
     work = args.keep or Path(tempfile.mkdtemp(prefix="gpudrv-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     base, double, wide = work / "base", work / "double", work / "nodes10"

@@ -6,12 +6,17 @@ plan), 2 usage or configuration errors. Nothing else, whatever the input.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
 
 from gpudrv_check import __version__
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 #: `--format` choices of `check` (modules in gpudrv_check/report/; kept here so that parsing
@@ -19,21 +24,26 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 REPORT_FORMATS = ("text", "json", "sarif", "junit", "github", "gitlab", "markdown")
 
 
-class _Ordered(argparse.Action):
-    """Collects --format and --output in command-line order, so each --output can be paired
-    with the --format written just before it."""
+def _parser_classes() -> tuple[type, type]:
+    """argparse is imported only when a parser is built (`--version` answers without it)."""
+    import argparse
 
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
-        sequence = list(getattr(namespace, "report_args", None) or [])
-        sequence.append((self.dest, values))
-        namespace.report_args = sequence
+    class _Ordered(argparse.Action):
+        """Collects --format and --output in command-line order, so each --output can be paired
+        with the --format written just before it."""
 
+        def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+            sequence = list(getattr(namespace, "report_args", None) or [])
+            sequence.append((self.dest, values))
+            namespace.report_args = sequence
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too; keep our wording
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(EXIT_USAGE)
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # argparse exits 2 too; keep our wording
+            self.print_usage(sys.stderr)
+            sys.stderr.write(f"{self.prog}: error: {message}\n")
+            raise SystemExit(EXIT_USAGE)
+
+    return _Ordered, _Parser
 
 
 def _positive_int(text: str) -> int:
@@ -42,6 +52,8 @@ def _positive_int(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
+        import argparse
+
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return value
 
@@ -108,6 +120,7 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    _Ordered, _Parser = _parser_classes()
     parser = _Parser(
         prog="gpudrv-check",
         description="Offline policy checks for Kubernetes GPU clusters kept in Git.",
@@ -244,6 +257,10 @@ def _never_fail_to_print() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _never_fail_to_print()
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        # the common probe answers before the parser (and its subcommands) is even built
+        sys.stdout.write(f"gpudrv-check {__version__}\n")
+        return EXIT_OK
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras and _is_late_path(args, extras):

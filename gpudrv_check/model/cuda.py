@@ -203,17 +203,24 @@ def cuda_fits(
 
 
 def excluding_expression(
-    floor: str, excluded: list[Node], nodes: list[Node]
+    floor: str, excluded: list[Node], nodes: list[Node], memo: dict | None = None
 ) -> dict[str, object] | None:
     """A required node-affinity expression that keeps a workload off ``excluded`` (nodes whose
     driver is below ``floor``) and on the rest of ``nodes``, or None.
 
     ``<driver major label> Gt <floor branch - 1>`` when a whole branch separates them (the usual
     case); else ``kubernetes.io/hostname NotIn [...]`` when the excluded nodes carry that label.
+    With ``memo`` (e.g. ``Placement.memo``) each node's driver is read once per run.
     """
     floor_branch = int(floor.split(".")[0])
     excluded_names = {n.name for n in excluded}
-    drivers = {n.name: node_driver(n) for n in nodes}
+    by_node = {} if memo is None else memo.setdefault(("cuda", "driver-of-node"), {})
+    drivers = {}
+    for n in nodes:
+        entry = by_node.get(id(n))
+        if entry is None or entry[0] is not n:
+            entry = by_node[id(n)] = (n, node_driver(n))
+        drivers[n.name] = entry[1]
 
     def branch(name: str) -> int:
         driver = drivers.get(name)

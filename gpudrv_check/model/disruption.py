@@ -82,18 +82,24 @@ class PDB:
 
     def covers(self, workload: Workload) -> bool:
         """Whether the eviction API applies this PDB to the workload's pods."""
-        if not self.valid:
-            return False
-        spec = self.spec or {}
-        v1beta1 = self.manifest.api_version == "policy/v1beta1"
-        if v1beta1 and selector_key(spec.get("selector")) == EVERYTHING:
-            return False  # policy/v1beta1: an empty selector selects no pod
-        scope = self._scope
+        scope = self._covering_scope
         return (
             scope is not None
             and scope[0] == workload.namespace
             and scope[1].matches(workload.pod_labels)
         )
+
+    @cached_property
+    def _covering_scope(self) -> tuple[str, SelectorKey] | None:
+        """The namespace and selector of a PDB that can cover pods (None when it covers none),
+        worked out once for every workload it is matched against."""
+        if not self.valid:
+            return None
+        spec = self.spec or {}
+        v1beta1 = self.manifest.api_version == "policy/v1beta1"
+        if v1beta1 and selector_key(spec.get("selector")) == EVERYTHING:
+            return None  # policy/v1beta1: an empty selector selects no pod
+        return self._scope
 
     @cached_property
     def _scope(self) -> tuple[str, SelectorKey] | None:
@@ -111,6 +117,10 @@ class PDB:
         return ("spec",)
 
     def location_text(self) -> str:
+        return self._location_text
+
+    @cached_property
+    def _location_text(self) -> str:
         return str(self.manifest.location(self.rule_path))
 
 

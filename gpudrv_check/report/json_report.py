@@ -4,6 +4,7 @@ schemas/output.schema.json."""
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.model.finding import Finding
@@ -55,10 +56,68 @@ def summary_dict(report: Report) -> dict[str, Any]:
     return out
 
 
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+def _indented(value: Any, level: int, out: list[str]) -> None:
+    """``json.dumps(value, indent=2, ensure_ascii=False)`` written straight into ``out``: with an
+    indent the standard library falls back to its pure-Python encoder, several times slower on
+    a report of thousands of findings. Raises TypeError on anything else than JSON's types (the
+    caller then uses ``json.dumps``), so the bytes are always the same."""
+    if isinstance(value, str):
+        out.append(encode_basestring(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        out.append(_float(value))
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        inner = "\n" + "  " * (level + 1)
+        out.append("[")
+        for i, item in enumerate(value):
+            out.append(inner if i == 0 else "," + inner)
+            _indented(item, level + 1, out)
+        out.append("\n" + "  " * level + "]")
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = "\n" + "  " * (level + 1)
+        out.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            if not isinstance(key, str):
+                raise TypeError("a key that is not a string")
+            out.append(inner if i == 0 else "," + inner)
+            out.append(encode_basestring(key))
+            out.append(": ")
+            _indented(item, level + 1, out)
+        out.append("\n" + "  " * level + "}")
+    else:
+        raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
 def render(report: Report, *, colour: bool = False) -> str:
     doc = {
         "findings": [finding_dict(f) for f in report.findings],
         "suppressed": [finding_dict(f) for f in report.suppressed],
         "summary": summary_dict(report),
     }
-    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    out: list[str] = []
+    try:
+        _indented(doc, 0, out)
+    except (TypeError, RecursionError):
+        return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    return "".join(out) + "\n"

@@ -30,11 +30,15 @@ def _listed(pairs: list[tuple[Node, str]]) -> str:
     return text + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
 
 
-def _hint(excluded: list[tuple[Node, str]], floor: str, nodes: list[Node], stays: bool) -> str:
+def _hint(
+    excluded: list[tuple[Node, str]], floor: str, nodes: list[Node], stays: bool, memo: dict
+) -> str:
     """Exclude the nodes by affinity when some node would be left, else upgrade their driver."""
     names = node_names([n for n, _ in excluded])
     upgrade = f"upgrade the driver on {names} to {floor} or newer"
-    expression = excluding_expression(floor, [n for n, _ in excluded], nodes) if stays else None
+    expression = (
+        excluding_expression(floor, [n for n, _ in excluded], nodes, memo) if stays else None
+    )
     if expression is None:
         return f"No node it can land on has a new enough driver: {upgrade}."
     return (
@@ -44,7 +48,7 @@ def _hint(excluded: list[tuple[Node, str]], floor: str, nodes: list[Node], stays
     )
 
 
-def _verdict(fit: CudaFit, nodes: list[Node]) -> tuple[str, str, Severity]:
+def _verdict(fit: CudaFit, nodes: list[Node], memo: dict) -> tuple[str, str, Severity]:
     """(message after the workload's name, hint, severity): the same for every workload whose
     image and node set are the same."""
     need = fit.need
@@ -70,7 +74,7 @@ def _verdict(fit: CudaFit, nodes: list[Node]) -> tuple[str, str, Severity]:
                 f"{_listed(fit.too_old)}; a pod placed there fails at run time"
             )
             severity = Severity.WARNING
-        hint = _hint(fit.too_old, fit.floor, nodes, stays=not fit.all_too_old)
+        hint = _hint(fit.too_old, fit.floor, nodes, stays=not fit.all_too_old, memo=memo)
     else:
         message = (
             f"{image}, which needs driver {need.min_driver} for full support; "
@@ -80,7 +84,9 @@ def _verdict(fit: CudaFit, nodes: list[Node]) -> tuple[str, str, Severity]:
             "that need a newer driver fail"
         )
         severity = Severity.INFO
-        hint = _hint(fit.limited, need.min_driver or fit.floor, nodes, stays=bool(fit.fine))
+        hint = _hint(
+            fit.limited, need.min_driver or fit.floor, nodes, stays=bool(fit.fine), memo=memo
+        )
     return message, hint, severity
 
 
@@ -106,7 +112,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         memo_key = (ID, key, fit.container.image, minor_compat)
         verdict = placement.memo.get(memo_key)
         if verdict is None:
-            verdict = placement.memo[memo_key] = _verdict(fit, nodes)
+            verdict = placement.memo[memo_key] = _verdict(fit, nodes, placement.memo)
         message, hint, severity = verdict
         who = f"{workload.kind} {workload.namespace}/{workload.name}"
         path = (*fit.container.path, "image")

@@ -52,13 +52,8 @@ def catalog() -> dict[str, RulePolicy]:
 
 
 def by_id_or_name(key: str) -> RulePolicy | None:
-    rules = catalog()
-    if key.upper() in rules:
-        return rules[key.upper()]
-    for policy in rules.values():
-        if policy.name == key:
-            return policy
-    return None
+    """A built-in rule by id (any case) or name."""
+    return find_rule(key, catalog())
 
 
 def default_severity(rule_id: str) -> Severity:
@@ -69,7 +64,7 @@ def default_severity(rule_id: str) -> Severity:
 def find_rule(key: str, rules: Mapping[str, RulePolicy] | None = None) -> RulePolicy | None:
     """A rule by id (any case) or name, among `rules` (default: the built-in catalog)."""
     if rules is None:
-        return by_id_or_name(key)
+        rules = catalog()
     if key.upper() in rules:
         return rules[key.upper()]
     for policy in rules.values():

@@ -6,7 +6,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from gpudrv_check.load.located import LMap, Path, scalar_text, type_name
+from gpudrv_check.load.located import LMap, Path, scalar_text, schema_error_path, type_name
 from gpudrv_check.model.finding import Finding, ObjectRef, Severity
 from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node, entry_to_object_path
@@ -207,13 +207,7 @@ def _nodes_from_inventory(manifest: Manifest, findings: list[Finding]) -> list[N
     doc_ok = True
     errors = sorted(validator.iter_errors(manifest.data), key=lambda e: list(map(str, e.path)))
     for error in errors:
-        path = tuple(error.absolute_path)
-        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            # point at the first unexpected key rather than at its parent
-            allowed = set(error.schema.get("properties", {}))
-            extra = sorted(k for k in error.instance if k not in allowed)
-            if extra:
-                path = (*path, extra[0])
+        path = schema_error_path(error)
         if len(path) >= 2 and path[0] == "nodes" and isinstance(path[1], int):
             bad_nodes.add(path[1])
         else:

@@ -22,6 +22,7 @@ from gpudrv_check.load.yaml_docs import (
     LineIndex,
     LoadProblem,
     ParsedFile,
+    append_item,
     set_key,
 )
 
@@ -157,12 +158,7 @@ class _Reader:
     def attach(self, frame: list[Any], value: Any, pos: Pos, raw: str | None) -> None:
         node = frame[0]
         if isinstance(node, LSeq):
-            if raw is not None:
-                if node.raw is None:
-                    node.raw = {}
-                node.raw[len(node)] = raw
-            node.append(value)
-            node.ipos.append(pos)
+            append_item(node, value, pos, raw)
             return
         key, key_pos = frame[1], frame[2]
         set_key(node, key, key_pos, value, raw, self.problems)

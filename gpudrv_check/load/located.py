@@ -147,3 +147,15 @@ def type_name(value: Any) -> str:
     if isinstance(value, dict):
         return "mapping"
     return type(value).__name__
+
+
+def schema_error_path(error: Any) -> Path:
+    """Where a jsonschema ValidationError points: its path, or the unexpected key itself for
+    `additionalProperties` (rather than the mapping that holds it)."""
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in allowed)
+        if extra:
+            path = (*path, extra[0])
+    return path

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudrv_check.config import Config, ConfigError
-from gpudrv_check.load.located import LMap, locate
+from gpudrv_check.load.located import LMap, locate, schema_error_path
 from gpudrv_check.model.custom_policy import CustomPolicy
 from gpudrv_check.source.tree import MANIFEST_SUFFIXES, inside_root
 
@@ -94,16 +94,6 @@ def _error(rel: str, data: Any, path: tuple, message: str) -> ConfigError:
     return ConfigError(message, rel, line, col)
 
 
-def _schema_error_path(error: Any) -> tuple:
-    path = tuple(error.absolute_path)
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = set(error.schema.get("properties", {}))
-        extra = sorted(k for k in error.instance if k not in allowed)
-        if extra:
-            path = (*path, extra[0])
-    return path
-
-
 def _check_message(rel: str, data: LMap) -> None:
     try:
         fields = [f for _, f, _, _ in string.Formatter().parse(data["message"]) if f is not None]
@@ -163,19 +153,19 @@ def parse_policy(rel: str, data: Any, doc_pos: tuple[int, int]) -> CustomPolicy:
         )
     errors = sorted(
         _file_validator().iter_errors(data),
-        key=lambda e: (locate(data, _schema_error_path(e)), e.message),
+        key=lambda e: (locate(data, schema_error_path(e)), e.message),
     )
     if errors:
         first = errors[0]
         where = ".".join(str(p) for p in first.absolute_path)
         message = first.message
         if first.validator == "additionalProperties":
-            extra = _schema_error_path(first)[-1]
+            extra = schema_error_path(first)[-1]
             message = f"unknown key {extra!r}"
         elif where:
             message = f"{where}: {message}"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise _error(rel, data, _schema_error_path(first), f"policy: {message}{more}")
+        raise _error(rel, data, schema_error_path(first), f"policy: {message}{more}")
     if data["id"].startswith(RESERVED_PREFIX):
         raise _error(
             rel, data, ("id",), f"id {data['id']!r}: the GPU prefix is reserved for built-in rules"

@@ -213,6 +213,16 @@ class _Frame:
         self.size = 1  # nodes in this subtree with aliases expanded
 
 
+def append_item(node: LSeq, value: Any, pos: Pos, raw: str | None) -> None:
+    """Append a located item; `raw` is the written text of a typed scalar (`550`, `true`)."""
+    if raw is not None:
+        if node.raw is None:
+            node.raw = {}
+        node.raw[len(node)] = raw
+    node.append(value)
+    node.ipos.append(pos)
+
+
 def set_key(
     node: LMap, key: str, key_pos: Pos, value: Any, raw: str | None, problems: list[LoadProblem]
 ) -> None:
@@ -292,12 +302,7 @@ def parse_text(text: str | bytes) -> ParsedFile:
         frame.size += size
         node = frame.node
         if isinstance(node, LSeq):
-            if raw is not None:
-                if node.raw is None:
-                    node.raw = {}
-                node.raw[len(node)] = raw
-            node.append(value)
-            node.ipos.append(pos)
+            append_item(node, value, pos, raw)
             return
         if frame.key is None:
             # this value is a key

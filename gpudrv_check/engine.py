@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -196,6 +196,11 @@ def load(
             [*listing.skipped, *(Skipped(rel, "custom policy file") for rel in files)],
             key=lambda s: s.rel,
         )
+    if not custom:
+        # nothing reads the content of these kinds unless a custom policy asserts on it
+        from gpudrv_check.load.manifests import SKIM_KINDS
+
+        options = replace(options or ReadOptions(), skim=SKIM_KINDS)
     content = read_repo(source, listing.files, config.max_file_bytes, options)
     content.files.extend(
         _extra_inventory(source, config, inventory, {f.rel for f in listing.files})

@@ -170,8 +170,9 @@ def _is_json_name(rel: str) -> bool:
     return rel.lower().endswith(".json")
 
 
-def parse_document_text(rel: str, text: str) -> ParsedFile:
-    """YAML, or JSON for `.json` files that libyaml refuses but that are valid JSON."""
+def parse_document_text(rel: str, text: str, skim: frozenset[str] | None = None) -> ParsedFile:
+    """YAML, or JSON for `.json` files that libyaml refuses but that are valid JSON.
+    `skim`: kinds whose content is not kept (see yaml_docs.parse_text)."""
     from gpudrv_check.load.json_docs import parse_json
 
     if _is_json_name(rel) and "\x85" in text:
@@ -179,7 +180,7 @@ def parse_document_text(rel: str, text: str) -> ParsedFile:
         as_json = parse_json(text)
         if not as_json.failed:
             return as_json
-    parsed = parse_text(text)
+    parsed = parse_text(text, skim)
     if parsed.failed and _is_json_name(rel):
         as_json = parse_json(text)
         # a JSON-looking file gets the JSON reader's complaint; YAML in a .json file the YAML one
@@ -221,7 +222,9 @@ def _capped(problems: list[LoadProblem]) -> list[LoadProblem]:
     return out
 
 
-def parse_manifest_bytes(rel: str, data: bytes, helm_template: bool = False) -> FileResult:
+def parse_manifest_bytes(
+    rel: str, data: bytes, helm_template: bool = False, skim: frozenset[str] | None = None
+) -> FileResult:
     result = FileResult(rel, digest=hashlib.sha256(data).hexdigest())
     text, problem = decode_text(data)
     if problem is not None:
@@ -238,7 +241,7 @@ def parse_manifest_bytes(rel: str, data: bytes, helm_template: bool = False) -> 
             )
         )
         return result
-    parsed = parse_document_text(rel, text)
+    parsed = parse_document_text(rel, text, skim)
     if _is_templated(text, parsed):
         result.problems.append(
             _not_checkable(
@@ -393,27 +396,60 @@ class ReadOptions:
     cache: Any = None  # a cache.Cache, or None
     progress: Any = None  # called with (files done, total) now and then, or None
     data: dict[str, bytes] | None = None  # bytes already read, by path (check reads them first)
+    skim: frozenset[str] | None = None  # kinds whose content is not kept (see SKIM_KINDS)
 
+
+#: kinds no rule reads past `metadata`: their content is parsed (syntax, nesting, duplicate keys
+#: and tags are still reported) but not kept. Only when the repo has no custom policies, which
+#: may assert on any kind. Large CRDs are most of the bytes of a typical GitOps repo.
+SKIM_KINDS = frozenset(
+    (
+        "APIService",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "Endpoints",
+        "EndpointSlice",
+        "HorizontalPodAutoscaler",
+        "Ingress",
+        "IngressClass",
+        "MutatingWebhookConfiguration",
+        "NetworkPolicy",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+        "StorageClass",
+        "ValidatingWebhookConfiguration",
+    )
+)
 
 #: fewer files than this are parsed in-process whatever --jobs says (worker start-up costs more)
 PARALLEL_MIN_FILES = 200
 _CHUNK = 64
 
 
-def _parse_chunk(items: list[tuple[str, bytes, bool]]) -> list[bytes]:
+def _parse_chunk(items: list[tuple[str, bytes, bool]], skim: frozenset[str] | None) -> list[bytes]:
     """In a worker process: parse files, return each FileResult encoded (load/codec.py)."""
     from gpudrv_check.load.codec import encode
 
-    return [encode(parse_manifest_bytes(rel, data, helm)) for rel, data, helm in items]
+    return [encode(parse_manifest_bytes(rel, data, helm, skim)) for rel, data, helm in items]
 
 
-def _parse_all(todo: list[tuple[int, str, bytes, bool]], jobs: int, tick) -> dict[int, FileResult]:
+def _parse_all(
+    todo: list[tuple[int, str, bytes, bool]],
+    jobs: int,
+    tick,
+    skim: frozenset[str] | None = None,
+) -> dict[int, FileResult]:
     """Parse files (index, rel, bytes, helm template?), in worker processes when worth it;
     the results are the same whatever the number of processes."""
     out: dict[int, FileResult] = {}
     if jobs <= 1 or len(todo) < PARALLEL_MIN_FILES:
         for index, rel, data, helm in todo:
-            out[index] = parse_manifest_bytes(rel, data, helm)
+            out[index] = parse_manifest_bytes(rel, data, helm, skim)
             tick()
         return out
     import multiprocessing
@@ -430,15 +466,15 @@ def _parse_all(todo: list[tuple[int, str, bytes, bool]], jobs: int, tick) -> dic
     try:
         pool = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context)
     except (OSError, ValueError, NotImplementedError):
-        return _parse_all(todo, 1, tick)
+        return _parse_all(todo, 1, tick, skim)
     with pool:
         futures = [
-            (chunk, pool.submit(_parse_chunk, [(r, d, h) for _, r, d, h in chunk]))
+            (chunk, pool.submit(_parse_chunk, [(r, d, h) for _, r, d, h in chunk], skim))
             for chunk in theirs
         ]
         for chunk in mine:
             for index, rel, data, helm in chunk:
-                out[index] = parse_manifest_bytes(rel, data, helm)
+                out[index] = parse_manifest_bytes(rel, data, helm, skim)
                 tick()
         for chunk, future in futures:
             try:
@@ -447,7 +483,7 @@ def _parse_all(todo: list[tuple[int, str, bytes, bool]], jobs: int, tick) -> dic
                 encoded = None
             for n, (index, rel, data, helm) in enumerate(chunk):
                 out[index] = (
-                    decode(encoded[n]) if encoded else parse_manifest_bytes(rel, data, helm)
+                    decode(encoded[n]) if encoded else parse_manifest_bytes(rel, data, helm, skim)
                 )
                 tick()
     return out
@@ -482,7 +518,7 @@ def read_repo(
         from gpudrv_check import cache as cache_mod
 
         cache_name = cache_mod.digest(getattr(source, "disk_root", ""), type(source).__name__)
-        cache_key = cache_mod.digest(max_bytes, templates)
+        cache_key = cache_mod.digest(max_bytes, templates, sorted(options.skim or ()))
         cached = options.cache.load("files", cache_name, cache_key) or {}
     for i, ref in enumerate(files):
         helm = any(ref.rel.startswith(prefix) for prefix in templates)
@@ -515,7 +551,7 @@ def read_repo(
                     tick()
                     continue
         todo.append((i, ref.rel, data, helm))
-    for i, result in _parse_all(todo, options.jobs, tick).items():
+    for i, result in _parse_all(todo, options.jobs, tick, options.skim).items():
         results[i] = result
     if options.cache is not None:
         from gpudrv_check.load.codec import encode

@@ -1,0 +1,139 @@
+"""Reading past documents nothing checks (SKIM_KINDS), and the light parser events.
+
+A skimmed document must report exactly what a fully built one reports (syntax, nesting,
+duplicate keys, tags, non-scalar keys), keep its metadata whole, and differ only in the content
+it does not keep.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudrv_check.load import yaml_docs
+from gpudrv_check.load.located import LMap, LSeq
+from gpudrv_check.load.manifests import SKIM_KINDS, parse_manifest_bytes
+from gpudrv_check.load.yaml_docs import MAX_DEPTH, parse_text
+
+CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: things.example.com
+  annotations:
+    gpudrv-check.io/ignore: GPU008  # reason
+spec:
+  group: example.com
+  names: {kind: Thing, plural: things}
+  versions:
+  - name: v1
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object}
+"""
+
+
+def _problems(parsed):
+    return [(p.rule, p.line, p.column, p.message) for p in parsed.problems]
+
+
+def test_a_skimmed_document_keeps_metadata_and_empties_the_rest():
+    full = parse_text(CRD).docs[0].data
+    skimmed = parse_text(CRD, SKIM_KINDS).docs[0].data
+    assert skimmed["metadata"] == full["metadata"]
+    assert skimmed["metadata"].kpos == full["metadata"].kpos
+    assert skimmed["kind"] == "CustomResourceDefinition"
+    assert isinstance(skimmed["spec"], LMap) and skimmed["spec"] == {}
+    assert skimmed.kpos == full.kpos  # every top-level key still located
+    assert skimmed["spec"].pos == full["spec"].pos
+    assert full["spec"]["group"] == "example.com"
+
+
+def test_kinds_that_are_checked_are_built_whole():
+    text = CRD.replace("CustomResourceDefinition", "Deployment")
+    assert parse_text(text, SKIM_KINDS).docs[0].data == parse_text(text).docs[0].data
+
+
+def test_a_kind_written_after_the_content_is_built_whole():
+    text = "apiVersion: v1\nmetadata: {name: s}\nspec:\n  ports: [80]\nkind: Service\n"
+    assert parse_text(text, SKIM_KINDS).docs[0].data["spec"] == {"ports": [80]}
+
+
+def test_a_top_level_list_value_is_skimmed_as_an_empty_list():
+    text = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nweird:\n- a\n- b\n"
+    value = parse_text(text, SKIM_KINDS).docs[0].data["weird"]
+    assert isinstance(value, LSeq) and value == [] and value.pos == (5, 1)
+
+
+HOSTILE = {
+    "duplicate key": "spec:\n  a: 1\n  b: {c: 1, c: 2}\n  a: 3\n",
+    "duplicate in a list item": "spec:\n  items:\n  - x: 1\n    x: 2\n",
+    "duplicate null keys": "spec:\n  ~: 1\n  null: 2\n  '': 3\n",
+    "merge keys are not duplicates": "spec:\n  <<: {a: 1}\n  <<: {b: 1}\n",
+    "unknown tag": "spec:\n  a: !Ref thing\n  b: !!python/object:os.system {}\n  c: !!str ok\n",
+    "non-scalar key": "spec:\n  ? [a, b]\n  : 1\n  {x: 1}: 2\n",
+    "too deep": "spec:\n" + "  " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "\n",
+    "syntax error inside": "spec:\n  a: [1, 2\n  b: 3\n",
+    "anchor and alias": "spec:\n  a: &x {k: v}\n  b: *x\nmetadata:\n  labels: {}\n",
+}
+
+
+@pytest.mark.parametrize("body", list(HOSTILE.values()), ids=list(HOSTILE))
+def test_a_skimmed_document_reports_what_a_built_one_reports(body):
+    text = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n" + body
+    full = parse_text(text)
+    skimmed = parse_text(text, SKIM_KINDS)
+    assert _problems(skimmed) == _problems(full)
+    assert skimmed.failed == full.failed
+    assert len(skimmed.docs) == len(full.docs)
+
+
+def test_the_next_document_is_read_normally_after_a_skimmed_one():
+    text = CRD + "---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec: {x: 1}\n"
+    docs = parse_text(text, SKIM_KINDS).docs
+    assert docs[1].data["spec"] == {"x": 1}
+    assert docs[1].data.kpos["spec"] == parse_text(text).docs[1].data.kpos["spec"]
+
+
+def test_manifests_of_skimmed_kinds_are_still_objects_of_the_repo():
+    result = parse_manifest_bytes("crd.yaml", CRD.encode(), False, SKIM_KINDS)
+    assert [(m.kind, m.name) for m in result.manifests] == [
+        ("CustomResourceDefinition", "things.example.com")
+    ]
+
+
+def test_the_light_events_are_used_when_the_extension_takes_them():
+    pytest.importorskip("_ruamel_yaml")
+    yaml_docs._event_classes()
+    assert yaml_docs._light_ok is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CRD,
+        "a: &x [1, {b: 'c'}]\nd: *x\ne: !!str f\n<<: {g: 1}\n",
+        "%YAML 1.1\n---\n- 0x10\n- yes\n- ~\n...\n---\n{a: [1, 2.5, '3']}\n",
+        "a: [1, 2\n",
+        "k: v\nk: w\n",
+    ],
+)
+def test_light_and_stock_events_build_the_same_documents(text, monkeypatch):
+    light = parse_text(text)
+    monkeypatch.setattr(yaml_docs, "_light_ok", False)
+    stock = parse_text(text)
+    assert [(d.index, d.data, d.pos) for d in light.docs] == [
+        (d.index, d.data, d.pos) for d in stock.docs
+    ]
+    assert _problems(light) == _problems(stock)
+
+
+def test_the_stock_event_classes_are_restored_after_a_parse():
+    module = pytest.importorskip("_ruamel_yaml")
+    import ruamel.yaml.events as stock
+
+    parse_text("a: 1\n")
+    assert parse_text("a: [\n").failed
+    assert module.ScalarEvent is stock.ScalarEvent
+    assert module.MappingStartEvent is stock.MappingStartEvent

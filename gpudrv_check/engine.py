@@ -215,7 +215,7 @@ def load(
         manifests=manifests,
         nodes=nodes,
         matrix=matrix,
-        files_read=len(content.files),
+        files_read=content.file_count,
         workloads=workloads,
         pdbs=pdbs,
     )
@@ -265,6 +265,10 @@ def evaluate(run: Run) -> None:
     settled = settle(_note_origins(run, run.findings), config, run.rules)
     run.findings, suppressed = apply_exemptions(settled, run.repo, run.rules)
     run.suppressed.extend(suppressed)
+    if run.content.plan is not None:
+        from gpudrv_check.incremental import merge
+
+        merge(run)  # the findings of the namespaces this run did not read again
 
 
 def _note_origins(run: Run, findings: list[Finding]) -> list[Finding]:

@@ -126,9 +126,9 @@ def build_report(run: Run, code: int, baseline: str | None, root: str, compariso
     config = run.repo.config
     by = Counter(suppression_source(f) for f in run.suppressed)
     summary = Summary(
-        files=len(run.content.files),
+        files=run.content.file_count,
         objects=run.content.object_count,
-        skipped_documents=sum(len(f.skipped) for f in run.content.files),
+        skipped_documents=run.content.skipped_documents,
         counts=run.counts(),
         suppressed=len(run.suppressed),
         suppressed_by={k: by[k] for k in (BY_ANNOTATION, BY_CONFIG, BY_BASELINE) if by[k]},
@@ -175,7 +175,14 @@ def run(args: argparse.Namespace) -> int:
     if tee is not None:
         sys.stderr = tee  # type: ignore[assignment]
     try:
-        code = _check(args, pairs, colour, actions, reuse.data if reuse is not None else None)
+        code = _check(
+            args,
+            pairs,
+            colour,
+            actions,
+            reuse.data if reuse is not None else None,
+            reuse.context if reuse is not None else None,
+        )
     finally:
         sys.stderr = stderr
     for kind, dest, text in actions:
@@ -191,13 +198,16 @@ def _check(
     colour: bool,
     actions: list[tuple[str, str, str]],
     data: dict[str, bytes] | None,
+    context: str | None = None,
 ) -> int:
-    """One check; what it writes is appended to ``actions`` as (stdout|file, dest, text)."""
+    """One check; what it writes is appended to ``actions`` as (stdout|file, dest, text).
+    With `context` (the digest of every input but the manifest files), namespaces whose files
+    did not change take their findings from the partition cache (incremental.py)."""
     from gpudrv_check.commands.common import load_source, print_listing
     from gpudrv_check.report import render
     from gpudrv_check.report.text import render_summary
 
-    check_run = load_source(args, make_source(args), data)
+    check_run = load_source(args, make_source(args), data, context)
     if getattr(args, "verbose", False):
         print_listing(check_run)
     evaluate(check_run)
@@ -268,8 +278,11 @@ class _Tee:
 class _Reuse:
     """The whole-result cache entry of one check: looked up before anything is parsed."""
 
-    def __init__(self, cache, name: str, key: str, data: dict[str, bytes]) -> None:
+    def __init__(
+        self, cache, name: str, key: str, data: dict[str, bytes], context: str | None = None
+    ) -> None:
         self.cache, self.name, self.key, self.data = cache, name, key, data
+        self.context = context  # every input but the manifest files (incremental.py)
         found = cache.load("result", name, key)
         ok = (
             isinstance(found, tuple)
@@ -350,6 +363,7 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         inside(rel)
     for rel in policy_files(root, config, source):
         inside(rel)
+    context = digest(*parts)
     data: dict[str, bytes] = {}
     for ref in listing.files:
         if ref.error is not None or ref.size > config.max_file_bytes:
@@ -364,4 +378,4 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         parts.append((ref.rel, digest(blob)))
     cache_dir = getattr(args, "cache_dir", None)
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
-    return _Reuse(cache, digest(str(root), os.getcwd()), digest(*parts), data)
+    return _Reuse(cache, digest(str(root), os.getcwd()), digest(*parts), data, context)

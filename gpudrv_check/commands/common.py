@@ -86,12 +86,15 @@ def load_run(args: argparse.Namespace, rev: str | None = None) -> Run:
 
 
 def load_source(
-    args: argparse.Namespace, source: Source, data: dict[str, bytes] | None = None
+    args: argparse.Namespace,
+    source: Source,
+    data: dict[str, bytes] | None = None,
+    context: str | None = None,
 ) -> Run:
     _, config = repo_config(args, source)
     inventory = getattr(args, "inventory", None) or ()
     progress = Progress.on_terminal()
-    options = read_options(args, progress, data)
+    options = read_options(args, progress, data, context)
     try:
         return load(source, config, getattr(args, "matrix", None), inventory, options)
     finally:
@@ -111,7 +114,10 @@ def jobs_wanted(args: argparse.Namespace) -> int:
 
 
 def read_options(
-    args: argparse.Namespace, progress: Progress | None = None, data: dict | None = None
+    args: argparse.Namespace,
+    progress: Progress | None = None,
+    data: dict | None = None,
+    context: str | None = None,
 ) -> ReadOptions:
     """Processes, cache and progress line for reading the files (`check` caches; see cache.py)."""
     from gpudrv_check.load.manifests import ReadOptions
@@ -127,6 +133,7 @@ def read_options(
         cache=cache,
         progress=progress.update if progress is not None else None,
         data=data,
+        context=context if cache is not None else None,
     )
 
 
@@ -189,9 +196,9 @@ def print_listing(run: Run) -> None:
 
     version, why = operator_version_source(run.repo)
     out.write(f"os-tag  rule of operator {version or 'newest'} ({why})\n")
-    skipped_docs = sum(len(f.skipped) for f in run.content.files)
+    skipped_docs = run.content.skipped_documents
     out.write(
-        f"total   {len(run.content.files)} file(s), {run.content.object_count} object(s), "
+        f"total   {run.content.file_count} file(s), {run.content.object_count} object(s), "
         f"{skipped_docs} document(s) skipped, {len(run.listing.skipped)} path(s) skipped, "
         f"{len(run.repo.nodes)} node(s)\n"
     )

@@ -39,6 +39,11 @@ class FileResult:
 class RepoContent:
     files: list[FileResult] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)  # files never read (walk level)
+    # files whose findings came from the partition cache (incremental.py): counted, not decoded
+    unread_files: int = 0
+    unread_objects: int = 0
+    unread_skipped: int = 0
+    plan: Any = None  # the incremental.Plan of this run, or None
 
     @property
     def manifests(self) -> list[Manifest]:
@@ -50,7 +55,15 @@ class RepoContent:
 
     @property
     def object_count(self) -> int:
-        return sum(len(f.manifests) for f in self.files)
+        return sum(len(f.manifests) for f in self.files) + self.unread_objects
+
+    @property
+    def file_count(self) -> int:
+        return len(self.files) + self.unread_files
+
+    @property
+    def skipped_documents(self) -> int:
+        return sum(len(f.skipped) for f in self.files) + self.unread_skipped
 
 
 def problem_finding(rel: str, problem: LoadProblem) -> Finding:
@@ -397,6 +410,9 @@ class ReadOptions:
     progress: Any = None  # called with (files done, total) now and then, or None
     data: dict[str, bytes] | None = None  # bytes already read, by path (check reads them first)
     skim: frozenset[str] | None = None  # kinds whose content is not kept (see SKIM_KINDS)
+    #: digest of everything but the manifest files, for the partition cache (incremental.py);
+    #: None: every file is decoded and evaluated
+    context: str | None = None
 
 
 #: kinds no rule reads past `metadata`: their content is parsed (syntax, nesting, duplicate keys
@@ -510,6 +526,7 @@ def read_repo(
             options.progress(done, total)
 
     results: list[FileResult | None] = [None] * total
+    hits: dict[int, tuple[tuple, bytes]] = {}  # cache hits, decoded only if the run needs them
     todo: list[tuple[int, str, bytes, bool]] = []
     cached: dict = {}
     fresh: dict = {}
@@ -539,28 +556,56 @@ def read_repo(
         if options.cache is not None:
             file_digest = hashlib.sha256(data).hexdigest()
             entry = cached.get(ref.rel)
-            if isinstance(entry, tuple) and len(entry) == 3 and entry[:2] == (file_digest, helm):
-                from gpudrv_check.load.codec import CodecError, decode
-
-                try:
-                    results[i] = decode(entry[2])
-                except CodecError:
-                    pass
-                else:
-                    fresh[ref.rel] = entry
-                    tick()
-                    continue
+            if isinstance(entry, tuple) and len(entry) == 4 and entry[:2] == (file_digest, helm):
+                hits[i] = (entry, data)
+                fresh[ref.rel] = entry
+                tick()
+                continue
         todo.append((i, ref.rel, data, helm))
     for i, result in _parse_all(todo, options.jobs, tick, options.skim).items():
         results[i] = result
+    summaries: dict[int, Any] = {}
     if options.cache is not None:
+        from gpudrv_check.incremental import summarize
         from gpudrv_check.load.codec import encode
 
         for i, _, _, helm in todo:
             result = results[i]
             assert result is not None
-            fresh[result.rel] = (result.digest, helm, encode(result))
+            summaries[i] = summarize(result)
+            fresh[result.rel] = (result.digest, helm, encode(result), summaries[i])
         if todo or len(fresh) != len(cached):
             options.cache.store("files", cache_name, cache_key, fresh)
+    if options.cache is not None and options.context is not None:
+        from gpudrv_check import incremental
+
+        metas = []
+        for i, ref in enumerate(files):
+            if i in hits:
+                entry = hits[i][0]
+                metas.append((ref.rel, entry[0], entry[3]))
+            else:
+                result = results[i]
+                assert result is not None
+                metas.append((ref.rel, result.digest, summaries.get(i)))
+        content.plan = incremental.plan(options.cache, cache_name, options.context, metas)
+    for i, (entry, data) in hits.items():
+        if content.plan is not None and not content.plan.decode(files[i].rel):
+            continue
+        from gpudrv_check.load.codec import CodecError, decode
+
+        try:
+            results[i] = decode(entry[2])
+        except CodecError:
+            results[i] = parse_manifest_bytes(files[i].rel, data, entry[1], options.skim)
+    if content.plan is not None:
+        for i, ref in enumerate(files):
+            if content.plan.decode(ref.rel):
+                continue
+            summary = hits[i][0][3] if i in hits else summaries.get(i)
+            results[i] = None
+            content.unread_files += 1
+            content.unread_objects += len(summary[0])
+            content.unread_skipped += summary[1]
     content.files = [r for r in results if r is not None]
     return content

@@ -77,7 +77,26 @@ def operator_version(repo: Repo) -> str | None:
 
 
 def node_tag(node: Node, repo: Repo) -> TagResult:
-    return driver_image_tag(node.labels, operator_version(repo), label_keys(repo.config))
+    """The driver image tag the node needs (worked out once per node and run)."""
+    memo = repo.extras.setdefault("node_tags", {})
+    found = memo.get(id(node))
+    if found is None or found[0] is not node:
+        found = memo[id(node)] = (
+            node,
+            driver_image_tag(node.labels, operator_version(repo), label_keys(repo.config)),
+        )
+    return found[1]
+
+
+def node_facts(node: Node, repo: Repo):  # noqa: ANN201 - NodeDriverFacts, imported lazily
+    """The node's driver, kernel and OS facts under the config's label keys (once per node)."""
+    from gpudrv_check.nvidia.driver_image import driver_facts
+
+    memo = repo.extras.setdefault("node_facts", {})
+    found = memo.get(id(node))
+    if found is None or found[0] is not node:
+        found = memo[id(node)] = (node, driver_facts(node.labels, label_keys(repo.config))[0])
+    return found[1]
 
 
 def driver_managed(node: Node) -> bool:
@@ -145,8 +164,8 @@ def image_reference(repo: Repo, branch: str, kernel: str, ostag: str) -> str | N
 
 def _split(result: TagResult, node: Node, repo: Repo) -> tuple[str, str, str]:
     """The (branch, kernel, os_tag) triple behind a tag, for the matrix lookup."""
-    from gpudrv_check.nvidia.driver_image import driver_facts, os_tag
+    from gpudrv_check.nvidia.driver_image import os_tag
 
-    facts, _ = driver_facts(node.labels, label_keys(repo.config))
+    facts = node_facts(node, repo)
     ostag = os_tag(facts.os_id, facts.os_version_id, operator_version(repo)) or ""
     return facts.driver_major or "", facts.kernel or "", ostag

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpudrv_check.model.driver import driver_managed, label_keys
+from gpudrv_check.model.driver import driver_managed, label_keys, node_facts
 from gpudrv_check.model.finding import Finding
-from gpudrv_check.nvidia.driver_image import driver_facts, precompiled_os_conflicts
+from gpudrv_check.nvidia.driver_image import precompiled_os_conflicts
 from gpudrv_check.rules.context import Context
 
 ID = "GPU003"
@@ -22,7 +22,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     facts_by_node = {}
     for node in repo.gpu_nodes:
         if driver_managed(node):
-            facts_by_node[node.name] = driver_facts(node.labels, keys)[0]
+            facts_by_node[node.name] = node_facts(node, repo)
     triples = [(name, f.kernel, f.os_release) for name, f in sorted(facts_by_node.items())]
     for conflict in precompiled_os_conflicts(triples):
         for name in conflict.nodes:

@@ -54,7 +54,8 @@ def test_cache_miss_hit_and_change(tmp_path: Path):
     cold = _check(root, cache=cache)
     assert cold == _check(root)  # the same as without a cache
     assert oct(cache.stat().st_mode & 0o777) == "0o700"
-    assert sorted(p.name.split("-")[0] for p in cache.iterdir()) == ["files", "partitions", "result"]
+    kinds = sorted(p.name.split("-")[0] for p in cache.iterdir())
+    assert kinds == ["files", "partitions", "result"]
     assert _check(root, cache=cache) == cold  # warm: the stored result
     write(root, "nodes/n0000.yaml", gpu_node("node-renamed"))
     changed = _check(root, cache=cache)

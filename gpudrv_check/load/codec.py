@@ -51,21 +51,41 @@ def _enc(value: Any) -> Any:
 def _dec(value: Any) -> Any:
     cls = value.__class__
     if cls is tuple:
-        items, pos, kpos, raw = value
-        node = LMap(pos)
-        for k, v in items.items():
-            c = v.__class__
-            node[k] = _dec(v) if c is tuple or c is list else v
-        node.kpos = kpos
-        node.raw = raw
-        return node
+        return _dec_map(value)
     if cls is list:
-        seq = LSeq(value[0])
-        seq.ipos = value[1]
-        seq.raw = value[2]
-        seq.extend(_dec(v) if v.__class__ is tuple or v.__class__ is list else v for v in value[3:])
-        return seq
+        return _dec_seq(value)
     return value
+
+
+def _dec_map(value: tuple) -> LMap:
+    items, pos, kpos, raw = value
+    for k, v in items.items():  # containers decoded in place (no key is added or removed)
+        c = v.__class__
+        if c is tuple:
+            items[k] = _dec_map(v)
+        elif c is list:
+            items[k] = _dec_seq(v)
+    node = LMap.__new__(LMap)
+    node.update(items)
+    node.pos = pos
+    node.kpos = kpos
+    node.raw = raw
+    return node
+
+
+def _dec_seq(value: list) -> LSeq:
+    seq = LSeq.__new__(LSeq)
+    seq.pos = value[0]
+    seq.ipos = value[1]
+    seq.raw = value[2]
+    for i in range(3, len(value)):
+        c = value[i].__class__
+        if c is tuple:
+            value[i] = _dec_map(value[i])
+        elif c is list:
+            value[i] = _dec_seq(value[i])
+    seq.extend(value[3:])
+    return seq
 
 
 def encode(result: Any) -> bytes:

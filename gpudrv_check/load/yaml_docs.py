@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any
 
 from gpudrv_check.load.located import LMap, LSeq, Pos
@@ -531,7 +532,7 @@ def _parse_text(
                     )
                 )
                 key = _NON_SCALAR
-            frame.key = key
+            frame.key = intern(key)
             frame.key_pos = pos
             return
         key = frame.key
@@ -689,7 +690,7 @@ def _parse_text(
                         if key is None:
                             if value.__class__ is str:
                                 frame.size += 1
-                                frame.key = value
+                                frame.key = intern(value)
                                 frame.key_pos = pos
                                 continue
                         elif raw is None and key != "<<":

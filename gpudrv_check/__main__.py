@@ -1,3 +1,3 @@
-from gpudrv_check.cli import main
+from gpudrv_check.cli import run
 
-raise SystemExit(main())
+run()

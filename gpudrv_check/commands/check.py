@@ -314,6 +314,8 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         )
     ):
         return None
+    import hashlib
+
     from gpudrv_check.cache import Cache, default_dir, digest
     from gpudrv_check.commands.common import repo_config
     from gpudrv_check.load.policies import policy_files
@@ -375,7 +377,7 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
             parts.append((ref.rel, "unreadable", err.strerror))
             continue
         data[ref.rel] = blob
-        parts.append((ref.rel, digest(blob)))
+        parts.append((ref.rel, hashlib.sha256(blob).hexdigest()))
     cache_dir = getattr(args, "cache_dir", None)
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
     return _Reuse(cache, digest(str(root), os.getcwd()), digest(*parts), data, context)

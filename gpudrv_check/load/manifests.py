@@ -459,6 +459,7 @@ def _parse_all(
     jobs: int,
     tick,
     skim: frozenset[str] | None = None,
+    encoded_out: dict[int, bytes] | None = None,
 ) -> dict[int, FileResult]:
     """Parse files (index, rel, bytes, helm template?), in worker processes when worth it;
     the results are the same whatever the number of processes."""
@@ -498,9 +499,12 @@ def _parse_all(
             except Exception:  # noqa: BLE001 - a worker that died: parse here instead
                 encoded = None
             for n, (index, rel, data, helm) in enumerate(chunk):
-                out[index] = (
-                    decode(encoded[n]) if encoded else parse_manifest_bytes(rel, data, helm, skim)
-                )
+                if encoded:
+                    out[index] = decode(encoded[n])
+                    if encoded_out is not None:  # the cache stores these bytes as they are
+                        encoded_out[index] = encoded[n]
+                else:
+                    out[index] = parse_manifest_bytes(rel, data, helm, skim)
                 tick()
     return out
 
@@ -562,7 +566,8 @@ def read_repo(
                 tick()
                 continue
         todo.append((i, ref.rel, data, helm))
-    for i, result in _parse_all(todo, options.jobs, tick, options.skim).items():
+    encoded: dict[int, bytes] = {}
+    for i, result in _parse_all(todo, options.jobs, tick, options.skim, encoded).items():
         results[i] = result
     summaries: dict[int, Any] = {}
     if options.cache is not None:
@@ -573,7 +578,13 @@ def read_repo(
             result = results[i]
             assert result is not None
             summaries[i] = summarize(result)
-            fresh[result.rel] = (result.digest, helm, encode(result), summaries[i])
+            blob = encoded.get(i)
+            fresh[result.rel] = (
+                result.digest,
+                helm,
+                blob if blob is not None else encode(result),
+                summaries[i],
+            )
         if todo or len(fresh) != len(cached):
             options.cache.store("files", cache_name, cache_key, fresh)
     if options.cache is not None and options.context is not None:

@@ -85,8 +85,18 @@ class SelectorKey:
             return True
         if self.kind != "requirements":
             return False
-        clean = _clean_labels(labels)
-        return all(req.matches(clean) for req in self.requirements)
+        return self.matches_clean(_clean_labels(labels))
+
+    def matches_clean(self, labels: Mapping[str, str]) -> bool:
+        """``matches`` for labels already known to be a str -> str mapping."""
+        if self.kind == "everything":
+            return True
+        if self.kind != "requirements":
+            return False
+        for req in self.requirements:
+            if not req.matches(labels):
+                return False
+        return True
 
 
 NOTHING = SelectorKey("nothing")

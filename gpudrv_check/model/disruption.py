@@ -83,10 +83,11 @@ class PDB:
     def covers(self, workload: Workload) -> bool:
         """Whether the eviction API applies this PDB to the workload's pods."""
         scope = self._covering_scope
+        # pod_labels holds only str -> str entries (model/workload.py): no cleaning needed
         return (
             scope is not None
             and scope[0] == workload.namespace
-            and scope[1].matches(workload.pod_labels)
+            and scope[1].matches_clean(workload.pod_labels)
         )
 
     @cached_property
@@ -254,6 +255,8 @@ class _LabelIndex:
             return everyone if key.kind == "everything" else []
         for req in key.requirements:
             if req.operator == "In":
+                if len(req.values) == 1:  # matchLabels: the index lists them in repo order
+                    return self.by_label.get((pdb.namespace, req.key, req.values[0]), [])
                 found = {
                     id(w)
                     for value in req.values

@@ -158,6 +158,7 @@ class Placement:
             for n in self.nodes
         }
         self._cache: dict[tuple, dict[str, Verdict]] = {}
+        self._keys: dict[int, tuple] = {}  # constraint key by workload identity
         self._eligible: dict[tuple, list[Node]] = {}
         #: memo for derived per-constraint-set results (model/pending.py, model/cuda.py)
         self.memo: dict[tuple, Any] = {}
@@ -171,9 +172,10 @@ class Placement:
     def constraint_key(self, workload: Workload, daemonset: bool | None = None) -> tuple:
         """What the verdicts depend on: equal keys, equal verdicts on every node."""
         if daemonset is None:
-            key = workload._constraint_key
+            # by identity: the workloads live as long as this Placement (one repo's model)
+            key = self._keys.get(id(workload))
             if key is None:
-                key = workload._constraint_key = self._constraint_key(workload, None)
+                key = self._keys[id(workload)] = self._constraint_key(workload, None)
             return key
         return self._constraint_key(workload, daemonset)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 from gpudrv_check.load.located import Path, scalar_text, type_name
 from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
@@ -67,8 +67,6 @@ class Workload(BaseModel):
     # the API server would refuse the object (a GPU040 error that is not scheduler-only):
     # it never gets pods, so the placement rules leave it to GPU040
     api_rejects: bool = False
-    # the placement constraint key, computed once (model/placement.py)
-    _constraint_key: tuple | None = PrivateAttr(default=None)
 
     @property
     def kind(self) -> str:

@@ -158,7 +158,7 @@ class Placement:
             for n in self.nodes
         }
         self._cache: dict[tuple, dict[str, Verdict]] = {}
-        self._keys: dict[int, tuple] = {}  # constraint key by workload identity
+        self._keys: dict[int, tuple[Workload, tuple]] = {}  # constraint keys by identity
         self._eligible: dict[tuple, list[Node]] = {}
         #: memo for derived per-constraint-set results (model/pending.py, model/cuda.py)
         self.memo: dict[tuple, Any] = {}
@@ -172,11 +172,11 @@ class Placement:
     def constraint_key(self, workload: Workload, daemonset: bool | None = None) -> tuple:
         """What the verdicts depend on: equal keys, equal verdicts on every node."""
         if daemonset is None:
-            # by identity: the workloads live as long as this Placement (one repo's model)
-            key = self._keys.get(id(workload))
-            if key is None:
-                key = self._keys[id(workload)] = self._constraint_key(workload, None)
-            return key
+            # by identity; the entry holds the workload, so its id cannot be reused meanwhile
+            found = self._keys.get(id(workload))
+            if found is None:
+                found = self._keys[id(workload)] = (workload, self._constraint_key(workload, None))
+            return found[1]
         return self._constraint_key(workload, daemonset)
 
     def _constraint_key(self, workload: Workload, daemonset: bool | None) -> tuple:

@@ -182,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
             actions,
             reuse.data if reuse is not None else None,
             reuse.context if reuse is not None else None,
+            reuse.source if reuse is not None else None,
         )
     finally:
         sys.stderr = stderr
@@ -199,6 +200,7 @@ def _check(
     actions: list[tuple[str, str, str]],
     data: dict[str, bytes] | None,
     context: str | None = None,
+    reuse_source=None,  # the source the result cache already listed (walked once per run)
 ) -> int:
     """One check; what it writes is appended to ``actions`` as (stdout|file, dest, text).
     With `context` (the digest of every input but the manifest files), namespaces whose files
@@ -207,7 +209,8 @@ def _check(
     from gpudrv_check.report import render
     from gpudrv_check.report.text import render_summary
 
-    check_run = load_source(args, make_source(args), data, context)
+    source = reuse_source if reuse_source is not None else make_source(args)
+    check_run = load_source(args, source, data, context)
     if getattr(args, "verbose", False):
         print_listing(check_run)
     evaluate(check_run)
@@ -279,10 +282,17 @@ class _Reuse:
     """The whole-result cache entry of one check: looked up before anything is parsed."""
 
     def __init__(
-        self, cache, name: str, key: str, data: dict[str, bytes], context: str | None = None
+        self,
+        cache,
+        name: str,
+        key: str,
+        data: dict[str, bytes],
+        context: str | None = None,
+        source=None,
     ) -> None:
         self.cache, self.name, self.key, self.data = cache, name, key, data
         self.context = context  # every input but the manifest files (incremental.py)
+        self.source = source  # the source listed and read for the key
         found = cache.load("result", name, key)
         ok = (
             isinstance(found, tuple)
@@ -380,4 +390,4 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         parts.append((ref.rel, hashlib.sha256(blob).hexdigest()))
     cache_dir = getattr(args, "cache_dir", None)
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
-    return _Reuse(cache, digest(str(root), os.getcwd()), digest(*parts), data, context)
+    return _Reuse(cache, digest(str(root), os.getcwd()), digest(*parts), data, context, source)

@@ -95,8 +95,17 @@ class WorkingTree:
         self.label = str(root)
         # display path -> path on disk, for the names display_name had to escape
         self._on_disk: dict[str, str] = {}
+        self._listings: dict[tuple[str, ...], Listing] = {}
 
     def list_manifests(self, exclude: list[str]) -> Listing:
+        """Every manifest file under the root, in path order (walked once per instance and
+        exclude list; each call gets its own lists)."""
+        known = self._listings.get(tuple(exclude))
+        if known is None:
+            known = self._listings[tuple(exclude)] = self._walk(exclude)
+        return Listing(list(known.files), list(known.skipped))
+
+    def _walk(self, exclude: list[str]) -> Listing:
         listing = Listing()
         seen_dirs: set[tuple[int, int]] = set()
         pending: list[tuple[str, str]] = [("", "")]  # (display, on disk): "" or "a/b/"

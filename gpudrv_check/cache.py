@@ -67,7 +67,7 @@ class Cache:
         head = len(MAGIC) + _DIGEST
         if len(blob) < head or not blob.startswith(MAGIC):
             return None
-        payload = blob[head:]
+        payload = memoryview(blob)[head:]  # no copy of a large entry
         if hashlib.sha256(payload).digest() != blob[len(MAGIC) : head]:
             return None
         try:
@@ -85,7 +85,9 @@ class Cache:
             fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as fh:
-                    fh.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+                    fh.write(MAGIC)  # in parts: no second copy of a large payload
+                    fh.write(hashlib.sha256(payload).digest())
+                    fh.write(payload)
                 os.replace(tmp, self._path(kind, name))
             except BaseException:
                 with contextlib.suppress(OSError):

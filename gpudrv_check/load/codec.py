@@ -17,6 +17,7 @@ import marshal
 from typing import Any
 
 from gpudrv_check.load.located import LMap, LSeq
+from gpudrv_check.load.yaml_docs import POSITIONS
 from gpudrv_check.model.manifest import Manifest
 
 FORMAT = 1  # bump when the encoding changes
@@ -65,9 +66,12 @@ def _dec_map(value: tuple) -> LMap:
             items[k] = _dec_map(v)
         elif c is list:
             items[k] = _dec_seq(v)
+    shared = POSITIONS.get
+    for k, p in kpos.items():  # the parser's shared position tuples (see yaml_docs)
+        kpos[k] = shared(p, p)
     node = LMap.__new__(LMap)
     node.update(items)
-    node.pos = pos
+    node.pos = shared(pos, pos)
     node.kpos = kpos
     node.raw = raw
     return node
@@ -75,8 +79,9 @@ def _dec_map(value: tuple) -> LMap:
 
 def _dec_seq(value: list) -> LSeq:
     seq = LSeq.__new__(LSeq)
-    seq.pos = value[0]
-    seq.ipos = value[1]
+    shared = POSITIONS.get
+    seq.pos = shared(value[0], value[0])
+    seq.ipos = [shared(p, p) for p in value[1]]
     seq.raw = value[2]
     for i in range(3, len(value)):
         c = value[i].__class__

@@ -408,7 +408,8 @@ class ReadOptions:
     jobs: int = 1  # processes parsing files (1: in this process)
     cache: Any = None  # a cache.Cache, or None
     progress: Any = None  # called with (files done, total) now and then, or None
-    data: dict[str, bytes] | None = None  # bytes already read, by path (check reads them first)
+    #: bytes already read, by path (check reads them first); emptied as the files are parsed
+    data: dict[str, bytes] | None = None
     skim: frozenset[str] | None = None  # kinds whose content is not kept (see SKIM_KINDS)
     #: digest of everything but the manifest files, for the partition cache (incremental.py);
     #: None: every file is decoded and evaluated
@@ -548,7 +549,8 @@ def read_repo(
             results[i] = kustomize_patch_result(ref.rel, patch)
             tick()
             continue
-        pre = options.data.get(ref.rel) if options.data is not None else None
+        # taken out as used: the caller's copy of the bytes is not held for the whole run
+        pre = options.data.pop(ref.rel, None) if options.data is not None else None
         if pre is not None and len(pre) <= max_bytes and ref.error is None:
             data: bytes | FileResult = pre
         else:

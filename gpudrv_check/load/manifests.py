@@ -445,6 +445,8 @@ SKIM_KINDS = frozenset(
 
 #: fewer files than this are parsed in-process whatever --jobs says (worker start-up costs more)
 PARALLEL_MIN_FILES = 200
+#: the main process's share of the parsing relative to one worker's (it also decodes theirs)
+MAIN_SHARE = 0.8
 _CHUNK = 64
 
 
@@ -478,9 +480,17 @@ def _parse_all(
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     chunks = [todo[i : i + _CHUNK] for i in range(0, len(todo), _CHUNK)]
-    # this process parses every `jobs`-th chunk itself while the workers do the others
-    mine = chunks[::jobs]
-    theirs = [c for i, c in enumerate(chunks) if i % jobs]
+    # this process parses some chunks itself while the workers do the others; it also decodes
+    # what the workers send back, so it takes a smaller share (a chunk costs it 1/MAIN_SHARE)
+    mine, theirs = [], []
+    load_mine, load_theirs = 0.0, 0.0
+    for chunk in chunks:
+        if load_mine + 1 / MAIN_SHARE <= load_theirs + 1 / (jobs - 1):
+            mine.append(chunk)
+            load_mine += 1 / MAIN_SHARE
+        else:
+            theirs.append(chunk)
+            load_theirs += 1 / (jobs - 1)
     try:
         pool = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context)
     except (OSError, ValueError, NotImplementedError):

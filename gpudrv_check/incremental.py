@@ -10,9 +10,12 @@ own workload. What is said about anything else (nodes, operands, the operator, t
 depends only on the cluster-wide objects.
 
 So a file whose objects are all of those kinds and all in one namespace belongs to that
-namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing
-namespaces, files that did not parse) is *shared*. A namespace with a DaemonSet is shared as a
-whole, since a budget there may cover DaemonSet pods, which the operand rules also read.
+namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or
+namespaces, files that did not parse) is *shared*. A namespace is shared as a whole when it has
+a DaemonSet (a budget there may cover DaemonSet pods, which the operand rules also read) or when
+any of its workloads or budgets sits in a shared file (that file is evaluated on every run, and
+what it says may involve the namespace's other objects: a budget covering them, an ignore
+annotation on an object of the same identity).
 
 The key of a partition is the digest of the run's context (tool version, arguments, config,
 matrix, policies: everything but the manifest files), of every shared file, and of the
@@ -81,23 +84,30 @@ def plan(
     context: str,
     files: list[tuple[str, str, Summary | None]],
 ) -> Plan:
-    """Partition the files (path, digest, summary; summary None: shared) and find which
-    partitions the cache still answers for."""
+    """Partition the files (path, how it was read, summary; summary None: shared) and find
+    which partitions the cache still answers for. "How it was read" is the content digest with
+    anything else that changes what the file yields (Helm template, Kustomize patch, error)."""
     from gpudrv_check.cache import digest
 
-    shared_namespaces = {
-        _namespace(kind, ns)
-        for _, _, summary in files
-        if summary is not None
-        for kind, ns in summary[0]
-        if kind in SHARED_NAMESPACE_KINDS
-    }
+    # a file of one namespace's workloads and budgets only: a candidate for that partition
+    candidate = {rel: _single_namespace(summary) for rel, _, summary in files}
+    # a namespace is shared as a whole when it has a DaemonSet, or when any of its workloads
+    # or budgets sits in a shared file: that file is evaluated every run, and its findings may
+    # involve the namespace's other objects (a budget covering them, an annotation on an object
+    # of the same identity), so they must all be read with it
+    shared_namespaces: set[str] = set()
+    for rel, _, summary in files:
+        for kind, ns in summary[0] if summary is not None else ():
+            if kind in SHARED_NAMESPACE_KINDS or (
+                kind in PARTITION_KINDS and candidate[rel] is None
+            ):
+                shared_namespaces.add(_namespace(kind, ns))
     out = Plan(cache, name)
     shared: list[tuple[str, str]] = []
     members: dict[str, list[tuple[str, str]]] = {}
-    for rel, file_digest, summary in files:
-        namespace = _partition(summary, shared_namespaces)
-        if namespace is None:
+    for rel, file_digest, _ in files:
+        namespace = candidate[rel]
+        if namespace is None or namespace in shared_namespaces:
             shared.append((rel, file_digest))
         else:
             out.partition_of[rel] = namespace
@@ -130,7 +140,8 @@ def _findings(entry: tuple) -> tuple[list, list] | None:
         return None
 
 
-def _partition(summary: Summary | None, shared_namespaces: set[str]) -> str | None:
+def _single_namespace(summary: Summary | None) -> str | None:
+    """The namespace of a file whose objects are all workloads or budgets of one namespace."""
     if summary is None or not summary[0]:
         return None
     namespaces = set()
@@ -138,10 +149,7 @@ def _partition(summary: Summary | None, shared_namespaces: set[str]) -> str | No
         if kind not in PARTITION_KINDS:
             return None
         namespaces.add(_namespace(kind, ns))
-    if len(namespaces) != 1:
-        return None
-    (namespace,) = namespaces
-    return None if namespace in shared_namespaces else namespace
+    return namespaces.pop() if len(namespaces) == 1 else None
 
 
 def _valid(entry: Any) -> bool:

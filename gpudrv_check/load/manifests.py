@@ -602,15 +602,25 @@ def read_repo(
     if options.cache is not None and options.context is not None:
         from gpudrv_check import incremental
 
+        # per file: how it was read (content digest, Helm template or not; a Kustomize patch;
+        # an error) and what it holds; a change in either changes the partition keys
+        helm_of = {i: helm for i, _, _, helm in todo}
         metas = []
         for i, ref in enumerate(files):
             if i in hits:
                 entry = hits[i][0]
-                metas.append((ref.rel, entry[0], entry[3]))
+                metas.append((ref.rel, f"{entry[0]} helm={entry[1]}", entry[3]))
+                continue
+            result = results[i]
+            assert result is not None
+            patch = patches.get(ref.rel)
+            if i in helm_of:
+                how = f"{result.digest} helm={helm_of[i]}"
+            elif patch is not None:
+                how = f"patch of {patch.kustomization}:{patch.line} {patch.field}"
             else:
-                result = results[i]
-                assert result is not None
-                metas.append((ref.rel, result.digest, summaries.get(i)))
+                how = "unread: " + "; ".join(f.message for f in result.problems)
+            metas.append((ref.rel, how, summaries.get(i)))
         content.plan = incremental.plan(options.cache, cache_name, options.context, metas)
     for i, (entry, data) in hits.items():
         if content.plan is not None and not content.plan.decode(files[i].rel):

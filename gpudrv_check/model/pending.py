@@ -363,17 +363,22 @@ def _path_for(cause: str, workload: Workload, spec: Mapping[str, Any], nodes: li
 def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
     """Why no node takes the workload's pods; None when some node does.
 
-    Memoised per constraint set, kind, preemption policy and template path; the GPU request a
+    Memoised per constraint set, kind, preemption policy, template path and the written order
+    of nodeSelector (so the text never depends on which workload came first); the GPU request a
     finding points at is the workload's own.
     """
     if not placement.nodes or placement.eligible(workload):
         return None
+    spec = workload.pod_spec if isinstance(workload.pod_spec, dict) else {}
+    selector = spec.get("nodeSelector")
     key = (
         "pending",
         placement.constraint_key(workload),
         workload.kind,
         workload.preemption_policy,
         workload.spec_path,
+        # the explanation lists nodeSelector entries as written; the constraint key sorts them
+        tuple(selector) if isinstance(selector, dict) else None,
     )
     pending = placement.memo.get(key)
     if pending is None:

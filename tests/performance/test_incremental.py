@@ -222,5 +222,162 @@ def test_partitions_follow_kinds_and_namespaces(tmp_path):
         ("broken.yaml", "7", summary("kind: [\n")),
         ("error.yaml", "8", None),
     ]
-    p = plan(Cache(tmp_path), "n", "ctx", files)
+    without_mixed = [f for f in files if f[0] != "mixed.yaml"]
+    p = plan(Cache(tmp_path), "n", "ctx", without_mixed)
+    # b has a DaemonSet; a ConfigMap does not make its namespace shared
     assert p.partition_of == {"deploy.yaml": "a", "pdb-default.yaml": "default"}
+    # a shared file holding a's Deployment and default's budget: both namespaces are shared
+    assert plan(Cache(tmp_path), "n", "ctx", files).partition_of == {}
+
+
+# --- the counterexamples a review found (each failed before the fix) ----------------------------
+
+LAB = ROOT / "examples" / "lab"
+
+
+def _deployment(name: str, namespace: str, image: str = "nginx", extra_meta: str = "") -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  namespace: {namespace}
+{extra_meta}spec:
+  replicas: 2
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+    spec:
+      containers:
+      - name: {name}
+        image: {image}
+"""
+
+
+PDB_ALL = """\
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web
+  namespace: {ns}
+spec:
+  minAvailable: 100%
+  selector:
+    matchLabels: {{app: web}}
+"""
+
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: j
+  namespace: team-c
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: j
+        image: busybox
+"""
+
+SERVICE = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {ns}\n"
+
+
+def _lab_nodes(root: Path) -> None:
+    shutil.copy(LAB / "k8s" / "nodes.yaml", root / "nodes.yaml")
+    shutil.copy(LAB / "support-matrix.csv", root / "support-matrix.csv")
+
+
+def _same_after(root: Path, cache: Path, edit) -> None:
+    for fmt in ("text", "json"):
+        _both(root, cache / fmt, fmt)
+    edit(root)
+    for fmt in ("text", "json"):
+        cached, fresh = _both(root, cache / fmt, fmt)
+        assert cached == fresh, fmt
+
+
+def _edit_other_namespace(root: Path) -> None:
+    _edit(root / "team-c" / "job.yaml", "busybox", "busybox:1.36")
+
+
+def test_a_budget_in_a_shared_file_still_sees_its_namespace(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    _lab_nodes(root)
+    write(root, "team-a/deploy.yaml", _deployment("web", "team-a"))
+    write(
+        root,
+        "team-a/service-and-pdb.yaml",
+        SERVICE.format(ns="team-a") + "---\n" + PDB_ALL.format(ns="team-a"),
+    )
+    write(root, "team-c/job.yaml", JOB)
+    _same_after(root, tmp_path / "cache", _edit_other_namespace)
+    assert "GPU020" in _both(root, tmp_path / "cache" / "text")[0]
+
+
+def test_an_annotation_on_a_duplicated_identity_still_applies(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    _lab_nodes(root)
+    image = "nvcr.io/nvidia/pytorch:24.07-py3"
+    meta = '  annotations:\n    gpudrv-check.io/ignore: "GPU011 # accepted"\n'
+    write(root, "team-a/web.yaml", _deployment("web", "team-a", image, meta))
+    write(
+        root,
+        "legacy.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: legacy\n"
+        "  namespace: team-a\n---\n" + _deployment("web", "team-a", image),
+    )
+    write(root, "team-c/job.yaml", JOB)
+    _same_after(root, tmp_path / "cache", _edit_other_namespace)
+    assert "suppressed" in _both(root, tmp_path / "cache" / "text")[0]
+
+
+def test_a_pending_explanation_does_not_depend_on_another_namespace(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    _lab_nodes(root)
+    for ns, selector in (
+        ("team-a", "pool: alpha\n        zone: z1"),
+        ("team-b", "zone: z1\n        pool: alpha"),
+    ):
+        text = _deployment("w", ns).replace(
+            "    spec:\n      containers:",
+            f"    spec:\n      nodeSelector:\n        {selector}\n      containers:",
+        )
+        write(root, f"{ns}/w.yaml", text)
+
+    def edit(repo: Path) -> None:
+        _edit(repo / "team-b" / "w.yaml", "image: nginx", "image: nginx:1.27")
+
+    _same_after(root, tmp_path / "cache", edit)
+    # and each workload's explanation follows its own written order
+    text = _both(root, tmp_path / "cache" / "text")[0]
+    b_line = next(line for line in text.splitlines() if line.startswith("team-b/w.yaml"))
+    assert b_line.index("zone=z1") < b_line.index("pool=alpha")
+
+
+def test_a_file_that_turns_into_a_helm_template_is_a_shared_change(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    _lab_nodes(root)
+    write(
+        root,
+        "chart/templates/app.yaml",
+        _deployment("web", "team-b") + "---\n" + SERVICE.format(ns="team-b"),
+    )
+    write(root, "team-b/pdb.yaml", PDB_ALL.format(ns="team-b"))
+
+    def edit(repo: Path) -> None:
+        write(
+            repo,
+            "chart/Chart.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p, "
+            "namespace: team-c}\nspec:\n  containers: [{name: c, image: x}]\n",
+        )
+
+    _same_after(root, tmp_path / "cache", edit)

@@ -381,3 +381,26 @@ def test_a_file_that_turns_into_a_helm_template_is_a_shared_change(tmp_path):
         )
 
     _same_after(root, tmp_path / "cache", edit)
+
+
+def test_every_finding_about_a_partition_object_sits_in_its_partition(repo, tmp_path):
+    """The invariant the cache rests on, checked over every rule on a generated corpus: what is
+    said about a namespace's workloads and budgets is located in that namespace's files (or
+    the namespace is shared), so a rule added later that reports elsewhere fails here."""
+    from gpudrv_check import engine
+    from gpudrv_check.incremental import PARTITION_KINDS
+
+    content = _read(repo, tmp_path / "cache")
+    partition_of = content.plan.partition_of
+    partitions = set(partition_of.values())
+    run = engine.check(repo, load_config(repo, None))
+    assert run.findings
+    for finding in [*run.findings, *run.suppressed]:
+        where = partition_of.get(finding.location.file)
+        obj = finding.object
+        if obj is not None and obj.kind in PARTITION_KINDS:
+            ns = obj.namespace or "default"
+            assert where in (ns, None), finding
+            assert where is not None or ns not in partitions, finding
+        elif where is not None:
+            assert obj is None or (obj.namespace or "default") == where, finding

@@ -156,7 +156,7 @@ def test_two_edits_in_a_row_and_every_output_format(repo, tmp_path):
     _both(repo, cache)
     for edit in (_replicas, _pdb, _exempt):
         edit(repo)
-        for fmt in ("json", "sarif", "text"):
+        for fmt in ("json", "sarif", "text", "markdown", "junit", "gitlab", "github"):
             cached, fresh = _both(repo, cache, fmt)
             assert cached == fresh, fmt
 

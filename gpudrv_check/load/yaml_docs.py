@@ -65,6 +65,22 @@ _NON_SCALAR = "<non-scalar key>"  # what such a key is stored as
 # benchmark corpus). Bounded, so a long-lived process does not grow it without limit.
 POSITIONS: dict[Pos, Pos] = {}
 MAX_SHARED_POSITIONS = 200_000
+# parts of a Node's status nothing reads (capacity and allocatable are read): a `kubectl get
+# nodes -o yaml` export lists every cached image of every node, often most of the file
+NODE_STATUS_SKIPPED = frozenset(
+    (
+        "addresses",
+        "conditions",
+        "config",
+        "daemonEndpoints",
+        "features",
+        "images",
+        "nodeInfo",
+        "runtimeHandlers",
+        "volumesAttached",
+        "volumesInUse",
+    )
+)
 # top-level keys always built, whatever the kind (see `skim` in parse_text)
 _KEPT_TOP_KEYS = frozenset(("metadata", "<<", "apiVersion", "kind"))
 
@@ -457,7 +473,9 @@ def parse_text(text: str | bytes, skim: frozenset[str] | None = None) -> ParsedF
     them and comes before the content (as it always does in practice), every top-level value
     but `metadata` is read for syntax, nesting, duplicate keys and tags, and kept only as an
     empty mapping or list at its position: a 2 MB CRD costs the parser, not the tree builder.
-    When `kind:` comes later the document is built whole.
+    When `kind:` comes later the document is built whole. The same holds, with any `skim`, for
+    the parts of a Node's `status` nothing reads (NODE_STATUS_SKIPPED), in a Node of its own or
+    in a List's items.
     """
     with _event_classes() as events:
         return _parse_text(text, events.names, skim)
@@ -738,14 +756,19 @@ def _parse_text(
                 if len(stack) >= MAX_DEPTH:
                     abandon(pos, f"nesting deeper than {MAX_DEPTH} levels; document not read")
                     continue
-                if skim_kinds is not None and len(stack) == 1:
-                    top = stack[0]
+                if skim_kinds is not None and event.anchor is None and stack:
+                    top = stack[-1]
                     if (
-                        top.is_map
+                        len(stack) == 1
+                        and top.is_map
                         and top.key is not None
                         and top.key not in _KEPT_TOP_KEYS
                         and top.node.get("kind") in skim_kinds
-                        and event.anchor is None
+                    ) or (
+                        top.key in NODE_STATUS_SKIPPED
+                        and len(stack) >= 2
+                        and stack[-2].key == "status"
+                        and stack[-2].node.get("kind") == "Node"
                     ):
                         mapping = cls is MappingStartEvent
                         if skim(mapping):

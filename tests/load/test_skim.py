@@ -137,3 +137,64 @@ def test_the_stock_event_classes_are_restored_after_a_parse():
     assert parse_text("a: [\n").failed
     assert module.ScalarEvent is stock.ScalarEvent
     assert module.MappingStartEvent is stock.MappingStartEvent
+
+
+NODE_EXPORT = """\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata:
+    name: gpu-1
+    labels: {nvidia.com/gpu.present: "true"}
+  spec:
+    taints: [{key: nvidia.com/gpu, effect: NoSchedule}]
+  status:
+    addresses: [{type: InternalIP, address: 10.0.0.1}]
+    capacity: {nvidia.com/gpu: "8"}
+    allocatable: {nvidia.com/gpu: "8"}
+    conditions:
+    - {type: Ready, status: "True"}
+    images:
+    - names: ["nvcr.io/nvidia/driver:550-5.15.0-119-generic-ubuntu22.04"]
+      sizeBytes: 1234
+    - names: ["registry.k8s.io/pause:3.9"]
+      sizeBytes: 1
+    nodeInfo: {kernelVersion: 5.15.0-119-generic}
+"""
+
+
+def test_the_unread_parts_of_a_node_status_are_skimmed():
+    full = parse_text(NODE_EXPORT).docs[0].data["items"][0]
+    skimmed = parse_text(NODE_EXPORT, SKIM_KINDS).docs[0].data["items"][0]
+    status, full_status = skimmed["status"], full["status"]
+    assert status["capacity"] == full_status["capacity"] == {"nvidia.com/gpu": "8"}
+    assert status["allocatable"] == full_status["allocatable"]
+    assert status["images"] == [] and full_status["images"]
+    assert status["conditions"] == [] and status["nodeInfo"] == {}
+    assert status.kpos == full_status.kpos
+    assert status["images"].pos == full_status["images"].pos
+    for key in ("metadata", "spec"):
+        assert skimmed[key] == full[key]
+
+
+@pytest.mark.parametrize(
+    "inside",
+    [
+        "    - names: [a]\n      names: [b]\n",  # duplicate key
+        "    - !Custom {names: [a]}\n",  # unknown tag
+        "    - names: [a\n",  # syntax error
+    ],
+    ids=["duplicate key", "unknown tag", "syntax error"],
+)
+def test_a_skimmed_node_status_reports_what_a_built_one_reports(inside):
+    text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus:\n  images:\n" + inside
+    assert _problems(parse_text(text, SKIM_KINDS)) == _problems(parse_text(text))
+
+
+def test_a_node_status_elsewhere_is_not_skimmed():
+    text = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\ndata:\n  status:\n    images: [a]\n"
+    )
+    assert parse_text(text, SKIM_KINDS).docs[0].data == parse_text(text).docs[0].data

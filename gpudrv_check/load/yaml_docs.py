@@ -81,6 +81,23 @@ NODE_STATUS_SKIPPED = frozenset(
         "volumesInUse",
     )
 )
+# fields of a workload's containers nothing reads (name, image and resources are read)
+CONTAINER_SKIPPED = frozenset(
+    (
+        "args",
+        "command",
+        "env",
+        "envFrom",
+        "lifecycle",
+        "livenessProbe",
+        "ports",
+        "readinessProbe",
+        "securityContext",
+        "startupProbe",
+        "volumeDevices",
+        "volumeMounts",
+    )
+)
 # top-level keys always built, whatever the kind (see `skim` in parse_text)
 _KEPT_TOP_KEYS = frozenset(("metadata", "<<", "apiVersion", "kind"))
 
@@ -247,6 +264,19 @@ def append_item(node: LSeq, value: Any, pos: Pos, raw: str | None) -> None:
         node.raw[len(node)] = raw
     node.append(value)
     node.ipos.append(pos)
+
+
+def _in_container(stack: list[_Frame]) -> bool:
+    """Whether the innermost open mapping is a container of the document's pod template."""
+    from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
+
+    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))  # type: ignore[arg-type]
+    if path is None or len(stack) != len(path) + 3 or not stack[0].is_map:
+        return False
+    for frame, key in zip(stack, path, strict=False):  # the stack is deeper than the path
+        if frame.key != key:
+            return False
+    return stack[len(path)].key in CONTAINER_LISTS and not stack[len(path) + 1].is_map
 
 
 def duplicate_key(key: str, pos: Pos) -> LoadProblem:
@@ -475,7 +505,8 @@ def parse_text(text: str | bytes, skim: frozenset[str] | None = None) -> ParsedF
     empty mapping or list at its position: a 2 MB CRD costs the parser, not the tree builder.
     When `kind:` comes later the document is built whole. The same holds, with any `skim`, for
     the parts of a Node's `status` nothing reads (NODE_STATUS_SKIPPED), in a Node of its own or
-    in a List's items.
+    in a List's items, and for the container fields nothing reads (CONTAINER_SKIPPED: env,
+    args, probes...) in a workload's pod template.
     """
     with _event_classes() as events:
         return _parse_text(text, events.names, skim)
@@ -759,16 +790,20 @@ def _parse_text(
                 if skim_kinds is not None and event.anchor is None and stack:
                     top = stack[-1]
                     if (
-                        len(stack) == 1
-                        and top.is_map
-                        and top.key is not None
-                        and top.key not in _KEPT_TOP_KEYS
-                        and top.node.get("kind") in skim_kinds
-                    ) or (
-                        top.key in NODE_STATUS_SKIPPED
-                        and len(stack) >= 2
-                        and stack[-2].key == "status"
-                        and stack[-2].node.get("kind") == "Node"
+                        (
+                            len(stack) == 1
+                            and top.is_map
+                            and top.key is not None
+                            and top.key not in _KEPT_TOP_KEYS
+                            and top.node.get("kind") in skim_kinds
+                        )
+                        or (
+                            top.key in NODE_STATUS_SKIPPED
+                            and len(stack) >= 2
+                            and stack[-2].key == "status"
+                            and stack[-2].node.get("kind") == "Node"
+                        )
+                        or (top.key in CONTAINER_SKIPPED and _in_container(stack))
                     ):
                         mapping = cls is MappingStartEvent
                         if skim(mapping):

@@ -6,23 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
 from gpudrv_check.load.located import Path, scalar_text, type_name
 from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
 from gpudrv_check.model.manifest import Manifest
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
-#: where the pod spec lives, per kind
-POD_SPEC_PATHS: dict[str, Path] = {
-    "Pod": ("spec",),
-    "Deployment": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "ReplicationController": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
 WORKLOAD_API_VERSIONS = frozenset(
     (
         "v1",

@@ -198,3 +198,59 @@ def test_a_node_status_elsewhere_is_not_skimmed():
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\ndata:\n  status:\n    images: [a]\n"
     )
     assert parse_text(text, SKIM_KINDS).docs[0].data == parse_text(text).docs[0].data
+
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  template:
+    spec:
+      containers:
+      - name: main
+        image: nvcr.io/nvidia/pytorch:25.03-py3
+        args: ["--epochs", "10"]
+        env:
+        - {name: A, value: "1"}
+        resources: {limits: {nvidia.com/gpu: 1}}
+        ports: [{containerPort: 80}]
+      initContainers:
+      - name: init
+        image: busybox
+        command: [sh, -c, "true"]
+      volumes: [{name: v, emptyDir: {}}]
+"""
+
+
+def test_container_fields_nothing_reads_are_skimmed():
+    full = parse_text(DEPLOYMENT).docs[0].data
+    skimmed = parse_text(DEPLOYMENT, SKIM_KINDS).docs[0].data
+    pod, full_pod = skimmed["spec"]["template"]["spec"], full["spec"]["template"]["spec"]
+    main, full_main = pod["containers"][0], full_pod["containers"][0]
+    assert (main["args"], main["env"], main["ports"]) == ([], [], [])
+    assert full_main["args"] == ["--epochs", "10"]
+    for key in ("name", "image", "resources"):
+        assert main[key] == full_main[key]
+    assert main.kpos == full_main.kpos
+    assert pod["initContainers"][0]["command"] == []
+    assert pod["volumes"] == full_pod["volumes"]  # a pod-level field: kept
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the same shape where no pod template is: kept
+        DEPLOYMENT.replace("kind: Deployment", "kind: Widget"),
+        DEPLOYMENT.replace("  template:\n    spec:\n", "  other:\n    spec:\n"),
+    ],
+    ids=["not a workload", "not the pod template"],
+)
+def test_container_like_fields_elsewhere_are_kept(text):
+    assert parse_text(text, SKIM_KINDS).docs[0].data == parse_text(text).docs[0].data
+
+
+def test_a_skimmed_container_field_reports_what_a_built_one_reports():
+    text = DEPLOYMENT.replace('- {name: A, value: "1"}', "- {name: A, name: B, x: !Odd 1}")
+    assert _problems(parse_text(text, SKIM_KINDS)) == _problems(parse_text(text))
+    assert [p.rule for p in parse_text(text).problems] == ["GPU008", "GPU009"]

@@ -305,29 +305,30 @@ def set_key(
     node.kpos[key] = key_pos
 
 
+# Light events: one slotted class per event, whose generated __init__ takes the positional
+# arguments the C extension passes (see _LIGHT below).
+_light = dataclass(slots=True, eq=False, repr=False)
+
+
+@_light
 class _Scalar:
-    __slots__ = ("anchor", "tag", "implicit", "value", "start_mark", "end_mark", "style")
-
-    def __init__(self, anchor, tag, implicit, value, start_mark, end_mark, style):  # noqa: ANN001
-        self.anchor = anchor
-        self.tag = tag
-        self.implicit = implicit
-        self.value = value
-        self.start_mark = start_mark
-        self.end_mark = end_mark
-        self.style = style
+    anchor: Any
+    tag: Any
+    implicit: Any
+    value: Any
+    start_mark: Any
+    end_mark: Any
+    style: Any
 
 
+@_light
 class _CollectionStart:
-    __slots__ = ("anchor", "tag", "implicit", "start_mark", "end_mark", "flow_style")
-
-    def __init__(self, anchor, tag, implicit, start_mark, end_mark, flow_style):  # noqa: ANN001
-        self.anchor = anchor
-        self.tag = tag
-        self.implicit = implicit
-        self.start_mark = start_mark
-        self.end_mark = end_mark
-        self.flow_style = flow_style
+    anchor: Any
+    tag: Any
+    implicit: Any
+    start_mark: Any
+    end_mark: Any
+    flow_style: Any
 
 
 class _MappingStart(_CollectionStart):
@@ -338,12 +339,10 @@ class _SequenceStart(_CollectionStart):
     __slots__ = ()
 
 
+@_light
 class _End:
-    __slots__ = ("start_mark", "end_mark")
-
-    def __init__(self, start_mark, end_mark):  # noqa: ANN001
-        self.start_mark = start_mark
-        self.end_mark = end_mark
+    start_mark: Any
+    end_mark: Any
 
 
 class _MappingEnd(_End):
@@ -358,42 +357,34 @@ class _StreamEnd(_End):
     __slots__ = ()
 
 
+@_light
 class _Alias:
-    __slots__ = ("anchor", "start_mark", "end_mark")
-
-    def __init__(self, anchor, start_mark, end_mark):  # noqa: ANN001
-        self.anchor = anchor
-        self.start_mark = start_mark
-        self.end_mark = end_mark
+    anchor: Any
+    start_mark: Any
+    end_mark: Any
 
 
+@_light
 class _DocumentStart:
-    __slots__ = ("start_mark", "end_mark", "explicit", "version", "tags")
-
-    def __init__(self, start_mark, end_mark, explicit, version, tags):  # noqa: ANN001
-        self.start_mark = start_mark
-        self.end_mark = end_mark
-        self.explicit = explicit
-        self.version = version
-        self.tags = tags
+    start_mark: Any
+    end_mark: Any
+    explicit: Any
+    version: Any
+    tags: Any
 
 
+@_light
 class _DocumentEnd:
-    __slots__ = ("start_mark", "end_mark", "explicit")
-
-    def __init__(self, start_mark, end_mark, explicit):  # noqa: ANN001
-        self.start_mark = start_mark
-        self.end_mark = end_mark
-        self.explicit = explicit
+    start_mark: Any
+    end_mark: Any
+    explicit: Any
 
 
+@_light
 class _StreamStart:
-    __slots__ = ("start_mark", "end_mark", "encoding")
-
-    def __init__(self, start_mark, end_mark, encoding):  # noqa: ANN001
-        self.start_mark = start_mark
-        self.end_mark = end_mark
-        self.encoding = encoding
+    start_mark: Any
+    end_mark: Any
+    encoding: Any
 
 
 # The C parser builds every event by calling a class it looks up in its own module's globals.

@@ -148,3 +148,27 @@ def test_version_imports_no_heavy_dependency():
     imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()}
     for heavy in ("pydantic", "ruamel", "jsonschema", "git"):
         assert heavy not in imported, heavy
+
+
+def test_a_run_is_made_without_the_cyclic_collector_which_comes_back_after(monkeypatch):
+    import argparse
+    import gc
+
+    from gpudrv_check import commands
+    from gpudrv_check.commands import rules as rules_command
+
+    seen = []
+    monkeypatch.setattr(rules_command, "run", lambda args: seen.append(gc.isenabled()) or 0)
+    assert gc.isenabled()
+    assert commands.dispatch(argparse.Namespace(command="rules")) == 0
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_the_console_script_exits_with_its_code_and_complete_output(tmp_path: Path):
+    # the script ends with os._exit: whatever it printed must be flushed first
+    root = _many(tmp_path / "repo", 3)
+    proc = run_cli("check", str(root), "--format", "json", "--no-cache")
+    assert proc.returncode == 1
+    assert proc.stdout.rstrip().endswith("}")
+    assert '"GPU000"' in proc.stdout

@@ -9,8 +9,8 @@ The file is JSON, sorted, one entry per finding, readable in a diff.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
-from pathlib import Path
 
 from gpudrv_check.config import ConfigError
 from gpudrv_check.exemptions import BY_BASELINE
@@ -37,10 +37,13 @@ def render_baseline(findings: list[Finding]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def read_baseline(path: str) -> Counter[str]:
-    """Fingerprint → how many findings the baseline accepts with it."""
+def read_baseline(path: str, root: str | os.PathLike[str] = "") -> Counter[str]:
+    """Fingerprint → how many findings the baseline accepts with it. Inside the checked `root`
+    a link may not lead out of it; a FIFO, a device or a file over 8 MiB is refused."""
+    from gpudrv_check.source.safe_io import read_named
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_named(path, root=root).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"baseline not found: {path}") from None
     except (OSError, UnicodeDecodeError) as err:

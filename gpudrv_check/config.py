@@ -199,7 +199,7 @@ def load_config(root: Path, explicit: str | None = None, source: Any = None) -> 
         path = Path(explicit)
         if not path.is_file():
             raise ConfigError(f"config file not found: {explicit}")
-        return _parse_yaml_config(_read_file(path, explicit), explicit)
+        return _parse_yaml_config(_read_file(path, explicit, root), explicit)
     if source is None:
         from gpudrv_check.source.tree import WorkingTree
 
@@ -256,23 +256,28 @@ def _repo_config_exists(root: Path, source: Any, name: str) -> bool:
     return source.exists(name)
 
 
-def _read_file(path: Path, shown: str) -> bytes:
+def _read_file(path: Path, shown: str, root: Path) -> bytes:
+    from gpudrv_check.source.safe_io import TooLarge, read_named
+
     try:
-        if path.stat().st_size > DEFAULT_MAX_FILE_BYTES:
-            raise ConfigError(f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", shown)
-        return path.read_bytes()
+        return read_named(path, DEFAULT_MAX_FILE_BYTES, root)
+    except TooLarge:
+        raise ConfigError(
+            f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", shown
+        ) from None
     except OSError as err:
         raise ConfigError(f"cannot read config: {err.strerror}", shown) from None
 
 
 def _read(source: Any, rel: str) -> bytes:
+    from gpudrv_check.source.safe_io import TooLarge
+
     try:
-        raw = source.read(rel)
+        return source.read(rel, DEFAULT_MAX_FILE_BYTES, follow_inside=True)
+    except TooLarge:
+        raise ConfigError(f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", rel) from None
     except OSError as err:
         raise ConfigError(f"cannot read config: {err.strerror}", rel) from None
-    if len(raw) > DEFAULT_MAX_FILE_BYTES:
-        raise ConfigError(f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", rel)
-    return raw
 
 
 def _parse_yaml_config(raw: bytes, shown: str) -> Config:

@@ -84,7 +84,7 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
             raise ConfigError(f"support matrix not found: {override}")
         return parse_matrix(
             _shown(path, source.disk_root, override),
-            _read_limited(path, override, config.max_file_bytes),
+            _read_limited(path, override, config.max_file_bytes, source.disk_root),
         )
     if config.matrix is None:
         return None
@@ -100,23 +100,45 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
             f"support matrix not found: {Path(source.disk_root) / rel}{where} (set `matrix:` in "
             ".gpudrv-check.yaml, pass --matrix FILE, or --matrix none to check without one)"
         )
-    data = source.read(rel)
-    if len(data) > config.max_file_bytes:
-        raise ConfigError(
-            f"support matrix {rel} is {len(data)} bytes, over max_file_bytes "
-            f"({config.max_file_bytes})"
-        )
-    return parse_matrix(rel, data)
+    return parse_matrix(rel, _read_repo_file(source, config, rel, "matrix"))
 
 
-def _read_limited(path: Path, shown: str, max_bytes: int) -> bytes:
+def _read_repo_file(source: Source, config: Config, rel: str, what: str) -> bytes:
+    """A file the config names (matrix, inventory): links may not leave the root, size and
+    kind are checked on the open file (source/safe_io.py)."""
+    from gpudrv_check.source.safe_io import Refused, TooLarge
+
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise ConfigError(
-                f"support matrix {shown} is {size} bytes, over max_file_bytes ({max_bytes})"
-            )
-        return path.read_bytes()
+        return source.read(rel, config.max_file_bytes, follow_inside=True)
+    except TooLarge as err:
+        raise ConfigError(
+            f"{_WHAT[what]} {rel} is {err.size} bytes, over max_file_bytes "
+            f"({config.max_file_bytes})"
+        ) from None
+    except Refused as err:
+        if "leaves the repo root" in (err.strerror or ""):
+            raise config.error_at(
+                f"{what} path {rel!r} leaves the repo root; config paths stay inside the repo",
+                what,
+            ) from None
+        raise ConfigError(f"cannot read {_WHAT[what]} {rel}: {err.strerror}") from None
+    except OSError as err:
+        raise ConfigError(f"cannot read {_WHAT[what]} {rel}: {err.strerror}") from None
+
+
+_WHAT = {"matrix": "support matrix", "inventory": "inventory"}
+
+
+def _read_limited(path: Path, shown: str, max_bytes: int, root: Path | str = "") -> bytes:
+    """A file named on the command line (source/safe_io.py `read_named`)."""
+    from gpudrv_check.source.safe_io import TooLarge, read_named
+
+    try:
+        return read_named(path, max_bytes, root)
+    except TooLarge as err:
+        raise ConfigError(
+            f"support matrix {shown} is {err.size} bytes, over max_file_bytes ({max_bytes})"
+        ) from None
     except OSError as err:
         raise ConfigError(f"cannot read support matrix {shown}: {err.strerror}") from None
 
@@ -125,6 +147,8 @@ def _extra_inventory(
     source: Source, config: Config, inventory: Sequence[str], listed: set[str]
 ) -> list[FileResult]:
     """Inventory files named by the config (inside the repo) and by `--inventory` (on disk)."""
+    from gpudrv_check.source.safe_io import read_named
+
     results = []
     for rel in config.inventory:
         clean = _config_path(source, config, rel, "inventory")
@@ -133,7 +157,8 @@ def _extra_inventory(
         if not source.exists(clean):
             raise ConfigError(f"inventory file not found: {clean}", config.source)
         listed.add(clean)
-        results.append(parse_manifest_bytes(clean, source.read(clean)))
+        data = _read_repo_file(source, config, clean, "inventory")
+        results.append(parse_manifest_bytes(clean, data))
     for given in inventory:
         path = Path(given)
         if not path.is_file():
@@ -143,7 +168,7 @@ def _extra_inventory(
             continue
         listed.add(shown)
         try:
-            data = path.read_bytes()
+            data = read_named(path, config.max_file_bytes, source.disk_root)
         except OSError as err:
             raise ConfigError(f"cannot read inventory {given}: {err.strerror}") from None
         results.append(parse_manifest_bytes(shown, data))

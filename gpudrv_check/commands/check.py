@@ -77,16 +77,14 @@ def _apply_baselines(run: Run, args: argparse.Namespace) -> str | None:
     moves the recorded ones to `run.suppressed`. Returns the baseline file in use."""
     from gpudrv_check.baseline import apply_baseline, read_baseline, render_baseline
 
+    root = _checked_root(args)
     baseline = getattr(args, "baseline", None)
-    accepted = read_baseline(baseline) if baseline else None
+    accepted = read_baseline(baseline, root) if baseline else None
     written = getattr(args, "write_baseline", None)
     if written:
-        try:
-            Path(written).write_text(render_baseline(run.findings), encoding="utf-8")
-        except OSError as err:
-            raise ConfigError(f"cannot write baseline {written}: {err.strerror}") from None
+        write_output(written, render_baseline(run.findings), "baseline ", root)
         sys.stderr.write(f"gpudrv-check: wrote {len(run.findings)} finding(s) to {written}\n")
-        accepted, baseline = read_baseline(written), written
+        accepted, baseline = read_baseline(written, root), written
     if accepted is None:
         return None
     run.findings, known = apply_baseline(run.findings, accepted, baseline or "")
@@ -187,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         sys.stderr = stderr
     for kind, dest, text in actions:
-        _perform(kind, dest, text)
+        _perform(kind, dest, text, _checked_root(args))
     if reuse is not None and tee is not None:
         reuse.store(code, [("stderr", "", tee.text), *actions])
     return code
@@ -237,16 +235,30 @@ def _check(
     return code
 
 
-def _perform(kind: str, dest: str, text: str) -> None:
+def _perform(kind: str, dest: str, text: str, root: str = "") -> None:
     if kind == "stdout":
         sys.stdout.write(text)
     elif kind == "stderr":
         sys.stderr.write(text)
     else:
-        try:
-            Path(dest).write_text(text, encoding="utf-8")
-        except OSError as err:
-            raise ConfigError(f"cannot write {dest}: {err.strerror}") from None
+        write_output(dest, text, root=root)
+
+
+def _checked_root(args: argparse.Namespace) -> str:
+    """The directory on disk that is checked (links below it may not direct a write out)."""
+    path = getattr(args, "path", None) or "."
+    return "" if path == "-" else path
+
+
+def write_output(dest: str, text: str, what: str = "", root: str = "") -> None:
+    """A report or baseline file, written atomically (source/safe_io.py `write_atomic`);
+    below the checked `root` a committed link cannot direct it out of the root."""
+    from gpudrv_check.source.safe_io import write_atomic
+
+    try:
+        write_atomic(dest, text.encode("utf-8"), root)
+    except OSError as err:
+        raise ConfigError(f"cannot write {what}{dest}: {err.strerror}") from None
 
 
 def _replay(hit: tuple) -> int:
@@ -329,6 +341,7 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
     from gpudrv_check.cache import Cache, default_dir, digest
     from gpudrv_check.commands.common import repo_config
     from gpudrv_check.load.policies import policy_files
+    from gpudrv_check.source.safe_io import read_named
 
     source = make_source(args)
     root = Path(source.disk_root).resolve()
@@ -355,13 +368,15 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
             parts.append(path)
             return
         try:
-            parts.append((path, Path(path).read_bytes()))
+            parts.append((path, read_named(path, config.max_file_bytes, root)))
         except OSError:
             parts.append((path, None))
 
     def inside(rel: str | None) -> None:
         try:
-            parts.append((rel, source.read(rel) if rel and source.exists(rel) else None))
+            found = rel and source.exists(rel)
+            limit = config.max_file_bytes
+            parts.append((rel, source.read(rel, limit, follow_inside=True) if found else None))
         except (OSError, ValueError):
             parts.append((rel, None))
 
@@ -382,7 +397,7 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
             parts.append((ref.rel, ref.size, ref.error))
             continue
         try:
-            blob = source.read(ref.rel)
+            blob = source.read(ref.rel, config.max_file_bytes)
         except OSError as err:
             parts.append((ref.rel, "unreadable", err.strerror))
             continue

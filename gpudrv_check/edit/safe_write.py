@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,33 +50,33 @@ def resolve_inside(root: Path, rel: str) -> Path:
 def read_unchanged(root: Path, rel: str, expected_digest: str) -> tuple[Path, bytes]:
     """The file's real path and bytes, refusing when they differ from what was read before."""
     path = resolve_inside(root, rel)
-    data = path.read_bytes()
+    data = _read_regular(path)
     if not expected_digest or digest(data) != expected_digest:
         raise EditError(f"{rel} changed since it was read; run the command again")
     return path, data
 
 
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a real path inside the root (source/safe_io.py: no link, no FIFO)."""
+    from gpudrv_check.source.safe_io import read_named
+
+    return read_named(path, limit=1 << 30)
+
+
 def replace_atomically(path: Path, expected: bytes, updated: bytes) -> None:
-    """Write ``updated`` to a temporary file beside ``path`` and rename it over ``path``.
+    """Write ``updated`` to a temporary file beside ``path`` and rename it over ``path``
+    (source/safe_io.py `write_atomic`: fsynced, a link at the target is never followed).
 
     Refuses (raising EditError, original untouched) when ``path`` no longer holds ``expected``.
     The new file keeps the original's permission bits.
     """
-    mode = stat.S_IMODE(path.stat().st_mode)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(updated)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        if path.read_bytes() != expected:
+    from gpudrv_check.source.safe_io import write_atomic
+
+    def unchanged() -> None:
+        if _read_regular(path) != expected:
             raise EditError(f"{path.name} changed while it was being rewritten; nothing written")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+    write_atomic(path, updated, before_rename=unchanged)
 
 
 def apply_edits(edits: list[FileEdit]) -> None:

@@ -14,6 +14,7 @@ from gpudrv_check.load.text import decode_text
 from gpudrv_check.load.yaml_docs import NON_SCALAR_KEY, LoadProblem, ParsedFile, parse_text
 from gpudrv_check.model.finding import Finding, Location, Severity
 from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.source.safe_io import TooLarge
 from gpudrv_check.source.tree import FileRef, Skipped
 
 # loader problems of one rule listed per file; the rest are counted in one more finding
@@ -21,7 +22,7 @@ MAX_PROBLEMS_PER_RULE = 100
 
 
 class Source(Protocol):
-    def read(self, rel: str) -> bytes: ...
+    def read(self, rel: str, limit: int = ..., follow_inside: bool = False) -> bytes: ...
 
 
 @dataclass
@@ -136,7 +137,9 @@ def _read_bytes(source: Source, ref: FileRef, max_bytes: int) -> bytes | FileRes
     if ref.size > max_bytes:
         return _over_limit(ref.rel, ref.size, max_bytes)
     try:
-        data = source.read(ref.rel)
+        data = source.read(ref.rel, max_bytes)
+    except TooLarge as err:  # it grew since the walk
+        return _over_limit(ref.rel, err.size, max_bytes)
     except OSError as err:
         result = FileResult(ref.rel)
         reason = err.strerror or type(err).__name__

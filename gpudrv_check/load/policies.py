@@ -18,6 +18,7 @@ from typing import Any
 from gpudrv_check.config import Config, ConfigError
 from gpudrv_check.load.located import LMap, locate, schema_error_path
 from gpudrv_check.model.custom_policy import CustomPolicy
+from gpudrv_check.source.safe_io import read_inside
 from gpudrv_check.source.tree import MANIFEST_SUFFIXES, inside_root
 
 RESERVED_PREFIX = "GPU"
@@ -203,7 +204,10 @@ def load_custom_policies(
     policies: list[CustomPolicy] = []
     for rel in files:
         try:
-            raw = source.read(rel) if source is not None else (root / rel).read_bytes()
+            if source is not None:
+                raw = source.read(rel, config.max_file_bytes, follow_inside=True)
+            else:
+                raw = read_inside(root, rel, config.max_file_bytes)
         except OSError as err:
             raise ConfigError(f"cannot read policy: {err.strerror}", rel) from None
         text, problem = decode_text(raw)

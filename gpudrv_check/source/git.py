@@ -15,6 +15,7 @@ from typing import Any
 
 from gpudrv_check.config import ConfigError
 from gpudrv_check.source import clean_rel
+from gpudrv_check.source.safe_io import DEFAULT_LIMIT, TooLarge
 from gpudrv_check.source.tree import (
     MANIFEST_SUFFIXES,
     SKIP_DIRS,
@@ -200,10 +201,14 @@ class GitTree:
         self._wanted = [f.rel for f in listing.files if f.size <= _PREFETCH_FILE_BYTES]
         return listing
 
-    def read(self, rel: str) -> bytes:
+    def read(self, rel: str, limit: int = DEFAULT_LIMIT, follow_inside: bool = False) -> bytes:
+        """A blob of the revision (links and submodules are never read); over `limit` it is
+        refused before a byte is read."""
         entry = self.entries.get(rel)
         if entry is None or entry.mode in (_SYMLINK, _SUBMODULE):
             raise FileNotFoundError(2, "No such file at revision " + self.rev, rel)
+        if entry.size > limit:
+            raise TooLarge(entry.size, limit, rel)
         if self._wanted:
             self._prefetch(self._wanted)
             self._wanted = []

@@ -27,6 +27,7 @@ from typing import Any
 
 from gpudrv_check.config import ConfigError
 from gpudrv_check.source import Source, clean_rel
+from gpudrv_check.source.safe_io import DEFAULT_LIMIT
 from gpudrv_check.source.tree import FileRef, Listing, Skipped
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -326,10 +327,10 @@ class KustomizeSource:
         skipped.sort(key=lambda s: s.rel)
         return Listing(files=files, skipped=skipped)
 
-    def read(self, rel: str) -> bytes:
+    def read(self, rel: str, limit: int = DEFAULT_LIMIT, follow_inside: bool = False) -> bytes:
         if rel in self.rendered:
             return self.rendered[rel]
-        return self.inner.read(rel)
+        return self.inner.read(rel, limit, follow_inside)
 
     def exists(self, rel: str) -> bool:
         return rel in self.rendered or self.inner.exists(rel)

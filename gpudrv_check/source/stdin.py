@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from gpudrv_check.source.safe_io import DEFAULT_LIMIT
 from gpudrv_check.source.tree import FileRef, Listing, WorkingTree
 
 DEFAULT_STDIN_NAME = "<stdin>"
@@ -35,10 +36,10 @@ class StdinSource:
     def list_manifests(self, exclude: list[str]) -> Listing:
         return Listing(files=[FileRef(self.name, len(self.data))])
 
-    def read(self, rel: str) -> bytes:
+    def read(self, rel: str, limit: int = DEFAULT_LIMIT, follow_inside: bool = False) -> bytes:
         if rel == self.name:
             return self.data
-        return self._disk.read(rel)
+        return self._disk.read(rel, limit, follow_inside)
 
     def exists(self, rel: str) -> bool:
         return rel == self.name or self._disk.exists(rel)

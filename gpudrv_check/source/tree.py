@@ -9,6 +9,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpudrv_check.source.safe_io import DEFAULT_LIMIT, Beneath, read_inside
+
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 SKIP_DIRS = frozenset((".git", ".hg", ".svn"))
 # our own config is not a manifest
@@ -96,6 +98,7 @@ class WorkingTree:
         # display path -> path on disk, for the names display_name had to escape
         self._on_disk: dict[str, str] = {}
         self._listings: dict[tuple[str, ...], Listing] = {}
+        self._files = Beneath(self.root)
 
     def list_manifests(self, exclude: list[str]) -> Listing:
         """Every manifest file under the root, in path order (walked once per instance and
@@ -112,16 +115,27 @@ class WorkingTree:
         while pending:
             rel_dir, disk_dir = pending.pop()
             try:
-                info = os.stat(self.root / disk_dir, follow_symlinks=False)
-                with os.scandir(self.root / disk_dir) as it:
-                    entries = sorted(it, key=lambda e: e.name)
+                # by descriptor: no link followed, and no PATH_MAX however deep the tree
+                dir_fd = self._files.open_dir(disk_dir.rstrip("/"))
             except OSError as err:
                 reason = err.strerror or type(err).__name__
                 listing.files.append(
                     FileRef(rel_dir or "./", 0, f"cannot list directory: {reason}")
                 )
                 continue
+            try:
+                info = os.fstat(dir_fd)
+                with os.scandir(dir_fd) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as err:
+                os.close(dir_fd)
+                reason = err.strerror or type(err).__name__
+                listing.files.append(
+                    FileRef(rel_dir or "./", 0, f"cannot list directory: {reason}")
+                )
+                continue
             if (info.st_dev, info.st_ino) in seen_dirs:
+                os.close(dir_fd)
                 listing.skipped.append(Skipped(rel_dir, "directory already walked (mount loop)"))
                 continue
             seen_dirs.add((info.st_dev, info.st_ino))
@@ -162,6 +176,7 @@ class WorkingTree:
                 else:
                     listing.files.append(FileRef(rel, st.st_size))
                     self._remember(rel, disk)
+            os.close(dir_fd)  # the entries stat relative to it: open until they are sorted
             pending.extend(reversed(subdirs))
         listing.files.sort(key=lambda f: f.rel)
         listing.skipped.sort(key=lambda s: s.rel)
@@ -171,10 +186,13 @@ class WorkingTree:
         if rel != disk:
             self._on_disk[rel] = disk
 
-    def read(self, rel: str) -> bytes:
-        # plain os paths: a large repo reads every file on every run, pathlib costs ~10 us each
-        with open(os.path.join(self.root, self._on_disk.get(rel, rel)), "rb") as fh:
-            return fh.read()
+    def read(self, rel: str, limit: int = DEFAULT_LIMIT, follow_inside: bool = False) -> bytes:
+        """The bytes of a file below the root (source/safe_io.py): no link is followed (with
+        `follow_inside`, links that stay inside the root are: paths the config names), only a
+        regular file of at most `limit` bytes is read."""
+        if follow_inside:
+            return read_inside(self.root, rel, limit)
+        return self._files.read(self._on_disk.get(rel, rel), limit)
 
     def exists(self, rel: str) -> bool:
         path = self.root / rel

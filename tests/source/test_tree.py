@@ -63,15 +63,16 @@ def test_a_directory_met_twice_is_walked_once(tmp_path: Path, monkeypatch: pytes
     """A bind mount of a parent looks like a plain directory with the parent's inode."""
     (tmp_path / "a" / "mount").mkdir(parents=True)
     (tmp_path / "a" / "x.yaml").write_text("kind: x\n")
-    real_stat = os.stat
-    root_id = real_stat(tmp_path)
+    real_fstat = os.fstat
+    root_id = os.stat(tmp_path)
 
-    def fake_stat(path, *args, **kwargs):
-        if str(path).rstrip("/").endswith("a/mount"):
+    def fake_fstat(fd, *args, **kwargs):
+        # the walk lists directories by descriptor (no PATH_MAX, no link followed)
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("a/mount"):
             return root_id
-        return real_stat(path, *args, **kwargs)
+        return real_fstat(fd, *args, **kwargs)
 
-    monkeypatch.setattr(os, "stat", fake_stat)
+    monkeypatch.setattr(os, "fstat", fake_fstat)
     listing = WorkingTree(tmp_path).list_manifests([])
     assert [f.rel for f in listing.files] == ["a/x.yaml"]
     assert [(s.rel, s.reason) for s in listing.skipped] == [
@@ -87,7 +88,8 @@ def test_a_directory_that_cannot_be_listed_is_reported(
     real_scandir = os.scandir
 
     def scandir(path="."):
-        if str(path).rstrip("/").endswith("locked"):
+        shown = os.readlink(f"/proc/self/fd/{path}") if isinstance(path, int) else str(path)
+        if shown.rstrip("/").endswith("locked"):
             raise PermissionError(13, "Permission denied")
         return real_scandir(path)
 

@@ -61,7 +61,7 @@ def inside_root(root: str | os.PathLike[str], rel: str) -> bool:
     """Whether `rel` stays inside `root` once `..` and symbolic links are resolved."""
     try:
         (Path(root) / rel).resolve().relative_to(Path(root).resolve())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a link loop
         return False
     return True
 
@@ -81,6 +81,15 @@ def is_excluded(rel: str, patterns: list[str]) -> bool:
         ):
             return True
     return False
+
+
+def _links_to_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether a link points at a directory (it is not followed; a loop or a target that
+    cannot be reached (ELOOP, EACCES) is simply not a directory)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 class WorkingTree:
@@ -154,7 +163,7 @@ class WorkingTree:
                 if stat.S_ISLNK(st.st_mode):
                     if manifest_name:
                         listing.skipped.append(Skipped(rel, "symbolic link, not followed"))
-                    elif entry.is_dir():
+                    elif _links_to_dir(entry):
                         listing.skipped.append(
                             Skipped(rel + "/", "symbolic link to a directory, not followed")
                         )
@@ -203,6 +212,6 @@ class WorkingTree:
         try:
             real = (self.root / rel).resolve()
             real.relative_to(self.root.resolve())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RuntimeError):  # RuntimeError: a link loop
             return None
         return real

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+# 128 + the signal number, as a shell reports a process the signal ended
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143
 #: `--format` choices of `check` (modules in gpudrv_check/report/; kept here so that parsing
 #: does not import the report package)
 REPORT_FORMATS = ("text", "json", "sarif", "junit", "github", "gitlab", "markdown")
@@ -274,12 +276,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    from gpudrv_check.signals import Terminated, terminate_on_sigterm
+
     try:
         from gpudrv_check.commands import dispatch
 
-        return dispatch(args)
+        with terminate_on_sigterm():
+            return dispatch(args)
     except KeyboardInterrupt:
-        return 130 if os.environ.get("GPUDRV_CHECK_DEBUG") else EXIT_USAGE
+        sys.stderr.write("gpudrv-check: interrupted\n")
+        return EXIT_SIGINT
+    except Terminated:
+        sys.stderr.write("gpudrv-check: terminated\n")
+        return EXIT_SIGTERM
     except BrokenPipeError:
         # a closed pipe (`| head`) is not an error of ours
         devnull = os.open(os.devnull, os.O_WRONLY)

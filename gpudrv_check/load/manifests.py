@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -478,8 +479,6 @@ def _parse_all(
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from gpudrv_check.load.codec import decode
-
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     chunks = [todo[i : i + _CHUNK] for i in range(0, len(todo), _CHUNK)]
@@ -494,33 +493,59 @@ def _parse_all(
         else:
             theirs.append(chunk)
             load_theirs += 1 / (jobs - 1)
+    from gpudrv_check.signals import kill_workers, worker_start
+
     try:
-        pool = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context)
+        pool = ProcessPoolExecutor(
+            max_workers=jobs - 1,
+            mp_context=context,
+            initializer=worker_start,
+            initargs=(os.getpid(),),
+        )
     except (OSError, ValueError, NotImplementedError):
         return _parse_all(todo, 1, tick, skim)
-    with pool:
-        futures = [
-            (chunk, pool.submit(_parse_chunk, [(r, d, h) for _, r, d, h in chunk], skim))
-            for chunk in theirs
-        ]
-        for chunk in mine:
-            for index, rel, data, helm in chunk:
-                out[index] = parse_manifest_bytes(rel, data, helm, skim)
-                tick()
-        for chunk, future in futures:
-            try:
-                encoded = future.result()
-            except Exception:  # noqa: BLE001 - a worker that died: parse here instead
-                encoded = None
-            for n, (index, rel, data, helm) in enumerate(chunk):
-                if encoded:
-                    out[index] = decode(encoded[n])
-                    if encoded_out is not None:  # the cache stores these bytes as they are
-                        encoded_out[index] = encoded[n]
-                else:
-                    out[index] = parse_manifest_bytes(rel, data, helm, skim)
-                tick()
+    try:
+        _share_out(pool, theirs, mine, out, tick, skim, encoded_out)
+    except BaseException:  # SIGINT/SIGTERM: the workers go now, not after their chunks
+        kill_workers(pool)
+        raise
+    pool.shutdown(wait=True)
     return out
+
+
+def _share_out(
+    pool: Any,
+    theirs: list[list[tuple[int, str, bytes, bool]]],
+    mine: list[list[tuple[int, str, bytes, bool]]],
+    out: dict[int, FileResult],
+    tick: Any,
+    skim: frozenset[str] | None,
+    encoded_out: dict[int, bytes] | None,
+) -> None:
+    """Hand `theirs` to the pool, parse `mine` here, and gather every result into `out`."""
+    from gpudrv_check.load.codec import decode
+
+    futures = [
+        (chunk, pool.submit(_parse_chunk, [(r, d, h) for _, r, d, h in chunk], skim))
+        for chunk in theirs
+    ]
+    for chunk in mine:
+        for index, rel, data, helm in chunk:
+            out[index] = parse_manifest_bytes(rel, data, helm, skim)
+            tick()
+    for chunk, future in futures:
+        try:
+            encoded = future.result()
+        except Exception:  # noqa: BLE001 - a worker that died: parse here instead
+            encoded = None
+        for n, (index, rel, data, helm) in enumerate(chunk):
+            if encoded:
+                out[index] = decode(encoded[n])
+                if encoded_out is not None:  # the cache stores these bytes as they are
+                    encoded_out[index] = encoded[n]
+            else:
+                out[index] = parse_manifest_bytes(rel, data, helm, skim)
+            tick()
 
 
 def read_repo(

@@ -9,8 +9,14 @@ Files that a rendered root consumes (resources, patches, generator inputs) are r
 the rendering, so a base shared by two overlays is checked once per overlay, as deployed.
 
 Rendering is offline and executes nothing from the repo: no exec or alpha plugins, no Helm
-chart inflation, the default load restrictor, and no network (remote bases are reported, not
-fetched; proxies point nowhere and git may use only local transports, in case one slips by).
+chart inflation, `--load-restrictor=LoadRestrictionsRootOnly` (a kustomization reads files
+only below its own directory), and no network (remote bases are reported, not fetched;
+proxies point nowhere and git may use only local transports, in case one slips by). A base,
+resource or file that leaves the checked root (`../` past it, or a link) is refused with a
+finding. The tool runs in a clean environment: no variable of the caller's is passed but
+PATH, HOME is an empty temporary directory, and KUBECONFIG names a config whose server is a
+`file://` URL, so the `kubectl` that asks the API server for `/version` before it renders
+(the version dispatcher of common images) makes no connection and sends no credential.
 """
 
 from __future__ import annotations
@@ -128,7 +134,8 @@ def parse_kustomization(source: Source, file: str) -> Kustomization:
                 )
                 continue
             rel = _join(directory, ref)
-            if rel is None:
+            if rel is None or _leaves_root(source, rel):
+                block((key, i), _outside_message(key[:-1], ref))
                 continue
             if source.exists(rel):
                 k.files.append(rel)
@@ -163,9 +170,27 @@ def parse_kustomization(source: Source, file: str) -> Kustomization:
     for ref in refs:
         if isinstance(ref, str) and "\n" not in ref:  # not an inline patch
             rel = _join(directory, ref)
-            if rel is not None and source.exists(rel):
+            if rel is not None and _leaves_root(source, rel):
+                k.blockers.append(RenderProblem(file, 1, 1, _outside_message("file", ref)))
+            elif rel is not None and source.exists(rel):
                 k.files.append(rel)
     return k
+
+
+def _leaves_root(source: Source, rel: str) -> bool:
+    """Whether `rel` (inside the root as written) is a link, or under one, that leads out."""
+    resolve = getattr(source, "resolve_inside", None)
+    if resolve is None:  # a git revision: links are never written out for kustomize
+        return False
+    path = Path(source.disk_root) / rel
+    return (path.exists() or path.is_symlink()) and resolve(rel) is None
+
+
+def _outside_message(what: str, ref: str) -> str:
+    return (
+        f"{what} {ref!r} leaves the checked root (through `..` or a symbolic link): not read, "
+        "so this kustomization is not rendered"
+    )
 
 
 @dataclass
@@ -209,15 +234,46 @@ def plan(source: Source, listing: Listing) -> Plan:
     return Plan(found, roots)
 
 
-def _offline_env() -> dict[str, str]:
-    env = dict(os.environ)
+#: a kubeconfig whose server cannot be reached without a connection ever being made: the
+#: kubectl version dispatcher asks it for /version, gets "unsupported protocol scheme", and
+#: renders with its own version
+_NOWHERE_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: offline
+  cluster: {server: "file:///nonexistent"}
+contexts:
+- name: offline
+  context: {cluster: offline, user: offline}
+current-context: offline
+users:
+- name: offline
+  user: {}
+"""
+
+
+def _offline_env(home: Path) -> dict[str, str]:
+    """A clean environment: only PATH from the caller; HOME, config and caches in `home`."""
     nowhere = "http://127.0.0.1:9"  # the discard port: any HTTP fetch fails at once
+    kubeconfig = home / "kubeconfig"
+    if not kubeconfig.exists():
+        kubeconfig.write_text(_NOWHERE_KUBECONFIG, encoding="utf-8")
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "KUBECONFIG": str(kubeconfig),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "KUSTOMIZE_PLUGIN_HOME": str(home / "plugins"),
+        "LANG": "C",
+        "LC_ALL": "C",
+        "GIT_ALLOW_PROTOCOL": "file",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
     for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         env[key] = nowhere
-    for key in ("NO_PROXY", "no_proxy"):
-        env.pop(key, None)
-    env["GIT_ALLOW_PROTOCOL"] = "file"
-    env["GIT_TERMINAL_PROMPT"] = "0"
     return env
 
 
@@ -227,13 +283,14 @@ def run_kustomize(
     """The rendered stream of one directory, or None and the tool's reason (with paths shown
     relative to `root`: a revision's temporary copy must not make the output differ per run)."""
     try:
-        done = subprocess.run(
-            [*command, *_SAFE_FLAGS, str(directory)],
-            capture_output=True,
-            timeout=RENDER_TIMEOUT_SECONDS,
-            env=_offline_env(),
-            stdin=subprocess.DEVNULL,
-        )
+        with tempfile.TemporaryDirectory(prefix="gpudrv-check-home-") as home:
+            done = subprocess.run(
+                [*command, *_SAFE_FLAGS, str(directory)],
+                capture_output=True,
+                timeout=RENDER_TIMEOUT_SECONDS,
+                env=_offline_env(Path(home)),
+                stdin=subprocess.DEVNULL,
+            )
     except subprocess.TimeoutExpired:
         return None, f"timed out after {RENDER_TIMEOUT_SECONDS} s"
     except OSError as err:

@@ -1,16 +1,22 @@
 """Nothing from the repo is executed and nothing goes to the network, checked in the real CLI
 process: a sitecustomize on PYTHONPATH records (and refuses) every connection and process spawn
-before gpudrv-check starts."""
+before gpudrv-check starts. `--kustomize` may start the programs GPUDRV_GUARD_ALLOW names
+(recorded); a fake API server that the caller's kubeconfig points at proves they connect to
+nothing either."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from gpudrv_check.source.kustomize import kustomize_command
+from tests.conftest import MATRIX, gpu_node, run_cli, write
 
 GUARD = textwrap.dedent(
     """
@@ -25,11 +31,22 @@ GUARD = textwrap.dedent(
             raise PermissionError(f"{what} refused by the test guard")
         return refuse
 
+    _ALLOW = set(filter(None, os.environ.get("GPUDRV_GUARD_ALLOW", "").split(",")))
+    _popen_init = subprocess.Popen.__init__
+
+    def _popen(self, args, *rest, **kwargs):
+        program = os.path.basename(str(args[0] if isinstance(args, (list, tuple)) else args))
+        if program in _ALLOW:
+            with open(_LOG, "a") as log:
+                log.write(f"allowed-spawn {program} env={sorted(kwargs.get('env') or {})}\\n")
+            return _popen_init(self, args, *rest, **kwargs)
+        return _refuse("spawn")(self, args, *rest, **kwargs)
+
     socket.socket.connect = _refuse("connect")
     socket.socket.connect_ex = _refuse("connect")
     socket.create_connection = _refuse("connect")
     socket.getaddrinfo = _refuse("resolve")
-    subprocess.Popen.__init__ = _refuse("spawn")
+    subprocess.Popen.__init__ = _popen
     for name in ("system", "popen", "execv", "execve", "execvp", "execvpe", "fork",
                  "forkpty", "posix_spawn", "posix_spawnp", "spawnv", "spawnve"):
         if hasattr(os, name):
@@ -78,3 +95,80 @@ def test_the_guard_works(tmp_path: Path, guarded_env: dict):
 
     subprocess.run([sys.executable, str(probe)], env=guarded_env, check=True, timeout=60)
     assert log.read_text().startswith("system")
+
+
+class _FakeApiServer(http.server.ThreadingHTTPServer):
+    """An API server on 127.0.0.1 that records every request (kubectl asks for /version)."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                server.requests.append(self.path)
+                body = json.dumps({"major": "1", "minor": "30", "gitVersion": "v1.30.0"})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, *args) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: prod
+  cluster: {{server: "http://127.0.0.1:{port}"}}
+contexts:
+- name: prod
+  context: {{cluster: prod, user: admin}}
+current-context: prod
+users:
+- name: admin
+  user: {{token: caller-secret-token}}
+"""
+
+
+@pytest.mark.skipif(kustomize_command() is None, reason="neither kustomize nor kubectl on PATH")
+def test_kustomize_contacts_no_api_server(tmp_path: Path, guarded_env: dict):
+    """The caller's kubeconfig (and in-cluster variables) point at a live API server: the
+    kustomize run is started (and recorded) but nothing reaches the server."""
+    root = tmp_path / "repo"
+    write(root, "support-matrix.csv", MATRIX)
+    write(root, "overlays/prod/kustomization.yaml", "resources: [nodes.yaml]\n")
+    write(root, "overlays/prod/nodes.yaml", gpu_node("a", kernel="6.8.0-52-generic"))
+    server = _FakeApiServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        home = tmp_path / "home"
+        write(home, ".kube/config", KUBECONFIG.format(port=port))
+        env = dict(guarded_env)
+        env.update(
+            HOME=str(home),
+            KUBECONFIG=str(home / ".kube/config"),
+            KUBERNETES_SERVICE_HOST="127.0.0.1",
+            KUBERNETES_SERVICE_PORT=str(port),
+            GPUDRV_GUARD_ALLOW="kubectl,kustomize",
+        )
+        log = Path(env["GPUDRV_GUARD_LOG"])
+        log.unlink(missing_ok=True)
+        result = run_cli("check", str(root), "--kustomize", "--format", "json", env=env)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 1, result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    rendered = "overlays/prod/kustomization.yaml (rendered)"
+    assert ("GPU001", rendered) in {(f["rule"], f["location"]["file"]) for f in findings}
+    assert server.requests == []
+    spawned = log.read_text().splitlines()
+    assert spawned and all(line.startswith("allowed-spawn kub") for line in spawned), spawned
+    # the tool's environment is the clean one: none of the caller's cluster settings
+    assert all("KUBERNETES_SERVICE_HOST" not in line for line in spawned)

@@ -172,3 +172,33 @@ def test_kustomize_contacts_no_api_server(tmp_path: Path, guarded_env: dict):
     assert spawned and all(line.startswith("allowed-spawn kub") for line in spawned), spawned
     # the tool's environment is the clean one: none of the caller's cluster settings
     assert all("KUBERNETES_SERVICE_HOST" not in line for line in spawned)
+
+
+def test_kustomize_bases_outside_the_root_are_refused_with_a_finding(tmp_path: Path):
+    """`../` past the root and a linked directory leading out are not rendered (kustomize
+    itself would follow both: LoadRestrictionsRootOnly only confines files, not bases)."""
+    from gpudrv_check.source.kustomize import plan
+    from gpudrv_check.source.tree import WorkingTree
+
+    outside = tmp_path / "outside"
+    write(outside, "kustomization.yaml", "resources: [n.yaml]\n")
+    write(outside, "n.yaml", gpu_node("outside-node"))
+    root = tmp_path / "repo"
+    write(root, "up/kustomization.yaml", "resources:\n- ../../outside\n")
+    write(root, "linked/kustomization.yaml", "resources:\n- ./base\n")
+    (root / "linked" / "base").symlink_to(outside, target_is_directory=True)
+    write(root, "patched/kustomization.yaml", "patches:\n- path: p.yaml\n")
+    (root / "patched" / "p.yaml").symlink_to(outside / "n.yaml")
+    tree = WorkingTree(root)
+    the_plan = plan(tree, tree.list_manifests([]))
+    found = {
+        (b.file, b.line, b.column): b.message
+        for k in the_plan.kustomizations.values()
+        for b in k.blockers
+    }
+    assert set(found) == {
+        ("up/kustomization.yaml", 2, 3),
+        ("linked/kustomization.yaml", 2, 3),
+        ("patched/kustomization.yaml", 1, 1),
+    }
+    assert all("leaves the checked root" in m for m in found.values())

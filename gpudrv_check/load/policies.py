@@ -142,6 +142,108 @@ def _check_assert(rel: str, data: LMap) -> None:
     except SchemaError as err:
         path = ("assert", *err.absolute_path)
         raise _error(rel, data, path, f"assert is not a valid JSON Schema: {err.message}") from None
+    except RecursionError:
+        raise _error(rel, data, ("assert",), "assert nests too deep to check") from None
+    _check_local_refs(rel, data)
+    _check_patterns(rel, data)
+
+
+def _check_patterns(rel: str, data: LMap) -> None:
+    """Every regular expression of the schema, refused when it can backtrack without bound
+    (load/regex_guard.py): the checker runs it against strings from the repo."""
+    from gpudrv_check.load.regex_guard import pattern_problem, schema_patterns
+
+    for path, pattern in schema_patterns(data["assert"]):
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            raise _error(rel, data, ("assert", *path), f"assert: {problem}")
+
+
+def _local_refs(node: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
+    """(path of the schema holding it, target) of every `$ref`/`$dynamicRef`."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                yield path, value
+            else:
+                yield from _local_refs(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _local_refs(value, (*path, index))
+
+
+def _pointer(schema: Any, ref: str) -> tuple | None:
+    """The key path a local reference (`#`, `#/a/b`, RFC 6901 escapes) names, or None."""
+    from urllib.parse import unquote
+
+    if ref == "#":
+        return ()
+    if not ref.startswith("#/"):
+        return None
+    node, path = schema, []
+    for raw in ref[2:].split("/"):
+        token = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            key: Any = token
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            key = int(token)
+        else:
+            return None
+        node = node[key]
+        path.append(key)
+    return tuple(path)
+
+
+def _check_local_refs(rel: str, data: LMap) -> None:
+    """Every reference resolves inside the schema, and none leads back to itself (a cycle
+    the validator would follow forever)."""
+    schema = data["assert"]
+    refs = list(_local_refs(schema))
+    targets: list[tuple] = []
+    for where, ref in refs:
+        target = _pointer(schema, ref)
+        if target is None:
+            raise _error(
+                rel,
+                data,
+                ("assert", *where, "$ref" if "$ref" in _at(schema, where) else "$dynamicRef"),
+                f"assert: reference {ref!r} does not resolve inside the schema (use #/path/to/it)",
+            )
+        targets.append(target)
+    # a reference leads to every reference inside the schema it names
+    edges = {
+        i: [j for j, (inner, _) in enumerate(refs) if inner[: len(targets[i])] == targets[i]]
+        for i in range(len(refs))
+    }
+    for start in range(len(refs)):
+        if _reaches(edges, start):
+            where, ref = refs[start]
+            raise _error(
+                rel,
+                data,
+                ("assert", *where, "$ref" if "$ref" in _at(schema, where) else "$dynamicRef"),
+                f"assert: reference {ref!r} leads back to itself (a schema cannot include "
+                "itself; write the nesting out to the depth you need)",
+            )
+
+
+def _at(schema: Any, path: tuple) -> Any:
+    for key in path:
+        schema = schema[key]
+    return schema
+
+
+def _reaches(edges: dict[int, list[int]], start: int) -> bool:
+    seen: set[int] = set()
+    stack = list(edges[start])
+    while stack:
+        node = stack.pop()
+        if node == start:
+            return True
+        if node not in seen:
+            seen.add(node)
+            stack.extend(edges[node])
+    return False
 
 
 def parse_policy(rel: str, data: Any, doc_pos: tuple[int, int]) -> CustomPolicy:

@@ -73,8 +73,19 @@ def cuda_table(config: Config) -> CudaTable:
         )
     parsed, problems = parse_cuda_table(extension)
     if problems:
-        raise ConfigError(f"cuda: {problems[0]}", config.source)
+        raise config.error(f"cuda: {problems[0]}", "cuda", *_problem_path(problems[0]))
     return merge_tables(base, parsed)
+
+
+def _problem_path(problem: str) -> tuple[str | int, ...]:
+    """The key path a CUDA table problem names (`images[2].tag_regex: ...`), for its line."""
+    import re
+
+    found = re.match(r"images\[(\d+)\](?:\.(\w+))?", problem)
+    if found is None:
+        return ()
+    key = (found.group(2),) if found.group(2) else ()
+    return ("images", int(found.group(1)), *key)
 
 
 @dataclass(frozen=True)

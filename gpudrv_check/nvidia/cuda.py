@@ -120,14 +120,17 @@ def _key(value: object) -> str | None:
 
 
 def _compile(pattern: object, where: str, problems: list[str]) -> re.Pattern[str] | None:
+    from gpudrv_check.load.regex_guard import pattern_problem
+
     if not isinstance(pattern, str):
         problems.append(f"{where}: expected a regular expression string")
         return None
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        problems.append(f"{where}: invalid regular expression: {exc}")
+    # run against image tags from the repo: refused when it can backtrack without bound
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        problems.append(f"{where}: {problem}")
         return None
+    return re.compile(pattern)
 
 
 def _parse_versions(raw: object, name: str, problems: list[str]) -> dict[str, str]:

@@ -24,8 +24,10 @@ from gpudrv_check import __version__
 from gpudrv_check.commands.common import load_source, make_source
 from gpudrv_check.config import ConfigError
 from gpudrv_check.engine import Run, evaluate
-from gpudrv_check.model.finding import Finding
+from gpudrv_check.model.finding import Finding, terminal_text
 
+# formats a person reads as they come (JSON, SARIF, JUnit, GitLab escape in their own syntax)
+_TERMINAL_FORMATS = frozenset(("text", "markdown", "github"))
 _THRESHOLD = {"error": 3, "warning": 2, "info": 1, "never": 99}
 STDOUT = "-"
 
@@ -227,7 +229,10 @@ def _check(
             sys.stderr.write(f"suppressed {f.location}: {f.rule} {f.message} ({f.suppressed_by})\n")
     for fmt, dest in pairs:
         if dest == STDOUT:
-            actions.append(("stdout", "", render(fmt, report, colour=fmt == "text" and colour)))
+            text = render(fmt, report, colour=fmt == "text" and colour)
+            if fmt in _TERMINAL_FORMATS:  # read on a terminal: no raw control character
+                text = terminal_text(text, colour=fmt == "text" and colour)
+            actions.append(("stdout", "", text))
         else:
             actions.append(("file", dest, render(fmt, report)))
     if all(dest != STDOUT for _, dest in pairs):

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from gpudrv_check.commands.common import load_run
+from gpudrv_check.model.finding import terminal_text
 from gpudrv_check.model.operands import (
     MODE_BOTH,
     MODE_DAEMONSETS,
@@ -193,5 +194,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(render_json(placement))
     else:
-        sys.stdout.write(render_text(placement))
+        sys.stdout.write(terminal_text(render_text(placement)))
     return 1 if placement.breaks else 0

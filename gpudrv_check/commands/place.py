@@ -16,6 +16,7 @@ from typing import Any
 from gpudrv_check.commands.common import load_run
 from gpudrv_check.config import ConfigError
 from gpudrv_check.model.cuda import CudaFit, cuda_fits
+from gpudrv_check.model.finding import terminal_text
 from gpudrv_check.model.pending import Pending, explain_pending, node_names, taint_text
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import Workload
@@ -195,5 +196,5 @@ def run(args: argparse.Namespace) -> int:
         f"{len(entries)} workload(s) on {total} node(s): "
         f"{sum(e['status'] == 'placed' for e in entries)} placed, {len(pending)} with no node"
     )
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write(terminal_text("\n".join(lines) + "\n"))
     return code

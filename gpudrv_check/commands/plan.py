@@ -24,6 +24,7 @@ from gpudrv_check.commands.common import load_run
 from gpudrv_check.config import ConfigError
 from gpudrv_check.edit.safe_write import EditError, FileEdit, apply_edits, read_unchanged
 from gpudrv_check.engine import Run
+from gpudrv_check.model.finding import terminal_text
 from gpudrv_check.model.upgrade_plan import DriverVersion, Item, Plan, plan_upgrade
 
 _DURATION_RE = re.compile(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+\Z")
@@ -183,4 +184,4 @@ def _emit(plan: Plan, written: list[str], fmt: str) -> None:
     if fmt == "json":
         sys.stdout.write(json.dumps(plan_dict(plan, written), indent=2) + "\n")
     else:
-        sys.stdout.write(render_text(plan, written))
+        sys.stdout.write(terminal_text(render_text(plan, written)))

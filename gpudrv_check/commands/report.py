@@ -28,6 +28,7 @@ from typing import Any
 from gpudrv_check.commands.common import load_run
 from gpudrv_check.config import ConfigError
 from gpudrv_check.model.driver import audit_entries, node_tag
+from gpudrv_check.model.finding import terminal_text
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.nvidia.upgrade import UPGRADE_STATES, upgrade_state
 
@@ -88,5 +89,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(facts, indent=2) + "\n")
     else:
-        sys.stdout.write(render_text(facts))
+        sys.stdout.write(terminal_text(render_text(facts)))
     return 0

@@ -32,6 +32,30 @@ def printable(text: str, line_breaks: str | None = None) -> str:
     return _UNPRINTABLE.sub(_escape, text)
 
 
+# what a terminal must not receive raw: `_UNPRINTABLE` but for line feed and tab
+_TERMINAL_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+# the colour codes report/text.py writes itself (kept when colour is on)
+_OWN_COLOUR = re.compile("\x1b\\[(?:0|3[136])m")
+
+
+def terminal_text(text: str, colour: bool = False) -> str:
+    """Text for a terminal: every control character escaped (`\\x1b`) but line feeds and
+    tabs, so repo text cannot clear the screen, set the clipboard (OSC 52) or rewrite a line
+    (CR); with `colour`, the report's own colour codes are kept."""
+    if _TERMINAL_UNSAFE.search(text) is None:
+        return text
+    if not colour:
+        return _TERMINAL_UNSAFE.sub(_escape, text)
+    pieces = _OWN_COLOUR.split(text)
+    codes = _OWN_COLOUR.findall(text)
+    out = [_TERMINAL_UNSAFE.sub(_escape, pieces[0])]
+    for code, piece in zip(codes, pieces[1:], strict=True):
+        out += [code, _TERMINAL_UNSAFE.sub(_escape, piece)]
+    return "".join(out)
+
+
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING
+
+from gpudrv_check.model.finding import printable
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report
@@ -33,11 +36,30 @@ def sections() -> tuple[ModuleType, ...]:
     return tuple(sorted(found, key=lambda m: (getattr(m, "ORDER", 100), m.__name__)))
 
 
+# markdown syntax repo text must not carry into the report: code spans, emphasis, links and
+# images, strike-through, headings (CommonMark: any ASCII punctuation may be backslash-escaped)
+_SYNTAX = re.compile(r"[\\`*\[\]!~#|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# what GitHub turns into a notification or a link after rendering: @mentions, bare URLs; a
+# zero-width space (as Renovate writes `@&#8203;user`) keeps the text and breaks the match
+_LIVE = re.compile(r"@(?=[A-Za-z0-9])|:(?=//)|(?i:www)(?=\.)")
+
+
 def cell(text: object) -> str:
-    """Text safe inside a table cell: no pipes, no line breaks, no HTML."""
-    value = str(text).replace("\\", "\\\\").replace("|", "\\|")
-    value = value.replace("<", "&lt;").replace(">", "&gt;")
+    """Repo text safe inside a table cell (and anywhere in a line): no pipes, line breaks,
+    HTML, markdown syntax, mentions, autolinks or control characters."""
+    value = printable(str(text), " ")
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = _SYNTAX.sub(lambda m: "\\" + m.group(), value)
+    value = _LIVE.sub(lambda m: m.group() + "&#8203;", value)
     return " ".join(value.split())
+
+
+def code(text: object) -> str:
+    """Repo text as an inline code span: fenced by more backticks than it holds."""
+    value = " ".join(printable(str(text), " ").split()).replace("|", "\\|")  # a table's pipe
+    fence = "`" * (max((len(r) for r in re.findall("`+", value)), default=0) + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
 
 
 def plural(n: int, word: str) -> str:

@@ -16,7 +16,7 @@ _SHOWN_NAMES = 10
 
 
 def render(report: Report) -> str | None:
-    from gpudrv_check.report.markdown import cell
+    from gpudrv_check.report.markdown import cell, code
 
     repo = report.repo
     if repo is None or not repo.gpu_nodes:
@@ -30,6 +30,6 @@ def render(report: Report) -> str | None:
         names = sorted(by_state[state])
         shown = ", ".join(names[:_SHOWN_NAMES]) + (" …" if len(names) > _SHOWN_NAMES else "")
         meaning = state_meaning(state) or "not a state the upgrade controller writes"
-        label = f"`{cell(state)}`" if state else "(none)"
+        label = code(state) if state else "(none)"
         lines.append(f"| {label} | {len(names)} | {cell(shown)} | {cell(meaning)} |")
     return "\n".join(lines)

@@ -79,22 +79,46 @@ def resolve_tree(repo: Any, rev: str) -> Any:
 
     top = repo.working_tree_dir or repo.git_dir
     try:
-        commit = repo.commit(rev)
+        # git itself reads the name: every revision syntax it knows (`HEAD@{yesterday}`,
+        # `main@{upstream}`, `:/message`) works, and a name starting with `-` is no option
+        sha = repo.git.rev_parse("--verify", "--end-of-options", rev)
+        commit = repo.commit(sha.strip())  # a tag is peeled; a tree or a blob is refused
         tree = commit.tree
         tree.hexsha  # noqa: B018 (forces the object to be read: missing in shallow clones)
         repo.odb.info(tree.binsha)
-    except (BadName, BadObject, ValueError, IndexError, KeyError, git.GitCommandError) as err:
+    except (
+        BadName,
+        BadObject,
+        ValueError,
+        IndexError,
+        KeyError,
+        NotImplementedError,
+        git.GitCommandError,
+    ) as err:
         if is_shallow(repo):
             raise ConfigError(
                 f"revision {rev!r} is not in {top}, a shallow clone: if the name is right, "
                 f"{SHALLOW_HINT}"
             ) from None
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        detail = _git_detail(err)
         raise ConfigError(
             f"unknown revision {rev!r} in {top} ({detail}): check the name (`git log --oneline`, "
             "`git branch -a`), or fetch it first (`git fetch origin <branch>`)"
         ) from None
     return tree
+
+
+def _git_detail(err: Exception) -> str:
+    """The first line git (or gitpython) gave as the reason, without the command's dump."""
+    stderr = getattr(err, "stderr", None)
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode("utf-8", "replace")
+    text = stderr if isinstance(stderr, str) and stderr.strip() else str(err)
+    for line in text.strip().splitlines():
+        line = line.strip().removeprefix("stderr:").strip().strip("'").strip()
+        if line:
+            return line.removeprefix("fatal: ")
+    return type(err).__name__
 
 
 class NotAtRevision(ConfigError):

@@ -276,7 +276,7 @@ def evaluate(run: Run) -> None:
     from gpudrv_check.exemptions import apply_exemptions
     from gpudrv_check.rules import registered
     from gpudrv_check.rules.context import Context
-    from gpudrv_check.rules.declarative import check_policy
+    from gpudrv_check.rules.declarative import check_within_budget
 
     config = run.repo.config
     ctx = Context(run.repo, run.rules)
@@ -286,7 +286,7 @@ def evaluate(run: Run) -> None:
         run.findings.extend(check(ctx))
     for policy in run.custom_policies:
         if rule_enabled(config, policy.id, run.rules):
-            run.findings.extend(check_policy(ctx, policy))
+            run.findings.extend(check_within_budget(ctx, policy))
     settled = settle(_note_origins(run, run.findings), config, run.rules)
     run.findings, suppressed = apply_exemptions(settled, run.repo, run.rules)
     run.suppressed.extend(suppressed)

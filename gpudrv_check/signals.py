@@ -73,3 +73,44 @@ def kill_workers(pool: object) -> None:
     shutdown = getattr(pool, "shutdown", None)
     if shutdown is not None:
         shutdown(wait=False, cancel_futures=True)
+
+
+class BudgetExceeded(Exception):
+    """A block ran past its time budget (see `time_budget`)."""
+
+
+@contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    """Raise BudgetExceeded in the block once it has run `seconds` (SIGALRM, main thread).
+
+    A regular expression that backtracks checks for signals as it runs, so this ends it. An
+    outer timer (a caller's own SIGALRM limit) keeps its deadline and its handler. Outside the
+    main thread, or where SIGALRM does not exist, the block runs unbounded.
+    """
+    import threading
+    import time
+
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    start = time.monotonic()
+    outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
+    outer_handler = signal.getsignal(signal.SIGALRM)
+
+    def expired(signum: int, frame: object) -> None:
+        if outer_left and time.monotonic() - start >= outer_left - 1e-3:
+            if callable(outer_handler):
+                outer_handler(signum, frame)  # the outer deadline came first
+            return
+        raise BudgetExceeded
+
+    signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, outer_handler)
+        if outer_left:
+            left = outer_left - (time.monotonic() - start)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6))

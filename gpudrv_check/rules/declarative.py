@@ -17,7 +17,7 @@ from gpudrv_check.k8s.labelselector import selector_matches
 from gpudrv_check.k8s.scope import effective_namespace
 from gpudrv_check.load.located import Path, scalar_text
 from gpudrv_check.model.custom_policy import TARGET_POD_SPEC, CustomPolicy
-from gpudrv_check.model.finding import Finding, Location, ObjectRef
+from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
 from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.workload import Workload
@@ -206,6 +206,31 @@ def check_policy(ctx: Context, policy: CustomPolicy) -> Iterator[Finding]:
             )
 
 
-def check_all(ctx: Context, policies: list[CustomPolicy]) -> Iterator[Finding]:
-    for policy in policies:
-        yield from check_policy(ctx, policy)
+#: what one custom policy may take over the whole repo; its patterns passed the static check
+#: (load/regex_guard.py), this bounds what that check cannot see (`\d*\d*\d*x` is n**3)
+POLICY_BUDGET_SECONDS = 20.0
+
+
+def check_within_budget(ctx: Context, policy: CustomPolicy) -> list[Finding]:
+    """`check_policy`, stopped with a policy error once it has run POLICY_BUDGET_SECONDS."""
+    from gpudrv_check.signals import BudgetExceeded, time_budget
+
+    try:
+        with time_budget(POLICY_BUDGET_SECONDS):
+            return list(check_policy(ctx, policy))
+    except BudgetExceeded:
+        return [_over_budget(policy)]
+
+
+def _over_budget(policy: CustomPolicy) -> Finding:
+    """The policy error for a policy that did not finish (a pattern too slow on the repo)."""
+    return Finding(
+        rule=policy.id,
+        severity=Severity.ERROR,
+        message=f"custom policy {policy.id} did not finish within {POLICY_BUDGET_SECONDS:g} s "
+        "and was stopped: its findings are incomplete (a `pattern` that is slow on this "
+        "repo's strings, e.g. several adjacent `\\d*`)",
+        hint=f"Simplify the patterns of {policy.file}:{policy.line} (anchor them, make "
+        "adjacent repetitions match different characters).",
+        location=Location(file=policy.file, line=policy.line, column=1),
+    )

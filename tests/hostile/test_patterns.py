@@ -211,3 +211,41 @@ def test_a_catastrophic_tag_regex_in_the_config_is_an_error_at_its_key(tmp_path:
     err = _error_at(root)
     assert err.startswith("gpudrv-check: error: .gpudrv-check.yaml:9:5: cuda: images[0].tag_regex")
     assert "backtrack without bound" in err
+
+
+def test_a_policy_slower_than_its_budget_is_stopped_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """`^\\d*\\d*\\d*\\d*\\d*\\d*x$` passes the static check (no repetition inside another) but
+    costs n**6 on a long run of digits: the per-policy budget stops it with a policy error at
+    the policy's file:line:col, and the rest of the run goes on."""
+    from gpudrv_check.config import load_config
+    from gpudrv_check.engine import evaluate, load
+    from gpudrv_check.rules import declarative
+
+    root = _policy_repo(
+        tmp_path,
+        """
+        properties:
+          metadata:
+            properties:
+              labels:
+                properties:
+                  digits: {pattern: '^\\d*\\d*\\d*\\d*\\d*\\d*x$'}
+        """,
+    )
+    nodes = root / "k8s" / "nodes.yaml"
+    label = "    labels:\n"
+    digits = "      digits: '" + "1" * 300 + "'\n"
+    nodes.write_text(nodes.read_text().replace(label, label + digits))
+    assert pattern_problem(r"^\d*\d*\d*\d*\d*\d*x$") is None
+    monkeypatch.setattr(declarative, "POLICY_BUDGET_SECONDS", 0.5)
+    with time_limit(120):
+        run = load(root, load_config(root))
+        evaluate(run)
+    stopped = [f for f in run.findings if f.rule == "ORG900"]
+    assert [(f.location.file, f.location.line, f.location.column) for f in stopped] == [
+        ("policies/shape.yaml", 1, 1)
+    ]
+    assert "did not finish within 0.5 s" in stopped[0].message
+    assert "GPU020" in {f.rule for f in run.findings}  # the built-in rules ran

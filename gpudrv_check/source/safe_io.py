@@ -23,8 +23,16 @@ from pathlib import Path
 
 #: the limit when a caller names none (the config's default max_file_bytes)
 DEFAULT_LIMIT = 8 * 1024 * 1024
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_O = {name: getattr(os, name, 0) for name in ("O_DIRECTORY", "O_NOFOLLOW", "O_CLOEXEC", "O_NOCTTY")}
+_DIR_FLAGS = os.O_RDONLY | _O["O_DIRECTORY"] | _O["O_NOFOLLOW"] | _O["O_CLOEXEC"]
+_FILE_FLAGS = (
+    os.O_RDONLY
+    | _O["O_NOFOLLOW"]
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once instead of waiting for a writer
+    | _O["O_NOCTTY"]
+    | _O["O_CLOEXEC"]
+)
+_ROOT_FLAGS = os.O_RDONLY | _O["O_DIRECTORY"] | _O["O_CLOEXEC"]
 _CHUNK = 1024 * 1024
 
 
@@ -101,7 +109,7 @@ class Beneath:
             fd = os.dup(self._dir[1])  # type: ignore[index]
             parts = parts[len([p for p in known.split("/") if p]) :]
         else:
-            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = os.open(self.root, _ROOT_FLAGS)
         try:
             for part in parts:
                 try:
@@ -125,7 +133,7 @@ class Beneath:
     def __del__(self) -> None:
         try:
             self.close()
-        except OSError:
+        except Exception:  # noqa: BLE001 - at interpreter exit `os` may be gone already
             pass
 
 
@@ -171,7 +179,7 @@ def read_named(
         rel = _inside(path, root)
         if rel is not None:
             return read_inside(root, rel, limit)
-    fd = os.open(path, _FILE_FLAGS & ~os.O_NOFOLLOW)
+    fd = os.open(path, _FILE_FLAGS & ~_O["O_NOFOLLOW"])
     try:
         return read_descriptor(fd, limit, os.fspath(path))
     finally:
@@ -241,7 +249,7 @@ def _mode_for(target: Path) -> int:
 
 def _sync_directory(directory: Path) -> None:
     try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(directory, _ROOT_FLAGS)
     except OSError:
         return
     try:

@@ -202,3 +202,16 @@ def test_kustomize_bases_outside_the_root_are_refused_with_a_finding(tmp_path: P
         ("patched/kustomization.yaml", 1, 1),
     }
     assert all("leaves the checked root" in m for m in found.values())
+
+
+def test_a_kustomize_binary_is_preferred_over_kubectl(tmp_path: Path, monkeypatch):
+    """`kubectl kustomize` embeds an older kustomize and, on common images, asks the API
+    server for its version first: the standalone binary wins when both are on PATH."""
+    for name in ("kubectl", "kustomize"):
+        tool = tmp_path / name
+        tool.write_text("#!/bin/sh\nexit 1\n")
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert kustomize_command() == ["kustomize", "build"]
+    (tmp_path / "kustomize").unlink()
+    assert kustomize_command() == ["kubectl", "kustomize"]

@@ -37,13 +37,17 @@ def render_baseline(findings: list[Finding]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
+#: a baseline of a large repo holds tens of thousands of findings (~300 bytes each)
+MAX_BASELINE_BYTES = 64 * 1024 * 1024
+
+
 def read_baseline(path: str, root: str | os.PathLike[str] = "") -> Counter[str]:
     """Fingerprint → how many findings the baseline accepts with it. Inside the checked `root`
-    a link may not lead out of it; a FIFO, a device or a file over 8 MiB is refused."""
+    a link may not lead out of it; a FIFO, a device or a file over 64 MiB is refused."""
     from gpudrv_check.source.safe_io import read_named
 
     try:
-        text = read_named(path, root=root).decode("utf-8")
+        text = read_named(path, MAX_BASELINE_BYTES, root).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"baseline not found: {path}") from None
     except (OSError, UnicodeDecodeError) as err:

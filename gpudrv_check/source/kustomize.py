@@ -149,32 +149,39 @@ def parse_kustomization(source: Source, file: str) -> Kustomization:
             "this kustomization is not rendered; render it yourself and pipe it to "
             "`gpudrv-check check -`",
         )
-    refs: list[Any] = []
-    refs += _strings(data.get("patchesStrategicMerge")) + _strings(data.get("crds"))
-    for key in ("patches", "patchesJson6902", "replacements"):
-        refs += [p.get("path") for p in _strings(data.get(key)) if isinstance(p, dict)]
-    for key in ("generators", "transformers", "validators", "configurations"):
-        refs += _strings(data.get(key))
-    for key in ("configMapGenerator", "secretGenerator"):
-        for gen in _strings(data.get(key)):
-            if not isinstance(gen, dict):
-                continue
-            for entry in _strings(gen.get("files")):
-                if isinstance(entry, str):
-                    refs.append(entry.split("=", 1)[-1])
-            refs += _strings(gen.get("envs"))
-            refs.append(gen.get("env"))
-    openapi = data.get("openapi")
-    if isinstance(openapi, dict):
-        refs.append(openapi.get("path"))
-    for ref in refs:
+    for path, ref in _file_refs(data):
         if isinstance(ref, str) and "\n" not in ref:  # not an inline patch
             rel = _join(directory, ref)
             if rel is not None and _leaves_root(source, rel):
-                k.blockers.append(RenderProblem(file, 1, 1, _outside_message("file", ref)))
+                block(path, _outside_message("file", ref))
             elif rel is not None and source.exists(rel):
                 k.files.append(rel)
     return k
+
+
+def _file_refs(data: Any) -> list[tuple[tuple, Any]]:
+    """(key path, value) of every file a kustomization reads (patches, generators, ...)."""
+    refs: list[tuple[tuple, Any]] = []
+    for key in ("patchesStrategicMerge", "crds", "generators", "transformers", "validators"):
+        refs += [((key, i), ref) for i, ref in enumerate(_strings(data.get(key)))]
+    refs += [(("configurations", i), r) for i, r in enumerate(_strings(data.get("configurations")))]
+    for key in ("patches", "patchesJson6902", "replacements"):
+        for i, patch in enumerate(_strings(data.get(key))):
+            if isinstance(patch, dict):
+                refs.append(((key, i, "path"), patch.get("path")))
+    for key in ("configMapGenerator", "secretGenerator"):
+        for i, gen in enumerate(_strings(data.get(key))):
+            if not isinstance(gen, dict):
+                continue
+            for j, entry in enumerate(_strings(gen.get("files"))):
+                if isinstance(entry, str):
+                    refs.append(((key, i, "files", j), entry.split("=", 1)[-1]))
+            refs += [((key, i, "envs", j), e) for j, e in enumerate(_strings(gen.get("envs")))]
+            refs.append(((key, i, "env"), gen.get("env")))
+    openapi = data.get("openapi")
+    if isinstance(openapi, dict):
+        refs.append((("openapi", "path"), openapi.get("path")))
+    return refs
 
 
 def _leaves_root(source: Source, rel: str) -> bool:

@@ -47,6 +47,25 @@ def worker_start(parent: int) -> None:
     _die_with_parent()
     if os.getppid() != parent:
         os._exit(1)
+    if hasattr(signal, "pthread_sigmask"):  # held since the fork (signals_held): now they act
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
+
+
+_HELD = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (blocked, not lost) while the block runs: a worker forked in it
+    cannot take one before `worker_start` has set what it does; the parent takes them after."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _die_with_parent() -> None:

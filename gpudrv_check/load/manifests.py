@@ -524,11 +524,13 @@ def _share_out(
 ) -> None:
     """Hand `theirs` to the pool, parse `mine` here, and gather every result into `out`."""
     from gpudrv_check.load.codec import decode
+    from gpudrv_check.signals import signals_held
 
-    futures = [
-        (chunk, pool.submit(_parse_chunk, [(r, d, h) for _, r, d, h in chunk], skim))
-        for chunk in theirs
-    ]
+    with signals_held():  # the workers forked here start with SIGINT/SIGTERM held
+        futures = [
+            (chunk, pool.submit(_parse_chunk, [(r, d, h) for _, r, d, h in chunk], skim))
+            for chunk in theirs
+        ]
     for chunk in mine:
         for index, rel, data, helm in chunk:
             out[index] = parse_manifest_bytes(rel, data, helm, skim)

@@ -24,6 +24,7 @@ from gpudrv_check.rules import (
     pod_in_multiple_pdbs,
     precompiled_os_conflict,
     upgrade_drain_unscoped,
+    upgrade_policy_invalid,
     workload_unschedulable,
 )
 
@@ -46,6 +47,7 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     driver_upgrade_state,
     upgrade_drain_unscoped,
     pod_in_multiple_pdbs,
+    upgrade_policy_invalid,
 )
 
 

@@ -230,6 +230,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
 
+    p = sub.add_parser(
+        "rehearse", help="rehearse the operator's driver upgrade over every GPU node"
+    )
+    _repo_options(p)
+    target = p.add_mutually_exclusive_group()
+    target.add_argument(
+        "--driver", metavar="VERSION", help="target driver version (default: driver.version)"
+    )
+    target.add_argument(
+        "--to-matrix",
+        action="store_true",
+        help="each node to the newest driver branch the support matrix has for it",
+    )
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+
     p = sub.add_parser("rules", help="list the built-in rules")
     p.add_argument("--format", choices=("text", "markdown"), default="text")
 

@@ -72,8 +72,10 @@ def check(ctx: Context) -> Iterator[Finding]:
     for node in ctx.repo.nodes:
         state = node.labels.get(UPGRADE_STATE_LABEL)
         path = node.label_path(UPGRADE_STATE_LABEL)
-        if cleared is not None and state is not None and (
-            state == UPGRADE_STATE_FAILED or not is_known_state(state)
+        if (
+            cleared is not None
+            and state is not None
+            and (state == UPGRADE_STATE_FAILED or not is_known_state(state))
         ):
             yield _cleared(ctx, node, state, cleared)
         elif state is not None and not is_known_state(state):

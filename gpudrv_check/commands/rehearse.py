@@ -195,10 +195,13 @@ def _stall_lines(reh: Rehearsal) -> list[str]:
         count = reh.waves[-1].reconcile if reh.waves else 0
         return [f"complete: every node upgrade-done after {count} reconcile(s)"]
     lines = [f"stalled: {len(reh.stalls)} node(s) do not reach upgrade-done"]
-    for stall in reh.stalls:
+    queued = [s for s in reh.stalls if s.state == "upgrade-required"]
+    for stall in [s for s in reh.stalls if s.state != "upgrade-required"] + queued[:1]:
         lines.append(f"  {stall.node}  {stall.state or 'unknown'}  {printable(stall.reason, ' ')}")
         if stall.location is not None:
             lines.append(f"      at {stall.location}")
+    if len(queued) > 1:
+        lines.append(f"  … and {len(queued) - 1} more node(s) waiting in upgrade-required")
     return lines
 
 

@@ -254,16 +254,27 @@ def _image_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) -> S
 
 
 def _headroom_step(repo: Repo, node: Node) -> Step:
+    from gpudrv_check.model.upgrade_flow import CONTROLLER, upgrade_flow
+
     disruption = repo.disruption
+    flow = upgrade_flow(repo)  # the controller's default flow evicts GPU pods only
     candidates = [
         disruption.pods(w)
         for w in repo.workloads
         if disruption.pods(w).evicted_by_drain
         and disruption.pods(w).healthy > 0
         and any(n.name == node.name for n in disruption.pods(w).eligible)
+        and flow.evicts(w)
     ]
     blockers: list[Item] = []
     notes: list[Item] = []
+    if flow.kind == CONTROLLER and flow.config is not None:
+        notes.append(
+            Item(
+                f"flow: {flow.describe()}; only the pods it evicts are counted",
+                flow.config.location(("driver", "upgradePolicy")),
+            )
+        )
     seen: set[int] = set()
     candidate_ids = {id(m.workload) for m in candidates}
     for member in candidates:
@@ -354,11 +365,16 @@ def _drain_step(repo: Repo, node: Node, timeout: str, headroom: Step) -> Step:
     command = (
         f"kubectl drain {node.name} --ignore-daemonsets --delete-emptydir-data --timeout={timeout}"
     )
+    from gpudrv_check.model.upgrade_flow import upgrade_flow
+
+    flow = upgrade_flow(repo)
     blockers: list[Item] = []
     notes: list[Item] = []
     for workload in repo.workloads:
         member = disruption.pods(workload)
         if not member.bare or not member.evicted_by_drain or member.healthy == 0:
+            continue
+        if not flow.evicts(workload):
             continue
         eligible = [n.name for n in member.eligible]
         if node.name not in eligible:

@@ -25,7 +25,9 @@ changes nothing and no timeout is pending: a stall.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.k8s.selector_string import parse_selector
@@ -141,6 +143,15 @@ class _Engine:
         self.used: dict[int, set[str]] = {}  # id(workload) -> nodes holding a replica
         self.cursor: dict[int, int] = {}
         self.running: dict[int, int] = {}  # id(workload) -> replicas running
+        # the runs per state, in the order they entered it (kept by move, so a reconcile
+        # costs the nodes in motion, not the fleet)
+        self.groups: dict[str, dict[int, _NodeRun]] = {}
+        for run in runs:
+            self.groups.setdefault(run.state, {})[run.order] = run
+        self.unavailable = sum(1 for r in runs if r.cordoned or not r.ready)
+        self.cordoned_waiting = sum(1 for r in runs if r.cordoned and r.state == "upgrade-required")
+        # done nodes whose driver pod is out of date: only the ones the repo starts with
+        self.stale_done = [r for r in runs if r.state == "upgrade-done" and r.needs_upgrade]
         self._place_initial()
 
     # --- pods -----------------------------------------------------------------------------
@@ -249,6 +260,10 @@ class _Engine:
         self.wave.nodes.append({"node": run.node.name, "from": run.state, "to": state})
         if state == "upgrade-failed" and run.waiting:
             run.failed_because = (f"upgrade-failed after: {run.waiting}", run.waiting_at)
+        del self.groups[run.state][run.order]
+        self.groups.setdefault(state, {})[run.order] = run
+        if run.cordoned and "upgrade-required" in (run.state, state):
+            self.cordoned_waiting += 1 if state == "upgrade-required" else -1
         run.state = state
         run.deadline = None
         run.waiting = ""
@@ -283,22 +298,24 @@ def _done_or_unknown(engine: _Engine, run: _NodeRun) -> None:
         engine.move(run, "upgrade-done")
 
 
-def _admit(engine: _Engine, waiting: list[_NodeRun], states: Counter, reh: Rehearsal) -> None:
+def _admit(engine: _Engine, waiting: Iterable[_NodeRun], states: Counter, reh: Rehearsal) -> None:
     """ProcessUpgradeRequiredNodes (in-place mode), with GetUpgradesAvailable's numbers."""
     policy = engine.policy
     total = total_managed(states)
     limit = _max_unavailable(policy.get("maxUnavailable"), total)
-    unavailable = sum(1 for r in engine.runs if r.cordoned or not r.ready)
     available = upgrades_available(
-        states, unavailable, int(policy.get("maxParallelUpgrades") or 0), limit
+        states, engine.unavailable, int(policy.get("maxParallelUpgrades") or 0), limit
     )
     first = available
     admitted = []
     for run in waiting:
         if run.skip:
             continue
-        if available <= 0 and not run.cordoned:
-            continue
+        if available <= 0:
+            if not engine.cordoned_waiting:
+                break  # the rest could only go ahead cordoned
+            if not run.cordoned:
+                continue
         admitted.append(run)
         available -= 1
     if admitted and not reh.admitted:
@@ -318,6 +335,8 @@ def _max_unavailable(value: object, total: int) -> int:
 
 
 def _cordon(engine: _Engine, run: _NodeRun) -> None:
+    if not run.cordoned and run.ready:
+        engine.unavailable += 1
     run.cordoned = True
     engine.move(run, "wait-for-jobs-required")
 
@@ -486,6 +505,8 @@ def _validation(engine: _Engine, run: _NodeRun) -> None:
 
 
 def _uncordon(engine: _Engine, run: _NodeRun) -> None:
+    if run.cordoned and run.ready:
+        engine.unavailable -= 1
     run.cordoned = False
     engine.move(run, "upgrade-done")
     engine._place_pending()
@@ -511,13 +532,17 @@ _DONE = "upgrade-done"
 
 def _reconcile(engine: _Engine, reh: Rehearsal, matrix_at: Location | None, no_spec: bool) -> None:
     """One ApplyState pass over the states read at its start."""
-    groups: dict[str, list[_NodeRun]] = {}
-    for run in engine.runs:
-        groups.setdefault(run.state, []).append(run)
-    states = Counter({k: len(v) for k, v in groups.items()})
-    for run in groups.get("", []) + groups.get(_DONE, []):
+    # admission only reads the waiting nodes up to the free slots: no copy of that queue
+    big = ("upgrade-required", _DONE)
+    groups = {s: list(runs.values()) for s, runs in engine.groups.items() if s not in big}
+    states = Counter({k: len(v) for k, v in engine.groups.items()})
+    queued = states["upgrade-required"]  # nodes that enter it during this pass wait
+    stale = [r for r in engine.stale_done if r.state == _DONE]
+    for run in groups.get("", []) + stale:
         _done_or_unknown(engine, run)
-    _admit(engine, groups.get("upgrade-required", []), states, reh)
+    engine.stale_done = []
+    waiting = islice(engine.groups.get("upgrade-required", {}).values(), queued)
+    _admit(engine, waiting, states, reh)
     for run in groups.get("cordon-required", []):
         _cordon(engine, run)
     for run in groups.get("wait-for-jobs-required", []):
@@ -545,6 +570,17 @@ def _reconcile(engine: _Engine, reh: Rehearsal, matrix_at: Location | None, no_s
         _validation(engine, run)
     for run in groups.get("uncordon-required", []):
         _uncordon(engine, run)
+
+
+def _finished(engine: _Engine) -> bool:
+    """Every node upgrade-done with a current driver pod, or kept back by the skip label."""
+    done = engine.groups.get(_DONE, {})
+    waiting = engine.groups.get("upgrade-required", {})
+    if len(done) + len(waiting) != len(engine.runs):
+        return False
+    if any(not r.skip for r in waiting.values()):
+        return False
+    return not any(r.needs_upgrade for r in done.values())
 
 
 def _slot_reason(engine: _Engine) -> tuple[str, Location | None]:
@@ -603,7 +639,7 @@ def rehearse(
         wave = engine.wave
         if wave.nodes or wave.evictions or wave.blocks:
             reh.waves.append(wave)
-        if all(r.state == _DONE and not r.needs_upgrade or r.skip for r in runs):
+        if _finished(engine):
             return reh
         if wave.nodes or wave.evictions:
             continue

@@ -70,7 +70,7 @@ MAX_SHARED_POSITIONS = 200_000
 NODE_STATUS_SKIPPED = frozenset(
     (
         "addresses",
-        "conditions",
+        # "conditions" is read: the Ready condition (rehearse, GetCurrentUnavailableNodes)
         "config",
         "daemonEndpoints",
         "features",

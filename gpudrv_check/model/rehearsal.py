@@ -625,7 +625,7 @@ def rehearse(
     """Step the controller until every managed node is done (or skipped) or nothing moves."""
     engine = _Engine(repo, flow, runs)
     reh = Rehearsal(flow, len(runs))
-    error = max_unavailable_error(flow.policy.get("maxUnavailable"))
+    error = max_unavailable_error(flow.raw_max_unavailable)
     if error is not None:
         where = _policy_location(engine, ("maxUnavailable",))
         reh.stalls = [

@@ -44,6 +44,12 @@ class UpgradeFlow:
     policy: dict[str, Any] = field(default_factory=dict)  # effective upgradePolicy
 
     @property
+    def raw_max_unavailable(self) -> object:
+        """maxUnavailable as written (the effective policy replaces a value it cannot use)."""
+        raw = self.config.get(*POLICY_PATH) if self.config is not None else None
+        return raw.get("maxUnavailable") if isinstance(raw, dict) else None
+
+    @property
     def drain_enabled(self) -> bool:
         return self.kind == CONTROLLER and self.policy["drain"]["enable"] is True
 

@@ -188,7 +188,7 @@ def main() -> None:
         shutil.rmtree(cache, ignore_errors=True)
 
     def rehearse(path: Path) -> list[str]:
-        # every node to a new driver release: the controller's whole rehearsal, from cold
+        # every node to a new driver release: the controller's whole rehearsal (no cache)
         return [
             *tool(),
             "rehearse",
@@ -197,9 +197,6 @@ def main() -> None:
             "550.127.05",
             "--format",
             "json",
-            "--cache-dir",
-            str(cache),
-            *jobs,
         ]
 
     b = best(n, lambda i: check(base), clear)

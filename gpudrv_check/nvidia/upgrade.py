@@ -298,7 +298,7 @@ def upgrade_policy_findings(raw: object, source: str = "clusterpolicy") -> list[
             PolicyProblem(
                 (),
                 "no podDeletion: the first node that reaches "
-                "pod-deletion-required fails every reconcile with \"pod deletion spec should "
+                'pod-deletion-required fails every reconcile with "pod deletion spec should '
                 'not be empty" (pod_manager.go SchedulePodEviction) and the upgrade stops there',
                 "error",
             )

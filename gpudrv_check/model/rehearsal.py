@@ -49,6 +49,9 @@ if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
 
 MAX_RECONCILES = 100_000
+VALIDATOR = "operator-validator"
+#: upgrade_requestor.go: the maintenance operator, not this controller, moves these on
+_REQUESTOR_STATES = frozenset(("node-maintenance-required", "post-maintenance-required"))
 _FOREVER_KINDS = frozenset(("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"))
 
 
@@ -476,7 +479,7 @@ def _pod_restart(engine: _Engine, run: _NodeRun, matrix_at: Location | None) -> 
 def _validation(engine: _Engine, run: _NodeRun) -> None:
     """ProcessValidationRequiredNodes / ValidationManager.Validate (600 s timeout)."""
     placement = engine.repo.operand_placement
-    if "operator-validator" not in placement.running(run.node.name):
+    if not _validator_runs(engine, run.node):
         engine.block(
             run,
             f"no operator-validator pod runs on {run.node.name}: validation waits for ever "
@@ -502,6 +505,16 @@ def _validation(engine: _Engine, run: _NodeRun) -> None:
         engine.wait_or_fail(run, VALIDATION_TIMEOUT_SECONDS, "upgrade-failed")
         return
     engine.move(run, "upgrade-done" if run.initially_cordoned else "uncordon-required")
+
+
+def _validator_runs(engine: _Engine, node: Node) -> bool:
+    """The operator-validator pod runs on the node (operand placement). Without an operator
+    config or validator DaemonSet in the repo, the chart's DaemonSet is assumed, which its
+    deploy label still switches off."""
+    placement = engine.repo.operand_placement
+    if engine.flow.config is None and not placement.daemonsets_of(VALIDATOR):
+        return node.labels.get(f"nvidia.com/gpu.deploy.{VALIDATOR}") != "false"
+    return VALIDATOR in placement.running(node.name)
 
 
 def _uncordon(engine: _Engine, run: _NodeRun) -> None:
@@ -608,6 +621,12 @@ def _stalls(engine: _Engine) -> list[Stall]:
             continue
         if run.state == "upgrade-required" and not run.waiting:
             why, where = _slot_reason(engine)
+        elif run.state in _REQUESTOR_STATES and not run.waiting:
+            why = (
+                f"{run.state} belongs to requestor mode: the maintenance operator's "
+                "NodeMaintenance cordons and drains it, which the rehearsal does not model"
+            )
+            where = run.node.label_location(UPGRADE_STATE_LABEL)
         else:
             why = run.waiting or f"no step moves a node out of {run.state}"
             where = run.waiting_at

@@ -167,3 +167,14 @@ def test_drain_after_a_failed_pod_deletion(tmp_path: Path) -> None:
     assert [(e["pod"], e["to"]) for w in out["waves"] for e in w["evictions"]] == [
         ("Pod/x/solo#0", None)
     ]
+
+
+def test_requestor_mode_states_are_left_to_the_maintenance_operator(tmp_path: Path) -> None:
+    # upgrade_requestor.go: node-maintenance-required is moved on by the maintenance operator;
+    # GetTotalManagedNodes does not count it, so the other node still gets its slot
+    labels = "      nvidia.com/gpu-driver-upgrade-state: node-maintenance-required\n"
+    code, out = rehearse(repo(tmp_path, [node("a"), node("b", labels)], DEFAULT))
+    assert code == 1
+    assert out["admitted"] == ["a"]
+    assert [s["node"] for s in out["stalls"]] == ["b"]
+    assert "requestor mode" in out["stalls"][0]["reason"]

@@ -88,3 +88,22 @@ def test_plan_counts_only_what_the_controller_evicts(lab_repo: Path) -> None:
     after = run_cli("plan", "lab-node-1", "--driver", "535.183.06", str(lab_repo))
     assert "2. headroom: ready" in after.stdout
     assert "flow: the GPU Operator's upgrade controller" in after.stdout
+
+
+def test_wait_for_completion_on_a_deployment_is_reported_at_the_selector(lab_repo: Path) -> None:
+    # pod_manager.go ScheduleCheckOnPodCompletion: Running pods keep the node waiting
+    _policy(
+        lab_repo,
+        "      autoUpgrade: true\n      podDeletion: {}\n"
+        "      waitForCompletion:\n        podSelector: app=trainer",
+    )
+    line, column = where(lab_repo, "k8s/cp.yaml", "podSelector")
+    found = [f for f in findings(lab_repo) if f["rule"] == "GPU025"]
+    assert [(f["location"]["line"], f["location"]["column"]) for f in found] == [(line, column)]
+    assert "Deployment gpu-drv/trainer" in found[0]["message"]
+    _policy(
+        lab_repo,
+        "      autoUpgrade: true\n      podDeletion: {}\n"
+        "      waitForCompletion:\n        podSelector: app=trainer\n        timeoutSeconds: 600",
+    )
+    assert located(lab_repo, "GPU025") == []

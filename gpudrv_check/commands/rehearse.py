@@ -220,17 +220,22 @@ def render_text(reh: Rehearsal, target: str) -> str:
 
 
 def render_markdown(reh: Rehearsal, target: str) -> str:
-    lines = [f"## Driver upgrade rehearsal: {target}", ""]
-    lines += [f"- {line}" for line in _summary(reh, target)]
+    from gpudrv_check.report.markdown import cell  # repo text: no HTML, pipes or line breaks
+
+    lines = [f"## Driver upgrade rehearsal: {cell(target)}", ""]
+    lines += [f"- {cell(line)}" for line in _summary(reh, target)]
     lines.append("")
     for wave in reh.waves:
-        moves = _moves(wave.nodes)
+        moves = cell(_moves(wave.nodes))
         lines.append(f"1. **reconcile {wave.reconcile}** (t = {wave.seconds} s): {moves}")
         for ev in wave.evictions:
-            lines.append(f"   - evicted `{ev['pod']}` from {ev['node']} → {ev['to'] or 'Pending'}")
+            lines.append(
+                f"   - evicted {cell(ev['pod'])} from {cell(ev['node'])} → "
+                f"{cell(ev['to'] or 'Pending')}"
+            )
         for block in wave.blocks:
-            where = f" (`{block['location']}`)" if block["location"] else ""
-            lines.append(f"   - blocked {block['node']}: {block['message']}{where}")
+            where = f" ({cell(block['location'])})" if block["location"] else ""
+            lines.append(f"   - blocked {cell(block['node'])}: {cell(block['message'])}{where}")
     lines.append("")
-    lines += _stall_lines(reh)
+    lines += [cell(line) if line.strip() else line for line in _stall_lines(reh)]
     return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ from gpudrv_check.commands.common import load_run
 from gpudrv_check.config import ConfigError
 from gpudrv_check.model.driver import driver_managed, label_keys
 from gpudrv_check.model.finding import Location, printable
-from gpudrv_check.model.rehearsal import Rehearsal, node_runs, rehearse
+from gpudrv_check.model.rehearsal import Rehearsal, Stall, node_runs, rehearse
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.upgrade_flow import (
     CONTROLLER,
@@ -69,7 +69,7 @@ def _targets(repo: Repo, args: argparse.Namespace) -> tuple[DriverVersion | None
     return version, version.text
 
 
-def _node_facts(repo: Repo, version: DriverVersion | None) -> tuple[list, dict, dict]:
+def _node_facts(repo: Repo, version: DriverVersion | None) -> tuple[list, dict, dict, dict]:
     matrix = repo.matrix
     assert matrix is not None
     keys = label_keys(repo.config)
@@ -77,6 +77,7 @@ def _node_facts(repo: Repo, version: DriverVersion | None) -> tuple[list, dict, 
     nodes = sorted((n for n in repo.gpu_nodes if driver_managed(n)), key=lambda n: n.name)
     needs: dict[str, bool] = {}
     image: dict[str, bool] = {}
+    tags: dict[str, str | None] = {}
     branches: dict[tuple[str, str], list[int]] = {}
     for row in matrix.rows:
         if row.driver_branch.isdigit():
@@ -94,8 +95,9 @@ def _node_facts(repo: Repo, version: DriverVersion | None) -> tuple[list, dict, 
             continue
         needs[node.name] = current != version.text
         tag = precompiled_tag(version.major, kernel, ostag) if kernel and ostag else None
+        tags[node.name] = tag
         image[node.name] = tag is not None and matrix.has(version.major, kernel, ostag)
-    return nodes, needs, image
+    return nodes, needs, image, tags
 
 
 def _no_pod_deletion(flow: UpgradeFlow) -> bool:
@@ -117,11 +119,11 @@ def run(args: argparse.Namespace) -> int:
     notes: list[str] = []
     flow = _flow(repo, notes)
     version, target = _targets(repo, args)
-    nodes, needs, image = _node_facts(repo, version)
+    nodes, needs, image, tags = _node_facts(repo, version)
     matrix = repo.matrix
     matrix_at = Location(file=matrix.file, line=matrix.end_line + 1)
     result = rehearse(
-        repo, flow, node_runs(repo, nodes, needs, image), matrix_at, _no_pod_deletion(flow)
+        repo, flow, node_runs(repo, nodes, needs, image, tags), matrix_at, _no_pod_deletion(flow)
     )
     result.notes = notes
     out = {"json": render_json, "markdown": render_markdown}.get(args.format, render_text)
@@ -195,13 +197,20 @@ def _stall_lines(reh: Rehearsal) -> list[str]:
         count = reh.waves[-1].reconcile if reh.waves else 0
         return [f"complete: every node upgrade-done after {count} reconcile(s)"]
     lines = [f"stalled: {len(reh.stalls)} node(s) do not reach upgrade-done"]
-    queued = [s for s in reh.stalls if s.state == "upgrade-required"]
-    for stall in [s for s in reh.stalls if s.state != "upgrade-required"] + queued[:1]:
-        lines.append(f"  {stall.node}  {stall.state or 'unknown'}  {printable(stall.reason, ' ')}")
+    # one line per cause: nodes waiting in the same state for the same reason are counted
+    groups: dict[tuple[str, str, str], list[Stall]] = {}
+    for stall in reh.stalls:
+        reason = stall.reason if stall.state != "upgrade-required" else "queued"
+        groups.setdefault((stall.state, reason, str(stall.location)), []).append(stall)
+    for (state, _, _), stalls in sorted(
+        groups.items(), key=lambda kv: kv[0][0] == "upgrade-required"
+    ):
+        stall = stalls[0]
+        lines.append(f"  {stall.node}  {state or 'unknown'}  {printable(stall.reason, ' ')}")
         if stall.location is not None:
             lines.append(f"      at {stall.location}")
-    if len(queued) > 1:
-        lines.append(f"  … and {len(queued) - 1} more node(s) waiting in upgrade-required")
+        if len(stalls) > 1:
+            lines.append(f"  … and {len(stalls) - 1} more node(s) in {state or 'unknown'} alike")
     return lines
 
 

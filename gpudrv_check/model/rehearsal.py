@@ -116,6 +116,7 @@ class _NodeRun:
     waiting: str = ""  # why it does not move (kept for the stall)
     waiting_at: Location | None = None
     failed_because: tuple[str, Location | None] | None = None
+    tag: str | None = None  # the precompiled image tag the new driver needs
 
 
 def node_ready(node: Node) -> bool:
@@ -457,9 +458,9 @@ def _pod_restart(engine: _Engine, run: _NodeRun, matrix_at: Location | None) -> 
     if not run.image_ok:
         engine.block(
             run,
-            f"the new driver image for {run.node.name} is not in the support matrix: its "
-            "driver pod stays in ImagePullBackOff (no restarts counted, so never "
-            "upgrade-failed)",
+            f"driver image {run.tag or '(no tag: kernel or OS labels missing)'} is not in the "
+            "support matrix: the new driver pod stays in ImagePullBackOff (no restarts "
+            "counted, so never upgrade-failed)",
             matrix_at,
             "image",
         )
@@ -675,6 +676,7 @@ def node_runs(
     nodes: list[Node],
     needs_upgrade: dict[str, bool],
     image_ok: dict[str, bool],
+    tags: dict[str, str | None] | None = None,
 ) -> list[_NodeRun]:
     """The managed nodes' starting point, from their labels, cordon and Ready condition."""
     runs = []
@@ -691,6 +693,7 @@ def node_runs(
                 needs_upgrade=needs_upgrade[node.name],
                 image_ok=image_ok[node.name],
                 skip=skip_requested(node.labels),
+                tag=(tags or {}).get(node.name),
             )
         )
     return runs

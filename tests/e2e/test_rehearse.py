@@ -132,7 +132,7 @@ def test_text_and_markdown(lab: Path) -> None:
     text = run_cli("rehearse", str(lab), "--driver", TARGET)
     assert text.returncode == 1
     assert "lab-node-0  upgrade-failed" in text.stdout
-    assert "… and 2 more node(s) waiting in upgrade-required" in text.stdout
+    assert "… and 2 more node(s) in upgrade-required alike" in text.stdout
     md = run_cli("rehearse", str(lab), "--driver", TARGET, "--format", "markdown")
     assert md.returncode == 1
     assert "1. **reconcile 2** (t = 0 s): lab-node-0 → cordon-required" in md.stdout

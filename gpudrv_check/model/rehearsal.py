@@ -216,7 +216,7 @@ class _Engine:
     def _covering(self, workload: Workload) -> list[PDB]:
         return self.repo.disruption.covering(workload)
 
-    def _refusal(self, pod: _Pod) -> tuple[str, PDB] | None:
+    def refusal(self, pod: _Pod) -> tuple[str, PDB] | None:
         """Why the eviction API refuses the pod now (429 / 500), or None."""
         pdbs = self._covering(pod.member)
         if len(pdbs) > 1:
@@ -237,7 +237,7 @@ class _Engine:
                 )
         return None
 
-    def _evict(self, pod: _Pod, node: str) -> None:
+    def evict(self, pod: _Pod, node: str) -> None:
         self.pods_on[node].remove(pod)
         self.used[id(pod.member)].discard(node)
         self.running[id(pod.member)] -= 1
@@ -250,7 +250,7 @@ class _Engine:
             for pdb in self._covering(pod.member):
                 self.healthy[id(pdb)] += 1
 
-    def _place_pending(self) -> None:
+    def place_pending(self) -> None:
         waiting, self.pending = self.pending, []
         for pod in waiting:
             target = self._reschedule(pod)
@@ -283,7 +283,7 @@ class _Engine:
         if timeout and run.deadline is None:
             run.deadline, run.on_timeout = self.clock + timeout, next_state
 
-    def _fail_to(self) -> str:
+    def fail_to(self) -> str:
         return "drain-required" if self.flow.drain_enabled else "upgrade-failed"
 
 
@@ -404,10 +404,10 @@ def _evict_all(engine: _Engine, run: _NodeRun, pods: list[_Pod], spec: dict, ste
         if why is not None:
             where = pod.member.location(("metadata", "name"))
             engine.block(run, f"{step}: {pod.name}: {why}", where, pod.name)
-            engine.move(run, engine._fail_to() if step == "podDeletion" else "upgrade-failed")
+            engine.move(run, engine.fail_to() if step == "podDeletion" else "upgrade-failed")
             return False
     for pod in pods:
-        refused = _refusal_now(engine, pod)
+        refused = engine.refusal(pod)
         if refused is not None:
             why, pdb = refused
             timeout = int(spec.get("timeoutSeconds") or 0)
@@ -425,15 +425,11 @@ def _evict_all(engine: _Engine, run: _NodeRun, pods: list[_Pod], spec: dict, ste
                 pdb.manifest.location(pdb.rule_path),
                 pdb.title,
             )
-            nxt = engine._fail_to() if step == "podDeletion" else "upgrade-failed"
+            nxt = engine.fail_to() if step == "podDeletion" else "upgrade-failed"
             engine.wait_or_fail(run, timeout, nxt)
             return False
-        engine._evict(pod, run.node.name)
+        engine.evict(pod, run.node.name)
     return True
-
-
-def _refusal_now(engine: _Engine, pod: _Pod) -> tuple[str, PDB] | None:
-    return engine._refusal(pod)
 
 
 def _pod_deletion(engine: _Engine, run: _NodeRun) -> None:
@@ -523,7 +519,7 @@ def _uncordon(engine: _Engine, run: _NodeRun) -> None:
         engine.unavailable -= 1
     run.cordoned = False
     engine.move(run, "upgrade-done")
-    engine._place_pending()
+    engine.place_pending()
 
 
 def _failed(engine: _Engine, run: _NodeRun) -> None:

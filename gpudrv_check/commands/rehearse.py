@@ -125,6 +125,16 @@ def run(args: argparse.Namespace) -> int:
     result = rehearse(
         repo, flow, node_runs(repo, nodes, needs, image, tags), matrix_at, _no_pod_deletion(flow)
     )
+    missing = [n.name for n in nodes if needs[n.name] and not image[n.name]]
+    if missing:
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        notes.append(
+            f"{len(missing)} node(s) need a driver image the support matrix lacks ({shown}): "
+            "build and record them before the upgrade starts; the controller admits such a "
+            "node anyway, evicts its GPU pods, and leaves it in pod-restart-required"
+        )
     result.notes = notes
     out = {"json": render_json, "markdown": render_markdown}.get(args.format, render_text)
     sys.stdout.write(out(result, target))

@@ -125,6 +125,7 @@ def test_a_missing_image_stalls_in_pod_restart(lab: Path) -> None:
     stalled = {s["node"]: s for s in out["stalls"]}
     assert stalled["lab-node-1"]["state"] == "pod-restart-required"
     assert stalled["lab-node-1"]["location"].startswith("support-matrix.csv:")
+    assert any("lack" in note and "lab-node-1" in note for note in out["notes"])
     assert "lab-node-0" not in stalled
 
 

@@ -265,7 +265,7 @@ def parse_manifest_bytes(
             )
         )
         return result
-    for p in _capped(parsed.problems):
+    for p in _capped(_object_problems(parsed)):
         result.problems.append(problem_finding(rel, p))
     for doc in parsed.docs:
         _collect(result, rel, doc.index, doc.data, doc.pos)
@@ -276,6 +276,10 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
     where = f"{rel}#{index}"
     if data is None:
         result.skipped.append(Skipped(where, "empty document"))
+        return
+    if isinstance(data, LSeq) and not _holds_objects(data):
+        # an Ansible playbook, a task list, a JSON 6902 patch: not meant as Kubernetes objects
+        result.skipped.append(Skipped(where, "a list, not a Kubernetes object"))
         return
     if not isinstance(data, LMap):
         shape = "a list" if isinstance(data, LSeq) else "a scalar"
@@ -314,6 +318,49 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
         return
     _check_name_types(result, rel, data)
     result.manifests.append(_manifest(rel, index, data, api_version, kind, None))
+
+
+def _holds_objects(items: LSeq) -> bool:
+    """Whether a top-level list holds Kubernetes objects (kubectl refuses it: not a List)."""
+    return any(
+        isinstance(item, LMap) and "apiVersion" in item and "kind" in item for item in items
+    )
+
+
+def is_object(data: Any) -> bool:
+    """Whether a document is meant as a Kubernetes object (or a list of them)."""
+    if isinstance(data, LMap):
+        return "apiVersion" in data or "kind" in data
+    return isinstance(data, LSeq) and _holds_objects(data)
+
+
+#: problems that concern Kubernetes objects only: in a CI config, a Home Assistant or Ansible
+#: file (`!secret`, `!include`, a repeated key) they are that tool's business, not findings
+OBJECT_ONLY_RULES = frozenset(("GPU008", "GPU009"))
+
+
+def _object_problems(parsed: ParsedFile) -> list[LoadProblem]:
+    """The parse problems, without those of OBJECT_ONLY_RULES inside documents that are not
+    Kubernetes objects (a document spans from its start to the next one's)."""
+    foreign = [
+        (doc.pos, parsed.docs[i + 1].pos if i + 1 < len(parsed.docs) else None)
+        for i, doc in enumerate(parsed.docs)
+        if doc.data is not None and not is_object(doc.data)
+    ]
+    if not foreign:
+        return parsed.problems
+
+    def inside(p: LoadProblem) -> bool:
+        at = (p.line, p.column)
+        return any(start <= at and (end is None or at < end) for start, end in foreign)
+
+    return [
+        p
+        for p in parsed.problems
+        if p.rule not in OBJECT_ONLY_RULES
+        and not p.message.startswith(NON_SCALAR_KEY)
+        or not inside(p)
+    ]
 
 
 def _check_name_types(result: FileResult, rel: str, data: LMap) -> None:

@@ -270,8 +270,10 @@ def _in_container(stack: list[_Frame]) -> bool:
     """Whether the innermost open mapping is a container of the document's pod template."""
     from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
 
-    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))  # type: ignore[arg-type]
-    if path is None or len(stack) != len(path) + 3 or not stack[0].is_map:
+    if not stack[0].is_map:  # a top-level list (Ansible, JSON patches) has no pod template
+        return False
+    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))  # type: ignore[union-attr]
+    if path is None or len(stack) != len(path) + 3:
         return False
     for frame, key in zip(stack, path, strict=False):  # the stack is deeper than the path
         if frame.key != key:

@@ -24,6 +24,7 @@ from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import build_workloads
 from gpudrv_check.policy import RulePolicy, catalog, rule_settings, validate_rule_settings
 from gpudrv_check.source import Source, clean_rel
+from gpudrv_check.source.exclude import from_config
 from gpudrv_check.source.tree import Listing, Skipped, WorkingTree
 
 if TYPE_CHECKING:
@@ -188,7 +189,7 @@ def load(
     validate_rule_settings(config, rules)
     validate_exemptions(config, rules)
     matrix = load_matrix(source, config, matrix_override)
-    listing = source.list_manifests(config.exclude)
+    listing = source.list_manifests(from_config(config))
     if files:
         # policy files are configuration, not manifests
         listing.files = [f for f in listing.files if f.rel not in files]

@@ -329,11 +329,12 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
     from gpudrv_check.cache import Cache, default_dir, digest
     from gpudrv_check.commands.common import repo_config
     from gpudrv_check.load.policies import policy_files
+    from gpudrv_check.source.exclude import from_config
 
     source = make_source(args)
     root = Path(source.disk_root).resolve()
     _, config = repo_config(args, source)
-    listing = source.list_manifests(config.exclude)
+    listing = source.list_manifests(from_config(config))
     parts: list[object] = [
         __version__,
         os.getcwd(),

@@ -67,7 +67,10 @@ def test_default_folders_are_left_out_and_said_so(tmp_path: Path):
 
 def test_defaults_can_be_dropped_or_taken_back(tmp_path: Path):
     root = _repo(tmp_path, {"vendor/node.yaml": NODE, "testdata/node.yaml": NODE})
-    assert _listed(root, Config(default_exclude=[]))[0] == ["testdata/node.yaml", "vendor/node.yaml"]
+    assert _listed(root, Config(default_exclude=[]))[0] == [
+        "testdata/node.yaml",
+        "vendor/node.yaml",
+    ]
     assert _listed(root, Config(exclude=["!testdata/"]))[0] == ["testdata/node.yaml"]
 
 

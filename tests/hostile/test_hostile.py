@@ -63,6 +63,10 @@ CASES = [
     case("json/stream.json", ("GPU040", 3, 11, "unschedulable"), absent=("GPU000",)),
     case("json/long-key.json", absent=("GPU000",)),
     case("json/duplicate-key.json", ("GPU008", 2, 30, "duplicate key 'name'")),
+    # JSONC (comments, trailing commas): editor settings are skipped; a manifest so written is
+    # still a syntax error, as kubectl says (issue 13)
+    case("jsonc/settings.json", exact=True),
+    case("jsonc/manifest.json", ("GPU000", 2, 23, "JSON syntax error"), exact=True),
     # bytes that are not text
     case("encoding/invalid-utf8.yaml", ("GPU000", 4, 12, "invalid UTF-8 byte 0xe9"), exact=True),
     case("encoding/nul-byte.yaml", ("GPU000", 3, 21, "NUL"), exact=True),

@@ -104,6 +104,42 @@ HELM_HINT = (
 )
 
 
+TERRAFORM_HINT = (
+    "Terraform fills this template in (templatefile); check what it renders, e.g. "
+    "`terraform console` output piped into `gpudrv-check check -`, or exclude the path."
+)
+CHART_HINT = (
+    "Render the chart and check the output: `helm template NAME CHART -f values.yaml | "
+    "gpudrv-check check - --stdin-name rendered.yaml`, or exclude the chart's path."
+)
+
+
+def _is_terraform(text: str) -> bool:
+    """A template Terraform's templatefile() fills in: `%{ if … }` directives or `${ … }`."""
+    return "%{" in text or "${" in text
+
+
+def chart_findings(files: Iterable[FileRef]) -> dict[str, Finding]:
+    """One GPU009 per Helm chart with templates, at its Chart.yaml, by that file's path."""
+    refs = list(files)
+    out: dict[str, Finding] = {}
+    for prefix in chart_template_dirs(refs):
+        count = sum(1 for f in refs if f.rel.startswith(prefix))
+        if not count:
+            continue
+        chart_dir = prefix[: -len("templates/")]
+        chart_file = chart_dir + "Chart.yaml"
+        name = chart_dir.rstrip("/") or "."
+        out[chart_file] = _not_checkable(
+            chart_file,
+            1,
+            f"chart {name}: {count} template{'s' if count != 1 else ''} not rendered; pipe "
+            "`helm template` into `gpudrv-check check -`",
+            CHART_HINT,
+        )
+    return out
+
+
 KUSTOMIZE_HINT = (
     "Render the overlay (`kustomize build DIR > rendered.yaml`) and check the output; "
     "the patch is checked as part of the objects it changes."
@@ -268,16 +304,20 @@ def parse_manifest_bytes(
         return result
     assert text is not None
     if helm_template:
+        # said once for the whole chart, at its Chart.yaml (chart_findings)
+        result.skipped.append(Skipped(rel, "Helm chart template, not rendered"))
+        return result
+    parsed = parse_document_text(rel, text, skim)
+    if parsed.failed and _is_terraform(text):
         result.problems.append(
             _not_checkable(
                 rel,
                 1,
-                "Helm chart template: not checkable unless rendered",
-                HELM_HINT,
-            )
+                "Terraform template (%{ … } / ${ … }): not checkable unless rendered",
+                TERRAFORM_HINT,
+            ).model_copy(update={"severity": Severity.INFO})
         )
         return result
-    parsed = parse_document_text(rel, text, skim)
     if _is_templated(text, parsed):
         result.problems.append(
             _not_checkable(
@@ -711,4 +751,8 @@ def read_repo(
             content.unread_objects += len(summary[0])
             content.unread_skipped += summary[1]
     content.files = [r for r in results if r is not None]
+    charts = chart_findings(files)
+    for result in content.files:
+        if result.rel in charts:
+            result.problems.append(charts[result.rel])
     return content

@@ -479,6 +479,9 @@ def _manifest(
         raw_ns = meta.get("namespace")
         name = raw_name if isinstance(raw_name, str) else None
         namespace = raw_ns if isinstance(raw_ns, str) else None
+        generate = meta.get("generateName")
+        if name is None and isinstance(generate, str) and generate:
+            name = generate + "*"  # the API server appends a random suffix
     return Manifest(
         file=rel,
         doc=index,

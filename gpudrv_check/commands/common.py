@@ -96,7 +96,8 @@ def load_source(
     progress = Progress.on_terminal()
     options = read_options(args, progress, data, context)
     try:
-        return load(source, config, getattr(args, "matrix", None), inventory, options)
+        optional = getattr(args, "command", None) == "check"
+        return load(source, config, getattr(args, "matrix", None), inventory, options, optional)
     finally:
         if progress is not None:
             progress.done()

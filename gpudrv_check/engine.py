@@ -22,6 +22,7 @@ from gpudrv_check.model.coverage import SkippedRules
 from gpudrv_check.model.disruption import build_pdbs
 from gpudrv_check.model.finding import Finding, Location, Severity
 from gpudrv_check.model.identity import Copies, one_per_identity
+from gpudrv_check.model.placeholders import Unknowns, substitute
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import build_workloads
 from gpudrv_check.policy import RulePolicy, catalog, rule_settings, validate_rule_settings
@@ -52,6 +53,8 @@ class Run:
     copies: list[Copies] = field(default_factory=list)
     # rules not evaluated for want of input (nodes, the matrix), grouped by reason
     skipped_rules: list[SkippedRules] = field(default_factory=list)
+    # `${VAR}` placeholders no Flux Kustomization fills in, per object
+    unknowns: Unknowns = field(default_factory=Unknowns)
 
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Severity}
@@ -234,6 +237,7 @@ def load(
     content.files.extend(
         _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
     )
+    unknowns = substitute(content.manifests, content.placeholder_files)
     manifests, copies = one_per_identity(content.manifests)
     nodes, node_findings = build_inventory(manifests)
     workloads, workload_findings = build_workloads(manifests)
@@ -258,6 +262,7 @@ def load(
         source=source,
         matrix_missing=matrix_missing,
         copies=copies,
+        unknowns=unknowns,
     )
     if matrix_missing is not None:
         run.findings.append(matrix_missing_finding(matrix_missing))
@@ -314,6 +319,7 @@ def evaluate(run: Run) -> None:
     for policy in run.custom_policies:
         if rule_enabled(config, policy.id, run.rules):
             run.findings.extend(check_policy(ctx, policy))
+    run.findings = run.unknowns.filter(run.findings)
     settled = settle(_note_origins(run, run.findings), config, run.rules)
     run.findings, suppressed = apply_exemptions(settled, run.repo, run.rules)
     run.suppressed.extend(suppressed)

@@ -197,6 +197,17 @@ def print_listing(run: Run) -> None:
 
     version, why = operator_version_source(run.repo)
     out.write(f"os-tag  rule of operator {version or 'newest'} ({why})\n")
+    for copies in run.copies:
+        out.write(f"copies  {printable(copies.describe())}\n")
+    from gpudrv_check.model.coverage import unmodelled_gpu_workloads
+
+    unmodelled = unmodelled_gpu_workloads(run.repo.manifests)
+    if unmodelled:
+        names = ", ".join(str(m.ref) for m in unmodelled)
+        out.write(
+            f"unmodelled {len(unmodelled)} object(s) request GPUs in kinds not modelled yet "
+            f"(their placement and drivers are not checked): {printable(names)}\n"
+        )
     skipped_docs = run.content.skipped_documents
     out.write(
         f"total   {run.content.file_count} file(s), {run.content.object_count} object(s), "

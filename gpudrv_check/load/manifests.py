@@ -44,6 +44,8 @@ class RepoContent:
     unread_objects: int = 0
     unread_skipped: int = 0
     plan: Any = None  # the incremental.Plan of this run, or None
+    # files whose bytes hold `${`: the only ones with placeholders (model/placeholders.py)
+    placeholder_files: set[str] = field(default_factory=set)
 
     @property
     def manifests(self) -> list[Manifest]:
@@ -682,6 +684,8 @@ def read_repo(
             results[i] = data
             tick()
             continue
+        if b"${" in data:
+            content.placeholder_files.add(ref.rel)
         if options.cache is not None:
             file_digest = hashlib.sha256(data).hexdigest()
             entry = cached.get(ref.rel)
@@ -699,10 +703,10 @@ def read_repo(
         from gpudrv_check.incremental import summarize
         from gpudrv_check.load.codec import encode
 
-        for i, _, _, helm in todo:
+        for i, _, data, helm in todo:
             result = results[i]
             assert result is not None
-            summaries[i] = summarize(result)
+            summaries[i] = summarize(result, b"${" in data)
             blob = encoded.get(i)
             fresh[result.rel] = (
                 result.digest,

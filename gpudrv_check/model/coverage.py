@@ -151,6 +151,7 @@ def notes(
     missing: dict[str, tuple[str, str]],
     matrix_file: str,
     copies: list[Any],
+    unknowns: Any = None,
 ) -> list[str]:
     """What the report says besides its findings: what was checked when something was not,
     what was skipped and why, the files to add; which copy of an object was used."""
@@ -162,6 +163,9 @@ def notes(
         add = to_add(missing, matrix_file)
         if add:
             out.append(add)
+    placeholders = unknowns.note() if unknowns is not None else None
+    if placeholders:
+        out.append(placeholders)
     differing = [c for c in copies if c.differ]
     out.extend(c.describe() for c in differing[:MAX_COPIES_SAID])
     if len(differing) > MAX_COPIES_SAID:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from gpudrv_check.model.manifest import Manifest
 
-WHY = "the deepest path (an overlay sits below its base), then the first in path order"
+WHY = "deepest path first, as an overlay sits below its base; then path order"
 
 
 @dataclass

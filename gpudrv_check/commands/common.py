@@ -184,7 +184,9 @@ def print_listing(run: Run) -> None:
     for skipped in run.listing.skipped:
         out.write(f"skipped {skipped.rel}: {skipped.reason}\n")
     matrix = run.repo.matrix
-    if matrix is None:
+    if matrix is None and run.matrix_missing is not None:
+        out.write(f"matrix  none: {run.matrix_missing} not found (GPU001 skipped)\n")
+    elif matrix is None:
         out.write("matrix  none (driver image checks that need it are off)\n")
     else:
         out.write(f"matrix  {matrix.file}: {len(matrix.rows)} row(s)\n")

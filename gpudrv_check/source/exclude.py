@@ -42,10 +42,31 @@ BY_DEFAULT = "excluded by default (set default_exclude: [] or exclude: ['!DIR/']
 BY_GITIGNORE = "ignored by {file}"
 
 
-def _spec(lines: Iterable[str]) -> Any:
-    from pathspec import GitIgnoreSpec
+class _Spec:
+    """A gitignore spec and one regular expression of all its patterns: most paths match no
+    pattern, and one match answers that ~10x faster than asking each pattern in turn."""
 
-    return GitIgnoreSpec.from_lines([_anchor(line) for line in lines])
+    def __init__(self, lines: Iterable[str]) -> None:
+        import re
+
+        from pathspec import GitIgnoreSpec
+
+        self.spec = GitIgnoreSpec.from_lines([_anchor(line) for line in lines])
+        parts = [
+            p.regex.pattern.replace("(?P<ps_d>", "(")
+            for p in self.spec.patterns
+            if p.include is not None and getattr(p, "regex", None) is not None
+        ]
+        self.any = re.compile("|".join(f"(?:{part})" for part in parts)) if parts else None
+
+    def check_file(self, path: str) -> Any:
+        if self.any is None or self.any.match(path) is None:
+            return None
+        return self.spec.check_file(path)
+
+
+def _spec(lines: Iterable[str]) -> _Spec:
+    return _Spec(lines)
 
 
 def _anchor(pattern: str) -> str:
@@ -57,7 +78,7 @@ def _anchor(pattern: str) -> str:
 def _decision(spec: Any, rel: str) -> tuple[bool | None, int]:
     """(excluded?, index of the deciding pattern), (None, -1) when no pattern matches."""
     result = spec.check_file(rel)
-    if result.include is None:
+    if result is None or result.include is None:
         return None, -1
     return bool(result.include), result.index if result.index is not None else -1
 

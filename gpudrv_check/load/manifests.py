@@ -387,9 +387,7 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
 
 def _holds_objects(items: LSeq) -> bool:
     """Whether a top-level list holds Kubernetes objects (kubectl refuses it: not a List)."""
-    return any(
-        isinstance(item, LMap) and "apiVersion" in item and "kind" in item for item in items
-    )
+    return any(isinstance(item, LMap) and "apiVersion" in item and "kind" in item for item in items)
 
 
 def is_object(data: Any) -> bool:

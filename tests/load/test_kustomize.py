@@ -76,9 +76,7 @@ def test_patch_files_are_not_checked_as_objects(tmp_path):
     result = run_cli("check", str(tmp_path), "--matrix", "none")
     # hints and the notes of what a repo without nodes does not check (issue 13) left out
     lines = [
-        line
-        for line in result.stdout.splitlines()
-        if not line.startswith(("    fix:", "note: "))
+        line for line in result.stdout.splitlines() if not line.startswith(("    fix:", "note: "))
     ]
     assert lines == [
         "base/deploy.yaml:5:3: error GPU040 spec.replicas must be a non-negative integer, not 'x'",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.load.located import LMap, LSeq
+from gpudrv_check.model.finding import printable
 
 if TYPE_CHECKING:
     from gpudrv_check.model.manifest import Manifest
@@ -171,4 +172,5 @@ def notes(
     if len(differing) > MAX_COPIES_SAID:
         more = len(differing) - MAX_COPIES_SAID
         out.append(f"{more} more object(s) in several files that differ (-v lists them)")
-    return out
+    # names from the repo: no line break or escape sequence reaches a report line
+    return [printable(note) for note in out]

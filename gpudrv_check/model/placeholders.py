@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from gpudrv_check.model.finding import Finding
     from gpudrv_check.model.manifest import Manifest
 
-PLACEHOLDER = re.compile(r"\$\{([_A-Za-z][_A-Za-z0-9]*)(?:(:?[=-])([^}]*))?\}")
+# `$${VAR}` is an escaped `${VAR}` (drone/envsubst), not a placeholder
+PLACEHOLDER = re.compile(r"(?<!\$)\$\{([_A-Za-z][_A-Za-z0-9]*)(?:(:?[=-])([^}]*))?\}")
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io/"
 DISABLED = "kustomize.toolkit.fluxcd.io/substitute"
 #: findings of these rules concern how a file is written, not the values: always kept
@@ -109,9 +110,11 @@ def flux_scopes(manifests: list[Manifest]) -> list[Scope]:
         if not isinstance(post, LMap) or not isinstance(path, str):
             continue
         variables: dict[str, str] = {}
-        for ref in post.get("substituteFrom") or ():
-            if isinstance(ref, LMap) and ref.get("kind") == "ConfigMap":
-                found = config_maps.get((m.namespace or "flux-system", ref.get("name")))
+        refs = post.get("substituteFrom")
+        for ref in refs if isinstance(refs, LSeq) else ():
+            name = ref.get("name") if isinstance(ref, LMap) else None
+            if isinstance(name, str) and ref.get("kind") == "ConfigMap":
+                found = config_maps.get((m.namespace or "flux-system", name))
                 if found is not None:
                     variables.update(_string_map(found.get("data")))
         variables.update(_string_map(post.get("substitute")))

@@ -51,7 +51,8 @@ class _Spec:
 
         from pathspec import GitIgnoreSpec
 
-        self.spec = GitIgnoreSpec.from_lines([_anchor(line) for line in lines])
+        # a line git cannot read (a lone `!`, a trailing `\`) matches nothing, as in git
+        self.spec = GitIgnoreSpec.from_lines([a for a in map(_anchor, lines) if valid(a)])
         parts = [
             p.regex.pattern.replace("(?P<ps_d>", "(")
             for p in self.spec.patterns
@@ -63,6 +64,17 @@ class _Spec:
         if self.any is None or self.any.match(path) is None:
             return None
         return self.spec.check_file(path)
+
+
+def valid(pattern: str) -> bool:
+    """Whether the gitignore matcher can read `pattern`."""
+    from pathspec import GitIgnoreSpec
+
+    try:
+        GitIgnoreSpec.from_lines([pattern])
+    except ValueError:  # GitIgnorePatternError
+        return False
+    return True
 
 
 def _spec(lines: Iterable[str]) -> _Spec:
@@ -143,5 +155,10 @@ def exclusions_of(exclude: Any, gitignore: bool = False) -> Exclusions:
 
 
 def from_config(config: Any) -> Exclusions:
-    """The exclusions a config asks for (`exclude:`, `default_exclude:`, `gitignore:`)."""
+    """The exclusions a config asks for (`exclude:`, `default_exclude:`, `gitignore:`); a
+    pattern the matcher cannot read is a usage error at its line."""
+    for key in ("exclude", "default_exclude"):
+        for i, pattern in enumerate(getattr(config, key)):
+            if not valid(_anchor(pattern)):
+                raise config.error(f"{key}[{i}]: {pattern!r} is not a gitignore pattern", key, i)
     return Exclusions(list(config.exclude), list(config.default_exclude), config.gitignore)

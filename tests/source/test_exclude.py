@@ -105,3 +105,18 @@ def test_a_gitignore_link_is_not_followed(tmp_path: Path):
     root = _repo(tmp_path / "repo", {"a.yaml": NODE})
     (root / ".gitignore").symlink_to(outside / "ignore")
     assert _listed(root)[0] == ["a.yaml"]
+
+
+def test_a_pattern_git_cannot_read_is_a_usage_error_in_the_config(tmp_path: Path):
+    from tests.conftest import run_cli
+
+    root = _repo(tmp_path, {"a.yaml": NODE, ".gpudrv-check.yaml": 'exclude:\n  - ok/\n  - "!"\n'})
+    result = run_cli("check", str(root), "--matrix", "none")
+    assert result.returncode == 2
+    assert ".gpudrv-check.yaml:3:5: exclude[1]: '!' is not a gitignore pattern" in result.stderr
+
+
+def test_lines_git_cannot_read_in_a_gitignore_match_nothing(tmp_path: Path):
+    root = _repo(tmp_path, {".gitignore": "!\n\\\nx/\n", "a.yaml": NODE, "x/b.yaml": NODE})
+    files, skipped = _listed(root)
+    assert files == ["a.yaml"] and skipped == {"x/": "ignored by .gitignore"}

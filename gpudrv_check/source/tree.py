@@ -65,13 +65,6 @@ def inside_root(root: str | os.PathLike[str], rel: str) -> bool:
     return True
 
 
-def is_excluded(rel: str, patterns: list[str]) -> bool:
-    """Whether gitignore-style `patterns` leave `rel` out (see source/exclude.py)."""
-    from gpudrv_check.source.exclude import Exclusions
-
-    return Exclusions(list(patterns), []).reason(rel) is not None
-
-
 def _read_gitignore(
     exclude: Exclusions, entries: list[os.DirEntry[str]], rel_dir: str, disk_dir: Path
 ) -> None:

@@ -11,6 +11,7 @@ parsed again, and the character is turned back into `:` in every key and value.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -23,10 +24,22 @@ STAND_IN = "\ue000"
 MAX_COLONS = 200
 
 
+# a colon inside a plain scalar: after a character that can end one (not a quote or bracket,
+# where `"a":1` makes the colon an indicator) and before a non-blank that is no flow indicator
+_INNER_COLON = re.compile(r"(?<=[^\s'\"\]}]):(?=[^\s,\[\]{}])")
+
+
 def reparse(text: str, first: ParsedFile, parse: Callable[[str], ParsedFile]) -> ParsedFile:
-    """`first` (libyaml's refusal) read again with each refused colon kept in its scalar."""
+    """`first` (libyaml's refusal) read again with each refused colon kept in its scalar.
+
+    First with every colon inside a scalar replaced at once (one parse; a colon in block
+    context or in a quoted string reads the same either way, as the stand-in is turned back
+    into `:` everywhere); when that does not read, colon by colon where libyaml stops."""
     if STAND_IN in text:
         return first
+    at_once = parse(_INNER_COLON.sub(STAND_IN, text))
+    if not at_once.failed:
+        return _restored(at_once)
     result, chars = first, list(text)
     for _ in range(MAX_COLONS):
         at = result.flow_colon

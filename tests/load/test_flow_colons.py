@@ -42,3 +42,13 @@ def test_a_real_syntax_error_after_it_is_still_reported():
     [problem] = parsed.problems
     assert problem.message.startswith("YAML syntax error: did not find expected ',' or '}'")
     assert "\ue000" not in problem.message
+
+
+def test_many_colons_read_in_one_go_quoted_and_block_ones_unchanged():
+    text = "".join(f"c{i}: {{image: nvcr.io/nvidia/cuda:12.{i}-base}}\n" for i in range(500))
+    text += 'q: "k:v"\nu: http://h:80/p\nj: {"a":1}\n'
+    parsed = parse_text(text)
+    assert not parsed.failed and not parsed.problems
+    data = parsed.docs[0].data
+    assert data["c499"] == {"image": "nvcr.io/nvidia/cuda:12.499-base"}
+    assert (data["q"], data["u"], data["j"]) == ("k:v", "http://h:80/p", {"a": 1})

@@ -392,8 +392,8 @@ def _holds_objects(items: LSeq) -> bool:
 
 def is_object(data: Any) -> bool:
     """Whether a document is meant as a Kubernetes object (or a list of them)."""
-    if isinstance(data, LMap):
-        return "apiVersion" in data or "kind" in data
+    if isinstance(data, LMap):  # as _collect reads it: both, or it is skipped
+        return "apiVersion" in data and "kind" in data
     return isinstance(data, LSeq) and _holds_objects(data)
 
 

@@ -237,7 +237,7 @@ def load(
     content.files.extend(
         _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
     )
-    unknowns = substitute(content.manifests, content.placeholder_files)
+    unknowns = substitute(content.manifests, content.placeholder_files, source)
     manifests, copies = one_per_identity(content.manifests)
     nodes, node_findings = build_inventory(manifests)
     workloads, workload_findings = build_workloads(manifests)

@@ -40,14 +40,44 @@ KEPT_RULES = frozenset(("GPU000", "GPU008", "GPU009"))
 MAX_VISITED = 50_000
 #: variable names listed in the note; the rest are counted
 MAX_NAMES_SAID = 8
+#: kustomizations one Flux Kustomization may build on, at most (a cycle or a hostile repo)
+MAX_KUSTOMIZATIONS = 200
 
 
 @dataclass
 class Scope:
-    """The files a Flux Kustomization applies (under its path) and its variables."""
+    """The files a Flux Kustomization applies and its variables: with a kustomization file in
+    its path, the files that kustomization and those it builds on list; without one, every
+    file under the path (Flux generates a kustomization of them)."""
 
     prefix: str  # "" (the whole repo) or "a/b/"
     variables: dict[str, str]
+    files: set[str] | None = None  # None: every file under the prefix
+
+    def covers(self, rel: str) -> bool:
+        return rel in self.files if self.files is not None else rel.startswith(self.prefix)
+
+
+def _kustomize_files(source: Any, directory: str) -> set[str] | None:
+    """The files the kustomization in `directory` (and every one it builds on) lists; None
+    when the directory has no kustomization file."""
+    from gpudrv_check.source.kustomize import find_kustomization_file, parse_kustomization
+
+    if source is None or find_kustomization_file(source, directory) is None:
+        return None
+    files: set[str] = set()
+    seen: set[str] = set()
+    pending = [directory]
+    while pending and len(seen) < MAX_KUSTOMIZATIONS:
+        folder = pending.pop()
+        file = find_kustomization_file(source, folder) if folder not in seen else None
+        if file is None:
+            continue
+        seen.add(folder)
+        k = parse_kustomization(source, file)
+        files.update(k.files)
+        pending.extend(k.dirs)
+    return files
 
 
 @dataclass
@@ -98,8 +128,9 @@ def _string_map(value: Any) -> dict[str, str]:
     return {k: str(v).replace("\n", "") for k, v in value.items() if isinstance(v, (str, int))}
 
 
-def flux_scopes(manifests: list[Manifest]) -> list[Scope]:
-    """The Flux Kustomizations of the repo with post-build variables, deepest path first."""
+def flux_scopes(manifests: list[Manifest], source: Any = None) -> list[Scope]:
+    """The Flux Kustomizations of the repo with post-build variables, deepest path first
+    (`source` reads the kustomization files their paths hold)."""
     config_maps = {(m.namespace, m.name): m for m in manifests if m.kind == "ConfigMap"}
     scopes = []
     for m in manifests:
@@ -118,10 +149,25 @@ def flux_scopes(manifests: list[Manifest]) -> list[Scope]:
                 if found is not None:
                     variables.update(_string_map(found.get("data")))
         variables.update(_string_map(post.get("substitute")))
-        prefix = posixpath.normpath(path.lstrip("/"))
-        scopes.append(Scope("" if prefix == "." else prefix + "/", variables))
+        folder = posixpath.normpath(path.lstrip("/"))
+        if folder == ".." or folder.startswith("../"):
+            continue
+        folder = "" if folder == "." else folder
+        prefix = folder + "/" if folder else ""
+        scopes.append(Scope(prefix, variables, _kustomize_files(source, folder)))
     scopes.sort(key=lambda s: -len(s.prefix))
     return scopes
+
+
+def _variables(scopes: list[Scope], rel: str) -> dict[str, str] | None:
+    """The variables Flux substitutes in `rel`: those every Kustomization applying it agrees
+    on (two clusters sharing a base with different values leave that value unknown); None
+    when no Kustomization with variables applies it."""
+    covering = [s.variables for s in scopes if s.variables and s.covers(rel)]
+    if not covering:
+        return None
+    first, *others = covering
+    return {k: v for k, v in first.items() if all(o.get(k) == v for o in others)}
 
 
 def _disabled(m: Manifest) -> bool:
@@ -156,18 +202,17 @@ def _value(text: str, variables: dict[str, str] | None, unknown: set[str]) -> An
     return resolve_plain(filled) if whole and filled else filled
 
 
-def substitute(manifests: list[Manifest], files: set[str]) -> Unknowns:
+def substitute(manifests: list[Manifest], files: set[str], source: Any = None) -> Unknowns:
     """Fill in what the Flux Kustomizations give, in place, in the objects of `files` (those
     whose text holds `${`); the rest is unknown."""
     unknowns = Unknowns()
     if not files:
         return unknowns
-    scopes = flux_scopes(manifests)
+    scopes = flux_scopes(manifests, source)
     for m in manifests:
         if m.file not in files or _disabled(m):
             continue
-        scope = next((s for s in scopes if m.file.startswith(s.prefix)), None)
-        variables = scope.variables if scope is not None and scope.variables else None
+        variables = _variables(scopes, m.file)
         unknown: set[str] = set()
         _walk(m.data, variables, unknown)
         if unknown:

@@ -159,17 +159,37 @@ def test_placeholders_are_unknown_and_said_once(tmp_path: Path):
 
 
 def test_flux_values_are_used(tmp_path: Path):
-    """With the Kustomization's values the Deployment is checked as Flux applies it: a product
-    no node has is a real GPU010 (and none without it)."""
+    """With the Kustomization's values the Deployments (its own and the base its kustomization
+    builds on) are checked as Flux applies them: a product no node has is a real GPU010."""
     root = _copy("flux-postbuild", tmp_path / "flux")
     apps = root / "clusters" / "prod" / "apps.yaml"
     apps.write_text(apps.read_text().replace("NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"))
     doc = json.loads(_check(root, "--format", "json").stdout)
     assert [(f["rule"], f["location"]["file"]) for f in doc["findings"]] == [
-        ("GPU010", "apps/prod/train.yaml")
+        ("GPU010", "apps/base/serve.yaml"),
+        ("GPU010", "apps/prod/train.yaml"),
     ]
-    assert "NVIDIA-H100-80GB-HBM3" in doc["findings"][0]["message"]
+    assert all("NVIDIA-H100-80GB-HBM3" in f["message"] for f in doc["findings"])
     assert "notes" not in doc["summary"]
+
+
+def test_a_base_two_clusters_fill_in_differently_is_unknown(tmp_path: Path):
+    root = _copy("flux-postbuild", tmp_path / "flux")
+    staging = root / "clusters" / "staging"
+    staging.mkdir()
+    text = (root / "clusters" / "prod" / "apps.yaml").read_text()
+    (staging / "apps.yaml").write_text(
+        text.replace("name: apps", "name: apps-staging")
+        .replace("./apps/prod", "./apps/base")
+        .replace("NVIDIA-A100-SXM4-80GB", "NVIDIA-L4")
+    )
+    result = _check(root)
+    assert result.returncode == 0, result.stdout
+    # REPLICAS comes from the same ConfigMap for both: known; the product differs: unknown
+    assert (
+        "note: placeholders ${GPU_PRODUCT} (Flux postBuild or envsubst) are unknown values: 1 "
+        "finding(s) built on the 1 object(s) holding them not reported" in result.stdout
+    )
 
 
 def test_copies_that_differ_say_which_file_wins(tmp_path: Path):

@@ -138,7 +138,7 @@ def chart_findings(files: Iterable[FileRef]) -> dict[str, Finding]:
             f"chart {name}: {count} template{'s' if count != 1 else ''} not rendered; pipe "
             "`helm template` into `gpudrv-check check -`",
             CHART_HINT,
-        )
+        ).model_copy(update={"path": ["templates"]})  # its fingerprint survives a new template
     return out
 
 

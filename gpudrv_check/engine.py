@@ -266,6 +266,8 @@ def load(
     )
     if matrix_missing is not None:
         run.findings.append(matrix_missing_finding(matrix_missing))
+    for group in copies:
+        run.findings.extend(group.findings())
     run.findings.extend(content.problems)
     run.findings.extend(node_findings)
     run.findings.extend(workload_findings)

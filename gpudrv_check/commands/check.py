@@ -170,9 +170,7 @@ def _say_what_was_not_checked(run: Run, summary) -> None:
     enabled = [r for r in run.rules if rule_enabled(config, r, run.rules)]
     missing = coverage.missing_inputs(run.repo, run.matrix_missing is not None)
     matrix_file = run.matrix_missing or config.matrix or "support-matrix.csv"
-    summary.notes = coverage.notes(
-        enabled, run.skipped_rules, missing, matrix_file, run.copies, run.unknowns
-    )
+    summary.notes = coverage.notes(enabled, run.skipped_rules, missing, matrix_file, run.unknowns)
     summary.skipped_rules = [group.as_dict() for group in run.skipped_rules]
 
 

@@ -142,20 +142,17 @@ def unmodelled_gpu_workloads(manifests: Iterable[Manifest]) -> list[Manifest]:
     ]
 
 
-#: differing copies described in the default output; the rest are counted (-v lists them all)
-MAX_COPIES_SAID = 3
-
-
 def notes(
     enabled: Iterable[str],
     skipped: list[SkippedRules],
     missing: dict[str, tuple[str, str]],
     matrix_file: str,
-    copies: list[Any],
     unknowns: Any = None,
 ) -> list[str]:
     """What the report says besides its findings: what was checked when something was not,
-    what was skipped and why, the files to add; which copy of an object was used."""
+    what was skipped and why, the files to add; the placeholders whose values are unknown.
+    Each is the same whichever files the partition cache answered for (nodes, the matrix and
+    files with placeholders are read on every run)."""
     out: list[str] = []
     if skipped:
         not_run = {r for group in skipped for r in group.rules}
@@ -167,10 +164,5 @@ def notes(
     placeholders = unknowns.note() if unknowns is not None else None
     if placeholders:
         out.append(placeholders)
-    differing = [c for c in copies if c.differ]
-    out.extend(c.describe() for c in differing[:MAX_COPIES_SAID])
-    if len(differing) > MAX_COPIES_SAID:
-        more = len(differing) - MAX_COPIES_SAID
-        out.append(f"{more} more object(s) in several files that differ (-v lists them)")
     # names from the repo: no line break or escape sequence reaches a report line
     return [printable(note) for note in out]

@@ -4,7 +4,7 @@ A repo often holds the same object more than once: a base and an overlay that co
 the same manifest under two cluster folders, an example kept next to the real one. The API
 server holds one object per identity (API group, kind, namespace, name), so the rules see one:
 identical copies are one object, and of copies that differ one is used, chosen the same way on
-every run, and the choice is said (`Copies.describe`).
+every run, and the choice is said at each copy not used (`Copies.findings`, an info).
 
 Which copy: the one deepest in the tree (an overlay or a cluster folder sits below the base it
 specialises), then the first in path order. Objects named by `generateName` are never copies:
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpudrv_check.model.finding import Finding, Severity
 from gpudrv_check.model.manifest import Manifest
 
 WHY = "deepest path first, as an overlay sits below its base; then path order"
@@ -38,6 +39,31 @@ class Copies:
             f"{what} is in {len(self.others) + 1} files that differ: {_where(self.used)} is used "
             f"({WHY}); {others} not"
         )
+
+    def findings(self) -> list[Finding]:
+        """One info per copy not used when the copies differ: which file is checked and why
+        (at the copy, so it travels with that file's other findings)."""
+        if not self.differ:
+            return []
+        ns = f"{self.used.namespace}/" if self.used.namespace else ""
+        what = f"{self.used.kind} {ns}{self.used.name}"
+        return [
+            Finding(
+                rule="GPU009",
+                severity=Severity.INFO,
+                message=f"{what} is also in {_where(self.used)}, which differs and is the copy "
+                f"checked ({WHY}); this copy is not checked",
+                hint="Keep one copy of the object, or render the overlay (`kustomize build`) "
+                "and check the output.",
+                location=other.location(NAME_PATH),
+                object=other.ref,
+                path=list(NAME_PATH),
+            )
+            for other in self.others
+        ]
+
+
+NAME_PATH = ("metadata", "name")
 
 
 def _where(m: Manifest) -> str:

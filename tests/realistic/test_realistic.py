@@ -57,8 +57,12 @@ SHAPES: dict[str, tuple[set[tuple[str, str, int]], int]] = {
     "flux-postbuild": (set(), 0),
     "envsubst": (set(), 0),
     "flow-yaml": (set(), 0),
-    # the one real problem (a Job no node can take), once for its two identical copies
-    "copies": ({("GPU010", "clusters/east/preprocess.yaml", 10)}, 1),
+    # the one real problem (a Job no node can take), once for its two identical copies; the
+    # base copy the overlay replaces: an info that says which file is checked
+    "copies": (
+        {("GPU010", "clusters/east/preprocess.yaml", 10), ("GPU009", "base/trainer.yaml", 4)},
+        1,
+    ),
     # a real problem too: no node has an H100
     "generate-name": ({("GPU010", "jobs/benchmark.yaml", 12)}, 1),
     "no-matrix": ({MATRIX_WARNING}, 0),
@@ -195,10 +199,13 @@ def test_a_base_two_clusters_fill_in_differently_is_unknown(tmp_path: Path):
 def test_copies_that_differ_say_which_file_wins(tmp_path: Path):
     result = _check(_copy("copies", tmp_path / "copies"))
     assert (
-        "note: Deployment ml/trainer is in 2 files that differ: overlays/prod/trainer.yaml is "
-        "used (deepest path first, as an overlay sits below its base; then path order); "
-        "base/trainer.yaml not" in result.stdout
+        "base/trainer.yaml:4:3: info GPU009 Deployment ml/trainer is also in "
+        "overlays/prod/trainer.yaml, which differs and is the copy checked (deepest path first, "
+        "as an overlay sits below its base; then path order); this copy is not checked"
+        in result.stdout
     )
+    err = _check(tmp_path / "copies", "-v").stderr
+    assert "copies  PodDisruptionBudget ml/trainer is written identically in" in err
 
 
 def test_first_run_without_matrix_or_inventory(tmp_path: Path):

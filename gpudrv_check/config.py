@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from gpudrv_check.model.finding import Severity
+from gpudrv_check.source.exclude import DEFAULT_EXCLUDE
 
 CONFIG_FILE = ".gpudrv-check.yaml"
 DEFAULT_MATRIX = "support-matrix.csv"
@@ -94,7 +95,12 @@ class Config(_Strict):
     matrix: str | None = DEFAULT_MATRIX
     # extra node inventory files, always read (also when manifests come from stdin)
     inventory: list[str] = Field(default_factory=list)
+    # gitignore-style patterns (source/exclude.py), after the defaults: `!DIR/` takes one back
     exclude: list[str] = Field(default_factory=list)
+    # folders left out unless this says otherwise (`[]`: none)
+    default_exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    # honour .gitignore files in a working tree
+    gitignore: bool = True
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
     fail_on: Literal["error", "warning", "info", "never"] = "error"
     operator: OperatorSettings = Field(default_factory=OperatorSettings)

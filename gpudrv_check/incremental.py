@@ -52,9 +52,18 @@ CACHE_KIND = "partitions"
 Summary = tuple[tuple[tuple[str, Any], ...], int]
 
 
-def summarize(result: Any) -> Summary:
+#: a pseudo-object in the summary of a file with `${…}` placeholders: such a file is shared
+#: (every run reads it), since what its placeholders stand for depends on the Flux
+#: Kustomizations of the whole repo and the run names them all (model/placeholders.py)
+PLACEHOLDERS = ("${}", None)
+
+
+def summarize(result: Any, placeholders: bool = False) -> Summary:
     """What planning needs of a FileResult, without its trees."""
-    return (tuple((m.kind, m.namespace) for m in result.manifests), len(result.skipped))
+    objects = tuple((m.kind, m.namespace) for m in result.manifests)
+    if placeholders:
+        objects += (PLACEHOLDERS,)
+    return (objects, len(result.skipped))
 
 
 def _namespace(kind: str, namespace: Any) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,9 @@ class RulePolicy(BaseModel):
     why: str
     fix: str
     params: dict[str, Any] = Field(default_factory=dict)
+    # what the rule cannot run without: `nodes` (any node), `gpu-nodes`, `matrix`; a run whose
+    # repo lacks one skips the rule and says so (model/coverage.py)
+    needs: list[Literal["nodes", "gpu-nodes", "matrix"]] = Field(default_factory=list)
 
 
 @lru_cache(maxsize=1)

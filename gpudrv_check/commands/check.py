@@ -136,6 +136,7 @@ def build_report(run: Run, code: int, baseline: str | None, root: str, compariso
         exit_code=code,
         baseline=baseline,
     )
+    _say_what_was_not_checked(run, summary)
     if comparison is not None:
         summary.base = comparison.base
         summary.new = len(comparison.new)
@@ -159,6 +160,18 @@ def build_report(run: Run, code: int, baseline: str | None, root: str, compariso
         path_prefix=path_prefix(root) if root != "-" else "",
         tool_version=__version__,
     )
+
+
+def _say_what_was_not_checked(run: Run, summary) -> None:
+    from gpudrv_check.engine import rule_enabled
+    from gpudrv_check.model import coverage
+
+    config = run.repo.config
+    enabled = [r for r in run.rules if rule_enabled(config, r, run.rules)]
+    missing = coverage.missing_inputs(run.repo, run.matrix_missing is not None)
+    matrix_file = run.matrix_missing or config.matrix or "support-matrix.csv"
+    summary.notes = coverage.notes(enabled, run.skipped_rules, missing, matrix_file, run.unknowns)
+    summary.skipped_rules = [group.as_dict() for group in run.skipped_rules]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -329,11 +342,12 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
     from gpudrv_check.cache import Cache, default_dir, digest
     from gpudrv_check.commands.common import repo_config
     from gpudrv_check.load.policies import policy_files
+    from gpudrv_check.source.exclude import from_config
 
     source = make_source(args)
     root = Path(source.disk_root).resolve()
     _, config = repo_config(args, source)
-    listing = source.list_manifests(config.exclude)
+    listing = source.list_manifests(from_config(config))
     parts: list[object] = [
         __version__,
         os.getcwd(),

@@ -96,7 +96,8 @@ def load_source(
     progress = Progress.on_terminal()
     options = read_options(args, progress, data, context)
     try:
-        return load(source, config, getattr(args, "matrix", None), inventory, options)
+        optional = getattr(args, "command", None) == "check"
+        return load(source, config, getattr(args, "matrix", None), inventory, options, optional)
     finally:
         if progress is not None:
             progress.done()
@@ -183,7 +184,9 @@ def print_listing(run: Run) -> None:
     for skipped in run.listing.skipped:
         out.write(f"skipped {skipped.rel}: {skipped.reason}\n")
     matrix = run.repo.matrix
-    if matrix is None:
+    if matrix is None and run.matrix_missing is not None:
+        out.write(f"matrix  none: {run.matrix_missing} not found (GPU001 skipped)\n")
+    elif matrix is None:
         out.write("matrix  none (driver image checks that need it are off)\n")
     else:
         out.write(f"matrix  {matrix.file}: {len(matrix.rows)} row(s)\n")
@@ -196,6 +199,17 @@ def print_listing(run: Run) -> None:
 
     version, why = operator_version_source(run.repo)
     out.write(f"os-tag  rule of operator {version or 'newest'} ({why})\n")
+    for copies in run.copies:
+        out.write(f"copies  {printable(copies.describe())}\n")
+    from gpudrv_check.model.coverage import unmodelled_gpu_workloads
+
+    unmodelled = unmodelled_gpu_workloads(run.repo.manifests)
+    if unmodelled:
+        names = ", ".join(str(m.ref) for m in unmodelled)
+        out.write(
+            f"unmodelled {len(unmodelled)} object(s) request GPUs in kinds not modelled yet "
+            f"(their placement and drivers are not checked): {printable(names)}\n"
+        )
     skipped_docs = run.content.skipped_documents
     out.write(
         f"total   {run.content.file_count} file(s), {run.content.object_count} object(s), "

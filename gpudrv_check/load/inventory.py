@@ -256,6 +256,14 @@ def is_inventory(manifest: Manifest) -> bool:
     return manifest.kind == INVENTORY_KIND and manifest.api_version.startswith("gpudrv-check.io/")
 
 
+_NODE_FACTS = ("labels", "annotations", "taints", "unschedulable", "capacity", "allocatable")
+
+
+def _same_node(a: Node, b: Node) -> bool:
+    """Whether two definitions of a node say the same (wherever they are written)."""
+    return all(getattr(a, fact) == getattr(b, fact) for fact in _NODE_FACTS)
+
+
 def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding]]:
     """All nodes of the repo, in file order; a repeated name is reported and the first kept."""
     findings: list[Finding] = []
@@ -273,6 +281,8 @@ def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding
         if first is None:
             unique[node.name] = node
             continue
+        if first.manifest.file != node.manifest.file and _same_node(first, node):
+            continue  # the same node copied into another file is one node (issue 13)
         where = first.location(first.name_path)
         findings.append(
             Finding(

@@ -44,6 +44,8 @@ class RepoContent:
     unread_objects: int = 0
     unread_skipped: int = 0
     plan: Any = None  # the incremental.Plan of this run, or None
+    # files whose bytes hold `${`: the only ones with placeholders (model/placeholders.py)
+    placeholder_files: set[str] = field(default_factory=set)
 
     @property
     def manifests(self) -> list[Manifest]:
@@ -102,6 +104,42 @@ HELM_HINT = (
     "Render the chart (helm template) and check the output, e.g. "
     "`helm template … | gpudrv-check check - --stdin-name rendered.yaml`, or exclude the path."
 )
+
+
+TERRAFORM_HINT = (
+    "Terraform fills this template in (templatefile); check what it renders, e.g. "
+    "`terraform console` output piped into `gpudrv-check check -`, or exclude the path."
+)
+CHART_HINT = (
+    "Render the chart and check the output: `helm template NAME CHART -f values.yaml | "
+    "gpudrv-check check - --stdin-name rendered.yaml`, or exclude the chart's path."
+)
+
+
+def _is_terraform(text: str) -> bool:
+    """A template Terraform's templatefile() fills in: `%{ if … }` directives or `${ … }`."""
+    return "%{" in text or "${" in text
+
+
+def chart_findings(files: Iterable[FileRef]) -> dict[str, Finding]:
+    """One GPU009 per Helm chart with templates, at its Chart.yaml, by that file's path."""
+    refs = list(files)
+    out: dict[str, Finding] = {}
+    for prefix in chart_template_dirs(refs):
+        count = sum(1 for f in refs if f.rel.startswith(prefix))
+        if not count:
+            continue
+        chart_dir = prefix[: -len("templates/")]
+        chart_file = chart_dir + "Chart.yaml"
+        name = chart_dir.rstrip("/") or "."
+        out[chart_file] = _not_checkable(
+            chart_file,
+            1,
+            f"chart {name}: {count} template{'s' if count != 1 else ''} not rendered; pipe "
+            "`helm template` into `gpudrv-check check -`",
+            CHART_HINT,
+        ).model_copy(update={"path": ["templates"]})  # its fingerprint survives a new template
+    return out
 
 
 KUSTOMIZE_HINT = (
@@ -196,10 +234,33 @@ def parse_document_text(rel: str, text: str, skim: frozenset[str] | None = None)
     parsed = parse_text(text, skim)
     if parsed.failed and _is_json_name(rel):
         as_json = parse_json(text)
+        if as_json.failed and not _jsonc_objects(text):
+            return _jsonc_settings(text)
         # a JSON-looking file gets the JSON reader's complaint; YAML in a .json file the YAML one
         if not as_json.failed or text.lstrip("\ufeff \t\r\n").startswith(("{", "[")):
             return as_json
     return parsed
+
+
+def _jsonc_objects(text: str) -> bool:
+    """True unless `text` is JSONC (comments, trailing commas) holding no Kubernetes object:
+    a manifest written so is still a syntax error (kubectl refuses it)."""
+    from gpudrv_check.load.json_docs import parse_json
+    from gpudrv_check.load.jsonc import without_comments
+
+    plain = without_comments(text)
+    if plain is None:
+        return True
+    parsed = parse_json(plain)
+    return parsed.failed or any(is_object(doc.data) for doc in parsed.docs)
+
+
+def _jsonc_settings(text: str) -> ParsedFile:
+    """Editor or tool settings in JSONC: documents that are no Kubernetes object (skipped)."""
+    from gpudrv_check.load.json_docs import parse_json
+    from gpudrv_check.load.jsonc import without_comments
+
+    return parse_json(without_comments(text) or text)
 
 
 def _is_templated(text: str, parsed: ParsedFile) -> bool:
@@ -245,16 +306,20 @@ def parse_manifest_bytes(
         return result
     assert text is not None
     if helm_template:
+        # said once for the whole chart, at its Chart.yaml (chart_findings)
+        result.skipped.append(Skipped(rel, "Helm chart template, not rendered"))
+        return result
+    parsed = parse_document_text(rel, text, skim)
+    if parsed.failed and _is_terraform(text):
         result.problems.append(
             _not_checkable(
                 rel,
                 1,
-                "Helm chart template: not checkable unless rendered",
-                HELM_HINT,
-            )
+                "Terraform template (%{ … } / ${ … }): not checkable unless rendered",
+                TERRAFORM_HINT,
+            ).model_copy(update={"severity": Severity.INFO})
         )
         return result
-    parsed = parse_document_text(rel, text, skim)
     if _is_templated(text, parsed):
         result.problems.append(
             _not_checkable(
@@ -265,7 +330,7 @@ def parse_manifest_bytes(
             )
         )
         return result
-    for p in _capped(parsed.problems):
+    for p in _capped(_object_problems(parsed)):
         result.problems.append(problem_finding(rel, p))
     for doc in parsed.docs:
         _collect(result, rel, doc.index, doc.data, doc.pos)
@@ -276,6 +341,10 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
     where = f"{rel}#{index}"
     if data is None:
         result.skipped.append(Skipped(where, "empty document"))
+        return
+    if isinstance(data, LSeq) and not _holds_objects(data):
+        # an Ansible playbook, a task list, a JSON 6902 patch: not meant as Kubernetes objects
+        result.skipped.append(Skipped(where, "a list, not a Kubernetes object"))
         return
     if not isinstance(data, LMap):
         shape = "a list" if isinstance(data, LSeq) else "a scalar"
@@ -314,6 +383,47 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
         return
     _check_name_types(result, rel, data)
     result.manifests.append(_manifest(rel, index, data, api_version, kind, None))
+
+
+def _holds_objects(items: LSeq) -> bool:
+    """Whether a top-level list holds Kubernetes objects (kubectl refuses it: not a List)."""
+    return any(isinstance(item, LMap) and "apiVersion" in item and "kind" in item for item in items)
+
+
+def is_object(data: Any) -> bool:
+    """Whether a document is meant as a Kubernetes object (or a list of them)."""
+    if isinstance(data, LMap):  # as _collect reads it: both, or it is skipped
+        return "apiVersion" in data and "kind" in data
+    return isinstance(data, LSeq) and _holds_objects(data)
+
+
+#: problems that concern Kubernetes objects only: in a CI config, a Home Assistant or Ansible
+#: file (`!secret`, `!include`, a repeated key) they are that tool's business, not findings
+OBJECT_ONLY_RULES = frozenset(("GPU008", "GPU009"))
+
+
+def _object_problems(parsed: ParsedFile) -> list[LoadProblem]:
+    """The parse problems, without those of OBJECT_ONLY_RULES inside documents that are not
+    Kubernetes objects (a document spans from its start to the next one's)."""
+    foreign = [
+        (doc.pos, parsed.docs[i + 1].pos if i + 1 < len(parsed.docs) else None)
+        for i, doc in enumerate(parsed.docs)
+        if doc.data is not None and not is_object(doc.data)
+    ]
+    if not foreign:
+        return parsed.problems
+
+    def inside(p: LoadProblem) -> bool:
+        at = (p.line, p.column)
+        return any(start <= at and (end is None or at < end) for start, end in foreign)
+
+    return [
+        p
+        for p in parsed.problems
+        if p.rule not in OBJECT_ONLY_RULES
+        and not p.message.startswith(NON_SCALAR_KEY)
+        or not inside(p)
+    ]
 
 
 def _check_name_types(result: FileResult, rel: str, data: LMap) -> None:
@@ -369,6 +479,9 @@ def _manifest(
         raw_ns = meta.get("namespace")
         name = raw_name if isinstance(raw_name, str) else None
         namespace = raw_ns if isinstance(raw_ns, str) else None
+        generate = meta.get("generateName")
+        if name is None and isinstance(generate, str) and generate:
+            name = generate + "*"  # the API server appends a random suffix
     return Manifest(
         file=rel,
         doc=index,
@@ -569,6 +682,8 @@ def read_repo(
             results[i] = data
             tick()
             continue
+        if b"${" in data:
+            content.placeholder_files.add(ref.rel)
         if options.cache is not None:
             file_digest = hashlib.sha256(data).hexdigest()
             entry = cached.get(ref.rel)
@@ -586,10 +701,10 @@ def read_repo(
         from gpudrv_check.incremental import summarize
         from gpudrv_check.load.codec import encode
 
-        for i, _, _, helm in todo:
+        for i, _, data, helm in todo:
             result = results[i]
             assert result is not None
-            summaries[i] = summarize(result)
+            summaries[i] = summarize(result, b"${" in data)
             blob = encoded.get(i)
             fresh[result.rel] = (
                 result.digest,
@@ -641,4 +756,8 @@ def read_repo(
             content.unread_objects += len(summary[0])
             content.unread_skipped += summary[1]
     content.files = [r for r in results if r is not None]
+    charts = chart_findings(files)
+    for result in content.files:
+        if result.rel in charts:
+            result.problems.append(charts[result.rel])
     return content

@@ -127,6 +127,8 @@ class ParsedFile:
     docs: list[Doc] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     failed: bool = False  # reading stopped early: a syntax error, a bad character, too deep
+    # where libyaml refused a `:` inside a flow scalar (`{image: a/b:1.0}`), or -1 (flow_colons)
+    flow_colon: int = -1
 
 
 def resolve_plain(text: str) -> Any:
@@ -270,8 +272,10 @@ def _in_container(stack: list[_Frame]) -> bool:
     """Whether the innermost open mapping is a container of the document's pod template."""
     from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
 
-    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))  # type: ignore[arg-type]
-    if path is None or len(stack) != len(path) + 3 or not stack[0].is_map:
+    if not stack[0].is_map:  # a top-level list (Ansible, JSON patches) has no pod template
+        return False
+    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))  # type: ignore[union-attr]
+    if path is None or len(stack) != len(path) + 3:
         return False
     for frame, key in zip(stack, path, strict=False):  # the stack is deeper than the path
         if frame.key != key:
@@ -500,7 +504,12 @@ def parse_text(text: str | bytes, skim: frozenset[str] | None = None) -> ParsedF
     args, probes...) in a workload's pod template.
     """
     with _event_classes() as events:
-        return _parse_text(text, events.names, skim)
+        result = _parse_text(text, events.names, skim)
+        if result.flow_colon >= 0 and isinstance(text, str):
+            from gpudrv_check.load.flow_colons import reparse
+
+            return reparse(text, result, lambda t: _parse_text(t, events.names, skim))
+        return result
 
 
 def _parse_text(
@@ -868,6 +877,8 @@ def _parse_text(
     except MarkedYAMLError as err:
         problems.append(_syntax_problem(err, text))
         result.failed = True
+        if err.problem == "found unexpected ':'" and err.problem_mark is not None:
+            result.flow_colon = err.problem_mark.index
     except ReaderError as err:  # a character YAML does not allow; position is a UTF-8 offset
         problems.append(_reader_problem(err, text))
         result.failed = True

@@ -46,6 +46,9 @@ class Summary:
     new: int = 0
     fixed: int = 0
     unchanged: int = 0
+    # what was not checked and why, and other things said once (model/coverage.py)
+    notes: list[str] = field(default_factory=list)
+    skipped_rules: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

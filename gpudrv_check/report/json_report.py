@@ -49,6 +49,10 @@ def summary_dict(report: Report) -> dict[str, Any]:
         "fail_on": s.fail_on,
         "exit_code": s.exit_code,
     }
+    if s.skipped_rules:
+        out["skipped_rules"] = s.skipped_rules
+    if s.notes:
+        out["notes"] = s.notes
     if s.baseline:
         out["baseline"] = s.baseline
     if s.base is not None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpudrv_check.config import ConfigError
 from gpudrv_check.source import clean_rel
+from gpudrv_check.source.exclude import Exclusions, exclusions_of
 from gpudrv_check.source.tree import (
     MANIFEST_SUFFIXES,
     SKIP_DIRS,
@@ -22,7 +23,6 @@ from gpudrv_check.source.tree import (
     FileRef,
     Listing,
     Skipped,
-    is_excluded,
 )
 
 _SYMLINK, _SUBMODULE = 0o120000, 0o160000
@@ -155,8 +155,10 @@ class GitTree:
             )
         return entries
 
-    def list_manifests(self, exclude: list[str]) -> Listing:
-        """The same walk as the working tree's: same suffixes, exclusions and skipped links."""
+    def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
+        """The same walk as the working tree's: same suffixes, exclusions and skipped links
+        (no .gitignore: a revision holds only what was committed)."""
+        rules = exclusions_of(exclude)
         listing = Listing()
         excluded_dirs: set[str] = set()
         kept_dirs: set[str] = set()
@@ -172,9 +174,10 @@ class GitTree:
                 if directory in excluded_dirs or parts[depth - 1] in SKIP_DIRS:
                     hidden = True
                     break
-                if is_excluded(directory, exclude):
+                why = rules.reason(directory, is_dir=True)
+                if why is not None:
                     excluded_dirs.add(directory)
-                    listing.skipped.append(Skipped(directory + "/", "excluded by config"))
+                    listing.skipped.append(Skipped(directory + "/", why))
                     hidden = True
                     break
                 kept_dirs.add(directory)
@@ -189,8 +192,9 @@ class GitTree:
             if any("\udc80" <= ch <= "\udcff" for ch in rel):
                 listing.skipped.append(Skipped(rel, "file name is not UTF-8"))
                 continue
-            if is_excluded(rel, exclude):
-                listing.skipped.append(Skipped(rel, "excluded by config"))
+            why = rules.reason(rel)
+            if why is not None:
+                listing.skipped.append(Skipped(rel, why))
                 continue
             if entry.mode == _SYMLINK:
                 listing.skipped.append(Skipped(rel, "symbolic link, not followed"))

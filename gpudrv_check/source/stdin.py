@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from gpudrv_check.source.exclude import Exclusions
 from gpudrv_check.source.tree import FileRef, Listing, WorkingTree
 
 DEFAULT_STDIN_NAME = "<stdin>"
@@ -32,7 +33,7 @@ class StdinSource:
         data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
         return cls(name, data, cwd)
 
-    def list_manifests(self, exclude: list[str]) -> Listing:
+    def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
         return Listing(files=[FileRef(self.name, len(self.data))])
 
     def read(self, rel: str) -> bytes:

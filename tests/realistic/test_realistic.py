@@ -216,7 +216,7 @@ def test_first_run_without_matrix_or_inventory(tmp_path: Path):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("support-matrix.csv:1:1: warning GPU001 no support matrix")
     assert lines[2:] == [
-        "note: checked GPU000, GPU004-009, GPU023-024, GPU040",
+        "note: checked GPU000, GPU004-009, GPU023-025, GPU040",
         "note: " + NO_NODES,
         "note: to check them, add nodes.yaml (a NodeInventory, or the output of `kubectl get "
         'nodes -o yaml`; see README "Where the nodes come from") and support-matrix.csv (header '

@@ -551,7 +551,9 @@ def read_repo(
 
         cache_name = cache_mod.digest(getattr(source, "disk_root", ""), type(source).__name__)
         cache_key = cache_mod.digest(max_bytes, templates, sorted(options.skim or ()))
-        cached = options.cache.load("files", cache_name, cache_key) or {}
+        from gpudrv_check.incremental import valid_files_entry
+
+        cached = options.cache.load("files", cache_name, cache_key, valid_files_entry) or {}
     for i, ref in enumerate(files):
         helm = any(ref.rel.startswith(prefix) for prefix in templates)
         patch = patches.get(ref.rel)

@@ -65,9 +65,7 @@ def valid_summary(summary: Any) -> bool:
         and len(summary) == 2
         and isinstance(summary[0], tuple)
         and isinstance(summary[1], int)
-        and all(
-            isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], str) for o in summary[0]
-        )
+        and all(isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], str) for o in summary[0])
     )
 
 

@@ -61,6 +61,24 @@ class OperatorSettings(_Strict):
     # the operator release; selects the OS-tag rule. None: the newest behaviour
     version: str | None = None
 
+    @field_validator("version")
+    @classmethod
+    def _names_a_release(cls, value: str | None) -> str | None:
+        from gpudrv_check.k8s.numbers import oversized_number
+
+        if value is not None and oversized_number(value) is not None:
+            raise ValueError(operator_version_error(value))
+        return value
+
+
+def operator_version_error(value: str) -> str:
+    """Why an operator version with a number past int64 names no release."""
+    from gpudrv_check.model.finding import quoted
+
+    return (
+        f"operator version {quoted(value)} has a number larger than any release (at most 19 digits)"
+    )
+
 
 class RuleSettings(_Strict):
     enabled: bool = True

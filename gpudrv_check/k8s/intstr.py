@@ -20,13 +20,10 @@ import re
 from typing import NamedTuple
 
 from gpudrv_check.k8s.labels import json_type_name
+from gpudrv_check.k8s.numbers import parse_int64
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
-
-_ATOI_RE = re.compile(r"[+-]?[0-9]+")
 _VALID_PERCENT_RE = re.compile(r"[0-9]+%")
 
 INVALID_FORMAT_MESSAGE = "must be an integer or percentage (e.g '5%')"
@@ -41,10 +38,7 @@ class IntOrPercent(NamedTuple):
 
 def _atoi(text: str) -> int | None:
     """Go ``strconv.Atoi`` on a 64-bit platform: None where Go returns an error."""
-    if not _ATOI_RE.fullmatch(text):
-        return None
-    number = int(text)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
+    return parse_int64(text)
 
 
 def _decode_error(value: object) -> str | None:

@@ -28,7 +28,6 @@ nothing. Node labels that are not ``str -> str`` are ignored, as no real Node ca
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -41,6 +40,7 @@ from gpudrv_check.k8s.labels import (
     label_key_errors,
     label_value_errors,
 )
+from gpudrv_check.k8s.numbers import parse_int64
 
 __all__ = [
     "OPERATORS",
@@ -80,9 +80,6 @@ REQUIRED_AFFINITY_PATH: Path = (
     "requiredDuringSchedulingIgnoredDuringExecution",
 )
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
-_INT_RE = re.compile(r"[+-]?[0-9]+")
 _OPERATOR_LIST = ", ".join(OPERATORS)
 
 
@@ -97,22 +94,6 @@ class Check(NamedTuple):
     path: Path
     matched: bool
     detail: str
-
-
-def parse_int64(text: object) -> int | None:
-    """Parse like Go ``strconv.ParseInt(text, 10, 64)``; ``None`` where Go returns an error.
-
-    Accepts an optional ``+``/``-`` and ASCII digits (leading zeros are fine); rejects
-    whitespace, underscores, ``0x`` and anything outside the int64 range.
-    """
-    if not isinstance(text, str) or not _INT_RE.fullmatch(text):
-        return None
-    negative = text[0] == "-"
-    digits = text.lstrip("+-").lstrip("0") or "0"
-    if len(digits) > 19:  # guard before int(): Python caps int() of very long digit strings
-        return None
-    number = -int(digits) if negative else int(digits)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
 
 
 # --- reading JSON-like input without trusting its shape ----------------------------------------

@@ -32,6 +32,30 @@ def printable(text: str, line_breaks: str | None = None) -> str:
     return _UNPRINTABLE.sub(_escape, text)
 
 
+#: how much of a value a message quotes: a message names the value, it does not carry it
+QUOTE_LIMIT = 120
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """`repr(value)` for a message, cut to about `limit` characters, without ever building the
+    whole repr of a large value (a hostile file's megabyte string, or a tree of aliases)."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return repr(value[:limit]) + f"… ({len(value)} characters)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of {value.bit_length()} bits"
+    if isinstance(value, (bool, int, float)) or value is None:
+        return repr(value)
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxlevel, short.maxdict, short.maxlist, short.maxtuple = 2, 4, 4, 4
+    short.maxstring = short.maxother = min(limit, 60)
+    text = short.repr(value)
+    return text if len(text) <= limit * 2 else text[: limit * 2] + "…"
+
+
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"

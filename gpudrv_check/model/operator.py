@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpudrv_check.k8s.numbers import parse_digits, parse_int64
 from gpudrv_check.load.located import Path
 from gpudrv_check.model.finding import Location
 from gpudrv_check.model.manifest import Manifest
@@ -146,7 +147,11 @@ def _split_target_path(path: str) -> list[str | int]:
         assert match is not None
         if match.group("key"):
             out.append(match.group("key"))
-        out.extend(int(n) for n in re.findall(r"\[(\d+)\]", match.group("index")))
+        for n in re.findall(r"\[(\d+)\]", match.group("index")):
+            index = parse_digits(n)
+            if index is None:
+                return []  # not a usable path
+            out.append(index)
     return out
 
 
@@ -158,8 +163,10 @@ def _typed(value: str) -> Any:
         return value == "true"
     if value == "null":
         return None
-    if value == "0" or (value.isdigit() and not value.startswith("0")):
-        return int(value)
+    if value == "0" or not value.startswith("0"):
+        number = parse_int64(value)  # Helm's strconv.ParseInt; out of range stays a string
+        if number is not None and value[0] not in "+-":
+            return number
     return value
 
 

@@ -13,6 +13,8 @@ from gpudrv_check.model.finding import Severity
 CONFIG_FILE = ".gpudrv-check.yaml"
 DEFAULT_MATRIX = "support-matrix.csv"
 DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
+# manifest bytes one run reads in all (a parsed document costs tens of times its size)
+DEFAULT_MAX_TOTAL_BYTES = 512 * 1024 * 1024
 
 
 class ConfigError(Exception):
@@ -114,6 +116,7 @@ class Config(_Strict):
     inventory: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
+    max_total_bytes: int = Field(default=DEFAULT_MAX_TOTAL_BYTES, gt=0)
     fail_on: Literal["error", "warning", "info", "never"] = "error"
     operator: OperatorSettings = Field(default_factory=OperatorSettings)
     labels: LabelKeys = Field(default_factory=LabelKeys)

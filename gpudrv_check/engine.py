@@ -201,6 +201,7 @@ def load(
         from gpudrv_check.load.manifests import SKIM_KINDS
 
         options = replace(options or ReadOptions(), skim=SKIM_KINDS)
+    options = replace(options or ReadOptions(), max_total_bytes=config.max_total_bytes)
     content = read_repo(source, listing.files, config.max_file_bytes, options)
     content.files.extend(
         _extra_inventory(source, config, inventory, {f.rel for f in listing.files})

@@ -418,10 +418,16 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         inside(rel)
     context = digest(*parts)
     data: dict[str, bytes] = {}
+    budget = config.max_total_bytes  # as read_repo spends it: what is over it is not read
     for ref in listing.files:
         if ref.error is not None or ref.size > config.max_file_bytes:
             parts.append((ref.rel, ref.size, ref.error))
             continue
+        if ref.size > budget:
+            budget = 0
+            parts.append((ref.rel, "over the input budget"))
+            continue
+        budget -= ref.size
         try:
             blob = source.read(ref.rel)
         except OSError as err:

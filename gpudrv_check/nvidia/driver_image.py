@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpudrv_check.k8s.numbers import parse_digits
+from gpudrv_check.model.finding import quoted
 
 # --- label keys ------------------------------------------------------------------------------
 # GFD writes both the current and the deprecated keys (k8s-device-plugin internal/lm/nvml.go).
@@ -382,14 +383,12 @@ def driver_image_tag(
         return TagResult(
             None,
             error=f"operator {operator_version} cannot form an OS tag from "
-            f"ID={facts.os_id!r} VERSION_ID={facts.os_version_id!r}",
+            f"ID={quoted(facts.os_id)} VERSION_ID={quoted(facts.os_version_id)}",
         )
     tag = precompiled_tag(facts.driver_major, facts.kernel, ostag)
     if tag is None:
-        return TagResult(
-            None,
-            error=f"'{facts.driver_major}-{facts.kernel}-{ostag}' is not a valid image tag",
-        )
+        written = f"{facts.driver_major}-{facts.kernel}-{ostag}"
+        return TagResult(None, error=f"{quoted(written)} is not a valid image tag")
     return TagResult(tag)
 
 

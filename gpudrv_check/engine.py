@@ -100,7 +100,11 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
             f"support matrix not found: {Path(source.disk_root) / rel}{where} (set `matrix:` in "
             ".gpudrv-check.yaml, pass --matrix FILE, or --matrix none to check without one)"
         )
-    data = source.read(rel)
+    try:
+        data = source.read(rel)
+    except OSError as err:  # unreadable, or swapped for something that is not a file
+        reason = err.strerror or type(err).__name__
+        raise config.error_at(f"cannot read support matrix {rel}: {reason}", "matrix") from None
     if len(data) > config.max_file_bytes:
         raise ConfigError(
             f"support matrix {rel} is {len(data)} bytes, over max_file_bytes "

@@ -305,6 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(err, ConfigError):
             sys.stderr.write(f"gpudrv-check: error: {printable(str(err), ' ')}\n")
             return EXIT_USAGE
+        if isinstance(err, MemoryError):
+            sys.stderr.write(OUT_OF_MEMORY)
+            return EXIT_USAGE
         if os.environ.get("GPUDRV_CHECK_DEBUG"):
             raise
         sys.stderr.write(
@@ -313,6 +316,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "and report it.\n"
         )
         return EXIT_USAGE
+
+
+OUT_OF_MEMORY = (
+    "gpudrv-check: error: out of memory while checking; exclude large generated files "
+    "(`exclude:` in .gpudrv-check.yaml), lower max_total_bytes or max_file_bytes, or allow "
+    "the process more memory\n"
+)
 
 
 def run() -> None:

@@ -121,7 +121,7 @@ def decode(data: bytes) -> Any:
         ]
         result.problems = [Finding.model_validate(p) for p in problems]
         result.skipped = [Skipped(r, why) for r, why in skipped]
-    except CodecError:
+    except (CodecError, MemoryError):  # running out of memory is not a malformed entry
         raise
     except Exception as err:  # any malformed shape: not ours
         raise CodecError(f"not an encoded file result: {type(err).__name__}") from None

@@ -79,7 +79,7 @@ def _string_map(
                     "GPU040",
                     manifest,
                     (*path, key),
-                    f"{what} {key!r} must be a string, not a {type_name(item)}",
+                    f"{what} {quoted(key)} must be a string, not a {type_name(item)}",
                     "Label and annotation values are strings.",
                     node,
                 )
@@ -92,7 +92,7 @@ def _string_map(
                     "GPU007",
                     manifest,
                     (*path, key),
-                    f"{what} {key!r} is written as a YAML {kind} ({text}); the API server "
+                    f"{what} {quoted(key)} is written as a YAML {kind} ({text}); the API server "
                     "rejects non-string label values",
                     f'Quote it: `{key}: "{text}"`.',
                     node,
@@ -295,7 +295,7 @@ def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding
             Finding(
                 rule="GPU004",
                 severity=Severity.ERROR,
-                message=f"node {node.name!r} is defined twice (first at {where}); "
+                message=f"node {quoted(node.name)} is defined twice (first at {where}); "
                 "the first definition is used",
                 hint="Remove the stale entry.",
                 location=node.location(node.name_path),

@@ -23,6 +23,7 @@ from sys import intern
 from typing import Any
 
 from gpudrv_check.load.located import LMap, LSeq, Pos
+from gpudrv_check.model.finding import quoted
 
 # Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
 # embed a pod template); consumers that recurse per level (pickle for the cache and worker
@@ -285,7 +286,7 @@ def duplicate_key(key: str, pos: Pos) -> LoadProblem:
         "GPU008",
         pos[0],
         pos[1],
-        f"duplicate key {key!r}; the API server's strict decoding rejects this object",
+        f"duplicate key {quoted(key)}; the API server's strict decoding rejects this object",
         "Remove one of the two entries; only the last one would be used.",
     )
 

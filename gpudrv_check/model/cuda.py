@@ -22,6 +22,7 @@ from functools import lru_cache
 
 from gpudrv_check.config import Config, ConfigError
 from gpudrv_check.k8s.numbers import parse_digits
+from gpudrv_check.model.finding import quoted
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.workload import Container, Workload
 from gpudrv_check.nvidia.cuda import (
@@ -69,7 +70,7 @@ def cuda_table(config: Config) -> CudaTable:
     unknown = sorted(str(k) for k in extension if k not in _TABLE_KEYS)
     if unknown:
         raise ConfigError(
-            f"cuda: unknown key {unknown[0]!r} (expected {', '.join(sorted(_TABLE_KEYS))})",
+            f"cuda: unknown key {quoted(unknown[0])} (expected {', '.join(sorted(_TABLE_KEYS))})",
             config.source,
         )
     parsed, problems = parse_cuda_table(extension)

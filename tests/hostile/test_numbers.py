@@ -24,9 +24,14 @@ POD = (
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n"
     '    image: x\n    resources:\n      limits:\n        nvidia.com/gpu: "{n}"\n'
 )
+CUDA_POD = (
+    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: cuda\nspec:\n  containers:\n  - name: c\n"
+    "    image: nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04\n    resources:\n      limits:\n"
+    "        nvidia.com/gpu: 1\n"
+)
 PDB = (
     "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: b\nspec:\n"
-    '  minAvailable: "{n}%"\n  selector: {{}}\n'
+    '  minAvailable: "{n}%"\n  selector: {}\n'
 )
 RELEASE = (
     "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: gpu-operator\n"
@@ -47,8 +52,8 @@ PLACES = {
         ("GPU040", "n.yaml", 14, 5),
     ),
     "gpu-request": ({"n.yaml": _node(), "p.yaml": POD}, (), ("GPU040", "p.yaml", 11, 9)),
-    "pdb-percentage": ({"n.yaml": _node(), "b.yaml": PDB}, (), None),
-    "driver-label": ({"n.yaml": _node(branch="{n}")}, (), None),
+    "pdb-percentage": ({"n.yaml": _node(), "b.yaml": PDB, "p.yaml": CUDA_POD}, (), None),
+    "driver-label": ({"n.yaml": _node(branch="{n}"), "p.yaml": CUDA_POD}, (), None),
     "rhel-version-id": (
         {"n.yaml": _node(os_id="rhel", version="{n}")},
         ("--operator-version", "v26.3.0"),

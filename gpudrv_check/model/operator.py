@@ -28,7 +28,7 @@ from typing import Any
 
 from gpudrv_check.k8s.numbers import parse_digits, parse_int64
 from gpudrv_check.load.located import Path
-from gpudrv_check.model.finding import Location
+from gpudrv_check.model.finding import Location, quoted
 from gpudrv_check.model.manifest import Manifest
 
 CHART = "gpu-operator"
@@ -262,7 +262,7 @@ def _values_from(m: Manifest, index: dict, notes: list[str]) -> list[ValuesLayer
         if isinstance(target, str) and target:
             tree = _at_path(_split_target_path(target), _typed(text.strip()))
             if tree is None:
-                notes.append(f"{what}: targetPath {target!r} is not usable; skipped")
+                notes.append(f"{what}: targetPath {quoted(target)} is not usable; skipped")
                 continue
             layers.append(ValuesLayer(resource, tree, _data_path(resource, key), True, label))
             continue

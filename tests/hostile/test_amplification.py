@@ -22,12 +22,15 @@ LIMIT = 1536 * 1024 * 1024
 
 
 def alias_file(aliases: int, size: int = 1_000_000) -> str:
-    """A ~1 MB Node: one large annotation value, aliased `aliases` times as label values."""
+    """A ~1 MB Deployment: one large annotation value, aliased `aliases` times as nodeSelector
+    values (each an invalid label value: a GPU040 quoting it). The unbounded code took 46 s and
+    1.9 GB for 1,000 aliases here (each message built from the whole value)."""
     big = "x" * (size - aliases * 30)
-    labels = "".join(f"    k{i}: *big\n" for i in range(aliases))
+    selector = "".join(f"        k{i}: *big\n" for i in range(aliases))
     return (
-        "apiVersion: v1\nkind: Node\nmetadata:\n  name: bomb\n  annotations:\n"
-        f"    a: &big {big}\n  labels:\n{labels}"
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: bomb\n  annotations:\n"
+        f"    a: &big {big}\nspec:\n  template:\n    spec:\n      nodeSelector:\n{selector}"
+        "      containers:\n      - name: c\n        image: x\n"
     )
 
 
@@ -72,6 +75,17 @@ def test_a_megabyte_of_aliased_text_is_an_alias_bomb(tmp_path: Path, aliases: in
     assert proc.returncode == 1, proc.stderr[-2000:]
     findings = json.loads(proc.stdout)["findings"]
     assert [(f["rule"], f["location"]["file"]) for f in findings] == [("GPU000", "bomb.yaml")]
+
+
+def test_a_few_aliases_of_a_large_value_are_read_and_quoted_cut(tmp_path: Path):
+    """Under the budget: read, and each GPU040 names the value in a bounded message."""
+    write(tmp_path, "d.yaml", alias_file(10, size=100_000))
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    proc = _check_limited(tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    findings = json.loads(proc.stdout)["findings"]
+    assert len([f for f in findings if f["rule"] == "GPU040"]) == 10
+    assert all(len(f["message"]) < 600 for f in findings), [f["message"][:200] for f in findings]
 
 
 def test_small_aliases_many_times_are_still_read(tmp_path: Path):

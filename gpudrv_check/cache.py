@@ -70,10 +70,11 @@ class Untrusted(Exception):
     """A cache path another user could have written: the cache is not used."""
 
 
-def _say_once(path: Path, why: str) -> None:
-    if str(path) in _SAID:
+def _say_once(directory: Path, path: Path, why: str) -> None:
+    """Say on stderr, once per cache directory, that (a file of) it is not used."""
+    if str(directory) in _SAID:
         return
-    _SAID.add(str(path))
+    _SAID.add(str(directory))
     from gpudrv_check.model.finding import printable
 
     sys.stderr.write(f"gpudrv-check: warning: cache {printable(str(path))} is not used: {why}\n")
@@ -143,7 +144,7 @@ class Cache:
                 raise Untrusted("not a directory")
             _trust(self.dir, st, private=False)
         except Untrusted as why:
-            _say_once(self.dir, str(why))
+            _say_once(self.dir, self.dir, str(why))
             return False
         return True
 
@@ -158,7 +159,7 @@ class Cache:
                 _make_secret(path)
                 secret = _read_regular(path)
         except Untrusted as why:
-            _say_once(path, str(why))
+            _say_once(self.dir, path, str(why))
             return None
         except OSError:
             return None
@@ -180,7 +181,7 @@ class Cache:
         try:
             blob = _read_regular(path)
         except Untrusted as why:
-            _say_once(path, str(why))
+            _say_once(self.dir, path, str(why))
             return None
         if blob is None:
             return None

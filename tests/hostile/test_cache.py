@@ -121,6 +121,18 @@ def test_a_cache_directory_or_entry_of_another_user_is_not_used(tmp_path: Path):
     assert "owned by another user" in proc.stderr and proc.stdout == cold.stdout
 
 
+def test_entries_open_to_others_are_said_once(tmp_path: Path):
+    """A cache restored with mode 0644 entries (say, by a CI cache step): not used, one line."""
+    root, cache = _repo(tmp_path / "repo"), tmp_path / "cache"
+    cold = _check(root, cache)
+    for entry in cache.iterdir():
+        entry.chmod(0o644)
+    proc = _check(root, cache)
+    assert (proc.returncode, proc.stdout) == (cold.returncode, cold.stdout)
+    assert proc.stderr.count("is not used") == 1, proc.stderr
+    assert "chmod 600" in proc.stderr
+
+
 def test_an_entry_readable_by_others_is_not_used(tmp_path: Path):
     cache = Cache(tmp_path / "c")
     cache.store("files", "repo", "key", {"a": 1})

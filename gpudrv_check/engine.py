@@ -124,7 +124,11 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
         if "matrix" in config.model_fields_set:
             raise ConfigError(message)
         raise MatrixMissing(message, rel)
-    data = source.read(rel)
+    try:
+        data = source.read(rel)
+    except OSError as err:  # unreadable, or swapped for something that is not a file
+        reason = err.strerror or type(err).__name__
+        raise config.error_at(f"cannot read support matrix {rel}: {reason}", "matrix") from None
     if len(data) > config.max_file_bytes:
         raise ConfigError(
             f"support matrix {rel} is {len(data)} bytes, over max_file_bytes "
@@ -233,6 +237,7 @@ def load(
         from gpudrv_check.load.manifests import SKIM_KINDS
 
         options = replace(options or ReadOptions(), skim=SKIM_KINDS)
+    options = replace(options or ReadOptions(), max_total_bytes=config.max_total_bytes)
     content = read_repo(source, listing.files, config.max_file_bytes, options)
     content.files.extend(
         _extra_inventory(source, config, inventory, {f.rel for f in listing.files})

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpudrv_check.model.finding import Severity
+from gpudrv_check.model.finding import Severity, quoted
 
 if TYPE_CHECKING:
     from gpudrv_check.config import Config, RuleSettings
@@ -131,11 +131,12 @@ def validate_rule_settings(config: Config, rules: Mapping[str, RulePolicy] | Non
         policy = find_rule(key, rules)
         if policy is None:
             raise config.error(
-                f"rules: unknown rule {key!r} (see `gpudrv-check rules`)", "rules", key
+                f"rules: unknown rule {quoted(key)} (see `gpudrv-check rules`)", "rules", key
             )
         if policy.id in seen:
             raise config.error(
-                f"rules: {policy.id} is configured twice ({seen[policy.id]!r} and {key!r})",
+                f"rules: {policy.id} is configured twice "
+                f"({quoted(seen[policy.id])} and {quoted(key)})",
                 "rules",
                 key,
             )
@@ -144,7 +145,7 @@ def validate_rule_settings(config: Config, rules: Mapping[str, RulePolicy] | Non
             if name not in policy.params:
                 known = ", ".join(sorted(policy.params)) or "none"
                 raise config.error(
-                    f"rules: {policy.id} has no parameter {name!r} (parameters: {known})",
+                    f"rules: {policy.id} has no parameter {quoted(name)} (parameters: {known})",
                     "rules",
                     key,
                     "params",
@@ -153,7 +154,7 @@ def validate_rule_settings(config: Config, rules: Mapping[str, RulePolicy] | Non
             default = policy.params[name]
             if not _same_type(default, value):
                 raise config.error(
-                    f"rules: {policy.id} parameter {name!r} must be a {type_name(default)}, "
+                    f"rules: {policy.id} parameter {quoted(name)} must be a {type_name(default)}, "
                     f"not a {type_name(value)}",
                     "rules",
                     key,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -163,6 +164,37 @@ def _over_limit(rel: str, size: int, max_bytes: int) -> FileResult:
         )
     )
     return result
+
+
+def _over_budget(rel: str, budget: int) -> FileResult:
+    result = FileResult(rel)
+    message = f"the run's input budget of {budget} bytes (max_total_bytes) is spent; not read"
+    hint = "Exclude generated or vendored files, or raise max_total_bytes in .gpudrv-check.yaml."
+    result.problems.append(problem_finding(rel, LoadProblem("GPU000", 1, 1, message, hint)))
+    return result
+
+
+class _Budget:
+    """The bytes a run may still read; stderr says once when they are spent."""
+
+    def __init__(self, total: int | None) -> None:
+        self.left, self.total, self.said = total, total, False
+
+    def take(self, rel: str, size: int) -> FileResult | None:
+        """None when `size` bytes fit (and are taken), else the finding for `rel`."""
+        if self.left is None or self.total is None:
+            return None
+        if size <= self.left:
+            self.left -= size
+            return None
+        self.left = 0  # the rest of the run reads nothing more: a deterministic cut in path order
+        if not self.said:
+            self.said = True
+            sys.stderr.write(
+                f"gpudrv-check: warning: the input budget of {self.total} bytes "
+                "(max_total_bytes) is spent; the remaining files are not read\n"
+            )
+        return _over_budget(rel, self.total)
 
 
 def _read_bytes(source: Source, ref: FileRef, max_bytes: int) -> bytes | FileResult:
@@ -527,6 +559,8 @@ class ReadOptions:
     #: digest of everything but the manifest files, for the partition cache (incremental.py);
     #: None: every file is decoded and evaluated
     context: str | None = None
+    #: manifest bytes the whole run may read (config `max_total_bytes`); None: no limit
+    max_total_bytes: int | None = None
 
 
 #: kinds no rule reads past `metadata`: their content is parsed (syntax, nesting, duplicate keys
@@ -654,6 +688,7 @@ def read_repo(
             options.progress(done, total)
 
     results: list[FileResult | None] = [None] * total
+    budget = _Budget(options.max_total_bytes)
     hits: dict[int, tuple[tuple, bytes]] = {}  # cache hits, decoded only if the run needs them
     todo: list[tuple[int, str, bytes, bool]] = []
     cached: dict = {}
@@ -664,7 +699,9 @@ def read_repo(
 
         cache_name = cache_mod.digest(getattr(source, "disk_root", ""), type(source).__name__)
         cache_key = cache_mod.digest(max_bytes, templates, sorted(options.skim or ()))
-        cached = options.cache.load("files", cache_name, cache_key) or {}
+        from gpudrv_check.incremental import valid_files_entry
+
+        cached = options.cache.load("files", cache_name, cache_key, valid_files_entry) or {}
     for i, ref in enumerate(files):
         helm = any(ref.rel.startswith(prefix) for prefix in templates)
         patch = patches.get(ref.rel)
@@ -674,8 +711,12 @@ def read_repo(
             continue
         # taken out as used: the caller's copy of the bytes is not held for the whole run
         pre = options.data.pop(ref.rel, None) if options.data is not None else None
-        if pre is not None and len(pre) <= max_bytes and ref.error is None:
-            data: bytes | FileResult = pre
+        fits = ref.error is None and ref.size <= max_bytes  # else not read: costs nothing
+        spent = budget.take(ref.rel, len(pre) if pre is not None else ref.size if fits else 0)
+        if spent is not None:
+            data: bytes | FileResult = spent
+        elif pre is not None and len(pre) <= max_bytes and ref.error is None:
+            data = pre
         else:
             data = _read_bytes(source, ref, max_bytes)
         if isinstance(data, FileResult):

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from gpudrv_check.config import Config
+from gpudrv_check.model.finding import quoted
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.nvidia.driver_image import (
@@ -66,7 +67,7 @@ def operator_version_source(repo: Repo) -> tuple[str | None, str]:
         release = chart_release(operator.chart_version)
         if release is not None:
             return release, f"chart version {operator.chart_version} of {operator.manifest.ref}"
-        return None, f"chart version {operator.chart_version!r} pins no single release"
+        return None, f"chart version {quoted(operator.chart_version)} pins no single release"
     return None, "no operator version in config or repo"
 
 

@@ -26,7 +26,7 @@ from gpudrv_check.k8s.disruption import (
 )
 from gpudrv_check.model.disruption import WorkloadPods
 from gpudrv_check.model.driver import driver_managed, label_keys
-from gpudrv_check.model.finding import Location
+from gpudrv_check.model.finding import Location, quoted
 from gpudrv_check.model.node import GPU_PRESENT, Node
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.nvidia.driver_image import (
@@ -440,7 +440,7 @@ def _relabel_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) ->
     summary = f"kubectl label node {node.name} --overwrite " + " ".join(
         f"{c.key}={c.new}" for c in changes
     )
-    notes = tuple(Item(f"{c.key}: {c.old!r} → {c.new!r}", c.location) for c in changes)
+    notes = tuple(Item(f"{c.key}: {quoted(c.old)} → {quoted(c.new)}", c.location) for c in changes)
     return Step(4, "relabel", summary, (), notes)
 
 

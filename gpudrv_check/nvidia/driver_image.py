@@ -22,6 +22,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from gpudrv_check.k8s.numbers import parse_digits
+from gpudrv_check.model.finding import quoted
+
 # --- label keys ------------------------------------------------------------------------------
 # GFD writes both the current and the deprecated keys (k8s-device-plugin internal/lm/nvml.go).
 DRIVER_VERSION_MAJOR_LABEL = "nvidia.com/cuda.driver-version.major"
@@ -249,7 +252,8 @@ def operator_release(version: object) -> tuple[int, int] | None:
     match = _OPERATOR_VERSION_RE.match(text.strip())
     if match is None:
         return None
-    return int(match.group(1)), int(match.group(2))
+    year, month = parse_digits(match.group(1)), parse_digits(match.group(2))
+    return None if year is None or month is None else (year, month)
 
 
 def os_tag(os_id: object, version_id: object, operator_version: object = None) -> str | None:
@@ -276,9 +280,10 @@ def os_tag(os_id: object, version_id: object, operator_version: object = None) -
         if os_name == "rocky":
             return f"{os_name}{major}"
         if os_name == "rhel":
-            if not major.isdigit():
+            number = parse_digits(major)  # the operator's strconv.Atoi
+            if number is None:
                 return None  # v26.3 fails with "error processing OS major version"
-            return f"{os_name}{major}" if int(major) >= 10 else f"{os_name}{version}"
+            return f"{os_name}{major}" if number >= 10 else f"{os_name}{version}"
         return f"{os_name}{version}"
     if os_name in RHEL_FAMILY_OS_IDS:
         return f"{os_name}{major}"
@@ -378,14 +383,12 @@ def driver_image_tag(
         return TagResult(
             None,
             error=f"operator {operator_version} cannot form an OS tag from "
-            f"ID={facts.os_id!r} VERSION_ID={facts.os_version_id!r}",
+            f"ID={quoted(facts.os_id)} VERSION_ID={quoted(facts.os_version_id)}",
         )
     tag = precompiled_tag(facts.driver_major, facts.kernel, ostag)
     if tag is None:
-        return TagResult(
-            None,
-            error=f"'{facts.driver_major}-{facts.kernel}-{ostag}' is not a valid image tag",
-        )
+        written = f"{facts.driver_major}-{facts.kernel}-{ostag}"
+        return TagResult(None, error=f"{quoted(written)} is not a valid image tag")
     return TagResult(tag)
 
 

@@ -138,4 +138,6 @@ def sarif_log(report: Report) -> dict[str, Any]:
 
 
 def render(report: Report, *, colour: bool = False) -> str:
-    return json.dumps(sarif_log(report), indent=2, ensure_ascii=False) + "\n"
+    from gpudrv_check.report import json_safe
+
+    return json_safe(json.dumps(sarif_log(report), indent=2, ensure_ascii=False)) + "\n"

@@ -91,6 +91,19 @@ CASES = [
     case("bombs/billion-laughs.yaml", ("GPU000", 6, 12, "alias bomb"), exact=True),
     case("bombs/merge-keys.yaml", ("GPU000", 21, 23, "alias bomb"), exact=True),
     case("bombs/many-documents.yaml", ("GPU000", 59, 325, "alias bomb")),
+    # 1,000 aliases of a 160 kB value: few nodes, many bytes (issue 23: budgeted by bytes too)
+    case("bombs/aliased-large-value.yaml", ("GPU000", 87, 10, "alias bomb"), exact=True),
+    # numbers past int()'s digit limit: GPU040 at the key, or read as upstream does; no crash
+    case(
+        "numbers/huge-allocatable.yaml",
+        ("GPU040", 8, 3, "unschedulable"),
+        ("GPU040", 14, 5, "is larger than the API server accepts"),
+    ),
+    case("numbers/huge-driver-label.yaml", ("GPU040", 8, 3, "unschedulable")),
+    case("numbers/huge-gpu-request.yaml", ("GPU040", 12, 9, "larger than the API server")),
+    case("numbers/huge-pdb-percent.yaml", absent=("GPU000",)),
+    # an alias to an anchor in a skimmed part of a Node's status reads the value, not null
+    case("skim/alias-into-skimmed.yaml", ("GPU040", 12, 3, "unschedulable")),
     # nesting thousands deep: refused without RecursionError
     case("nesting/deep-flow.yaml", ("GPU000", 1, 1, "nesting deeper"), exact=True),
     case("nesting/deep-block-sequence.yaml", ("GPU000", 1, 257, "nesting deeper"), exact=True),

@@ -264,8 +264,8 @@ kind: Node
 status:
   conditions:
   - type: Ready
-    reason: &kernel 5.15.0-119-generic
   nodeInfo:
+    kernelVersion: &kernel 5.15.0-119-generic
     osImage: Ubuntu 22.04
 metadata:
   name: n1
@@ -277,6 +277,7 @@ metadata:
 
 def test_an_alias_to_an_anchor_inside_a_skimmed_section_reads_its_value():
     """Issue 23: the skim drained `status.conditions` and the alias to its anchor read null,
+    (here `status.nodeInfo`; `conditions` are read since `rehearse` needs Ready),
     so the same Node had a kernel without custom policies and none with one (or the other way
     round). Now the file is built whole when an alias names skimmed data."""
     key = "feature.node.kubernetes.io/kernel-version.full"

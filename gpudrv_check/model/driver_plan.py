@@ -323,7 +323,7 @@ def _cluster_policy_plan(repo: Any, config: Any, settings: Any, version: object)
         reference = None
         if key is not None:
             reference = _reference(
-                settings.repository,
+                _explicit(config, "repository"),
                 settings.image,
                 spec_version or (key[0] if settings.use_precompiled else None),
                 key[1],
@@ -345,6 +345,12 @@ def _cluster_policy_plan(repo: Any, config: Any, settings: Any, version: object)
         )
     _cluster_policy_problems(repo, plan, source, settings, version)
     return plan
+
+
+def _explicit(config: Any, key: str) -> str | None:
+    """``driver.<key>`` as written (not the chart default: a default registry is a guess)."""
+    value = config.get("driver", key)
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _os_labels(facts: Any) -> Mapping[str, object]:
@@ -530,30 +536,21 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
                 "owner while this stands, so no CR installs a driver on any node",
             )
         )
-    pool_of: dict[str, tuple[NodePool, DriverCR, DriverSource, str | None]] = {}
+    pool_of: dict[str, tuple[NodePool | None, DriverCR, DriverSource, str | None]] = {}
     for cr, src in sources:
         owned = {n.name: n.labels for n in gpu if ownership.owner.get(n.name) == cr.name}
         pools, skipped = node_pools(cr, owned, version)
+        image_errors = set()
         for pool in pools:
             image = pool_image(cr, pool)
-            plan.pools.append((src, pool, image.reference if image.ok else None))
+            if image.error and not (src.cr is None and cr.version is None):
+                image_errors.add(image.error)  # the chart default's version is the chart's own
+            plan.pools.append((src, pool, image.reference))
             for name in pool.nodes:
-                pool_of[name] = (pool, cr, src, image.error)
+                pool_of[name] = (pool, cr, src, None)
         for skip in skipped:
-            pool_of.setdefault(skip.node, (None, cr, src, skip.missing_label))  # type: ignore[arg-type]
-        if cr.use_precompiled:
-            why = precompiled_version_problem(cr.version)
-            if why is not None:
-                plan.problems.append(
-                    DriverProblem(
-                        VERSION_FORM,
-                        src.manifest,
-                        src.path("version"),
-                        _cr_location(src, ("version",)),
-                        f"NVIDIADriver {cr.name}: usePrecompiled is true and version is "
-                        f"{cr.version!r}: {why}",
-                    )
-                )
+            pool_of[skip.node] = (None, cr, src, skip.missing_label)
+        _cr_version_problems(plan, cr, src, sorted(image_errors))
     for node in gpu:
         plan.nodes[node.name] = _cr_node(
             repo, node, ownership.owner.get(node.name), pool_of, sandbox, default, version, fallback
@@ -562,6 +559,24 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
         entries = [e for e in plan.nodes.values() if e.managed and e.source is src]
         _upgrade_problem(plan, src, entries, cr.version)
     return plan
+
+
+def _cr_version_problems(
+    plan: DriverPlan, cr: DriverCR, src: DriverSource, image_errors: list[str]
+) -> None:
+    why = precompiled_version_problem(cr.version) if cr.use_precompiled else None
+    if why is not None:
+        image_errors = [f"usePrecompiled is true and version is {cr.version!r}: {why}"]
+    for error in image_errors:
+        plan.problems.append(
+            DriverProblem(
+                VERSION_FORM,
+                src.manifest,
+                src.path("version"),
+                _cr_location(src, ("version",)),
+                f"NVIDIADriver {cr.name}: {error}",
+            )
+        )
 
 
 def _cr_location(src: DriverSource, key: tuple[str, ...]) -> Location:
@@ -579,28 +594,22 @@ def _cr_node(repo, node, owner, pool_of, sandbox, default, version, fallback) ->
     if owner is None:
         return NodeDriver(node, False, "no NVIDIADriver owns it", current=current)
     reason = _unmanaged_reason(node, sandbox, default, version)
-    pool, cr, src, error = pool_of.get(node.name, (None, None, None, None))
+    pool, cr, src, missing = pool_of.get(node.name, (None, None, None, None))
     policy = cr_upgrade_policy(cr, fallback, version) if cr is not None else None
-    if reason:
-        return NodeDriver(node, False, reason, src, current=current)
+    if reason or cr is None:
+        return NodeDriver(node, False, reason or "no driver pool takes it", src, current=current)
     if pool is None:
-        missing = (error,) if error else ()
-        result = TagResult(None, missing=missing)
+        result = TagResult(None, missing=(missing,) if missing else ())
         return NodeDriver(node, True, "", src, result, current=current, upgrade_policy=policy)
     result, key = _tag_for(repo, node, cr.version, cr.use_precompiled, pool.os_tag)
-    reference = None
-    if key is not None and error is None:
-        image = pool_image(cr, pool)
-        reference = image.reference
-    elif error is not None:
-        result = TagResult(None, error=error)
+    image = pool_image(cr, pool)
     return NodeDriver(
         node,
         True,
         source=src,
         result=result,
         matrix_key=key,
-        reference=reference,
+        reference=image.reference if key is not None else None,
         version=cr.version if driver_branch(cr.version) else None,
         current=current,
         current_branch=f.driver_major,

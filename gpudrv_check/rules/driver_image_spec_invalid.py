@@ -1,4 +1,7 @@
-"""GPU014 precompiled-version-not-branch: usePrecompiled with a full version or a digest.
+"""GPU014 driver-image-spec-invalid: the configured driver image cannot exist.
+
+A precompiled driver with a full version or a digest, or an NVIDIADriver whose repository, image
+and version are not all set (ImagePath: a CR has no environment default).
 
 resolveDriverTag (ClusterPolicy) and GetPrecompiledImagePath (NVIDIADriver) build
 `<version>-<kernel>-<os-tag>` from the version as written: `550.90.07` names a tag that is never

@@ -339,6 +339,70 @@ def _derived_daemonset(operand: str, config: OperatorConfig) -> OperandDaemonSet
     )
 
 
+def _pool_daemonsets(repo: Repo, config: OperatorConfig) -> list[OperandDaemonSet]:
+    """One driver DaemonSet per NVIDIADriver node pool (internal/state/driver.go: one per pool,
+    nodeSelector = gpu.deploy.driver=true + the pool's selector, tolerations added to the
+    asset's nvidia.com/gpu one)."""
+    from gpudrv_check.model.driver_plan import NVIDIADRIVER, driver_plan
+    from gpudrv_check.nvidia.nvidiadriver import driver_tolerations, parse_driver_cr
+
+    plan = driver_plan(repo)
+    if plan.mode != NVIDIADRIVER:
+        return []
+    out = []
+    namespace = _operator_namespace(config)
+    for source, pool, _reference in plan.pools:
+        cr = source.cr or parse_driver_cr(pool.driver, {})
+        name = f"nvidia-{cr.driver_type}-driver-{pool.driver}-{pool.name}"
+        tolerations = driver_tolerations(cr)
+        selector = {OPERANDS[DRIVER].deploy_label: "true", **pool.node_selector}
+        pod_spec = {"nodeSelector": selector, "tolerations": tolerations}
+        manifest = Manifest(
+            file=source.manifest.file,
+            doc=source.manifest.doc,
+            data={
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"template": {"spec": pod_spec}},
+            },
+            api_version="apps/v1",
+            kind="DaemonSet",
+            name=name,
+            namespace=namespace,
+        )
+        workload = Workload(
+            manifest=manifest, spec_path=POD_SPEC_PATHS["DaemonSet"], pod_spec=pod_spec
+        )
+        out.append(
+            OperandDaemonSet(
+                operand=DRIVER,
+                name=name,
+                namespace=namespace,
+                source=OPERATOR,
+                workload=workload,
+                about=source.manifest,
+                path=source.path(),
+                tolerations_path=source.path("tolerations"),
+                tolerations=daemonset_pod_tolerations(tolerations, False),
+                affinity=required_node_affinity(pod_spec),
+            )
+        )
+    return out
+
+
+def _pool_owners(repo: Repo) -> dict[str, dict[str, str]]:
+    """The owner label AssignOwners writes (v26.7) on each node a pool takes."""
+    from gpudrv_check.model.driver import operator_version
+    from gpudrv_check.model.driver_plan import NVIDIADRIVER, driver_plan
+    from gpudrv_check.nvidia.nvidiadriver import OWNER_LABEL, has_owner_assignment
+
+    plan = driver_plan(repo)
+    if plan.mode != NVIDIADRIVER or not has_owner_assignment(operator_version(repo)):
+        return {}
+    return {name: {OWNER_LABEL: pool.driver} for _, pool, _ in plan.pools for name in pool.nodes}
+
+
 def config_key_path(config: OperatorConfig, *path: str) -> Path:
     """A key path inside the configuration's manifest (the values block when embedded)."""
     if config.embedded:
@@ -548,11 +612,14 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
                 entry.spec_key is not None and config.get(entry.spec_key, "enabled") is not None
             )
             if entry.name == DRIVER and enabled[DRIVER] and settings.use_nvidia_driver_crd:
-                notes.append(
-                    "driver: driver.useNvidiaDriverCRD is set, so driver DaemonSets come from "
-                    "NVIDIADriver objects, which are not modelled; the driver link of the chain "
-                    "is taken as satisfied"
-                )
+                pools = _pool_daemonsets(repo, config)
+                derived.extend(pools)
+                columns.append(entry.name)
+                if not pools:
+                    notes.append(
+                        "driver: driver.useNvidiaDriverCRD is set and no NVIDIADriver renders a "
+                        "driver DaemonSet (no CR, or none owns a GPU node)"
+                    )
                 continue
             if enabled[entry.name]:
                 derived.append(_derived_daemonset(entry.name, config))
@@ -579,12 +646,15 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     # node labels as the DaemonSets will see them
     labels: dict[str, dict[str, str]] = {}
     changed = False
+    owners = _pool_owners(repo) if operator_mode else {}
     for node in repo.nodes:
         seen = (
             _operator_labels(node, sandbox, default)
             if operator_mode and node.is_gpu
             else node.labels
         )
+        if node.name in owners:
+            seen = {**seen, **owners[node.name]}
         labels[node.name] = seen
         changed = changed or seen != node.labels
     if changed:

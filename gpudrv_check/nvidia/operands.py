@@ -8,8 +8,9 @@ workload type (``nvidia.com/gpu.workload.config``), honouring values an admin al
 removes them all when the node has ``nvidia.com/gpu.deploy.operands=false``.
 
 Operands wait for each other through init containers: the toolkit waits for a working driver,
-the device plugin, GFD, DCGM, DCGM Exporter and the MIG manager wait for the toolkit, and the
-validator checks driver, toolkit, CUDA and device plugin. A device plugin without a toolkit
+the device plugin, GFD, DCGM, DCGM Exporter and the MIG manager wait for ``toolkit-ready``, a
+file only the validator's toolkit validation writes (so they need the toolkit *and* the
+validator), and the validator checks driver, toolkit, CUDA and device plugin. A device plugin without a toolkit
 advertises GPUs that workloads then cannot use.
 
 Sources: gpu-operator ``controllers/state_manager.go`` (labels, ``isStateEnabled``),
@@ -43,6 +44,12 @@ CLUSTERPOLICY = "clusterpolicy"
 HELM = "helm"
 
 _ALL = WORKLOAD_CONFIGS
+#: What the toolkit-validation init containers wait for: /run/nvidia/validations/toolkit-ready,
+#: which only the operator-validator's toolkit validation writes (cmd/nvidia-validator/main.go
+#: toolkitStatusFile; assets/state-device-plugin, gpu-feature-discovery, state-dcgm,
+#: state-dcgm-exporter, state-mig-manager, state-mps-control-daemon). Without the validator on
+#: the node these operands wait forever, even with the toolkit running.
+TOOLKIT_READY: tuple[str, ...] = ("container-toolkit", "operator-validator")
 _VM = (WORKLOAD_VM_PASSTHROUGH, WORKLOAD_VM_VGPU)
 
 
@@ -103,7 +110,7 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         True,
         (WORKLOAD_CONTAINER,),
-        needs=("container-toolkit",),
+        needs=TOOLKIT_READY,
         note="advertises nvidia.com/gpu to the kubelet",
     ),
     Operand(
@@ -113,7 +120,7 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         True,
         (WORKLOAD_CONTAINER,),
-        needs=("container-toolkit",),
+        needs=TOOLKIT_READY,
         note="writes nvidia.com/gpu.* and nvidia.com/cuda.* labels",
     ),
     Operand(
@@ -123,7 +130,7 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         True,
         (WORKLOAD_CONTAINER,),
-        needs=("container-toolkit",),
+        needs=TOOLKIT_READY,
         note="GPU metrics",
     ),
     Operand(
@@ -133,7 +140,7 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         False,
         (WORKLOAD_CONTAINER,),
-        needs=("container-toolkit",),
+        needs=TOOLKIT_READY,
         note="standalone DCGM host engine; off in the chart, on when a CR leaves it unset",
     ),
     Operand(
@@ -162,7 +169,7 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         True,
         (WORKLOAD_CONTAINER,),
-        needs=("container-toolkit",),
+        needs=TOOLKIT_READY,
         mig_capable_only=True,
         note="labelled only on MIG-capable nodes (mig.capable=true, or an A100/A30/H100 "
         "product name) that are not vGPU guests",

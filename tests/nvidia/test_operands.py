@@ -87,11 +87,11 @@ def test_deploy_label_unknown(name) -> None:
     [
         ("driver", None, ()),
         ("container-toolkit", None, ("driver",)),
-        ("device-plugin", None, ("container-toolkit",)),
-        ("gpu-feature-discovery", None, ("container-toolkit",)),
-        ("dcgm", None, ("container-toolkit",)),
-        ("dcgm-exporter", None, ("container-toolkit",)),
-        ("mig-manager", None, ("container-toolkit",)),
+        ("device-plugin", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
+        ("gpu-feature-discovery", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
+        ("dcgm", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
+        ("dcgm-exporter", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
+        ("mig-manager", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
         ("operator-validator", None, ("driver", "container-toolkit", "device-plugin")),
         ("node-status-exporter", None, ()),
         ("vgpu-device-manager", None, ("vgpu-manager",)),

@@ -29,6 +29,7 @@ from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.driver_image import (
     DEPLOY_DRIVER_LABEL,
     DEPLOY_OPERANDS_LABEL,
+    GPU_PRESENT_LABEL,
     ClusterOsTag,
     TagResult,
     cluster_os_tag,
@@ -522,7 +523,9 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
     default = default_workload(values)
     fallback = driver_settings(values, cp_source).upgrade_policy
     gpu = _gpu_nodes(repo)
-    ownership = assign_owners([cr for cr, _ in sources], {n.name: n.labels for n in gpu}, version)
+    # gpu.present as the operator keeps it: these are the nodes it lists as GPU nodes
+    labels = {n.name: {**n.labels, GPU_PRESENT_LABEL: "true"} for n in gpu}
+    ownership = assign_owners([cr for cr, _ in sources], labels, version)
     by_name = dict((cr.name, (cr, src)) for cr, src in sources)
     for problem in ownership.problems:
         cr, src = by_name[problem.driver]
@@ -538,7 +541,7 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
         )
     pool_of: dict[str, tuple[NodePool | None, DriverCR, DriverSource, str | None]] = {}
     for cr, src in sources:
-        owned = {n.name: n.labels for n in gpu if ownership.owner.get(n.name) == cr.name}
+        owned = {n.name: labels[n.name] for n in gpu if ownership.owner.get(n.name) == cr.name}
         pools, skipped = node_pools(cr, owned, version)
         image_errors = set()
         for pool in pools:

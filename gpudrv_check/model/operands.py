@@ -54,6 +54,7 @@ from gpudrv_check.nvidia.operands import (
     CLUSTERPOLICY,
     DEFAULT_OPERAND_TOLERATION,
     DEPLOY_OPERANDS_LABEL,
+    GPU_PRESENT_LABEL,
     HELM,
     OPERAND_NAMES,
     OPERANDS,
@@ -391,6 +392,12 @@ def _pool_daemonsets(repo: Repo, config: OperatorConfig) -> list[OperandDaemonSe
     return out
 
 
+def _version(repo: Repo) -> str | None:
+    from gpudrv_check.model.driver import operator_version
+
+    return operator_version(repo)
+
+
 def _pool_owners(repo: Repo) -> dict[str, dict[str, str]]:
     """The owner label AssignOwners writes (v26.7) on each node a pool takes."""
     from gpudrv_check.model.driver import operator_version
@@ -418,9 +425,15 @@ def config_name(config: OperatorConfig) -> str:
 # --- node labels as the DaemonSets see them ---------------------------------------------------
 
 
-def _operator_labels(node: Node, sandbox: bool, default: str) -> dict[str, str]:
+def _operator_labels(
+    node: Node, sandbox: bool, default: str, version: object = None
+) -> dict[str, str]:
     kept = {k: v for k, v in node.labels.items() if operand_for_deploy_label(k) is None}
-    kept.update(expected_deploy_labels(node.labels, sandbox, default))
+    # gpu.present as the operator keeps it (from NFD's PCI labels when the repo has them)
+    labels = {**node.labels, GPU_PRESENT_LABEL: "true" if node.is_gpu else "false"}
+    if node.is_gpu:
+        kept[GPU_PRESENT_LABEL] = "true"
+    kept.update(expected_deploy_labels(labels, sandbox, default, version))
     return kept
 
 
@@ -649,7 +662,7 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     owners = _pool_owners(repo) if operator_mode else {}
     for node in repo.nodes:
         seen = (
-            _operator_labels(node, sandbox, default)
+            _operator_labels(node, sandbox, default, _version(repo))
             if operator_mode and node.is_gpu
             else node.labels
         )

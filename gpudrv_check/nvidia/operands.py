@@ -10,8 +10,8 @@ removes them all when the node has ``nvidia.com/gpu.deploy.operands=false``.
 Operands wait for each other through init containers: the toolkit waits for a working driver,
 the device plugin, GFD, DCGM, DCGM Exporter and the MIG manager wait for ``toolkit-ready``, a
 file only the validator's toolkit validation writes (so they need the toolkit *and* the
-validator), and the validator checks driver, toolkit, CUDA and device plugin. A device plugin without a toolkit
-advertises GPUs that workloads then cannot use.
+validator), and the validator checks driver, toolkit, CUDA and device plugin. A device plugin
+without a toolkit advertises GPUs that workloads then cannot use.
 
 Sources: gpu-operator ``controllers/state_manager.go`` (labels, ``isStateEnabled``),
 ``api/nvidia/v1/clusterpolicy_types.go`` (``IsEnabled`` defaults), ``controllers/
@@ -489,7 +489,10 @@ def workload_config(
 
 
 def expected_deploy_labels(
-    labels: object, sandbox_enabled: bool = False, default: str = WORKLOAD_CONTAINER
+    labels: object,
+    sandbox_enabled: bool = False,
+    default: str = WORKLOAD_CONTAINER,
+    operator_version: object = None,
 ) -> dict[str, str]:
     """The ``nvidia.com/gpu.deploy.*`` labels a GPU node ends up with after the operator
     relabels it (``updateGPUStateLabels``).
@@ -498,7 +501,16 @@ def expected_deploy_labels(
     workload type are added with ``"true"`` unless already present (an admin's ``false`` stays),
     labels of other workload types are removed, and ``mig-manager`` is added for MIG-capable
     container nodes. Nodes without ``nvidia.com/gpu.present=true`` are not relabelled.
+
+    An empty value (``nvidia.com/gpu.deploy.driver: ""``, which k8s-driver-manager leaves when
+    it pauses an operand that never ran) is kept before v26.7, so the operand stays off; v26.7
+    treats it as absent and sets ``"true"`` (``addGPUStateLabels``). ``operator_version=None``
+    means the newest behaviour.
     """
+    from gpudrv_check.nvidia.driver_image import operator_release
+
+    release = operator_release(operator_version)
+    empty_is_absent = release is None or release >= (26, 7)
     if not isinstance(labels, Mapping):
         return {}
     current = {
@@ -523,6 +535,8 @@ def expected_deploy_labels(
         if key in wanted or (key == mig_label and config == WORKLOAD_CONTAINER)
     }
     for key in wanted:
+        if empty_is_absent and result.get(key) == "":
+            result[key] = "true"
         result.setdefault(key, "true")
     if config == WORKLOAD_CONTAINER and has_mig_capable_gpu(labels):
         result.setdefault(mig_label, "true")

@@ -88,7 +88,11 @@ def test_deploy_label_unknown(name) -> None:
         ("driver", None, ()),
         ("container-toolkit", None, ("driver",)),
         ("device-plugin", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
-        ("gpu-feature-discovery", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
+        (
+            "gpu-feature-discovery",
+            None,
+            ("container-toolkit", "operator-validator"),
+        ),  # toolkit-ready
         ("dcgm", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
         ("dcgm-exporter", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
         ("mig-manager", None, ("container-toolkit", "operator-validator")),  # toolkit-ready

@@ -323,10 +323,13 @@ def _cluster_policy_plan(repo: Any, config: Any, settings: Any, version: object)
         )
         reference = None
         if key is not None:
+            repository = _explicit(config, "repository")
+            # with a registry but no version, the matrix row's branch is the precompiled tag
+            guess = key[0] if settings.use_precompiled and repository else None
             reference = _reference(
-                _explicit(config, "repository"),
+                repository,
                 settings.image,
-                spec_version or (key[0] if settings.use_precompiled else None),
+                spec_version or guess,
                 key[1],
                 ostag,
                 settings.use_precompiled,

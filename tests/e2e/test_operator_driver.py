@@ -90,7 +90,7 @@ def test_operands_show_one_driver_daemonset_per_pool(lab_repo: Path):
     result = run_cli("operands", str(repo))
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines()]
-    pools = [row[0] for row in rows if len(row) > 1 and row[1] == "driver"]
+    pools = [row[0] for row in rows if len(row) > 1 and row[1] == "driver" and "/" in row[0]]
     assert pools == [
         "gpu-operator/nvidia-gpu-driver-branch-535-ubuntu22.04-5.15.0-107-generic",
         "gpu-operator/nvidia-gpu-driver-default-ubuntu22.04-5.15.0-119-generic",

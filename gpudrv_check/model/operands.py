@@ -308,7 +308,8 @@ def _operator_namespace(config: OperatorConfig) -> str:
 def _derived_daemonset(operand: str, config: OperatorConfig) -> OperandDaemonSet:
     entry = OPERANDS[operand]
     tolerations = operator_tolerations(config.values)
-    pod_spec = {"nodeSelector": {entry.deploy_label: "true"}, "tolerations": tolerations}
+    selector = {entry.deploy_label: "true", **dict(entry.extra_selector)}
+    pod_spec = {"nodeSelector": selector, "tolerations": tolerations}
     namespace = _operator_namespace(config)
     manifest = Manifest(
         file=config.manifest.file,
@@ -392,6 +393,10 @@ def _pool_daemonsets(repo: Repo, config: OperatorConfig) -> list[OperandDaemonSe
     return out
 
 
+def _any_node_has(repo: Repo, selector: tuple[tuple[str, str], ...]) -> bool:
+    return any(all(n.labels.get(k) == v for k, v in selector) for n in repo.nodes)
+
+
 def _version(repo: Repo) -> str | None:
     from gpudrv_check.model.driver import operator_version
 
@@ -426,14 +431,14 @@ def config_name(config: OperatorConfig) -> str:
 
 
 def _operator_labels(
-    node: Node, sandbox: bool, default: str, version: object = None
+    node: Node, sandbox: bool, default: str, version: object = None, mode: object = None
 ) -> dict[str, str]:
     kept = {k: v for k, v in node.labels.items() if operand_for_deploy_label(k) is None}
     # gpu.present as the operator keeps it (from NFD's PCI labels when the repo has them)
     labels = {**node.labels, GPU_PRESENT_LABEL: "true" if node.is_gpu else "false"}
     if node.is_gpu:
         kept[GPU_PRESENT_LABEL] = "true"
-    kept.update(expected_deploy_labels(labels, sandbox, default, version))
+    kept.update(expected_deploy_labels(labels, sandbox, default, version, mode))
     return kept
 
 
@@ -587,11 +592,12 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     repo_ds = _repo_daemonsets(repo.workloads)
     notes: list[str] = []
     enabled: dict[str, bool] | None = None
-    sandbox, default = False, "container"
+    sandbox, default, mode = False, "container", None
     if config is not None:
+        mode = config.get("sandboxWorkloads", "mode")
         values = config.values
         source = _config_source(config)
-        enabled = operands_from_operator_config(values, source)
+        enabled = operands_from_operator_config(values, source, _version(repo))
         sandbox = sandbox_workloads_enabled(values, source)
         default = default_workload(values)
     if config is None and not repo_ds:
@@ -634,6 +640,8 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
                         "driver DaemonSet (no CR, or none owns a GPU node)"
                     )
                 continue
+            if entry.extra_selector and not _any_node_has(repo, entry.extra_selector):
+                continue  # e.g. no MPS-capable node: a column of "no" says nothing
             if enabled[entry.name]:
                 derived.append(_derived_daemonset(entry.name, config))
                 columns.append(entry.name)
@@ -662,7 +670,7 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     owners = _pool_owners(repo) if operator_mode else {}
     for node in repo.nodes:
         seen = (
-            _operator_labels(node, sandbox, default, _version(repo))
+            _operator_labels(node, sandbox, default, _version(repo), mode)
             if operator_mode and node.is_gpu
             else node.labels
         )

@@ -29,6 +29,8 @@ CATALOG = [
     ("gpu-feature-discovery", "gfd", "gpu-feature-discovery", True, True),
     ("dcgm-exporter", "dcgmExporter", "nvidia-dcgm-exporter", True, True),
     ("dcgm", "dcgm", "nvidia-dcgm", True, False),
+    # assets/state-mps-control-daemon: selects device-plugin nodes with nvidia.com/mps.capable
+    ("mps-control-daemon", "devicePlugin", "nvidia-device-plugin-mps-control-daemon", True, True),
     ("operator-validator", "validator", "nvidia-operator-validator", None, None),
     ("node-status-exporter", "nodeStatusExporter", "nvidia-node-status-exporter", False, False),
     ("mig-manager", "migManager", "nvidia-mig-manager", True, True),
@@ -36,6 +38,13 @@ CATALOG = [
         "sandbox-device-plugin",
         "sandboxDevicePlugin",
         "nvidia-sandbox-device-plugin-daemonset",
+        False,
+        True,
+    ),
+    (  # assets/state-kata-device-plugin, v26.3 on
+        "kata-sandbox-device-plugin",
+        "kataSandboxDevicePlugin",
+        "nvidia-kata-sandbox-device-plugin-daemonset",
         False,
         True,
     ),
@@ -53,8 +62,51 @@ def test_catalog(name, key, daemonset, crd, chart) -> None:
     entry = OPERANDS[name]
     assert (entry.spec_key, entry.daemonset) == (key, daemonset)
     assert (entry.default_enabled, entry.chart_default_enabled) == (crd, chart)
-    assert deploy_label(name) == f"nvidia.com/gpu.deploy.{name}"
-    assert operand_for_deploy_label(f"nvidia.com/gpu.deploy.{name}") == name
+    label = "device-plugin" if name == "mps-control-daemon" else name
+    assert deploy_label(name) == f"nvidia.com/gpu.deploy.{label}"
+    assert operand_for_deploy_label(f"nvidia.com/gpu.deploy.{label}") == label
+
+
+# controllers/state_manager.go isStateEnabled per release; getEffectiveStateLabels (v26.3 on)
+@pytest.mark.parametrize(
+    ("release", "mode", "on"),
+    [
+        ("v25.10.0", None, {"sandbox-device-plugin", "kata-manager", "cc-manager"}),
+        ("v25.10.0", "kata", {"sandbox-device-plugin", "kata-manager", "cc-manager"}),  # no modes
+        ("v26.3.0", None, {"sandbox-device-plugin", "kata-manager"}),  # kubevirt: the default
+        ("v26.3.0", "kata", {"kata-sandbox-device-plugin", "kata-manager", "cc-manager"}),
+        ("v26.7.0", "kubevirt", {"sandbox-device-plugin"}),  # kata-manager: always off
+        ("v26.7.0", "kata", {"kata-sandbox-device-plugin", "cc-manager"}),
+    ],
+)
+def test_sandbox_operands_per_release(release, mode, on) -> None:
+    values = {
+        "sandboxWorkloads": {"enabled": True, **({"mode": mode} if mode else {})},
+        **{
+            key: {"enabled": True}
+            for key in (
+                "sandboxDevicePlugin",
+                "kataSandboxDevicePlugin",
+                "kataManager",
+                "ccManager",
+            )
+        },
+    }
+    enabled = operands_from_operator_config(values, "clusterpolicy", release)
+    names = {"sandbox-device-plugin", "kata-sandbox-device-plugin", "kata-manager", "cc-manager"}
+    assert {name for name in names if enabled[name]} == on
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.workload.config": "vm-passthrough"}
+    deploy = expected_deploy_labels(labels, True, "container", release, mode)
+    kata = "nvidia.com/gpu.deploy.kata-sandbox-device-plugin" in deploy
+    assert kata is (mode == "kata" and release != "v25.10.0")
+    assert ("nvidia.com/gpu.deploy.sandbox-device-plugin" in deploy) is not kata
+
+
+def test_mps_control_daemon_needs_mps_capable_and_toolkit_ready() -> None:
+    base = {"nvidia.com/gpu.deploy.device-plugin": "true"}
+    assert "mps-control-daemon" not in operands_on_node(base)
+    assert "mps-control-daemon" in operands_on_node({**base, "nvidia.com/mps.capable": "true"})
+    assert dependencies("mps-control-daemon") == ("container-toolkit", "operator-validator")
 
 
 def test_catalog_is_complete() -> None:

@@ -257,8 +257,8 @@ def os_tag(os_id: object, version_id: object, operator_version: object = None) -
 
     - up to v25.10: always ``ID`` + ``VERSION_ID`` (``ubuntu22.04``, ``rhel9.4``, ``rocky9.4``);
     - v26.3: ``rocky`` keeps only the major version (``rocky9``); ``rhel`` too from major 10
-      (``rhel10``, but ``rhel9.4``); a ``rhel`` VERSION_ID whose major is not a number is an
-      operator error, reported here as ``None``;
+      (``rhel10``, but ``rhel9.4``); a VERSION_ID whose major is not a number is an operator
+      error for every OS (``getGPUNodeOSTag``), reported here as ``None``;
     - v26.7 and later: ``rhel``, ``rocky`` and ``ol`` keep only the major version (``rhel9``).
 
     ``ubuntu``, ``rhcos``, ``sles`` and every other ID keep the full VERSION_ID in all releases.
@@ -273,6 +273,8 @@ def os_tag(os_id: object, version_id: object, operator_version: object = None) -
     if release is not None and release < OS_TAG_PARTIAL_TRUNCATION_SINCE:
         return f"{os_name}{version}"
     if release is not None and release < OS_TAG_RHEL_FAMILY_TRUNCATION_SINCE:
+        if not major.isdigit():
+            return None  # getGPUNodeOSTag: strconv.Atoi of every OS's major version
         if os_name == "rocky":
             return f"{os_name}{major}"
         if os_name == "rhel":

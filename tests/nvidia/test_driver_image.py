@@ -552,3 +552,18 @@ def test_precompiled_version_problem(version, problem) -> None:
 
     found = precompiled_version_problem(version)
     assert (found is None) if problem is None else (problem in found)
+
+
+@pytest.mark.parametrize(
+    ("os_id", "version", "release", "tag"),
+    [
+        # getGPUNodeOSTag (v26.3): strconv.Atoi of the major version fails for every OS
+        ("debian", "sid", "v26.3.0", None),
+        ("debian", "sid", "v25.10.0", "debiansid"),  # v25.10: ID + VERSION_ID, no parsing
+        ("debian", "sid", "v26.7.0", "debiansid"),  # v26.7: only ol/rocky/rhel are split
+    ],
+)
+def test_non_numeric_major_per_release(os_id, version, release, tag) -> None:
+    from gpudrv_check.nvidia.driver_image import os_tag
+
+    assert os_tag(os_id, version, release) == tag

@@ -386,3 +386,18 @@ def test_cluster_policy_mode_without_crd(tmp_path) -> None:
     write(tmp_path, "n0.yaml", gpu_node("n0"))
     write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
     assert driver_plan(run(tmp_path).repo).mode == CLUSTERPOLICY
+
+
+@pytest.mark.parametrize(("release", "found"), [("v26.3.0", False), ("v26.7.0", True)])
+def test_per_cr_upgrade_policy_from_v26_7(tmp_path, release, found) -> None:
+    # nvidiadriver_types.go DriverUpgradePolicySpec on the CR (v26.7); before, the ClusterPolicy's
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    write(tmp_path, "cp.yaml", CRD_ON)
+    policy = "  upgradePolicy:\n    autoUpgrade: true\n    drain: {enable: true}\n"
+    write(tmp_path, "d.yaml", nvidiadriver("d", "550", default=True) + policy)
+    gpu023 = rules(tmp_path, release).get("GPU023", [])
+    assert bool(gpu023) is found
+    if found:
+        assert (gpu023[0].location.file, gpu023[0].location.line) == ("d.yaml", 12)  # drain.enable
+    entry = driver_plan(run(tmp_path, "v26.7.0").repo).nodes["n0"]
+    assert entry.upgrade_policy["autoUpgrade"] is True and entry.upgrade_policy["drain"]["enable"]

@@ -305,31 +305,60 @@ def _operator_namespace(config: OperatorConfig) -> str:
     return DEFAULT_NAMESPACE
 
 
-def _derived_daemonset(operand: str, config: OperatorConfig) -> OperandDaemonSet:
+def _precompiled_driver_daemonsets(repo: Repo, config: OperatorConfig) -> list[OperandDaemonSet]:
+    """A precompiled ClusterPolicy driver: one DaemonSet per GPU-node kernel, named
+    ``nvidia-driver-daemonset-<sanitized kernel>-<ID+VERSION_ID>`` and selecting that kernel
+    (object_controls.go ``precompiledDriverDaemonsets``, ``TransformDriver``)."""
+    from gpudrv_check.model.driver import node_facts
+    from gpudrv_check.nvidia.driver_image import KERNEL_VERSION_LABEL, sanitized_kernel_version
+
+    kernels: dict[str, str] = {}
+    for node in sorted(repo.gpu_nodes, key=lambda n: n.name):
+        facts = node_facts(node, repo)
+        if facts.kernel is not None:
+            kernels.setdefault(facts.kernel, facts.os_release or "")
+    return [
+        _derived_daemonset(
+            DRIVER,
+            config,
+            f"{OPERANDS[DRIVER].daemonset}-{sanitized_kernel_version(kernel)}-{release}",
+            {KERNEL_VERSION_LABEL: kernel},
+        )
+        for kernel, release in sorted(kernels.items())
+    ]
+
+
+def _derived_daemonset(
+    operand: str,
+    config: OperatorConfig,
+    name: str | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> OperandDaemonSet:
     entry = OPERANDS[operand]
     tolerations = operator_tolerations(config.values)
-    selector = {entry.deploy_label: "true", **dict(entry.extra_selector)}
+    selector = {entry.deploy_label: "true", **dict(entry.extra_selector), **(extra or {})}
     pod_spec = {"nodeSelector": selector, "tolerations": tolerations}
     namespace = _operator_namespace(config)
+    name = name or entry.daemonset
     manifest = Manifest(
         file=config.manifest.file,
         doc=config.manifest.doc,
         data={
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
-            "metadata": {"name": entry.daemonset, "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace},
             "spec": {"template": {"spec": pod_spec}},
         },
         api_version="apps/v1",
         kind="DaemonSet",
-        name=entry.daemonset,
+        name=name,
         namespace=namespace,
     )
     workload = Workload(manifest=manifest, spec_path=POD_SPEC_PATHS["DaemonSet"], pod_spec=pod_spec)
     section = (entry.spec_key,) if entry.spec_key and config.get(entry.spec_key) else ()
     return OperandDaemonSet(
         operand=operand,
-        name=entry.daemonset,
+        name=name,
         namespace=namespace,
         source=OPERATOR,
         workload=workload,
@@ -642,7 +671,10 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
                 continue
             if entry.extra_selector and not _any_node_has(repo, entry.extra_selector):
                 continue  # e.g. no MPS-capable node: a column of "no" says nothing
-            if enabled[entry.name]:
+            if entry.name == DRIVER and enabled[DRIVER] and settings.use_precompiled:
+                derived.extend(_precompiled_driver_daemonsets(repo, config))
+                columns.append(entry.name)
+            elif enabled[entry.name]:
                 derived.append(_derived_daemonset(entry.name, config))
                 columns.append(entry.name)
             elif explicit:

@@ -50,3 +50,21 @@ def test_no_mps_column_without_an_mps_capable_node(tmp_path: Path):
     write(tmp_path, "cp.yaml", CLUSTERPOLICY)
     write(tmp_path, "b.yaml", node("plain"))
     assert "mps-control-daemon" not in placement(tmp_path).operands
+
+
+def test_precompiled_cluster_policy_runs_one_driver_daemonset_per_kernel(tmp_path: Path):
+    # object_controls.go precompiledDriverDaemonsets: one per kernelVersionMap entry, named
+    # nvidia-driver-daemonset-<sanitized kernel>-<ID+VERSION_ID>, selecting kernel-version.full
+    write(tmp_path, "cp.yaml", CLUSTERPOLICY + "  driver: {usePrecompiled: true, version: '550'}\n")
+    kernel = "feature.node.kubernetes.io/kernel-version.full"
+    os_labels = {
+        "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID": "22.04",
+    }
+    write(tmp_path, "a.yaml", node("a", {kernel: "5.15.0-119-generic", **os_labels}))
+    write(tmp_path, "b.yaml", node("b", {kernel: "5.15.0-107-generic", **os_labels}))
+    p = placement(tmp_path)
+    assert [(ds.name, ds.desired) for ds in p.daemonsets_of("driver")] == [
+        ("nvidia-driver-daemonset-5.15.0-107-generic-ubuntu22.04", ["b"]),
+        ("nvidia-driver-daemonset-5.15.0-119-generic-ubuntu22.04", ["a"]),
+    ]

@@ -48,6 +48,7 @@ def test_cluster_policy_550_upgrades_lab_node_1_to_an_image_not_in_the_matrix(la
     )
     tag = run_cli("tag", "lab-node-1", str(repo))
     assert (tag.returncode, tag.stdout) == (0, "550-5.15.0-107-generic-ubuntu22.04\n")
+    assert "which may be ubuntu24.04 (GPU013)" in tag.stderr
 
     check = run_cli("check", str(repo))
     assert check.returncode == 1

@@ -144,10 +144,11 @@ def test_rhel_minor_releases_share_a_tag_from_v26_7(tmp_path, release, mixed) ->
         ),
     ],
 )
-def test_image_forms(tmp_path, driver, reference) -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_image_forms(tmp_path, driver, reference, release) -> None:
     write(tmp_path, "n0.yaml", gpu_node("n0"))
     write(tmp_path, "cp.yaml", cluster_policy(driver))
-    [entry] = audit_entries(run(tmp_path, "v26.7.0").repo)
+    [entry] = audit_entries(run(tmp_path, release).repo)
     assert entry.reference == reference
 
 
@@ -155,7 +156,8 @@ def test_image_forms(tmp_path, driver, reference) -> None:
     ("driver", "mode"),
     [("    enabled: false\n", DISABLED), ("    useNvidiaDriverCRD: true\n", NVIDIADRIVER)],
 )
-def test_no_cluster_policy_driver(tmp_path, driver, mode) -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_no_cluster_policy_driver(tmp_path, driver, mode, release) -> None:
     # driver.enabled false: no driver state; useNvidiaDriverCRD: step() skips state-driver
     write(tmp_path, "support-matrix.csv", MATRIX)
     write(
@@ -166,7 +168,7 @@ def test_no_cluster_policy_driver(tmp_path, driver, mode) -> None:
         ),
     )
     write(tmp_path, "cp.yaml", cluster_policy(driver))
-    result = run(tmp_path, "v26.7.0")
+    result = run(tmp_path, release)
     assert driver_plan(result.repo).mode == mode
     assert not {"GPU001", "GPU002", "GPU003"} & {f.rule for f in result.findings}
     assert audit_entries(result.repo) == []
@@ -245,7 +247,8 @@ def test_empty_deploy_driver_label(tmp_path, release, managed) -> None:
 # --- gpu.present from NFD PCI labels ----------------------------------------------------------
 
 
-def test_gpu_present_follows_the_pci_labels_when_the_repo_has_them(tmp_path) -> None:
+@pytest.mark.parametrize("release", [None, *RELEASES])
+def test_gpu_present_follows_the_pci_labels_when_the_repo_has_them(tmp_path, release) -> None:
     write(tmp_path, "support-matrix.csv", MATRIX)
     pci = '    feature.node.kubernetes.io/pci-0302_10de.present: "true"\n'
     unlabelled = gpu_node("fresh", kernel="6.8.0-52-generic", extra=pci).replace(
@@ -253,7 +256,7 @@ def test_gpu_present_follows_the_pci_labels_when_the_repo_has_them(tmp_path) -> 
     )
     write(tmp_path, "a.yaml", unlabelled)  # NFD found a GPU, the operator will label it
     write(tmp_path, "b.yaml", gpu_node("stale", kernel="6.8.0-52-generic"))  # no PCI label
-    result = run(tmp_path)
+    result = run(tmp_path, release)
     assert [n.name for n in result.repo.gpu_nodes] == ["fresh"]
     assert [f.object.name for f in result.findings if f.rule == "GPU001"] == ["fresh"]
     assert "the operator relabels fresh=true, stale=false" in result.repo.extras["gpu_presence"]

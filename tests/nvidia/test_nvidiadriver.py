@@ -228,9 +228,10 @@ def test_nodes_without_nfd_labels_join_no_pool(release: str) -> None:
         ),  # no DRIVER_IMAGE fallback for a CR
     ],
 )
-def test_pool_image(spec, precompiled, reference, error) -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_pool_image(spec, precompiled, reference, error, release) -> None:
     cr = parse_driver_cr("d", {**spec, "usePrecompiled": precompiled})
-    [pool], _ = node_pools(cr, {"a": labels("a")}, "v26.7.0")
+    [pool], _ = node_pools(cr, {"a": labels("a")}, release)
     result = pool_image(cr, pool)
     assert (result.reference, result.error) == (reference, error)
 

@@ -739,7 +739,7 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     for node in rows:
         row: dict[str, Cell] = {}
         for operand in columns:
-            row[operand] = _cell(operand, node, daemonsets, explainer, config, enabled)
+            row[operand] = _cell(operand, node, daemonsets, explainer, config, enabled, repo)
         cells[node.name] = row
 
     breaks: dict[str, list[ChainBreak]] = {}
@@ -789,9 +789,36 @@ def _disabled_cause(operand: str, config: OperatorConfig) -> Cause:
     return Cause(DISABLED, detail, config.manifest.location(path), config.manifest, path)
 
 
-def _cell(operand, node, daemonsets, explainer, config, enabled) -> Cell:
+def _no_pool_cause(repo: Repo, node: Node, config: OperatorConfig | None) -> Cause | None:
+    """Why no NVIDIADriver pool takes the node, at the CR or configuration that says so."""
+    from gpudrv_check.model.driver_plan import NVIDIADRIVER, OWNER_CONFLICT, driver_plan
+
+    plan = driver_plan(repo)
+    entry = plan.nodes.get(node.name)
+    if plan.mode != NVIDIADRIVER or entry is None or entry.pool is not None:
+        return None
+    conflicts = plan.of_rule(OWNER_CONFLICT)
+    if conflicts:
+        first = conflicts[0]
+        detail = "no NVIDIADriver owns it: the owner assignment fails (GPU015)"
+        return Cause(SELECTOR, detail, first.location, first.about, first.path)
+    missing = entry.result.missing
+    if entry.managed and missing:
+        detail = f"its NVIDIADriver's node pools need the label {missing[0]}"
+        return Cause(LABEL, detail, node.label_location(missing[0]), node, node.labels_path)
+    reason = entry.reason or "no NVIDIADriver owns it"
+    about = config.manifest if config is not None else node.manifest
+    path = config_key_path(config, "driver") if config is not None else node.labels_path
+    return Cause(SELECTOR, reason, about.location(path), about, path)
+
+
+def _cell(operand, node, daemonsets, explainer, config, enabled, repo=None) -> Cell:
     own = [ds for ds in daemonsets if ds.operand == operand]
     preinstalled = operand == DRIVER and node.labels.get(OPERANDS[DRIVER].deploy_label) == "false"
+    if operand == DRIVER and repo is not None and not preinstalled:
+        cause = _no_pool_cause(repo, node, config)
+        if cause is not None and not any(ds.verdicts[node.name].ok for ds in own):
+            return Cell(operand, False, causes=(cause,))
     if not own:
         if config is not None and enabled is not None and not enabled.get(operand, False):
             cause = _disabled_cause(operand, config)

@@ -221,22 +221,26 @@ def assign_owners(
     defaults = [cr for cr in drivers if cr.default]
     fallback = defaults[0].name if len(defaults) == 1 else None
     others = [cr for cr in drivers if not cr.default]
+    overlaps: dict[tuple[str, ...], list[str]] = {}
     for node in sorted(gpu_nodes):
         labels = gpu_nodes[node]
         matching = [cr.name for cr in others if selector_matches(labels, cr.selector())]
         if len(matching) > 1:
-            for name in matching:
-                result.problems.append(
-                    OwnerProblem(
-                        name,
-                        OVERLAP,
-                        f"multiple NVIDIADrivers match the same node {node}: "
-                        f"[{' '.join(matching)}]",
-                        ("nodeSelector",),
-                        (node,),
-                    )
-                )
+            overlaps.setdefault(tuple(matching), []).append(node)
         result.owner[node] = matching[0] if len(matching) == 1 else fallback
+    for matching, nodes in overlaps.items():
+        also = f" (and {len(nodes) - 1} more: {', '.join(nodes[1:])})" if len(nodes) > 1 else ""
+        for name in matching:
+            result.problems.append(
+                OwnerProblem(
+                    name,
+                    OVERLAP,
+                    f"multiple NVIDIADrivers match the same node {nodes[0]}: "
+                    f"[{' '.join(matching)}]{also}",
+                    ("nodeSelector",),
+                    tuple(nodes),
+                )
+            )
     if result.problems:
         result.owner = {node: None for node in result.owner}
     return result
@@ -247,21 +251,24 @@ def _assign_by_selector(
 ) -> Ownership:
     """Before v26.7: each CR takes the nodes its selector matches; an overlap fails them all."""
     result = Ownership()
+    overlaps: dict[tuple[str, ...], list[str]] = {}
     for node in sorted(gpu_nodes):
         matching = [cr.name for cr in drivers if selector_matches(gpu_nodes[node], cr.selector())]
         result.owner[node] = matching[0] if len(matching) == 1 else None
         if len(matching) > 1:
-            for name in matching:
-                result.problems.append(
-                    OwnerProblem(
-                        name,
-                        OVERLAP,
-                        f"conflicting NVIDIADriver NodeSelectors found for resource: {name} "
-                        f"(node {node} is selected by {', '.join(matching)})",
-                        ("nodeSelector",),
-                        (node,),
-                    )
+            overlaps.setdefault(tuple(matching), []).append(node)
+    for matching, nodes in overlaps.items():
+        for name in matching:
+            result.problems.append(
+                OwnerProblem(
+                    name,
+                    OVERLAP,
+                    f"conflicting NVIDIADriver NodeSelectors found for resource: {name} "
+                    f"(node(s) {', '.join(nodes)} selected by {', '.join(matching)})",
+                    ("nodeSelector",),
+                    tuple(nodes),
                 )
+            )
     if result.problems:
         result.owner = {node: None for node in result.owner}
     return result

@@ -68,3 +68,21 @@ def test_precompiled_cluster_policy_runs_one_driver_daemonset_per_kernel(tmp_pat
         ("nvidia-driver-daemonset-5.15.0-107-generic-ubuntu22.04", ["b"]),
         ("nvidia-driver-daemonset-5.15.0-119-generic-ubuntu22.04", ["a"]),
     ]
+
+
+def test_no_owner_means_no_driver_and_says_why(tmp_path: Path):
+    # AssignOwners fails on two matching CRs: no pool, so the toolkit waits for a driver forever
+    write(tmp_path, "cp.yaml", CLUSTERPOLICY + "  driver: {useNvidiaDriverCRD: true}\n")
+    write(tmp_path, "a.yaml", node("gpu-a"))
+    for name in ("x", "y"):
+        write(
+            tmp_path,
+            f"{name}.yaml",
+            f"apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata: {{name: {name}}}\n"
+            "spec: {repository: r.io/nv, image: driver, version: '550.90.07'}\n",
+        )
+    p = placement(tmp_path)
+    [cause] = p.cells["gpu-a"]["driver"].causes
+    assert cause.detail == "no NVIDIADriver owns it: the owner assignment fails (GPU015)"
+    assert cause.location.file == "x.yaml"
+    assert [b.missing for b in p.breaks["gpu-a"]][0] == "driver"

@@ -270,7 +270,9 @@ def _tag_for(
         part = facts.driver_major
         if part is None:
             missing.append(str(tuple(keys["driver_major"])[0]))
-    if facts.kernel is None:
+    # the kernel is in the image only when precompiled; else only the matrix row needs it
+    need_kernel = precompiled or repo.matrix is not None
+    if facts.kernel is None and need_kernel:
         missing.append(str(keys["kernel"]))
     if facts.os_id is None:
         missing.append(str(keys["os_id"]))
@@ -280,6 +282,8 @@ def _tag_for(
         return TagResult(None, missing=tuple(missing)), None
     if ostag is None:
         return TagResult(None, error="the OS tag cannot be formed from the node's OS labels"), None
+    if facts.kernel is None:
+        return TagResult(f"{part}-{ostag}"), None  # <version>-<os-tag>: no matrix to look in
     tag = precompiled_tag(part, facts.kernel, ostag)
     if tag is None:
         return TagResult(None, error=f"'{part}-{facts.kernel}-{ostag}' is not a valid tag"), None

@@ -404,3 +404,19 @@ def test_per_cr_upgrade_policy_from_v26_7(tmp_path, release, found) -> None:
         assert (gpu023[0].location.file, gpu023[0].location.line) == ("d.yaml", 12)  # drain.enable
     entry = driver_plan(run(tmp_path, "v26.7.0").repo).nodes["n0"]
     assert entry.upgrade_policy["autoUpgrade"] is True and entry.upgrade_policy["drain"]["enable"]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_kernel_label_matters_only_with_precompiled_or_a_matrix(tmp_path, release) -> None:
+    # resolveDriverTag: the kernel is part of the image only in precompiled mode
+    no_kernel = gpu_node("a").replace(
+        "    feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic\n", ""
+    )
+    write(tmp_path, "a.yaml", no_kernel)
+    write(tmp_path, "cp.yaml", cluster_policy("    repository: r.io/nv\n    version: 550.90.07\n"))
+    config = Config(matrix=None)
+    config.operator.version = release
+    assert "GPU002" not in {f.rule for f in check(tmp_path, config).findings}
+    write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
+    [f] = [f for f in check(tmp_path, config).findings if f.rule == "GPU002"]
+    assert "kernel-version.full" in f.message

@@ -16,6 +16,7 @@ from gpudrv_check.source import Source
 
 if TYPE_CHECKING:
     from gpudrv_check.load.manifests import ReadOptions
+    from gpudrv_check.model.driver_plan import DriverPlan
 
 
 def make_source(args: argparse.Namespace, rev: str | None = None) -> Source:
@@ -211,7 +212,7 @@ def print_listing(run: Run) -> None:
     )
 
 
-def _plan_text(plan) -> str:  # noqa: ANN001 - DriverPlan
+def _plan_text(plan: DriverPlan) -> str:
     """How the driver images are decided, for the listing."""
     texts = {
         "labels": "images from each node's labels (no operator configuration)",

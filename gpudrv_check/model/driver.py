@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpudrv_check.config import Config
 from gpudrv_check.model.node import Node
@@ -16,6 +17,9 @@ from gpudrv_check.nvidia.driver_image import (
     driver_image_tag,
     operator_release,
 )
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.driver_plan import DriverPlan, NodeDriver
 
 # the chart's default `driver.image` (deployments/gpu-operator/values.yaml)
 DEFAULT_DRIVER_IMAGE = "driver"
@@ -96,7 +100,7 @@ def node_tag(node: Node, repo: Repo) -> TagResult:
     return found[1]
 
 
-def planned_driver(node: Node, repo: Repo):  # noqa: ANN201 - NodeDriver | None
+def planned_driver(node: Node, repo: Repo) -> NodeDriver | None:
     """What the operator configuration installs on the node; None without one."""
     from gpudrv_check.model.driver_plan import LABELS, driver_plan
 
@@ -169,7 +173,7 @@ def audit_entries(repo: Repo) -> list[AuditEntry]:
     return entries
 
 
-def _planned_entries(repo: Repo, plan) -> list[AuditEntry]:  # noqa: ANN001 - DriverPlan
+def _planned_entries(repo: Repo, plan: DriverPlan) -> list[AuditEntry]:
     entries = []
     for name in sorted(plan.nodes):
         planned = plan.nodes[name]

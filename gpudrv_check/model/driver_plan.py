@@ -31,6 +31,7 @@ from gpudrv_check.nvidia.driver_image import (
     DEPLOY_OPERANDS_LABEL,
     GPU_PRESENT_LABEL,
     ClusterOsTag,
+    NodeDriverFacts,
     TagResult,
     cluster_os_tag,
     driver_branch,
@@ -227,7 +228,7 @@ def _unmanaged_reason(node: Node, sandbox: bool, default: str, version: object) 
     return ""
 
 
-def _facts(repo: Any, node: Node):  # noqa: ANN202 - NodeDriverFacts
+def _facts(repo: Any, node: Node) -> NodeDriverFacts:
     from gpudrv_check.model.driver import node_facts
 
     return node_facts(node, repo)
@@ -598,7 +599,20 @@ def _cr_location(src: DriverSource, key: tuple[str, ...]) -> Location:
     return src.manifest.location(path)
 
 
-def _cr_node(repo, node, owner, pool_of, sandbox, default, version, fallback) -> NodeDriver:  # noqa: ANN001
+_PoolOf = dict[str, tuple["NodePool | None", DriverCR, DriverSource, "str | None"]]
+
+
+def _cr_node(
+    repo: Any,
+    node: Node,
+    owner: str | None,
+    pool_of: _PoolOf,
+    sandbox: bool,
+    default: str,
+    version: object,
+    fallback: dict,
+) -> NodeDriver:
+    """One GPU node under NVIDIADriver CRs: its owner's pool, tag and image."""
     f = _facts(repo, node)
     current = _current(f)
     if owner is None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpudrv_check.model.driver import audit_entries, label_keys
+from gpudrv_check.model.driver_plan import DriverSource
 from gpudrv_check.model.finding import Finding
 from gpudrv_check.rules.context import Context
 
@@ -63,5 +64,5 @@ def check(ctx: Context) -> Iterator[Finding]:
         )
 
 
-def _named(source) -> str:  # noqa: ANN001 - DriverSource
+def _named(source: DriverSource) -> str:
     return f"NVIDIADriver {source.name}" if source.kind == "nvidiadriver" else source.name

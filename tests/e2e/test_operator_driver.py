@@ -107,3 +107,13 @@ def test_without_a_default_cr_unowned_nodes_get_no_driver(lab_repo: Path, crs):
     assert (audit.returncode, audit.stdout) == (0, "OK\n")
     result = run_cli("operands", str(repo))
     assert ("lab-node-1  yes" in result.stdout) is bool(crs)
+
+
+def test_verbose_says_how_gpus_and_drivers_are_decided(lab_repo: Path):
+    repo = _with(
+        lab_repo, "clusterpolicy-crd.yaml", "nvidiadriver-550.yaml", "nvidiadriver-535.yaml"
+    )
+    result = run_cli("check", "-v", str(repo))
+    # once per run: the lab's nodes carry no NFD PCI label, so gpu.present is read as written
+    assert result.stderr.count("gpus    nvidia.com/gpu.present as written") == 1
+    assert "driver  NVIDIADriver CRs, 3 pool(s)\n" in result.stderr

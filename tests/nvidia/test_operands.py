@@ -446,3 +446,24 @@ def test_operands_on_node() -> None:
     enabled = operands_from_operator_config({}, "helm")
     assert operands_on_node(labels, enabled) == ("device-plugin",)
     assert operands_on_node(None) == ()
+
+
+# addGPUStateLabels / removeGPUStateLabels per release: an empty value is absent from v26.7 on;
+# a stray state label of another workload type is removed in every release
+@pytest.mark.parametrize(
+    ("release", "driver"),
+    [("v25.10.0", ""), ("v26.3.0", ""), ("v26.7.0", "true"), (None, "true")],
+)
+def test_empty_and_stray_state_labels_per_release(release, driver) -> None:
+    labels = {
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.deploy.driver": "",
+        "nvidia.com/gpu.deploy.device-plugin": "false",  # an admin's value stays
+        "nvidia.com/gpu.deploy.sandbox-device-plugin": "true",  # stray: a VM operand
+        "nvidia.com/gpu.deploy.vfio-manager": "true",
+    }
+    deploy = expected_deploy_labels(labels, False, "container", release)
+    assert deploy["nvidia.com/gpu.deploy.driver"] == driver
+    assert deploy["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    assert "nvidia.com/gpu.deploy.sandbox-device-plugin" not in deploy
+    assert "nvidia.com/gpu.deploy.vfio-manager" not in deploy

@@ -245,6 +245,9 @@ def load(
     unknowns = substitute(content.manifests, content.placeholder_files, source)
     manifests, copies = one_per_identity(content.manifests)
     nodes, node_findings = build_inventory(manifests)
+    from gpudrv_check.model.node import apply_gpu_presence
+
+    gpu_presence = apply_gpu_presence(nodes)
     workloads, workload_findings = build_workloads(manifests)
     pdbs, pdb_findings = build_pdbs(manifests)
     repo = Repo(
@@ -257,6 +260,7 @@ def load(
         workloads=workloads,
         pdbs=pdbs,
     )
+    repo.extras["gpu_presence"] = gpu_presence
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
     run = Run(
         repo=repo,

@@ -16,6 +16,7 @@ from gpudrv_check.source import Source
 
 if TYPE_CHECKING:
     from gpudrv_check.load.manifests import ReadOptions
+    from gpudrv_check.model.driver_plan import DriverPlan
 
 
 def make_source(args: argparse.Namespace, rev: str | None = None) -> Source:
@@ -199,6 +200,13 @@ def print_listing(run: Run) -> None:
 
     version, why = operator_version_source(run.repo)
     out.write(f"os-tag  rule of operator {version or 'newest'} ({why})\n")
+    out.write(f"gpus    {run.repo.extras.get('gpu_presence', 'as written')}\n")
+    from gpudrv_check.model.driver_plan import driver_plan
+
+    plan = driver_plan(run.repo)
+    out.write(f"driver  {_plan_text(plan)}\n")
+    for note in plan.notes:
+        out.write(f"driver note: {note}\n")
     for copies in run.copies:
         out.write(f"copies  {printable(copies.describe())}\n")
     from gpudrv_check.model.coverage import unmodelled_gpu_workloads
@@ -216,3 +224,15 @@ def print_listing(run: Run) -> None:
         f"{skipped_docs} document(s) skipped, {len(run.listing.skipped)} path(s) skipped, "
         f"{len(run.repo.nodes)} node(s)\n"
     )
+
+
+def _plan_text(plan: DriverPlan) -> str:
+    """How the driver images are decided, for the listing."""
+    texts = {
+        "labels": "images from each node's labels (no operator configuration)",
+        "clusterpolicy": "one ClusterPolicy driver"
+        + (" (precompiled)" if plan.precompiled else ""),
+        "nvidiadriver": f"NVIDIADriver CRs, {len(plan.pools)} pool(s)",
+        "disabled": "driver.enabled is false: no driver is the operator's",
+    }
+    return texts.get(plan.mode, plan.mode)

@@ -181,7 +181,17 @@ def _image_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) -> S
                 node.label_location(GPU_PRESENT),
             )
         )
-    if not driver_managed(node):
+    from gpudrv_check.model.driver import planned_driver
+
+    planned = planned_driver(node, repo)
+    if planned is not None and not planned.managed:
+        blockers.append(
+            Item(
+                f"the GPU Operator installs no driver on {node.name}: {planned.reason}",
+                node.location(node.name_path),
+            )
+        )
+    elif planned is None and not driver_managed(node):
         off = node.labels.get(DEPLOY_DRIVER_LABEL) == "false"
         key = DEPLOY_DRIVER_LABEL if off else DEPLOY_OPERANDS_LABEL
         blockers.append(
@@ -237,20 +247,34 @@ def _image_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) -> S
                 fix=f"appended `{text}` (recording that {tag} was built and pushed)",
             )
         )
-    operator = repo.operator
-    if operator is not None:
-        configured = operator.get("driver", "version")
-        if isinstance(configured, str) and configured not in (version.text, version.major):
-            notes.append(
-                Item(
-                    f"the operator configuration sets driver.version {configured}: the operator "
-                    "deploys that version on every node whose driver it manages",
-                    operator.location(("driver", "version")),
-                    f"set driver.version to {version.text} (or {version.major} with precompiled "
-                    "drivers) for the driver to change",
-                )
-            )
+    notes.extend(_configured_version_notes(repo, node, version))
     return Step(1, "image", summary, tuple(blockers), tuple(notes))
+
+
+def _configured_version_notes(repo: Repo, node: Node, version: DriverVersion) -> list[Item]:
+    """The version the operator configuration installs on the node: the owning NVIDIADriver's,
+    else the ClusterPolicy's ``driver.version`` (``model/driver_plan.py``)."""
+    from gpudrv_check.model.driver import planned_driver
+
+    planned = planned_driver(node, repo)
+    if planned is None or planned.source is None:
+        return []
+    source = planned.source
+    cr = source.cr
+    configured = cr.version if cr is not None else repo.operator.get("driver", "version")
+    if not isinstance(configured, str) or configured in (version.text, version.major):
+        return []
+    where = f"NVIDIADriver {source.name}" if source.kind == "nvidiadriver" else source.name
+    return [
+        Item(
+            f"the {where} sets {'version' if cr is not None else 'driver.version'} "
+            f"{configured}: the operator deploys that version on "
+            f"{node.name}" + ("" if cr is not None else " and every node whose driver it manages"),
+            source.location("version"),
+            f"set its version to {version.text} (or {version.major} with precompiled "
+            "drivers) for the driver to change",
+        )
+    ]
 
 
 def _headroom_step(repo: Repo, node: Node) -> Step:

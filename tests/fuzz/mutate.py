@@ -139,7 +139,8 @@ _INLINE_SEEDS: dict[str, bytes] = {
     "anchors.yaml": b"a: &a {x: 1}\nb:\n  <<: *a\n  y: [*a, *a]\n",
     # an anchor in a skimmed part of a Node's status, aliased by a field a rule reads
     "skim-alias.yaml": (
-        b"apiVersion: v1\nkind: Node\nstatus:\n  nodeInfo:\n    kernelVersion: &k 5.15.0-1-generic\n"
+        b"apiVersion: v1\nkind: Node\nstatus:\n  nodeInfo:\n"
+        b"    kernelVersion: &k 5.15.0-1-generic\n"
         b"metadata:\n  name: s\n  labels:\n    feature.node.kubernetes.io/kernel-version.full: *k\n"
     ),
     "huge-numbers.yaml": (

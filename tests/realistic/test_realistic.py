@@ -24,7 +24,7 @@ from tests.conftest import ROOT, run_cli
 HERE = Path(__file__).resolve().parent
 MATRIX_WARNING = ("GPU001", "support-matrix.csv", 1)
 NO_NODES = (
-    'no node inventory: GPU001-003, GPU010-012, GPU020-022, GPU030-032 skipped; see README "Where '
+    'no node inventory: GPU001-003, GPU010-013, GPU016, GPU020-022, GPU030-032 skipped; see README "Where '
     'the nodes come from"'
 )
 
@@ -216,7 +216,7 @@ def test_first_run_without_matrix_or_inventory(tmp_path: Path):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("support-matrix.csv:1:1: warning GPU001 no support matrix")
     assert lines[2:] == [
-        "note: checked GPU000, GPU004-009, GPU023-025, GPU040",
+        "note: checked GPU000, GPU004-009, GPU014-015, GPU023-025, GPU040",
         "note: " + NO_NODES,
         "note: to check them, add nodes.yaml (a NodeInventory, or the output of `kubectl get "
         'nodes -o yaml`; see README "Where the nodes come from") and support-matrix.csv (header '
@@ -228,6 +228,7 @@ def test_first_run_without_matrix_or_inventory(tmp_path: Path):
         {
             "rules": [
                 *("GPU001", "GPU002", "GPU003", "GPU010", "GPU011", "GPU012"),
+                *("GPU013", "GPU016"),
                 *("GPU020", "GPU021", "GPU022", "GPU030", "GPU031", "GPU032"),
             ],
             "reason": "no node inventory",

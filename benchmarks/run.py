@@ -8,6 +8,7 @@ Measures, each in its own child process (wall time, CPU time, peak RSS):
   (b) `gpudrv-check check` cold (empty cache);  (c) warm (nothing changed);
   (d) warm after one file changed;  (e) the corpus doubled, cold;
   (f) nodes x10 at the same workloads, cold;
+  (g) `gpudrv-check rehearse --driver 550.127.05` cold (every node to a new driver);
 and for a small repo: `check examples/lab` against `python -c "import pydantic, ruamel.yaml"`,
 and `gpudrv-check --version` against `python -c pass` (medians of several runs).
 Each large-corpus figure is the fastest of --repeat runs (a shared machine only adds time);
@@ -131,6 +132,9 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="generate the corpora here and keep them")
     parser.add_argument("--runs", type=int, default=7, help="runs for the small-repo medians")
     parser.add_argument(
+        "--rehearse-only", action="store_true", help="measure only (b) and (g), the rehearsal"
+    )
+    parser.add_argument(
         "--repeat", type=int, default=3, help="runs of each large-corpus measure (the fastest)"
     )
     args = parser.parse_args()
@@ -151,6 +155,8 @@ def main() -> None:
         (double, 2 * args.nodes, 2 * args.workloads),
         (wide, 10 * args.nodes, args.workloads),
     ):
+        if args.rehearse_only and path != base:
+            continue
         if not path.exists():
             generate(path, nodes, workloads)
     cache = work / "cache"
@@ -181,8 +187,27 @@ def main() -> None:
     def clear(_: int = 0) -> None:
         shutil.rmtree(cache, ignore_errors=True)
 
-    a = best(n, lambda i: [sys.executable, "-c", _FLOOR, str(base)])
+    def rehearse(path: Path) -> list[str]:
+        # every node to a new driver release: the controller's whole rehearsal (no cache)
+        return [
+            *tool(),
+            "rehearse",
+            str(path),
+            "--driver",
+            "550.127.05",
+            "--format",
+            "json",
+        ]
+
     b = best(n, lambda i: check(base), clear)
+    g = best(n, lambda i: rehearse(base), clear)
+    if args.rehearse_only:
+        print(row("(b) check, cold", b))
+        print(row("(g) rehearse --driver, cold", g))
+        print(f"  g/b = {g['wall'] / b['wall']:.2f}   (target <= 3)")
+        clear()
+        return
+    a = best(n, lambda i: [sys.executable, "-c", _FLOOR, str(base)])
     c = best(n, lambda i: check(base))  # the cache of the last cold run: nothing changed
     victim = sorted((base / "apps").rglob("*.yaml"))[0]
     original = victim.read_text()
@@ -208,12 +233,14 @@ def main() -> None:
     print(row("(d) check, warm, one file changed", d))
     print(row("(e) corpus x2, cold", e))
     print(row("(f) nodes x10, cold", f))
+    print(row("(g) rehearse --driver, cold", g))
     print("ratios (wall):")
     print(f"  b/a = {b['wall'] / a['wall']:.2f}   (target <= 1.5)")
     print(f"  c/b = {c['wall'] / b['wall']:.3f}  (target <= 0.10)")
     print(f"  d/b = {d['wall'] / b['wall']:.3f}  (target <= 0.15)")
     print(f"  e/b = {e['wall'] / b['wall']:.2f}   (target <= 2.1)")
     print(f"  f/b = {f['wall'] / b['wall']:.2f}   (target <= 1.3)")
+    print(f"  g/b = {g['wall'] / b['wall']:.2f}   (target <= 3)")
     print(f"  peak RSS cold = {b['rss_mb']:.0f} MB (target <= 250)")
 
     lab = ROOT / "examples" / "lab"

@@ -49,15 +49,27 @@ def _parser_classes() -> tuple[type, type]:
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
+    from gpudrv_check.k8s.numbers import parse_int64
+    from gpudrv_check.model.finding import quoted
+
+    value = parse_int64(text.strip())
+    if value is None or value < 1:
         import argparse
 
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {quoted(text)}")
     return value
+
+
+def _operator_version(text: str) -> str:
+    from gpudrv_check.k8s.numbers import oversized_number
+
+    if oversized_number(text) is not None:
+        import argparse
+
+        from gpudrv_check.config import operator_version_error
+
+        raise argparse.ArgumentTypeError(operator_version_error(text))
+    return text
 
 
 def _repo_options(p: argparse.ArgumentParser) -> None:
@@ -81,6 +93,7 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--operator-version",
         metavar="VERSION",
+        type=_operator_version,
         help="GPU Operator release, selects the OS-tag rule (default: newest)",
     )
     p.add_argument(
@@ -232,6 +245,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
 
+    p = sub.add_parser(
+        "rehearse", help="rehearse the operator's driver upgrade over every GPU node"
+    )
+    _repo_options(p)
+    target = p.add_mutually_exclusive_group()
+    target.add_argument(
+        "--driver", metavar="VERSION", help="target driver version (default: driver.version)"
+    )
+    target.add_argument(
+        "--to-matrix",
+        action="store_true",
+        help="each node to the newest driver branch the support matrix has for it",
+    )
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+
     p = sub.add_parser("rules", help="list the built-in rules")
     p.add_argument("--format", choices=("text", "markdown"), default="text")
 
@@ -301,6 +329,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(err, ConfigError):
             sys.stderr.write(f"gpudrv-check: error: {printable(str(err), ' ')}\n")
             return EXIT_USAGE
+        if isinstance(err, MemoryError):
+            sys.stderr.write(OUT_OF_MEMORY)
+            return EXIT_USAGE
         if os.environ.get("GPUDRV_CHECK_DEBUG"):
             raise
         sys.stderr.write(
@@ -309,6 +340,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "and report it.\n"
         )
         return EXIT_USAGE
+
+
+OUT_OF_MEMORY = (
+    "gpudrv-check: error: out of memory while checking; exclude large generated files "
+    "(`exclude:` in .gpudrv-check.yaml), lower max_total_bytes or max_file_bytes, or allow "
+    "the process more memory\n"
+)
 
 
 def run() -> None:

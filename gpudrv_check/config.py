@@ -9,10 +9,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from gpudrv_check.model.finding import Severity
+from gpudrv_check.source.exclude import DEFAULT_EXCLUDE
 
 CONFIG_FILE = ".gpudrv-check.yaml"
 DEFAULT_MATRIX = "support-matrix.csv"
 DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
+# manifest bytes one run reads in all (a parsed document costs tens of times its size)
+DEFAULT_MAX_TOTAL_BYTES = 512 * 1024 * 1024
 
 
 class ConfigError(Exception):
@@ -61,6 +64,24 @@ class OperatorSettings(_Strict):
     # the operator release; selects the OS-tag rule. None: the newest behaviour
     version: str | None = None
 
+    @field_validator("version")
+    @classmethod
+    def _names_a_release(cls, value: str | None) -> str | None:
+        from gpudrv_check.k8s.numbers import oversized_number
+
+        if value is not None and oversized_number(value) is not None:
+            raise ValueError(operator_version_error(value))
+        return value
+
+
+def operator_version_error(value: str) -> str:
+    """Why an operator version with a number past int64 names no release."""
+    from gpudrv_check.model.finding import quoted
+
+    return (
+        f"operator version {quoted(value)} has a number larger than any release (at most 19 digits)"
+    )
+
 
 class RuleSettings(_Strict):
     enabled: bool = True
@@ -94,8 +115,14 @@ class Config(_Strict):
     matrix: str | None = DEFAULT_MATRIX
     # extra node inventory files, always read (also when manifests come from stdin)
     inventory: list[str] = Field(default_factory=list)
+    # gitignore-style patterns (source/exclude.py), after the defaults: `!DIR/` takes one back
     exclude: list[str] = Field(default_factory=list)
+    # folders left out unless this says otherwise (`[]`: none)
+    default_exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    # honour .gitignore files in a working tree
+    gitignore: bool = True
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
+    max_total_bytes: int = Field(default=DEFAULT_MAX_TOTAL_BYTES, gt=0)
     fail_on: Literal["error", "warning", "info", "never"] = "error"
     operator: OperatorSettings = Field(default_factory=OperatorSettings)
     labels: LabelKeys = Field(default_factory=LabelKeys)

@@ -18,12 +18,16 @@ from gpudrv_check.load.manifests import (
     read_repo,
 )
 from gpudrv_check.load.matrix import Matrix, parse_matrix
+from gpudrv_check.model.coverage import SkippedRules
 from gpudrv_check.model.disruption import build_pdbs
 from gpudrv_check.model.finding import Finding, Location, Severity
+from gpudrv_check.model.identity import Copies, one_per_identity
+from gpudrv_check.model.placeholders import Unknowns, substitute
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import build_workloads
 from gpudrv_check.policy import RulePolicy, catalog, rule_settings, validate_rule_settings
 from gpudrv_check.source import Source, clean_rel
+from gpudrv_check.source.exclude import from_config
 from gpudrv_check.source.tree import Listing, Skipped, WorkingTree
 
 if TYPE_CHECKING:
@@ -43,6 +47,14 @@ class Run:
     # every rule of this run, by id: the built-in catalog and the custom policies
     rules: dict[str, RulePolicy] = field(default_factory=lambda: dict(catalog()))
     source: Source | None = None
+    # the default support-matrix.csv is absent (check runs without it and says so), or None
+    matrix_missing: str | None = None
+    # identities written in several files: the copy the rules read, and the others
+    copies: list[Copies] = field(default_factory=list)
+    # rules not evaluated for want of input (nodes, the matrix), grouped by reason
+    skipped_rules: list[SkippedRules] = field(default_factory=list)
+    # `${VAR}` placeholders no Flux Kustomization fills in, per object
+    unknowns: Unknowns = field(default_factory=Unknowns)
 
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Severity}
@@ -69,10 +81,19 @@ def _config_path(source: Source, config: Config, rel: str, what: str) -> str:
     return clean
 
 
+class MatrixMissing(ConfigError):
+    """The default support-matrix.csv is absent (a usage error for all but `check`)."""
+
+    def __init__(self, message: str, rel: str) -> None:
+        super().__init__(message)
+        self.rel = rel
+
+
 def load_matrix(source: Source | Path, config: Config, override: str | None) -> Matrix | None:
     """The support matrix: `--matrix FILE` (relative to the working directory), else config.
 
     The config's matrix is read through the source, so `--rev` uses the matrix of that revision.
+    Raises MatrixMissing when the default matrix, named by no config or flag, is absent.
     """
     if isinstance(source, Path):
         source = WorkingTree(source)
@@ -96,10 +117,13 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
         )
     if not source.exists(rel):
         where = f" at {source.label}" if not isinstance(source, WorkingTree) else ""
-        raise ConfigError(
+        message = (
             f"support matrix not found: {Path(source.disk_root) / rel}{where} (set `matrix:` in "
             ".gpudrv-check.yaml, pass --matrix FILE, or --matrix none to check without one)"
         )
+        if "matrix" in config.model_fields_set:
+            raise ConfigError(message)
+        raise MatrixMissing(message, rel)
     return parse_matrix(rel, _read_repo_file(source, config, rel, "matrix"))
 
 
@@ -121,9 +145,10 @@ def _read_repo_file(source: Source, config: Config, rel: str, what: str) -> byte
                 f"{what} path {rel!r} leaves the repo root; config paths stay inside the repo",
                 what,
             ) from None
-        raise ConfigError(f"cannot read {_WHAT[what]} {rel}: {err.strerror}") from None
-    except OSError as err:
-        raise ConfigError(f"cannot read {_WHAT[what]} {rel}: {err.strerror}") from None
+        raise config.error_at(f"cannot read {_WHAT[what]} {rel}: {err.strerror}", what) from None
+    except OSError as err:  # unreadable, or swapped for something that is not a file
+        reason = err.strerror or type(err).__name__
+        raise config.error_at(f"cannot read {_WHAT[what]} {rel}: {reason}", what) from None
 
 
 _WHAT = {"matrix": "support matrix", "inventory": "inventory"}
@@ -192,9 +217,11 @@ def load(
     matrix_override: str | None = None,
     inventory: Sequence[str] = (),
     options: ReadOptions | None = None,
+    matrix_optional: bool = False,
 ) -> Run:
     """Read a repo (a directory, or any source: a git revision, stdin, Kustomize renderings)
-    into the model the rules evaluate."""
+    into the model the rules evaluate. `matrix_optional`: an absent default matrix is one
+    warning (`check`), not a usage error."""
     if isinstance(root, Path):
         if not root.is_dir():
             raise ConfigError(f"not a directory: {root}")
@@ -212,8 +239,14 @@ def load(
     rules = all_rules(custom)
     validate_rule_settings(config, rules)
     validate_exemptions(config, rules)
-    matrix = load_matrix(source, config, matrix_override)
-    listing = source.list_manifests(config.exclude)
+    matrix_missing = None
+    try:
+        matrix = load_matrix(source, config, matrix_override)
+    except MatrixMissing as err:
+        if not matrix_optional:
+            raise
+        matrix, matrix_missing = None, err.rel
+    listing = source.list_manifests(from_config(config))
     if files:
         # policy files are configuration, not manifests
         listing.files = [f for f in listing.files if f.rel not in files]
@@ -226,12 +259,17 @@ def load(
         from gpudrv_check.load.manifests import SKIM_KINDS
 
         options = replace(options or ReadOptions(), skim=SKIM_KINDS)
+    options = replace(options or ReadOptions(), max_total_bytes=config.max_total_bytes)
     content = read_repo(source, listing.files, config.max_file_bytes, options)
     content.files.extend(
         _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
     )
-    manifests = content.manifests
+    unknowns = substitute(content.manifests, content.placeholder_files, source)
+    manifests, copies = one_per_identity(content.manifests)
     nodes, node_findings = build_inventory(manifests)
+    from gpudrv_check.model.node import apply_gpu_presence
+
+    gpu_presence = apply_gpu_presence(nodes)
     workloads, workload_findings = build_workloads(manifests)
     pdbs, pdb_findings = build_pdbs(manifests)
     repo = Repo(
@@ -244,6 +282,7 @@ def load(
         workloads=workloads,
         pdbs=pdbs,
     )
+    repo.extras["gpu_presence"] = gpu_presence
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
     run = Run(
         repo=repo,
@@ -252,7 +291,14 @@ def load(
         custom_policies=custom,
         rules=rules,
         source=source,
+        matrix_missing=matrix_missing,
+        copies=copies,
+        unknowns=unknowns,
     )
+    if matrix_missing is not None:
+        run.findings.append(matrix_missing_finding(matrix_missing))
+    for group in copies:
+        run.findings.extend(group.findings())
     run.findings.extend(content.problems)
     run.findings.extend(node_findings)
     run.findings.extend(workload_findings)
@@ -261,6 +307,21 @@ def load(
     if matrix is not None:
         run.findings.extend(matrix.problems)
     return run
+
+
+def matrix_missing_finding(rel: str) -> Finding:
+    """The one warning of a check without the support matrix (the rules that need it skip)."""
+    from gpudrv_check.model.coverage import MATRIX_HEADER
+
+    return Finding(
+        rule="GPU001",
+        severity=Severity.WARNING,
+        message=f"no support matrix ({rel}): the driver images of GPU nodes are not checked",
+        hint=f"Create {rel} with the header `{MATRIX_HEADER}` and one row per precompiled "
+        "driver image you have built (e.g. `550,5.15.0-119-generic,ubuntu22.04`), or point "
+        "`matrix:` in .gpudrv-check.yaml at yours; `--matrix none` checks without one, silently.",
+        location=Location(file=rel, line=1, column=1),
+    )
 
 
 def all_rules(custom: list[CustomPolicy]) -> dict[str, RulePolicy]:
@@ -274,19 +335,24 @@ def evaluate(run: Run) -> None:
     """Run every enabled rule and custom policy; settle severities, order and duplicates;
     move exempted findings to `run.suppressed`."""
     from gpudrv_check.exemptions import apply_exemptions
+    from gpudrv_check.model.coverage import missing_inputs, skipped_rules
     from gpudrv_check.rules import registered
     from gpudrv_check.rules.context import Context
     from gpudrv_check.rules.declarative import check_within_budget
 
     config = run.repo.config
     ctx = Context(run.repo, run.rules)
-    for rule_id, check in registered().items():
-        if not rule_enabled(config, rule_id, run.rules):
-            continue
-        run.findings.extend(check(ctx))
+    checks = {r: c for r, c in registered().items() if rule_enabled(config, r, run.rules)}
+    missing = missing_inputs(run.repo, run.matrix_missing is not None)
+    run.skipped_rules = skipped_rules(run.rules, checks, missing)
+    not_run = {r for group in run.skipped_rules for r in group.rules}
+    for rule_id, check in checks.items():
+        if rule_id not in not_run:
+            run.findings.extend(check(ctx))
     for policy in run.custom_policies:
         if rule_enabled(config, policy.id, run.rules):
             run.findings.extend(check_within_budget(ctx, policy))
+    run.findings = run.unknowns.filter(run.findings)
     settled = settle(_note_origins(run, run.findings), config, run.rules)
     run.findings, suppressed = apply_exemptions(settled, run.repo, run.rules)
     run.suppressed.extend(suppressed)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from gpudrv_check.config import Config
 from gpudrv_check.k8s.scope import effective_namespace
 from gpudrv_check.load.located import scalar_text
-from gpudrv_check.model.finding import Finding, ObjectRef
+from gpudrv_check.model.finding import Finding, ObjectRef, quoted
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.policy import RulePolicy, find_rule
 
@@ -86,7 +86,7 @@ def validate_exemptions(config: Config, rules: Mapping[str, RulePolicy]) -> None
         for position, key in enumerate(exemption.rule):
             if key != ALL_RULES and find_rule(key, rules) is None:
                 raise config.error(
-                    f"exemptions: unknown rule {key!r} (see `gpudrv-check rules`)",
+                    f"exemptions: unknown rule {quoted(key)} (see `gpudrv-check rules`)",
                     "exemptions",
                     index,
                     "rule",

@@ -52,9 +52,44 @@ CACHE_KIND = "partitions"
 Summary = tuple[tuple[tuple[str, Any], ...], int]
 
 
-def summarize(result: Any) -> Summary:
+#: a pseudo-object in the summary of a file with `${…}` placeholders: such a file is shared
+#: (every run reads it), since what its placeholders stand for depends on the Flux
+#: Kustomizations of the whole repo and the run names them all (model/placeholders.py)
+PLACEHOLDERS = ("${}", None)
+
+
+def summarize(result: Any, placeholders: bool = False) -> Summary:
     """What planning needs of a FileResult, without its trees."""
-    return (tuple((m.kind, m.namespace) for m in result.manifests), len(result.skipped))
+    objects = tuple((m.kind, m.namespace) for m in result.manifests)
+    if placeholders:
+        objects += (PLACEHOLDERS,)
+    return (objects, len(result.skipped))
+
+
+def valid_summary(summary: Any) -> bool:
+    """Whether a cached value has the shape of a Summary (cache entries are checked, never
+    trusted to be of the right type)."""
+    return (
+        isinstance(summary, tuple)
+        and len(summary) == 2
+        and isinstance(summary[0], tuple)
+        and isinstance(summary[1], int)
+        and all(isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], str) for o in summary[0])
+    )
+
+
+def valid_files_entry(value: Any) -> bool:
+    """Whether a cached `files` value is {path: (digest, helm, encoded result, summary)}."""
+    return isinstance(value, dict) and all(
+        isinstance(rel, str)
+        and isinstance(e, tuple)
+        and len(e) == 4
+        and isinstance(e[0], str)
+        and isinstance(e[1], bool)
+        and isinstance(e[2], bytes)
+        and valid_summary(e[3])
+        for rel, e in value.items()
+    )
 
 
 def _namespace(kind: str, namespace: Any) -> str:
@@ -114,7 +149,7 @@ def plan(
             members.setdefault(namespace, []).append((rel, file_digest))
     base = digest(context, shared)
     out.keys = {ns: digest(base, ns, listed) for ns, listed in members.items()}
-    stored = cache.load(CACHE_KIND, name, "") or {}
+    stored = cache.load(CACHE_KIND, name, "", valid=lambda v: isinstance(v, dict)) or {}
     if isinstance(stored, dict):
         for ns, key in out.keys.items():
             entry = stored.get(ns)

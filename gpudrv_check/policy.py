@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpudrv_check.model.finding import Severity
+from gpudrv_check.model.finding import Severity, quoted
 
 if TYPE_CHECKING:
     from gpudrv_check.config import Config, RuleSettings
@@ -31,6 +31,9 @@ class RulePolicy(BaseModel):
     why: str
     fix: str
     params: dict[str, Any] = Field(default_factory=dict)
+    # what the rule cannot run without: `nodes` (any node), `gpu-nodes`, `matrix`; a run whose
+    # repo lacks one skips the rule and says so (model/coverage.py)
+    needs: list[Literal["nodes", "gpu-nodes", "matrix"]] = Field(default_factory=list)
 
 
 @lru_cache(maxsize=1)
@@ -128,11 +131,12 @@ def validate_rule_settings(config: Config, rules: Mapping[str, RulePolicy] | Non
         policy = find_rule(key, rules)
         if policy is None:
             raise config.error(
-                f"rules: unknown rule {key!r} (see `gpudrv-check rules`)", "rules", key
+                f"rules: unknown rule {quoted(key)} (see `gpudrv-check rules`)", "rules", key
             )
         if policy.id in seen:
             raise config.error(
-                f"rules: {policy.id} is configured twice ({seen[policy.id]!r} and {key!r})",
+                f"rules: {policy.id} is configured twice "
+                f"({quoted(seen[policy.id])} and {quoted(key)})",
                 "rules",
                 key,
             )
@@ -141,7 +145,7 @@ def validate_rule_settings(config: Config, rules: Mapping[str, RulePolicy] | Non
             if name not in policy.params:
                 known = ", ".join(sorted(policy.params)) or "none"
                 raise config.error(
-                    f"rules: {policy.id} has no parameter {name!r} (parameters: {known})",
+                    f"rules: {policy.id} has no parameter {quoted(name)} (parameters: {known})",
                     "rules",
                     key,
                     "params",
@@ -150,7 +154,7 @@ def validate_rule_settings(config: Config, rules: Mapping[str, RulePolicy] | Non
             default = policy.params[name]
             if not _same_type(default, value):
                 raise config.error(
-                    f"rules: {policy.id} parameter {name!r} must be a {type_name(default)}, "
+                    f"rules: {policy.id} parameter {quoted(name)} must be a {type_name(default)}, "
                     f"not a {type_name(value)}",
                     "rules",
                     key,

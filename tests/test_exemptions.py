@@ -123,7 +123,7 @@ def test_config_exemption_end_to_end(tmp_path):
             "annotation gpudrv-check.io/ignore: image built next sprint",
         ),
         ("GPU001", "nodes/gpu-2.yaml", "config exemptions[0]: vendor-managed pool"),
-        ("GPU009", "charts/x/templates/a.yaml", "config exemptions[1]"),
+        ("GPU009", "charts/x/Chart.yaml", "config exemptions[1]"),  # one per chart (issue 13)
     ]
     assert doc["summary"]["suppressed_by"] == {"annotation": 2, "config": 2}
 

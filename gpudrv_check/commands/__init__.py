@@ -14,6 +14,7 @@ _MODULES = {
     "place": "place",
     "report": "report",
     "plan": "plan",
+    "rehearse": "rehearse",
     "rules": "rules",
     "explain": "rules",
 }

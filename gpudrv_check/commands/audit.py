@@ -6,6 +6,11 @@ node, and exits 1; or prints `OK` and exits 0. A node whose tag cannot be comput
 When the operator configuration names the driver registry (`driver.repository`), the full image
 reference follows as a fourth field: `<node> MISSING <tag> <repository>/<image>:<tag>`; without
 one the output is the lab script's, byte for byte.
+
+With an operator configuration the audit follows what the operator installs
+(`model/driver_plan.py`): the configured version, only the nodes whose driver it installs, and
+for a ClusterPolicy over GPU nodes of several OS releases one more line per node,
+`<node> OS-CONFLICT <tag>,<tag>`: the one OS tag of the ClusterPolicy may be any of them.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ def run(args: argparse.Namespace) -> int:
         elif not entry.result.ok:
             what = ",".join(entry.result.missing) or "tag"
             lines.append(f"{entry.node.name} MISSING-LABEL {what}")
+        if entry.other_os_tags:
+            own = entry.result.tag.rsplit("-", 1)[-1] if entry.result.tag else None
+            tags = sorted({*entry.other_os_tags, *([own] if own else [])})
+            lines.append(f"{entry.node.name} OS-CONFLICT {','.join(tags)}")
     for problem in repo.matrix.problems:
         sys.stderr.write(f"{problem.location}: {problem.severity.value} {problem.message}\n")
     if lines:

@@ -136,6 +136,7 @@ def build_report(run: Run, code: int, baseline: str | None, root: str, compariso
         exit_code=code,
         baseline=baseline,
     )
+    _say_what_was_not_checked(run, summary)
     if comparison is not None:
         summary.base = comparison.base
         summary.new = len(comparison.new)
@@ -161,6 +162,18 @@ def build_report(run: Run, code: int, baseline: str | None, root: str, compariso
     )
 
 
+def _say_what_was_not_checked(run: Run, summary) -> None:
+    from gpudrv_check.engine import rule_enabled
+    from gpudrv_check.model import coverage
+
+    config = run.repo.config
+    enabled = [r for r in run.rules if rule_enabled(config, r, run.rules)]
+    missing = coverage.missing_inputs(run.repo, run.matrix_missing is not None)
+    matrix_file = run.matrix_missing or config.matrix or "support-matrix.csv"
+    summary.notes = coverage.notes(enabled, run.skipped_rules, missing, matrix_file, run.unknowns)
+    summary.skipped_rules = [group.as_dict() for group in run.skipped_rules]
+
+
 def run(args: argparse.Namespace) -> int:
     from gpudrv_check.report.text import use_colour
 
@@ -168,12 +181,13 @@ def run(args: argparse.Namespace) -> int:
     colour = use_colour(sys.stdout)
     reuse = _result_cache(args, pairs, colour)
     if reuse is not None and reuse.hit is not None:
-        return _replay(reuse.hit)
+        return _replay(reuse.hit, pairs, reuse.fail_on)
     actions: list[tuple[str, str, str]] = []
     stderr = sys.stderr
     tee = _Tee(stderr) if reuse is not None else None
     if tee is not None:
         sys.stderr = tee  # type: ignore[assignment]
+    findings: list[Finding] = []
     try:
         code = _check(
             args,
@@ -183,13 +197,14 @@ def run(args: argparse.Namespace) -> int:
             reuse.data if reuse is not None else None,
             reuse.context if reuse is not None else None,
             reuse.source if reuse is not None else None,
+            findings,
         )
     finally:
         sys.stderr = stderr
     for kind, dest, text in actions:
         _perform(kind, dest, text, _checked_root(args))
     if reuse is not None and tee is not None:
-        reuse.store(code, [("stderr", "", tee.text), *actions])
+        reuse.store(findings, tee.text, actions)
     return code
 
 
@@ -201,6 +216,7 @@ def _check(
     data: dict[str, bytes] | None,
     context: str | None = None,
     reuse_source=None,  # the source the result cache already listed (walked once per run)
+    gating: list[Finding] | None = None,  # receives the findings the exit code is taken from
 ) -> int:
     """One check; what it writes is appended to ``actions`` as (stdout|file, dest, text).
     With `context` (the digest of every input but the manifest files), namespaces whose files
@@ -223,6 +239,8 @@ def _check(
         comparison = compare(base_findings(args, base), check_run.findings, base)
         check_run.findings = comparison.new  # only what this change introduces, and gates
     code = exit_code(check_run.findings, check_run.repo.config.fail_on)
+    if gating is not None:
+        gating.extend(check_run.findings)
     report = build_report(check_run, code, baseline, args.path, comparison)
     if getattr(args, "verbose", False):
         for f in report.suppressed:
@@ -266,11 +284,15 @@ def write_output(dest: str, text: str, what: str = "", root: str = "") -> None:
         raise ConfigError(f"cannot write {what}{dest}: {err.strerror}") from None
 
 
-def _replay(hit: tuple) -> int:
-    code, actions = hit
-    for kind, dest, text in actions:
-        _perform(kind, dest, text)
-    return code
+def _replay(hit: Outcome, pairs: list[tuple[str, str]], fail_on: str) -> int:
+    """A cached result: its stderr and reports, written where this run's arguments say; the
+    exit code worked out again from its findings and this run's --fail-on."""
+    _perform("stderr", "", hit.stderr)
+    for (_, dest), text in zip(pairs, hit.reports, strict=True):
+        _perform("stdout" if dest == STDOUT else "file", dest, text)
+    if hit.summary is not None:
+        _perform("stdout", "", hit.summary)
+    return exit_code(hit.findings, fail_on)
 
 
 class _Tee:
@@ -295,6 +317,45 @@ class _Tee:
         return "".join(self.parts)
 
 
+class Outcome:
+    """What a whole-result cache entry holds: findings and what was rendered from them, by
+    format, in the order of the arguments; never a destination or an exit code."""
+
+    def __init__(
+        self, findings: list[Finding], stderr: str, reports: list[str], summary: str | None
+    ) -> None:
+        self.findings, self.stderr, self.reports, self.summary = findings, stderr, reports, summary
+
+    @staticmethod
+    def pack(findings: list[Finding], stderr: str, actions: list[tuple[str, str, str]]) -> tuple:
+        reports = [text for kind, _, text in actions]
+        return ([f.model_dump(mode="json") for f in findings], stderr, reports)
+
+    @classmethod
+    def unpack(cls, value: object, pairs: list[tuple[str, str]]) -> Outcome | None:
+        """The outcome of a stored value, or None when it is not one for these outputs."""
+        if not (isinstance(value, tuple) and len(value) == 3):
+            return None
+        dumps, stderr, texts = value
+        if not (
+            isinstance(dumps, list)
+            and isinstance(stderr, str)
+            and isinstance(texts, list)
+            and all(isinstance(t, str) for t in texts)
+            and len(texts) - len(pairs) in (0, 1)
+        ):
+            return None
+        summary_wanted = all(dest != STDOUT for _, dest in pairs)
+        if (len(texts) == len(pairs) + 1) != summary_wanted:
+            return None
+        try:
+            findings = [Finding.model_validate(d) for d in dumps]
+        except ValueError:  # pydantic's ValidationError: not a finding of ours
+            return None
+        reports = texts[: len(pairs)]  # one per --format, in order: the pairs are in the key
+        return cls(findings, stderr, reports, texts[-1] if summary_wanted else None)
+
+
 class _Reuse:
     """The whole-result cache entry of one check: looked up before anything is parsed."""
 
@@ -306,25 +367,18 @@ class _Reuse:
         data: dict[str, bytes],
         context: str | None = None,
         source=None,
+        pairs: list[tuple[str, str]] | None = None,
+        fail_on: str = "error",
     ) -> None:
         self.cache, self.name, self.key, self.data = cache, name, key, data
         self.context = context  # every input but the manifest files (incremental.py)
         self.source = source  # the source listed and read for the key
+        self.pairs, self.fail_on = pairs or [], fail_on
         found = cache.load("result", name, key)
-        ok = (
-            isinstance(found, tuple)
-            and len(found) == 2
-            and isinstance(found[0], int)
-            and isinstance(found[1], list)
-            and all(
-                isinstance(a, tuple) and len(a) == 3 and all(isinstance(x, str) for x in a)
-                for a in found[1]
-            )
-        )
-        self.hit = found if ok else None
+        self.hit = Outcome.unpack(found, self.pairs) if found is not None else None
 
-    def store(self, code: int, actions: list[tuple[str, str, str]]) -> None:
-        self.cache.store("result", self.name, self.key, (code, actions))
+    def store(self, findings: list[Finding], stderr: str, actions) -> None:
+        self.cache.store("result", self.name, self.key, Outcome.pack(findings, stderr, actions))
 
 
 def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | None:
@@ -346,12 +400,13 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
     from gpudrv_check.cache import Cache, default_dir, digest
     from gpudrv_check.commands.common import repo_config
     from gpudrv_check.load.policies import policy_files
+    from gpudrv_check.source.exclude import from_config
     from gpudrv_check.source.safe_io import read_named
 
     source = make_source(args)
     root = Path(source.disk_root).resolve()
     _, config = repo_config(args, source)
-    listing = source.list_manifests(config.exclude)
+    listing = source.list_manifests(from_config(config))
     parts: list[object] = [
         __version__,
         os.getcwd(),
@@ -397,10 +452,16 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         inside(rel)
     context = digest(*parts)
     data: dict[str, bytes] = {}
+    budget = config.max_total_bytes  # as read_repo spends it: what is over it is not read
     for ref in listing.files:
         if ref.error is not None or ref.size > config.max_file_bytes:
             parts.append((ref.rel, ref.size, ref.error))
             continue
+        if ref.size > budget:
+            budget = 0
+            parts.append((ref.rel, "over the input budget"))
+            continue
+        budget -= ref.size
         try:
             blob = source.read(ref.rel, config.max_file_bytes)
         except OSError as err:
@@ -410,4 +471,5 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         parts.append((ref.rel, hashlib.sha256(blob).hexdigest()))
     cache_dir = getattr(args, "cache_dir", None)
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
-    return _Reuse(cache, digest(str(root), os.getcwd()), digest(*parts), data, context, source)
+    name = digest(str(root), os.getcwd())
+    return _Reuse(cache, name, digest(*parts), data, context, source, pairs, config.fail_on)

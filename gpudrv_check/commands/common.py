@@ -16,6 +16,7 @@ from gpudrv_check.source import Source
 
 if TYPE_CHECKING:
     from gpudrv_check.load.manifests import ReadOptions
+    from gpudrv_check.model.driver_plan import DriverPlan
 
 
 def make_source(args: argparse.Namespace, rev: str | None = None) -> Source:
@@ -96,7 +97,8 @@ def load_source(
     progress = Progress.on_terminal()
     options = read_options(args, progress, data, context)
     try:
-        return load(source, config, getattr(args, "matrix", None), inventory, options)
+        optional = getattr(args, "command", None) == "check"
+        return load(source, config, getattr(args, "matrix", None), inventory, options, optional)
     finally:
         if progress is not None:
             progress.done()
@@ -183,7 +185,9 @@ def print_listing(run: Run) -> None:
     for skipped in run.listing.skipped:
         out.write(f"skipped {skipped.rel}: {skipped.reason}\n")
     matrix = run.repo.matrix
-    if matrix is None:
+    if matrix is None and run.matrix_missing is not None:
+        out.write(f"matrix  none: {run.matrix_missing} not found (GPU001 skipped)\n")
+    elif matrix is None:
         out.write("matrix  none (driver image checks that need it are off)\n")
     else:
         out.write(f"matrix  {matrix.file}: {len(matrix.rows)} row(s)\n")
@@ -196,9 +200,39 @@ def print_listing(run: Run) -> None:
 
     version, why = operator_version_source(run.repo)
     out.write(f"os-tag  rule of operator {version or 'newest'} ({why})\n")
+    out.write(f"gpus    {run.repo.extras.get('gpu_presence', 'as written')}\n")
+    from gpudrv_check.model.driver_plan import driver_plan
+
+    plan = driver_plan(run.repo)
+    out.write(f"driver  {_plan_text(plan)}\n")
+    for note in plan.notes:
+        out.write(f"driver note: {note}\n")
+    for copies in run.copies:
+        out.write(f"copies  {printable(copies.describe())}\n")
+    from gpudrv_check.model.coverage import unmodelled_gpu_workloads
+
+    unmodelled = unmodelled_gpu_workloads(run.repo.manifests)
+    if unmodelled:
+        names = ", ".join(str(m.ref) for m in unmodelled)
+        out.write(
+            f"unmodelled {len(unmodelled)} object(s) request GPUs in kinds not modelled yet "
+            f"(their placement and drivers are not checked): {printable(names)}\n"
+        )
     skipped_docs = run.content.skipped_documents
     out.write(
         f"total   {run.content.file_count} file(s), {run.content.object_count} object(s), "
         f"{skipped_docs} document(s) skipped, {len(run.listing.skipped)} path(s) skipped, "
         f"{len(run.repo.nodes)} node(s)\n"
     )
+
+
+def _plan_text(plan: DriverPlan) -> str:
+    """How the driver images are decided, for the listing."""
+    texts = {
+        "labels": "images from each node's labels (no operator configuration)",
+        "clusterpolicy": "one ClusterPolicy driver"
+        + (" (precompiled)" if plan.precompiled else ""),
+        "nvidiadriver": f"NVIDIADriver CRs, {len(plan.pools)} pool(s)",
+        "disabled": "driver.enabled is false: no driver is the operator's",
+    }
+    return texts.get(plan.mode, plan.mode)

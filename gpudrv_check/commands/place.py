@@ -16,7 +16,7 @@ from typing import Any
 from gpudrv_check.commands.common import load_run
 from gpudrv_check.config import ConfigError
 from gpudrv_check.model.cuda import CudaFit, cuda_fits
-from gpudrv_check.model.finding import terminal_text
+from gpudrv_check.model.finding import quoted, terminal_text
 from gpudrv_check.model.pending import Pending, explain_pending, node_names, taint_text
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import Workload
@@ -39,7 +39,7 @@ def _select(repo: Repo, wanted: str | None) -> list[Workload]:
     parts = wanted.split("/")
     if len(parts) != 3 or not all(parts):
         raise ConfigError(
-            f"--workload {wanted!r}: expected KIND/NAMESPACE/NAME, e.g. Pod/default/x"
+            f"--workload {quoted(wanted)}: expected KIND/NAMESPACE/NAME, e.g. Pod/default/x"
         )
     kind, namespace, name = parts
     chosen = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gpudrv_check.model.finding import quoted
 from gpudrv_check.policy import RulePolicy, by_id_or_name, catalog
 
 
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "explain":
         policy = by_id_or_name(args.rule)
         if policy is None:
-            sys.stderr.write(f"gpudrv-check: error: unknown rule {args.rule!r}\n")
+            sys.stderr.write(f"gpudrv-check: error: unknown rule {quoted(args.rule)}\n")
             return 2
         sys.stdout.write(explain_text(policy))
         return 0

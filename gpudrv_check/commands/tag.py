@@ -1,4 +1,10 @@
-"""`gpudrv-check tag NODE`: the node's precompiled driver image tag, one line (drv-tag.sh)."""
+"""`gpudrv-check tag NODE`: the node's precompiled driver image tag, one line (drv-tag.sh).
+
+With an operator configuration the tag is the one the operator installs there
+(`model/driver_plan.py`: the configured version, the pool's OS tag); a ClusterPolicy over GPU
+nodes of several OS releases may build it with another node's OS tag, which a note on stderr
+says (stdout keeps the one line).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import argparse
 import sys
 
 from gpudrv_check.commands.common import load_run
-from gpudrv_check.model.driver import node_tag
+from gpudrv_check.model.driver import node_tag, planned_driver
 from gpudrv_check.model.finding import printable
 
 
@@ -28,4 +34,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(printable(f"gpudrv-check: error: node {node.name}: {reason}") + "\n")
         return 1
     sys.stdout.write(f"{printable(result.tag or '')}\n")
+    planned = planned_driver(node, repo)
+    if planned is not None and planned.other_os_tags:
+        sys.stderr.write(
+            printable(
+                f"gpudrv-check: note: node {node.name}: the ClusterPolicy builds every image "
+                f"with one GPU node's OS tag, which may be {', '.join(planned.other_os_tags)} "
+                "(GPU013)"
+            )
+            + "\n"
+        )
     return 0

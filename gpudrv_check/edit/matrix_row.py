@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from gpudrv_check.edit.safe_write import EditError
 from gpudrv_check.load.matrix import REQUIRED_COLUMNS
+from gpudrv_check.model.finding import quoted
 
 
 def row_text(header: list[str], values: dict[str, str]) -> str:
     """The row in the header's column order; columns other than the three stay empty."""
     for name, value in values.items():
         if any(ch in value for ch in ',"\r\n') or not value:
-            raise EditError(f"cannot write {name} {value!r} into a CSV row")
+            raise EditError(f"cannot write {name} {quoted(value)} into a CSV row")
     return ",".join(values.get(column, "") for column in header)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from gpudrv_check.edit.safe_write import EditError
 from gpudrv_check.load.located import Path
 from gpudrv_check.load.yaml_docs import resolve_plain
+from gpudrv_check.model.finding import quoted
 
 BOM = b"\xef\xbb\xbf"
 
@@ -179,5 +180,5 @@ def _guard(before: str, after: str, allowed: set[int], rel: str) -> None:
         if old != new and number not in allowed:
             raise EditError(
                 f"{rel}:{number + 1}: rewriting it with ruamel.yaml would also change this line "
-                f"({old.strip()!r} -> {new.strip()!r}); nothing written"
+                f"({quoted(old.strip())} -> {quoted(new.strip())}); nothing written"
             )

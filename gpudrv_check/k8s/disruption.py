@@ -45,6 +45,7 @@ from gpudrv_check.k8s.labelselector import (
     selector_key,
     validate_label_selector,
 )
+from gpudrv_check.model.finding import quoted
 
 # pkg/registry/core/pod/storage/eviction.go: returned with HTTP 500 when >1 PDB covers a pod.
 EVICTION_MULTIPLE_PDBS_MESSAGE = (
@@ -199,7 +200,8 @@ def validate_pdb_spec(spec: object) -> list[Problem]:
         problems.append(
             Problem(
                 ("unhealthyPodEvictionPolicy",),
-                f"unsupported value {policy!r}: use {' or '.join(UNHEALTHY_POD_EVICTION_POLICIES)}",
+                f"unsupported value {quoted(policy)}: use "
+                f"{' or '.join(UNHEALTHY_POD_EVICTION_POLICIES)}",
             )
         )
     return problems
@@ -309,7 +311,7 @@ def disruption_budget(pdb: object, groups: Iterable[PodGroup]) -> Budget:
         value = max_unavailable if max_unavailable is not None else min_available
         scaled = scaled_value(value, expected, round_up=True)
         if scaled is None:
-            reason = f"{value!r} cannot be scaled ({scaling_error(value)})"
+            reason = f"{quoted(value)} cannot be scaled ({scaling_error(value)})"
             return Budget(0, 0, healthy, 0, rule, "fail-safe", reason)
         desired = max(expected - scaled, 0) if max_unavailable is not None else scaled
     elif min_available is not None:

@@ -20,13 +20,11 @@ import re
 from typing import NamedTuple
 
 from gpudrv_check.k8s.labels import json_type_name
+from gpudrv_check.k8s.numbers import parse_int64
+from gpudrv_check.model.finding import quoted
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
-
-_ATOI_RE = re.compile(r"[+-]?[0-9]+")
 _VALID_PERCENT_RE = re.compile(r"[0-9]+%")
 
 INVALID_FORMAT_MESSAGE = "must be an integer or percentage (e.g '5%')"
@@ -41,10 +39,7 @@ class IntOrPercent(NamedTuple):
 
 def _atoi(text: str) -> int | None:
     """Go ``strconv.Atoi`` on a 64-bit platform: None where Go returns an error."""
-    if not _ATOI_RE.fullmatch(text):
-        return None
-    number = int(text)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
+    return parse_int64(text)
 
 
 def _decode_error(value: object) -> str | None:
@@ -53,7 +48,7 @@ def _decode_error(value: object) -> str | None:
         # a located mapping from the loader is still "an object" to the author
         kind = json_type_name(value)
         if isinstance(value, float):
-            kind = f"number {value!r}"
+            kind = f"number {quoted(value)}"
         return f"{INVALID_FORMAT_MESSAGE}, not {kind}"
     if isinstance(value, int) and not INT32_MIN <= value <= INT32_MAX:
         return f"{value} does not fit in a 32-bit integer"
@@ -68,10 +63,10 @@ def _parse(value: object) -> tuple[IntOrPercent | None, str | None]:
     if not isinstance(value, str):
         return IntOrPercent(int(value), False), None
     if not value.endswith("%"):
-        return None, f"invalid value {value!r}: string is not a percentage"
+        return None, f"invalid value {quoted(value)}: string is not a percentage"
     number = _atoi(value[:-1])
     if number is None:
-        return None, f"invalid value {value!r}: not a number before '%'"
+        return None, f"invalid value {quoted(value)}: not a number before '%'"
     return IntOrPercent(number, True), None
 
 

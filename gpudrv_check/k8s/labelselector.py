@@ -32,6 +32,7 @@ from gpudrv_check.k8s.labels import (
     label_key_errors,
     label_value_errors,
 )
+from gpudrv_check.model.finding import quoted
 
 IN = "In"
 NOT_IN = "NotIn"
@@ -129,7 +130,7 @@ def _compile(selector: object) -> tuple[SelectorKey, list[Problem], list[Problem
     for field in selector:
         if field not in _SELECTOR_FIELDS:
             # Lenient decoding drops it (and may leave `{}`, i.e. match-all); strict rejects it.
-            strict.append(Problem((str(field),), f"unknown field {field!r}"))
+            strict.append(Problem((str(field),), f"unknown field {quoted(field)}"))
     requirements: list[Requirement] = []
     requirements += _compile_match_labels(selector.get("matchLabels"), fatal)
     requirements += _compile_match_expressions(selector.get("matchExpressions"), fatal, strict)
@@ -157,11 +158,11 @@ def _compile_match_labels(match_labels: object, fatal: list[Problem]) -> list[Re
         if not isinstance(key, str):
             fatal.append(Problem(path, f"label key must be a string, not {json_type_name(key)}"))
             continue
-        errors = [f"key {key!r}: {msg}" for msg in label_key_errors(key)[:1]]
+        errors = [f"key {quoted(key)}: {msg}" for msg in label_key_errors(key)[:1]]
         if value is None:
             errors.append(f"value must be a string, not {json_type_name(raw_value)}")
         else:
-            errors += [f"value {value!r}: {msg}" for msg in label_value_errors(value)[:1]]
+            errors += [f"value {quoted(value)}: {msg}" for msg in label_value_errors(value)[:1]]
         fatal += [Problem(path, msg) for msg in errors]
         if not errors and value is not None:
             requirements.append(Requirement(key, IN, (value,)))
@@ -187,7 +188,7 @@ def _compile_match_expressions(
             continue
         for field in expr:
             if field not in _REQUIREMENT_FIELDS:
-                strict.append(Problem((*base, str(field)), f"unknown field {field!r}"))
+                strict.append(Problem((*base, str(field)), f"unknown field {quoted(field)}"))
         before = len(fatal)
         requirement = _compile_requirement(expr, base, fatal)
         if requirement is not None and len(fatal) == before:
@@ -249,7 +250,7 @@ def _compile_requirement(
         fatal.append(
             Problem(
                 (*base, "operator"),
-                f"{operator!r} is not a valid selector operator (use {', '.join(OPERATORS)})",
+                f"{quoted(operator)} is not a valid selector operator (use {', '.join(OPERATORS)})",
             )
         )
         return None

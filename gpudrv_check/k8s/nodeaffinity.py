@@ -28,7 +28,6 @@ nothing. Node labels that are not ``str -> str`` are ignored, as no real Node ca
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -41,6 +40,8 @@ from gpudrv_check.k8s.labels import (
     label_key_errors,
     label_value_errors,
 )
+from gpudrv_check.k8s.numbers import parse_int64
+from gpudrv_check.model.finding import quoted
 
 __all__ = [
     "OPERATORS",
@@ -80,9 +81,6 @@ REQUIRED_AFFINITY_PATH: Path = (
     "requiredDuringSchedulingIgnoredDuringExecution",
 )
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
-_INT_RE = re.compile(r"[+-]?[0-9]+")
 _OPERATOR_LIST = ", ".join(OPERATORS)
 
 
@@ -97,22 +95,6 @@ class Check(NamedTuple):
     path: Path
     matched: bool
     detail: str
-
-
-def parse_int64(text: object) -> int | None:
-    """Parse like Go ``strconv.ParseInt(text, 10, 64)``; ``None`` where Go returns an error.
-
-    Accepts an optional ``+``/``-`` and ASCII digits (leading zeros are fine); rejects
-    whitespace, underscores, ``0x`` and anything outside the int64 range.
-    """
-    if not isinstance(text, str) or not _INT_RE.fullmatch(text):
-        return None
-    negative = text[0] == "-"
-    digits = text.lstrip("+-").lstrip("0") or "0"
-    if len(digits) > 19:  # guard before int(): Python caps int() of very long digit strings
-        return None
-    number = -int(digits) if negative else int(digits)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
 
 
 # --- reading JSON-like input without trusting its shape ----------------------------------------
@@ -173,9 +155,12 @@ def _operator_problem(operator: object, allowed: tuple[str, ...], what: str) -> 
         return _wrong_type(("operator",), "a string", operator)
     if operator in allowed:
         return None
-    hint = next((f"; did you mean {op!r}?" for op in allowed if op.lower() == operator.lower()), "")
+    hint = next(
+        (f"; did you mean {quoted(op)}?" for op in allowed if op.lower() == operator.lower()), ""
+    )
     return Problem(
-        ("operator",), f"unsupported {what} {operator!r}: must be one of {', '.join(allowed)}{hint}"
+        ("operator",),
+        f"unsupported {what} {quoted(operator)}: must be one of {', '.join(allowed)}{hint}",
     )
 
 
@@ -260,8 +245,8 @@ def expression_problems(req: object) -> list[Problem]:
                     problems.append(
                         Problem(
                             ("values", j),
-                            f"{v!r} is not an integer: Gt and Lt compare 64-bit integers; the "
-                            "API server accepts it but the scheduler matches no node with it",
+                            f"{quoted(v)} is not an integer: Gt and Lt compare 64-bit integers; "
+                            "the API server accepts it but the scheduler matches no node with it",
                             scheduler_only=True,
                         )
                     )
@@ -272,14 +257,14 @@ def expression_problems(req: object) -> list[Problem]:
         key_errors = label_key_errors(key)
         if key_errors:
             problems.append(
-                Problem(("key",), f"invalid label key {key!r}: {'; '.join(key_errors)}")
+                Problem(("key",), f"invalid label key {quoted(key)}: {'; '.join(key_errors)}")
             )
     for j, v in enumerate(values or []):
         if isinstance(v, str):
             errors = label_value_errors(v)
             if errors:
                 problems.append(
-                    Problem(("values", j), f"invalid label value {v!r}: {'; '.join(errors)}")
+                    Problem(("values", j), f"invalid label value {quoted(v)}: {'; '.join(errors)}")
                 )
     return problems
 
@@ -320,11 +305,11 @@ class _Field:
         what = "node name" if self.key == NODE_NAME_FIELD else f"field {self.key}"
         if self.operator == "In":
             if actual == self.value:
-                return True, f"{what} is {self.value!r}"
-            return False, f"{what} is {actual!r}, not {self.value!r}"
+                return True, f"{what} is {quoted(self.value)}"
+            return False, f"{what} is {quoted(actual)}, not {quoted(self.value)}"
         if actual != self.value:
-            return True, f"{what} is {actual!r}, not {self.value!r}"
-        return False, f"{what} is the excluded {self.value!r}"
+            return True, f"{what} is {quoted(actual)}, not {quoted(self.value)}"
+        return False, f"{what} is the excluded {quoted(self.value)}"
 
 
 def _field_parse_problems(req: object) -> list[Problem]:
@@ -356,7 +341,10 @@ def field_requirement_problems(req: object) -> list[Problem]:
     key = _text_field(req, "key")
     if key is not None and key != NODE_NAME_FIELD:
         problems.append(
-            Problem(("key",), f"unsupported field {key!r}: matchFields supports only metadata.name")
+            Problem(
+                ("key",),
+                f"unsupported field {quoted(key)}: matchFields supports only metadata.name",
+            )
         )
     values = req.get("values")
     if key == NODE_NAME_FIELD and isinstance(values, list):
@@ -364,7 +352,7 @@ def field_requirement_problems(req: object) -> list[Problem]:
             errors = dns1123_subdomain_errors(v) if isinstance(v, str) else []
             if errors:
                 problems.append(
-                    Problem(("values", j), f"invalid node name {v!r}: {'; '.join(errors)}")
+                    Problem(("values", j), f"invalid node name {quoted(v)}: {'; '.join(errors)}")
                 )
     return problems
 
@@ -669,7 +657,9 @@ def validate_node_selector_map(node_selector: object) -> list[Problem]:
         path: Path = (key if isinstance(key, str) else str(key),)
         key_errors = label_key_errors(key)
         if key_errors:
-            problems.append(Problem(path, f"invalid label key {key!r}: {'; '.join(key_errors)}"))
+            problems.append(
+                Problem(path, f"invalid label key {quoted(key)}: {'; '.join(key_errors)}")
+            )
         if not isinstance(value, str):
             problems.append(
                 Problem(path, f"value must be a string, not {json_type_name(value)}; quote it")
@@ -678,7 +668,7 @@ def validate_node_selector_map(node_selector: object) -> list[Problem]:
         value_errors = label_value_errors(value)
         if value_errors:
             problems.append(
-                Problem(path, f"invalid label value {value!r}: {'; '.join(value_errors)}")
+                Problem(path, f"invalid label value {quoted(value)}: {'; '.join(value_errors)}")
             )
     return problems
 

@@ -33,6 +33,7 @@ from gpudrv_check.k8s.labels import (
     label_key_errors,
     label_value_errors,
 )
+from gpudrv_check.model.finding import quoted
 
 __all__ = [
     "NO_SCHEDULE",
@@ -232,10 +233,11 @@ def _effect_problem(path: Path, effect: str) -> Problem | None:
     if effect in TAINT_EFFECTS:
         return None
     hint = next(
-        (f"; did you mean {e!r}?" for e in TAINT_EFFECTS if e.lower() == effect.lower()), ""
+        (f"; did you mean {quoted(e)}?" for e in TAINT_EFFECTS if e.lower() == effect.lower()), ""
     )
     return Problem(
-        path, f"unsupported effect {effect!r}: must be one of {', '.join(TAINT_EFFECTS)}{hint}"
+        path,
+        f"unsupported effect {quoted(effect)}: must be one of {', '.join(TAINT_EFFECTS)}{hint}",
     )
 
 
@@ -288,7 +290,9 @@ def validate_tolerations(tolerations: object) -> list[Problem]:
         if key:
             errors = label_key_errors(key)
             if errors:
-                problems.append(Problem((i, "key"), f"invalid key {key!r}: {'; '.join(errors)}"))
+                problems.append(
+                    Problem((i, "key"), f"invalid key {quoted(key)}: {'; '.join(errors)}")
+                )
         elif operator != "Exists":
             problems.append(
                 Problem(
@@ -305,7 +309,7 @@ def validate_tolerations(tolerations: object) -> list[Problem]:
             errors = label_value_errors(value)
             if errors:
                 problems.append(
-                    Problem((i, "value"), f"invalid value {value!r}: {'; '.join(errors)}")
+                    Problem((i, "value"), f"invalid value {quoted(value)}: {'; '.join(errors)}")
                 )
         elif operator == "Exists":
             if value:
@@ -319,7 +323,7 @@ def validate_tolerations(tolerations: object) -> list[Problem]:
             problems.append(
                 Problem(
                     (i, "operator"),
-                    f"unsupported operator {operator!r}: must be Equal or Exists{gate}",
+                    f"unsupported operator {quoted(operator)}: must be Equal or Exists{gate}",
                 )
             )
         if effect:
@@ -354,10 +358,14 @@ def validate_taints(taints: object) -> list[Problem]:
         else:
             errors = label_key_errors(key)
             if errors:
-                problems.append(Problem((i, "key"), f"invalid key {key!r}: {'; '.join(errors)}"))
+                problems.append(
+                    Problem((i, "key"), f"invalid key {quoted(key)}: {'; '.join(errors)}")
+                )
         errors = label_value_errors(value)
         if errors:
-            problems.append(Problem((i, "value"), f"invalid value {value!r}: {'; '.join(errors)}"))
+            problems.append(
+                Problem((i, "value"), f"invalid value {quoted(value)}: {'; '.join(errors)}")
+            )
         if not effect:
             problems.append(
                 Problem((i, "effect"), f"required: must be one of {', '.join(TAINT_EFFECTS)}")

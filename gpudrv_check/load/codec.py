@@ -18,6 +18,7 @@ from typing import Any
 
 from gpudrv_check.load.located import LMap, LSeq
 from gpudrv_check.load.yaml_docs import POSITIONS
+from gpudrv_check.model.finding import quoted
 from gpudrv_check.model.manifest import Manifest
 
 FORMAT = 1  # bump when the encoding changes
@@ -113,7 +114,7 @@ def decode(data: bytes) -> Any:
     try:
         fmt, rel, digest, manifests, problems, skipped = marshal.loads(data)
         if fmt != FORMAT:
-            raise CodecError(f"encoding {fmt!r}, expected {FORMAT}")
+            raise CodecError(f"encoding {quoted(fmt)}, expected {FORMAT}")
         result = FileResult(rel, digest=digest)
         result.manifests = [
             Manifest(file, doc, _dec(tree), api, kind, name, ns, item)
@@ -121,7 +122,7 @@ def decode(data: bytes) -> Any:
         ]
         result.problems = [Finding.model_validate(p) for p in problems]
         result.skipped = [Skipped(r, why) for r, why in skipped]
-    except CodecError:
+    except (CodecError, MemoryError):  # running out of memory is not a malformed entry
         raise
     except Exception as err:  # any malformed shape: not ours
         raise CodecError(f"not an encoded file result: {type(err).__name__}") from None

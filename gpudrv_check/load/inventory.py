@@ -6,8 +6,9 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from gpudrv_check.k8s.numbers import TOO_LARGE, too_large
 from gpudrv_check.load.located import LMap, Path, scalar_text, schema_error_path, type_name
-from gpudrv_check.model.finding import Finding, ObjectRef, Severity
+from gpudrv_check.model.finding import Finding, ObjectRef, Severity, quoted
 from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node, entry_to_object_path
 
@@ -78,7 +79,7 @@ def _string_map(
                     "GPU040",
                     manifest,
                     (*path, key),
-                    f"{what} {key!r} must be a string, not a {type_name(item)}",
+                    f"{what} {quoted(key)} must be a string, not a {type_name(item)}",
                     "Label and annotation values are strings.",
                     node,
                 )
@@ -91,7 +92,7 @@ def _string_map(
                     "GPU007",
                     manifest,
                     (*path, key),
-                    f"{what} {key!r} is written as a YAML {kind} ({text}); the API server "
+                    f"{what} {quoted(key)} is written as a YAML {kind} ({text}); the API server "
                     "rejects non-string label values",
                     f'Quote it: `{key}: "{text}"`.',
                     node,
@@ -102,15 +103,31 @@ def _string_map(
     return out
 
 
-def _quantities(manifest: Manifest, path: Path) -> dict[str, str]:
+def _quantities(
+    manifest: Manifest, path: Path, node: str, findings: list[Finding]
+) -> dict[str, str]:
+    """A node's capacity or allocatable; a GPU count past what the API server holds is GPU040."""
     value = manifest.get(*path)
     if not isinstance(value, dict):
         return {}
     out = {}
     for key in value:
         text = scalar_text(value, key)
-        if text is not None:
-            out[key] = text
+        if text is None:
+            continue
+        if key == "nvidia.com/gpu" and too_large(text):
+            findings.append(
+                _finding(
+                    "GPU040",
+                    manifest,
+                    (*path, key),
+                    f"{key} {quoted(text)} is {TOO_LARGE}",
+                    "Write the number of GPUs the node has, e.g. `8`.",
+                    node,
+                )
+            )
+            continue
+        out[key] = text
     return out
 
 
@@ -176,8 +193,8 @@ def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | Non
         ),
         taints=_taints(manifest, ("spec", "taints"), name, findings),
         unschedulable=bool(unschedulable),
-        capacity=_quantities(manifest, ("status", "capacity")),
-        allocatable=_quantities(manifest, ("status", "allocatable")),
+        capacity=_quantities(manifest, ("status", "capacity"), name, findings),
+        allocatable=_quantities(manifest, ("status", "allocatable"), name, findings),
         manifest=manifest,
     )
 
@@ -240,8 +257,8 @@ def _nodes_from_inventory(manifest: Manifest, findings: list[Finding]) -> list[N
                 ),
                 taints=_taints(manifest, (*base, "taints"), name, findings),
                 unschedulable=unschedulable is True,
-                capacity=_quantities(manifest, (*base, "capacity")),
-                allocatable=_quantities(manifest, (*base, "allocatable")),
+                capacity=_quantities(manifest, (*base, "capacity"), name, findings),
+                allocatable=_quantities(manifest, (*base, "allocatable"), name, findings),
                 manifest=manifest,
                 labels_path=(*base, "labels"),
                 name_path=(*base, "name"),
@@ -254,6 +271,14 @@ def _nodes_from_inventory(manifest: Manifest, findings: list[Finding]) -> list[N
 
 def is_inventory(manifest: Manifest) -> bool:
     return manifest.kind == INVENTORY_KIND and manifest.api_version.startswith("gpudrv-check.io/")
+
+
+_NODE_FACTS = ("labels", "annotations", "taints", "unschedulable", "capacity", "allocatable")
+
+
+def _same_node(a: Node, b: Node) -> bool:
+    """Whether two definitions of a node say the same (wherever they are written)."""
+    return all(getattr(a, fact) == getattr(b, fact) for fact in _NODE_FACTS)
 
 
 def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding]]:
@@ -273,12 +298,14 @@ def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding
         if first is None:
             unique[node.name] = node
             continue
+        if first.manifest.file != node.manifest.file and _same_node(first, node):
+            continue  # the same node copied into another file is one node (issue 13)
         where = first.location(first.name_path)
         findings.append(
             Finding(
                 rule="GPU004",
                 severity=Severity.ERROR,
-                message=f"node {node.name!r} is defined twice (first at {where}); "
+                message=f"node {quoted(node.name)} is defined twice (first at {where}); "
                 "the first definition is used",
                 hint="Remove the stale entry.",
                 location=node.location(node.name_path),

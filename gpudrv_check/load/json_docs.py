@@ -25,6 +25,7 @@ from gpudrv_check.load.yaml_docs import (
     append_item,
     set_key,
 )
+from gpudrv_check.model.finding import quoted
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
@@ -92,7 +93,7 @@ class _Reader:
             raw: str | None = None
             if expect == _COLON:
                 if ch != ":":
-                    raise _JSONError(i, f"expected ':' after the key, found {ch!r}")
+                    raise _JSONError(i, f"expected ':' after the key, found {quoted(ch)}")
                 expect = _VALUE
                 i += 1
                 continue
@@ -111,15 +112,15 @@ class _Reader:
             )
             if closing:
                 if (ch == "}") != isinstance(stack[-1][0], LMap):
-                    raise _JSONError(i, f"unexpected {ch!r}")
+                    raise _JSONError(i, f"unexpected {quoted(ch)}")
                 value = stack.pop()[0]
                 pos = value.pos
                 i += 1
             elif expect == _NEXT:
                 close = "}" if isinstance(stack[-1][0], LMap) else "]"
-                raise _JSONError(i, f"expected ',' or '{close}', found {ch!r}")
+                raise _JSONError(i, f"expected ',' or '{close}', found {quoted(ch)}")
             elif expect in (_KEY, _KEY_OR_CLOSE):
-                raise _JSONError(i, f"expected a quoted key, found {ch!r}")
+                raise _JSONError(i, f"expected a quoted key, found {quoted(ch)}")
             elif ch in "{[":
                 if len(stack) >= MAX_DEPTH:
                     raise _JSONError(
@@ -144,7 +145,7 @@ class _Reader:
                 else:
                     number = _NUMBER.match(text, i)
                     if number is None:
-                        raise _JSONError(i, f"expected a value, found {ch!r}")
+                        raise _JSONError(i, f"expected a value, found {quoted(ch)}")
                     raw = number.group()
                     value = _number(raw, number.group(1), number.group(2))
                     i = number.end()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -46,6 +47,8 @@ class RepoContent:
     unread_objects: int = 0
     unread_skipped: int = 0
     plan: Any = None  # the incremental.Plan of this run, or None
+    # files whose bytes hold `${`: the only ones with placeholders (model/placeholders.py)
+    placeholder_files: set[str] = field(default_factory=set)
 
     @property
     def manifests(self) -> list[Manifest]:
@@ -106,6 +109,42 @@ HELM_HINT = (
 )
 
 
+TERRAFORM_HINT = (
+    "Terraform fills this template in (templatefile); check what it renders, e.g. "
+    "`terraform console` output piped into `gpudrv-check check -`, or exclude the path."
+)
+CHART_HINT = (
+    "Render the chart and check the output: `helm template NAME CHART -f values.yaml | "
+    "gpudrv-check check - --stdin-name rendered.yaml`, or exclude the chart's path."
+)
+
+
+def _is_terraform(text: str) -> bool:
+    """A template Terraform's templatefile() fills in: `%{ if … }` directives or `${ … }`."""
+    return "%{" in text or "${" in text
+
+
+def chart_findings(files: Iterable[FileRef]) -> dict[str, Finding]:
+    """One GPU009 per Helm chart with templates, at its Chart.yaml, by that file's path."""
+    refs = list(files)
+    out: dict[str, Finding] = {}
+    for prefix in chart_template_dirs(refs):
+        count = sum(1 for f in refs if f.rel.startswith(prefix))
+        if not count:
+            continue
+        chart_dir = prefix[: -len("templates/")]
+        chart_file = chart_dir + "Chart.yaml"
+        name = chart_dir.rstrip("/") or "."
+        out[chart_file] = _not_checkable(
+            chart_file,
+            1,
+            f"chart {name}: {count} template{'s' if count != 1 else ''} not rendered; pipe "
+            "`helm template` into `gpudrv-check check -`",
+            CHART_HINT,
+        ).model_copy(update={"path": ["templates"]})  # its fingerprint survives a new template
+    return out
+
+
 KUSTOMIZE_HINT = (
     "Render the overlay (`kustomize build DIR > rendered.yaml`) and check the output; "
     "the patch is checked as part of the objects it changes."
@@ -127,6 +166,37 @@ def _over_limit(rel: str, size: int, max_bytes: int) -> FileResult:
         )
     )
     return result
+
+
+def _over_budget(rel: str, budget: int) -> FileResult:
+    result = FileResult(rel)
+    message = f"the run's input budget of {budget} bytes (max_total_bytes) is spent; not read"
+    hint = "Exclude generated or vendored files, or raise max_total_bytes in .gpudrv-check.yaml."
+    result.problems.append(problem_finding(rel, LoadProblem("GPU000", 1, 1, message, hint)))
+    return result
+
+
+class _Budget:
+    """The bytes a run may still read; stderr says once when they are spent."""
+
+    def __init__(self, total: int | None) -> None:
+        self.left, self.total, self.said = total, total, False
+
+    def take(self, rel: str, size: int) -> FileResult | None:
+        """None when `size` bytes fit (and are taken), else the finding for `rel`."""
+        if self.left is None or self.total is None:
+            return None
+        if size <= self.left:
+            self.left -= size
+            return None
+        self.left = 0  # the rest of the run reads nothing more: a deterministic cut in path order
+        if not self.said:
+            self.said = True
+            sys.stderr.write(
+                f"gpudrv-check: warning: the input budget of {self.total} bytes "
+                "(max_total_bytes) is spent; the remaining files are not read\n"
+            )
+        return _over_budget(rel, self.total)
 
 
 def _read_bytes(source: Source, ref: FileRef, max_bytes: int) -> bytes | FileResult:
@@ -200,10 +270,33 @@ def parse_document_text(rel: str, text: str, skim: frozenset[str] | None = None)
     parsed = parse_text(text, skim)
     if parsed.failed and _is_json_name(rel):
         as_json = parse_json(text)
+        if as_json.failed and not _jsonc_objects(text):
+            return _jsonc_settings(text)
         # a JSON-looking file gets the JSON reader's complaint; YAML in a .json file the YAML one
         if not as_json.failed or text.lstrip("\ufeff \t\r\n").startswith(("{", "[")):
             return as_json
     return parsed
+
+
+def _jsonc_objects(text: str) -> bool:
+    """True unless `text` is JSONC (comments, trailing commas) holding no Kubernetes object:
+    a manifest written so is still a syntax error (kubectl refuses it)."""
+    from gpudrv_check.load.json_docs import parse_json
+    from gpudrv_check.load.jsonc import without_comments
+
+    plain = without_comments(text)
+    if plain is None:
+        return True
+    parsed = parse_json(plain)
+    return parsed.failed or any(is_object(doc.data) for doc in parsed.docs)
+
+
+def _jsonc_settings(text: str) -> ParsedFile:
+    """Editor or tool settings in JSONC: documents that are no Kubernetes object (skipped)."""
+    from gpudrv_check.load.json_docs import parse_json
+    from gpudrv_check.load.jsonc import without_comments
+
+    return parse_json(without_comments(text) or text)
 
 
 def _is_templated(text: str, parsed: ParsedFile) -> bool:
@@ -249,16 +342,20 @@ def parse_manifest_bytes(
         return result
     assert text is not None
     if helm_template:
+        # said once for the whole chart, at its Chart.yaml (chart_findings)
+        result.skipped.append(Skipped(rel, "Helm chart template, not rendered"))
+        return result
+    parsed = parse_document_text(rel, text, skim)
+    if parsed.failed and _is_terraform(text):
         result.problems.append(
             _not_checkable(
                 rel,
                 1,
-                "Helm chart template: not checkable unless rendered",
-                HELM_HINT,
-            )
+                "Terraform template (%{ … } / ${ … }): not checkable unless rendered",
+                TERRAFORM_HINT,
+            ).model_copy(update={"severity": Severity.INFO})
         )
         return result
-    parsed = parse_document_text(rel, text, skim)
     if _is_templated(text, parsed):
         result.problems.append(
             _not_checkable(
@@ -269,7 +366,7 @@ def parse_manifest_bytes(
             )
         )
         return result
-    for p in _capped(parsed.problems):
+    for p in _capped(_object_problems(parsed)):
         result.problems.append(problem_finding(rel, p))
     for doc in parsed.docs:
         _collect(result, rel, doc.index, doc.data, doc.pos)
@@ -280,6 +377,10 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
     where = f"{rel}#{index}"
     if data is None:
         result.skipped.append(Skipped(where, "empty document"))
+        return
+    if isinstance(data, LSeq) and not _holds_objects(data):
+        # an Ansible playbook, a task list, a JSON 6902 patch: not meant as Kubernetes objects
+        result.skipped.append(Skipped(where, "a list, not a Kubernetes object"))
         return
     if not isinstance(data, LMap):
         shape = "a list" if isinstance(data, LSeq) else "a scalar"
@@ -318,6 +419,47 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
         return
     _check_name_types(result, rel, data)
     result.manifests.append(_manifest(rel, index, data, api_version, kind, None))
+
+
+def _holds_objects(items: LSeq) -> bool:
+    """Whether a top-level list holds Kubernetes objects (kubectl refuses it: not a List)."""
+    return any(isinstance(item, LMap) and "apiVersion" in item and "kind" in item for item in items)
+
+
+def is_object(data: Any) -> bool:
+    """Whether a document is meant as a Kubernetes object (or a list of them)."""
+    if isinstance(data, LMap):  # as _collect reads it: both, or it is skipped
+        return "apiVersion" in data and "kind" in data
+    return isinstance(data, LSeq) and _holds_objects(data)
+
+
+#: problems that concern Kubernetes objects only: in a CI config, a Home Assistant or Ansible
+#: file (`!secret`, `!include`, a repeated key) they are that tool's business, not findings
+OBJECT_ONLY_RULES = frozenset(("GPU008", "GPU009"))
+
+
+def _object_problems(parsed: ParsedFile) -> list[LoadProblem]:
+    """The parse problems, without those of OBJECT_ONLY_RULES inside documents that are not
+    Kubernetes objects (a document spans from its start to the next one's)."""
+    foreign = [
+        (doc.pos, parsed.docs[i + 1].pos if i + 1 < len(parsed.docs) else None)
+        for i, doc in enumerate(parsed.docs)
+        if doc.data is not None and not is_object(doc.data)
+    ]
+    if not foreign:
+        return parsed.problems
+
+    def inside(p: LoadProblem) -> bool:
+        at = (p.line, p.column)
+        return any(start <= at and (end is None or at < end) for start, end in foreign)
+
+    return [
+        p
+        for p in parsed.problems
+        if p.rule not in OBJECT_ONLY_RULES
+        and not p.message.startswith(NON_SCALAR_KEY)
+        or not inside(p)
+    ]
 
 
 def _check_name_types(result: FileResult, rel: str, data: LMap) -> None:
@@ -373,6 +515,9 @@ def _manifest(
         raw_ns = meta.get("namespace")
         name = raw_name if isinstance(raw_name, str) else None
         namespace = raw_ns if isinstance(raw_ns, str) else None
+        generate = meta.get("generateName")
+        if name is None and isinstance(generate, str) and generate:
+            name = generate + "*"  # the API server appends a random suffix
     return Manifest(
         file=rel,
         doc=index,
@@ -418,6 +563,8 @@ class ReadOptions:
     #: digest of everything but the manifest files, for the partition cache (incremental.py);
     #: None: every file is decoded and evaluated
     context: str | None = None
+    #: manifest bytes the whole run may read (config `max_total_bytes`); None: no limit
+    max_total_bytes: int | None = None
 
 
 #: kinds no rule reads past `metadata`: their content is parsed (syntax, nesting, duplicate keys
@@ -571,6 +718,7 @@ def read_repo(
             options.progress(done, total)
 
     results: list[FileResult | None] = [None] * total
+    budget = _Budget(options.max_total_bytes)
     hits: dict[int, tuple[tuple, bytes]] = {}  # cache hits, decoded only if the run needs them
     todo: list[tuple[int, str, bytes, bool]] = []
     cached: dict = {}
@@ -581,7 +729,9 @@ def read_repo(
 
         cache_name = cache_mod.digest(getattr(source, "disk_root", ""), type(source).__name__)
         cache_key = cache_mod.digest(max_bytes, templates, sorted(options.skim or ()))
-        cached = options.cache.load("files", cache_name, cache_key) or {}
+        from gpudrv_check.incremental import valid_files_entry
+
+        cached = options.cache.load("files", cache_name, cache_key, valid_files_entry) or {}
     for i, ref in enumerate(files):
         helm = any(ref.rel.startswith(prefix) for prefix in templates)
         patch = patches.get(ref.rel)
@@ -591,14 +741,20 @@ def read_repo(
             continue
         # taken out as used: the caller's copy of the bytes is not held for the whole run
         pre = options.data.pop(ref.rel, None) if options.data is not None else None
-        if pre is not None and len(pre) <= max_bytes and ref.error is None:
-            data: bytes | FileResult = pre
+        fits = ref.error is None and ref.size <= max_bytes  # else not read: costs nothing
+        spent = budget.take(ref.rel, len(pre) if pre is not None else ref.size if fits else 0)
+        if spent is not None:
+            data: bytes | FileResult = spent
+        elif pre is not None and len(pre) <= max_bytes and ref.error is None:
+            data = pre
         else:
             data = _read_bytes(source, ref, max_bytes)
         if isinstance(data, FileResult):
             results[i] = data
             tick()
             continue
+        if b"${" in data:
+            content.placeholder_files.add(ref.rel)
         if options.cache is not None:
             file_digest = hashlib.sha256(data).hexdigest()
             entry = cached.get(ref.rel)
@@ -616,10 +772,10 @@ def read_repo(
         from gpudrv_check.incremental import summarize
         from gpudrv_check.load.codec import encode
 
-        for i, _, _, helm in todo:
+        for i, _, data, helm in todo:
             result = results[i]
             assert result is not None
-            summaries[i] = summarize(result)
+            summaries[i] = summarize(result, b"${" in data)
             blob = encoded.get(i)
             fresh[result.rel] = (
                 result.digest,
@@ -671,4 +827,8 @@ def read_repo(
             content.unread_objects += len(summary[0])
             content.unread_skipped += summary[1]
     content.files = [r for r in results if r is not None]
+    charts = chart_findings(files)
+    for result in content.files:
+        if result.rel in charts:
+            result.problems.append(charts[result.rel])
     return content

@@ -12,7 +12,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from gpudrv_check.model.finding import Finding, Location, Severity
+from gpudrv_check.model.finding import Finding, Location, Severity, quoted
 from gpudrv_check.model.matrix import MatrixRow
 
 REQUIRED_COLUMNS = ("driver_branch", "kernel", "os_tag")
@@ -147,11 +147,11 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
         branch, kernel, os_tag = (cells[header[c]] for c in REQUIRED_COLUMNS)
         bad = []
         if not _BRANCH.match(branch):
-            bad.append(f"driver_branch {branch!r} is not a number like 550")
+            bad.append(f"driver_branch {quoted(branch)} is not a number like 550")
         if not _TOKEN.match(kernel):
-            bad.append(f"kernel {kernel!r} is not a kernel version like 5.15.0-119-generic")
+            bad.append(f"kernel {quoted(kernel)} is not a kernel version like 5.15.0-119-generic")
         if not _TOKEN.match(os_tag):
-            bad.append(f"os_tag {os_tag!r} is not an OS tag like ubuntu22.04")
+            bad.append(f"os_tag {quoted(os_tag)} is not an OS tag like ubuntu22.04")
         if bad:
             matrix.problems.append(
                 _problem(

@@ -53,7 +53,9 @@ def policy_files(root: Path, config: Config, source: Any = None) -> list[str]:
         if path.is_file():
             found.add(Path(os.path.relpath(path, root)).as_posix())
         elif path.is_dir():
-            for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+            for dirpath, dirnames, filenames in os.walk(
+                path, onerror=_unreadable(root, config, index), followlinks=False
+            ):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                 for name in filenames:
                     full = os.path.join(dirpath, name)
@@ -62,6 +64,21 @@ def policy_files(root: Path, config: Config, source: Any = None) -> list[str]:
         else:
             raise config.error(f"policies: {entry!r} not found", "policies", index)
     return sorted(found)
+
+
+def _unreadable(root: Path, config: Config, index: int):
+    """os.walk's error handler for a `policies:` folder: a folder that cannot be listed is a
+    usage error that names it, never a silent loss of the policies in it."""
+
+    def fail(err: OSError) -> None:
+        where = Path(os.path.relpath(err.filename, root)).as_posix() if err.filename else "?"
+        raise config.error(
+            f"policies: cannot read folder {where!r}: {err.strerror or type(err).__name__}",
+            "policies",
+            index,
+        )
+
+    return fail
 
 
 def _source_policy_files(config: Config, source: Any) -> list[str]:

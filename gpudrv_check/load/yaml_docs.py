@@ -23,13 +23,15 @@ from sys import intern
 from typing import Any
 
 from gpudrv_check.load.located import LMap, LSeq, Pos
+from gpudrv_check.model.finding import quoted
 
 # Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
 # embed a pod template); consumers that recurse per level (pickle for the cache and worker
 # processes ~4 frames a level, copy.deepcopy ~5, repr) stay well inside Python's limit of 1000.
 MAX_DEPTH = 128
-# nodes that aliases may add to one file (an alias adds the whole subtree it names): above this
-# the document is an alias bomb ("billion laughs") and is not read
+# nodes that aliases may add to one file (an alias adds the whole subtree it names, and a scalar
+# counts one node more per 64 characters, so bytes are budgeted too: about 12 MB of expanded
+# text): above this the document is an alias bomb ("billion laughs") and is not read
 MAX_EXPANDED_NODES = 200_000
 # the int range Kubernetes' YAML decoder (yaml.v2 ParseInt/ParseUint) keeps as an integer
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
@@ -70,7 +72,7 @@ MAX_SHARED_POSITIONS = 200_000
 NODE_STATUS_SKIPPED = frozenset(
     (
         "addresses",
-        "conditions",
+        # "conditions" is read: the Ready condition (rehearse, GetCurrentUnavailableNodes)
         "config",
         "daemonEndpoints",
         "features",
@@ -127,6 +129,8 @@ class ParsedFile:
     docs: list[Doc] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     failed: bool = False  # reading stopped early: a syntax error, a bad character, too deep
+    # where libyaml refused a `:` inside a flow scalar (`{image: a/b:1.0}`), or -1 (flow_colons)
+    flow_colon: int = -1
 
 
 def resolve_plain(text: str) -> Any:
@@ -270,8 +274,10 @@ def _in_container(stack: list[_Frame]) -> bool:
     """Whether the innermost open mapping is a container of the document's pod template."""
     from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
 
-    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))  # type: ignore[arg-type]
-    if path is None or len(stack) != len(path) + 3 or not stack[0].is_map:
+    if not stack[0].is_map:  # a top-level list (Ansible, JSON patches) has no pod template
+        return False
+    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))  # type: ignore[union-attr]
+    if path is None or len(stack) != len(path) + 3:
         return False
     for frame, key in zip(stack, path, strict=False):  # the stack is deeper than the path
         if frame.key != key:
@@ -284,7 +290,7 @@ def duplicate_key(key: str, pos: Pos) -> LoadProblem:
         "GPU008",
         pos[0],
         pos[1],
-        f"duplicate key {key!r}; the API server's strict decoding rejects this object",
+        f"duplicate key {quoted(key)}; the API server's strict decoding rejects this object",
         "Remove one of the two entries; only the last one would be used.",
     )
 
@@ -500,7 +506,27 @@ def parse_text(text: str | bytes, skim: frozenset[str] | None = None) -> ParsedF
     args, probes...) in a workload's pod template.
     """
     with _event_classes() as events:
-        return _parse_text(text, events.names, skim)
+
+        def parse(source: str | bytes) -> ParsedFile:
+            try:
+                return _parse_text(source, events.names, skim)
+            except _AliasIntoSkimmed:  # an alias names data the skim did not build: build it all
+                return _parse_text(source, events.names, None)
+
+        result = parse(text)
+        if result.flow_colon >= 0 and isinstance(text, str):
+            from gpudrv_check.load.flow_colons import reparse
+
+            return reparse(text, result, parse)
+        return result
+
+
+#: an anchor inside a skimmed section: the value was never built
+_SKIMMED = object()
+
+
+class _AliasIntoSkimmed(Exception):
+    """An alias refers to an anchor inside a section the skim drained."""
 
 
 def _parse_text(
@@ -658,7 +684,7 @@ def _parse_text(
                     if tag is not None and tag != "!" and tag != str_tag:
                         check_tag(tag, pos)
                     if event.anchor is not None:
-                        anchors[event.anchor] = (None, 1)
+                        anchors[event.anchor] = (_SKIMMED, 1)
                     if top[0] and top[1]:
                         key = event.value
                         if tag is None and not event.style and (not key or key in _NULLS):
@@ -691,7 +717,7 @@ def _parse_text(
                         top[2].add(_NON_SCALAR)
                     top[1] = not top[1]
                 if event.anchor is not None:
-                    anchors[event.anchor] = (None, 1)
+                    anchors[event.anchor] = (_SKIMMED, 1)
                 mapping = cls is MappingStartEvent
                 open_.append([mapping, True, set() if mapping else None])
             elif cls is MappingEndEvent or cls is SequenceEndEvent:
@@ -731,8 +757,10 @@ def _parse_text(
                     value = _resolve_tagged(scalar, tag)
                 else:
                     value = scalar
+                # what an alias to this costs: one node, and one more per 64 characters
+                cost = 1 + (len(scalar) >> 6)
                 if event.anchor is not None:
-                    anchors[event.anchor] = (value, 1)
+                    anchors[event.anchor] = (value, cost)
                 # the common cases inline (a string key, a new key's value, a list item);
                 # everything else (merges, duplicates, odd keys, raw texts) through attach
                 if stack:
@@ -741,25 +769,25 @@ def _parse_text(
                         key = frame.key
                         if key is None:
                             if value.__class__ is str:
-                                frame.size += 1
+                                frame.size += cost
                                 frame.key = intern(value)
                                 frame.key_pos = pos
                                 continue
                         elif raw is None and key != "<<":
                             node = frame.node
                             if key not in node and node.raw is None:
-                                frame.size += 1
+                                frame.size += cost
                                 frame.key = None
                                 node[key] = value
                                 node.kpos[key] = frame.key_pos
                                 continue
                     elif raw is None:
-                        frame.size += 1
+                        frame.size += cost
                         node = frame.node
                         node.append(value)
                         node.ipos.append(pos)
                         continue
-                attach(value, pos, 1, raw)
+                attach(value, pos, cost, raw)
             elif cls is MappingStartEvent or cls is SequenceStartEvent:
                 if skipping:
                     continue
@@ -843,6 +871,8 @@ def _parse_text(
                     abandon(pos, f"alias *{event.anchor} refers to no complete anchor")
                     continue
                 value, size = target
+                if value is _SKIMMED:
+                    raise _AliasIntoSkimmed  # read the file again, whole
                 if expanded + size > MAX_EXPANDED_NODES:
                     abandon(
                         pos,
@@ -868,6 +898,8 @@ def _parse_text(
     except MarkedYAMLError as err:
         problems.append(_syntax_problem(err, text))
         result.failed = True
+        if err.problem == "found unexpected ':'" and err.problem_mark is not None:
+            result.flow_colon = err.problem_mark.index
     except ReaderError as err:  # a character YAML does not allow; position is a UTF-8 offset
         problems.append(_reader_problem(err, text))
         result.failed = True

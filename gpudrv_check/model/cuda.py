@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from gpudrv_check.config import Config, ConfigError
+from gpudrv_check.k8s.numbers import parse_digits
+from gpudrv_check.model.finding import quoted
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.workload import Container, Workload
 from gpudrv_check.nvidia.cuda import (
@@ -68,7 +70,7 @@ def cuda_table(config: Config) -> CudaTable:
     unknown = sorted(str(k) for k in extension if k not in _TABLE_KEYS)
     if unknown:
         raise ConfigError(
-            f"cuda: unknown key {unknown[0]!r} (expected {', '.join(sorted(_TABLE_KEYS))})",
+            f"cuda: unknown key {quoted(unknown[0])} (expected {', '.join(sorted(_TABLE_KEYS))})",
             config.source,
         )
     parsed, problems = parse_cuda_table(extension)
@@ -100,19 +102,19 @@ def node_driver(node: Node) -> NodeDriver | None:
     full = labels.get(DRIVER_FULL_LABEL, "").strip()
     for major_key, minor_key, rev_key in DRIVER_PART_LABELS:
         major = labels.get(major_key, "").strip()
-        if not major.isdigit():
+        if parse_digits(major) is None:
             continue
         if full and full.split(".")[0] == major:
             return NodeDriver(full, major_key)
         parts = [major]
         minor = labels.get(minor_key, "").strip()
-        if minor.isdigit():
+        if parse_digits(minor) is not None:
             parts.append(minor)
             rev = labels.get(rev_key, "").strip()
-            if rev.isdigit():
+            if parse_digits(rev) is not None:
                 parts.append(rev)
         return NodeDriver(".".join(parts), major_key)
-    if full and full.split(".")[0].isdigit():
+    if full and parse_digits(full.split(".")[0]) is not None:
         return NodeDriver(full, DRIVER_PART_LABELS[0][0])
     return None
 
@@ -223,7 +225,9 @@ def excluding_expression(
     case); else ``kubernetes.io/hostname NotIn [...]`` when the excluded nodes carry that label.
     With ``memo`` (e.g. ``Placement.memo``) each node's driver is read once per run.
     """
-    floor_branch = int(floor.split(".")[0])
+    floor_branch = parse_digits(floor.split(".")[0])
+    if floor_branch is None:
+        return None
     excluded_names = {n.name for n in excluded}
     by_node = {} if memo is None else memo.setdefault(("cuda", "driver-of-node"), {})
     drivers = {}
@@ -236,7 +240,8 @@ def excluding_expression(
     def branch(name: str) -> int:
         driver = drivers.get(name)
         value = driver.version.split(".")[0] if driver is not None else ""
-        return int(value) if value.isdigit() else -1
+        number = parse_digits(value)
+        return -1 if number is None else number
 
     keys = {drivers[n].major_label for n in excluded_names if drivers.get(n) is not None}
     separable = all(branch(n) < floor_branch for n in excluded_names) and all(

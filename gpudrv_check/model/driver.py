@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpudrv_check.config import Config
+from gpudrv_check.model.finding import quoted
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.nvidia.driver_image import (
@@ -16,6 +18,9 @@ from gpudrv_check.nvidia.driver_image import (
     driver_image_tag,
     operator_release,
 )
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.driver_plan import DriverPlan, NodeDriver
 
 # the chart's default `driver.image` (deployments/gpu-operator/values.yaml)
 DEFAULT_DRIVER_IMAGE = "driver"
@@ -66,7 +71,7 @@ def operator_version_source(repo: Repo) -> tuple[str | None, str]:
         release = chart_release(operator.chart_version)
         if release is not None:
             return release, f"chart version {operator.chart_version} of {operator.manifest.ref}"
-        return None, f"chart version {operator.chart_version!r} pins no single release"
+        return None, f"chart version {quoted(operator.chart_version)} pins no single release"
     return None, "no operator version in config or repo"
 
 
@@ -77,7 +82,15 @@ def operator_version(repo: Repo) -> str | None:
 
 
 def node_tag(node: Node, repo: Repo) -> TagResult:
-    """The driver image tag the node needs (worked out once per node and run)."""
+    """The driver image tag the node needs (worked out once per node and run).
+
+    With an operator configuration in the repo, the tag the operator's plan installs
+    (``model/driver_plan.py``: the spec's version, the cluster's or the pool's OS tag); else the
+    node's own labels, as the lab's drv-tag.sh.
+    """
+    planned = planned_driver(node, repo)
+    if planned is not None and planned.managed:
+        return planned.result
     memo = repo.extras.setdefault("node_tags", {})
     found = memo.get(id(node))
     if found is None or found[0] is not node:
@@ -86,6 +99,16 @@ def node_tag(node: Node, repo: Repo) -> TagResult:
             driver_image_tag(node.labels, operator_version(repo), label_keys(repo.config)),
         )
     return found[1]
+
+
+def planned_driver(node: Node, repo: Repo) -> NodeDriver | None:
+    """What the operator configuration installs on the node; None without one."""
+    from gpudrv_check.model.driver_plan import LABELS, driver_plan
+
+    plan = driver_plan(repo)
+    if plan.mode == LABELS:
+        return None
+    return plan.nodes.get(node.name)
 
 
 def node_facts(node: Node, repo: Repo):  # noqa: ANN201 - NodeDriverFacts, imported lazily
@@ -114,6 +137,9 @@ class AuditEntry:
     in_matrix: bool
     # `<repository>/<image>:<tag>` when the operator config names the driver repository
     reference: str | None = None
+    # with a ClusterPolicy over GPU nodes of several OS releases: the OS tags it may get instead
+    other_os_tags: tuple[str, ...] = ()
+    planned: object = None  # the NodeDriver of model/driver_plan.py, with a configuration
 
     @property
     def missing(self) -> bool:
@@ -127,6 +153,11 @@ class AuditEntry:
 
 def audit_entries(repo: Repo) -> list[AuditEntry]:
     """Every GPU node with an operator-managed driver, by name, looked up in the matrix."""
+    from gpudrv_check.model.driver_plan import LABELS, driver_plan
+
+    plan = driver_plan(repo)
+    if plan.mode != LABELS:
+        return _planned_entries(repo, plan)
     entries = []
     for node in sorted(repo.gpu_nodes, key=lambda n: n.name):
         if not driver_managed(node):
@@ -140,6 +171,28 @@ def audit_entries(repo: Repo) -> list[AuditEntry]:
                 found = repo.matrix.has(branch, kernel, ostag)
             reference = image_reference(repo, branch, kernel, ostag)
         entries.append(AuditEntry(node, result, found, reference))
+    return entries
+
+
+def _planned_entries(repo: Repo, plan: DriverPlan) -> list[AuditEntry]:
+    entries = []
+    for name in sorted(plan.nodes):
+        planned = plan.nodes[name]
+        if not planned.managed:
+            continue
+        found = False
+        if planned.matrix_key is not None and repo.matrix is not None:
+            found = repo.matrix.has(*planned.matrix_key)
+        entries.append(
+            AuditEntry(
+                planned.node,
+                planned.result,
+                found,
+                planned.reference,
+                planned.other_os_tags,
+                planned,
+            )
+        )
     return entries
 
 

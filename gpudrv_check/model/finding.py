@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import reprlib
+from collections.abc import Iterable
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -54,6 +56,59 @@ def terminal_text(text: str, colour: bool = False) -> str:
     for code, piece in zip(codes, pieces[1:], strict=True):
         out += [code, _TERMINAL_UNSAFE.sub(_escape, piece)]
     return "".join(out)
+
+
+#: how much of a value a message quotes: a message names the value, it does not carry it
+QUOTE_LIMIT = 120
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """`repr(value)` for a message, cut to about `limit` characters, without ever building the
+    whole repr of a large value (a hostile file's megabyte string, or a tree of aliases). A
+    small value reads exactly as `repr` writes it."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return repr(value[:limit]) + f"… ({len(value)} characters)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of {value.bit_length()} bits"
+    if isinstance(value, (dict, list, tuple, set)):
+        if _small(value, [limit]):
+            return repr(value)
+        return _Short(limit).repr(value)
+    text = repr(value)
+    return text if len(text) <= limit * 2 else text[: limit * 2] + "…"
+
+
+def _small(value: object, budget: list[int]) -> bool:
+    """Whether `value` is a tree of at most `budget[0]` characters of scalars (about)."""
+    if isinstance(value, dict):
+        items: Iterable[object] = (x for kv in value.items() for x in kv)
+    elif isinstance(value, (list, tuple, set)):
+        items = value
+    else:
+        budget[0] -= len(value) if isinstance(value, str) else 8
+        return budget[0] >= 0
+    budget[0] -= 2
+    return budget[0] >= 0 and all(_small(item, budget) for item in items)
+
+
+class _Short(reprlib.Repr):
+    """reprlib's cut repr, also for subclasses of dict and list (the located trees)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.maxlevel, self.maxdict, self.maxlist, self.maxtuple, self.maxset = 2, 4, 4, 4, 4
+        self.maxstring = self.maxother = min(limit, 60)
+
+    def repr1(self, x: object, level: int) -> str:
+        if isinstance(x, dict):
+            return self.repr_dict(x, level)
+        if isinstance(x, list):
+            return self.repr_list(x, level)
+        if isinstance(x, tuple):
+            return self.repr_tuple(x, level)
+        return super().repr1(x, level)
 
 
 class Severity(str, Enum):

@@ -49,9 +49,13 @@ class Node(BaseModel):
     name_path: Path = ("metadata", "name")
     taints_path: Path = ("spec", "taints")
     unschedulable_path: Path = ("spec", "unschedulable")
+    # nvidia.com/gpu.present as the operator writes it from NFD's PCI labels (None: as written)
+    gpu_present: bool | None = None
 
     @property
     def is_gpu(self) -> bool:
+        if self.gpu_present is not None:
+            return self.gpu_present
         return self.labels.get(GPU_PRESENT) == "true"
 
     @property
@@ -112,3 +116,27 @@ class Node(BaseModel):
         if self.manifest.get(*self.labels_path) is not None:
             return self.location(self.labels_path)
         return self.location(self.name_path)
+
+
+def apply_gpu_presence(nodes: list[Node]) -> str:
+    """Decide each node's GPU presence the way the GPU Operator does, and say how.
+
+    The operator keeps ``nvidia.com/gpu.present`` in sync with NFD's PCI labels
+    (``reconcileCommonGPULabel``; ``labelGPUNodes`` before v26.7): ``true`` when a
+    ``pci-10de``/``pci-0302_10de``/``pci-0300_10de`` ``.present=true`` label is there, ``false``
+    when none is. So when the repo's nodes carry PCI labels at all, those decide; when no node
+    has any (a trimmed export, a compact inventory), the label is taken as written.
+    """
+    from gpudrv_check.nvidia.driver_image import derived_gpu_present, has_pci_labels
+
+    if not any(has_pci_labels(node.labels) for node in nodes):
+        return f"{GPU_PRESENT} as written (no node has NFD PCI labels)"
+    changed = []
+    for node in nodes:
+        node.gpu_present = derived_gpu_present(node.labels) == "true"
+        if node.gpu_present != (node.labels.get(GPU_PRESENT) == "true"):
+            changed.append(f"{node.name}={'true' if node.gpu_present else 'false'}")
+    text = f"{GPU_PRESENT} derived from NFD PCI labels (pci-10de, pci-0302_10de, pci-0300_10de)"
+    if changed:
+        text += "; the operator relabels " + ", ".join(sorted(changed))
+    return text

@@ -54,6 +54,7 @@ from gpudrv_check.nvidia.operands import (
     CLUSTERPOLICY,
     DEFAULT_OPERAND_TOLERATION,
     DEPLOY_OPERANDS_LABEL,
+    GPU_PRESENT_LABEL,
     HELM,
     OPERAND_NAMES,
     OPERANDS,
@@ -304,30 +305,60 @@ def _operator_namespace(config: OperatorConfig) -> str:
     return DEFAULT_NAMESPACE
 
 
-def _derived_daemonset(operand: str, config: OperatorConfig) -> OperandDaemonSet:
+def _precompiled_driver_daemonsets(repo: Repo, config: OperatorConfig) -> list[OperandDaemonSet]:
+    """A precompiled ClusterPolicy driver: one DaemonSet per GPU-node kernel, named
+    ``nvidia-driver-daemonset-<sanitized kernel>-<ID+VERSION_ID>`` and selecting that kernel
+    (object_controls.go ``precompiledDriverDaemonsets``, ``TransformDriver``)."""
+    from gpudrv_check.model.driver import node_facts
+    from gpudrv_check.nvidia.driver_image import KERNEL_VERSION_LABEL, sanitized_kernel_version
+
+    kernels: dict[str, str] = {}
+    for node in sorted(repo.gpu_nodes, key=lambda n: n.name):
+        facts = node_facts(node, repo)
+        if facts.kernel is not None:
+            kernels.setdefault(facts.kernel, facts.os_release or "")
+    return [
+        _derived_daemonset(
+            DRIVER,
+            config,
+            f"{OPERANDS[DRIVER].daemonset}-{sanitized_kernel_version(kernel)}-{release}",
+            {KERNEL_VERSION_LABEL: kernel},
+        )
+        for kernel, release in sorted(kernels.items())
+    ]
+
+
+def _derived_daemonset(
+    operand: str,
+    config: OperatorConfig,
+    name: str | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> OperandDaemonSet:
     entry = OPERANDS[operand]
     tolerations = operator_tolerations(config.values)
-    pod_spec = {"nodeSelector": {entry.deploy_label: "true"}, "tolerations": tolerations}
+    selector = {entry.deploy_label: "true", **dict(entry.extra_selector), **(extra or {})}
+    pod_spec = {"nodeSelector": selector, "tolerations": tolerations}
     namespace = _operator_namespace(config)
+    name = name or entry.daemonset
     manifest = Manifest(
         file=config.manifest.file,
         doc=config.manifest.doc,
         data={
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
-            "metadata": {"name": entry.daemonset, "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace},
             "spec": {"template": {"spec": pod_spec}},
         },
         api_version="apps/v1",
         kind="DaemonSet",
-        name=entry.daemonset,
+        name=name,
         namespace=namespace,
     )
     workload = Workload(manifest=manifest, spec_path=POD_SPEC_PATHS["DaemonSet"], pod_spec=pod_spec)
     section = (entry.spec_key,) if entry.spec_key and config.get(entry.spec_key) else ()
     return OperandDaemonSet(
         operand=operand,
-        name=entry.daemonset,
+        name=name,
         namespace=namespace,
         source=OPERATOR,
         workload=workload,
@@ -337,6 +368,80 @@ def _derived_daemonset(operand: str, config: OperatorConfig) -> OperandDaemonSet
         tolerations=daemonset_pod_tolerations(tolerations, False),
         affinity=required_node_affinity(pod_spec),
     )
+
+
+def _pool_daemonsets(repo: Repo, config: OperatorConfig) -> list[OperandDaemonSet]:
+    """One driver DaemonSet per NVIDIADriver node pool (internal/state/driver.go: one per pool,
+    nodeSelector = gpu.deploy.driver=true + the pool's selector, tolerations added to the
+    asset's nvidia.com/gpu one)."""
+    from gpudrv_check.model.driver_plan import NVIDIADRIVER, driver_plan
+    from gpudrv_check.nvidia.nvidiadriver import driver_tolerations, parse_driver_cr
+
+    plan = driver_plan(repo)
+    if plan.mode != NVIDIADRIVER:
+        return []
+    out = []
+    namespace = _operator_namespace(config)
+    for source, pool, _reference in plan.pools:
+        cr = source.cr or parse_driver_cr(pool.driver, {})
+        name = f"nvidia-{cr.driver_type}-driver-{pool.driver}-{pool.name}"
+        tolerations = driver_tolerations(cr)
+        selector = {OPERANDS[DRIVER].deploy_label: "true", **pool.node_selector}
+        pod_spec = {"nodeSelector": selector, "tolerations": tolerations}
+        manifest = Manifest(
+            file=source.manifest.file,
+            doc=source.manifest.doc,
+            data={
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"template": {"spec": pod_spec}},
+            },
+            api_version="apps/v1",
+            kind="DaemonSet",
+            name=name,
+            namespace=namespace,
+        )
+        workload = Workload(
+            manifest=manifest, spec_path=POD_SPEC_PATHS["DaemonSet"], pod_spec=pod_spec
+        )
+        out.append(
+            OperandDaemonSet(
+                operand=DRIVER,
+                name=name,
+                namespace=namespace,
+                source=OPERATOR,
+                workload=workload,
+                about=source.manifest,
+                path=source.path(),
+                tolerations_path=source.path("tolerations"),
+                tolerations=daemonset_pod_tolerations(tolerations, False),
+                affinity=required_node_affinity(pod_spec),
+            )
+        )
+    return out
+
+
+def _any_node_has(repo: Repo, selector: tuple[tuple[str, str], ...]) -> bool:
+    return any(all(n.labels.get(k) == v for k, v in selector) for n in repo.nodes)
+
+
+def _version(repo: Repo) -> str | None:
+    from gpudrv_check.model.driver import operator_version
+
+    return operator_version(repo)
+
+
+def _pool_owners(repo: Repo) -> dict[str, dict[str, str]]:
+    """The owner label AssignOwners writes (v26.7) on each node a pool takes."""
+    from gpudrv_check.model.driver import operator_version
+    from gpudrv_check.model.driver_plan import NVIDIADRIVER, driver_plan
+    from gpudrv_check.nvidia.nvidiadriver import OWNER_LABEL, has_owner_assignment
+
+    plan = driver_plan(repo)
+    if plan.mode != NVIDIADRIVER or not has_owner_assignment(operator_version(repo)):
+        return {}
+    return {name: {OWNER_LABEL: pool.driver} for _, pool, _ in plan.pools for name in pool.nodes}
 
 
 def config_key_path(config: OperatorConfig, *path: str) -> Path:
@@ -354,9 +459,15 @@ def config_name(config: OperatorConfig) -> str:
 # --- node labels as the DaemonSets see them ---------------------------------------------------
 
 
-def _operator_labels(node: Node, sandbox: bool, default: str) -> dict[str, str]:
+def _operator_labels(
+    node: Node, sandbox: bool, default: str, version: object = None, mode: object = None
+) -> dict[str, str]:
     kept = {k: v for k, v in node.labels.items() if operand_for_deploy_label(k) is None}
-    kept.update(expected_deploy_labels(node.labels, sandbox, default))
+    # gpu.present as the operator keeps it (from NFD's PCI labels when the repo has them)
+    labels = {**node.labels, GPU_PRESENT_LABEL: "true" if node.is_gpu else "false"}
+    if node.is_gpu:
+        kept[GPU_PRESENT_LABEL] = "true"
+    kept.update(expected_deploy_labels(labels, sandbox, default, version, mode))
     return kept
 
 
@@ -510,11 +621,12 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     repo_ds = _repo_daemonsets(repo.workloads)
     notes: list[str] = []
     enabled: dict[str, bool] | None = None
-    sandbox, default = False, "container"
+    sandbox, default, mode = False, "container", None
     if config is not None:
+        mode = config.get("sandboxWorkloads", "mode")
         values = config.values
         source = _config_source(config)
-        enabled = operands_from_operator_config(values, source)
+        enabled = operands_from_operator_config(values, source, _version(repo))
         sandbox = sandbox_workloads_enabled(values, source)
         default = default_workload(values)
     if config is None and not repo_ds:
@@ -548,13 +660,21 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
                 entry.spec_key is not None and config.get(entry.spec_key, "enabled") is not None
             )
             if entry.name == DRIVER and enabled[DRIVER] and settings.use_nvidia_driver_crd:
-                notes.append(
-                    "driver: driver.useNvidiaDriverCRD is set, so driver DaemonSets come from "
-                    "NVIDIADriver objects, which are not modelled; the driver link of the chain "
-                    "is taken as satisfied"
-                )
+                pools = _pool_daemonsets(repo, config)
+                derived.extend(pools)
+                columns.append(entry.name)
+                if not pools:
+                    notes.append(
+                        "driver: driver.useNvidiaDriverCRD is set and no NVIDIADriver renders a "
+                        "driver DaemonSet (no CR, or none owns a GPU node)"
+                    )
                 continue
-            if enabled[entry.name]:
+            if entry.extra_selector and not _any_node_has(repo, entry.extra_selector):
+                continue  # e.g. no MPS-capable node: a column of "no" says nothing
+            if entry.name == DRIVER and enabled[DRIVER] and settings.use_precompiled:
+                derived.extend(_precompiled_driver_daemonsets(repo, config))
+                columns.append(entry.name)
+            elif enabled[entry.name]:
                 derived.append(_derived_daemonset(entry.name, config))
                 columns.append(entry.name)
             elif explicit:
@@ -579,12 +699,15 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     # node labels as the DaemonSets will see them
     labels: dict[str, dict[str, str]] = {}
     changed = False
+    owners = _pool_owners(repo) if operator_mode else {}
     for node in repo.nodes:
         seen = (
-            _operator_labels(node, sandbox, default)
+            _operator_labels(node, sandbox, default, _version(repo), mode)
             if operator_mode and node.is_gpu
             else node.labels
         )
+        if node.name in owners:
+            seen = {**seen, **owners[node.name]}
         labels[node.name] = seen
         changed = changed or seen != node.labels
     if changed:
@@ -616,7 +739,7 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     for node in rows:
         row: dict[str, Cell] = {}
         for operand in columns:
-            row[operand] = _cell(operand, node, daemonsets, explainer, config, enabled)
+            row[operand] = _cell(operand, node, daemonsets, explainer, config, enabled, repo)
         cells[node.name] = row
 
     breaks: dict[str, list[ChainBreak]] = {}
@@ -666,9 +789,36 @@ def _disabled_cause(operand: str, config: OperatorConfig) -> Cause:
     return Cause(DISABLED, detail, config.manifest.location(path), config.manifest, path)
 
 
-def _cell(operand, node, daemonsets, explainer, config, enabled) -> Cell:
+def _no_pool_cause(repo: Repo, node: Node, config: OperatorConfig | None) -> Cause | None:
+    """Why no NVIDIADriver pool takes the node, at the CR or configuration that says so."""
+    from gpudrv_check.model.driver_plan import NVIDIADRIVER, OWNER_CONFLICT, driver_plan
+
+    plan = driver_plan(repo)
+    entry = plan.nodes.get(node.name)
+    if plan.mode != NVIDIADRIVER or entry is None or entry.pool is not None:
+        return None
+    conflicts = plan.of_rule(OWNER_CONFLICT)
+    if conflicts:
+        first = conflicts[0]
+        detail = "no NVIDIADriver owns it: the owner assignment fails (GPU015)"
+        return Cause(SELECTOR, detail, first.location, first.about, first.path)
+    missing = entry.result.missing
+    if entry.managed and missing:
+        detail = f"its NVIDIADriver's node pools need the label {missing[0]}"
+        return Cause(LABEL, detail, node.label_location(missing[0]), node, node.labels_path)
+    reason = entry.reason or "no NVIDIADriver owns it"
+    about = config.manifest if config is not None else node.manifest
+    path = config_key_path(config, "driver") if config is not None else node.labels_path
+    return Cause(SELECTOR, reason, about.location(path), about, path)
+
+
+def _cell(operand, node, daemonsets, explainer, config, enabled, repo=None) -> Cell:
     own = [ds for ds in daemonsets if ds.operand == operand]
     preinstalled = operand == DRIVER and node.labels.get(OPERANDS[DRIVER].deploy_label) == "false"
+    if operand == DRIVER and repo is not None and not preinstalled:
+        cause = _no_pool_cause(repo, node, config)
+        if cause is not None and not any(ds.verdicts[node.name].ok for ds in own):
+            return Cell(operand, False, causes=(cause,))
     if not own:
         if config is not None and enabled is not None and not enabled.get(operand, False):
             cause = _disabled_cause(operand, config)

@@ -26,8 +26,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpudrv_check.k8s.numbers import parse_digits, parse_int64
 from gpudrv_check.load.located import Path
-from gpudrv_check.model.finding import Location
+from gpudrv_check.model.finding import Location, quoted
 from gpudrv_check.model.manifest import Manifest
 
 CHART = "gpu-operator"
@@ -146,7 +147,11 @@ def _split_target_path(path: str) -> list[str | int]:
         assert match is not None
         if match.group("key"):
             out.append(match.group("key"))
-        out.extend(int(n) for n in re.findall(r"\[(\d+)\]", match.group("index")))
+        for n in re.findall(r"\[(\d+)\]", match.group("index")):
+            index = parse_digits(n)
+            if index is None:
+                return []  # not a usable path
+            out.append(index)
     return out
 
 
@@ -158,8 +163,10 @@ def _typed(value: str) -> Any:
         return value == "true"
     if value == "null":
         return None
-    if value == "0" or (value.isdigit() and not value.startswith("0")):
-        return int(value)
+    if value == "0" or not value.startswith("0"):
+        number = parse_int64(value)  # Helm's strconv.ParseInt; out of range stays a string
+        if number is not None and value[0] not in "+-":
+            return number
     return value
 
 
@@ -255,7 +262,7 @@ def _values_from(m: Manifest, index: dict, notes: list[str]) -> list[ValuesLayer
         if isinstance(target, str) and target:
             tree = _at_path(_split_target_path(target), _typed(text.strip()))
             if tree is None:
-                notes.append(f"{what}: targetPath {target!r} is not usable; skipped")
+                notes.append(f"{what}: targetPath {quoted(target)} is not usable; skipped")
                 continue
             layers.append(ValuesLayer(resource, tree, _data_path(resource, key), True, label))
             continue

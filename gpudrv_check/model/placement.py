@@ -25,6 +25,7 @@ from gpudrv_check.k8s.nodeaffinity import (
     prefilter_node_names,
     required_node_affinity,
 )
+from gpudrv_check.k8s.numbers import gpu_count
 from gpudrv_check.k8s.scheduler import (
     REASON_AFFINITY,
     REASON_AFFINITY_CONFLICT,
@@ -90,8 +91,8 @@ def node_gpu_count(node: Node) -> int | None:
     """
     for source in (node.allocatable, node.capacity):
         if source:
-            value = source.get(GPU_RESOURCE, "0")
-            return int(value) if value.isdigit() else 0
+            count, _ = gpu_count(source.get(GPU_RESOURCE, "0"))
+            return count or 0  # not a count (reported by the inventory reader): none offered
     return None
 
 

@@ -26,7 +26,7 @@ from gpudrv_check.k8s.disruption import (
 )
 from gpudrv_check.model.disruption import WorkloadPods
 from gpudrv_check.model.driver import driver_managed, label_keys
-from gpudrv_check.model.finding import Location
+from gpudrv_check.model.finding import Location, quoted
 from gpudrv_check.model.node import GPU_PRESENT, Node
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.nvidia.driver_image import (
@@ -181,7 +181,17 @@ def _image_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) -> S
                 node.label_location(GPU_PRESENT),
             )
         )
-    if not driver_managed(node):
+    from gpudrv_check.model.driver import planned_driver
+
+    planned = planned_driver(node, repo)
+    if planned is not None and not planned.managed:
+        blockers.append(
+            Item(
+                f"the GPU Operator installs no driver on {node.name}: {planned.reason}",
+                node.location(node.name_path),
+            )
+        )
+    elif planned is None and not driver_managed(node):
         off = node.labels.get(DEPLOY_DRIVER_LABEL) == "false"
         key = DEPLOY_DRIVER_LABEL if off else DEPLOY_OPERANDS_LABEL
         blockers.append(
@@ -237,33 +247,58 @@ def _image_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) -> S
                 fix=f"appended `{text}` (recording that {tag} was built and pushed)",
             )
         )
-    operator = repo.operator
-    if operator is not None:
-        configured = operator.get("driver", "version")
-        if isinstance(configured, str) and configured not in (version.text, version.major):
-            notes.append(
-                Item(
-                    f"the operator configuration sets driver.version {configured}: the operator "
-                    "deploys that version on every node whose driver it manages",
-                    operator.location(("driver", "version")),
-                    f"set driver.version to {version.text} (or {version.major} with precompiled "
-                    "drivers) for the driver to change",
-                )
-            )
+    notes.extend(_configured_version_notes(repo, node, version))
     return Step(1, "image", summary, tuple(blockers), tuple(notes))
 
 
+def _configured_version_notes(repo: Repo, node: Node, version: DriverVersion) -> list[Item]:
+    """The version the operator configuration installs on the node: the owning NVIDIADriver's,
+    else the ClusterPolicy's ``driver.version`` (``model/driver_plan.py``)."""
+    from gpudrv_check.model.driver import planned_driver
+
+    planned = planned_driver(node, repo)
+    if planned is None or planned.source is None:
+        return []
+    source = planned.source
+    cr = source.cr
+    configured = cr.version if cr is not None else repo.operator.get("driver", "version")
+    if not isinstance(configured, str) or configured in (version.text, version.major):
+        return []
+    where = f"NVIDIADriver {source.name}" if source.kind == "nvidiadriver" else source.name
+    return [
+        Item(
+            f"the {where} sets {'version' if cr is not None else 'driver.version'} "
+            f"{configured}: the operator deploys that version on "
+            f"{node.name}" + ("" if cr is not None else " and every node whose driver it manages"),
+            source.location("version"),
+            f"set its version to {version.text} (or {version.major} with precompiled "
+            "drivers) for the driver to change",
+        )
+    ]
+
+
 def _headroom_step(repo: Repo, node: Node) -> Step:
+    from gpudrv_check.model.upgrade_flow import CONTROLLER, upgrade_flow
+
     disruption = repo.disruption
+    flow = upgrade_flow(repo)  # the controller's default flow evicts GPU pods only
     candidates = [
         disruption.pods(w)
         for w in repo.workloads
         if disruption.pods(w).evicted_by_drain
         and disruption.pods(w).healthy > 0
         and any(n.name == node.name for n in disruption.pods(w).eligible)
+        and flow.evicts(w)
     ]
     blockers: list[Item] = []
     notes: list[Item] = []
+    if flow.kind == CONTROLLER and flow.config is not None:
+        notes.append(
+            Item(
+                f"flow: {flow.describe()}; only the pods it evicts are counted",
+                flow.config.location(("driver", "upgradePolicy")),
+            )
+        )
     seen: set[int] = set()
     candidate_ids = {id(m.workload) for m in candidates}
     for member in candidates:
@@ -354,11 +389,16 @@ def _drain_step(repo: Repo, node: Node, timeout: str, headroom: Step) -> Step:
     command = (
         f"kubectl drain {node.name} --ignore-daemonsets --delete-emptydir-data --timeout={timeout}"
     )
+    from gpudrv_check.model.upgrade_flow import upgrade_flow
+
+    flow = upgrade_flow(repo)
     blockers: list[Item] = []
     notes: list[Item] = []
     for workload in repo.workloads:
         member = disruption.pods(workload)
         if not member.bare or not member.evicted_by_drain or member.healthy == 0:
+            continue
+        if not flow.evicts(workload):
             continue
         eligible = [n.name for n in member.eligible]
         if node.name not in eligible:
@@ -424,7 +464,7 @@ def _relabel_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) ->
     summary = f"kubectl label node {node.name} --overwrite " + " ".join(
         f"{c.key}={c.new}" for c in changes
     )
-    notes = tuple(Item(f"{c.key}: {c.old!r} → {c.new!r}", c.location) for c in changes)
+    notes = tuple(Item(f"{c.key}: {quoted(c.old)} → {quoted(c.new)}", c.location) for c in changes)
     return Step(4, "relabel", summary, (), notes)
 
 

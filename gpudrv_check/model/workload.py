@@ -6,9 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpudrv_check.k8s.numbers import TOO_LARGE, gpu_count
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
 from gpudrv_check.load.located import Path, scalar_text, type_name
-from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
+from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity, quoted
 from gpudrv_check.model.manifest import Manifest
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -183,17 +184,6 @@ def _placement_findings(
     return findings, any(not p.scheduler_only for p in problems)
 
 
-def _quantity_count(value: Any) -> int | None:
-    """An extended-resource quantity as a whole number (`1`, `"2"`); None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
-
-
 def _containers(manifest: Manifest, spec_path: Path, findings: list[Finding]) -> list[Container]:
     out: list[Container] = []
     for field, init in (("initContainers", True), ("containers", False)):
@@ -230,14 +220,15 @@ def _containers(manifest: Manifest, spec_path: Path, findings: list[Finding]) ->
                 for section in ("limits", "requests"):
                     amounts = resources.get(section)
                     if isinstance(amounts, dict) and GPU_RESOURCE in amounts:
-                        count = _quantity_count(amounts[GPU_RESOURCE])
+                        count, why = gpu_count(amounts[GPU_RESOURCE])
                         if count is None:
+                            shown = quoted(scalar_text(amounts, GPU_RESOURCE))
                             findings.append(
                                 _finding(
                                     manifest,
                                     (*cpath, "resources", section, GPU_RESOURCE),
                                     f"{GPU_RESOURCE} must be a whole number of GPUs, not "
-                                    f"{scalar_text(amounts, GPU_RESOURCE)!r}",
+                                    f"{shown}" + (f" ({why})" if why == TOO_LARGE else ""),
                                     "Extended resources cannot be fractional: write e.g. `1`.",
                                 )
                             )

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
+from gpudrv_check.k8s.numbers import parse_digits
 from gpudrv_check.nvidia.driver_image import parse_image_reference
 
 _VERSION_RE = re.compile(r"^\d+(?:\.\d+){0,3}$")
@@ -107,7 +108,8 @@ def _version(value: object) -> tuple[int, ...] | None:
         value = str(value)
     if not isinstance(value, str) or not _VERSION_RE.match(value.strip()):
         return None
-    return tuple(int(part) for part in value.strip().split("."))
+    parts = tuple(parse_digits(part) for part in value.strip().split("."))
+    return None if None in parts else parts  # type: ignore[return-value]
 
 
 def _key(value: object) -> str | None:

@@ -22,6 +22,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from gpudrv_check.k8s.numbers import parse_digits
+from gpudrv_check.model.finding import quoted
+
 # --- label keys ------------------------------------------------------------------------------
 # GFD writes both the current and the deprecated keys (k8s-device-plugin internal/lm/nvml.go).
 DRIVER_VERSION_MAJOR_LABEL = "nvidia.com/cuda.driver-version.major"
@@ -249,7 +252,8 @@ def operator_release(version: object) -> tuple[int, int] | None:
     match = _OPERATOR_VERSION_RE.match(text.strip())
     if match is None:
         return None
-    return int(match.group(1)), int(match.group(2))
+    year, month = parse_digits(match.group(1)), parse_digits(match.group(2))
+    return None if year is None or month is None else (year, month)
 
 
 def os_tag(os_id: object, version_id: object, operator_version: object = None) -> str | None:
@@ -257,8 +261,8 @@ def os_tag(os_id: object, version_id: object, operator_version: object = None) -
 
     - up to v25.10: always ``ID`` + ``VERSION_ID`` (``ubuntu22.04``, ``rhel9.4``, ``rocky9.4``);
     - v26.3: ``rocky`` keeps only the major version (``rocky9``); ``rhel`` too from major 10
-      (``rhel10``, but ``rhel9.4``); a ``rhel`` VERSION_ID whose major is not a number is an
-      operator error, reported here as ``None``;
+      (``rhel10``, but ``rhel9.4``); a VERSION_ID whose major is not a number is an operator
+      error for every OS (``getGPUNodeOSTag``), reported here as ``None``;
     - v26.7 and later: ``rhel``, ``rocky`` and ``ol`` keep only the major version (``rhel9``).
 
     ``ubuntu``, ``rhcos``, ``sles`` and every other ID keep the full VERSION_ID in all releases.
@@ -273,12 +277,15 @@ def os_tag(os_id: object, version_id: object, operator_version: object = None) -
     if release is not None and release < OS_TAG_PARTIAL_TRUNCATION_SINCE:
         return f"{os_name}{version}"
     if release is not None and release < OS_TAG_RHEL_FAMILY_TRUNCATION_SINCE:
+        if not major.isdigit():
+            return None  # getGPUNodeOSTag: strconv.Atoi of every OS's major version
         if os_name == "rocky":
             return f"{os_name}{major}"
         if os_name == "rhel":
-            if not major.isdigit():
+            number = parse_digits(major)  # the operator's strconv.Atoi
+            if number is None:
                 return None  # v26.3 fails with "error processing OS major version"
-            return f"{os_name}{major}" if int(major) >= 10 else f"{os_name}{version}"
+            return f"{os_name}{major}" if number >= 10 else f"{os_name}{version}"
         return f"{os_name}{version}"
     if os_name in RHEL_FAMILY_OS_IDS:
         return f"{os_name}{major}"
@@ -378,14 +385,12 @@ def driver_image_tag(
         return TagResult(
             None,
             error=f"operator {operator_version} cannot form an OS tag from "
-            f"ID={facts.os_id!r} VERSION_ID={facts.os_version_id!r}",
+            f"ID={quoted(facts.os_id)} VERSION_ID={quoted(facts.os_version_id)}",
         )
     tag = precompiled_tag(facts.driver_major, facts.kernel, ostag)
     if tag is None:
-        return TagResult(
-            None,
-            error=f"'{facts.driver_major}-{facts.kernel}-{ostag}' is not a valid image tag",
-        )
+        written = f"{facts.driver_major}-{facts.kernel}-{ostag}"
+        return TagResult(None, error=f"{quoted(written)} is not a valid image tag")
     return TagResult(tag)
 
 
@@ -507,3 +512,112 @@ def sanitized_kernel_version(kernel: object) -> str | None:
     if text is None:
         return None
     return _KERNEL_ARCH_RE.sub("", text).replace("_", ".").rstrip(".").lower()
+
+
+# --- which nodes are GPU nodes: nvidia.com/gpu.present as the operator writes it ---------------
+#: NFD's PCI labels for NVIDIA (vendor 10de) devices: any, any 3D controller, any VGA controller
+#: (controllers/state_manager.go ``gpuNodeLabels``; the value must be exactly "true")
+GPU_PCI_LABELS: tuple[str, ...] = (
+    "feature.node.kubernetes.io/pci-10de.present",
+    "feature.node.kubernetes.io/pci-0302_10de.present",
+    "feature.node.kubernetes.io/pci-0300_10de.present",
+)
+PCI_LABEL_PREFIX = "feature.node.kubernetes.io/pci-"
+
+
+def has_gpu_pci_labels(labels: object) -> bool:
+    """``hasGPULabels``: one of ``GPU_PCI_LABELS`` with the value ``"true"``."""
+    if not isinstance(labels, Mapping):
+        return False
+    return any(labels.get(key) == "true" for key in GPU_PCI_LABELS)
+
+
+def has_pci_labels(labels: object) -> bool:
+    """Whether NFD's PCI feature labels are on the node at all (any ``pci-*`` key)."""
+    if not isinstance(labels, Mapping):
+        return False
+    return any(isinstance(key, str) and key.startswith(PCI_LABEL_PREFIX) for key in labels)
+
+
+def derived_gpu_present(labels: object) -> str | None:
+    """``nvidia.com/gpu.present`` after the operator's relabelling, in every release.
+
+    ``reconcileCommonGPULabel`` (v26.7, ``labelGPUNodes`` before): a node with a GPU PCI label
+    and no ``gpu.present=true`` gets ``true``; a node with ``gpu.present=true`` and no such label
+    gets ``false``; any other value (absent, ``false``, empty) is left as written. Returns the
+    value the label ends up with (``None``: absent).
+    """
+    if not isinstance(labels, Mapping):
+        return None
+    written = labels.get(GPU_PRESENT_LABEL)
+    present = written == "true"
+    if has_gpu_pci_labels(labels):
+        return "true"
+    if present:
+        return "false"
+    return written if isinstance(written, str) else None
+
+
+# --- the ClusterPolicy's one OS tag ------------------------------------------------------------
+@dataclass(frozen=True)
+class ClusterOsTag:
+    """The OS tag(s) a ClusterPolicy may take from its GPU nodes.
+
+    ``getGPUNodeOSInfo`` (v26.7; ``getGPUNodeOSTag`` v26.3, ``kernelFullVersion`` v25.10) lists
+    GPU nodes with ``Limit(1)`` through the controller-runtime cache, whose order is the
+    informer store's (a Go map: no order at all), and builds every image from that one node.
+    So with one tag every node agrees; with several, each reconcile may pick any of them.
+    """
+
+    by_tag: Mapping[str, tuple[str, ...]]  # OS tag -> GPU nodes with it
+    unlabelled: tuple[str, ...] = ()  # GPU nodes without the OS labels
+
+    @property
+    def tag(self) -> str | None:
+        """The tag when every labelled GPU node agrees, else ``None``."""
+        return next(iter(self.by_tag)) if len(self.by_tag) == 1 else None
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.by_tag) > 1
+
+
+def cluster_os_tag(
+    nodes: Iterable[tuple[str, Mapping[str, object]]], operator_version: object = None
+) -> ClusterOsTag:
+    """The OS tags of ``(name, labels)`` GPU nodes, as the release builds them (sorted)."""
+    by_tag: dict[str, list[str]] = {}
+    unlabelled: list[str] = []
+    for name, labels in nodes:
+        tag = os_tag(
+            labels.get(OS_RELEASE_ID_LABEL), labels.get(OS_VERSION_ID_LABEL), operator_version
+        )
+        if tag is None:
+            unlabelled.append(name)
+        else:
+            by_tag.setdefault(tag, []).append(name)
+    return ClusterOsTag(
+        {tag: tuple(sorted(by_tag[tag])) for tag in sorted(by_tag)}, tuple(sorted(unlabelled))
+    )
+
+
+def precompiled_version_problem(version: object) -> str | None:
+    """Why a precompiled ``driver.version`` pulls a tag that is never built, or ``None``.
+
+    Precompiled images are tagged by branch (``550-5.15.0-119-generic-ubuntu22.04``); the
+    operator puts ``driver.version`` there verbatim (``resolveDriverTag``), so a full version
+    (``550.90.07``) or a digest names an image that does not exist.
+    """
+    text = _text(version)
+    if text is None:
+        return None
+    if text.startswith("sha256:"):
+        return PRECOMPILED_DIGEST_ERROR
+    if not text.isdigit():
+        branch = driver_branch(text)
+        hint = f"'{branch}'" if branch else "a driver branch such as '550'"
+        return (
+            f"precompiled driver images are tagged by driver branch, so version '{text}' names "
+            f"'{text}-<kernel>-<os-tag>', which is never built; use {hint}"
+        )
+    return None

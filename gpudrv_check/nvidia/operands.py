@@ -8,9 +8,10 @@ workload type (``nvidia.com/gpu.workload.config``), honouring values an admin al
 removes them all when the node has ``nvidia.com/gpu.deploy.operands=false``.
 
 Operands wait for each other through init containers: the toolkit waits for a working driver,
-the device plugin, GFD, DCGM, DCGM Exporter and the MIG manager wait for the toolkit, and the
-validator checks driver, toolkit, CUDA and device plugin. A device plugin without a toolkit
-advertises GPUs that workloads then cannot use.
+the device plugin, GFD, DCGM, DCGM Exporter and the MIG manager wait for ``toolkit-ready``, a
+file only the validator's toolkit validation writes (so they need the toolkit *and* the
+validator), and the validator checks driver, toolkit, CUDA and device plugin. A device plugin
+without a toolkit advertises GPUs that workloads then cannot use.
 
 Sources: gpu-operator ``controllers/state_manager.go`` (labels, ``isStateEnabled``),
 ``api/nvidia/v1/clusterpolicy_types.go`` (``IsEnabled`` defaults), ``controllers/
@@ -33,6 +34,17 @@ WORKLOAD_CONFIG_LABEL = "nvidia.com/gpu.workload.config"
 MIG_CAPABLE_LABEL = "nvidia.com/mig.capable"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 VGPU_HOST_DRIVER_LABEL = "nvidia.com/vgpu.host-driver-version"
+MPS_CAPABLE_LABEL = "nvidia.com/mps.capable"
+KUBEVIRT = "kubevirt"
+KATA = "kata"
+#: v26.3 added sandboxWorkloads.mode: kubevirt (the CRD default) or kata
+SANDBOX_MODE_SINCE: tuple[int, int] = (26, 3)
+#: operands that exist only in one sandbox mode (isStateEnabled, v26.3 on)
+_MODE_ONLY: Mapping[str, str] = {
+    "sandbox-device-plugin": KUBEVIRT,
+    "kata-sandbox-device-plugin": KATA,
+    "cc-manager": KATA,
+}
 
 WORKLOAD_CONTAINER = "container"
 WORKLOAD_VM_PASSTHROUGH = "vm-passthrough"
@@ -43,6 +55,12 @@ CLUSTERPOLICY = "clusterpolicy"
 HELM = "helm"
 
 _ALL = WORKLOAD_CONFIGS
+#: What the toolkit-validation init containers wait for: /run/nvidia/validations/toolkit-ready,
+#: which only the operator-validator's toolkit validation writes (cmd/nvidia-validator/main.go
+#: toolkitStatusFile; assets/state-device-plugin, gpu-feature-discovery, state-dcgm,
+#: state-dcgm-exporter, state-mig-manager, state-mps-control-daemon). Without the validator on
+#: the node these operands wait forever, even with the toolkit running.
+TOOLKIT_READY: tuple[str, ...] = ("container-toolkit", "operator-validator")
 _VM = (WORKLOAD_VM_PASSTHROUGH, WORKLOAD_VM_VGPU)
 
 
@@ -69,10 +87,24 @@ class Operand:
     needs_by_workload: tuple[tuple[str, tuple[str, ...]], ...] = ()
     mig_capable_only: bool = False
     note: str = ""
+    # an operand selected by another operand's deploy label plus more (the MPS control daemon)
+    label_of: str | None = None
+    extra_selector: tuple[tuple[str, str], ...] = ()
+    # operator releases (year, month) that have it; None: every release
+    since: tuple[int, int] | None = None
+    until: tuple[int, int] | None = None  # first release without it
 
     @property
     def deploy_label(self) -> str:
-        return f"{DEPLOY_LABEL_PREFIX}{self.name}"
+        return f"{DEPLOY_LABEL_PREFIX}{self.label_of or self.name}"
+
+    def in_release(self, release: tuple[int, int] | None) -> bool:
+        """Whether the release deploys it at all (``None``: the newest release)."""
+        if release is None:
+            return self.until is None
+        if self.since is not None and release < self.since:
+            return False
+        return self.until is None or release < self.until
 
 
 _CATALOG: tuple[Operand, ...] = (
@@ -103,7 +135,7 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         True,
         (WORKLOAD_CONTAINER,),
-        needs=("container-toolkit",),
+        needs=TOOLKIT_READY,
         note="advertises nvidia.com/gpu to the kubelet",
     ),
     Operand(
@@ -113,7 +145,7 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         True,
         (WORKLOAD_CONTAINER,),
-        needs=("container-toolkit",),
+        needs=TOOLKIT_READY,
         note="writes nvidia.com/gpu.* and nvidia.com/cuda.* labels",
     ),
     Operand(
@@ -123,7 +155,7 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         True,
         (WORKLOAD_CONTAINER,),
-        needs=("container-toolkit",),
+        needs=TOOLKIT_READY,
         note="GPU metrics",
     ),
     Operand(
@@ -133,8 +165,21 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         False,
         (WORKLOAD_CONTAINER,),
-        needs=("container-toolkit",),
+        needs=TOOLKIT_READY,
         note="standalone DCGM host engine; off in the chart, on when a CR leaves it unset",
+    ),
+    Operand(
+        "mps-control-daemon",
+        "devicePlugin",
+        "nvidia-device-plugin-mps-control-daemon",
+        True,
+        True,
+        (WORKLOAD_CONTAINER,),
+        needs=TOOLKIT_READY,
+        label_of="device-plugin",
+        extra_selector=((MPS_CAPABLE_LABEL, "true"),),
+        note="the device plugin's MPS control daemon: on device-plugin nodes GFD labels "
+        "nvidia.com/mps.capable=true (state-mps-control-daemon, switched by devicePlugin.enabled)",
     ),
     Operand(
         "operator-validator",
@@ -162,7 +207,7 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         True,
         (WORKLOAD_CONTAINER,),
-        needs=("container-toolkit",),
+        needs=TOOLKIT_READY,
         mig_capable_only=True,
         note="labelled only on MIG-capable nodes (mig.capable=true, or an A100/A30/H100 "
         "product name) that are not vGPU guests",
@@ -180,6 +225,18 @@ _CATALOG: tuple[Operand, ...] = (
             (WORKLOAD_VM_VGPU, ("vgpu-device-manager",)),
         ),
         note="KubeVirt device plugin for GPUs handed to VMs",
+    ),
+    Operand(
+        "kata-sandbox-device-plugin",
+        "kataSandboxDevicePlugin",
+        "nvidia-kata-sandbox-device-plugin-daemonset",
+        False,
+        True,
+        (WORKLOAD_VM_PASSTHROUGH,),
+        sandbox=True,
+        needs_by_workload=((WORKLOAD_VM_PASSTHROUGH, ("vfio-manager",)),),
+        since=(26, 3),
+        note="Kata device plugin for GPUs handed to Kata VMs (sandboxWorkloads.mode: kata)",
     ),
     Operand(
         "sandbox-validator",
@@ -234,6 +291,7 @@ _CATALOG: tuple[Operand, ...] = (
         False,
         (WORKLOAD_VM_PASSTHROUGH,),
         sandbox=True,
+        until=(26, 7),  # isStateEnabled: always false from v26.7 (deprecated)
         note="Kata runtime classes",
     ),
     Operand(
@@ -360,7 +418,21 @@ def default_workload(values: object) -> str:
     return value if value in WORKLOAD_CONFIGS else WORKLOAD_CONTAINER
 
 
-def operands_from_operator_config(values: object, source: str = CLUSTERPOLICY) -> dict[str, bool]:
+def sandbox_mode(values: object, operator_version: object = None) -> str | None:
+    """``sandboxWorkloads.mode`` (``kubevirt`` when unset, the CRD default); ``None`` before
+    v26.3, which has no modes."""
+    from gpudrv_check.nvidia.driver_image import operator_release
+
+    release = operator_release(operator_version)
+    if release is not None and release < SANDBOX_MODE_SINCE:
+        return None
+    value = _section(values, "sandboxWorkloads").get("mode")
+    return KATA if value == KATA else KUBEVIRT
+
+
+def operands_from_operator_config(
+    values: object, source: str = CLUSTERPOLICY, operator_version: object = None
+) -> dict[str, bool]:
     """Which operands the operator deploys cluster-wide, per operand name.
 
     ``values`` is a ClusterPolicy (whole object or its ``spec``) for ``source="clusterpolicy"``,
@@ -371,11 +443,23 @@ def operands_from_operator_config(values: object, source: str = CLUSTERPOLICY) -
     ``sandboxWorkloads.enabled``; ``operator-validator`` has no switch and is always on.
     With ``driver.useNvidiaDriverCRD`` the driver comes from NVIDIADriver objects instead, but
     it is still reported as deployed here.
+
+    Per release (``isStateEnabled``): from v26.3 ``sandboxWorkloads.mode`` picks the KubeVirt
+    (``sandbox-device-plugin``) or the Kata (``kata-sandbox-device-plugin``, ``cc-manager``)
+    operands; v26.7 never deploys the deprecated ``kata-manager``. The MPS control daemon
+    follows ``devicePlugin.enabled``.
     """
+    from gpudrv_check.nvidia.driver_image import operator_release
+
     source = HELM if source == HELM else CLUSTERPOLICY
     sandbox = sandbox_workloads_enabled(values, source)
+    release = operator_release(operator_version)
+    mode = sandbox_mode(values, operator_version)
     enabled: dict[str, bool] = {}
     for entry in _CATALOG:
+        if not entry.in_release(release) or (mode and _MODE_ONLY.get(entry.name, mode) != mode):
+            enabled[entry.name] = False
+            continue
         default = entry.chart_default_enabled if source == HELM else entry.default_enabled
         if entry.spec_key is None or default is None:
             switch = True
@@ -482,7 +566,11 @@ def workload_config(
 
 
 def expected_deploy_labels(
-    labels: object, sandbox_enabled: bool = False, default: str = WORKLOAD_CONTAINER
+    labels: object,
+    sandbox_enabled: bool = False,
+    default: str = WORKLOAD_CONTAINER,
+    operator_version: object = None,
+    sandbox_mode_value: object = None,
 ) -> dict[str, str]:
     """The ``nvidia.com/gpu.deploy.*`` labels a GPU node ends up with after the operator
     relabels it (``updateGPUStateLabels``).
@@ -491,7 +579,16 @@ def expected_deploy_labels(
     workload type are added with ``"true"`` unless already present (an admin's ``false`` stays),
     labels of other workload types are removed, and ``mig-manager`` is added for MIG-capable
     container nodes. Nodes without ``nvidia.com/gpu.present=true`` are not relabelled.
+
+    An empty value (``nvidia.com/gpu.deploy.driver: ""``, which k8s-driver-manager leaves when
+    it pauses an operand that never ran) is kept before v26.7, so the operand stays off; v26.7
+    treats it as absent and sets ``"true"`` (``addGPUStateLabels``). ``operator_version=None``
+    means the newest behaviour.
     """
+    from gpudrv_check.nvidia.driver_image import operator_release
+
+    release = operator_release(operator_version)
+    empty_is_absent = release is None or release >= (26, 7)
     if not isinstance(labels, Mapping):
         return {}
     current = {
@@ -504,11 +601,23 @@ def expected_deploy_labels(
     if labels.get(DEPLOY_OPERANDS_LABEL) == "false":
         return {}
     config = workload_config(labels, sandbox_enabled, default)
+    mode = sandbox_mode({"sandboxWorkloads": {"mode": sandbox_mode_value}}, operator_version)
     wanted = [
         entry.deploy_label
         for entry in _CATALOG
-        if config in entry.workloads and not entry.mig_capable_only
+        if config in entry.workloads
+        and not entry.mig_capable_only
+        and entry.label_of is None
+        and entry.since is None
     ]
+    if config == WORKLOAD_VM_PASSTHROUGH and mode == KATA:
+        # getEffectiveStateLabels: the Kata device plugin's label replaces the KubeVirt one
+        wanted = [
+            OPERANDS["kata-sandbox-device-plugin"].deploy_label
+            if key == OPERANDS["sandbox-device-plugin"].deploy_label
+            else key
+            for key in wanted
+        ]
     mig_label = OPERANDS["mig-manager"].deploy_label
     result = {
         key: value
@@ -516,6 +625,8 @@ def expected_deploy_labels(
         if key in wanted or (key == mig_label and config == WORKLOAD_CONTAINER)
     }
     for key in wanted:
+        if empty_is_absent and result.get(key) == "":
+            result[key] = "true"
         result.setdefault(key, "true")
     if config == WORKLOAD_CONTAINER and has_mig_capable_gpu(labels):
         result.setdefault(mig_label, "true")
@@ -532,5 +643,6 @@ def operands_on_node(labels: object, enabled: Mapping[str, bool] | None = None) 
         entry.name
         for entry in _CATALOG
         if labels.get(entry.deploy_label) == "true"
+        and all(labels.get(k) == v for k, v in entry.extra_selector)
         and (enabled is None or enabled.get(entry.name, False))
     )

@@ -13,6 +13,7 @@ defaults from ``api/upgrade/v1alpha1/upgrade_spec.go`` (CRD) and the gpu-operato
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 #: Node label holding the upgrade state (``nvidia.com/%s-driver-upgrade-state`` with ``gpu``).
@@ -217,11 +218,89 @@ def effective_upgrade_policy(raw: object, source: str = "clusterpolicy") -> dict
     that exists, but a missing one behaves the same (no drain, default timeouts). Values of the
     wrong type fall back to the default; ``upgrade_policy_problems`` lists them.
     """
-    return _merge(raw, "helm" if source == "helm" else "clusterpolicy", None)
+    effective = _merge(raw, "helm" if source == "helm" else "clusterpolicy", None)
+    if source == "helm" and effective.get("maxUnavailable") == 0:
+        effective["maxUnavailable"] = HELM_EMPTY_MAX_UNAVAILABLE  # the chart's `| default`
+    return effective
 
 
 def upgrade_policy_problems(raw: object, source: str = "clusterpolicy") -> list[str]:
     """Fields of an upgrade policy whose values ``effective_upgrade_policy`` had to ignore."""
     problems: list[str] = []
     _merge(raw, "helm" if source == "helm" else "clusterpolicy", problems)
+    return problems
+
+
+#: The chart renders ``maxUnavailable: {{ … | default "25%" }}``: Helm's ``default`` treats 0
+#: as empty, so 0 in the values becomes 25% in the ClusterPolicy.
+HELM_EMPTY_MAX_UNAVAILABLE = "25%"
+
+
+@dataclass(frozen=True)
+class PolicyProblem:
+    """A value of ``driver.upgradePolicy`` the controller reads otherwise than it looks."""
+
+    path: tuple[str, ...]  # relative to upgradePolicy (() for the policy itself)
+    message: str
+    severity: str  # "error" | "warning"
+
+
+def _max_unavailable_problem(raw: Mapping[str, Any], source: str) -> PolicyProblem | None:
+    from gpudrv_check.nvidia.upgrade_controller import max_unavailable_error
+
+    value = raw.get("maxUnavailable")
+    if value is None:
+        return None
+    if source == "helm" and value == 0 and not isinstance(value, bool):
+        return PolicyProblem(
+            ("maxUnavailable",),
+            "maxUnavailable 0 is rendered as 25% by the gpu-operator chart "
+            '(`| default "25%"` treats 0 as unset): a quarter of the GPU nodes may be '
+            "unavailable at once",
+            "warning",
+        )
+    error = max_unavailable_error(value)
+    if error is not None:
+        return PolicyProblem(
+            ("maxUnavailable",),
+            f"{error}. The upgrade controller cannot scale it "
+            "(GetScaledValueFromIntOrPercent) and fails every reconcile: no node is upgraded",
+            "error",
+        )
+    if value == 0 and not isinstance(value, bool):
+        return PolicyProblem(
+            ("maxUnavailable",),
+            "maxUnavailable 0 admits no node (GetUpgradesAvailable: 0 unavailable nodes "
+            "already reach the limit); only nodes cordoned by hand are upgraded",
+            "warning",
+        )
+    return None
+
+
+def upgrade_policy_findings(raw: object, source: str = "clusterpolicy") -> list[PolicyProblem]:
+    """What in ``raw`` stops or changes the upgrade, as the controller reads it.
+
+    ``source`` is ``clusterpolicy`` (a ClusterPolicy written by hand: no chart template fills
+    sub-objects) or ``helm`` (chart values). Only reported while ``autoUpgrade`` is on, since
+    the controller reads nothing else otherwise (upgrade_controller.go Reconcile).
+    """
+    source = "helm" if source == "helm" else "clusterpolicy"
+    if not isinstance(raw, Mapping):
+        return []
+    if effective_upgrade_policy(raw, source).get("autoUpgrade") is not True:
+        return []
+    problems: list[PolicyProblem] = []
+    found = _max_unavailable_problem(raw, source)
+    if found is not None:
+        problems.append(found)
+    if source == "clusterpolicy" and raw.get("podDeletion") is None:
+        problems.append(
+            PolicyProblem(
+                (),
+                "no podDeletion: the first node that reaches "
+                'pod-deletion-required fails every reconcile with "pod deletion spec should '
+                'not be empty" (pod_manager.go SchedulePodEviction) and the upgrade stops there',
+                "error",
+            )
+        )
     return problems

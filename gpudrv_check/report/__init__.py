@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,9 @@ class Summary:
     new: int = 0
     fixed: int = 0
     unchanged: int = 0
+    # what was not checked and why, and other things said once (model/coverage.py)
+    notes: list[str] = field(default_factory=list)
+    skipped_rules: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -99,6 +103,21 @@ def path_prefix(root: str, cwd: str | None = None) -> str:
     if rel == "." or rel == os.pardir or rel.startswith(os.pardir + os.sep):
         return ""
     return rel.replace(os.sep, "/") + "/"
+
+
+# what JSON leaves raw with ensure_ascii=False and a reader could be fooled by: DEL and C1
+# controls, line and paragraph separators, bidirectional marks and overrides, lone surrogates
+_JSON_UNSAFE = re.compile(
+    "[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def json_safe(text: str) -> str:
+    """Rendered JSON (or SARIF) with those characters written as `\\uXXXX` escapes: the same
+    JSON values, but no raw U+202E or U+2028 in the bytes (they only occur inside strings)."""
+    if _JSON_UNSAFE.search(text) is None:
+        return text
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def render(fmt: str, report: Report, colour: bool = False) -> str:

@@ -35,4 +35,6 @@ def render(report: Report, *, colour: bool = False) -> str:
         if f.hint or policy is not None:
             issue["content"] = {"body": f.hint or policy.fix}  # type: ignore[union-attr]
         issues.append(issue)
-    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+    from gpudrv_check.report import json_safe
+
+    return json_safe(json.dumps(issues, indent=2, ensure_ascii=False)) + "\n"

@@ -49,6 +49,10 @@ def summary_dict(report: Report) -> dict[str, Any]:
         "fail_on": s.fail_on,
         "exit_code": s.exit_code,
     }
+    if s.skipped_rules:
+        out["skipped_rules"] = s.skipped_rules
+    if s.notes:
+        out["notes"] = s.notes
     if s.baseline:
         out["baseline"] = s.baseline
     if s.base is not None:
@@ -110,6 +114,8 @@ def _indented(value: Any, level: int, out: list[str]) -> None:
 
 
 def render(report: Report, *, colour: bool = False) -> str:
+    from gpudrv_check.report import json_safe
+
     doc = {
         "findings": [finding_dict(f) for f in report.findings],
         "suppressed": [finding_dict(f) for f in report.suppressed],
@@ -119,5 +125,5 @@ def render(report: Report, *, colour: bool = False) -> str:
     try:
         _indented(doc, 0, out)
     except (TypeError, RecursionError):
-        return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
-    return "".join(out) + "\n"
+        return json_safe(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)) + "\n"
+    return json_safe("".join(out)) + "\n"

@@ -90,6 +90,26 @@ def _result(
     return result
 
 
+def _invocation(report: Report) -> dict[str, Any]:
+    """The run's exit code, and what it did not check as notifications (rules skipped, and
+    why, each naming its rules; the other notes of the summary)."""
+    out: dict[str, Any] = {"executionSuccessful": True, "exitCode": report.summary.exit_code}
+    notifications = [
+        {
+            "level": "note",
+            "message": {"text": f"{group['reason']}: rules skipped; see {group['see']}"},
+            "properties": {"rules": group["rules"]},
+        }
+        for group in report.summary.skipped_rules
+    ]
+    notifications.extend(
+        {"level": "note", "message": {"text": note}} for note in report.summary.notes
+    )
+    if notifications:
+        out["toolExecutionNotifications"] = notifications
+    return out
+
+
 def sarif_log(report: Report) -> dict[str, Any]:
     rules = list(report.rules.values())
     index = {policy.id: i for i, policy in enumerate(rules)}
@@ -111,16 +131,13 @@ def sarif_log(report: Report) -> dict[str, Any]:
                 },
                 "columnKind": "unicodeCodePoints",
                 "results": results,
-                "invocations": [
-                    {
-                        "executionSuccessful": True,
-                        "exitCode": report.summary.exit_code,
-                    }
-                ],
+                "invocations": [_invocation(report)],
             }
         ],
     }
 
 
 def render(report: Report, *, colour: bool = False) -> str:
-    return json.dumps(sarif_log(report), indent=2, ensure_ascii=False) + "\n"
+    from gpudrv_check.report import json_safe
+
+    return json_safe(json.dumps(sarif_log(report), indent=2, ensure_ascii=False)) + "\n"

@@ -57,7 +57,8 @@ def summary_line(files: int, objects: int, counts: dict[str, int], suppressed: i
 def render_summary(report: Report) -> str:
     """The one-line summary (printed alone when the reports go to files)."""
     s = report.summary
-    line = summary_line(s.files, s.objects, s.counts, s.suppressed)
+    line = "".join(f"note: {note}\n" for note in s.notes)
+    line += summary_line(s.files, s.objects, s.counts, s.suppressed)
     if s.baseline:
         line += f" (baseline {s.baseline})"
     if s.base is not None:

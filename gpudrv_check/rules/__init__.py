@@ -14,16 +14,21 @@ from gpudrv_check.rules import (
     anti_affinity_no_spare_domain,
     cuda_driver_too_old,
     driver_image_missing,
+    driver_image_spec_invalid,
+    driver_os_tag_mixed,
     driver_tag_label_missing,
     driver_upgrade_state,
+    driver_version_change,
     gpu_node_missing_operands,
     gpu_request_without_gpu_node,
+    nvidiadriver_owner_conflict,
     operand_chain_broken,
     operand_taint_not_tolerated,
     pdb_blocks_drain,
     pod_in_multiple_pdbs,
     precompiled_os_conflict,
     upgrade_drain_unscoped,
+    upgrade_policy_invalid,
     workload_unschedulable,
 )
 
@@ -35,6 +40,10 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     driver_image_missing,
     driver_tag_label_missing,
     precompiled_os_conflict,
+    driver_os_tag_mixed,
+    driver_image_spec_invalid,
+    nvidiadriver_owner_conflict,
+    driver_version_change,
     workload_unschedulable,
     cuda_driver_too_old,
     gpu_request_without_gpu_node,
@@ -46,6 +55,7 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     driver_upgrade_state,
     upgrade_drain_unscoped,
     pod_in_multiple_pdbs,
+    upgrade_policy_invalid,
 )
 
 

@@ -17,7 +17,7 @@ from gpudrv_check.k8s.labelselector import selector_matches
 from gpudrv_check.k8s.scope import effective_namespace
 from gpudrv_check.load.located import Path, scalar_text
 from gpudrv_check.model.custom_policy import TARGET_POD_SPEC, CustomPolicy
-from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
+from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity, quoted
 from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.workload import Workload
@@ -154,11 +154,11 @@ def describe(error: Any) -> str:
     if validator in ("anyOf", "oneOf"):
         return "matches none of the allowed shapes"
     if validator == "additionalProperties":
-        return f"unexpected key {_error_path(error)[-1]!r}"
+        return f"unexpected key {quoted(_error_path(error)[-1])}"
     if validator == "required":
         missing = [k for k in error.validator_value if k not in (error.instance or {})]
         if missing:
-            return f"missing key {missing[0]!r}"
+            return f"missing key {quoted(missing[0])}"
     message = error.message
     if len(message) > _MAX_DETAIL:
         message = message[: _MAX_DETAIL - 1] + "…"

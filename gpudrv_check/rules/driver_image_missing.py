@@ -7,6 +7,12 @@ finding sits on the node's kernel label, since a new kernel is the usual cause. 
 operator configuration names the driver registry (`driver.repository`, with `driver.image`
 defaulting to `driver`), the message names the full image reference that is missing, e.g.
 `registry.example/nvidia/driver:550-6.8.0-52-generic-ubuntu24.04`.
+
+With an operator configuration the image is the one the operator installs
+(`model/driver_plan.py`): the configured version (ClusterPolicy `driver.version`, or the owning
+NVIDIADriver's), not the branch the node's labels report; when the two differ the message says
+the node will be moved to that branch. Nodes whose driver the operator does not install
+(`driver.enabled: false`, sandbox workloads, no owning NVIDIADriver) are not checked.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpudrv_check.model.driver import audit_entries, label_keys
+from gpudrv_check.model.driver_plan import DriverSource
 from gpudrv_check.model.finding import Finding
 from gpudrv_check.rules.context import Context
 
@@ -34,13 +41,28 @@ def check(ctx: Context) -> Iterator[Finding]:
         kernel = node.labels.get(str(kernel_key), "")
         os_tag = rest[len(kernel) + 1 :] if rest.startswith(kernel + "-") else rest
         row = f"{branch},{kernel},{os_tag}"
+        planned = entry.planned
+        if planned is not None and planned.matrix_key is not None:
+            row = ",".join(planned.matrix_key)
+        needs = f"needs driver image {entry.image}"
+        keep = "or keep the node on a kernel the matrix has"
+        if planned is not None and planned.upgrades:
+            needs = (
+                f"will get driver branch {planned.next_branch} from the {_named(planned.source)} "
+                f"(it runs {planned.current} now), so it needs driver image {entry.image}"
+            )
+            keep = f"or keep the version at branch {planned.current_branch} the node runs"
         yield ctx.finding(
             ID,
             node,
             node.label_path(str(kernel_key)),
-            f"node {node.name} needs driver image {entry.image}, which is not in the support "
-            f"matrix ({repo.matrix.file}); its driver pod would fail to pull and its GPUs vanish",
+            f"node {node.name} {needs}, which is not in the support matrix "
+            f"({repo.matrix.file}); its driver pod would fail to pull and its GPUs vanish",
             hint=f"Build and push the driver image {entry.image}, then add the row `{row}` to "
-            f"{repo.matrix.file}; or keep the node on a kernel the matrix has.",
+            f"{repo.matrix.file}; {keep}.",
             location=node.label_location(str(kernel_key)),
         )
+
+
+def _named(source: DriverSource) -> str:
+    return f"NVIDIADriver {source.name}" if source.kind == "nvidiadriver" else source.name

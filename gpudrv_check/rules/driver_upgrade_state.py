@@ -11,6 +11,9 @@ validation-required, uncordon-required, upgrade-done, and upgrade-failed.
   reads it, and whoever wrote it expects something to happen.
 - `upgrade-failed` is an error: pod deletion, drain or validation failed on that node and it
   needs a look (its driver pod, and the budgets of the pods on it).
+- Not errors when the operator config turns `autoUpgrade` off or `sandboxWorkloads.enabled` on:
+  the controller then removes every node's upgrade-state label (gpu-operator
+  controllers/upgrade_controller.go `removeNodeUpgradeStateLabels`); noted as info.
 - A node labelled `nvidia.com/gpu-driver-upgrade.skip=true` is noted (info): the controller
   leaves its driver as it is. The controller compares the value with exactly `true`; any
   other value is ignored, which is reported as a warning.
@@ -21,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpudrv_check.model.finding import Finding, Severity
+from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.upgrade import (
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_FAILED,
@@ -33,11 +37,48 @@ from gpudrv_check.rules.context import Context
 ID = "GPU022"
 
 
+def _cleared_reason(ctx: Context) -> str | None:
+    """Why the upgrade controller removes every upgrade-state label, or None."""
+    from gpudrv_check.model.upgrade_flow import CONTROLLER, upgrade_flow
+    from gpudrv_check.nvidia.operands import sandbox_workloads_enabled
+
+    flow = upgrade_flow(ctx.repo)
+    config = flow.config
+    if config is None or flow.kind == CONTROLLER:
+        return None
+    source = "clusterpolicy" if config.source == "clusterpolicy" else "helm"
+    if sandbox_workloads_enabled(config.values, source):
+        return f"sandboxWorkloads.enabled is true in {config.describe()}"
+    return f"driver.upgradePolicy.autoUpgrade is off in {config.describe()}"
+
+
+def _cleared(ctx: Context, node: Node, state: str, reason: str) -> Finding:
+    return ctx.finding(
+        ID,
+        node,
+        node.label_path(UPGRADE_STATE_LABEL),
+        f"node {node.name} has {UPGRADE_STATE_LABEL}={state}, which the upgrade controller "
+        f"removes ({reason}; upgrade_controller.go removeNodeUpgradeStateLabels): it records "
+        "nothing",
+        hint="Remove the label from the inventory, or turn autoUpgrade on if the controller "
+        "should upgrade this node.",
+        severity=Severity.INFO,
+        location=node.label_location(UPGRADE_STATE_LABEL),
+    )
+
+
 def check(ctx: Context) -> Iterator[Finding]:
+    cleared = _cleared_reason(ctx)
     for node in ctx.repo.nodes:
         state = node.labels.get(UPGRADE_STATE_LABEL)
         path = node.label_path(UPGRADE_STATE_LABEL)
-        if state is not None and not is_known_state(state):
+        if (
+            cleared is not None
+            and state is not None
+            and (state == UPGRADE_STATE_FAILED or not is_known_state(state))
+        ):
+            yield _cleared(ctx, node, state, cleared)
+        elif state is not None and not is_known_state(state):
             yield ctx.finding(
                 ID,
                 node,

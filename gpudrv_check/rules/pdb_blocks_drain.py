@@ -11,9 +11,11 @@ The budget is computed as the disruption controller does (integer or percentage
 replicas, the fail-safe 0 for percentage or `maxUnavailable` budgets over pods whose owner
 has no scale). "Full health" counts only pods that can run: replicas that required pod
 anti-affinity leaves without a topology domain stay Pending (GPU021) and are never healthy.
-Reported only when some covered pod that a drain evicts (not a DaemonSet pod) can land on a
-GPU node; the finding sits on `minAvailable`/`maxUnavailable` and names the change that would
-allow one disruption.
+Reported only when some covered pod that the upgrade flow evicts can land on a GPU node
+(model/upgrade_flow.py): with the GPU Operator's upgrade controller (`autoUpgrade` on) only GPU
+pods (and, with `drain.enable`, the pods `drain.podSelector` matches); without it, the lab's
+`kubectl drain`, every pod but DaemonSet and mirror pods. The finding sits on
+`minAvailable`/`maxUnavailable` and names the change that would allow one disruption.
 """
 
 from __future__ import annotations
@@ -77,13 +79,31 @@ def _gpu_node_names(drained: list[WorkloadPods], memo: dict) -> list[str]:
     return found
 
 
+def _controller_message(pdb_title: str, budget: str, covered: str, gpu_nodes: str) -> str:
+    return (
+        f"{pdb_title} allows 0 disruptions even with every covered pod healthy ({budget}). "
+        f"It covers {covered}, which the GPU Operator's upgrade controller evicts from GPU "
+        f"node(s) {gpu_nodes}: each eviction is refused with HTTP "
+        f'{EVICTION_BUDGET_VIOLATION_STATUS} "{EVICTION_BUDGET_VIOLATION_MESSAGE}" until '
+        "podDeletion.timeoutSeconds, then the node goes to drain-required (drain.enable) or "
+        "upgrade-failed; with timeoutSeconds 0 it waits in pod-deletion-required for ever"
+    )
+
+
 def check(ctx: Context) -> Iterator[Finding]:
+    from gpudrv_check.model.upgrade_flow import CONTROLLER, upgrade_flow
+
     disruption = ctx.repo.disruption
+    flow = upgrade_flow(ctx.repo)
     memo: dict = {}
     for coverage in disruption.coverages:
         if not coverage.blocks:
             continue
-        drained = [m for m in coverage.members if m.evicted_by_drain and m.healthy > 0]
+        drained = [
+            m
+            for m in coverage.members
+            if m.evicted_by_drain and m.healthy > 0 and flow.evicts(m.workload)
+        ]
         gpu_nodes = _gpu_node_names(drained, memo)
         if not gpu_nodes:
             continue
@@ -98,6 +118,10 @@ def check(ctx: Context) -> Iterator[Finding]:
             f'with HTTP {EVICTION_BUDGET_VIOLATION_STATUS} "{EVICTION_BUDGET_VIOLATION_MESSAGE}" '
             "and, without --timeout, kubectl drain retries forever with the node cordoned"
         )
+        if flow.kind == CONTROLLER:
+            message = _controller_message(
+                pdb.title, coverage.budget.describe(), covered, names(gpu_nodes)
+            )
         if pending:
             message += f". Note: {pending}"
         change = coverage.change()

@@ -1,7 +1,12 @@
 """GPU003 precompiled-os-conflict: GPU nodes share a kernel but differ in OS release.
 
-The GPU Operator runs one precompiled driver DaemonSet per kernel version; when nodes with the
-same kernel report different `ID`+`VERSION_ID`, it refuses precompiled mode altogether.
+The GPU Operator runs one precompiled driver DaemonSet per kernel version; when GPU nodes with
+the same kernel report different `ID`+`VERSION_ID`, `getKernelVersionsMap` fails the
+ClusterPolicy's `init`, so the whole ClusterPolicy stops reconciling (every operand, not only
+the driver). Only with precompiled drivers: with a ClusterPolicy (or chart values) that does not
+set `driver.usePrecompiled: true`, or whose driver is off or comes from NVIDIADriver CRs (one
+pool per OS and kernel), nothing is reported. Without any operator configuration the lab's
+precompiled setup is assumed and every GPU node with an operator-managed driver is compared.
 """
 
 from __future__ import annotations
@@ -9,15 +14,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpudrv_check.model.driver import driver_managed, label_keys, node_facts
+from gpudrv_check.model.driver_plan import LABELS, driver_plan
 from gpudrv_check.model.finding import Finding
 from gpudrv_check.nvidia.driver_image import precompiled_os_conflicts
 from gpudrv_check.rules.context import Context
+from gpudrv_check.rules.driver_plan_findings import plan_findings
 
 ID = "GPU003"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
     repo = ctx.repo
+    if driver_plan(repo).mode != LABELS:
+        yield from plan_findings(ctx, ID)
+        return
     keys = label_keys(ctx.config)
     facts_by_node = {}
     for node in repo.gpu_nodes:

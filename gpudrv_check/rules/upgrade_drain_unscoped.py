@@ -8,6 +8,10 @@ that happened to be scheduled there - not only GPU workloads. Read from the Clus
 Flux HelmRelease or an Argo CD Application), with the CRD defaults (`drain.enable` false,
 `autoUpgrade` false; the chart turns `autoUpgrade` on). While `autoUpgrade` is off the policy
 is not acted on; the finding says so, since turning it on activates the drain.
+
+From v26.7 each NVIDIADriver CR carries its own `spec.upgradePolicy` (`autoUpgrade` on when the
+field is absent, `GetUpgradePolicyWithDefaults`), which drives the nodes it owns; such a CR is
+checked the same way, at its own key.
 """
 
 from __future__ import annotations
@@ -47,4 +51,31 @@ def check(ctx: Context) -> Iterator[Finding]:
             "pods is not enough, the driver upgrade drains the node and evicts every pod on "
             f"it, not only GPU workloads{inactive}",
             location=config.location(path),
+        )
+
+    yield from _nvidiadriver_policies(ctx)
+
+
+def _nvidiadriver_policies(ctx: Context) -> Iterator[Finding]:
+    from gpudrv_check.model.driver import operator_version
+    from gpudrv_check.model.driver_plan import nvidiadriver_manifests
+    from gpudrv_check.nvidia.nvidiadriver import has_owner_assignment
+
+    if not has_owner_assignment(operator_version(ctx.repo)):
+        return  # before v26.7 the ClusterPolicy's driver.upgradePolicy drives every CR
+    for cr in nvidiadriver_manifests(ctx.repo.manifests):
+        raw = cr.get("spec", "upgradePolicy")
+        if raw is None:
+            continue
+        drain = effective_upgrade_policy(raw)["drain"]
+        if drain.get("enable") is not True or drain.get("podSelector"):
+            continue
+        path = ("spec", "upgradePolicy", "drain", "enable")
+        yield ctx.finding(
+            ID,
+            cr,
+            path,
+            f"NVIDIADriver {cr.name}: spec.upgradePolicy.drain.enable is true without "
+            "drain.podSelector: when deleting the GPU pods is not enough, the upgrade of the "
+            "nodes it owns drains them and evicts every pod, not only GPU workloads",
         )

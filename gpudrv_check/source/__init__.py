@@ -12,6 +12,7 @@ import posixpath
 from pathlib import Path
 from typing import Protocol
 
+from gpudrv_check.source.exclude import Exclusions
 from gpudrv_check.source.tree import FileRef, Listing, Skipped, WorkingTree
 
 __all__ = ["FileRef", "Listing", "Skipped", "Source", "WorkingTree", "clean_rel"]
@@ -23,7 +24,7 @@ class Source(Protocol):
     # on the command line relative to it, and by Kustomize (which renders from disk)
     disk_root: Path
 
-    def list_manifests(self, exclude: list[str]) -> Listing: ...
+    def list_manifests(self, exclude: Exclusions | list[str]) -> Listing: ...
 
     def read(self, rel: str, limit: int = ..., follow_inside: bool = False) -> bytes:
         """The bytes of `rel`: at most `limit` (source/safe_io.py refuses more), no link followed

@@ -8,6 +8,7 @@ that directory's subtree at REV. gitpython is imported here only, when a revisio
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 from gpudrv_check.config import ConfigError
 from gpudrv_check.source import clean_rel
+from gpudrv_check.source.exclude import Exclusions, exclusions_of
 from gpudrv_check.source.safe_io import DEFAULT_LIMIT, TooLarge
 from gpudrv_check.source.tree import (
     MANIFEST_SUFFIXES,
@@ -23,7 +25,6 @@ from gpudrv_check.source.tree import (
     FileRef,
     Listing,
     Skipped,
-    is_excluded,
 )
 
 _SYMLINK, _SUBMODULE = 0o120000, 0o160000
@@ -180,8 +181,10 @@ class GitTree:
             )
         return entries
 
-    def list_manifests(self, exclude: list[str]) -> Listing:
-        """The same walk as the working tree's: same suffixes, exclusions and skipped links."""
+    def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
+        """The same walk as the working tree's: same suffixes, exclusions and skipped links
+        (no .gitignore: a revision holds only what was committed)."""
+        rules = exclusions_of(exclude)
         listing = Listing()
         excluded_dirs: set[str] = set()
         kept_dirs: set[str] = set()
@@ -197,9 +200,10 @@ class GitTree:
                 if directory in excluded_dirs or parts[depth - 1] in SKIP_DIRS:
                     hidden = True
                     break
-                if is_excluded(directory, exclude):
+                why = rules.reason(directory, is_dir=True)
+                if why is not None:
                     excluded_dirs.add(directory)
-                    listing.skipped.append(Skipped(directory + "/", "excluded by config"))
+                    listing.skipped.append(Skipped(directory + "/", why))
                     hidden = True
                     break
                 kept_dirs.add(directory)
@@ -214,8 +218,9 @@ class GitTree:
             if any("\udc80" <= ch <= "\udcff" for ch in rel):
                 listing.skipped.append(Skipped(rel, "file name is not UTF-8"))
                 continue
-            if is_excluded(rel, exclude):
-                listing.skipped.append(Skipped(rel, "excluded by config"))
+            why = rules.reason(rel)
+            if why is not None:
+                listing.skipped.append(Skipped(rel, why))
                 continue
             if entry.mode == _SYMLINK:
                 listing.skipped.append(Skipped(rel, "symbolic link, not followed"))
@@ -239,7 +244,21 @@ class GitTree:
         cached = self._cache.pop(rel, None)
         if cached is not None:
             return cached
-        return self.repo.odb.stream(entry.sha).read()
+        return self._blob(rel, entry)
+
+    def _blob(self, rel: str, entry: _Entry) -> bytes:
+        """The blob's bytes; a corrupt or missing object is an OSError (a finding at the file),
+        whatever gitpython raises for it."""
+        try:
+            return self.repo.odb.stream(entry.sha).read()
+        except OSError:
+            raise
+        except Exception as err:  # noqa: BLE001 - gitdb/gitpython errors for a damaged object
+            raise OSError(
+                errno.EIO,
+                f"git object {entry.sha.hex()[:12]} is damaged ({type(err).__name__})",
+                rel,
+            ) from None
 
     def _prefetch(self, rels: list[str]) -> None:
         """Read the listed files in one `git cat-file --batch` (one object at a time is slow)."""
@@ -256,18 +275,10 @@ class GitTree:
                 out = self.repo.git.cat_file("--batch", istream=request, stdout_as_string=False)
             except git.GitCommandError:
                 return  # read one by one instead
-        by_sha: dict[str, bytes] = {}
-        pos = 0
-        while pos < len(out):
-            header_end = out.index(b"\n", pos)
-            fields = out[pos:header_end].split()
-            if len(fields) != 3:  # "<sha> missing"
-                pos = header_end + 1
-                continue
-            size = int(fields[2])
-            start = header_end + 1
-            by_sha[fields[0].decode()] = out[start : start + size]
-            pos = start + size + 1
+        try:
+            by_sha = _batch_objects(out)
+        except ValueError:  # output cut short by a damaged object: read one by one instead
+            return
         for rel, sha in zip(rels, shas, strict=True):
             if sha in by_sha:
                 self._cache[rel] = by_sha[sha]
@@ -292,7 +303,26 @@ class GitTree:
                 continue  # never write outside dest, never create links
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(self.repo.odb.stream(entry.sha).read())
+            target.write_bytes(self._blob(rel, entry))
 
     def close(self) -> None:
         self.repo.close()
+
+
+def _batch_objects(out: bytes) -> dict[str, bytes]:
+    """The objects of `git cat-file --batch` output by sha; ValueError when it is malformed."""
+    by_sha: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(out):
+        header_end = out.index(b"\n", pos)
+        fields = out[pos:header_end].split()
+        if len(fields) != 3:  # "<sha> missing"
+            pos = header_end + 1
+            continue
+        size = int(fields[2]) if fields[2].isdigit() and len(fields[2]) < 19 else -1
+        start = header_end + 1
+        if size < 0 or start + size > len(out):
+            raise ValueError("cut short")
+        by_sha[fields[0].decode()] = out[start : start + size]
+        pos = start + size + 1
+    return by_sha

@@ -33,6 +33,7 @@ from typing import Any
 
 from gpudrv_check.config import ConfigError
 from gpudrv_check.source import Source, clean_rel
+from gpudrv_check.source.exclude import Exclusions
 from gpudrv_check.source.safe_io import DEFAULT_LIMIT
 from gpudrv_check.source.tree import FileRef, Listing, Skipped
 
@@ -353,7 +354,7 @@ class KustomizeSource:
             materialize(Path(self._tmp.name))
         return Path(self._tmp.name)
 
-    def list_manifests(self, exclude: list[str]) -> Listing:
+    def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
         listing = self.inner.list_manifests(exclude)
         the_plan = plan(self.inner, listing)
         if not the_plan.roots:

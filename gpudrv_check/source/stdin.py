@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from gpudrv_check.source.exclude import Exclusions
 from gpudrv_check.source.safe_io import DEFAULT_LIMIT
 from gpudrv_check.source.tree import FileRef, Listing, WorkingTree
 
@@ -33,7 +34,7 @@ class StdinSource:
         data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
         return cls(name, data, cwd)
 
-    def list_manifests(self, exclude: list[str]) -> Listing:
+    def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
         return Listing(files=[FileRef(self.name, len(self.data))])
 
     def read(self, rel: str, limit: int = DEFAULT_LIMIT, follow_inside: bool = False) -> bytes:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpudrv_check.source.exclude import (
+    GITIGNORE,
+    MAX_GITIGNORE_BYTES,
+    Exclusions,
+    exclusions_of,
+)
 from gpudrv_check.source.safe_io import DEFAULT_LIMIT, Beneath, read_inside
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -66,21 +71,21 @@ def inside_root(root: str | os.PathLike[str], rel: str) -> bool:
     return True
 
 
-def is_excluded(rel: str, patterns: list[str]) -> bool:
-    """Glob match on the relative POSIX path; a pattern naming a directory excludes its tree."""
-    for pattern in patterns:
-        pat = pattern.strip().lstrip("./") if pattern.startswith("./") else pattern.strip()
-        if not pat:
-            continue
-        pat = pat.rstrip("/")
-        if (
-            fnmatch.fnmatchcase(rel, pat)
-            or fnmatch.fnmatchcase(rel, pat + "/*")
-            or fnmatch.fnmatchcase(rel, "*/" + pat)
-            and "/" not in pat
-        ):
-            return True
-    return False
+def _read_gitignore(
+    exclude: Exclusions, entries: list[os.DirEntry[str]], rel_dir: str, files: Beneath, disk: str
+) -> None:
+    """A folder's .gitignore, when it is a regular file (a link is not followed; one that
+    cannot be read ignores nothing, as in git)."""
+    if not exclude.gitignore:
+        return
+    for entry in entries:
+        if entry.name == GITIGNORE and entry.is_file(follow_symlinks=False):
+            try:
+                raw = files.read(disk + GITIGNORE, MAX_GITIGNORE_BYTES + 1)
+            except OSError:
+                return
+            exclude.add_gitignore(rel_dir, raw)
+            return
 
 
 def _links_to_dir(entry: os.DirEntry[str]) -> bool:
@@ -109,15 +114,16 @@ class WorkingTree:
         self._listings: dict[tuple[str, ...], Listing] = {}
         self._files = Beneath(self.root)
 
-    def list_manifests(self, exclude: list[str]) -> Listing:
+    def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
         """Every manifest file under the root, in path order (walked once per instance and
-        exclude list; each call gets its own lists)."""
-        known = self._listings.get(tuple(exclude))
+        exclusions; each call gets its own lists). `.gitignore` files are honoured."""
+        rules = exclusions_of(exclude, gitignore=True)
+        known = self._listings.get(rules.key())
         if known is None:
-            known = self._listings[tuple(exclude)] = self._walk(exclude)
+            known = self._listings[rules.key()] = self._walk(rules)
         return Listing(list(known.files), list(known.skipped))
 
-    def _walk(self, exclude: list[str]) -> Listing:
+    def _walk(self, exclude: Exclusions) -> Listing:
         listing = Listing()
         seen_dirs: set[tuple[int, int]] = set()
         pending: list[tuple[str, str]] = [("", "")]  # (display, on disk): "" or "a/b/"
@@ -148,6 +154,7 @@ class WorkingTree:
                 listing.skipped.append(Skipped(rel_dir, "directory already walked (mount loop)"))
                 continue
             seen_dirs.add((info.st_dev, info.st_ino))
+            _read_gitignore(exclude, entries, rel_dir, self._files, disk_dir)
             subdirs = []
             for entry in entries:
                 name = entry.name
@@ -170,14 +177,15 @@ class WorkingTree:
                 elif stat.S_ISDIR(st.st_mode):
                     if name in SKIP_DIRS:
                         continue
-                    if is_excluded(rel, exclude):
-                        listing.skipped.append(Skipped(rel + "/", "excluded by config"))
+                    why = exclude.reason(rel, is_dir=True)
+                    if why is not None:
+                        listing.skipped.append(Skipped(rel + "/", why))
                     else:
                         subdirs.append((rel + "/", disk + "/"))
                 elif not manifest_name or (not rel_dir and name in SKIP_FILES):
                     continue
-                elif is_excluded(rel, exclude):
-                    listing.skipped.append(Skipped(rel, "excluded by config"))
+                elif (why := exclude.reason(rel)) is not None:
+                    listing.skipped.append(Skipped(rel, why))
                 elif not stat.S_ISREG(st.st_mode):
                     listing.skipped.append(
                         Skipped(rel, "not a regular file (FIFO, socket, device)")

@@ -53,6 +53,13 @@ TOKENS: tuple[bytes, ...] = (
     b"\xc3",
     b"{{ .Values.x }}",
     b"1" * 5000,
+    b'"' + b"9" * 5001 + b'"',  # a quoted number past int()'s digit limit
+    b'"' + b"9" * 5001 + b'%"',
+    b"v26." + b"9" * 5001 + b".0",
+    b"&big " + b"x" * 4096 + b"\n",  # a large anchored value, for the byte budget of aliases
+    b"*big",
+    b"\xe2\x80\xae",  # U+202E
+    b"\xe2\x80\xa8",  # U+2028
     b"0x" + b"f" * 40,
     b"0o17",
     b"0b101",
@@ -130,6 +137,17 @@ _INLINE_SEEDS: dict[str, bytes] = {
         b"        resources: {limits: {nvidia.com/gpu: 1}}\n"
     ),
     "anchors.yaml": b"a: &a {x: 1}\nb:\n  <<: *a\n  y: [*a, *a]\n",
+    # an anchor in a skimmed part of a Node's status, aliased by a field a rule reads
+    "skim-alias.yaml": (
+        b"apiVersion: v1\nkind: Node\nstatus:\n  nodeInfo:\n"
+        b"    kernelVersion: &k 5.15.0-1-generic\n"
+        b"metadata:\n  name: s\n  labels:\n    feature.node.kubernetes.io/kernel-version.full: *k\n"
+    ),
+    "huge-numbers.yaml": (
+        b"apiVersion: v1\nkind: Node\nmetadata:\n  name: h\n  labels:\n"
+        b'    nvidia.com/cuda.driver-version.major: "' + b"9" * 5001 + b'"\n'
+        b'status:\n  allocatable:\n    nvidia.com/gpu: "' + b"9" * 5001 + b'"\n'
+    ),
 }
 
 

@@ -19,6 +19,9 @@ from tests.fuzz.mutate import TOKENS
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 FLOATS = st.floats(allow_nan=False, allow_infinity=False)
+# a number past int()'s digit limit (issue 23); with "9" * 25 (past int64) and "²" (a digit
+# str.isdigit() accepts and int() refuses) where the checker parses numbers
+HUGE_DIGITS = "9" * 5001
 # text YAML and JSON can both carry (no surrogates; hypothesis excludes them by default), with
 # the characters where YAML and JSON disagree drawn often
 _TRICKY = "\x85\u2028\u2029\ufeff\x7f\x80\x9f\ufffe\uffff\t\n\r\"\\/ #:{}[],&*!|>'%@`\U0001f600"
@@ -149,6 +152,10 @@ LABEL_VALUES = st.one_of(
             "upgrade-required",
             "trainer",
             "x" * 70,
+            HUGE_DIGITS,
+            "9" * 25,
+            "\u00b2",
+            "a\u202eb\u2028c",
         ]
     ),
     SCALARS,
@@ -225,7 +232,10 @@ affinity = opt_dict(
         ),
     }
 )
-quantity = st.one_of(st.integers(-2, 16), st.sampled_from(["1", "2", "0.5", "100m", "x"]))
+quantity = st.one_of(
+    st.integers(-2, 16),
+    st.sampled_from(["1", "2", "0.5", "100m", "x", HUGE_DIGITS, "9" * 25, "\u00b2"]),
+)
 container = opt_dict(
     {
         "name": TEXT,
@@ -356,7 +366,9 @@ objects = st.one_of(
         "PodDisruptionBudget",
         opt_dict(
             {
-                "minAvailable": st.sampled_from([0, 1, 4, "50%", "100%", "x"]),
+                "minAvailable": st.sampled_from(
+                    [0, 1, 4, "50%", "100%", "x", HUGE_DIGITS + "%", "9" * 25 + "%"]
+                ),
                 "maxUnavailable": st.sampled_from([0, 1, "25%"]),
                 "selector": selector,
             }

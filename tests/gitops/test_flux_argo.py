@@ -232,27 +232,46 @@ def _lab_with_node3(lab_repo: Path) -> Path:
     return lab_repo
 
 
-REPO_VALUES = "driver: {repository: registry.example/nvidia}"
+REPO_VALUES = "driver: {repository: registry.example/nvidia, usePrecompiled: true}"
 CLUSTER_POLICY = (
     "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cluster-policy}\n"
-    "spec:\n  driver: {repository: registry.example/nvidia, image: driver, version: '550'}\n"
+    "spec:\n  driver: {repository: registry.example/nvidia, image: driver, version: '550',\n"
+    "    usePrecompiled: true}\n"
 )
+# With an operator configuration the lab's mixed ubuntu22.04/ubuntu24.04 nodes cannot share one
+# ClusterPolicy driver (getGPUNodeOSInfo: one OS tag for all): every node gets an OS-CONFLICT line.
+CONFLICT = " OS-CONFLICT ubuntu22.04,ubuntu24.04\n"
+LAB_NODES = ("lab-node-0", "lab-node-1", "lab-node-2")
+
+
+def _under_config(node3: str, node1: str = "") -> str:
+    lines = [f"{name}{CONFLICT}" for name in LAB_NODES]
+    lines[1] = node1 + lines[1]
+    return "".join(lines) + node3 + "\n" + "lab-node-3" + CONFLICT
 
 
 @pytest.mark.parametrize(
     ("operator_doc", "expected"),
     [
         (None, NODE3 + "\n"),  # the lab's drv-audit.sh, byte for byte
-        (HR_HEAD + "  values:\n    driver: {usePrecompiled: true}\n", NODE3 + "\n"),
-        (HR_HEAD + f"  values:\n    {REPO_VALUES}\n", f"{NODE3} {REF}\n"),
+        (HR_HEAD + "  values:\n    driver: {usePrecompiled: true}\n", _under_config(NODE3)),
+        (HR_HEAD + f"  values:\n    {REPO_VALUES}\n", _under_config(f"{NODE3} {REF}")),
         (
             configmap("gpu-values", "values.yaml", REPO_VALUES + "\n")
             + "---\n"
             + HR_HEAD
             + "  valuesFrom:\n  - {kind: ConfigMap, name: gpu-values}\n",
-            f"{NODE3} {REF}\n",
+            _under_config(f"{NODE3} {REF}"),
         ),
-        (CLUSTER_POLICY, f"{NODE3} {REF}\n"),
+        (
+            CLUSTER_POLICY,
+            _under_config(
+                f"{NODE3} {REF}",
+                # version "550": lab-node-1 (535 now) gets branch 550, whose image was never built
+                "lab-node-1 MISSING 550-5.15.0-107-generic-ubuntu22.04 "
+                "registry.example/nvidia/driver:550-5.15.0-107-generic-ubuntu22.04\n",
+            ),
+        ),
     ],
 )
 def test_audit_names_the_full_image_when_the_registry_is_known(
@@ -270,7 +289,8 @@ def test_gpu001_names_the_full_image(lab_repo: Path):
     write(
         repo,
         "k8s/gpu-operator.yaml",
-        HR_HEAD + "  values:\n    driver:\n      repository: registry.example/nvidia\n",
+        HR_HEAD + "  values:\n    driver:\n      repository: registry.example/nvidia\n"
+        "      usePrecompiled: true\n",
     )
     result = run_cli("check", str(repo))
     assert result.returncode == 1

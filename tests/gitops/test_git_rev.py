@@ -203,3 +203,24 @@ def test_rev_reads_custom_policies_of_that_revision(git_repo: Path):
     assert at_head.returncode == 1, at_head.stderr
     assert "n.yaml:8:5: error ORG002 GPU node old-branch: driver branch '535'" in at_head.stdout
     assert on_disk.returncode == 2 and "policies: 'custom/' not found" in on_disk.stderr
+
+
+def test_a_damaged_blob_at_the_revision_is_a_finding_at_its_file(git_repo: Path):
+    """Issue 23: a corrupt loose object ended `check --rev` in an internal error (the batch
+    reader's ValueError). Now that file is a GPU000 "cannot read" and the rest is checked."""
+    write(git_repo, "support-matrix.csv", MATRIX)
+    write(git_repo, "nodes/a.yaml", gpu_node("a"))
+    write(git_repo, "nodes/b.yaml", gpu_node("b", kernel=NEW_KERNEL))
+    commit(git_repo, "two nodes")
+    sha = git(git_repo, "rev-parse", "HEAD:nodes/a.yaml").strip()
+    loose = git_repo / ".git" / "objects" / sha[:2] / sha[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(b"not zlib at all")
+    result = run_cli("check", str(git_repo), "--rev", "HEAD", "--format", "json")
+    assert result.returncode == 1, result.stderr
+    assert "internal error" not in result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    damaged = [f for f in findings if f["location"]["file"] == "nodes/a.yaml"]
+    assert [f["rule"] for f in damaged] == ["GPU000"]
+    assert "damaged" in damaged[0]["message"]
+    assert any(f["location"]["file"] == "nodes/b.yaml" for f in findings)  # the rest is checked

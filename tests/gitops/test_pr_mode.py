@@ -154,12 +154,24 @@ def test_pr_mode_json_follows_the_output_schema(pr_repo: tuple[Path, str]):
     assert set(schema["properties"]["summary"]["properties"]) >= {"base", "new", "fixed"}
 
 
-@pytest.mark.parametrize("what", ["new-directory", "no-matrix-at-base"])
+def test_a_base_without_the_matrix_is_checked_without_it(git_repo: Path):
+    """Since issue 13 a check runs without the default matrix (one warning): the base is
+    checked, its warning is fixed at the head, and the head's new finding is new."""
+    root = git_repo / "clusters" / "prod"
+    write(root, "n.yaml", gpu_node("a"))
+    base = commit(git_repo, "base")
+    write(root, "support-matrix.csv", MATRIX)
+    write(root, "m.yaml", gpu_node("b", kernel=NEW_KERNEL))
+    result = run_cli("check", str(root), "--base", base)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[-1] == f"1 new, 1 fixed, 0 unchanged (base {base})"
+    assert "cannot be checked" not in result.stderr
+
+
+@pytest.mark.parametrize("what", ["new-directory"])
 def test_a_base_that_cannot_be_checked_counts_everything_as_new(git_repo: Path, what: str):
     write(git_repo, "README.md", "a GitOps repo\n")
     root = git_repo / "clusters" / "prod"
-    if what == "no-matrix-at-base":
-        write(root, "n.yaml", gpu_node("a"))
     base = commit(git_repo, "base")
     write(root, "support-matrix.csv", MATRIX)
     write(root, "m.yaml", gpu_node("b", kernel=NEW_KERNEL))

@@ -52,6 +52,43 @@ def generated() -> dict[str, bytes]:
             "spec:\n  unschedulable: maybe\n" + QUARANTINE
         ).encode(),
         "size/over-limit.yaml": b"# padding\n" * (MAX_FILE_BYTES // 10 + 1),
+        **numbers(),
+    }
+
+
+HUGE = "9" * 5001  # past Python's int() digit limit
+
+
+def numbers() -> dict[str, bytes]:
+    """Numbers past the int() digit limit at the keys that read numbers; and aliases of a large
+    value, which the alias budget counts by bytes (issue 23)."""
+    node = (
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: hostile-{name}\n  labels:\n"
+        '    nvidia.com/cuda.driver-version.major: "{major}"\n'
+        "spec:\n  unschedulable: maybe\n" + QUARANTINE + "status:\n  allocatable:\n"
+        '    nvidia.com/gpu: "{gpus}"\n'
+    )
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: huge\n  namespace: hostile-numbers\n"
+        "spec:\n  containers:\n  - name: c\n    image: x\n    resources:\n      limits:\n"
+        f'        nvidia.com/gpu: "{HUGE}"\n'
+    )
+    pdb = (
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: huge\n"
+        f'  namespace: hostile-numbers\nspec:\n  minAvailable: "{HUGE}%"\n  selector: {{}}\n'
+    )
+    big = "x" * 160_000
+    aliases = "".join(f"    k{i}: *big\n" for i in range(1000))
+    bomb = (
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: hostile-aliased\n  annotations:\n"
+        f"    a: &big {big}\n  labels:\n{aliases}"
+    )
+    return {
+        "numbers/huge-allocatable.yaml": node.format(name="gpus", major="550", gpus=HUGE).encode(),
+        "numbers/huge-driver-label.yaml": node.format(name="drv", major=HUGE, gpus="1").encode(),
+        "numbers/huge-gpu-request.yaml": pod.encode(),
+        "numbers/huge-pdb-percent.yaml": pdb.encode(),
+        "bombs/aliased-large-value.yaml": bomb.encode(),
     }
 
 

@@ -111,3 +111,18 @@ spec:
     assert [n.name for n in nodes] == ["bad"]
     got = sorted((f.rule, f.location.line) for f in findings)
     assert got == [("GPU040", 5), ("GPU040", 7), ("GPU040", 8)]
+
+
+def test_the_same_node_copied_into_another_file_is_one_node():
+    """Issue 13: copies (two cluster folders, an export next to an inventory) are no GPU004;
+    a copy that says something else is still one, at the second definition."""
+    same = manifests(INVENTORY, "east/inventory.yaml") + manifests(INVENTORY, "west/inventory.yaml")
+    nodes, findings = build_inventory(same)
+    assert [n.name for n in nodes] == ["gpu-1", "gpu-2"]
+    assert [f.rule for f in findings if f.rule == "GPU004"] == []
+    other = INVENTORY.replace("nvidia.com/gpu: 8", "nvidia.com/gpu: 4")
+    assert other != INVENTORY
+    differ = manifests(INVENTORY, "east/inventory.yaml") + manifests(other, "west/inventory.yaml")
+    nodes, findings = build_inventory(differ)
+    dup = [f for f in findings if f.rule == "GPU004"]
+    assert [f.location.file for f in dup] == ["west/inventory.yaml"]

@@ -48,3 +48,28 @@ def test_missing_header_column():
 def test_empty_matrix_is_reported():
     m = parse_matrix("m.csv", b"# nothing yet\n")
     assert m.rows == [] and m.problems and "empty" in m.problems[0].message
+
+
+def test_an_unreadable_matrix_is_a_usage_error_naming_it(tmp_path, monkeypatch):
+    """Issue 23: an unreadable support-matrix.csv was an internal error (the OSError of the
+    read). Simulated, as the tests run as root: the read fails with EACCES."""
+    import pytest
+
+    from gpudrv_check.config import ConfigError, load_config
+    from gpudrv_check.engine import check
+    from gpudrv_check.source.tree import WorkingTree
+    from tests.conftest import MATRIX, gpu_node, write
+
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    write(tmp_path, "n.yaml", gpu_node("n1"))
+    real = WorkingTree.read
+
+    def read(self, rel, *args, **kwargs):
+        if rel == "support-matrix.csv":
+            raise PermissionError(13, "Permission denied", rel)
+        return real(self, rel, *args, **kwargs)
+
+    monkeypatch.setattr(WorkingTree, "read", read)
+    with pytest.raises(ConfigError) as err:
+        check(tmp_path, load_config(tmp_path))
+    assert "cannot read support matrix support-matrix.csv: Permission denied" in str(err.value)

@@ -70,9 +70,9 @@ def test_min_driver_rows(table, cuda, driver) -> None:
     [
         ("12.4.1", "550.54.15"),  # exact update row
         ("12.4.0", "550.54.14"),  # no update row below: the GA row
-        ("12.6.3", "560.35.03"),  # nearest lower update row (a lower bound)
-        ("12.8.1", "570.26"),
-        ("12.8.1.012", "570.26"),  # NGC notation
+        ("12.6.4", "560.35.05"),  # nearest lower update row (a lower bound)
+        ("12.8.2", "570.124.06"),
+        ("12.8.1.012", "570.124.06"),  # NGC notation
         ("11.4.4", "470.82.01"),
         ("12.7", None),  # no such release
         ("14.0", None),
@@ -84,6 +84,36 @@ def test_min_driver_rows(table, cuda, driver) -> None:
 )
 def test_min_driver_lookup(table, cuda, driver) -> None:
     assert min_driver_for_cuda(table, cuda) == driver
+
+
+# CUDA Toolkit release notes, table "CUDA Toolkit and Corresponding Driver Versions": the update
+# rows; an image's exact CUDA version selects its exact row, not the GA row below it
+@pytest.mark.parametrize(
+    ("cuda", "driver"),
+    [
+        ("12.0.1", "525.85.12"),
+        ("12.2.1", "535.86.09"),
+        ("12.2.2", "535.104.05"),
+        ("12.6.3", "560.35.05"),
+        ("12.8.1", "570.124.06"),
+        ("12.9.1", "575.57.08"),
+        ("13.0.1", "580.82.07"),
+        ("13.0.2", "580.95.05"),
+        ("13.1.1", "590.48.01"),
+        ("13.2", "595.45.04"),
+        ("13.2.0", "595.45.04"),
+        ("13.2.1", "595.58.03"),
+    ],
+)
+def test_min_driver_update_rows(table, cuda, driver) -> None:
+    assert min_driver_for_cuda(table, cuda) == driver
+
+
+def test_image_cuda_selects_its_exact_row(table) -> None:
+    # nvcr.io/nvidia/pytorch:25.03-py3 carries CUDA 12.8.1: 570.124.06, not the 12.8 GA 570.26
+    requirement = driver_requirement(table, "nvcr.io/nvidia/pytorch:25.03-py3")
+    assert requirement is not None
+    assert (requirement.cuda_version, requirement.min_driver) == ("12.8.1", "570.124.06")
 
 
 @pytest.mark.parametrize(
@@ -147,7 +177,7 @@ def test_lab_step_5(table) -> None:
     assert driver_satisfies("550.90.07", req_2407.min_driver) is False
     assert driver_satisfies("550", req_2407.compat_branch) is True
     req_2503 = driver_requirement(table, "nvcr.io/nvidia/pytorch:25.03-py3")
-    assert req_2503 is not None and req_2503.min_driver == "570.26"
+    assert req_2503 is not None and req_2503.min_driver == "570.124.06"
     for node in ("550.90.07", "535.183.06", "550"):
         assert driver_satisfies(node, req_2503.min_driver) is False
 
@@ -220,7 +250,7 @@ def test_parse_problems(data, problem) -> None:
 
 def test_merge_tables(table) -> None:
     user = {
-        "min_driver": {"12.8": "570.86.10", "13.2": "595.45.04"},
+        "min_driver": {"12.8": "570.86.10", "14.0": "600.10.01"},
         "images": [
             {
                 "id": "mirror",
@@ -236,7 +266,7 @@ def test_merge_tables(table) -> None:
     }
     merged = merge_tables(table, user)
     assert min_driver_for_cuda(merged, "12.8") == "570.86.10"
-    assert min_driver_for_cuda(merged, "13.2.1") == "595.45.04"
+    assert min_driver_for_cuda(merged, "14.0.1") == "600.10.01"  # a user row, GA fallback
     assert min_driver_for_cuda(merged, "12.4") == "550.54.14"
     found = cuda_version_for_image(merged, "registry.corp/mirror/nvidia/pytorch:24.07-py3")
     assert found is not None and found[1].id == "mirror"

@@ -479,3 +479,91 @@ def test_parse_image_reference_rejects(reference) -> None:
 )
 def test_sanitized_kernel_version(kernel, expected) -> None:
     assert sanitized_kernel_version(kernel) == expected
+
+
+# --- nvidia.com/gpu.present from NFD PCI labels ------------------------------------------------
+# controllers/state_manager.go `hasGPULabels`/`gpuNodeLabels`; nodelabeling_controller.go
+# `reconcileCommonGPULabel` (v26.7), `labelGPUNodes` (v25.10, v26.3): the same rule in each.
+PCI = "feature.node.kubernetes.io/pci-10de.present"
+OS_ID = "feature.node.kubernetes.io/system-os_release.ID"
+OS_VERSION = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+PCI_3D = "feature.node.kubernetes.io/pci-0302_10de.present"
+PCI_VGA = "feature.node.kubernetes.io/pci-0300_10de.present"
+
+
+@pytest.mark.parametrize(
+    ("labels", "present"),
+    [
+        ({PCI: "true"}, "true"),
+        ({PCI_3D: "true"}, "true"),
+        ({PCI_VGA: "true"}, "true"),
+        ({PCI_3D: "true", "nvidia.com/gpu.present": "false"}, "true"),  # relabelled true
+        ({"nvidia.com/gpu.present": "true"}, "false"),  # no PCI label: reset to false
+        ({"nvidia.com/gpu.present": "true", PCI: "false"}, "false"),  # value must be "true"
+        ({"feature.node.kubernetes.io/pci-1234.present": "true"}, None),  # another vendor
+        ({"nvidia.com/gpu.present": ""}, ""),  # neither: left as written
+        ({}, None),
+        (None, None),
+    ],
+)
+def test_derived_gpu_present(labels, present) -> None:
+    from gpudrv_check.nvidia.driver_image import derived_gpu_present
+
+    assert derived_gpu_present(labels) == present
+
+
+# --- the ClusterPolicy's one OS tag (getGPUNodeOSInfo / getGPUNodeOSTag / kernelFullVersion) ---
+
+
+@pytest.mark.parametrize(
+    ("release", "tags"),
+    [
+        ("v25.10.0", ("rhel9.4", "rhel9.6", "ubuntu22.04")),
+        ("v26.3.0", ("rhel9.4", "rhel9.6", "ubuntu22.04")),
+        ("v26.7.0", ("rhel9", "ubuntu22.04")),  # rhel9.4 and rhel9.6 now share one tag
+    ],
+)
+def test_cluster_os_tag_per_release(release, tags) -> None:
+    from gpudrv_check.nvidia.driver_image import cluster_os_tag
+
+    def node(name, os_id, version):
+        return name, {OS_ID: os_id, OS_VERSION: version}
+
+    nodes = [node("a", "rhel", "9.4"), node("b", "rhel", "9.6"), node("c", "ubuntu", "22.04")]
+    result = cluster_os_tag(nodes, release)
+    assert tuple(result.by_tag) == tags and result.mixed and result.tag is None
+    single = cluster_os_tag([node("a", "rhel", "9.4"), node("b", "rhel", "9.6")], release)
+    assert single.mixed is (release != "v26.7.0")
+    assert cluster_os_tag([("x", {})], release).unlabelled == ("x",)
+
+
+@pytest.mark.parametrize(
+    ("version", "problem"),
+    [
+        ("550", None),
+        ("550.90.07", "names '550.90.07-<kernel>-<os-tag>', which is never built; use '550'"),
+        ("sha256:" + "a" * 64, "not supported when precompiled is enabled"),
+        (None, None),
+    ],
+)
+def test_precompiled_version_problem(version, problem) -> None:
+    # resolveDriverTag puts driver.version verbatim into <version>-<kernel>-<os-tag>
+    from gpudrv_check.nvidia.driver_image import precompiled_version_problem
+
+    found = precompiled_version_problem(version)
+    assert (found is None) if problem is None else (problem in found)
+
+
+@pytest.mark.parametrize(
+    ("os_id", "version", "release", "tag"),
+    [
+        # getGPUNodeOSTag (v26.3): strconv.Atoi of the major version fails for every OS
+        ("debian", "sid", "v26.3.0", None),
+        ("debian", "sid", "v25.10.0", "debiansid"),  # v25.10: ID + VERSION_ID, no parsing
+        ("debian", "sid", "v26.7.0", "debiansid"),  # v26.7: only ol/rocky/rhel are split
+    ],
+)
+def test_non_numeric_major_per_release(os_id, version, release, tag) -> None:
+    from gpudrv_check.nvidia.driver_image import os_tag
+
+    assert os_tag(os_id, version, release) == tag

@@ -29,6 +29,8 @@ CATALOG = [
     ("gpu-feature-discovery", "gfd", "gpu-feature-discovery", True, True),
     ("dcgm-exporter", "dcgmExporter", "nvidia-dcgm-exporter", True, True),
     ("dcgm", "dcgm", "nvidia-dcgm", True, False),
+    # assets/state-mps-control-daemon: selects device-plugin nodes with nvidia.com/mps.capable
+    ("mps-control-daemon", "devicePlugin", "nvidia-device-plugin-mps-control-daemon", True, True),
     ("operator-validator", "validator", "nvidia-operator-validator", None, None),
     ("node-status-exporter", "nodeStatusExporter", "nvidia-node-status-exporter", False, False),
     ("mig-manager", "migManager", "nvidia-mig-manager", True, True),
@@ -36,6 +38,13 @@ CATALOG = [
         "sandbox-device-plugin",
         "sandboxDevicePlugin",
         "nvidia-sandbox-device-plugin-daemonset",
+        False,
+        True,
+    ),
+    (  # assets/state-kata-device-plugin, v26.3 on
+        "kata-sandbox-device-plugin",
+        "kataSandboxDevicePlugin",
+        "nvidia-kata-sandbox-device-plugin-daemonset",
         False,
         True,
     ),
@@ -53,8 +62,51 @@ def test_catalog(name, key, daemonset, crd, chart) -> None:
     entry = OPERANDS[name]
     assert (entry.spec_key, entry.daemonset) == (key, daemonset)
     assert (entry.default_enabled, entry.chart_default_enabled) == (crd, chart)
-    assert deploy_label(name) == f"nvidia.com/gpu.deploy.{name}"
-    assert operand_for_deploy_label(f"nvidia.com/gpu.deploy.{name}") == name
+    label = "device-plugin" if name == "mps-control-daemon" else name
+    assert deploy_label(name) == f"nvidia.com/gpu.deploy.{label}"
+    assert operand_for_deploy_label(f"nvidia.com/gpu.deploy.{label}") == label
+
+
+# controllers/state_manager.go isStateEnabled per release; getEffectiveStateLabels (v26.3 on)
+@pytest.mark.parametrize(
+    ("release", "mode", "on"),
+    [
+        ("v25.10.0", None, {"sandbox-device-plugin", "kata-manager", "cc-manager"}),
+        ("v25.10.0", "kata", {"sandbox-device-plugin", "kata-manager", "cc-manager"}),  # no modes
+        ("v26.3.0", None, {"sandbox-device-plugin", "kata-manager"}),  # kubevirt: the default
+        ("v26.3.0", "kata", {"kata-sandbox-device-plugin", "kata-manager", "cc-manager"}),
+        ("v26.7.0", "kubevirt", {"sandbox-device-plugin"}),  # kata-manager: always off
+        ("v26.7.0", "kata", {"kata-sandbox-device-plugin", "cc-manager"}),
+    ],
+)
+def test_sandbox_operands_per_release(release, mode, on) -> None:
+    values = {
+        "sandboxWorkloads": {"enabled": True, **({"mode": mode} if mode else {})},
+        **{
+            key: {"enabled": True}
+            for key in (
+                "sandboxDevicePlugin",
+                "kataSandboxDevicePlugin",
+                "kataManager",
+                "ccManager",
+            )
+        },
+    }
+    enabled = operands_from_operator_config(values, "clusterpolicy", release)
+    names = {"sandbox-device-plugin", "kata-sandbox-device-plugin", "kata-manager", "cc-manager"}
+    assert {name for name in names if enabled[name]} == on
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.workload.config": "vm-passthrough"}
+    deploy = expected_deploy_labels(labels, True, "container", release, mode)
+    kata = "nvidia.com/gpu.deploy.kata-sandbox-device-plugin" in deploy
+    assert kata is (mode == "kata" and release != "v25.10.0")
+    assert ("nvidia.com/gpu.deploy.sandbox-device-plugin" in deploy) is not kata
+
+
+def test_mps_control_daemon_needs_mps_capable_and_toolkit_ready() -> None:
+    base = {"nvidia.com/gpu.deploy.device-plugin": "true"}
+    assert "mps-control-daemon" not in operands_on_node(base)
+    assert "mps-control-daemon" in operands_on_node({**base, "nvidia.com/mps.capable": "true"})
+    assert dependencies("mps-control-daemon") == ("container-toolkit", "operator-validator")
 
 
 def test_catalog_is_complete() -> None:
@@ -87,11 +139,15 @@ def test_deploy_label_unknown(name) -> None:
     [
         ("driver", None, ()),
         ("container-toolkit", None, ("driver",)),
-        ("device-plugin", None, ("container-toolkit",)),
-        ("gpu-feature-discovery", None, ("container-toolkit",)),
-        ("dcgm", None, ("container-toolkit",)),
-        ("dcgm-exporter", None, ("container-toolkit",)),
-        ("mig-manager", None, ("container-toolkit",)),
+        ("device-plugin", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
+        (
+            "gpu-feature-discovery",
+            None,
+            ("container-toolkit", "operator-validator"),
+        ),  # toolkit-ready
+        ("dcgm", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
+        ("dcgm-exporter", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
+        ("mig-manager", None, ("container-toolkit", "operator-validator")),  # toolkit-ready
         ("operator-validator", None, ("driver", "container-toolkit", "device-plugin")),
         ("node-status-exporter", None, ()),
         ("vgpu-device-manager", None, ("vgpu-manager",)),
@@ -390,3 +446,24 @@ def test_operands_on_node() -> None:
     enabled = operands_from_operator_config({}, "helm")
     assert operands_on_node(labels, enabled) == ("device-plugin",)
     assert operands_on_node(None) == ()
+
+
+# addGPUStateLabels / removeGPUStateLabels per release: an empty value is absent from v26.7 on;
+# a stray state label of another workload type is removed in every release
+@pytest.mark.parametrize(
+    ("release", "driver"),
+    [("v25.10.0", ""), ("v26.3.0", ""), ("v26.7.0", "true"), (None, "true")],
+)
+def test_empty_and_stray_state_labels_per_release(release, driver) -> None:
+    labels = {
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.deploy.driver": "",
+        "nvidia.com/gpu.deploy.device-plugin": "false",  # an admin's value stays
+        "nvidia.com/gpu.deploy.sandbox-device-plugin": "true",  # stray: a VM operand
+        "nvidia.com/gpu.deploy.vfio-manager": "true",
+    }
+    deploy = expected_deploy_labels(labels, False, "container", release)
+    assert deploy["nvidia.com/gpu.deploy.driver"] == driver
+    assert deploy["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    assert "nvidia.com/gpu.deploy.sandbox-device-plugin" not in deploy
+    assert "nvidia.com/gpu.deploy.vfio-manager" not in deploy

@@ -411,7 +411,7 @@ def test_non_gpu_nodes_are_not_labelled_by_the_operator(tmp_path: Path):
     assert states(p, "cpu-a")["device-plugin"] == "yes"
     [cause] = p.cells["cpu-a"]["container-toolkit"].causes
     assert cause.detail.endswith("the operator labels only nodes with nvidia.com/gpu.present=true")
-    assert [b.missing for b in p.breaks["cpu-a"]] == ["container-toolkit"]
+    assert [b.missing for b in p.breaks["cpu-a"]] == ["container-toolkit", "operator-validator"]
 
 
 def test_no_operands_anywhere(tmp_path: Path):

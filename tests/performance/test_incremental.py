@@ -124,6 +124,20 @@ def _mixed_file(root: Path) -> None:
     write(root, "apps/mixed.yaml", a.rstrip("\n") + "\n---\n" + b)
 
 
+def _copy_that_differs(root: Path) -> None:
+    """A deeper copy of a workload with other replicas: one object, an info at the copy not
+    checked (issue 13), both in the partition of their namespace."""
+    path = _workload(root, "team-8")
+    text = re.sub(r"replicas: \d+", "replicas: 7", path.read_text(), count=1)
+    write(root, "apps/team-8/overlay/prod/copy.yaml", text)
+
+
+def _placeholder(root: Path) -> None:
+    """A `${VAR}` in a workload: an unknown value, said in the summary; the file is shared."""
+    path = _workload(root, "team-9")
+    path.write_text(re.sub(r"replicas: \d+", "replicas: ${REPLICAS}", path.read_text(), count=1))
+
+
 EDITS = {
     "workload replicas": _replicas,
     "budget": _pdb,
@@ -135,6 +149,8 @@ EDITS = {
     "broken YAML": _break_yaml,
     "config": _config,
     "file mixing namespaces": _mixed_file,
+    "a copy that differs": _copy_that_differs,
+    "a placeholder": _placeholder,
 }
 
 

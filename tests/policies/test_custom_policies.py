@@ -180,6 +180,30 @@ def test_missing_policy_file(tmp_path):
     assert "not found" in str(err.value) and err.value.line == 2
 
 
+@pytest.mark.parametrize("where", ["policies", "policies/team"], ids=["folder", "subfolder"])
+def test_an_unreadable_policies_folder_is_a_usage_error_naming_it(tmp_path, monkeypatch, where):
+    """Issue 23: a `policies/` folder that cannot be listed dropped its policies with one GPU000
+    from the manifest walk. Now it is a config error at the `policies:` entry, naming the folder.
+    (Simulated: the tests run as root, which reads a mode-000 folder.)"""
+    import os
+
+    write(tmp_path, ".gpudrv-check.yaml", "matrix: null\npolicies: [policies]\n")
+    write(tmp_path, "policies/team/zone.yaml", ZONE_POLICY)
+    real = os.scandir
+    denied = str(tmp_path / where)
+
+    def scandir(path=".", *args):
+        if os.fspath(path) == denied:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path, *args)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(ConfigError) as err:
+        check(tmp_path, load_config(tmp_path))
+    assert f"cannot read folder '{where}': Permission denied" in str(err.value)
+    assert (err.value.file, err.value.line) == (".gpudrv-check.yaml", 2)
+
+
 # --- matching and locations --------------------------------------------------------------
 
 NODE_ZONED = gpu_node("zoned", extra="")  # labels added below

@@ -371,3 +371,27 @@ def test_json_validates_against_its_documented_schema(ci_repo: Path, tmp_path: P
     doc = json.loads(out["json"])
     assert list(Draft202012Validator(schema).iter_errors(doc)) == []
     assert doc["suppressed"][0]["suppressed_by"] == "annotation gpudrv-check.io/ignore: pinned"
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "gitlab"])
+def test_json_formats_escape_bidi_and_line_separators(tmp_path: Path, fmt: str):
+    """README "Hostile and broken input": no raw U+202E (right-to-left override) or U+2028 (line
+    separator) in the bytes of a JSON format; the values decode to the same text."""
+    from tests.conftest import MATRIX, write
+
+    key = "a\u202eb\u2028c\u2066d\x85e"
+    escaped = key.encode("unicode_escape").decode()  # as YAML escapes in a quoted key
+    write(
+        tmp_path,
+        "n.yaml",
+        f'apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  labels:\n    "{escaped}": [x]\n',
+    )
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    proc = run_cli("check", str(tmp_path), "--no-cache", "--format", fmt, "--fail-on", "never")
+    assert proc.returncode == 0, proc.stderr
+    raw = re.findall("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]", proc.stdout)
+    assert raw == []
+    assert "\\u202e" in proc.stdout and "\\u2028" in proc.stdout
+    if fmt == "json":
+        paths = [f["path"] for f in json.loads(proc.stdout)["findings"]]
+        assert ["metadata", "labels", key] in paths  # the same value once decoded

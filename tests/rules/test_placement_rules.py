@@ -305,7 +305,7 @@ def test_gpu011_warning_names_the_old_nodes_and_the_expression(tmp_path: Path) -
     assert f.severity is Severity.WARNING
     assert f.message == (
         "Pod ml/p: image nvcr.io/nvidia/pytorch:23.08-py3 carries CUDA 12.2.1, which needs driver "
-        "branch 525 or newer (minor version compatibility; 535.54.03 for full support); 1 of the "
+        "branch 525 or newer (minor version compatibility; 535.86.09 for full support); 1 of the "
         "3 nodes it can land on is older: gpu-515 (515.65.01); a pod placed there fails at run "
         "time"
     )

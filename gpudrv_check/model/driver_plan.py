@@ -1,0 +1,642 @@
+"""The driver the GPU Operator really installs on each GPU node, when the repo configures it.
+
+Without an operator configuration (no ClusterPolicy, chart values or NVIDIADriver CR) the
+checker keeps the lab's model: each node's tag comes from its own labels (``model/driver.py``).
+With one, the operator decides (docs/operator.md has the facts and their upstream sources):
+
+- **ClusterPolicy** (or the chart values rendering it): one driver for the cluster. The version
+  is ``driver.version`` (the node labels say what runs *now*); the OS tag is the one of
+  whichever GPU node the operator lists first, for every node (``getGPUNodeOSInfo``).
+- **NVIDIADriver** (``driver.useNvidiaDriverCRD``): each GPU node's owning CR
+  (``nvidia.nvidiadriver.assign_owners``) renders one DaemonSet per node pool, each with the
+  pool's own OS tag and, precompiled, kernel.
+- ``driver.enabled: false``: no node's driver is the operator's.
+
+Nodes whose driver the operator does not install (``gpu.deploy.driver=false``,
+``gpu.deploy.operands=false``, sandbox workloads ``vm-passthrough``/``vm-vgpu``) carry a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpudrv_check.load.located import Path
+from gpudrv_check.model.finding import Location
+from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.model.node import Node
+from gpudrv_check.nvidia.driver_image import (
+    DEPLOY_DRIVER_LABEL,
+    DEPLOY_OPERANDS_LABEL,
+    GPU_PRESENT_LABEL,
+    ClusterOsTag,
+    NodeDriverFacts,
+    TagResult,
+    cluster_os_tag,
+    driver_branch,
+    driver_image_reference,
+    operator_release,
+    os_tag,
+    precompiled_os_conflicts,
+    precompiled_tag,
+    precompiled_version_problem,
+)
+from gpudrv_check.nvidia.nvidiadriver import (
+    CHART_DEFAULT_CR,
+    DriverCR,
+    NodePool,
+    assign_owners,
+    cr_upgrade_policy,
+    has_owner_assignment,
+    node_pools,
+    parse_driver_cr,
+    pool_image,
+)
+from gpudrv_check.nvidia.operands import (
+    CLUSTERPOLICY as CP_SOURCE,
+)
+from gpudrv_check.nvidia.operands import (
+    HELM,
+    WORKLOAD_CONTAINER,
+    default_workload,
+    driver_settings,
+    sandbox_workloads_enabled,
+    workload_config,
+)
+
+LABELS = "labels"  # no operator configuration: the node labels are the whole story
+CLUSTERPOLICY = "clusterpolicy"
+NVIDIADRIVER = "nvidiadriver"
+DISABLED = "disabled"  # driver.enabled: false
+
+# rule ids of the problems the plan finds (their policies are policies/rules/<id>.yaml)
+LABEL_MISSING = "GPU002"
+OS_CONFLICT = "GPU003"
+OS_MIXED = "GPU013"
+VERSION_FORM = "GPU014"
+OWNER_CONFLICT = "GPU015"
+UPGRADE_PENDING = "GPU016"
+
+MIXED_OS_FIX = (
+    "Run one OS release on every GPU node of the cluster, or let NVIDIADriver CRs install the "
+    "driver (driver.useNvidiaDriverCRD: true / driver.nvidiaDriverCRD.enabled: true): they "
+    "render one driver DaemonSet per OS (node pool)."
+)
+
+
+@dataclass(frozen=True)
+class DriverSource:
+    """Where a node's driver spec is written: a config's ``driver`` section or an NVIDIADriver."""
+
+    kind: str  # CLUSTERPOLICY | NVIDIADRIVER
+    name: str  # how messages name it
+    manifest: Manifest
+    base: Path  # the driver spec's path inside the manifest
+    embedded: bool = False  # the spec sits in a values string: only its start is known
+    cr: DriverCR | None = None
+    layers_location: Any = None  # OperatorConfig.location for layered chart values
+
+    def path(self, *key: str) -> Path:
+        return self.base if self.embedded else (*self.base, *key)
+
+    def location(self, *key: str) -> Location:
+        if self.layers_location is not None:
+            return self.layers_location(("driver", *key))
+        return self.manifest.location(self.path(*key))
+
+
+@dataclass(frozen=True)
+class NodeDriver:
+    """What the operator installs on one GPU node."""
+
+    node: Node
+    managed: bool
+    reason: str = ""  # why the operator installs no driver here
+    source: DriverSource | None = None
+    result: TagResult = TagResult(None)  # <version>-<kernel>-<os-tag>, the matrix row's form
+    matrix_key: tuple[str, str, str] | None = None
+    reference: str | None = None  # the full image reference, when the registry is known
+    version: str | None = None  # the version the spec installs; None: the labels' branch
+    current: str | None = None  # the driver the labels say runs now
+    current_branch: str | None = None
+    pool: NodePool | None = None
+    other_os_tags: tuple[str, ...] = ()  # ClusterPolicy with mixed OS: tags it may get instead
+    upgrade_policy: dict | None = None
+
+    @property
+    def next_branch(self) -> str | None:
+        return driver_branch(self.version) if self.version else self.current_branch
+
+    @property
+    def upgrades(self) -> bool:
+        """The spec installs another branch than the labels say runs now."""
+        return bool(
+            self.version and self.current_branch and self.next_branch != self.current_branch
+        )
+
+
+@dataclass(frozen=True)
+class DriverProblem:
+    """A finding the plan makes: rule id, the object and key it is about, text."""
+
+    rule: str
+    about: Manifest | Node
+    path: Path
+    location: Location
+    message: str
+    hint: str | None = None
+
+
+@dataclass
+class DriverPlan:
+    mode: str
+    nodes: dict[str, NodeDriver] = field(default_factory=dict)  # GPU node name -> plan
+    problems: list[DriverProblem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    pools: list[tuple[DriverSource, NodePool, str | None]] = field(default_factory=list)
+    cluster_os: ClusterOsTag | None = None
+    precompiled: bool = False
+
+    def of_rule(self, rule: str) -> list[DriverProblem]:
+        return [p for p in self.problems if p.rule == rule]
+
+
+# --- building the plan -------------------------------------------------------------------------
+
+
+def driver_plan(repo: Any) -> DriverPlan:
+    """The repo's driver plan (computed once per run)."""
+    if "driver_plan" not in repo.extras:
+        repo.extras["driver_plan"] = _build(repo)
+    return repo.extras["driver_plan"]
+
+
+def nvidiadriver_manifests(manifests: list[Manifest]) -> list[Manifest]:
+    return [
+        m
+        for m in manifests
+        if m.kind == "NVIDIADriver" and m.api_version.split("/", 1)[0] == "nvidia.com" and m.name
+    ]
+
+
+def _build(repo: Any) -> DriverPlan:
+    from gpudrv_check.model.driver import operator_version
+
+    config = repo.operator
+    crs = nvidiadriver_manifests(repo.manifests)
+    if config is None and not crs:
+        return DriverPlan(LABELS)
+    version = operator_version(repo)
+    if config is not None:
+        source = CP_SOURCE if config.source == "clusterpolicy" else HELM
+        settings = driver_settings(config.values, source)
+        if not settings.enabled:
+            plan = DriverPlan(DISABLED)
+            for node in _gpu_nodes(repo):
+                plan.nodes[node.name] = NodeDriver(
+                    node, False, f"driver.enabled is false in the {config.describe()}"
+                )
+            return plan
+        if not settings.use_nvidia_driver_crd:
+            return _cluster_policy_plan(repo, config, settings, version)
+    return _nvidiadriver_plan(repo, config, crs, version)
+
+
+def _gpu_nodes(repo: Any) -> list[Node]:
+    return sorted(repo.gpu_nodes, key=lambda n: n.name)
+
+
+def _unmanaged_reason(node: Node, sandbox: bool, default: str, version: object) -> str:
+    """Why the operator renders no driver pod for the node ('' when it does)."""
+    labels = node.labels
+    if labels.get(DEPLOY_OPERANDS_LABEL) == "false":
+        return f"{DEPLOY_OPERANDS_LABEL}=false: the operator removes every operand from it"
+    workload = workload_config(labels, sandbox, default)
+    if workload != WORKLOAD_CONTAINER:
+        return (
+            f"sandbox workload {workload}: the operator deploys no driver container there "
+            "(vfio-manager or the vGPU manager instead)"
+        )
+    value = labels.get(DEPLOY_DRIVER_LABEL)
+    if value == "false":
+        return f"{DEPLOY_DRIVER_LABEL}=false: the driver is pre-installed on the host"
+    release = operator_release(version)
+    if value == "" and release is not None and release < (26, 7):
+        # v26.7 treats an empty state label as absent and sets it to "true" (addGPUStateLabels)
+        return f'{DEPLOY_DRIVER_LABEL} is empty: the driver DaemonSet selects only "true"'
+    return ""
+
+
+def _facts(repo: Any, node: Node) -> NodeDriverFacts:
+    from gpudrv_check.model.driver import node_facts
+
+    return node_facts(node, repo)
+
+
+def _current(facts: Any) -> str | None:
+    return facts.driver_version or facts.driver_major
+
+
+def _source_of_config(config: Any) -> DriverSource:
+    base = (*config.values_path, "driver")
+    located = config.location if config.layers else None
+    from gpudrv_check.model.operands import config_name
+
+    return DriverSource(
+        CLUSTERPOLICY,
+        config_name(config),
+        config.manifest,
+        tuple(config.values_path) if config.embedded else base,
+        config.embedded,
+        layers_location=located,
+    )
+
+
+def _tag_for(
+    repo: Any,
+    node: Node,
+    spec_version: str | None,
+    precompiled: bool,
+    ostag: str | None,
+) -> tuple[TagResult, tuple[str, str, str] | None]:
+    """The matrix-form tag and row for a node: the spec's version (or the labels' branch)."""
+    from gpudrv_check.model.driver import label_keys
+
+    keys = label_keys(repo.config)
+    facts = _facts(repo, node)
+    part = spec_version if precompiled else driver_branch(spec_version)
+    missing = []
+    if part is None:
+        part = facts.driver_major
+        if part is None:
+            missing.append(str(tuple(keys["driver_major"])[0]))
+    # the kernel is in the image only when precompiled; else only the matrix row needs it
+    need_kernel = precompiled or repo.matrix is not None
+    if facts.kernel is None and need_kernel:
+        missing.append(str(keys["kernel"]))
+    if facts.os_id is None:
+        missing.append(str(keys["os_id"]))
+    if facts.os_version_id is None:
+        missing.append(str(keys["os_version_id"]))
+    if missing:
+        return TagResult(None, missing=tuple(missing)), None
+    if ostag is None:
+        return TagResult(None, error="the OS tag cannot be formed from the node's OS labels"), None
+    if facts.kernel is None:
+        return TagResult(f"{part}-{ostag}"), None  # <version>-<os-tag>: no matrix to look in
+    tag = precompiled_tag(part, facts.kernel, ostag)
+    if tag is None:
+        return TagResult(None, error=f"'{part}-{facts.kernel}-{ostag}' is not a valid tag"), None
+    return TagResult(tag), (str(part), str(facts.kernel), ostag)
+
+
+def _reference(
+    repository: str | None, image: str | None, version: str | None, kernel, ostag, precompiled
+) -> str | None:
+    if not version and not (image and not repository):
+        return None  # the version comes from the operator's environment or the chart default
+    if version and not repository:
+        return None
+    result = driver_image_reference(
+        repository, image or "driver", version, kernel, ostag, precompiled
+    )
+    return result.reference
+
+
+def _cluster_policy_plan(repo: Any, config: Any, settings: Any, version: object) -> DriverPlan:
+    plan = DriverPlan(CLUSTERPOLICY, precompiled=settings.use_precompiled)
+    source = _source_of_config(config)
+    values = config.values
+    cp_source = CP_SOURCE if config.source == "clusterpolicy" else HELM
+    sandbox = sandbox_workloads_enabled(values, cp_source)
+    default = default_workload(values)
+    gpu = _gpu_nodes(repo)
+    facts = {n.name: _facts(repo, n) for n in gpu}
+    plan.cluster_os = cluster_os_tag(((n.name, _os_labels(facts[n.name])) for n in gpu), version)
+    spec_version = settings.version
+    for node in gpu:
+        f = facts[node.name]
+        reason = _unmanaged_reason(node, sandbox, default, version)
+        if reason:
+            plan.nodes[node.name] = NodeDriver(node, False, reason, source, current=_current(f))
+            continue
+        ostag = os_tag(f.os_id, f.os_version_id, version)
+        result, key = _tag_for(repo, node, spec_version, settings.use_precompiled, ostag)
+        others = (
+            tuple(t for t in plan.cluster_os.by_tag if t != ostag) if plan.cluster_os.mixed else ()
+        )
+        reference = None
+        if key is not None:
+            repository = _explicit(config, "repository")
+            # with a registry but no version, the matrix row's branch is the precompiled tag
+            guess = key[0] if settings.use_precompiled and repository else None
+            reference = _reference(
+                repository,
+                settings.image,
+                spec_version or guess,
+                key[1],
+                ostag,
+                settings.use_precompiled,
+            )
+        plan.nodes[node.name] = NodeDriver(
+            node,
+            True,
+            source=source,
+            result=result,
+            matrix_key=key,
+            reference=reference,
+            version=spec_version if driver_branch(spec_version) else None,
+            current=_current(f),
+            current_branch=f.driver_major,
+            other_os_tags=others,
+            upgrade_policy=settings.upgrade_policy,
+        )
+    _cluster_policy_problems(repo, plan, source, settings, version)
+    return plan
+
+
+def _explicit(config: Any, key: str) -> str | None:
+    """``driver.<key>`` as written (not the chart default: a default registry is a guess)."""
+    value = config.get("driver", key)
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _os_labels(facts: Any) -> Mapping[str, object]:
+    from gpudrv_check.nvidia.driver_image import OS_RELEASE_ID_LABEL, OS_VERSION_ID_LABEL
+
+    return {OS_RELEASE_ID_LABEL: facts.os_id, OS_VERSION_ID_LABEL: facts.os_version_id}
+
+
+def _managed(plan: DriverPlan) -> list[NodeDriver]:
+    return [entry for entry in plan.nodes.values() if entry.managed]
+
+
+def _cluster_policy_problems(
+    repo: Any, plan: DriverPlan, source: DriverSource, settings: Any, version: object
+) -> None:
+    managed = _managed(plan)
+    if not managed:
+        return
+    cluster = plan.cluster_os
+    if cluster is not None and cluster.mixed:
+        groups = "; ".join(f"{tag} ({', '.join(nodes)})" for tag, nodes in cluster.by_tag.items())
+        plan.problems.append(
+            DriverProblem(
+                OS_MIXED,
+                source.manifest,
+                source.path(),
+                source.location(),
+                f"the {source.name} builds every driver image with ONE OS tag, read from "
+                "whichever GPU node the operator lists first (its node cache has no order), but "
+                f"the GPU nodes run {len(cluster.by_tag)} OS releases: {groups}; the nodes of "
+                "the other releases get a driver image built for the wrong OS",
+                MIXED_OS_FIX,
+            )
+        )
+    if settings.use_precompiled:
+        why = precompiled_version_problem(settings.version)
+        if why is not None:
+            plan.problems.append(
+                DriverProblem(
+                    VERSION_FORM,
+                    source.manifest,
+                    source.path("version"),
+                    source.location("version"),
+                    f"driver.usePrecompiled is true and driver.version is {settings.version!r}: "
+                    f"{why}",
+                )
+            )
+        _kernel_os_conflicts(repo, plan, source)
+    _upgrade_problem(plan, source, managed, settings.version)
+
+
+def _kernel_os_conflicts(repo: Any, plan: DriverPlan, source: DriverSource) -> None:
+    """GPU003: getKernelVersionsMap over every GPU node (managed or not) fails ``init``."""
+    from gpudrv_check.model.driver import label_keys
+
+    keys = label_keys(repo.config)
+    triples = []
+    for name, entry in sorted(plan.nodes.items()):
+        f = _facts(repo, entry.node)
+        triples.append((name, f.kernel, f.os_release))
+    releases = {t[0]: t[2] for t in triples}
+    for conflict in precompiled_os_conflicts(triples):
+        for name in conflict.nodes:
+            node = plan.nodes[name].node
+            others = [
+                f"{other} ({releases[other]})"
+                for other in conflict.nodes
+                if releases[other] != releases[name]
+            ]
+            key = str(keys["os_version_id"])
+            plan.problems.append(
+                DriverProblem(
+                    OS_CONFLICT,
+                    node,
+                    node.label_path(key),
+                    node.label_location(key),
+                    f"GPU node {name} runs kernel {conflict.kernel} on {releases[name]}, like "
+                    f"{', '.join(others)} on another OS release; with precompiled drivers the "
+                    f'operator fails "{conflict.message}" before any state, so the whole '
+                    f"{source.name} stops reconciling",
+                )
+            )
+
+
+def _upgrade_problem(
+    plan: DriverPlan, source: DriverSource, entries: list[NodeDriver], version: str | None
+) -> None:
+    moving = [e for e in entries if e.upgrades]
+    if not moving:
+        return
+    nodes = ", ".join(f"{e.node.name} (runs {e.current})" for e in moving)
+    verb = "moves" if len(moving) == 1 else "move"
+    what = "NVIDIADriver " + source.name if source.kind == NVIDIADRIVER else source.name
+    plan.problems.append(
+        DriverProblem(
+            UPGRADE_PENDING,
+            source.manifest,
+            source.path("version"),
+            source.location("version"),
+            f"the {what} installs driver {version} (branch {driver_branch(version)}): the next "
+            f"reconcile renders it for {nodes}, which {verb} to branch {driver_branch(version)} "
+            "when the driver pod is replaced",
+        )
+    )
+
+
+# --- NVIDIADriver ------------------------------------------------------------------------------
+
+
+def _chart_default_cr(config: Any, version: object) -> tuple[DriverCR, DriverSource] | None:
+    """The chart's ``default`` CR (templates/nvidiadriver.yaml) from HelmRelease values."""
+    if config is None or config.source == "clusterpolicy":
+        return None
+    crd = config.get("driver", "nvidiaDriverCRD")
+    if not isinstance(crd, dict) or crd.get("enabled") is not True:
+        return None
+    if crd.get("deployDefaultCR") is False:
+        return None
+    driver = config.get("driver") if isinstance(config.get("driver"), dict) else {}
+    spec: dict[str, Any] = {
+        "repository": driver.get("repository") or "nvcr.io/nvidia",
+        "image": driver.get("image") or "driver",
+        "version": driver.get("version"),
+        "usePrecompiled": driver.get("usePrecompiled") is True,
+        "driverType": crd.get("driverType") or "gpu",
+        "tolerations": config.get("daemonsets", "tolerations"),
+    }
+    if has_owner_assignment(version):
+        spec["default"] = True
+        spec["upgradePolicy"] = driver.get("upgradePolicy")
+    elif isinstance(crd.get("nodeSelector"), dict) and crd.get("nodeSelector"):
+        spec["nodeSelector"] = crd.get("nodeSelector")
+    base = _source_of_config(config)
+    source = DriverSource(
+        NVIDIADRIVER,
+        f"{CHART_DEFAULT_CR} (the chart's default CR, from the {base.name})",
+        base.manifest,
+        base.base,
+        base.embedded,
+        layers_location=base.layers_location,
+    )
+    return parse_driver_cr(CHART_DEFAULT_CR, spec), source
+
+
+def _cr_sources(
+    config: Any, crs: list[Manifest], version: object
+) -> list[tuple[DriverCR, DriverSource]]:
+    out = []
+    for m in crs:
+        cr = parse_driver_cr(str(m.name), m.get("spec"))
+        out.append((cr, DriverSource(NVIDIADRIVER, str(m.name), m, ("spec",), cr=cr)))
+    chart = _chart_default_cr(config, version)
+    if chart is not None and all(cr.name != CHART_DEFAULT_CR for cr, _ in out):
+        out.append(chart)
+    return sorted(out, key=lambda pair: pair[0].name)
+
+
+def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: object) -> DriverPlan:
+    plan = DriverPlan(NVIDIADRIVER)
+    sources = _cr_sources(config, crs, version)
+    if config is None:
+        plan.notes.append(
+            "NVIDIADriver CRs are in the repo but no ClusterPolicy or chart values: they are "
+            "modelled as if driver.useNvidiaDriverCRD were true"
+        )
+    values = config.values if config is not None else {}
+    cp_source = CP_SOURCE if config is None or config.source == "clusterpolicy" else HELM
+    sandbox = sandbox_workloads_enabled(values, cp_source)
+    default = default_workload(values)
+    fallback = driver_settings(values, cp_source).upgrade_policy
+    gpu = _gpu_nodes(repo)
+    # gpu.present as the operator keeps it: these are the nodes it lists as GPU nodes
+    labels = {n.name: {**n.labels, GPU_PRESENT_LABEL: "true"} for n in gpu}
+    ownership = assign_owners([cr for cr, _ in sources], labels, version)
+    by_name = dict((cr.name, (cr, src)) for cr, src in sources)
+    for problem in ownership.problems:
+        cr, src = by_name[problem.driver]
+        plan.problems.append(
+            DriverProblem(
+                OWNER_CONFLICT,
+                src.manifest,
+                src.path(*problem.key) if src.cr is not None else src.path("nvidiaDriverCRD"),
+                _cr_location(src, problem.key),
+                f"NVIDIADriver {cr.name}: {problem.message}; the operator assigns no NVIDIADriver "
+                "owner while this stands, so no CR installs a driver on any node",
+            )
+        )
+    pool_of: dict[str, tuple[NodePool | None, DriverCR, DriverSource, str | None]] = {}
+    for cr, src in sources:
+        owned = {n.name: labels[n.name] for n in gpu if ownership.owner.get(n.name) == cr.name}
+        pools, skipped = node_pools(cr, owned, version)
+        image_errors = set()
+        for pool in pools:
+            image = pool_image(cr, pool)
+            if image.error and not (src.cr is None and cr.version is None):
+                image_errors.add(image.error)  # the chart default's version is the chart's own
+            plan.pools.append((src, pool, image.reference))
+            for name in pool.nodes:
+                pool_of[name] = (pool, cr, src, None)
+        for skip in skipped:
+            pool_of[skip.node] = (None, cr, src, skip.missing_label)
+        _cr_version_problems(plan, cr, src, sorted(image_errors))
+    for node in gpu:
+        plan.nodes[node.name] = _cr_node(
+            repo, node, ownership.owner.get(node.name), pool_of, sandbox, default, version, fallback
+        )
+    for cr, src in sources:
+        entries = [e for e in plan.nodes.values() if e.managed and e.source is src]
+        _upgrade_problem(plan, src, entries, cr.version)
+    return plan
+
+
+def _cr_version_problems(
+    plan: DriverPlan, cr: DriverCR, src: DriverSource, image_errors: list[str]
+) -> None:
+    why = precompiled_version_problem(cr.version) if cr.use_precompiled else None
+    if why is not None:
+        image_errors = [f"usePrecompiled is true and version is {cr.version!r}: {why}"]
+    for error in image_errors:
+        plan.problems.append(
+            DriverProblem(
+                VERSION_FORM,
+                src.manifest,
+                src.path("version"),
+                _cr_location(src, ("version",)),
+                f"NVIDIADriver {cr.name}: {error}",
+            )
+        )
+
+
+def _cr_location(src: DriverSource, key: tuple[str, ...]) -> Location:
+    if src.cr is None:
+        return src.location("nvidiaDriverCRD")
+    path = src.path(*key)
+    while path and src.manifest.get(*path) is None:
+        path = path[:-1]
+    return src.manifest.location(path)
+
+
+_PoolOf = dict[str, tuple["NodePool | None", DriverCR, DriverSource, "str | None"]]
+
+
+def _cr_node(
+    repo: Any,
+    node: Node,
+    owner: str | None,
+    pool_of: _PoolOf,
+    sandbox: bool,
+    default: str,
+    version: object,
+    fallback: dict,
+) -> NodeDriver:
+    """One GPU node under NVIDIADriver CRs: its owner's pool, tag and image."""
+    f = _facts(repo, node)
+    current = _current(f)
+    if owner is None:
+        return NodeDriver(node, False, "no NVIDIADriver owns it", current=current)
+    reason = _unmanaged_reason(node, sandbox, default, version)
+    pool, cr, src, missing = pool_of.get(node.name, (None, None, None, None))
+    policy = cr_upgrade_policy(cr, fallback, version) if cr is not None else None
+    if reason or cr is None:
+        return NodeDriver(node, False, reason or "no driver pool takes it", src, current=current)
+    if pool is None:
+        result = TagResult(None, missing=(missing,) if missing else ())
+        return NodeDriver(node, True, "", src, result, current=current, upgrade_policy=policy)
+    result, key = _tag_for(repo, node, cr.version, cr.use_precompiled, pool.os_tag)
+    image = pool_image(cr, pool)
+    return NodeDriver(
+        node,
+        True,
+        source=src,
+        result=result,
+        matrix_key=key,
+        reference=image.reference if key is not None else None,
+        version=cr.version if driver_branch(cr.version) else None,
+        current=current,
+        current_branch=f.driver_major,
+        pool=pool,
+        upgrade_policy=policy,
+    )

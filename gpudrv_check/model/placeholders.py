@@ -1,0 +1,241 @@
+"""`${VAR}` placeholders (Flux post-build substitution, envsubst): unknown values, not literals.
+
+Flux's kustomize-controller substitutes `${var}` (and `${var:=default}`, drone/envsubst syntax)
+in what a Flux `Kustomization` applies, with the variables of its `spec.postBuild`:
+`substituteFrom` ConfigMaps and Secrets of the Kustomization's namespace, then `substitute`
+on top; only when there is at least one variable, and not in an object labelled or annotated
+`kustomize.toolkit.fluxcd.io/substitute: disabled` (fluxcd/pkg kustomize/kustomize_varsub.go,
+SubstituteVariables and loadVars). The substitution is textual, before the YAML is decoded, so
+`replicas: ${REPLICAS}` becomes a number.
+
+Here a file under a Flux Kustomization's `spec.path` gets that Kustomization's variables (those
+of `substitute`, and of `substituteFrom` ConfigMaps found in the repo); a placeholder with a
+default and no variable takes the default. Every other placeholder is unknown: the object
+keeps the placeholder text, and no finding is built on an object with an unknown value (a
+`nodeSelector: {gpu: ${GPU}}` matches no node only as written, not as applied). The report
+says once which values were unknown (`Unknowns.note`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gpudrv_check.load.located import LMap, LSeq
+from gpudrv_check.load.yaml_docs import resolve_plain
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.finding import Finding
+    from gpudrv_check.model.manifest import Manifest
+
+# `$${VAR}` is an escaped `${VAR}` (drone/envsubst), not a placeholder
+PLACEHOLDER = re.compile(r"(?<!\$)\$\{([_A-Za-z][_A-Za-z0-9]*)(?:(:?[=-])([^}]*))?\}")
+FLUX_GROUP = "kustomize.toolkit.fluxcd.io/"
+DISABLED = "kustomize.toolkit.fluxcd.io/substitute"
+#: findings of these rules concern how a file is written, not the values: always kept
+KEPT_RULES = frozenset(("GPU000", "GPU008", "GPU009"))
+#: values visited per object at most (bounded on hostile input)
+MAX_VISITED = 50_000
+#: variable names listed in the note; the rest are counted
+MAX_NAMES_SAID = 8
+#: kustomizations one Flux Kustomization may build on, at most (a cycle or a hostile repo)
+MAX_KUSTOMIZATIONS = 200
+
+
+@dataclass
+class Scope:
+    """The files a Flux Kustomization applies and its variables: with a kustomization file in
+    its path, the files that kustomization and those it builds on list; without one, every
+    file under the path (Flux generates a kustomization of them)."""
+
+    prefix: str  # "" (the whole repo) or "a/b/"
+    variables: dict[str, str]
+    files: set[str] | None = None  # None: every file under the prefix
+
+    def covers(self, rel: str) -> bool:
+        return rel in self.files if self.files is not None else rel.startswith(self.prefix)
+
+
+def _kustomize_files(source: Any, directory: str) -> set[str] | None:
+    """The files the kustomization in `directory` (and every one it builds on) lists; None
+    when the directory has no kustomization file."""
+    from gpudrv_check.source.kustomize import find_kustomization_file, parse_kustomization
+
+    if source is None or find_kustomization_file(source, directory) is None:
+        return None
+    files: set[str] = set()
+    seen: set[str] = set()
+    pending = [directory]
+    while pending and len(seen) < MAX_KUSTOMIZATIONS:
+        folder = pending.pop()
+        file = find_kustomization_file(source, folder) if folder not in seen else None
+        if file is None:
+            continue
+        seen.add(folder)
+        k = parse_kustomization(source, file)
+        files.update(k.files)
+        pending.extend(k.dirs)
+    return files
+
+
+@dataclass
+class Unknowns:
+    """What the run could not know: per object, its unknown placeholders."""
+
+    by_object: dict[tuple[str, str, str | None], set[str]] = field(default_factory=dict)
+    dropped: int = 0
+
+    @property
+    def names(self) -> list[str]:
+        return sorted({n for names in self.by_object.values() for n in names})
+
+    def note(self) -> str | None:
+        names = self.names
+        if not names:
+            return None
+        shown = ", ".join("${" + n + "}" for n in names[:MAX_NAMES_SAID])
+        if len(names) > MAX_NAMES_SAID:
+            shown += f" and {len(names) - MAX_NAMES_SAID} more"
+        return (
+            f"placeholders {shown} (Flux postBuild or envsubst) are unknown values: "
+            f"{self.dropped} finding(s) built on the {len(self.by_object)} object(s) holding "
+            "them not reported; a Flux Kustomization's postBuild.substitute gives them values"
+        )
+
+    def filter(self, findings: list[Finding]) -> list[Finding]:
+        """`findings` without those about an object with an unknown value."""
+        if not self.by_object:
+            return findings
+        out = []
+        for f in findings:
+            ref = f.object
+            if (
+                f.rule not in KEPT_RULES
+                and ref is not None
+                and (f.location.file, ref.kind, ref.name) in self.by_object
+            ):
+                self.dropped += 1
+                continue
+            out.append(f)
+        return out
+
+
+def _string_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, LMap):
+        return {}
+    return {k: str(v).replace("\n", "") for k, v in value.items() if isinstance(v, (str, int))}
+
+
+def flux_scopes(manifests: list[Manifest], source: Any = None) -> list[Scope]:
+    """The Flux Kustomizations of the repo with post-build variables, deepest path first
+    (`source` reads the kustomization files their paths hold)."""
+    config_maps = {(m.namespace, m.name): m for m in manifests if m.kind == "ConfigMap"}
+    scopes = []
+    for m in manifests:
+        if m.kind != "Kustomization" or not m.api_version.startswith(FLUX_GROUP):
+            continue
+        post = m.get("spec", "postBuild")
+        path = m.get("spec", "path")
+        if not isinstance(post, LMap) or not isinstance(path, str):
+            continue
+        variables: dict[str, str] = {}
+        refs = post.get("substituteFrom")
+        for ref in refs if isinstance(refs, LSeq) else ():
+            name = ref.get("name") if isinstance(ref, LMap) else None
+            if isinstance(name, str) and ref.get("kind") == "ConfigMap":
+                found = config_maps.get((m.namespace or "flux-system", name))
+                if found is not None:
+                    variables.update(_string_map(found.get("data")))
+        variables.update(_string_map(post.get("substitute")))
+        folder = posixpath.normpath(path.lstrip("/"))
+        if folder == ".." or folder.startswith("../"):
+            continue
+        folder = "" if folder == "." else folder
+        prefix = folder + "/" if folder else ""
+        scopes.append(Scope(prefix, variables, _kustomize_files(source, folder)))
+    scopes.sort(key=lambda s: -len(s.prefix))
+    return scopes
+
+
+def _variables(scopes: list[Scope], rel: str) -> dict[str, str] | None:
+    """The variables Flux substitutes in `rel`: those every Kustomization applying it agrees
+    on (two clusters sharing a base with different values leave that value unknown); None
+    when no Kustomization with variables applies it."""
+    covering = [s.variables for s in scopes if s.variables and s.covers(rel)]
+    if not covering:
+        return None
+    first, *others = covering
+    return {k: v for k, v in first.items() if all(o.get(k) == v for o in others)}
+
+
+def _disabled(m: Manifest) -> bool:
+    return DISABLED_VALUE in (m.labels.get(DISABLED), m.annotations.get(DISABLED))
+
+
+DISABLED_VALUE = "disabled"
+
+
+def _fill(text: str, variables: dict[str, str] | None, unknown: set[str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        name, op, default = match.groups()
+        if variables is not None and name in variables:
+            value = variables[name]
+            if op in (":=", ":-") and not value:
+                return default or ""
+            return value
+        if variables is not None and op is not None:
+            return default or ""
+        unknown.add(name)
+        return match.group()
+
+    return PLACEHOLDER.sub(one, text)
+
+
+def _value(text: str, variables: dict[str, str] | None, unknown: set[str]) -> Any:
+    filled = _fill(text, variables, unknown)
+    if filled == text:
+        return text
+    whole = PLACEHOLDER.fullmatch(text) is not None
+    # Flux substitutes text before decoding: a value that was only the placeholder is typed
+    return resolve_plain(filled) if whole and filled else filled
+
+
+def substitute(manifests: list[Manifest], files: set[str], source: Any = None) -> Unknowns:
+    """Fill in what the Flux Kustomizations give, in place, in the objects of `files` (those
+    whose text holds `${`); the rest is unknown."""
+    unknowns = Unknowns()
+    if not files:
+        return unknowns
+    scopes = flux_scopes(manifests, source)
+    for m in manifests:
+        if m.file not in files or _disabled(m):
+            continue
+        variables = _variables(scopes, m.file)
+        unknown: set[str] = set()
+        _walk(m.data, variables, unknown)
+        if unknown:
+            unknowns.by_object[(m.file, m.kind, m.name)] = unknown
+    return unknowns
+
+
+def _walk(root: Any, variables: dict[str, str] | None, unknown: set[str]) -> None:
+    pending, visited = [root], 0
+    while pending and visited < MAX_VISITED:
+        node = pending.pop()
+        visited += 1
+        if isinstance(node, LMap):
+            for key, value in node.items():
+                if isinstance(value, str):
+                    if "${" in value:
+                        node[key] = _value(value, variables, unknown)
+                elif isinstance(value, (LMap, LSeq)):
+                    pending.append(value)
+        elif isinstance(node, LSeq):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    if "${" in item:
+                        node[i] = _value(item, variables, unknown)
+                elif isinstance(item, (LMap, LSeq)):
+                    pending.append(item)

@@ -1,0 +1,104 @@
+"""Which upgrade flow the repo's driver upgrades follow, and which pods that flow evicts.
+
+- ``controller``: the operator config turns ``driver.upgradePolicy.autoUpgrade`` on (the chart
+  does by default) and sandbox workloads are off: the GPU Operator's upgrade controller
+  upgrades the nodes. Its default flow deletes only GPU pods (gpu-operator main.go
+  ``gpuPodSpecFilter``) through the eviction API (k8s-operator-libs pod_manager.go
+  ``SchedulePodEviction``: a kubectl drain helper with IgnoreAllDaemonSets, the policy's
+  podDeletion force / deleteEmptyDir / timeoutSeconds). Only with ``drain.enable`` does a
+  failed pod deletion lead to a drain (drain_manager.go ``ScheduleNodesDrain``), which evicts
+  the pods matching ``drain.podSelector`` plus the implicit
+  ``nvidia.com/gpu-driver-upgrade-drain.skip!=true`` (upgrade_controller.go).
+- ``manual``: no such config: the lab's procedure, ``kubectl drain --ignore-daemonsets``,
+  which evicts every pod but DaemonSet and mirror pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gpudrv_check.k8s.selector_string import Matcher, parse_selector
+from gpudrv_check.model.operator import OperatorConfig
+from gpudrv_check.nvidia.operands import sandbox_workloads_enabled
+from gpudrv_check.nvidia.upgrade import effective_upgrade_policy
+from gpudrv_check.nvidia.upgrade_controller import drain_selector, is_gpu_pod
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.repo import Repo
+    from gpudrv_check.model.workload import Workload
+
+CONTROLLER, MANUAL = "controller", "manual"
+POLICY_PATH = ("driver", "upgradePolicy")
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def policy_source(config: OperatorConfig) -> str:
+    return "clusterpolicy" if config.source == "clusterpolicy" else "helm"
+
+
+@dataclass(frozen=True)
+class UpgradeFlow:
+    kind: str  # CONTROLLER | MANUAL
+    config: OperatorConfig | None = None
+    policy: dict[str, Any] = field(default_factory=dict)  # effective upgradePolicy
+
+    @property
+    def raw_max_unavailable(self) -> object:
+        """maxUnavailable as written (the effective policy replaces a value it cannot use)."""
+        raw = self.config.get(*POLICY_PATH) if self.config is not None else None
+        return raw.get("maxUnavailable") if isinstance(raw, dict) else None
+
+    @property
+    def drain_enabled(self) -> bool:
+        return self.kind == CONTROLLER and self.policy["drain"]["enable"] is True
+
+    @property
+    def drain_matcher(self) -> Matcher | None:
+        """The drain selector with the implicit skip; None when the selector is invalid."""
+        return parse_selector(drain_selector(str(self.policy["drain"]["podSelector"] or "")))
+
+    def deletes(self, workload: Workload) -> bool:
+        """The pod-deletion step removes this workload's pods (GPU pods, not DaemonSets)."""
+        if workload.kind == "DaemonSet":
+            return False
+        if MIRROR_POD_ANNOTATION in workload.manifest.annotations:
+            return False
+        if self.kind == MANUAL:
+            return True
+        return is_gpu_pod(workload.pod_spec)
+
+    def drains(self, workload: Workload) -> bool:
+        """A drain after failed pod deletion evicts this workload's pods (drain.enable)."""
+        if not self.drain_enabled or workload.kind == "DaemonSet":
+            return False
+        matcher = self.drain_matcher
+        return matcher is not None and matcher(workload.pod_labels)
+
+    def evicts(self, workload: Workload) -> bool:
+        """Some step of this flow evicts the workload's pods from a node being upgraded."""
+        return self.deletes(workload) or self.drains(workload)
+
+    def describe(self) -> str:
+        if self.kind == MANUAL:
+            return "kubectl drain (no operator config with driver.upgradePolicy.autoUpgrade)"
+        text = "the GPU Operator's upgrade controller: GPU pods deleted through eviction"
+        if self.drain_enabled:
+            text += ", then a drain of the pods matching " + drain_selector(
+                str(self.policy["drain"]["podSelector"] or "")
+            )
+        return text
+
+
+def upgrade_flow(repo: Repo) -> UpgradeFlow:
+    """The flow of the repo's operator config (the first one), else the manual drain."""
+    config = repo.operator
+    if config is None:
+        return UpgradeFlow(MANUAL)
+    source = policy_source(config)
+    policy = effective_upgrade_policy(config.get(*POLICY_PATH), source)
+    if policy.get("autoUpgrade") is not True or sandbox_workloads_enabled(
+        config.values, "clusterpolicy" if source == "clusterpolicy" else "helm"
+    ):
+        return UpgradeFlow(MANUAL, config, policy)
+    return UpgradeFlow(CONTROLLER, config, policy)

@@ -1,0 +1,369 @@
+"""NVIDIADriver (``nvidia.com/v1alpha1``): which CR owns a GPU node and which pools it renders.
+
+With ``driver.useNvidiaDriverCRD`` the ClusterPolicy renders no driver; every ``NVIDIADriver``
+CR renders one driver DaemonSet per *node pool* of the GPU nodes it owns. Pure functions:
+label mappings and parsed specs in, results out; nothing raises on bad input.
+
+Owner assignment (upstream ``internal/nvidiadriver/nvidiadriver.go`` ``AssignOwners``, v26.7):
+
+- a node belongs to the unique non-default CR whose ``nodeSelector`` matches it (a nil selector
+  means ``nvidia.com/gpu.present=true``, ``GetNodeSelector``), else to the ``default: true`` CR;
+- two matching non-default CRs, two defaults, a default with a ``nodeSelector``, or a selector
+  on the reserved ``nvidia.com/gpu-operator.driver.owner`` label are errors
+  (``classifyDrivers``, ``ValidateNodeSelector``, ``desiredOwnerForNode``); AssignOwners then
+  stops before it labels any node, so no CR owns anything.
+
+Before v26.7 there is no ``default`` field and no owner label: each CR selects its nodes by its
+``nodeSelector`` and any node selected by two CRs makes every CR's reconcile fail
+(``internal/validator/validator.go`` ``nodeSelectorValidator.Validate``).
+
+Node pools (``internal/state/nodepool.go`` ``getNodePools``): one per OS tag (``getOSTag``),
+and in precompiled mode per OS tag and kernel. A node without the OS labels (or, precompiled,
+the kernel label) is skipped. v26.7 truncates ``rhel``/``rocky``/``ol`` to the major version and
+selects such a pool on ``VERSION_ID.major``: a node without that label is skipped too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpudrv_check.nvidia.driver_image import (
+    GPU_PRESENT_LABEL,
+    KERNEL_VERSION_LABEL,
+    OS_RELEASE_ID_LABEL,
+    OS_VERSION_ID_LABEL,
+    ImageRefResult,
+    driver_image_reference,
+    operator_release,
+    os_tag,
+    sanitized_kernel_version,
+)
+from gpudrv_check.nvidia.upgrade import effective_upgrade_policy
+
+API_GROUP = "nvidia.com"
+KIND = "NVIDIADriver"
+#: the label AssignOwners writes on each GPU node (internal/consts/consts.go, v26.7)
+OWNER_LABEL = "nvidia.com/gpu-operator.driver.owner"
+OS_VERSION_ID_MAJOR_LABEL = "feature.node.kubernetes.io/system-os_release.VERSION_ID.major"
+#: v26.7 added ``spec.default``, the owner label and a per-CR ``spec.upgradePolicy``
+OWNER_ASSIGNMENT_SINCE: tuple[int, int] = (26, 7)
+#: the chart's default CR (templates/nvidiadriver.yaml)
+CHART_DEFAULT_CR = "default"
+
+# owner-assignment problems
+MULTIPLE_DEFAULTS = "multiple-defaults"
+DEFAULT_WITH_SELECTOR = "default-with-selector"
+RESERVED_LABEL = "reserved-label"
+OVERLAP = "overlap"
+
+
+@dataclass(frozen=True)
+class DriverCR:
+    """The parts of an NVIDIADriver spec that decide ownership and images."""
+
+    name: str
+    default: bool = False
+    node_selector: Mapping[str, str] | None = None  # None: unset (GetNodeSelector's default)
+    use_precompiled: bool = False
+    repository: str | None = None
+    image: str | None = None
+    version: str | None = None
+    driver_type: str = "gpu"
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    upgrade_policy: Any = None  # the raw spec.upgradePolicy
+
+    def selector(self) -> Mapping[str, str]:
+        """``GetNodeSelector``: the nodeSelector, or ``nvidia.com/gpu.present=true`` when unset."""
+        if self.node_selector is None:
+            return {GPU_PRESENT_LABEL: "true"}
+        return self.node_selector
+
+
+@dataclass(frozen=True)
+class OwnerProblem:
+    """An error that stops owner assignment, about one CR (``key`` names the spec field)."""
+
+    driver: str
+    kind: str
+    message: str
+    key: tuple[str, ...]
+    nodes: tuple[str, ...] = ()
+
+
+@dataclass
+class Ownership:
+    """Which CR owns each GPU node (``None``: no CR), and what stops the assignment."""
+
+    owner: dict[str, str | None] = field(default_factory=dict)
+    problems: list[OwnerProblem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """One driver DaemonSet of a CR: the nodes sharing its OS tag (and kernel, precompiled)."""
+
+    driver: str
+    name: str  # getNodePools' pool name: <os-tag>[-<sanitized kernel>]
+    os_tag: str
+    kernel: str | None
+    node_selector: Mapping[str, str]
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SkippedNode:
+    """An owned node no pool takes: no driver DaemonSet selects it."""
+
+    node: str
+    missing_label: str
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value if isinstance(value, str) and value else None
+
+
+def _string_map(value: object) -> Mapping[str, str] | None:
+    if not isinstance(value, Mapping):
+        return None
+    return {str(k): str(v) for k, v in value.items() if isinstance(v, (str, int, bool))}
+
+
+def parse_driver_cr(name: str, spec: object) -> DriverCR:
+    """A CR's spec (``spec`` of the object) as ``DriverCR``; unusable fields read as unset."""
+    spec = spec if isinstance(spec, Mapping) else {}
+    tolerations = spec.get("tolerations")
+    raw_selector = spec.get("nodeSelector")
+    return DriverCR(
+        name=name,
+        default=spec.get("default") is True,
+        node_selector=_string_map(raw_selector),
+        use_precompiled=spec.get("usePrecompiled") is True,
+        repository=_text(spec.get("repository")),
+        image=_text(spec.get("image")),
+        version=_text(spec.get("version")),
+        driver_type=_text(spec.get("driverType")) or "gpu",
+        tolerations=tuple(t for t in tolerations if isinstance(t, Mapping))
+        if isinstance(tolerations, list)
+        else (),
+        upgrade_policy=spec.get("upgradePolicy"),
+    )
+
+
+def has_owner_assignment(operator_version: object) -> bool:
+    """Whether the release assigns owners with ``default`` CRs (v26.7 on; unknown = newest)."""
+    release = operator_release(operator_version)
+    return release is None or release >= OWNER_ASSIGNMENT_SINCE
+
+
+def selector_matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
+    """``labels.SelectorFromSet(selector).Matches``: every key equal; an empty set matches all."""
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+def _selector_problems(drivers: Sequence[DriverCR]) -> list[OwnerProblem]:
+    """``ValidateNodeSelector`` for every CR, and more than one default (``classifyDrivers``)."""
+    problems = []
+    for cr in drivers:
+        selector = cr.node_selector or {}
+        if cr.default and selector:
+            problems.append(
+                OwnerProblem(
+                    cr.name,
+                    DEFAULT_WITH_SELECTOR,
+                    f'default NVIDIADriver "{cr.name}" cannot use nodeSelector',
+                    ("nodeSelector",),
+                )
+            )
+        if OWNER_LABEL in selector:
+            problems.append(
+                OwnerProblem(
+                    cr.name,
+                    RESERVED_LABEL,
+                    f'NVIDIADriver "{cr.name}" nodeSelector cannot use reserved label '
+                    f'"{OWNER_LABEL}"',
+                    ("nodeSelector", OWNER_LABEL),
+                )
+            )
+    defaults = [cr.name for cr in drivers if cr.default]
+    if len(defaults) > 1:
+        for name in defaults:
+            problems.append(
+                OwnerProblem(
+                    name,
+                    MULTIPLE_DEFAULTS,
+                    f"multiple default NVIDIADrivers found: [{' '.join(defaults)}]",
+                    ("default",),
+                )
+            )
+    return problems
+
+
+def assign_owners(
+    drivers: Sequence[DriverCR],
+    gpu_nodes: Mapping[str, Mapping[str, str]],
+    operator_version: object = None,
+) -> Ownership:
+    """The CR owning each GPU node, as the given operator release decides it.
+
+    ``gpu_nodes`` maps node name to labels (GPU nodes only). On any problem the result owns no
+    node: upstream returns the first error before labelling anything; every problem is listed
+    here so all can be fixed at once.
+    """
+    if not has_owner_assignment(operator_version):
+        return _assign_by_selector(drivers, gpu_nodes)
+    result = Ownership(problems=_selector_problems(drivers))
+    defaults = [cr for cr in drivers if cr.default]
+    fallback = defaults[0].name if len(defaults) == 1 else None
+    others = [cr for cr in drivers if not cr.default]
+    overlaps: dict[tuple[str, ...], list[str]] = {}
+    for node in sorted(gpu_nodes):
+        labels = gpu_nodes[node]
+        matching = [cr.name for cr in others if selector_matches(labels, cr.selector())]
+        if len(matching) > 1:
+            overlaps.setdefault(tuple(matching), []).append(node)
+        result.owner[node] = matching[0] if len(matching) == 1 else fallback
+    for matching, nodes in overlaps.items():
+        also = f" (and {len(nodes) - 1} more: {', '.join(nodes[1:])})" if len(nodes) > 1 else ""
+        for name in matching:
+            result.problems.append(
+                OwnerProblem(
+                    name,
+                    OVERLAP,
+                    f"multiple NVIDIADrivers match the same node {nodes[0]}: "
+                    f"[{' '.join(matching)}]{also}",
+                    ("nodeSelector",),
+                    tuple(nodes),
+                )
+            )
+    if result.problems:
+        result.owner = {node: None for node in result.owner}
+    return result
+
+
+def _assign_by_selector(
+    drivers: Sequence[DriverCR], gpu_nodes: Mapping[str, Mapping[str, str]]
+) -> Ownership:
+    """Before v26.7: each CR takes the nodes its selector matches; an overlap fails them all."""
+    result = Ownership()
+    overlaps: dict[tuple[str, ...], list[str]] = {}
+    for node in sorted(gpu_nodes):
+        matching = [cr.name for cr in drivers if selector_matches(gpu_nodes[node], cr.selector())]
+        result.owner[node] = matching[0] if len(matching) == 1 else None
+        if len(matching) > 1:
+            overlaps.setdefault(tuple(matching), []).append(node)
+    for matching, nodes in overlaps.items():
+        for name in matching:
+            result.problems.append(
+                OwnerProblem(
+                    name,
+                    OVERLAP,
+                    f"conflicting NVIDIADriver NodeSelectors found for resource: {name} "
+                    f"(node(s) {', '.join(nodes)} selected by {', '.join(matching)})",
+                    ("nodeSelector",),
+                    tuple(nodes),
+                )
+            )
+    if result.problems:
+        result.owner = {node: None for node in result.owner}
+    return result
+
+
+def _pool_of(
+    cr: DriverCR, labels: Mapping[str, str], operator_version: object
+) -> tuple[str, str | None, dict[str, str]] | str:
+    """(OS tag, kernel, pool selector) for one node, or the label whose absence skips it."""
+    os_id, version = labels.get(OS_RELEASE_ID_LABEL), labels.get(OS_VERSION_ID_LABEL)
+    if not os_id:
+        return OS_RELEASE_ID_LABEL
+    if not version:
+        return OS_VERSION_ID_LABEL
+    tag = os_tag(os_id, version, operator_version)
+    if tag is None:
+        return OS_VERSION_ID_LABEL
+    selector = {**cr.selector(), GPU_PRESENT_LABEL: "true", OS_RELEASE_ID_LABEL: os_id}
+    if has_owner_assignment(operator_version):
+        selector[OWNER_LABEL] = cr.name
+    if not tag.endswith(version):
+        major = labels.get(OS_VERSION_ID_MAJOR_LABEL)
+        if not major:
+            return OS_VERSION_ID_MAJOR_LABEL
+        selector[OS_VERSION_ID_MAJOR_LABEL] = major
+    else:
+        selector[OS_VERSION_ID_LABEL] = version
+    kernel = None
+    if cr.use_precompiled:
+        kernel = labels.get(KERNEL_VERSION_LABEL) or None
+        if kernel is None:
+            return KERNEL_VERSION_LABEL
+        selector[KERNEL_VERSION_LABEL] = kernel
+    return tag, kernel, selector
+
+
+def node_pools(
+    cr: DriverCR, owned: Mapping[str, Mapping[str, str]], operator_version: object = None
+) -> tuple[list[NodePool], list[SkippedNode]]:
+    """The pools (one driver DaemonSet each) of the nodes ``cr`` owns, sorted by name."""
+    pools: dict[str, tuple[str, str | None, dict[str, str], list[str]]] = {}
+    skipped = []
+    for node in sorted(owned):
+        found = _pool_of(cr, owned[node], operator_version)
+        if isinstance(found, str):
+            skipped.append(SkippedNode(node, found))
+            continue
+        tag, kernel, selector = found
+        name = f"{tag}-{sanitized_kernel_version(kernel)}" if kernel else tag
+        pools.setdefault(name, (tag, kernel, selector, []))[3].append(node)
+    out = [
+        NodePool(cr.name, name, tag, kernel, selector, tuple(nodes))
+        for name, (tag, kernel, selector, nodes) in sorted(pools.items())
+    ]
+    return out, skipped
+
+
+def pool_image(cr: DriverCR, pool: NodePool) -> ImageRefResult:
+    """``GetImagePath`` / ``GetPrecompiledImagePath`` for a pool.
+
+    Unlike the ClusterPolicy, the CR has no environment fallback: repository, image and version
+    must all be set, unless repository and version are both empty and image is a full path.
+    """
+    repo, image, version = cr.repository or "", cr.image or "", cr.version or ""
+    if (repo or version) and not (repo and image and version):
+        return ImageRefResult(
+            None,
+            error="invalid image specification: repository, image and version must all be set "
+            f"(repository={repo}, image={image}, version={version})",
+        )
+    if not (repo or version) and not image:
+        return ImageRefResult(None, error="empty image path provided in the NVIDIADriver spec")
+    return driver_image_reference(
+        cr.repository, cr.image, cr.version, pool.kernel, pool.os_tag, cr.use_precompiled
+    )
+
+
+def driver_tolerations(cr: DriverCR) -> list[dict[str, Any]]:
+    """The driver pods' tolerations: the asset's ``nvidia.com/gpu`` one *plus* the CR's
+    (``manifests/state-driver/0500_daemonset.yaml``: added, unlike ``daemonsets.tolerations``)."""
+    base = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    return [base, *(dict(t) for t in cr.tolerations)]
+
+
+def cr_upgrade_policy(cr: DriverCR, fallback: Any, operator_version: object = None) -> dict:
+    """The upgrade policy that drives this CR's nodes.
+
+    v26.7 reads the CR's own ``spec.upgradePolicy``, with ``GetUpgradePolicyWithDefaults``
+    (``autoUpgrade`` true when unset entirely); earlier releases use the ClusterPolicy's
+    ``driver.upgradePolicy`` (``fallback``, already with its defaults).
+    """
+    if not has_owner_assignment(operator_version):
+        return fallback if isinstance(fallback, dict) else effective_upgrade_policy(None)
+    if not isinstance(cr.upgrade_policy, Mapping):
+        policy = effective_upgrade_policy(None)
+        policy["autoUpgrade"] = True
+        return policy
+    return effective_upgrade_policy(cr.upgrade_policy)

@@ -1,0 +1,93 @@
+"""GPU025 upgrade-policy-invalid: the driver upgrade policy stops or changes the upgrade.
+
+Read as the GPU Operator's upgrade controller reads `driver.upgradePolicy` (ClusterPolicy
+`spec.driver.upgradePolicy`, or the gpu-operator chart values), while `autoUpgrade` is on:
+
+- `maxUnavailable` must be an integer or a percentage string: `"5"` (a quoted number) fails
+  `GetScaledValueFromIntOrPercent` in k8s-operator-libs `ProcessUpgradeRequiredNodes` on
+  every reconcile, and no node is ever upgraded (error).
+- A ClusterPolicy whose upgradePolicy has no `podDeletion`: the first node reaching
+  pod-deletion-required makes every reconcile fail with "pod deletion spec should not be
+  empty" (pod_manager.go `SchedulePodEviction`); the chart always renders `podDeletion` from
+  `gpuPodDeletion`, so this is a hand-written ClusterPolicy's problem (error).
+- `waitForCompletion.podSelector` matching the pods of a Deployment (StatefulSet, ReplicaSet,
+  DaemonSet) that can run on GPU nodes, with `timeoutSeconds: 0`: those pods never complete, so
+  the node waits in wait-for-jobs-required for ever (pod_manager.go
+  `ScheduleCheckOnPodCompletion`) (error).
+- `maxUnavailable: 0` in chart values is rendered as 25% (`| default "25%"` treats 0 as
+  empty); in a ClusterPolicy it admits no node that is not cordoned already (warning).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.k8s.selector_string import parse_selector
+from gpudrv_check.model.finding import Finding, Severity
+from gpudrv_check.model.operator import OperatorConfig
+from gpudrv_check.model.upgrade_flow import POLICY_PATH, policy_source
+from gpudrv_check.nvidia.upgrade import effective_upgrade_policy, upgrade_policy_findings
+from gpudrv_check.rules.context import Context
+
+ID = "GPU025"
+
+_HINTS = {
+    ("maxUnavailable",): "Write maxUnavailable as an integer (`2`) or a percentage string "
+    '(`"25%"`).',
+    (): "Add `podDeletion: {timeoutSeconds: 300}` (or the fields you need) to upgradePolicy.",
+}
+
+
+_NEVER_COMPLETE = ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet")
+
+
+def _waits_for_ever(ctx: Context, config: OperatorConfig) -> Finding | None:
+    """waitForCompletion.podSelector over pods that never finish, with timeoutSeconds 0
+    (pod_manager.go ScheduleCheckOnPodCompletion: Running or Pending pods keep it waiting)."""
+    policy = effective_upgrade_policy(config.get(*POLICY_PATH), policy_source(config))
+    wait = policy["waitForCompletion"]
+    selector = str(wait.get("podSelector") or "")
+    if policy.get("autoUpgrade") is not True or not selector or wait.get("timeoutSeconds"):
+        return None
+    matcher = parse_selector(selector)
+    if matcher is None:
+        return None
+    disruption = ctx.repo.disruption
+    for workload in ctx.repo.workloads:
+        if workload.kind not in _NEVER_COMPLETE or not matcher(workload.pod_labels):
+            continue
+        if not disruption.pods(workload).gpu_names:
+            continue
+        path = (*POLICY_PATH, "waitForCompletion", "podSelector")
+        return ctx.finding(
+            ID,
+            config.manifest,
+            (*config.values_path, *path),
+            f"{'.'.join(path)} {selector!r} matches the pods of {workload.kind} "
+            f"{workload.namespace}/{workload.name or '?'}, which never complete, and "
+            "waitForCompletion.timeoutSeconds is 0: the first such GPU node waits in "
+            "wait-for-jobs-required for ever, and with it every node behind it",
+            hint="Select only Job pods, or set waitForCompletion.timeoutSeconds.",
+            severity=Severity.ERROR,
+            location=config.location(path),
+        )
+    return None
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for config in ctx.repo.operator_configs:
+        forever = _waits_for_ever(ctx, config)
+        if forever is not None:
+            yield forever
+        raw = config.get(*POLICY_PATH)
+        for problem in upgrade_policy_findings(raw, policy_source(config)):
+            path = (*POLICY_PATH, *problem.path)
+            yield ctx.finding(
+                ID,
+                config.manifest,
+                (*config.values_path, *path),
+                f"{'.'.join(path)}: {problem.message}",
+                hint=_HINTS.get(problem.path),
+                severity=Severity.ERROR if problem.severity == "error" else Severity.WARNING,
+                location=config.location(path),
+            )

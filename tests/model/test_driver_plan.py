@@ -1,0 +1,422 @@
+"""The driver the operator installs, on small repos, per operator release.
+
+Upstream NVIDIA/gpu-operator functions followed, row by row: controllers/object_controls.go
+`resolveDriverTag` (image forms), `getKernelVersionsMap` (GPU003); controllers/state_manager.go
+`getGPUNodeOSInfo` (one OS tag), `init` (what stops the whole ClusterPolicy), `step` (no driver
+state with useNvidiaDriverCRD), `getWorkloadConfig` and `gpuStateLabels` (sandbox nodes get no
+driver), `addGPUStateLabels` (v26.7 empty values); internal/nvidiadriver `AssignOwners`;
+internal/state/nodepool.go `getNodePools`; deployments/gpu-operator/templates/nvidiadriver.yaml.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check.config import Config
+from gpudrv_check.engine import check
+from gpudrv_check.model.driver import audit_entries
+from gpudrv_check.model.driver_plan import CLUSTERPOLICY, DISABLED, NVIDIADRIVER, driver_plan
+from tests.conftest import gpu_node as _gpu_node
+from tests.conftest import write
+
+RELEASES = ("v25.10.0", "v26.3.0", "v26.7.0")
+MATRIX = (
+    "driver_branch,kernel,os_tag\n"
+    "550,5.15.0-119-generic,ubuntu22.04\n"
+    "535,5.15.0-107-generic,ubuntu22.04\n"
+)
+
+
+def gpu_node(name: str, extra: str = "", **kw: str) -> str:
+    """A GPU node; `extra` holds label lines indented under `labels:`."""
+    return _gpu_node(name, **kw).replace("  labels:\n", "  labels:\n" + extra)
+
+
+def run(root: Path, release: str | None = None):
+    if not (root / "support-matrix.csv").exists():
+        write(root, "support-matrix.csv", MATRIX)
+    config = Config()
+    if release:
+        config.operator.version = release
+    return check(root, config)
+
+
+def rules(root: Path, release: str | None = None) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in run(root, release).findings:
+        out.setdefault(f.rule, []).append(f)
+    return out
+
+
+def cluster_policy(driver: str, extra: str = "") -> str:
+    return (
+        "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cluster-policy}\n"
+        f"spec:\n  driver:\n{driver}{extra}"
+    )
+
+
+PRECOMPILED_550 = (
+    "    usePrecompiled: true\n    repository: r.io/nv\n    image: driver\n    version: '550'\n"
+)
+
+
+def lab(root: Path, *, os2: str = "24.04") -> None:
+    write(root, "support-matrix.csv", MATRIX + f"550,6.8.0-45-generic,ubuntu{os2}\n")
+    write(root, "n0.yaml", gpu_node("n0"))
+    write(root, "n1.yaml", gpu_node("n1", branch="535", kernel="5.15.0-107-generic"))
+    write(root, "n2.yaml", gpu_node("n2", kernel="6.8.0-45-generic", version=os2))
+
+
+# --- ClusterPolicy: version from driver.version, one OS tag ------------------------------------
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_precompiled_version_comes_from_the_spec_not_the_labels(tmp_path, release) -> None:
+    lab(tmp_path, os2="22.04")
+    write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
+    found = rules(tmp_path, release)
+    [gpu001] = found["GPU001"]
+    assert gpu001.object.name == "n1"
+    assert gpu001.message.startswith(
+        "node n1 will get driver branch 550 from the ClusterPolicy cluster-policy (it runs 535 "
+        "now), so it needs driver image r.io/nv/driver:550-5.15.0-107-generic-ubuntu22.04"
+    )
+    [gpu016] = found["GPU016"]
+    assert (gpu016.location.file, gpu016.location.line) == ("cp.yaml", 9)  # driver.version
+    assert "n1 (runs 535)" in gpu016.message
+    assert "GPU013" not in found  # one OS release
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_precompiled_full_version_pulls_a_tag_that_never_exists(tmp_path, release) -> None:
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    driver = PRECOMPILED_550.replace("'550'", "'550.90.07'")
+    write(tmp_path, "cp.yaml", cluster_policy(driver))
+    [f] = rules(tmp_path, release)["GPU014"]
+    assert (f.location.file, f.location.line, f.location.column) == ("cp.yaml", 9, 5)
+    assert "'550.90.07-<kernel>-<os-tag>', which is never built; use '550'" in f.message
+    [entry] = audit_entries(run(tmp_path, release).repo)
+    assert entry.result.tag == "550.90.07-5.15.0-119-generic-ubuntu22.04"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_mixed_os_tags_cannot_share_one_cluster_policy_driver(tmp_path, release) -> None:
+    lab(tmp_path)
+    write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
+    [f] = rules(tmp_path, release)["GPU013"]
+    assert (f.location.file, f.location.line) == ("cp.yaml", 5)  # the driver section
+    assert "ubuntu22.04 (n0, n1); ubuntu24.04 (n2)" in f.message
+    assert "NVIDIADriver" in f.hint and "one OS release" in f.hint
+    entries = {e.node.name: e for e in audit_entries(run(tmp_path, release).repo)}
+    assert entries["n2"].other_os_tags == ("ubuntu22.04",)
+
+
+@pytest.mark.parametrize(
+    ("release", "mixed"), [("v25.10.0", True), ("v26.3.0", True), ("v26.7.0", False)]
+)
+def test_rhel_minor_releases_share_a_tag_from_v26_7(tmp_path, release, mixed) -> None:
+    write(tmp_path, "a.yaml", gpu_node("a", os_id="rhel", version="9.4"))
+    write(tmp_path, "b.yaml", gpu_node("b", os_id="rhel", version="9.6"))
+    write(tmp_path, "cp.yaml", cluster_policy("    version: '550.90.07'\n"))
+    assert ("GPU013" in rules(tmp_path, release)) is mixed
+
+
+@pytest.mark.parametrize(
+    ("driver", "reference"),
+    [
+        # resolveDriverTag without precompiled: <repository>/<image>:<version>-<os-tag>
+        (
+            "    repository: r.io/nv\n    image: driver\n    version: 550.90.07\n",
+            "r.io/nv/driver:550.90.07-ubuntu22.04",
+        ),
+        # a digest is used as is: no OS suffix
+        (
+            f"    repository: r.io/nv\n    image: driver\n    version: sha256:{'a' * 64}\n",
+            f"r.io/nv/driver@sha256:{'a' * 64}",
+        ),
+        # image only (kbld): the OS suffix, and with precompiled the kernel, are appended
+        ("    image: r.io/nv/driver:550.90.07\n", "r.io/nv/driver:550.90.07-ubuntu22.04"),
+        (
+            "    usePrecompiled: true\n    image: r.io/nv/driver:550\n",
+            "r.io/nv/driver:550-5.15.0-119-generic-ubuntu22.04",
+        ),
+    ],
+)
+@pytest.mark.parametrize("release", RELEASES)
+def test_image_forms(tmp_path, driver, reference, release) -> None:
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    write(tmp_path, "cp.yaml", cluster_policy(driver))
+    [entry] = audit_entries(run(tmp_path, release).repo)
+    assert entry.reference == reference
+
+
+@pytest.mark.parametrize(
+    ("driver", "mode"),
+    [("    enabled: false\n", DISABLED), ("    useNvidiaDriverCRD: true\n", NVIDIADRIVER)],
+)
+@pytest.mark.parametrize("release", RELEASES)
+def test_no_cluster_policy_driver(tmp_path, driver, mode, release) -> None:
+    # driver.enabled false: no driver state; useNvidiaDriverCRD: step() skips state-driver
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    write(
+        tmp_path,
+        "n.yaml",
+        gpu_node("new", kernel="6.8.0-52-generic").replace(
+            "    feature.node.kubernetes.io/kernel-version.full: 6.8.0-52-generic\n", ""
+        ),
+    )
+    write(tmp_path, "cp.yaml", cluster_policy(driver))
+    result = run(tmp_path, release)
+    assert driver_plan(result.repo).mode == mode
+    assert not {"GPU001", "GPU002", "GPU003"} & {f.rule for f in result.findings}
+    assert audit_entries(result.repo) == []
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_sandbox_workload_nodes_get_no_driver_container(tmp_path, release) -> None:
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    vm = '    nvidia.com/gpu.workload.config: "vm-passthrough"\n'
+    write(tmp_path, "vm.yaml", gpu_node("vm", kernel="6.8.0-52-generic", extra=vm))
+    write(tmp_path, "c.yaml", gpu_node("c", kernel="6.8.0-52-generic"))
+    sandbox = "  sandboxWorkloads: {enabled: true}\n"
+    write(tmp_path, "cp.yaml", cluster_policy("    usePrecompiled: true\n", sandbox))
+    assert [f.object.name for f in rules(tmp_path, release)["GPU001"]] == ["c"]
+    plan = driver_plan(run(tmp_path, release).repo)
+    assert "sandbox workload vm-passthrough" in plan.nodes["vm"].reason
+    # defaultWorkload applies to nodes without the label
+    write(
+        tmp_path,
+        "cp.yaml",
+        cluster_policy(
+            "    usePrecompiled: true\n",
+            "  sandboxWorkloads: {enabled: true, defaultWorkload: vm-vgpu}\n",
+        ),
+    )
+    assert "GPU001" not in rules(tmp_path, release)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_gpu003_only_with_precompiled_and_it_stops_the_whole_cluster_policy(
+    tmp_path, release
+) -> None:
+    same_kernel = {"kernel": "5.15.0-119-generic"}
+    write(tmp_path, "a.yaml", gpu_node("a", **same_kernel))
+    host = '    nvidia.com/gpu.deploy.driver: "false"\n'
+    # getKernelVersionsMap lists every GPU node, whoever installs its driver
+    write(tmp_path, "b.yaml", gpu_node("b", version="24.04", extra=host, **same_kernel))
+    write(tmp_path, "cp.yaml", cluster_policy("    version: 550.90.07\n"))
+    assert "GPU003" not in rules(tmp_path, release)
+    write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
+    found = rules(tmp_path, release)["GPU003"]
+    assert [f.object.name for f in found] == ["a", "b"]
+    assert found[0].message.endswith("so the whole ClusterPolicy cluster-policy stops reconciling")
+
+
+def test_gpu003_without_configuration_keeps_the_labs_model(tmp_path) -> None:
+    write(tmp_path, "a.yaml", gpu_node("a"))
+    write(tmp_path, "b.yaml", gpu_node("b", version="24.04"))
+    assert len(rules(tmp_path)["GPU003"]) == 2
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_gpu002_only_for_labels_the_operator_needs(tmp_path, release) -> None:
+    no_branch = gpu_node("a").replace('    nvidia.com/cuda.driver-version.major: "550"\n', "")
+    write(tmp_path, "a.yaml", no_branch)
+    write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
+    assert "GPU002" not in rules(tmp_path, release)  # driver.version gives the branch
+    write(tmp_path, "cp.yaml", cluster_policy("    usePrecompiled: true\n"))
+    [f] = rules(tmp_path, release)["GPU002"]
+    assert "nvidia.com/cuda.driver-version.major" in f.message
+    write(tmp_path, "cp.yaml", cluster_policy("    enabled: false\n"))
+    assert "GPU002" not in rules(tmp_path, release)
+
+
+@pytest.mark.parametrize(
+    ("release", "managed"), [("v25.10.0", False), ("v26.3.0", False), ("v26.7.0", True)]
+)
+def test_empty_deploy_driver_label(tmp_path, release, managed) -> None:
+    # addGPUStateLabels: v26.7 treats "" as absent and sets "true"; before, "" stays
+    empty = '    nvidia.com/gpu.deploy.driver: ""\n'
+    write(tmp_path, "a.yaml", gpu_node("a", extra=empty))
+    write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
+    assert driver_plan(run(tmp_path, release).repo).nodes["a"].managed is managed
+
+
+# --- gpu.present from NFD PCI labels ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", [None, *RELEASES])
+def test_gpu_present_follows_the_pci_labels_when_the_repo_has_them(tmp_path, release) -> None:
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    pci = '    feature.node.kubernetes.io/pci-0302_10de.present: "true"\n'
+    unlabelled = gpu_node("fresh", kernel="6.8.0-52-generic", extra=pci).replace(
+        '    nvidia.com/gpu.present: "true"\n', ""
+    )
+    write(tmp_path, "a.yaml", unlabelled)  # NFD found a GPU, the operator will label it
+    write(tmp_path, "b.yaml", gpu_node("stale", kernel="6.8.0-52-generic"))  # no PCI label
+    result = run(tmp_path, release)
+    assert [n.name for n in result.repo.gpu_nodes] == ["fresh"]
+    assert [f.object.name for f in result.findings if f.rule == "GPU001"] == ["fresh"]
+    assert "the operator relabels fresh=true, stale=false" in result.repo.extras["gpu_presence"]
+
+
+def test_gpu_present_as_written_without_any_pci_label(tmp_path) -> None:
+    write(tmp_path, "a.yaml", gpu_node("a"))
+    result = run(tmp_path)
+    assert [n.name for n in result.repo.gpu_nodes] == ["a"]
+    assert result.repo.extras["gpu_presence"].endswith("as written (no node has NFD PCI labels)")
+
+
+# --- NVIDIADriver ------------------------------------------------------------------------------
+
+
+def nvidiadriver(name: str, version: str, selector: str = "", default: bool = False) -> str:
+    text = (
+        f"apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata: {{name: {name}}}\n"
+        f"spec:\n  usePrecompiled: true\n  repository: r.io/nv\n  image: driver\n"
+        f"  version: '{version}'\n"
+    )
+    if default:
+        text += "  default: true\n"
+    if selector:
+        text += f"  nodeSelector:\n    {selector}\n"
+    return text
+
+
+CRD_ON = cluster_policy("    useNvidiaDriverCRD: true\n")
+
+
+@pytest.mark.parametrize("release", ["v26.7.0"])
+def test_owners_and_pools_give_each_node_its_own_image(tmp_path, release) -> None:
+    lab(tmp_path)
+    write(tmp_path, "cp.yaml", CRD_ON)
+    write(tmp_path, "d550.yaml", nvidiadriver("d550", "550", default=True))
+    write(tmp_path, "d535.yaml", nvidiadriver("d535", "535", "kubernetes.io/hostname: n1"))
+    result = run(tmp_path, release)
+    plan = driver_plan(result.repo)
+    assert [(pool.driver, pool.name) for _, pool, _ in plan.pools] == [
+        ("d535", "ubuntu22.04-5.15.0-107-generic"),
+        ("d550", "ubuntu22.04-5.15.0-119-generic"),
+        ("d550", "ubuntu24.04-6.8.0-45-generic"),
+    ]
+    assert {e.node.name: e.reference for e in audit_entries(result.repo)} == {
+        "n0": "r.io/nv/driver:550-5.15.0-119-generic-ubuntu22.04",
+        "n1": "r.io/nv/driver:535-5.15.0-107-generic-ubuntu22.04",
+        "n2": "r.io/nv/driver:550-6.8.0-45-generic-ubuntu24.04",
+    }
+    drivers = {"GPU001", "GPU002", "GPU003", "GPU013", "GPU014", "GPU015", "GPU016"}
+    assert not drivers & {f.rule for f in result.findings}
+
+
+@pytest.mark.parametrize(
+    ("docs", "where"),
+    [
+        # two CRs match n1
+        (
+            {
+                "a": nvidiadriver("a", "550", "kubernetes.io/hostname: n1"),
+                "b": nvidiadriver("b", "535", "kubernetes.io/os: linux"),
+            },
+            None,
+        ),
+        (
+            {
+                "a": nvidiadriver("a", "550", default=True),
+                "b": nvidiadriver("b", "535", default=True),
+            },
+            "default",
+        ),
+        ({"a": nvidiadriver("a", "550", "pool: x", default=True)}, "nodeSelector"),
+        (
+            {"a": nvidiadriver("a", "550", "nvidia.com/gpu-operator.driver.owner: a")},
+            "nvidia.com/gpu-operator.driver.owner",
+        ),
+    ],
+)
+def test_owner_conflicts_are_errors_at_the_cr(tmp_path, docs, where) -> None:
+    write(tmp_path, "n1.yaml", gpu_node("n1", extra="    kubernetes.io/os: linux\n"))
+    write(tmp_path, "cp.yaml", CRD_ON)
+    for name, text in docs.items():
+        write(tmp_path, f"{name}.yaml", text)
+    found = rules(tmp_path, "v26.7.0")["GPU015"]
+    assert found and all("no CR installs a driver on any node" in f.message for f in found)
+    f = found[0]
+    doc = (tmp_path / f.location.file).read_text().splitlines()
+    assert (where or "nodeSelector") in doc[f.location.line - 1]
+    assert driver_plan(run(tmp_path, "v26.7.0").repo).nodes["n1"].managed is False
+
+
+def helmrelease(version: str, values: str) -> str:
+    return (
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\n"
+        "metadata: {name: gpu-operator, namespace: gpu-operator}\n"
+        f"spec:\n  chart:\n    spec: {{chart: gpu-operator, version: {version}}}\n"
+        f"  values:\n{values}"
+    )
+
+
+CHART_VALUES = (
+    "    driver:\n      usePrecompiled: true\n      repository: r.io/nv\n      version: '550'\n"
+    "      nvidiaDriverCRD: {enabled: true}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("chart", "conflict"), [("v25.10.0", True), ("v26.3.0", True), ("v26.7.0", False)]
+)
+def test_the_charts_default_cr_from_helm_values(tmp_path, chart, conflict) -> None:
+    # templates/nvidiadriver.yaml: `default: true` only from v26.7; before, the default CR
+    # selects every GPU node and overlaps with any other CR
+    lab(tmp_path, os2="22.04")
+    write(tmp_path, "hr.yaml", helmrelease(chart, CHART_VALUES))
+    write(tmp_path, "d535.yaml", nvidiadriver("d535", "535", "kubernetes.io/hostname: n1"))
+    result = run(tmp_path)
+    plan = driver_plan(result.repo)
+    assert plan.mode == NVIDIADRIVER
+    assert ("GPU015" in {f.rule for f in result.findings}) is conflict
+    if not conflict:
+        assert {name: e.pool.driver for name, e in plan.nodes.items()} == {
+            "n0": "default",
+            "n1": "d535",
+            "n2": "default",
+        }
+        assert "GPU001" not in {f.rule for f in result.findings}
+
+
+def test_cluster_policy_mode_without_crd(tmp_path) -> None:
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
+    assert driver_plan(run(tmp_path).repo).mode == CLUSTERPOLICY
+
+
+@pytest.mark.parametrize(("release", "found"), [("v26.3.0", False), ("v26.7.0", True)])
+def test_per_cr_upgrade_policy_from_v26_7(tmp_path, release, found) -> None:
+    # nvidiadriver_types.go DriverUpgradePolicySpec on the CR (v26.7); before, the ClusterPolicy's
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    write(tmp_path, "cp.yaml", CRD_ON)
+    policy = "  upgradePolicy:\n    autoUpgrade: true\n    drain: {enable: true}\n"
+    write(tmp_path, "d.yaml", nvidiadriver("d", "550", default=True) + policy)
+    gpu023 = rules(tmp_path, release).get("GPU023", [])
+    assert bool(gpu023) is found
+    if found:
+        assert (gpu023[0].location.file, gpu023[0].location.line) == ("d.yaml", 12)  # drain.enable
+    entry = driver_plan(run(tmp_path, "v26.7.0").repo).nodes["n0"]
+    assert entry.upgrade_policy["autoUpgrade"] is True and entry.upgrade_policy["drain"]["enable"]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_kernel_label_matters_only_with_precompiled_or_a_matrix(tmp_path, release) -> None:
+    # resolveDriverTag: the kernel is part of the image only in precompiled mode
+    no_kernel = gpu_node("a").replace(
+        "    feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic\n", ""
+    )
+    write(tmp_path, "a.yaml", no_kernel)
+    write(tmp_path, "cp.yaml", cluster_policy("    repository: r.io/nv\n    version: 550.90.07\n"))
+    config = Config(matrix=None)
+    config.operator.version = release
+    assert "GPU002" not in {f.rule for f in check(tmp_path, config).findings}
+    write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
+    [f] = [f for f in check(tmp_path, config).findings if f.rule == "GPU002"]
+    assert "kernel-version.full" in f.message

@@ -1,0 +1,2 @@
+{{/* helpers */}}
+{{- define "triton.fullname" -}}{{ .Release.Name }}{{- end }}

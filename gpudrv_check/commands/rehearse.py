@@ -17,7 +17,7 @@ from typing import Any
 from gpudrv_check.commands.common import load_run
 from gpudrv_check.config import ConfigError
 from gpudrv_check.model.driver import driver_managed, label_keys
-from gpudrv_check.model.finding import Location, printable
+from gpudrv_check.model.finding import Location, printable, terminal_text
 from gpudrv_check.model.rehearsal import Rehearsal, Stall, node_runs, rehearse
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.upgrade_flow import (
@@ -137,7 +137,9 @@ def run(args: argparse.Namespace) -> int:
         )
     result.notes = notes
     out = {"json": render_json, "markdown": render_markdown}.get(args.format, render_text)
-    sys.stdout.write(out(result, target))
+    text = out(result, target)
+    # JSON escapes control characters itself; text and markdown reach a terminal raw
+    sys.stdout.write(text if args.format == "json" else terminal_text(text))
     return 0 if result.complete else 1
 
 

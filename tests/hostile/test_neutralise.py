@@ -57,6 +57,8 @@ COMMANDS = [
     ("report", "{root}", "--node", EVIL),
     ("tag", EVIL, "{root}"),
     ("plan", EVIL, "--driver", "570.86.15", "{root}"),
+    ("rehearse", "{root}", "--driver", "550.127.05"),
+    ("rehearse", "{root}", "--driver", "550.127.05", "--format", "markdown"),
 ]
 
 

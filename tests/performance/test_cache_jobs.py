@@ -165,6 +165,25 @@ def test_a_run_is_made_without_the_cyclic_collector_which_comes_back_after(monke
     assert gc.isenabled()
 
 
+def test_the_console_script_never_turns_the_collector_back_on():
+    """Issue 22: dispatch re-enabled the collector for the console script too, and the first
+    allocations after it scanned the whole model once just before os._exit."""
+    code = (
+        "import gc, sys\n"
+        "from gpudrv_check import cli\n"
+        "sys.argv = ['gpudrv-check', 'rules']\n"
+        "real_exit = cli.exit_now\n"
+        "def exit_now(code):\n"
+        "    sys.stderr.write(f'enabled={gc.isenabled()}')\n"
+        "    real_exit(code)\n"
+        "cli.exit_now = exit_now\n"
+        "cli.run()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "enabled=False"
+
+
 def test_the_console_script_exits_with_its_code_and_complete_output(tmp_path: Path):
     # the script ends with os._exit: whatever it printed must be flushed first
     root = _many(tmp_path / "repo", 3)

@@ -16,6 +16,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
+    from typing import NoReturn
 
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -34,13 +35,13 @@ def _parser_classes() -> tuple[type, type]:
         """Collects --format and --output in command-line order, so each --output can be paired
         with the --format written just before it."""
 
-        def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        def __call__(self, parser, namespace, values, option_string=None):
             sequence = list(getattr(namespace, "report_args", None) or [])
             sequence.append((self.dest, values))
             namespace.report_args = sequence
 
     class _Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # argparse exits 2 too; keep our wording
+        def error(self, message: str) -> NoReturn:  # argparse exits 2 too; keep our wording
             self.print_usage(sys.stderr)
             sys.stderr.write(f"{self.prog}: error: {message}\n")
             raise SystemExit(EXIT_USAGE)

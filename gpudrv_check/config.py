@@ -237,7 +237,7 @@ def load_config(root: Path, explicit: str | None = None, source: Any = None) -> 
         try:
             import tomllib  # type: ignore[import-not-found]
         except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib  # type: ignore[no-redef, unused-ignore]  # used on 3.11+
         try:
             doc = tomllib.loads(_read(source, "pyproject.toml").decode("utf-8"))
         except tomllib.TOMLDecodeError as err:

@@ -97,7 +97,7 @@ def validate_exemptions(config: Config, rules: Mapping[str, RulePolicy]) -> None
 def _raw_rule(config: Config, index: int) -> object:
     data = config._data
     try:
-        return data["exemptions"][index]["rule"]  # type: ignore[index]
+        return data["exemptions"][index]["rule"]
     except (KeyError, IndexError, TypeError):
         return None
 

@@ -29,7 +29,7 @@ applied, and merged back in the order a full run sorts them (see tests/performan
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 #: the kinds whose findings depend only on their own namespace (and the shared objects)
 PARTITION_KINDS = frozenset(
@@ -187,7 +187,7 @@ def _single_namespace(summary: Summary | None) -> str | None:
     return namespaces.pop() if len(namespaces) == 1 else None
 
 
-def _valid(entry: Any) -> bool:
+def _valid(entry: Any) -> TypeGuard[tuple[str, list[Any], list[Any]]]:
     return (
         isinstance(entry, tuple)
         and len(entry) == 3
@@ -205,7 +205,9 @@ def merge(run: Any) -> None:
     plan_ = run.content.plan
     if plan_ is None:
         return
-    evaluated = {ns: ([], []) for ns in plan_.keys if ns not in plan_.clean}
+    evaluated: dict[str, tuple[list[Any], list[Any]]] = {
+        ns: ([], []) for ns in plan_.keys if ns not in plan_.clean
+    }
     for index, findings in ((0, run.findings), (1, run.suppressed)):
         for finding in findings:
             ns = plan_.partition_of.get(finding.location.file)

@@ -8,6 +8,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -116,7 +117,7 @@ def time_budget(seconds: float) -> Iterator[None]:
     outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
     outer_handler = signal.getsignal(signal.SIGALRM)
 
-    def expired(signum: int, frame: object) -> None:
+    def expired(signum: int, frame: FrameType | None) -> None:
         if outer_left and time.monotonic() - start >= outer_left - 1e-3:
             if callable(outer_handler):
                 outer_handler(signum, frame)  # the outer deadline came first

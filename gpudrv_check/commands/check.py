@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     stderr = sys.stderr
     tee = _Tee(stderr) if reuse is not None else None
     if tee is not None:
-        sys.stderr = tee  # type: ignore[assignment]
+        sys.stderr = tee
     findings: list[Finding] = []
     try:
         code = _check(
@@ -434,9 +434,11 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
 
     def inside(rel: str | None) -> None:
         try:
-            found = rel and source.exists(rel)
             limit = config.max_file_bytes
-            parts.append((rel, source.read(rel, limit, follow_inside=True) if found else None))
+            if rel and source.exists(rel):
+                parts.append((rel, source.read(rel, limit, follow_inside=True)))
+            else:
+                parts.append((rel, None))
         except (OSError, ValueError):
             parts.append((rel, None))
 

@@ -125,7 +125,7 @@ def _entry(
                 "node": n.name,
                 "fits": verdicts[n.name].ok,
                 "reason": verdicts[n.name].wording or None,
-                "taint": taint_text(verdicts[n.name].taint) if verdicts[n.name].taint else None,
+                "taint": taint_text(taint) if (taint := verdicts[n.name].taint) else None,
             }
             for n in placement.nodes
         ]

@@ -89,8 +89,8 @@ def _node_facts(repo: Repo, version: DriverVersion | None) -> tuple[list, dict, 
         current = facts.driver_version
         if version is None:
             best = max(branches.get((kernel, ostag), [0]))
-            major = facts.driver_major
-            needs[node.name] = bool(best) and (not (major or "").isdigit() or int(major) < best)
+            major = facts.driver_major or ""
+            needs[node.name] = bool(best) and (not major.isdigit() or int(major) < best)
             image[node.name] = bool(best)
             continue
         needs[node.name] = current != version.text

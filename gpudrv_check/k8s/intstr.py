@@ -61,6 +61,7 @@ def _parse(value: object) -> tuple[IntOrPercent | None, str | None]:
     if error is not None:
         return None, error
     if not isinstance(value, str):
+        assert isinstance(value, int)  # _decode_error lets only int and str through
         return IntOrPercent(int(value), False), None
     if not value.endswith("%"):
         return None, f"invalid value {quoted(value)}: string is not a percentage"
@@ -114,6 +115,7 @@ def validate_int_or_percent(value: object) -> list[str]:
     if error is not None:
         return [error]
     if not isinstance(value, str):
+        assert isinstance(value, int)  # _decode_error lets only int and str through
         return ["must be greater than or equal to 0"] if int(value) < 0 else []
     if not _VALID_PERCENT_RE.fullmatch(value):
         return [INVALID_FORMAT_MESSAGE]

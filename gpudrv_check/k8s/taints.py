@@ -145,7 +145,7 @@ def node_taints(node_spec: object) -> list[dict[str, object]]:
         cordon = (TAINT_NODE_UNSCHEDULABLE, "", NO_SCHEDULE)
         if not any(_taint_fields(t) == cordon for t in taints):
             taints.append({"key": TAINT_NODE_UNSCHEDULABLE, "effect": NO_SCHEDULE})
-    return taints  # type: ignore[return-value]
+    return taints
 
 
 def first_untolerated_taint(
@@ -163,7 +163,7 @@ def first_untolerated_taint(
         if fields is None or fields[2] not in wanted:
             continue
         if not any(tolerates(t, taint) for t in tolerations):
-            return taint  # type: ignore[return-value]
+            return taint
     return None
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from json import JSONDecodeError
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # not in typeshed (C or Python)
 from typing import Any
 
 from gpudrv_check.load.located import LMap, LSeq, Pos

@@ -123,7 +123,11 @@ def scalar_text(container: Any, key: PathItem) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, (bool, int, float)):
-        raw = container.raw_text(key) if isinstance(container, (LMap, LSeq)) else None
+        raw = None
+        if isinstance(container, LMap) and isinstance(key, str):
+            raw = container.raw_text(key)
+        elif isinstance(container, LSeq) and isinstance(key, int):
+            raw = container.raw_text(key)
         if raw is not None:
             return raw
         if isinstance(value, bool):

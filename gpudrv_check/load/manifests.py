@@ -765,8 +765,8 @@ def read_repo(
                 continue
         todo.append((i, ref.rel, data, helm))
     encoded: dict[int, bytes] = {}
-    for i, result in _parse_all(todo, options.jobs, tick, options.skim, encoded).items():
-        results[i] = result
+    for i, parsed in _parse_all(todo, options.jobs, tick, options.skim, encoded).items():
+        results[i] = parsed
     summaries: dict[int, Any] = {}
     if options.cache is not None:
         from gpudrv_check.incremental import summarize
@@ -822,6 +822,7 @@ def read_repo(
             if content.plan.decode(ref.rel):
                 continue
             summary = hits[i][0][3] if i in hits else summaries.get(i)
+            assert summary is not None  # a file with no summary is shared: always decoded
             results[i] = None
             content.unread_files += 1
             content.unread_objects += len(summary[0])

@@ -27,8 +27,8 @@ try:  # Python 3.11+
     from re import _constants as sre_c  # type: ignore[attr-defined]
     from re import _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # Python 3.10
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+    import sre_constants as sre_c  # type: ignore[no-redef, unused-ignore]  # used on 3.11+
+    import sre_parse  # type: ignore[no-redef, unused-ignore]  # used on 3.11+
 
 #: a counted repetition with more than this many iterations counts as unbounded
 _UNBOUNDED_FROM = 16

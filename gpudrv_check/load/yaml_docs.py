@@ -251,7 +251,8 @@ class _Frame:
     __slots__ = ("node", "is_map", "key", "key_pos", "merges", "anchor", "size")
 
     def __init__(self, node: LMap | LSeq, anchor: str | None) -> None:
-        self.node = node
+        # an LMap when is_map, else an LSeq: the hot loop tests the flag, which mypy cannot narrow
+        self.node: Any = node
         self.is_map = isinstance(node, LMap)
         self.key: str | None = None  # pending mapping key
         self.key_pos: Pos | None = None
@@ -276,7 +277,7 @@ def _in_container(stack: list[_Frame]) -> bool:
 
     if not stack[0].is_map:  # a top-level list (Ansible, JSON patches) has no pod template
         return False
-    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))  # type: ignore[union-attr]
+    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))
     if path is None or len(stack) != len(path) + 3:
         return False
     for frame, key in zip(stack, path, strict=False):  # the stack is deeper than the path
@@ -828,7 +829,7 @@ def _parse_text(
                         if skim(mapping):
                             attach(LMap(pos) if mapping else LSeq(pos), pos, 1)
                         continue
-                node: LMap | LSeq = LMap(pos) if cls is MappingStartEvent else LSeq(pos)
+                node = LMap(pos) if cls is MappingStartEvent else LSeq(pos)
                 if event.anchor is not None:
                     anchors[event.anchor] = (node, -1)  # usable once complete
                 stack.append(_Frame(node, event.anchor))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 from gpudrv_check.config import Config, ConfigError
 from gpudrv_check.k8s.numbers import parse_digits
@@ -243,7 +244,7 @@ def excluding_expression(
         number = parse_digits(value)
         return -1 if number is None else number
 
-    keys = {drivers[n].major_label for n in excluded_names if drivers.get(n) is not None}
+    keys = {d.major_label for n in excluded_names if (d := drivers.get(n)) is not None}
     separable = all(branch(n) < floor_branch for n in excluded_names) and all(
         branch(n.name) >= floor_branch
         for n in nodes
@@ -261,7 +262,7 @@ def excluding_expression(
     return None
 
 
-def expression_text(expr: Mapping[str, object]) -> str:
+def expression_text(expr: Mapping[str, Any]) -> str:
     """A flow-style YAML rendering: ``{key: k, operator: Gt, values: ["554"]}``."""
-    values = ", ".join(f'"{v}"' for v in expr.get("values") or [])  # type: ignore[union-attr]
+    values = ", ".join(f'"{v}"' for v in expr.get("values") or [])
     return f"{{key: {expr['key']}, operator: {expr['operator']}, values: [{values}]}}"

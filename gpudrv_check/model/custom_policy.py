@@ -7,7 +7,7 @@ applying them.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,8 +15,8 @@ from gpudrv_check.model.finding import Severity
 from gpudrv_check.policy import RulePolicy
 
 #: `target: podSpec` validates the pod spec of objects that carry a pod template
-TARGET_OBJECT = "object"
-TARGET_POD_SPEC = "podSpec"
+TARGET_OBJECT: Final = "object"
+TARGET_POD_SPEC: Final = "podSpec"
 
 
 class PolicyMatch(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from gpudrv_check.config import Config
 from gpudrv_check.model.finding import quoted
@@ -29,7 +29,16 @@ DEFAULT_DRIVER_IMAGE = "driver"
 _PINNED = re.compile(r"^[=~^]?\s*v?(\d+)\.(\d+)(?:\.(\d+|x|X|\*))?(?:[-+][0-9A-Za-z.-]+)?$")
 
 
-def label_keys(config: Config) -> dict[str, object]:
+class LabelKeys(TypedDict):
+    """Where `nvidia.driver_image` reads each node fact: label keys by fact name."""
+
+    driver_major: tuple[str, ...]  # tried in order
+    kernel: str
+    os_id: str
+    os_version_id: str
+
+
+def label_keys(config: Config) -> LabelKeys:
     """The config's label keys in the names `nvidia.driver_image` reads."""
     keys = config.labels
     return {
@@ -139,7 +148,7 @@ class AuditEntry:
     reference: str | None = None
     # with a ClusterPolicy over GPU nodes of several OS releases: the OS tags it may get instead
     other_os_tags: tuple[str, ...] = ()
-    planned: object = None  # the NodeDriver of model/driver_plan.py, with a configuration
+    planned: NodeDriver | None = None  # from model/driver_plan.py, with a configuration
 
     @property
     def missing(self) -> bool:

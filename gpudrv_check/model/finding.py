@@ -200,7 +200,7 @@ class Finding(BaseModel):
         if self.object is not None:
             ref = self.object
             namespace = ref.namespace or ""
-            identity = ("object", ref.kind, namespace, ref.name or "")
+            identity: tuple[str, ...] = ("object", ref.kind, namespace, ref.name or "")
         else:
             identity = ("file", self.location.file)
         path = "/".join(str(p) for p in self.path)

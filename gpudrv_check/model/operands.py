@@ -139,7 +139,7 @@ class OperandDaemonSet:
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # node name -> placement
     desired: list[str] = field(default_factory=list)  # nodes the controller counts
     # nodes whose labels it selects but whose taint it does not tolerate: not counted
-    tainted_out: list[tuple[str, dict]] = field(default_factory=list)
+    tainted_out: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
 
     @property
     def key(self) -> str:

@@ -212,7 +212,9 @@ def _term_details(
     by_name = bool(term.get("matchFields"))
     groups: dict[tuple, list[Node]] = defaultdict(list)
     for node in failed:
-        groups[(node.name if by_name else None, *(node.labels.get(k) for k in keys))].append(node)
+        # bound first: mypy reads a starred tuple in brackets as 3.11-only syntax
+        group = (node.name if by_name else None, *(node.labels.get(k) for k in keys))
+        groups[group].append(node)
     removed: dict[tuple, list[Node]] = defaultdict(list)
     for members in groups.values():
         first = members[0]
@@ -236,11 +238,13 @@ def _term_details(
     return out
 
 
-def _affinity_details(spec: Mapping[str, Any], failed: list[Node], everyone: list[Node]) -> list:
+def _affinity_details(
+    spec: Mapping[str, Any], failed: list[Node], everyone: list[Node]
+) -> list[str]:
     out = _selector_details(spec.get("nodeSelector"), failed, everyone)
     passed_selector = [n for n in failed if _selector_matches(spec.get("nodeSelector"), n)]
-    terms = _required_terms(spec)
-    for i, term in enumerate(terms or []):
+    terms = _required_terms(spec) or []
+    for i, term in enumerate(terms):
         out.extend(_term_details(i, term, len(terms) == 1, passed_selector, everyone))
     return out
 
@@ -426,7 +430,7 @@ def _explain_bound(
     name_path = (*workload.spec_path, "nodeName")
     if node is None:
         close = sorted(difflib.get_close_matches(bound, [n.name for n in nodes], n=3, cutoff=0.6))
-        details = (f"similar names: {', '.join(close)}",) if close else ()
+        details: tuple[str, ...] = (f"similar names: {', '.join(close)}",) if close else ()
         message = (
             f"spec.nodeName is {bound}, which is not a node of the inventory: the pod bypasses "
             "the scheduler and no kubelet ever admits it"
@@ -437,9 +441,9 @@ def _explain_bound(
         f"spec.nodeName binds the pod to {bound}, bypassing the scheduler; its kubelet refuses it: "
     )
     if verdict.reason == AFFINITY:
-        details = _affinity_details(spec, [node], nodes)
+        details = tuple(_affinity_details(spec, [node], nodes))
         path = _affinity_path(workload, spec, [node])
-        return Pending(prefix + kubelet_rejection("affinity"), tuple(details), path, CAUSE_AFFINITY)
+        return Pending(prefix + kubelet_rejection("affinity"), details, path, CAUSE_AFFINITY)
     if verdict.reason == TAINT:
         detail = f"untolerated NoExecute taint {taint_text(verdict.taint or {})} on {bound}"
         message = prefix + kubelet_rejection("taint")

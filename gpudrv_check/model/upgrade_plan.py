@@ -261,7 +261,11 @@ def _configured_version_notes(repo: Repo, node: Node, version: DriverVersion) ->
         return []
     source = planned.source
     cr = source.cr
-    configured = cr.version if cr is not None else repo.operator.get("driver", "version")
+    operator = repo.operator  # a source with no CR is (or comes from) its driver section
+    if cr is not None:
+        configured = cr.version
+    else:
+        configured = operator.get("driver", "version") if operator is not None else None
     if not isinstance(configured, str) or configured in (version.text, version.major):
         return []
     where = f"NVIDIADriver {source.name}" if source.kind == "nvidiadriver" else source.name

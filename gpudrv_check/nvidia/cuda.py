@@ -156,7 +156,8 @@ def _parse_rule(raw: object, index: int, problems: list[str]) -> ImageRule | Non
     if not isinstance(raw, Mapping):
         problems.append(f"{where}: expected a mapping")
         return None
-    rule_id = raw.get("id") if isinstance(raw.get("id"), str) else where
+    raw_id = raw.get("id")
+    rule_id = raw_id if isinstance(raw_id, str) else where
     repository = raw.get("repository")
     name = None
     if repository is not None:
@@ -192,7 +193,8 @@ def _parse_rule(raw: object, index: int, problems: list[str]) -> ImageRule | Non
     if not tags and tag_regex is None:
         problems.append(f"{where}: needs tags or tag_regex")
         return None
-    source = raw.get("source") if isinstance(raw.get("source"), str) else ""
+    raw_source = raw.get("source")
+    source = raw_source if isinstance(raw_source, str) else ""
     return ImageRule(rule_id, name, repo_regex, tags, tag_regex, source)
 
 

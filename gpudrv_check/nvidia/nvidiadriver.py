@@ -222,6 +222,7 @@ def assign_owners(
     fallback = defaults[0].name if len(defaults) == 1 else None
     others = [cr for cr in drivers if not cr.default]
     overlaps: dict[tuple[str, ...], list[str]] = {}
+    matching: Sequence[str]  # a list here, a tuple key in the loop over overlaps
     for node in sorted(gpu_nodes):
         labels = gpu_nodes[node]
         matching = [cr.name for cr in others if selector_matches(labels, cr.selector())]
@@ -252,6 +253,7 @@ def _assign_by_selector(
     """Before v26.7: each CR takes the nodes its selector matches; an overlap fails them all."""
     result = Ownership()
     overlaps: dict[tuple[str, ...], list[str]] = {}
+    matching: Sequence[str]  # a list here, a tuple key in the loop over overlaps
     for node in sorted(gpu_nodes):
         matching = [cr.name for cr in drivers if selector_matches(gpu_nodes[node], cr.selector())]
         result.owner[node] = matching[0] if len(matching) == 1 else None

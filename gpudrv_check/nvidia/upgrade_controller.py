@@ -158,8 +158,8 @@ def admit(
     total = total_managed(states)
     waiting = [n for n in nodes if n.state == "upgrade-required"]
     if requestor:
-        admitted = tuple(n.name for n in waiting if not n.skip)
-        return Admission(admitted, len(admitted), total, total)
+        handed = tuple(n.name for n in waiting if not n.skip)
+        return Admission(handed, len(handed), total, total)
     if max_unavailable is None:
         limit: int | None = total
     else:

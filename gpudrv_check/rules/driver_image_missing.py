@@ -46,7 +46,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             row = ",".join(planned.matrix_key)
         needs = f"needs driver image {entry.image}"
         keep = "or keep the node on a kernel the matrix has"
-        if planned is not None and planned.upgrades:
+        if planned is not None and planned.upgrades and planned.source is not None:
             needs = (
                 f"will get driver branch {planned.next_branch} from the {_named(planned.source)} "
                 f"(it runs {planned.current} now), so it needs driver image {entry.image}"

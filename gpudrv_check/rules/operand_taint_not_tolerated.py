@@ -16,7 +16,8 @@ without `nvidia.com/gpu` takes every operand off GPU nodes tainted that way.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from gpudrv_check.model.finding import Finding
 from gpudrv_check.model.operands import (
@@ -31,7 +32,7 @@ from gpudrv_check.rules.context import Context
 ID = "GPU032"
 
 
-def _toleration(taint: dict) -> str:
+def _toleration(taint: Mapping[str, Any]) -> str:
     parts = [f"key: {taint.get('key')}", "operator: Exists"]
     if taint.get("effect"):
         parts.append(f"effect: {taint.get('effect')}")
@@ -42,7 +43,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     repo = ctx.repo
     placement = repo.operand_placement
     nodes = repo.node_by_name
-    groups: dict[tuple, tuple[list[OperandDaemonSet], list[str], dict]] = {}
+    groups: dict[tuple, tuple[list[OperandDaemonSet], list[str], Mapping[str, Any]]] = {}
     for ds in placement.daemonsets:
         for node_name, taint in ds.tainted_out:
             node = nodes.get(node_name)

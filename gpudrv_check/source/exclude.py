@@ -53,9 +53,9 @@ class _Spec:
         # a line git cannot read (a lone `!`, a trailing `\`) matches nothing, as in git
         self.spec = GitIgnoreSpec.from_lines([a for a in map(_anchor, lines) if valid(a)])
         parts = [
-            p.regex.pattern.replace("(?P<ps_d>", "(")
+            regex.pattern.replace("(?P<ps_d>", "(")
             for p in self.spec.patterns
-            if p.include is not None and getattr(p, "regex", None) is not None
+            if p.include is not None and (regex := getattr(p, "regex", None)) is not None
         ]
         self.any = re.compile("|".join(f"(?:{part})" for part in parts)) if parts else None
 

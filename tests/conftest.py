@@ -86,6 +86,24 @@ def gpu_node(
         """) + textwrap.dedent(extra)
 
 
+def cluster_policy(spec: str = "") -> str:
+    """The ClusterPolicy `cluster-policy`; `spec` holds its spec's keys, indented by two."""
+    return (
+        "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata:\n  name: cluster-policy\n"
+        "spec:\n" + spec
+    )
+
+
+def helm_release(version: str, rest: str = "") -> str:
+    """The Flux HelmRelease gpu-operator/gpu-operator of the gpu-operator chart at `version`;
+    `rest` continues its spec (`  values:` ...)."""
+    return (
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n"
+        "  name: gpu-operator\n  namespace: gpu-operator\nspec:\n  chart:\n    spec:\n"
+        f"      chart: gpu-operator\n      version: {version}\n" + rest
+    )
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory):
     """Runs of the CLI in tests cache under a temporary XDG_CACHE_HOME, never the user's own."""

@@ -7,7 +7,7 @@ The loader builds these from the YAML parser's events. They behave exactly like 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 Pos = tuple[int, int]
@@ -60,6 +60,19 @@ class LSeq(list):
 
     def __reduce__(self):
         return (_rebuild_seq, (list(self), self.pos, self.ipos, self.raw))
+
+
+def containers(root: Any, limit: int) -> Iterator[LMap | LSeq]:
+    """Each map and sequence in `root` (itself included), depth first, at most `limit` nodes
+    visited; the caller may replace a yielded container's scalars before it resumes."""
+    pending, visited = [root], 0
+    while pending and visited < limit:
+        node = pending.pop()
+        visited += 1
+        if isinstance(node, (LMap, LSeq)):
+            yield node
+            items = node.values() if isinstance(node, LMap) else node
+            pending.extend(item for item in items if isinstance(item, (LMap, LSeq)))
 
 
 def _rebuild_map(items: dict, pos: Pos, kpos: dict, raw: dict | None) -> LMap:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpudrv_check.load.located import LMap, LSeq
+from gpudrv_check.load.located import LMap, containers
 from gpudrv_check.model.finding import printable
 
 if TYPE_CHECKING:
@@ -115,19 +115,12 @@ def to_add(missing: dict[str, tuple[str, str]], matrix_file: str) -> str | None:
 
 def requests_gpus(data: Any) -> bool:
     """Whether an object asks for nvidia.com/gpu anywhere (`limits:`/`requests:` maps)."""
-    pending, visited = [data], 0
-    while pending and visited < MAX_VISITED:
-        node = pending.pop()
-        visited += 1
+    for node in containers(data, MAX_VISITED):
         if isinstance(node, LMap):
             for key, value in node.items():
                 if key in ("limits", "requests") and isinstance(value, LMap):
                     if GPU_RESOURCE in value:
                         return True
-                if isinstance(value, (LMap, LSeq)):
-                    pending.append(value)
-        elif isinstance(node, LSeq):
-            pending.extend(item for item in node if isinstance(item, (LMap, LSeq)))
     return False
 
 

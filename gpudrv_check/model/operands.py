@@ -337,12 +337,35 @@ def _derived_daemonset(
     entry = OPERANDS[operand]
     tolerations = operator_tolerations(config.values)
     selector = {entry.deploy_label: "true", **dict(entry.extra_selector), **(extra or {})}
+    section = (entry.spec_key,) if entry.spec_key and config.get(entry.spec_key) else ()
+    return _rendered_daemonset(
+        operand,
+        name or entry.daemonset,
+        _operator_namespace(config),
+        config.manifest,
+        selector,
+        tolerations,
+        config_key_path(config, *section),
+        config_key_path(config, "daemonsets", "tolerations"),
+    )
+
+
+def _rendered_daemonset(
+    operand: str,
+    name: str,
+    namespace: str,
+    about: Manifest,
+    selector: dict[str, str],
+    tolerations: list[dict[str, Any]],
+    path: Path,
+    tolerations_path: Path,
+) -> OperandDaemonSet:
+    """The DaemonSet the operator renders from `about` (its configuration or NVIDIADriver CR),
+    as a synthetic manifest in `about`'s file so findings point at what declares it."""
     pod_spec = {"nodeSelector": selector, "tolerations": tolerations}
-    namespace = _operator_namespace(config)
-    name = name or entry.daemonset
     manifest = Manifest(
-        file=config.manifest.file,
-        doc=config.manifest.doc,
+        file=about.file,
+        doc=about.doc,
         data={
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
@@ -355,16 +378,15 @@ def _derived_daemonset(
         namespace=namespace,
     )
     workload = Workload(manifest=manifest, spec_path=POD_SPEC_PATHS["DaemonSet"], pod_spec=pod_spec)
-    section = (entry.spec_key,) if entry.spec_key and config.get(entry.spec_key) else ()
     return OperandDaemonSet(
         operand=operand,
         name=name,
         namespace=namespace,
         source=OPERATOR,
         workload=workload,
-        about=config.manifest,
-        path=config_key_path(config, *section),
-        tolerations_path=config_key_path(config, "daemonsets", "tolerations"),
+        about=about,
+        path=path,
+        tolerations_path=tolerations_path,
         tolerations=daemonset_pod_tolerations(tolerations, False),
         affinity=required_node_affinity(pod_spec),
     )
@@ -387,36 +409,16 @@ def _pool_daemonsets(repo: Repo, config: OperatorConfig) -> list[OperandDaemonSe
         name = f"nvidia-{cr.driver_type}-driver-{pool.driver}-{pool.name}"
         tolerations = driver_tolerations(cr)
         selector = {OPERANDS[DRIVER].deploy_label: "true", **pool.node_selector}
-        pod_spec = {"nodeSelector": selector, "tolerations": tolerations}
-        manifest = Manifest(
-            file=source.manifest.file,
-            doc=source.manifest.doc,
-            data={
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {"template": {"spec": pod_spec}},
-            },
-            api_version="apps/v1",
-            kind="DaemonSet",
-            name=name,
-            namespace=namespace,
-        )
-        workload = Workload(
-            manifest=manifest, spec_path=POD_SPEC_PATHS["DaemonSet"], pod_spec=pod_spec
-        )
         out.append(
-            OperandDaemonSet(
-                operand=DRIVER,
-                name=name,
-                namespace=namespace,
-                source=OPERATOR,
-                workload=workload,
-                about=source.manifest,
-                path=source.path(),
-                tolerations_path=source.path("tolerations"),
-                tolerations=daemonset_pod_tolerations(tolerations, False),
-                affinity=required_node_affinity(pod_spec),
+            _rendered_daemonset(
+                DRIVER,
+                name,
+                namespace,
+                source.manifest,
+                selector,
+                tolerations,
+                source.path(),
+                source.path("tolerations"),
             )
         )
     return out

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpudrv_check.load.located import LMap, LSeq
+from gpudrv_check.load.located import LMap, LSeq, containers
 from gpudrv_check.load.yaml_docs import resolve_plain
 
 if TYPE_CHECKING:
@@ -221,21 +221,12 @@ def substitute(manifests: list[Manifest], files: set[str], source: Any = None) -
 
 
 def _walk(root: Any, variables: dict[str, str] | None, unknown: set[str]) -> None:
-    pending, visited = [root], 0
-    while pending and visited < MAX_VISITED:
-        node = pending.pop()
-        visited += 1
+    for node in containers(root, MAX_VISITED):
         if isinstance(node, LMap):
             for key, value in node.items():
-                if isinstance(value, str):
-                    if "${" in value:
-                        node[key] = _value(value, variables, unknown)
-                elif isinstance(value, (LMap, LSeq)):
-                    pending.append(value)
-        elif isinstance(node, LSeq):
+                if isinstance(value, str) and "${" in value:
+                    node[key] = _value(value, variables, unknown)
+        else:
             for i, item in enumerate(node):
-                if isinstance(item, str):
-                    if "${" in item:
-                        node[i] = _value(item, variables, unknown)
-                elif isinstance(item, (LMap, LSeq)):
-                    pending.append(item)
+                if isinstance(item, str) and "${" in item:
+                    node[i] = _value(item, variables, unknown)

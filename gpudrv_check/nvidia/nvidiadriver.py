@@ -25,7 +25,7 @@ selects such a pool on ``VERSION_ID.major``: a node without that label is skippe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,22 +229,8 @@ def assign_owners(
         if len(matching) > 1:
             overlaps.setdefault(tuple(matching), []).append(node)
         result.owner[node] = matching[0] if len(matching) == 1 else fallback
-    for matching, nodes in overlaps.items():
-        also = f" (and {len(nodes) - 1} more: {', '.join(nodes[1:])})" if len(nodes) > 1 else ""
-        for name in matching:
-            result.problems.append(
-                OwnerProblem(
-                    name,
-                    OVERLAP,
-                    f"multiple NVIDIADrivers match the same node {nodes[0]}: "
-                    f"[{' '.join(matching)}]{also}",
-                    ("nodeSelector",),
-                    tuple(nodes),
-                )
-            )
-    if result.problems:
-        result.owner = {node: None for node in result.owner}
-    return result
+    result.problems.extend(_overlap_problems(overlaps, _same_node_message))
+    return _owning_none_on_problem(result)
 
 
 def _assign_by_selector(
@@ -259,18 +245,38 @@ def _assign_by_selector(
         result.owner[node] = matching[0] if len(matching) == 1 else None
         if len(matching) > 1:
             overlaps.setdefault(tuple(matching), []).append(node)
-    for matching, nodes in overlaps.items():
-        for name in matching:
-            result.problems.append(
-                OwnerProblem(
-                    name,
-                    OVERLAP,
-                    f"conflicting NVIDIADriver NodeSelectors found for resource: {name} "
-                    f"(node(s) {', '.join(nodes)} selected by {', '.join(matching)})",
-                    ("nodeSelector",),
-                    tuple(nodes),
-                )
-            )
+    result.problems.extend(_overlap_problems(overlaps, _conflicting_selectors_message))
+    return _owning_none_on_problem(result)
+
+
+def _overlap_problems(
+    overlaps: Mapping[tuple[str, ...], list[str]],
+    message: Callable[[str, tuple[str, ...], list[str]], str],
+) -> list[OwnerProblem]:
+    """One OVERLAP problem per CR of each set of CRs matching the same nodes, in that order."""
+    return [
+        OwnerProblem(name, OVERLAP, message(name, matching, nodes), ("nodeSelector",), tuple(nodes))
+        for matching, nodes in overlaps.items()
+        for name in matching
+    ]
+
+
+def _same_node_message(_name: str, matching: tuple[str, ...], nodes: list[str]) -> str:
+    """From v26.7: upstream names one node; the other nodes of the set are counted after it."""
+    also = f" (and {len(nodes) - 1} more: {', '.join(nodes[1:])})" if len(nodes) > 1 else ""
+    return f"multiple NVIDIADrivers match the same node {nodes[0]}: [{' '.join(matching)}]{also}"
+
+
+def _conflicting_selectors_message(name: str, matching: tuple[str, ...], nodes: list[str]) -> str:
+    """Before v26.7: every node and every CR of the set named."""
+    return (
+        f"conflicting NVIDIADriver NodeSelectors found for resource: {name} "
+        f"(node(s) {', '.join(nodes)} selected by {', '.join(matching)})"
+    )
+
+
+def _owning_none_on_problem(result: Ownership) -> Ownership:
+    """Upstream returns the first error before labelling any node: a problem leaves all unowned."""
     if result.problems:
         result.owner = {node: None for node in result.owner}
     return result

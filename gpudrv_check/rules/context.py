@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.load.located import Path
 from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
@@ -11,6 +11,9 @@ from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.policy import RulePolicy, catalog, rule_params
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.operator import OperatorConfig
 
 
 class Context:
@@ -46,4 +49,25 @@ class Context:
             object=obj or about.ref,
             # inside the object: for an inventory node, the Node-shaped path, not its list index
             path=list(about.object_path(path) if isinstance(about, Node) else path),
+        )
+
+    def config_finding(
+        self,
+        rule: str,
+        config: OperatorConfig,
+        path: Path,
+        message: str,
+        hint: str | None = None,
+        severity: Severity | None = None,
+    ) -> Finding:
+        """A finding at `path` inside an operator configuration's values: the key path in its
+        manifest, the location where the value is written (its layer, or the embedded block)."""
+        return self.finding(
+            rule,
+            config.manifest,
+            (*config.values_path, *path),
+            message,
+            hint=hint,
+            severity=severity,
+            location=config.location(path),
         )

@@ -19,16 +19,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpudrv_check.model.finding import Finding
+from gpudrv_check.model.upgrade_flow import POLICY_PATH, policy_source
 from gpudrv_check.nvidia.upgrade import effective_upgrade_policy
 from gpudrv_check.rules.context import Context
 
 ID = "GPU023"
-POLICY_PATH = ("driver", "upgradePolicy")
 
 
 def check(ctx: Context) -> Iterator[Finding]:
     for config in ctx.repo.operator_configs:
-        source = "clusterpolicy" if config.source == "clusterpolicy" else "helm"
+        source = policy_source(config)
         raw = config.get(*POLICY_PATH)
         policy = effective_upgrade_policy(raw, source)
         drain = policy["drain"]
@@ -43,14 +43,13 @@ def check(ctx: Context) -> Iterator[Finding]:
             else " (not acted on while autoUpgrade is false; turning it on activates this)"
         )
         path = (*POLICY_PATH, "drain", "enable")
-        yield ctx.finding(
+        yield ctx.config_finding(
             ID,
-            config.manifest,
-            (*config.values_path, *path),
+            config,
+            path,
             f"{where}.drain.enable is true without drain.podSelector: when deleting the GPU "
             "pods is not enough, the driver upgrade drains the node and evicts every pod on "
             f"it, not only GPU workloads{inactive}",
-            location=config.location(path),
         )
 
     yield from _nvidiadriver_policies(ctx)

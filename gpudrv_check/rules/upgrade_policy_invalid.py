@@ -59,17 +59,16 @@ def _waits_for_ever(ctx: Context, config: OperatorConfig) -> Finding | None:
         if not disruption.pods(workload).gpu_names:
             continue
         path = (*POLICY_PATH, "waitForCompletion", "podSelector")
-        return ctx.finding(
+        return ctx.config_finding(
             ID,
-            config.manifest,
-            (*config.values_path, *path),
+            config,
+            path,
             f"{'.'.join(path)} {selector!r} matches the pods of {workload.kind} "
             f"{workload.namespace}/{workload.name or '?'}, which never complete, and "
             "waitForCompletion.timeoutSeconds is 0: the first such GPU node waits in "
             "wait-for-jobs-required for ever, and with it every node behind it",
             hint="Select only Job pods, or set waitForCompletion.timeoutSeconds.",
             severity=Severity.ERROR,
-            location=config.location(path),
         )
     return None
 
@@ -82,12 +81,11 @@ def check(ctx: Context) -> Iterator[Finding]:
         raw = config.get(*POLICY_PATH)
         for problem in upgrade_policy_findings(raw, policy_source(config)):
             path = (*POLICY_PATH, *problem.path)
-            yield ctx.finding(
+            yield ctx.config_finding(
                 ID,
-                config.manifest,
-                (*config.values_path, *path),
+                config,
+                path,
                 f"{'.'.join(path)}: {problem.message}",
                 hint=_HINTS.get(problem.path),
                 severity=Severity.ERROR if problem.severity == "error" else Severity.WARNING,
-                location=config.location(path),
             )

@@ -15,27 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import helm_release, run_cli
 from tests.upgrade.conftest import where
 
 TARGET = "550.127.05"
-HELMRELEASE = """\
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: gpu-operator
-  namespace: gpu-operator
-spec:
-  chart:
-    spec:
-      chart: gpu-operator
-      version: v25.3.0
-  values:
-    driver:
-      upgradePolicy:
-        autoUpgrade: true
-        maxParallelUpgrades: 1
-"""
+HELMRELEASE = helm_release(
+    "v25.3.0",
+    "  values:\n    driver:\n      upgradePolicy:\n        autoUpgrade: true\n"
+    "        maxParallelUpgrades: 1\n",
+)
 GPU_LIMIT = (
     "        image: nvcr.io/nvidia/pytorch:24.07-py3\n"
     "        resources:\n          limits:\n            nvidia.com/gpu: 1\n"

@@ -8,9 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import run_cli
-
-MATRIX = "driver_branch,kernel,os_tag\n550,5.15.0-119-generic,ubuntu22.04\n"
+from tests.conftest import MATRIX, cluster_policy, run_cli
 
 
 def node(name: str, extra_labels: str = "", spec: str = "{}", status: str = '"True"') -> str:
@@ -37,10 +35,7 @@ def node(name: str, extra_labels: str = "", spec: str = "{}", status: str = '"Tr
 
 
 def policy(body: str) -> str:
-    return (
-        "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata:\n  name: cluster-policy\n"
-        "spec:\n  driver:\n    upgradePolicy:\n" + body
-    )
+    return cluster_policy("  driver:\n    upgradePolicy:\n" + body)
 
 
 DEFAULT = "      autoUpgrade: true\n      podDeletion: {}\n"

@@ -12,20 +12,9 @@ import pytest
 
 from gpudrv_check.load.manifests import parse_manifest_bytes
 from gpudrv_check.model.operator import find_operator_configs
-from tests.conftest import gpu_node, run_cli, write
+from tests.conftest import gpu_node, helm_release, run_cli, write
 
-HR_HEAD = """\
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: gpu-operator
-  namespace: gpu-operator
-spec:
-  chart:
-    spec:
-      chart: gpu-operator
-      version: v25.10.0
-"""
+HR_HEAD = helm_release("v25.10.0")
 
 
 def configmap(name: str, key: str, text: str, namespace: str = "gpu-operator") -> str:

@@ -10,17 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import write
+from tests.conftest import cluster_policy, write
 from tests.operands.build import findings, node, placement, states
 
-CLUSTERPOLICY = """\
-apiVersion: nvidia.com/v1
-kind: ClusterPolicy
-metadata:
-  name: cluster-policy
-spec:
-  dcgm: {enabled: true}
-"""
+CLUSTERPOLICY = cluster_policy("  dcgm: {enabled: true}\n")
 
 
 def test_validator_off_a_node_leaves_its_toolkit_ready_dependents_waiting(tmp_path: Path):

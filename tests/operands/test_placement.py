@@ -19,7 +19,7 @@ from gpudrv_check.model.operands import (
     SELECTOR,
     TAINT,
 )
-from tests.conftest import write
+from tests.conftest import cluster_policy, write
 from tests.operands.build import (
     all_labels,
     daemonset,
@@ -264,14 +264,7 @@ def test_one_operand_several_daemonsets_precompiled_per_kernel(tmp_path: Path):
 
 # --- nvidia.com/gpu.deploy.operands=false: the operator's mechanism, reproduced ----------------
 
-CLUSTERPOLICY = """\
-apiVersion: nvidia.com/v1
-kind: ClusterPolicy
-metadata:
-  name: cluster-policy
-spec:
-  operator: {defaultRuntime: containerd}
-"""
+CLUSTERPOLICY = cluster_policy("  operator: {defaultRuntime: containerd}\n")
 
 
 def test_operands_false_without_an_operator_does_not_stop_handwritten_daemonsets(tmp_path):

@@ -7,17 +7,10 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.model.finding import Severity
-from tests.conftest import write
+from tests.conftest import cluster_policy, write
 from tests.operands.build import all_labels, daemonset, findings, lab_daemonsets, node
 
-CLUSTERPOLICY = """\
-apiVersion: nvidia.com/v1
-kind: ClusterPolicy
-metadata:
-  name: cluster-policy
-spec:
-  operator: {defaultRuntime: containerd}
-"""
+CLUSTERPOLICY = cluster_policy("  operator: {defaultRuntime: containerd}\n")
 
 
 def at(f) -> tuple[str, int, int]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MATRIX, gpu_node, write
+from tests.conftest import MATRIX, cluster_policy, gpu_node, helm_release, write
 from tests.upgrade.conftest import (
     anti_affinity,
     deployment,
@@ -146,36 +146,15 @@ def test_gpu022_in_a_node_inventory(tmp_path: Path):
     assert located(tmp_path, "GPU022") == [("inventory.yaml", line, column, "error")]
 
 
-CLUSTER_POLICY = """
-apiVersion: nvidia.com/v1
-kind: ClusterPolicy
-metadata:
-  name: cluster-policy
-spec:
-  driver:
-    upgradePolicy:
-      autoUpgrade: true
-      drain:
-        enable: true
-{extra}"""
+CLUSTER_POLICY = cluster_policy(
+    "  driver:\n    upgradePolicy:\n      autoUpgrade: true\n      drain:\n        enable: true\n"
+    "{extra}"
+)
 
-HELM_RELEASE = """
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: gpu-operator
-  namespace: gpu-operator
-spec:
-  chart:
-    spec:
-      chart: gpu-operator
-      version: v25.10.0
-  values:
-    driver:
-      upgradePolicy:
-        drain:
-          enable: true
-"""
+HELM_RELEASE = helm_release(
+    "v25.10.0",
+    "  values:\n    driver:\n      upgradePolicy:\n        drain:\n          enable: true\n",
+)
 
 
 @pytest.mark.parametrize(

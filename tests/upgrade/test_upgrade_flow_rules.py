@@ -11,18 +11,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from tests.conftest import cluster_policy
 from tests.upgrade.conftest import findings, located, where
 
-CLUSTERPOLICY = """\
-apiVersion: nvidia.com/v1
-kind: ClusterPolicy
-metadata:
-  name: cluster-policy
-spec:
-  driver:
-    upgradePolicy:
-{policy}
-"""
+CLUSTERPOLICY = cluster_policy("  driver:\n    upgradePolicy:\n{policy}\n")
 
 
 def _policy(root: Path, policy: str) -> None:

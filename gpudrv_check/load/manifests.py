@@ -772,10 +772,10 @@ def read_repo(
         from gpudrv_check.incremental import summarize
         from gpudrv_check.load.codec import encode
 
-        for i, _, data, helm in todo:
+        for i, rel, _, helm in todo:
             result = results[i]
             assert result is not None
-            summaries[i] = summarize(result, b"${" in data)
+            summaries[i] = summarize(result, rel in content.placeholder_files)
             blob = encoded.get(i)
             fresh[result.rel] = (
                 result.digest,

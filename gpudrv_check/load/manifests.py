@@ -124,12 +124,12 @@ def _is_terraform(text: str) -> bool:
     return "%{" in text or "${" in text
 
 
-def chart_findings(files: Iterable[FileRef]) -> dict[str, Finding]:
-    """One GPU009 per Helm chart with templates, at its Chart.yaml, by that file's path."""
-    refs = list(files)
+def chart_findings(files: list[FileRef], templates: list[str]) -> dict[str, Finding]:
+    """One GPU009 per Helm chart with templates (`templates`: chart_template_dirs(files)), at
+    its Chart.yaml, by that file's path."""
     out: dict[str, Finding] = {}
-    for prefix in chart_template_dirs(refs):
-        count = sum(1 for f in refs if f.rel.startswith(prefix))
+    for prefix in templates:
+        count = sum(1 for f in files if f.rel.startswith(prefix))
         if not count:
             continue
         chart_dir = prefix[: -len("templates/")]
@@ -828,7 +828,7 @@ def read_repo(
             content.unread_objects += len(summary[0])
             content.unread_skipped += summary[1]
     content.files = [r for r in results if r is not None]
-    charts = chart_findings(files)
+    charts = chart_findings(files, templates)
     for result in content.files:
         if result.rel in charts:
             result.problems.append(charts[result.rel])

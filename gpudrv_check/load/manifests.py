@@ -270,33 +270,29 @@ def parse_document_text(rel: str, text: str, skim: frozenset[str] | None = None)
     parsed = parse_text(text, skim)
     if parsed.failed and _is_json_name(rel):
         as_json = parse_json(text)
-        if as_json.failed and not _jsonc_objects(text):
-            return _jsonc_settings(text)
+        settings = _jsonc_settings(text) if as_json.failed else None
+        if settings is not None:
+            return settings
         # a JSON-looking file gets the JSON reader's complaint; YAML in a .json file the YAML one
         if not as_json.failed or text.lstrip("\ufeff \t\r\n").startswith(("{", "[")):
             return as_json
     return parsed
 
 
-def _jsonc_objects(text: str) -> bool:
-    """True unless `text` is JSONC (comments, trailing commas) holding no Kubernetes object:
-    a manifest written so is still a syntax error (kubectl refuses it)."""
+def _jsonc_settings(text: str) -> ParsedFile | None:
+    """Editor or tool settings in JSONC (comments, trailing commas): documents that are no
+    Kubernetes object (skipped). None for anything else: a manifest written so is still a
+    syntax error (kubectl refuses it)."""
     from gpudrv_check.load.json_docs import parse_json
     from gpudrv_check.load.jsonc import without_comments
 
     plain = without_comments(text)
     if plain is None:
-        return True
+        return None
     parsed = parse_json(plain)
-    return parsed.failed or any(is_object(doc.data) for doc in parsed.docs)
-
-
-def _jsonc_settings(text: str) -> ParsedFile:
-    """Editor or tool settings in JSONC: documents that are no Kubernetes object (skipped)."""
-    from gpudrv_check.load.json_docs import parse_json
-    from gpudrv_check.load.jsonc import without_comments
-
-    return parse_json(without_comments(text) or text)
+    if parsed.failed or any(is_object(doc.data) for doc in parsed.docs):
+        return None
+    return parsed
 
 
 def _is_templated(text: str, parsed: ParsedFile) -> bool:

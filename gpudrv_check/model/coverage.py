@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpudrv_check.k8s.numbers import parse_digits
 from gpudrv_check.load.located import LMap, containers
 from gpudrv_check.model.finding import printable
 
@@ -62,7 +63,7 @@ def id_ranges(ids: Iterable[str]) -> str:
         run.clear()
 
     for rule_id in sorted(ids):
-        number = int(rule_id[3:]) if rule_id[:3] == "GPU" and rule_id[3:].isdigit() else None
+        number = parse_digits(rule_id[3:]) if rule_id[:3] == "GPU" else None
         if number is None:
             flush()
             out.append(rule_id)

@@ -113,6 +113,8 @@ def test_substitution_can_be_disabled_per_object():
         (["GPU024", "GPU023"], "GPU023-024"),
         (["GPU040"], "GPU040"),
         (["GPU001", "my-policy", "GPU002"], "GPU001-002, my-policy"),
+        # digits str.isdigit() accepts and int() refuses are an id as written, not a crash
+        (["GPU001", "GPU\u00b2"], "GPU001, GPU\u00b2"),
     ],
 )
 def test_id_ranges(ids: list[str], text: str):

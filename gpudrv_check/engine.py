@@ -264,8 +264,9 @@ def load(
     content.files.extend(
         _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
     )
-    unknowns = substitute(content.manifests, content.placeholder_files, source)
-    manifests, copies = one_per_identity(content.manifests)
+    read = content.manifests  # a new list per access: built once
+    unknowns = substitute(read, content.placeholder_files, source)  # fills in, in place
+    manifests, copies = one_per_identity(read)
     nodes, node_findings = build_inventory(manifests)
     from gpudrv_check.model.node import apply_gpu_presence
 

@@ -37,11 +37,6 @@ class IntOrPercent(NamedTuple):
     is_percent: bool
 
 
-def _atoi(text: str) -> int | None:
-    """Go ``strconv.Atoi`` on a 64-bit platform: None where Go returns an error."""
-    return parse_int64(text)
-
-
 def _decode_error(value: object) -> str | None:
     """Why ``value`` cannot be decoded into an IntOrString at all, or None."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
@@ -65,7 +60,7 @@ def _parse(value: object) -> tuple[IntOrPercent | None, str | None]:
         return IntOrPercent(int(value), False), None
     if not value.endswith("%"):
         return None, f"invalid value {quoted(value)}: string is not a percentage"
-    number = _atoi(value[:-1])
+    number = parse_int64(value[:-1])  # Go strconv.Atoi (64-bit)
     if number is None:
         return None, f"invalid value {quoted(value)}: not a number before '%'"
     return IntOrPercent(number, True), None
@@ -119,7 +114,7 @@ def validate_int_or_percent(value: object) -> list[str]:
         return ["must be greater than or equal to 0"] if int(value) < 0 else []
     if not _VALID_PERCENT_RE.fullmatch(value):
         return [INVALID_FORMAT_MESSAGE]
-    number = _atoi(value[:-1])
+    number = parse_int64(value[:-1])  # Go strconv.Atoi (64-bit)
     if number is not None and number > 100:
         return ["must not be greater than 100%"]
     return []

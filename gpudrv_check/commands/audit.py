@@ -38,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
             what = ",".join(entry.result.missing) or "tag"
             lines.append(f"{entry.node.name} MISSING-LABEL {what}")
         if entry.other_os_tags:
-            own = entry.result.tag.rsplit("-", 1)[-1] if entry.result.tag else None
-            tags = sorted({*entry.other_os_tags, *([own] if own else [])})
+            # the node's own OS tag: the matrix row's, since an OS tag may hold "-" (sles15-SP6)
+            key = entry.planned.matrix_key if entry.planned is not None else None
+            tags = sorted({*entry.other_os_tags, *([key[2]] if key else [])})
             lines.append(f"{entry.node.name} OS-CONFLICT {','.join(tags)}")
     for problem in repo.matrix.problems:
         sys.stderr.write(f"{problem.location}: {problem.severity.value} {problem.message}\n")

@@ -814,10 +814,10 @@ def _no_pool_cause(repo: Repo, node: Node, config: OperatorConfig | None) -> Cau
     return Cause(SELECTOR, reason, about.location(path), about, path)
 
 
-def _cell(operand, node, daemonsets, explainer, config, enabled, repo=None) -> Cell:
+def _cell(operand, node, daemonsets, explainer, config, enabled, repo) -> Cell:
     own = [ds for ds in daemonsets if ds.operand == operand]
     preinstalled = operand == DRIVER and node.labels.get(OPERANDS[DRIVER].deploy_label) == "false"
-    if operand == DRIVER and repo is not None and not preinstalled:
+    if operand == DRIVER and not preinstalled:
         cause = _no_pool_cause(repo, node, config)
         if cause is not None and not any(ds.verdicts[node.name].ok for ds in own):
             return Cell(operand, False, causes=(cause,))

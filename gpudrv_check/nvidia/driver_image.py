@@ -277,14 +277,12 @@ def os_tag(os_id: object, version_id: object, operator_version: object = None) -
     if release is not None and release < OS_TAG_PARTIAL_TRUNCATION_SINCE:
         return f"{os_name}{version}"
     if release is not None and release < OS_TAG_RHEL_FAMILY_TRUNCATION_SINCE:
-        if not major.isdigit():
-            return None  # getGPUNodeOSTag: strconv.Atoi of every OS's major version
+        number = parse_digits(major)  # getGPUNodeOSTag: strconv.Atoi of every OS's major
+        if number is None:
+            return None  # v26.3 fails with "error processing OS major version"
         if os_name == "rocky":
             return f"{os_name}{major}"
         if os_name == "rhel":
-            number = parse_digits(major)  # the operator's strconv.Atoi
-            if number is None:
-                return None  # v26.3 fails with "error processing OS major version"
             return f"{os_name}{major}" if number >= 10 else f"{os_name}{version}"
         return f"{os_name}{version}"
     if os_name in RHEL_FAMILY_OS_IDS:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpudrv_check.k8s.nodeaffinity import node_selector_map_matches
 from gpudrv_check.nvidia.driver_image import (
     GPU_PRESENT_LABEL,
     KERNEL_VERSION_LABEL,
@@ -161,11 +162,6 @@ def has_owner_assignment(operator_version: object) -> bool:
     return release is None or release >= OWNER_ASSIGNMENT_SINCE
 
 
-def selector_matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
-    """``labels.SelectorFromSet(selector).Matches``: every key equal; an empty set matches all."""
-    return all(labels.get(key) == value for key, value in selector.items())
-
-
 def _selector_problems(drivers: Sequence[DriverCR]) -> list[OwnerProblem]:
     """``ValidateNodeSelector`` for every CR, and more than one default (``classifyDrivers``)."""
     problems = []
@@ -225,7 +221,7 @@ def assign_owners(
     matching: Sequence[str]  # a list here, a tuple key in the loop over overlaps
     for node in sorted(gpu_nodes):
         labels = gpu_nodes[node]
-        matching = [cr.name for cr in others if selector_matches(labels, cr.selector())]
+        matching = [cr.name for cr in others if node_selector_map_matches(cr.selector(), labels)]
         if len(matching) > 1:
             overlaps.setdefault(tuple(matching), []).append(node)
         result.owner[node] = matching[0] if len(matching) == 1 else fallback
@@ -240,8 +236,8 @@ def _assign_by_selector(
     result = Ownership()
     overlaps: dict[tuple[str, ...], list[str]] = {}
     matching: Sequence[str]  # a list here, a tuple key in the loop over overlaps
-    for node in sorted(gpu_nodes):
-        matching = [cr.name for cr in drivers if selector_matches(gpu_nodes[node], cr.selector())]
+    for node, labels in sorted(gpu_nodes.items()):
+        matching = [cr.name for cr in drivers if node_selector_map_matches(cr.selector(), labels)]
         result.owner[node] = matching[0] if len(matching) == 1 else None
         if len(matching) > 1:
             overlaps.setdefault(tuple(matching), []).append(node)

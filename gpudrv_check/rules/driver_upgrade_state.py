@@ -39,15 +39,14 @@ ID = "GPU022"
 
 def _cleared_reason(ctx: Context) -> str | None:
     """Why the upgrade controller removes every upgrade-state label, or None."""
-    from gpudrv_check.model.upgrade_flow import CONTROLLER, upgrade_flow
+    from gpudrv_check.model.upgrade_flow import CONTROLLER, policy_source, upgrade_flow
     from gpudrv_check.nvidia.operands import sandbox_workloads_enabled
 
     flow = upgrade_flow(ctx.repo)
     config = flow.config
     if config is None or flow.kind == CONTROLLER:
         return None
-    source = "clusterpolicy" if config.source == "clusterpolicy" else "helm"
-    if sandbox_workloads_enabled(config.values, source):
+    if sandbox_workloads_enabled(config.values, policy_source(config)):
         return f"sandboxWorkloads.enabled is true in {config.describe()}"
     return f"driver.upgradePolicy.autoUpgrade is off in {config.describe()}"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import cluster_policy, gpu_node, run_cli, write
 
 STEPS = Path("steps") / "operator"
 NODES = ("lab-node-0", "lab-node-1", "lab-node-2")
@@ -117,3 +117,20 @@ def test_verbose_says_how_gpus_and_drivers_are_decided(lab_repo: Path):
     # once per run: the lab's nodes carry no NFD PCI label, so gpu.present is read as written
     assert result.stderr.count("gpus    nvidia.com/gpu.present as written") == 1
     assert "driver  NVIDIADriver CRs, 3 pool(s)\n" in result.stderr
+
+
+def test_audit_os_conflict_names_os_tags_with_a_dash_whole(tmp_path: Path):
+    write(
+        tmp_path,
+        "support-matrix.csv",
+        "driver_branch,kernel,os_tag\n"
+        "550,5.15.0-119-generic,ubuntu22.04\n550,5.15.0-119-generic,sles15-SP6\n",
+    )
+    write(tmp_path, "a.yaml", gpu_node("a"))
+    write(tmp_path, "b.yaml", gpu_node("b", os_id="sles", version="15-SP6"))
+    write(tmp_path, "cp.yaml", cluster_policy('  driver:\n    version: "550"\n'))
+    audit = run_cli("audit", str(tmp_path), "--matrix", str(tmp_path / "support-matrix.csv"))
+    assert (audit.returncode, audit.stdout) == (
+        1,
+        "a OS-CONFLICT sles15-SP6,ubuntu22.04\nb OS-CONFLICT sles15-SP6,ubuntu22.04\n",
+    )

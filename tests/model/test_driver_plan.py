@@ -158,13 +158,15 @@ def test_image_forms(tmp_path, driver, reference, release) -> None:
 )
 @pytest.mark.parametrize("release", RELEASES)
 def test_no_cluster_policy_driver(tmp_path, driver, mode, release) -> None:
-    # driver.enabled false: no driver state; useNvidiaDriverCRD: step() skips state-driver
+    # driver.enabled false: no driver state; useNvidiaDriverCRD: step() skips state-driver.
+    # A managed driver would give `new` GPU001 (kernel not in the matrix), `bare` GPU002.
     write(tmp_path, "support-matrix.csv", MATRIX)
+    write(tmp_path, "m.yaml", gpu_node("new", kernel="6.8.0-52-generic"))
     write(
         tmp_path,
         "n.yaml",
-        gpu_node("new", kernel="6.8.0-52-generic").replace(
-            "    feature.node.kubernetes.io/kernel-version.full: 6.8.0-52-generic\n", ""
+        gpu_node("bare").replace(
+            "    feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic\n", ""
         ),
     )
     write(tmp_path, "cp.yaml", cluster_policy(driver))

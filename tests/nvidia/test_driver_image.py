@@ -88,6 +88,7 @@ def test_lab_node_1_after_upgrade() -> None:
         ("rhel", "10", "26.3.0", "rhel10"),
         ("ol", "9.5", "v26.3.1", "ol9.5"),
         ("rhel", "A.10", "v26.3.0", None),
+        ("rocky", "\u00b2.1", "v26.3.0", None),  # str.isdigit() but not strconv.Atoi
         ("ubuntu", "24.04", "v26.3.3", "ubuntu24.04"),
         # v26.7 and later (and None = newest): rhel, rocky, ol keep the major only
         ("rhel", "9.4", "v26.7.0", "rhel9"),

@@ -41,6 +41,7 @@ from gpudrv_check.nvidia.upgrade_controller import (
     POD_DELETION_SPEC_EMPTY,
     VALIDATION_TIMEOUT_SECONDS,
     max_unavailable_error,
+    max_unavailable_limit,
     total_managed,
     upgrades_available,
 )
@@ -306,7 +307,7 @@ def _admit(engine: _Engine, waiting: Iterable[_NodeRun], states: Counter, reh: R
     """ProcessUpgradeRequiredNodes (in-place mode), with GetUpgradesAvailable's numbers."""
     policy = engine.policy
     total = total_managed(states)
-    limit = _max_unavailable(policy.get("maxUnavailable"), total)
+    limit = max_unavailable_limit(policy.get("maxUnavailable"), total) or 0
     available = upgrades_available(
         states, engine.unavailable, int(policy.get("maxParallelUpgrades") or 0), limit
     )
@@ -327,15 +328,6 @@ def _admit(engine: _Engine, waiting: Iterable[_NodeRun], states: Counter, reh: R
         reh.upgrades_available, reh.max_unavailable = first, limit
     for run in admitted:
         engine.move(run, "cordon-required")
-
-
-def _max_unavailable(value: object, total: int) -> int:
-    from gpudrv_check.k8s.intstr import scaled_value
-
-    if value is None:
-        return total
-    scaled = scaled_value(value, total, round_up=True)
-    return scaled if scaled is not None else 0
 
 
 def _cordon(engine: _Engine, run: _NodeRun) -> None:

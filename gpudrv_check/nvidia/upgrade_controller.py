@@ -86,6 +86,12 @@ def max_unavailable_error(value: object) -> str | None:
     return None if value is None else scaling_error(value)
 
 
+def max_unavailable_limit(value: object, total: int) -> int | None:
+    """maxUnavailable scaled against the ``total`` managed nodes, rounded up (unset: every
+    node); None when GetScaledValueFromIntOrPercent rejects it."""
+    return total if value is None else scaled_value(value, total, round_up=True)
+
+
 def total_managed(states: Mapping[str, int]) -> int:
     """GetTotalManagedNodes: nodes with a driver pod, in the states it counts."""
     return sum(states.get(s, 0) for s in _MANAGED)
@@ -160,10 +166,7 @@ def admit(
     if requestor:
         handed = tuple(n.name for n in waiting if not n.skip)
         return Admission(handed, len(handed), total, total)
-    if max_unavailable is None:
-        limit: int | None = total
-    else:
-        limit = scaled_value(max_unavailable, total, round_up=True)
+    limit = max_unavailable_limit(max_unavailable, total)
     if limit is None:
         return Admission((), 0, 0, total, max_unavailable_error(max_unavailable))
     managed = [n for n in nodes if n.state in _MANAGED]

@@ -38,6 +38,7 @@ from gpudrv_check.model.upgrade_flow import POLICY_PATH, UpgradeFlow
 from gpudrv_check.model.workload import Workload
 from gpudrv_check.nvidia.upgrade import UPGRADE_STATE_LABEL, skip_requested, upgrade_state
 from gpudrv_check.nvidia.upgrade_controller import (
+    NEVER_COMPLETE_KINDS,
     POD_DELETION_SPEC_EMPTY,
     VALIDATION_TIMEOUT_SECONDS,
     max_unavailable_error,
@@ -53,7 +54,6 @@ MAX_RECONCILES = 100_000
 VALIDATOR = "operator-validator"
 #: upgrade_requestor.go: the maintenance operator, not this controller, moves these on
 _REQUESTOR_STATES = frozenset(("node-maintenance-required", "post-maintenance-required"))
-_FOREVER_KINDS = frozenset(("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"))
 
 
 @dataclass
@@ -348,7 +348,7 @@ def _wait_for_jobs(engine: _Engine, run: _NodeRun) -> None:
     forever = [
         w
         for w in engine.repo.workloads
-        if w.kind in _FOREVER_KINDS or w.kind == "DaemonSet"
+        if w.kind in NEVER_COMPLETE_KINDS
         if matcher is not None and matcher(w.pod_labels) and _runs_on(engine, w, run.node)
     ]
     if not forever:

@@ -34,6 +34,10 @@ DRAIN_SKIP_SELECTOR = "nvidia.com/gpu-driver-upgrade-drain.skip!=true"
 DRAIN_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade-drain.skip"
 #: upgrade_controller.go plannedRequeueInterval: a reconcile at least every 2 minutes
 REQUEUE_SECONDS = 120
+#: ScheduleCheckOnPodCompletion: the pods of these kinds never complete (Running or Pending)
+NEVER_COMPLETE_KINDS = frozenset(
+    ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet")
+)
 #: pod_manager.go SchedulePodEviction, when the policy has no podDeletion object
 POD_DELETION_SPEC_EMPTY = "pod deletion spec should not be empty"
 

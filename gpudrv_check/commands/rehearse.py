@@ -109,8 +109,6 @@ def _no_pod_deletion(flow: UpgradeFlow) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.driver is not None and args.to_matrix:
-        raise ConfigError("give --driver VERSION or --to-matrix, not both")
     if args.driver is not None and DriverVersion.parse(args.driver) is None:
         raise ConfigError(f"--driver {args.driver!r}: give the full driver version, e.g. 550.90.07")
     repo = load_run(args).repo

@@ -38,9 +38,11 @@ from gpudrv_check.model.upgrade_flow import POLICY_PATH, UpgradeFlow
 from gpudrv_check.model.workload import Workload
 from gpudrv_check.nvidia.upgrade import UPGRADE_STATE_LABEL, skip_requested, upgrade_state
 from gpudrv_check.nvidia.upgrade_controller import (
+    NEVER_COMPLETE_KINDS,
     POD_DELETION_SPEC_EMPTY,
     VALIDATION_TIMEOUT_SECONDS,
     max_unavailable_error,
+    max_unavailable_limit,
     total_managed,
     upgrades_available,
 )
@@ -52,7 +54,6 @@ MAX_RECONCILES = 100_000
 VALIDATOR = "operator-validator"
 #: upgrade_requestor.go: the maintenance operator, not this controller, moves these on
 _REQUESTOR_STATES = frozenset(("node-maintenance-required", "post-maintenance-required"))
-_FOREVER_KINDS = frozenset(("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"))
 
 
 @dataclass
@@ -306,7 +307,7 @@ def _admit(engine: _Engine, waiting: Iterable[_NodeRun], states: Counter, reh: R
     """ProcessUpgradeRequiredNodes (in-place mode), with GetUpgradesAvailable's numbers."""
     policy = engine.policy
     total = total_managed(states)
-    limit = _max_unavailable(policy.get("maxUnavailable"), total)
+    limit = max_unavailable_limit(policy.get("maxUnavailable"), total) or 0
     available = upgrades_available(
         states, engine.unavailable, int(policy.get("maxParallelUpgrades") or 0), limit
     )
@@ -329,15 +330,6 @@ def _admit(engine: _Engine, waiting: Iterable[_NodeRun], states: Counter, reh: R
         engine.move(run, "cordon-required")
 
 
-def _max_unavailable(value: object, total: int) -> int:
-    from gpudrv_check.k8s.intstr import scaled_value
-
-    if value is None:
-        return total
-    scaled = scaled_value(value, total, round_up=True)
-    return scaled if scaled is not None else 0
-
-
 def _cordon(engine: _Engine, run: _NodeRun) -> None:
     if not run.cordoned and run.ready:
         engine.unavailable += 1
@@ -356,7 +348,7 @@ def _wait_for_jobs(engine: _Engine, run: _NodeRun) -> None:
     forever = [
         w
         for w in engine.repo.workloads
-        if w.kind in _FOREVER_KINDS or w.kind == "DaemonSet"
+        if w.kind in NEVER_COMPLETE_KINDS
         if matcher is not None and matcher(w.pod_labels) and _runs_on(engine, w, run.node)
     ]
     if not forever:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.k8s.selector_string import Matcher, parse_selector
@@ -53,7 +54,7 @@ class UpgradeFlow:
     def drain_enabled(self) -> bool:
         return self.kind == CONTROLLER and self.policy["drain"]["enable"] is True
 
-    @property
+    @cached_property
     def drain_matcher(self) -> Matcher | None:
         """The drain selector with the implicit skip; None when the selector is invalid."""
         return parse_selector(drain_selector(str(self.policy["drain"]["podSelector"] or "")))
@@ -97,8 +98,6 @@ def upgrade_flow(repo: Repo) -> UpgradeFlow:
         return UpgradeFlow(MANUAL)
     source = policy_source(config)
     policy = effective_upgrade_policy(config.get(*POLICY_PATH), source)
-    if policy.get("autoUpgrade") is not True or sandbox_workloads_enabled(
-        config.values, "clusterpolicy" if source == "clusterpolicy" else "helm"
-    ):
+    if policy.get("autoUpgrade") is not True or sandbox_workloads_enabled(config.values, source):
         return UpgradeFlow(MANUAL, config, policy)
     return UpgradeFlow(CONTROLLER, config, policy)

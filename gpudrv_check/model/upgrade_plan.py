@@ -25,10 +25,11 @@ from gpudrv_check.k8s.disruption import (
     EVICTION_MULTIPLE_PDBS_STATUS,
 )
 from gpudrv_check.model.disruption import WorkloadPods
-from gpudrv_check.model.driver import driver_managed, label_keys
+from gpudrv_check.model.driver import driver_managed, label_keys, planned_driver
 from gpudrv_check.model.finding import Location, quoted
 from gpudrv_check.model.node import GPU_PRESENT, Node
 from gpudrv_check.model.repo import Repo
+from gpudrv_check.model.upgrade_flow import CONTROLLER, upgrade_flow
 from gpudrv_check.nvidia.driver_image import (
     DEPLOY_DRIVER_LABEL,
     DEPLOY_OPERANDS_LABEL,
@@ -181,8 +182,6 @@ def _image_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) -> S
                 node.label_location(GPU_PRESENT),
             )
         )
-    from gpudrv_check.model.driver import planned_driver
-
     planned = planned_driver(node, repo)
     if planned is not None and not planned.managed:
         blockers.append(
@@ -254,8 +253,6 @@ def _image_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) -> S
 def _configured_version_notes(repo: Repo, node: Node, version: DriverVersion) -> list[Item]:
     """The version the operator configuration installs on the node: the owning NVIDIADriver's,
     else the ClusterPolicy's ``driver.version`` (``model/driver_plan.py``)."""
-    from gpudrv_check.model.driver import planned_driver
-
     planned = planned_driver(node, repo)
     if planned is None or planned.source is None:
         return []
@@ -282,8 +279,6 @@ def _configured_version_notes(repo: Repo, node: Node, version: DriverVersion) ->
 
 
 def _headroom_step(repo: Repo, node: Node) -> Step:
-    from gpudrv_check.model.upgrade_flow import CONTROLLER, upgrade_flow
-
     disruption = repo.disruption
     flow = upgrade_flow(repo)  # the controller's default flow evicts GPU pods only
     candidates = [
@@ -393,8 +388,6 @@ def _drain_step(repo: Repo, node: Node, timeout: str, headroom: Step) -> Step:
     command = (
         f"kubectl drain {node.name} --ignore-daemonsets --delete-emptydir-data --timeout={timeout}"
     )
-    from gpudrv_check.model.upgrade_flow import upgrade_flow
-
     flow = upgrade_flow(repo)
     blockers: list[Item] = []
     notes: list[Item] = []

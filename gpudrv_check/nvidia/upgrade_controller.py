@@ -34,6 +34,10 @@ DRAIN_SKIP_SELECTOR = "nvidia.com/gpu-driver-upgrade-drain.skip!=true"
 DRAIN_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade-drain.skip"
 #: upgrade_controller.go plannedRequeueInterval: a reconcile at least every 2 minutes
 REQUEUE_SECONDS = 120
+#: ScheduleCheckOnPodCompletion: the pods of these kinds never complete (Running or Pending)
+NEVER_COMPLETE_KINDS = frozenset(
+    ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet")
+)
 #: pod_manager.go SchedulePodEviction, when the policy has no podDeletion object
 POD_DELETION_SPEC_EMPTY = "pod deletion spec should not be empty"
 
@@ -84,6 +88,12 @@ def max_unavailable_error(value: object) -> str | None:
     """Why GetScaledValueFromIntOrPercent rejects ``value`` (ProcessUpgradeRequiredNodes then
     returns the error on every reconcile), or None."""
     return None if value is None else scaling_error(value)
+
+
+def max_unavailable_limit(value: object, total: int) -> int | None:
+    """maxUnavailable scaled against the ``total`` managed nodes, rounded up (unset: every
+    node); None when GetScaledValueFromIntOrPercent rejects it."""
+    return total if value is None else scaled_value(value, total, round_up=True)
 
 
 def total_managed(states: Mapping[str, int]) -> int:
@@ -160,10 +170,7 @@ def admit(
     if requestor:
         handed = tuple(n.name for n in waiting if not n.skip)
         return Admission(handed, len(handed), total, total)
-    if max_unavailable is None:
-        limit: int | None = total
-    else:
-        limit = scaled_value(max_unavailable, total, round_up=True)
+    limit = max_unavailable_limit(max_unavailable, total)
     if limit is None:
         return Admission((), 0, 0, total, max_unavailable_error(max_unavailable))
     managed = [n for n in nodes if n.state in _MANAGED]

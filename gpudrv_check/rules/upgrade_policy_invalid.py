@@ -27,6 +27,7 @@ from gpudrv_check.model.finding import Finding, Severity
 from gpudrv_check.model.operator import OperatorConfig
 from gpudrv_check.model.upgrade_flow import POLICY_PATH, policy_source
 from gpudrv_check.nvidia.upgrade import effective_upgrade_policy, upgrade_policy_findings
+from gpudrv_check.nvidia.upgrade_controller import NEVER_COMPLETE_KINDS
 from gpudrv_check.rules.context import Context
 
 ID = "GPU025"
@@ -36,9 +37,6 @@ _HINTS = {
     '(`"25%"`).',
     (): "Add `podDeletion: {timeoutSeconds: 300}` (or the fields you need) to upgradePolicy.",
 }
-
-
-_NEVER_COMPLETE = ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet")
 
 
 def _waits_for_ever(ctx: Context, config: OperatorConfig) -> Finding | None:
@@ -54,7 +52,7 @@ def _waits_for_ever(ctx: Context, config: OperatorConfig) -> Finding | None:
         return None
     disruption = ctx.repo.disruption
     for workload in ctx.repo.workloads:
-        if workload.kind not in _NEVER_COMPLETE or not matcher(workload.pod_labels):
+        if workload.kind not in NEVER_COMPLETE_KINDS or not matcher(workload.pod_labels):
             continue
         if not disruption.pods(workload).gpu_names:
             continue

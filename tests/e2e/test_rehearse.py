@@ -129,8 +129,10 @@ def test_text_and_markdown(lab: Path) -> None:
 
 def test_usage_errors(lab: Path) -> None:
     both = run_cli("rehearse", str(lab), "--driver", TARGET, "--to-matrix")
-    assert both.returncode == 2
+    # exit 2 alone would pass for any usage error: the message names the two options
+    assert both.returncode == 2 and "--to-matrix: not allowed with argument --driver" in both.stderr
     bad = run_cli("rehearse", str(lab), "--driver", "550")
     assert bad.returncode == 2 and "full driver version" in bad.stderr
     none = run_cli("rehearse", str(lab))
     assert none.returncode == 2 and "--driver VERSION, --to-matrix" in none.stderr
+    assert all("Traceback" not in r.stderr for r in (both, bad, none))

@@ -51,10 +51,16 @@ _OPEN |= getattr(os, "O_CLOEXEC", 0)
 _SAID: set[str] = set()
 
 
-def default_dir() -> Path:
+def default_dir() -> Path | None:
+    """None when there is no home to put it in (no $HOME and a uid without a passwd entry,
+    as in a container run as an arbitrary user): the cache is then not used (see Cache)."""
     base = os.environ.get("XDG_CACHE_HOME")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
-    return root / "gpudrv-check"
+    if base and os.path.isabs(base):
+        return Path(base) / "gpudrv-check"
+    try:
+        return Path.home() / ".cache" / "gpudrv-check"
+    except (RuntimeError, KeyError):  # older Pythons raise KeyError
+        return None
 
 
 def digest(*parts: object) -> str:
@@ -124,8 +130,10 @@ class Cache:
     """One cache directory. Every failure to read or write it is silent: a cache miss; a
     directory or file another user could have written is not used, and stderr says so once."""
 
-    def __init__(self, directory: Path) -> None:
-        self.dir = Path(directory)
+    def __init__(self, directory: Path | None) -> None:
+        """`directory` None (see default_dir): every load is a miss, every store is dropped."""
+        self._off = directory is None
+        self.dir = Path(directory) if directory is not None else Path()
         self._secret: bytes | None = None
 
     def _path(self, kind: str, name: str) -> Path:
@@ -133,6 +141,8 @@ class Cache:
 
     def _usable(self, create: bool) -> bool:
         """Whether the directory exists (or was made) and is the user's own."""
+        if self._off:
+            return False
         try:
             if create:
                 self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)

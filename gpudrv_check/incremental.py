@@ -150,15 +150,14 @@ def plan(
     base = digest(context, shared)
     out.keys = {ns: digest(base, ns, listed) for ns, listed in members.items()}
     stored = cache.load(CACHE_KIND, name, "", valid=lambda v: isinstance(v, dict)) or {}
-    if isinstance(stored, dict):
-        for ns, key in out.keys.items():
-            entry = stored.get(ns)
-            if _valid(entry) and entry[0] == key:
-                findings = _findings(entry)
-                if findings is not None:
-                    out.stored[ns] = entry
-                    out.findings[ns] = findings
-                    out.clean.add(ns)
+    for ns, key in out.keys.items():
+        entry = stored.get(ns)
+        if _valid(entry) and entry[0] == key:
+            findings = _findings(entry)
+            if findings is not None:
+                out.stored[ns] = entry
+                out.findings[ns] = findings
+                out.clean.add(ns)
     return out
 
 

@@ -50,7 +50,10 @@ def resolve_inside(root: Path, rel: str) -> Path:
 def read_unchanged(root: Path, rel: str, expected_digest: str) -> tuple[Path, bytes]:
     """The file's real path and bytes, refusing when they differ from what was read before."""
     path = resolve_inside(root, rel)
-    data = _read_regular(path)
+    try:
+        data = _read_regular(path)
+    except OSError as err:  # unreadable, or too large: `plan --write` reports it, no bug
+        raise EditError(f"{rel}: cannot read it: {err.strerror or err}") from None
     if not expected_digest or digest(data) != expected_digest:
         raise EditError(f"{rel} changed since it was read; run the command again")
     return path, data

@@ -177,11 +177,12 @@ def _check_patterns(rel: str, data: LMap) -> None:
 
 
 def _local_refs(node: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
-    """(path of the schema holding it, target) of every `$ref`/`$dynamicRef`."""
+    """(key path, target) of every `$ref`/`$dynamicRef`: the path of the schema holding it
+    and the keyword itself."""
     if isinstance(node, dict):
         for key, value in node.items():
             if key in ("$ref", "$dynamicRef") and isinstance(value, str):
-                yield path, value
+                yield (*path, key), value
             else:
                 yield from _local_refs(value, (*path, key))
     elif isinstance(node, list):
@@ -223,13 +224,14 @@ def _check_local_refs(rel: str, data: LMap) -> None:
             raise _error(
                 rel,
                 data,
-                ("assert", *where, "$ref" if "$ref" in _at(schema, where) else "$dynamicRef"),
+                ("assert", *where),
                 f"assert: reference {ref!r} does not resolve inside the schema (use #/path/to/it)",
             )
         targets.append(target)
-    # a reference leads to every reference inside the schema it names
+    # a reference leads to every reference inside the schema it names (inner[:-1]: the
+    # schema holding that reference)
     edges = {
-        i: [j for j, (inner, _) in enumerate(refs) if inner[: len(targets[i])] == targets[i]]
+        i: [j for j, (inner, _) in enumerate(refs) if inner[:-1][: len(targets[i])] == targets[i]]
         for i in range(len(refs))
     }
     for start in range(len(refs)):
@@ -238,16 +240,10 @@ def _check_local_refs(rel: str, data: LMap) -> None:
             raise _error(
                 rel,
                 data,
-                ("assert", *where, "$ref" if "$ref" in _at(schema, where) else "$dynamicRef"),
+                ("assert", *where),
                 f"assert: reference {ref!r} leads back to itself (a schema cannot include "
                 "itself; write the nesting out to the depth you need)",
             )
-
-
-def _at(schema: Any, path: tuple) -> Any:
-    for key in path:
-        schema = schema[key]
-    return schema
 
 
 def _reaches(edges: dict[int, list[int]], start: int) -> bool:

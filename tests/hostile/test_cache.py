@@ -186,3 +186,27 @@ def test_an_authentic_entry_of_the_wrong_type_is_a_miss(tmp_path: Path, value: o
     proc = _check(root, cache)
     assert (proc.returncode, proc.stdout) == (cold.returncode, cold.stdout), proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_no_home_directory_means_no_cache_not_an_internal_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """No $HOME and a uid without a passwd entry (a container run as an arbitrary user):
+    Path.home() raises; `check` runs as with --no-cache instead of failing."""
+    from gpudrv_check import cli
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert cache_mod.default_dir() is None
+    store = Cache(None)
+    store.store("result", "x", "y", 1)
+    assert store.load("result", "x", "y") is None
+    root = _repo(tmp_path / "repo")
+    cached = cli.main(["check", str(root), "--no-cache"])
+    out = capsys.readouterr()
+    assert (cli.main(["check", str(root)]), capsys.readouterr()) == (cached, out)
+    assert cached == 1 and "internal error" not in out.err

@@ -147,6 +147,16 @@ BAD_POLICIES = [
         "9:16",
         "does not resolve inside the schema",
     ),
+    (  # the broken one of two references in one schema is the one pointed at
+        """
+        properties:
+          metadata: {$ref: '#/$defs/m', $dynamicRef: '#/nope'}
+        $defs:
+          m: {type: object}
+        """,
+        "9:35",
+        "does not resolve inside the schema",
+    ),
     (
         """
         $ref: '#'

@@ -145,9 +145,13 @@ def test_version_imports_no_heavy_dependency():
         env=env,
         check=True,
     )
-    imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()}
-    for heavy in ("pydantic", "ruamel", "jsonschema", "git"):
+    modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()}
+    imported = {name.split(".")[0] for name in modules}
+    # argparse too: cli.py answers `--version` before building a parser
+    for heavy in ("pydantic", "ruamel", "jsonschema", "git", "argparse"):
         assert heavy not in imported, heavy
+    ours = {name for name in modules if name.split(".")[0] == "gpudrv_check"}
+    assert ours == {"gpudrv_check", "gpudrv_check.cli"}, ours  # __main__ runs, via runpy
 
 
 def test_a_run_is_made_without_the_cyclic_collector_which_comes_back_after(monkeypatch):

@@ -263,6 +263,15 @@ def test_read_unchanged_refuses_a_changed_file(tmp_path: Path):
         read_unchanged(tmp_path, "m.csv", digest(b"two"))
 
 
+def test_read_unchanged_says_why_a_file_cannot_be_read(tmp_path: Path):
+    """An OSError (here: over the 1 GiB limit, a sparse file) is an EditError, which
+    `plan --write` reports, not an internal error."""
+    with open(tmp_path / "m.csv", "wb") as handle:
+        handle.truncate((1 << 30) + 1)
+    with pytest.raises(EditError, match=r"m\.csv: cannot read it: .*over the limit"):
+        read_unchanged(tmp_path, "m.csv", digest(b"one"))
+
+
 def test_resolve_inside(tmp_path: Path):
     (tmp_path / "repo").mkdir()
     (tmp_path / "outside.csv").write_text("x")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.config import load_config
-from gpudrv_check.engine import check
-from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity, unique_fingerprints
+from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity, unique_fingerprints
+from gpudrv_check.engine.run import check
+from gpudrv_check.read.config import load_config
 from tests.conftest import gpu_node, run_cli, write
 
 EMPTY_MATRIX = "driver_branch,kernel,os_tag\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.config import ConfigError, load_config
+from gpudrv_check.read.config import ConfigError, load_config
 from tests.conftest import write
 
 

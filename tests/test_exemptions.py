@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.config import ConfigError, load_config
-from gpudrv_check.engine import check
-from gpudrv_check.exemptions import parse_ignore
-from gpudrv_check.policy import catalog
+from gpudrv_check.engine.exemptions import parse_ignore
+from gpudrv_check.engine.run import check
+from gpudrv_check.read.config import ConfigError, load_config
+from gpudrv_check.read.policy import catalog
 from tests.conftest import gpu_node, run_cli, write
 
 MATRIX = "driver_branch,kernel,os_tag\n"  # empty: every GPU node is GPU001

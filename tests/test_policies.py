@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gpudrv_check.policy import catalog
+from gpudrv_check.read.policy import catalog
 from gpudrv_check.rules import RULE_MODULES
 from tests.conftest import ROOT
 
@@ -38,7 +38,7 @@ def test_policy_files_are_named_by_id_and_names_are_unique():
 
 
 def test_readme_rule_table_is_generated_from_the_policies():
-    from gpudrv_check.commands.rules import rules_table_markdown
+    from gpudrv_check.cli.commands.rules import rules_table_markdown
 
     readme = (ROOT / "README.md").read_text()
     start, end = "<!-- rules:start -->\n", "<!-- rules:end -->"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.config import ConfigError, load_config
-from gpudrv_check.policy import catalog, rule_params, rule_settings, validate_rule_settings
+from gpudrv_check.read.config import ConfigError, load_config
+from gpudrv_check.read.policy import catalog, rule_params, rule_settings, validate_rule_settings
 from tests.conftest import run_cli, write
 
 

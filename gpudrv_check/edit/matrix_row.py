@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from gpudrv_check.core.finding import quoted
 from gpudrv_check.edit.safe_write import EditError
-from gpudrv_check.load.matrix import REQUIRED_COLUMNS
-from gpudrv_check.model.finding import quoted
+from gpudrv_check.read.matrix import REQUIRED_COLUMNS
 
 
 def row_text(header: list[str], values: dict[str, str]) -> str:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 
+from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.located import Path
 from gpudrv_check.edit.safe_write import EditError
-from gpudrv_check.load.located import Path
-from gpudrv_check.load.yaml_docs import resolve_plain
-from gpudrv_check.model.finding import quoted
+from gpudrv_check.read.yaml_docs import resolve_plain
 
 BOM = b"\xef\xbb\xbf"
 

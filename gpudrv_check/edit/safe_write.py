@@ -60,20 +60,20 @@ def read_unchanged(root: Path, rel: str, expected_digest: str) -> tuple[Path, by
 
 
 def _read_regular(path: Path) -> bytes:
-    """The bytes of a real path inside the root (source/safe_io.py: no link, no FIFO)."""
-    from gpudrv_check.source.safe_io import read_named
+    """The bytes of a real path inside the root (read/safe_io.py: no link, no FIFO)."""
+    from gpudrv_check.read.safe_io import read_named
 
     return read_named(path, limit=1 << 30)
 
 
 def replace_atomically(path: Path, expected: bytes, updated: bytes) -> None:
     """Write ``updated`` to a temporary file beside ``path`` and rename it over ``path``
-    (source/safe_io.py `write_atomic`: fsynced, a link at the target is never followed).
+    (read/safe_io.py `write_atomic`: fsynced, a link at the target is never followed).
 
     Refuses (raising EditError, original untouched) when ``path`` no longer holds ``expected``.
     The new file keeps the original's permission bits.
     """
-    from gpudrv_check.source.safe_io import write_atomic
+    from gpudrv_check.read.safe_io import write_atomic
 
     def unchanged() -> None:
         if _read_regular(path) != expected:

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from gpudrv_check.core.finding import quoted
 from gpudrv_check.k8s.intstr import (
     parse_int_or_percent,
     scaled_value,
@@ -45,7 +46,6 @@ from gpudrv_check.k8s.labelselector import (
     selector_key,
     validate_label_selector,
 )
-from gpudrv_check.model.finding import quoted
 
 # pkg/registry/core/pod/storage/eviction.go: returned with HTTP 500 when >1 PDB covers a pod.
 EVICTION_MULTIPLE_PDBS_MESSAGE = (

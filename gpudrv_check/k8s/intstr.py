@@ -19,9 +19,9 @@ import math
 import re
 from typing import NamedTuple
 
+from gpudrv_check.core.finding import quoted
 from gpudrv_check.k8s.labels import json_type_name
 from gpudrv_check.k8s.numbers import parse_int64
-from gpudrv_check.model.finding import quoted
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1

@@ -26,13 +26,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from gpudrv_check.core.finding import quoted
 from gpudrv_check.k8s.labels import (
     Problem,
     json_type_name,
     label_key_errors,
     label_value_errors,
 )
-from gpudrv_check.model.finding import quoted
 
 IN = "In"
 NOT_IN = "NotIn"

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from gpudrv_check.core.finding import quoted
 from gpudrv_check.k8s.labels import (
     Path,
     Problem,
@@ -41,7 +42,6 @@ from gpudrv_check.k8s.labels import (
     label_value_errors,
 )
 from gpudrv_check.k8s.numbers import parse_int64
-from gpudrv_check.model.finding import quoted
 
 __all__ = [
     "OPERATORS",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from gpudrv_check.core.finding import quoted
 from gpudrv_check.k8s.labels import (
     Path,
     Problem,
@@ -33,7 +34,6 @@ from gpudrv_check.k8s.labels import (
     label_key_errors,
     label_value_errors,
 )
-from gpudrv_check.model.finding import quoted
 
 __all__ = [
     "NO_SCHEDULE",

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpudrv_check.core.finding import printable
+from gpudrv_check.core.located import LMap, containers
 from gpudrv_check.k8s.numbers import parse_digits
-from gpudrv_check.load.located import LMap, containers
-from gpudrv_check.model.finding import printable
 
 if TYPE_CHECKING:
-    from gpudrv_check.model.manifest import Manifest
+    from gpudrv_check.core.manifest import Manifest
     from gpudrv_check.model.repo import Repo
-    from gpudrv_check.policy import RulePolicy
+    from gpudrv_check.read.policy import RulePolicy
 
 NODES_SECTION = 'README "Where the nodes come from"'
 MATRIX_SECTION = 'README "Where the facts come from"'

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from gpudrv_check.config import Config, ConfigError
+from gpudrv_check.core.finding import quoted
 from gpudrv_check.k8s.numbers import parse_digits
-from gpudrv_check.model.finding import quoted
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.workload import Container, Workload
 from gpudrv_check.nvidia.cuda import (
@@ -35,6 +34,7 @@ from gpudrv_check.nvidia.cuda import (
     merge_tables,
     parse_cuda_table,
 )
+from gpudrv_check.read.config import Config, ConfigError
 
 DRIVER_FULL_LABEL = "nvidia.com/cuda.driver-version.full"
 #: (major, minor, revision) label keys: current GFD names first, then the deprecated ones
@@ -51,8 +51,8 @@ _TABLE_KEYS = frozenset(("version", "min_driver", "minor_version_compat", "image
 
 @lru_cache(maxsize=1)
 def builtin_cuda_table() -> CudaTable:
-    from gpudrv_check.load.yaml_docs import parse_text
-    from gpudrv_check.resources import read_resource
+    from gpudrv_check.core.resources import read_resource
+    from gpudrv_check.read.yaml_docs import parse_text
 
     parsed = parse_text(read_resource("policies", "cuda.yaml"))
     table, problems = parse_cuda_table(parsed.docs[0].data if parsed.docs else None)

@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from gpudrv_check.core.finding import Finding, ObjectRef, Severity
+from gpudrv_check.core.located import Path, locate
+from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.disruption import (
     Budget,
     BudgetChange,
@@ -31,9 +34,6 @@ from gpudrv_check.k8s.disruption import (
 )
 from gpudrv_check.k8s.labels import Problem
 from gpudrv_check.k8s.labelselector import EVERYTHING, SelectorKey, selector_key
-from gpudrv_check.load.located import Path, locate
-from gpudrv_check.model.finding import Finding, ObjectRef, Severity
-from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.spread import DomainCache, Spread, namespace_labels, workload_spread
 from gpudrv_check.model.workload import SCALABLE_KINDS, Workload

@@ -6,8 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
-from gpudrv_check.config import Config
-from gpudrv_check.model.finding import quoted
+from gpudrv_check.core.finding import quoted
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.nvidia.driver_image import (
@@ -18,6 +17,7 @@ from gpudrv_check.nvidia.driver_image import (
     driver_image_tag,
     operator_release,
 )
+from gpudrv_check.read.config import Config
 
 if TYPE_CHECKING:
     from gpudrv_check.model.driver_plan import DriverPlan, NodeDriver

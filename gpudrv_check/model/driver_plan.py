@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpudrv_check.load.located import Path
-from gpudrv_check.model.finding import Location
-from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.core.finding import Location
+from gpudrv_check.core.located import Path
+from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.driver_image import (
     DEPLOY_DRIVER_LABEL,

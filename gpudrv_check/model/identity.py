@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpudrv_check.model.finding import Finding, Severity
-from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.core.finding import Finding, Severity
+from gpudrv_check.core.manifest import Manifest
 
 WHY = "deepest path first, as an overlay sits below its base; then path order"
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpudrv_check.load.located import Path
-from gpudrv_check.model.finding import Location, ObjectRef
-from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.core.finding import Location, ObjectRef
+from gpudrv_check.core.located import Path
+from gpudrv_check.core.manifest import Manifest
 
 GPU_PRESENT = "nvidia.com/gpu.present"
 

@@ -33,6 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gpudrv_check.core.finding import Location
+from gpudrv_check.core.located import Path
+from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.nodeaffinity import (
     REQUIRED_AFFINITY_PATH,
     RequiredNodeAffinity,
@@ -44,9 +47,6 @@ from gpudrv_check.k8s.taints import (
     first_untolerated_taint,
     node_taints,
 )
-from gpudrv_check.load.located import Path
-from gpudrv_check.model.finding import Location
-from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.placement import INSUFFICIENT_GPU, NODE_NAME, Placement, Verdict
 from gpudrv_check.model.workload import POD_SPEC_PATHS, Workload

@@ -26,10 +26,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpudrv_check.core.finding import Location, quoted
+from gpudrv_check.core.located import Path
+from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.numbers import parse_digits, parse_int64
-from gpudrv_check.load.located import Path
-from gpudrv_check.model.finding import Location, quoted
-from gpudrv_check.model.manifest import Manifest
 
 CHART = "gpu-operator"
 DEFAULT_VALUES_KEY = "values.yaml"
@@ -229,7 +229,7 @@ def _data_path(resource: Manifest, key: str) -> Path:
 
 def _values_from(m: Manifest, index: dict, notes: list[str]) -> list[ValuesLayer]:
     """The layers the HelmRelease's `spec.valuesFrom` references contribute, in order."""
-    from gpudrv_check.load.yaml_docs import parse_text
+    from gpudrv_check.read.yaml_docs import parse_text
 
     layers: list[ValuesLayer] = []
     refs = m.get("spec", "valuesFrom")
@@ -347,7 +347,7 @@ def _from_application(m: Manifest) -> OperatorConfig | None:
         values: dict = {}
         embedded = False
         if isinstance(values_text, str):
-            from gpudrv_check.load.yaml_docs import parse_text
+            from gpudrv_check.read.yaml_docs import parse_text
 
             parsed = parse_text(values_text)
             if parsed.docs and isinstance(parsed.docs[0].data, dict) and not parsed.problems:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpudrv_check.core.located import Path
 from gpudrv_check.k8s.nodeaffinity import (
     REQUIRED_AFFINITY_PATH,
     parse_int64,
@@ -29,7 +30,6 @@ from gpudrv_check.k8s.scheduler import (
     preemption_message,
     reasons_histogram,
 )
-from gpudrv_check.load.located import Path
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.placement import (
     AFFINITY,

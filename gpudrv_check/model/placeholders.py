@@ -23,12 +23,12 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpudrv_check.load.located import LMap, LSeq, containers
-from gpudrv_check.load.yaml_docs import resolve_plain
+from gpudrv_check.core.located import LMap, LSeq, containers
+from gpudrv_check.read.yaml_docs import resolve_plain
 
 if TYPE_CHECKING:
-    from gpudrv_check.model.finding import Finding
-    from gpudrv_check.model.manifest import Manifest
+    from gpudrv_check.core.finding import Finding
+    from gpudrv_check.core.manifest import Manifest
 
 # `$${VAR}` is an escaped `${VAR}` (drone/envsubst), not a placeholder
 PLACEHOLDER = re.compile(r"(?<!\$)\$\{([_A-Za-z][_A-Za-z0-9]*)(?:(:?[=-])([^}]*))?\}")
@@ -61,7 +61,7 @@ class Scope:
 def _kustomize_files(source: Any, directory: str) -> set[str] | None:
     """The files the kustomization in `directory` (and every one it builds on) lists; None
     when the directory has no kustomization file."""
-    from gpudrv_check.source.kustomize import find_kustomization_file, parse_kustomization
+    from gpudrv_check.read.kustomize import find_kustomization_file, parse_kustomization
 
     if source is None or find_kustomization_file(source, directory) is None:
         return None

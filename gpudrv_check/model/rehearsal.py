@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from gpudrv_check.core.finding import Location
 from gpudrv_check.k8s.selector_string import parse_selector
 from gpudrv_check.model.disruption import PDB, Coverage
-from gpudrv_check.model.finding import Location
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.upgrade_flow import POLICY_PATH, UpgradeFlow
 from gpudrv_check.model.workload import Workload

@@ -6,18 +6,18 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from gpudrv_check.config import Config
-from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.model.node import Node
+from gpudrv_check.read.config import Config
 
 if TYPE_CHECKING:
-    from gpudrv_check.load.matrix import Matrix
     from gpudrv_check.model.disruption import PDB, Disruption
     from gpudrv_check.model.operands import OperandPlacement
     from gpudrv_check.model.operator import OperatorConfig
     from gpudrv_check.model.placement import Placement
     from gpudrv_check.model.workload import Workload
     from gpudrv_check.nvidia.cuda import CudaTable
+    from gpudrv_check.read.matrix import Matrix
 
 
 @dataclass

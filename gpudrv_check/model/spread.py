@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpudrv_check.core.located import Path
 from gpudrv_check.k8s.podaffinity import (
     HOSTNAME_LABEL,
     AntiAffinityTerm,
@@ -21,7 +22,6 @@ from gpudrv_check.k8s.podaffinity import (
     term_selects_own_pods,
     topology_domains,
 )
-from gpudrv_check.load.located import Path
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.workload import Workload
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from gpudrv_check.core.finding import Location, quoted
 from gpudrv_check.k8s.disruption import (
     EVICTION_BUDGET_VIOLATION_MESSAGE,
     EVICTION_BUDGET_VIOLATION_STATUS,
@@ -26,7 +27,6 @@ from gpudrv_check.k8s.disruption import (
 )
 from gpudrv_check.model.disruption import WorkloadPods
 from gpudrv_check.model.driver import driver_managed, label_keys, planned_driver
-from gpudrv_check.model.finding import Location, quoted
 from gpudrv_check.model.node import GPU_PRESENT, Node
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.upgrade_flow import CONTROLLER, upgrade_flow

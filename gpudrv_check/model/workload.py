@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity, quoted
+from gpudrv_check.core.located import Path, scalar_text, type_name
+from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.numbers import TOO_LARGE, gpu_count
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
-from gpudrv_check.load.located import Path, scalar_text, type_name
-from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity, quoted
-from gpudrv_check.model.manifest import Manifest
 
 GPU_RESOURCE = "nvidia.com/gpu"
 

@@ -122,7 +122,7 @@ def _key(value: object) -> str | None:
 
 
 def _compile(pattern: object, where: str, problems: list[str]) -> re.Pattern[str] | None:
-    from gpudrv_check.load.regex_guard import pattern_problem
+    from gpudrv_check.core.regex_guard import pattern_problem
 
     if not isinstance(pattern, str):
         problems.append(f"{where}: expected a regular expression string")

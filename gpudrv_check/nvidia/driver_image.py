@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from gpudrv_check.core.finding import quoted
 from gpudrv_check.k8s.numbers import parse_digits
-from gpudrv_check.model.finding import quoted
 
 # --- label keys ------------------------------------------------------------------------------
 # GFD writes both the current and the deprecated keys (k8s-device-plugin internal/lm/nvml.go).

@@ -1,7 +1,7 @@
 """Output formats: one module each, all rendered from the same `Report`.
 
 A format module has `render(report, *, colour=False) -> str`. `FORMATS` names them; the
-check command pairs each `--format` with its `--output` (see commands/check.py).
+check command pairs each `--format` with its `--output` (see cli/commands/check.py).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpudrv_check.model.finding import Finding, Severity
+from gpudrv_check.core.finding import Finding, Severity
 
 if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
-    from gpudrv_check.policy import RulePolicy
+    from gpudrv_check.read.policy import RulePolicy
 
 #: format name → module in this package
 FORMATS: dict[str, str] = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpudrv_check.model.finding import Severity
+from gpudrv_check.core.finding import Severity
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from gpudrv_check.model.finding import Severity, unique_fingerprints
+from gpudrv_check.core.finding import Severity, unique_fingerprints
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report

@@ -7,7 +7,7 @@ import json
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
 
-from gpudrv_check.model.finding import Finding
+from gpudrv_check.core.finding import Finding
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from gpudrv_check.model.finding import Finding
+from gpudrv_check.core.finding import Finding
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report

@@ -16,7 +16,7 @@ from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from gpudrv_check.model.finding import printable
+from gpudrv_check.core.finding import printable
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report

@@ -13,10 +13,10 @@ import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from gpudrv_check.model.finding import Finding, Severity, unique_fingerprints
+from gpudrv_check.core.finding import Finding, Severity, unique_fingerprints
 
 if TYPE_CHECKING:
-    from gpudrv_check.policy import RulePolicy
+    from gpudrv_check.read.policy import RulePolicy
     from gpudrv_check.report import Report
 
 SARIF_SCHEMA = (

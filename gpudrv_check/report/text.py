@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from gpudrv_check.model.finding import Finding
+from gpudrv_check.core.finding import Finding
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report

@@ -33,7 +33,7 @@ from gpudrv_check.rules import (
 )
 
 if TYPE_CHECKING:
-    from gpudrv_check.model.finding import Finding
+    from gpudrv_check.core.finding import Finding
     from gpudrv_check.rules.context import Context
 
 RULE_MODULES: tuple[ModuleType, ...] = (

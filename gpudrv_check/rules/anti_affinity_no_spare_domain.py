@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpudrv_check.model.finding import Finding, Severity
+from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.model.spread import Spread
 from gpudrv_check.rules.context import Context
 from gpudrv_check.rules.pdb_blocks_drain import names, plural

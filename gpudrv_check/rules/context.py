@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from gpudrv_check.load.located import Path
-from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
-from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity
+from gpudrv_check.core.located import Path
+from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.repo import Repo
-from gpudrv_check.policy import RulePolicy, catalog, rule_params
+from gpudrv_check.read.policy import RulePolicy, catalog, rule_params
 
 if TYPE_CHECKING:
     from gpudrv_check.model.operator import OperatorConfig

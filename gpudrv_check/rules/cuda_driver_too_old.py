@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.model.cuda import CudaFit, cuda_fits, excluding_expression, expression_text
-from gpudrv_check.model.finding import Finding, Severity
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.pending import node_names
 from gpudrv_check.rules.context import Context

@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity, quoted
+from gpudrv_check.core.located import Path, scalar_text
+from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.labelselector import selector_matches
 from gpudrv_check.k8s.scope import effective_namespace
-from gpudrv_check.load.located import Path, scalar_text
-from gpudrv_check.model.custom_policy import TARGET_POD_SPEC, CustomPolicy
-from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity, quoted
-from gpudrv_check.model.manifest import Manifest
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.workload import Workload
+from gpudrv_check.read.custom_policy import TARGET_POD_SPEC, CustomPolicy
 from gpudrv_check.rules.context import Context
 
 _MAX_DETAIL = 160
@@ -207,13 +207,13 @@ def check_policy(ctx: Context, policy: CustomPolicy) -> Iterator[Finding]:
 
 
 #: what one custom policy may take over the whole repo; its patterns passed the static check
-#: (load/regex_guard.py), this bounds what that check cannot see (`\d*\d*\d*x` is n**3)
+#: (core/regex_guard.py), this bounds what that check cannot see (`\d*\d*\d*x` is n**3)
 POLICY_BUDGET_SECONDS = 20.0
 
 
 def check_within_budget(ctx: Context, policy: CustomPolicy) -> list[Finding]:
     """`check_policy`, stopped with a policy error once it has run POLICY_BUDGET_SECONDS."""
-    from gpudrv_check.signals import BudgetExceeded, time_budget
+    from gpudrv_check.core.signals import BudgetExceeded, time_budget
 
     try:
         with time_budget(POLICY_BUDGET_SECONDS):

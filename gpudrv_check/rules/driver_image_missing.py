@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.model.driver import audit_entries, label_keys
 from gpudrv_check.model.driver_plan import DriverSource
-from gpudrv_check.model.finding import Finding
 from gpudrv_check.rules.context import Context
 
 ID = "GPU001"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpudrv_check.model.finding import Finding
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.rules.context import Context
 from gpudrv_check.rules.driver_plan_findings import plan_findings
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.model.driver_plan import driver_plan
-from gpudrv_check.model.finding import Finding
 from gpudrv_check.rules.context import Context
 
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.model.driver import driver_managed, node_tag
 from gpudrv_check.model.driver_plan import LABELS, driver_plan
-from gpudrv_check.model.finding import Finding
 from gpudrv_check.rules.context import Context
 
 ID = "GPU002"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpudrv_check.model.finding import Finding, Severity
+from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.upgrade import (
     UPGRADE_SKIP_LABEL,

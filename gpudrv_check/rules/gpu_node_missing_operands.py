@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpudrv_check.model.finding import Finding
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.model.operands import (
     MIG_MANAGER,
     OPERANDS_OFF,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpudrv_check.model.finding import Finding
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.model.node import GPU_PRESENT, Node
 from gpudrv_check.model.pending import node_names
 from gpudrv_check.model.placement import Placement

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpudrv_check.model.finding import Finding
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.model.operands import (
     OPERATOR,
     OperandDaemonSet,

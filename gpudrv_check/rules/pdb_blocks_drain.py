@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.k8s.disruption import (
     EVICTION_BUDGET_VIOLATION_MESSAGE,
     EVICTION_BUDGET_VIOLATION_STATUS,
 )
 from gpudrv_check.model.disruption import Coverage, WorkloadPods
-from gpudrv_check.model.finding import Finding
 from gpudrv_check.rules.context import Context
 
 ID = "GPU020"

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.k8s.disruption import (
     EVICTION_MULTIPLE_PDBS_MESSAGE,
     EVICTION_MULTIPLE_PDBS_STATUS,
 )
-from gpudrv_check.model.finding import Finding
 from gpudrv_check.rules.context import Context
 
 ID = "GPU024"

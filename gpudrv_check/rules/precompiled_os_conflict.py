@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.model.driver import driver_managed, label_keys, node_facts
 from gpudrv_check.model.driver_plan import LABELS, driver_plan
-from gpudrv_check.model.finding import Finding
 from gpudrv_check.nvidia.driver_image import precompiled_os_conflicts
 from gpudrv_check.rules.context import Context
 from gpudrv_check.rules.driver_plan_findings import plan_findings

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpudrv_check.model.finding import Finding
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.model.upgrade_flow import POLICY_PATH, policy_source
 from gpudrv_check.nvidia.upgrade import effective_upgrade_policy
 from gpudrv_check.rules.context import Context

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.k8s.selector_string import parse_selector
-from gpudrv_check.model.finding import Finding, Severity
 from gpudrv_check.model.operator import OperatorConfig
 from gpudrv_check.model.upgrade_flow import POLICY_PATH, policy_source
 from gpudrv_check.nvidia.upgrade import effective_upgrade_policy, upgrade_policy_findings

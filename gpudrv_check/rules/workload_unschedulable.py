@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.k8s.taints import TAINT_NODE_UNSCHEDULABLE
-from gpudrv_check.model.finding import Finding
 from gpudrv_check.model.pending import (
     CAUSE_AFFINITY,
     CAUSE_GPU,

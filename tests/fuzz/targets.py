@@ -129,7 +129,7 @@ def lab_keys() -> set[tuple]:
 
 def target_manifest(data: bytes, name: str = "fuzz.yaml") -> None:
     """One file through the loader: never raises, problems are located inside the file."""
-    from gpudrv_check.load.manifests import parse_manifest_bytes
+    from gpudrv_check.read.manifests import parse_manifest_bytes
 
     result = parse_manifest_bytes(name, data)
     lines = data.count(b"\n") + 1
@@ -153,7 +153,7 @@ def target_repo(data: bytes, name: str = "zz-fuzz/fuzz.yaml", lab: bool = False)
 
 
 def target_matrix(data: bytes) -> None:
-    from gpudrv_check.load.matrix import parse_matrix
+    from gpudrv_check.read.matrix import parse_matrix
 
     matrix = parse_matrix("support-matrix.csv", data)
     lines = data.count(b"\n") + data.count(b"\r") + 1

@@ -18,7 +18,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudrv_check.load.manifests import parse_document_text, parse_manifest_bytes
+from gpudrv_check.read.manifests import parse_document_text, parse_manifest_bytes
 from tests.fuzz import strategies as fs
 from tests.fuzz import targets
 from tests.fuzz.mutate import mutate, seeds
@@ -97,7 +97,7 @@ def test_every_json_value_loads_as_itself(value, ascii_only, indent):
 @fuzz(200)
 @given(fs.csv_texts())
 def test_matrix_csv_never_breaks(data):
-    from gpudrv_check.load.matrix import parse_matrix
+    from gpudrv_check.read.matrix import parse_matrix
 
     matrix = parse_matrix("support-matrix.csv", data)
     lines = data.count(b"\n") + data.count(b"\r") + 1

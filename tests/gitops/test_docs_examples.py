@@ -22,7 +22,7 @@ import pytest
 # dependencies installed, skip the module rather than fail collection
 pytest.importorskip("ruamel.yaml", reason="install the test extras: pip install -e '.[test]'")
 
-from gpudrv_check.source.kustomize import kustomize_command
+from gpudrv_check.read.kustomize import kustomize_command
 from tests.conftest import EXAMPLES, ROOT
 from tests.gitops.conftest import GIT_ENV, commit, git
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpudrv_check.compare import compare
-from gpudrv_check.load.matrix import parse_matrix
-from gpudrv_check.model.finding import Finding, Location, ObjectRef, Severity
+from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity
+from gpudrv_check.engine.compare import compare
+from gpudrv_check.read.matrix import parse_matrix
 
 NODE = ObjectRef(kind="Node", name="a")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.load.manifests import parse_manifest_bytes
 from gpudrv_check.model.operator import find_operator_configs
+from gpudrv_check.read.manifests import parse_manifest_bytes
 from tests.conftest import gpu_node, helm_release, run_cli, write
 
 HR_HEAD = helm_release("v25.10.0")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.source.kustomize import kustomize_command, plan
-from gpudrv_check.source.tree import WorkingTree
+from gpudrv_check.read.kustomize import kustomize_command, plan
+from gpudrv_check.read.tree import WorkingTree
 from tests.conftest import MATRIX, gpu_node, run_cli, write
 from tests.gitops.conftest import commit
 

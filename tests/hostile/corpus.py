@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from gpudrv_check.load.yaml_docs import MAX_DEPTH
+from gpudrv_check.read.yaml_docs import MAX_DEPTH
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 PREFIX = "hostile/"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.load.yaml_docs import parse_text
+from gpudrv_check.read.yaml_docs import parse_text
 from tests.conftest import MATRIX, gpu_node, write
 
 #: address space for a check of the files below: the interpreter and its libraries take
@@ -108,7 +108,7 @@ def test_every_quoted_value_is_cut(tmp_path: Path):
     assert proc.returncode == 1, proc.stderr[-2000:]
     messages = [f["message"] for f in json.loads(proc.stdout)["findings"]]
     assert messages and all(len(m) < 600 for m in messages), [m[:200] for m in messages]
-    from gpudrv_check.model.finding import QUOTE_LIMIT, quoted
+    from gpudrv_check.core.finding import QUOTE_LIMIT, quoted
 
     assert len(quoted(value)) < QUOTE_LIMIT + 40 and quoted("short") == "'short'"
     assert len(quoted([value] * 1000)) < 4 * QUOTE_LIMIT

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check import cache as cache_mod
-from gpudrv_check.cache import Cache
+from gpudrv_check.engine.cache import store as cache_mod
+from gpudrv_check.engine.cache.store import Cache
 from tests.conftest import MATRIX, gpu_node, run_cli, write
 
 

@@ -1,5 +1,5 @@
 """Files a pull request controls: nothing outside the root is read or written, no read is
-unbounded or blocks, and a write is whole or not at all (source/safe_io.py).
+unbounded or blocks, and a write is whole or not at all (read/safe_io.py).
 
 Each test is an attack that got through before safe_io: links at or above an output, a
 committed baseline that is /dev/zero, a FIFO or a sparse giant, `inventory:` naming a link out
@@ -199,7 +199,7 @@ class _Listing:
 def test_a_link_into_an_unreadable_directory_does_not_abort_the_walk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from gpudrv_check.source.tree import WorkingTree
+    from gpudrv_check.read.tree import WorkingTree
 
     root = tmp_path / "repo"
     root.mkdir()
@@ -219,7 +219,7 @@ def test_a_link_into_an_unreadable_directory_does_not_abort_the_walk(
 
 
 def _swap_after_walk(tmp_path: Path, make) -> tuple[object, str]:
-    from gpudrv_check.source.tree import WorkingTree
+    from gpudrv_check.read.tree import WorkingTree
 
     root = tmp_path / "repo"
     root.mkdir()
@@ -232,7 +232,7 @@ def _swap_after_walk(tmp_path: Path, make) -> tuple[object, str]:
 
 
 def test_a_file_swapped_for_a_link_after_the_walk_is_not_followed(tmp_path: Path):
-    from gpudrv_check.load.manifests import read_file
+    from gpudrv_check.read.manifests import read_file
 
     outside = tmp_path / "secret.yaml"
     outside.write_text(corpus.BAD_NODE.format(name=SECRET))
@@ -246,7 +246,7 @@ def test_a_file_swapped_for_a_link_after_the_walk_is_not_followed(tmp_path: Path
 
 
 def test_a_file_swapped_for_a_fifo_after_the_walk_does_not_block(tmp_path: Path):
-    from gpudrv_check.load.manifests import read_file
+    from gpudrv_check.read.manifests import read_file
 
     tree, rel = _swap_after_walk(tmp_path, os.mkfifo)
     with time_limit(20):
@@ -256,8 +256,8 @@ def test_a_file_swapped_for_a_fifo_after_the_walk_does_not_block(tmp_path: Path)
 
 
 def test_a_directory_swapped_for_a_link_after_the_walk_is_not_followed(tmp_path: Path):
-    from gpudrv_check.source.safe_io import Refused
-    from gpudrv_check.source.tree import WorkingTree
+    from gpudrv_check.read.safe_io import Refused
+    from gpudrv_check.read.tree import WorkingTree
 
     root = tmp_path / "repo"
     (root / "sub").mkdir(parents=True)

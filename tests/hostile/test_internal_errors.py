@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.cli import main
-from gpudrv_check.load import codec
-from gpudrv_check.load import manifests as manifests_mod
-from gpudrv_check.load.manifests import PARALLEL_MIN_FILES, parse_manifest_bytes
+from gpudrv_check.read import codec
+from gpudrv_check.read import manifests as manifests_mod
+from gpudrv_check.read.manifests import PARALLEL_MIN_FILES, parse_manifest_bytes
 from tests.conftest import MATRIX, gpu_node, write
 
 

@@ -1,7 +1,7 @@
 """Regular expressions and references a pull request controls: a custom policy's `pattern`
 (and `patternProperties`), `cuda.images[].tag_regex`, and `$ref`. A pattern that can backtrack
 without bound, or a reference that does not resolve or leads back to itself, is a usage error
-at its file:line:col before anything runs (load/regex_guard.py, load/policies.py)."""
+at its file:line:col before anything runs (core/regex_guard.py, read/policies.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.load.regex_guard import pattern_problem
+from gpudrv_check.core.regex_guard import pattern_problem
 from tests.conftest import EXAMPLES, run_cli
 from tests.hostile.conftest import time_limit
 
@@ -54,8 +54,8 @@ def test_ordinary_patterns_are_accepted(pattern: str):
 
 
 def test_every_shipped_tag_regex_passes_the_guard():
-    from gpudrv_check.load.yaml_docs import parse_text
-    from gpudrv_check.resources import read_resource
+    from gpudrv_check.core.resources import read_resource
+    from gpudrv_check.read.yaml_docs import parse_text
 
     table = parse_text(read_resource("policies", "cuda.yaml")).docs[0].data
     patterns = [
@@ -229,8 +229,8 @@ def test_a_policy_slower_than_its_budget_is_stopped_and_reported(
     """`^\\d*\\d*\\d*\\d*\\d*\\d*x$` passes the static check (no repetition inside another) but
     costs n**6 on a long run of digits: the per-policy budget stops it with a policy error at
     the policy's file:line:col, and the rest of the run goes on."""
-    from gpudrv_check.config import load_config
-    from gpudrv_check.engine import evaluate, load
+    from gpudrv_check.engine.run import evaluate, load
+    from gpudrv_check.read.config import load_config
     from gpudrv_check.rules import declarative
 
     root = _policy_repo(

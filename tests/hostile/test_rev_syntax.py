@@ -1,5 +1,5 @@
 """`--rev` takes every revision syntax git knows: a result, or a usage error that says why;
-never an internal error (git itself resolves the name, source/git.py `resolve_tree`)."""
+never an internal error (git itself resolves the name, read/git.py `resolve_tree`)."""
 
 from __future__ import annotations
 

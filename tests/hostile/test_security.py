@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.source.kustomize import kustomize_command
+from gpudrv_check.read.kustomize import kustomize_command
 from tests.conftest import MATRIX, gpu_node, run_cli, write
 
 GUARD = textwrap.dedent(
@@ -177,8 +177,8 @@ def test_kustomize_contacts_no_api_server(tmp_path: Path, guarded_env: dict):
 def test_kustomize_bases_outside_the_root_are_refused_with_a_finding(tmp_path: Path):
     """`../` past the root and a linked directory leading out are not rendered (kustomize
     itself would follow both: LoadRestrictionsRootOnly only confines files, not bases)."""
-    from gpudrv_check.source.kustomize import plan
-    from gpudrv_check.source.tree import WorkingTree
+    from gpudrv_check.read.kustomize import plan
+    from gpudrv_check.read.tree import WorkingTree
 
     outside = tmp_path / "outside"
     write(outside, "kustomization.yaml", "resources: [n.yaml]\n")

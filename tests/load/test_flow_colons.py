@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudrv_check.load.yaml_docs import parse_text
+from gpudrv_check.read.yaml_docs import parse_text
 
 ROWS = [
     (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpudrv_check.load.inventory import build_inventory
-from gpudrv_check.load.manifests import parse_manifest_bytes
+from gpudrv_check.model.inventory import build_inventory
+from gpudrv_check.read.manifests import parse_manifest_bytes
 
 
 def manifests(text: str, rel: str = "nodes.yaml"):

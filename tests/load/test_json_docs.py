@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpudrv_check.load.json_docs import parse_json
-from gpudrv_check.load.located import LMap, scalar_text
-from gpudrv_check.load.manifests import parse_document_text, parse_manifest_bytes
-from gpudrv_check.load.yaml_docs import MAX_DEPTH, parse_text
+from gpudrv_check.core.located import LMap, scalar_text
+from gpudrv_check.read.json_docs import parse_json
+from gpudrv_check.read.manifests import parse_document_text, parse_manifest_bytes
+from gpudrv_check.read.yaml_docs import MAX_DEPTH, parse_text
 
 
 def test_values_positions_and_raw_text():

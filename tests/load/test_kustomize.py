@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpudrv_check.load.kustomize import patch_refs, resolve
-from gpudrv_check.load.yaml_docs import parse_text
+from gpudrv_check.read.kustomization import patch_refs, resolve
+from gpudrv_check.read.yaml_docs import parse_text
 from tests.conftest import run_cli, write
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpudrv_check.load.matrix import parse_matrix
+from gpudrv_check.read.matrix import parse_matrix
 
 
 def test_plain_matrix():
@@ -55,9 +55,9 @@ def test_an_unreadable_matrix_is_a_usage_error_naming_it(tmp_path, monkeypatch):
     read). Simulated, as the tests run as root: the read fails with EACCES."""
     import pytest
 
-    from gpudrv_check.config import ConfigError, load_config
-    from gpudrv_check.engine import check
-    from gpudrv_check.source.tree import WorkingTree
+    from gpudrv_check.engine.run import check
+    from gpudrv_check.read.config import ConfigError, load_config
+    from gpudrv_check.read.tree import WorkingTree
     from tests.conftest import MATRIX, gpu_node, write
 
     write(tmp_path, "support-matrix.csv", MATRIX)

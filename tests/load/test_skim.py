@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpudrv_check.load import yaml_docs
-from gpudrv_check.load.located import LMap, LSeq
-from gpudrv_check.load.manifests import SKIM_KINDS, parse_manifest_bytes
-from gpudrv_check.load.yaml_docs import MAX_DEPTH, parse_text
+from gpudrv_check.core.located import LMap, LSeq
+from gpudrv_check.read import yaml_docs
+from gpudrv_check.read.manifests import SKIM_KINDS, parse_manifest_bytes
+from gpudrv_check.read.yaml_docs import MAX_DEPTH, parse_text
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1

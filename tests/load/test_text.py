@@ -6,7 +6,7 @@ import codecs
 
 import pytest
 
-from gpudrv_check.load.text import decode_text
+from gpudrv_check.read.text import decode_text
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from gpudrv_check.load.located import LMap, LSeq, locate, scalar_text
-from gpudrv_check.load.yaml_docs import MAX_DEPTH, parse_text, resolve_plain
+from gpudrv_check.core.located import LMap, LSeq, locate, scalar_text
+from gpudrv_check.read.yaml_docs import MAX_DEPTH, parse_text, resolve_plain
 
 
 @pytest.mark.parametrize(

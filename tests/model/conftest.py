@@ -5,12 +5,12 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from gpudrv_check.load.inventory import build_inventory
-from gpudrv_check.load.manifests import parse_manifest_bytes
-from gpudrv_check.model.manifest import Manifest
+from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.model.inventory import build_inventory
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.placement import Placement
 from gpudrv_check.model.workload import Workload, build_workloads, workload_from_manifest
+from gpudrv_check.read.manifests import parse_manifest_bytes
 
 PRESENT = "nvidia.com/gpu.present"
 MAJOR = "nvidia.com/cuda.driver.major"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from gpudrv_check.config import Config, ConfigError
 from gpudrv_check.model.cuda import (
     builtin_cuda_table,
     cuda_fits,
@@ -15,6 +14,7 @@ from gpudrv_check.model.cuda import (
     node_driver,
 )
 from gpudrv_check.nvidia.cuda import cuda_version_for_image, min_driver_for_cuda
+from gpudrv_check.read.config import Config, ConfigError
 from tests.model.conftest import make_node, make_workload
 
 

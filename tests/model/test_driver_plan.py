@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.config import Config
-from gpudrv_check.engine import check
+from gpudrv_check.engine.run import check
 from gpudrv_check.model.driver import audit_entries
 from gpudrv_check.model.driver_plan import CLUSTERPOLICY, DISABLED, NVIDIADRIVER, driver_plan
+from gpudrv_check.read.config import Config
 from tests.conftest import gpu_node as _gpu_node
 from tests.conftest import write
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudrv_check.model.finding import MAX_MESSAGE, Finding, Location, ObjectRef, printable
+from gpudrv_check.core.finding import MAX_MESSAGE, Finding, Location, ObjectRef, printable
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpudrv_check.load.manifests import parse_manifest_bytes
 from gpudrv_check.model.coverage import id_ranges, requests_gpus
 from gpudrv_check.model.identity import one_per_identity
 from gpudrv_check.model.placeholders import substitute
+from gpudrv_check.read.manifests import parse_manifest_bytes
 
 DEPLOY = """apiVersion: apps/v1
 kind: Deployment

@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from gpudrv_check.config import Config
-from gpudrv_check.engine import check, load
+from gpudrv_check.engine.run import check, load
 from gpudrv_check.model.operands import OperandPlacement
+from gpudrv_check.read.config import Config
 from tests.conftest import write
 
 LAB_OPERANDS = (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.model.finding import Severity
+from gpudrv_check.core.finding import Severity
 from tests.conftest import cluster_policy, write
 from tests.operands.build import all_labels, daemonset, findings, lab_daemonsets, node
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.cache import MAGIC, SECRET, Cache
-from gpudrv_check.commands.common import Progress
-from gpudrv_check.load import codec
-from gpudrv_check.load.manifests import PARALLEL_MIN_FILES, parse_manifest_bytes
+from gpudrv_check.cli.commands.common import Progress
+from gpudrv_check.engine.cache.store import MAGIC, SECRET, Cache
+from gpudrv_check.read import codec
+from gpudrv_check.read.manifests import PARALLEL_MIN_FILES, parse_manifest_bytes
 from tests.conftest import gpu_node, run_cli, write
 
 
@@ -147,7 +147,7 @@ def test_version_imports_no_heavy_dependency():
     )
     modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()}
     imported = {name.split(".")[0] for name in modules}
-    # argparse too: cli.py answers `--version` before building a parser
+    # argparse too: cli/__init__.py answers `--version` before building a parser
     for heavy in ("pydantic", "ruamel", "jsonschema", "git", "argparse"):
         assert heavy not in imported, heavy
     ours = {name for name in modules if name.split(".")[0] == "gpudrv_check"}
@@ -158,8 +158,8 @@ def test_a_run_is_made_without_the_cyclic_collector_which_comes_back_after(monke
     import argparse
     import gc
 
-    from gpudrv_check import commands
-    from gpudrv_check.commands import rules as rules_command
+    from gpudrv_check.cli import commands
+    from gpudrv_check.cli.commands import rules as rules_command
 
     seen = []
     monkeypatch.setattr(rules_command, "run", lambda args: seen.append(gc.isenabled()) or 0)

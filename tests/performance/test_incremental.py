@@ -1,5 +1,5 @@
-"""The partition cache (incremental.py): after any edit, a cached run says exactly what a run
-without the cache says, byte for byte, while re-reading only what the edit can affect."""
+"""The partition cache (engine/cache/partition.py): after any edit, a cached run says exactly
+what a run without the cache says, byte for byte, while re-reading only what the edit can affect."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.cache import Cache
-from gpudrv_check.config import load_config
-from gpudrv_check.incremental import plan, summarize
-from gpudrv_check.load.manifests import ReadOptions, parse_manifest_bytes, read_repo
-from gpudrv_check.source.tree import WorkingTree
+from gpudrv_check.engine.cache.partition import plan, summarize
+from gpudrv_check.engine.cache.store import Cache
+from gpudrv_check.read.config import load_config
+from gpudrv_check.read.manifests import ReadOptions, parse_manifest_bytes, read_repo
+from gpudrv_check.read.tree import WorkingTree
 from tests.conftest import run_cli, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -403,8 +403,8 @@ def test_every_finding_about_a_partition_object_sits_in_its_partition(repo, tmp_
     """The invariant the cache rests on, checked over every rule on a generated corpus: what is
     said about a namespace's workloads and budgets is located in that namespace's files (or
     the namespace is shared), so a rule added later that reports elsewhere fails here."""
-    from gpudrv_check import engine
-    from gpudrv_check.incremental import PARTITION_KINDS
+    from gpudrv_check.engine import run as engine
+    from gpudrv_check.engine.cache.partition import PARTITION_KINDS
 
     content = _read(repo, tmp_path / "cache")
     partition_of = content.plan.partition_of

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.config import ConfigError, load_config
-from gpudrv_check.engine import check
+from gpudrv_check.engine.run import check
+from gpudrv_check.read.config import ConfigError, load_config
 from tests.conftest import MATRIX, ROOT, gpu_node, run_cli, write
 
 EXAMPLES = ROOT / "policies" / "examples"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.commands.check import pair_outputs
-from gpudrv_check.config import ConfigError
+from gpudrv_check.cli.commands.check import pair_outputs
+from gpudrv_check.read.config import ConfigError
 from gpudrv_check.report.github import escape_data, escape_property
 from tests.conftest import run_cli
 

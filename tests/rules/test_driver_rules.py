@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpudrv_check.config import Config
-from gpudrv_check.engine import check
+from gpudrv_check.engine.run import check
+from gpudrv_check.read.config import Config
 from tests.conftest import MATRIX, gpu_node, write
 
 

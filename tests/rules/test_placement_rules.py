@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.config import Config
-from gpudrv_check.engine import check
-from gpudrv_check.model.finding import Finding, Severity
+from gpudrv_check.core.finding import Finding, Severity
+from gpudrv_check.engine.run import check
+from gpudrv_check.read.config import Config
 from tests.conftest import write
 
 NODES = """\

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.config import Config
-from gpudrv_check.source.exclude import BY_CONFIG, BY_DEFAULT, Exclusions, from_config
-from gpudrv_check.source.tree import WorkingTree
+from gpudrv_check.read.config import Config
+from gpudrv_check.read.exclude import BY_CONFIG, BY_DEFAULT, Exclusions, from_config
+from gpudrv_check.read.tree import WorkingTree
 
 NODE = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
 

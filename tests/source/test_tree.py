@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.source.tree import WorkingTree, display_name
+from gpudrv_check.read.tree import WorkingTree, display_name
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,477 @@
+"""`gpudrv-check check`: every rule and custom policy, in one or more report formats.
+
+Pairing of `--format` and `--output` (written in any number, in order):
+- `--format F --output FILE` writes F to FILE: an `--output` belongs to the `--format` written
+  just before it;
+- a `--format` with no `--output` after it goes to stdout; at most one may;
+- `--output FILE` with no `--format` anywhere writes the default format to FILE;
+- with no `--format`, the default is `text`, or `github` when GITHUB_ACTIONS=true.
+When no report goes to stdout, the one-line summary does.
+
+`--base REV` (pull-request mode) reports, in every format, only the findings that are new since
+REV, matched by fingerprint (engine/compare.py); the summary counts new, fixed and unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+from gpudrv_check import __version__
+from gpudrv_check.cli.commands.common import load_source, make_source
+from gpudrv_check.core.finding import Finding, terminal_text
+from gpudrv_check.engine.run import Run, evaluate
+from gpudrv_check.read.config import ConfigError
+
+# formats a person reads as they come (JSON, SARIF, JUnit, GitLab escape in their own syntax)
+_TERMINAL_FORMATS = frozenset(("text", "markdown", "github"))
+_THRESHOLD = {"error": 3, "warning": 2, "info": 1, "never": 99}
+STDOUT = "-"
+
+
+def exit_code(findings: list[Finding], fail_on: str) -> int:
+    threshold = _THRESHOLD[fail_on]
+    return 1 if any(f.severity.rank >= threshold for f in findings) else 0
+
+
+def default_format(environ: dict[str, str] | None = None) -> str:
+    env = os.environ if environ is None else environ
+    return "github" if env.get("GITHUB_ACTIONS") == "true" else "text"
+
+
+def pair_outputs(sequence: list[tuple[str, str]], default: str) -> list[tuple[str, str]]:
+    """[(format, destination)] from the ordered --format/--output arguments (see module doc)."""
+    formats = [value for kind, value in sequence if kind == "format"]
+    pairs: list[list[str]] = []
+    previous = ""
+    for kind, value in sequence:
+        if kind == "format":
+            pairs.append([value, STDOUT])
+        elif not formats:
+            pairs.append([default, value])
+        elif previous == "format" and pairs[-1][1] == STDOUT:
+            pairs[-1][1] = value
+        else:
+            raise ConfigError(
+                f"--output {value}: an --output must follow the --format it writes "
+                "(e.g. --format sarif --output results.sarif)"
+            )
+        previous = kind
+    if not pairs:
+        pairs.append([default, STDOUT])
+    to_stdout = [fmt for fmt, dest in pairs if dest == STDOUT]
+    if len(to_stdout) > 1:
+        raise ConfigError(
+            f"formats {', '.join(to_stdout)} would all go to stdout; give all but one an --output"
+        )
+    files = [dest for _, dest in pairs if dest != STDOUT]
+    for dest in files:
+        if files.count(dest) > 1:
+            raise ConfigError(f"--output {dest} is given twice")
+    return [(fmt, dest) for fmt, dest in pairs]
+
+
+def _apply_baselines(run: Run, args: argparse.Namespace) -> str | None:
+    """--write-baseline records the findings; --baseline (or the one just written) then
+    moves the recorded ones to `run.suppressed`. Returns the baseline file in use."""
+    from gpudrv_check.engine.baseline import apply_baseline, read_baseline, render_baseline
+
+    root = _checked_root(args)
+    baseline = getattr(args, "baseline", None)
+    accepted = read_baseline(baseline, root) if baseline else None
+    written = getattr(args, "write_baseline", None)
+    if written:
+        write_output(written, render_baseline(run.findings), "baseline ", root)
+        sys.stderr.write(f"gpudrv-check: wrote {len(run.findings)} finding(s) to {written}\n")
+        accepted, baseline = read_baseline(written, root), written
+    if accepted is None:
+        return None
+    run.findings, known = apply_baseline(run.findings, accepted, baseline or "")
+    run.suppressed.extend(known)
+    return baseline
+
+
+def base_findings(args: argparse.Namespace, base: str) -> list[Finding]:
+    """The findings at the base revision. A revision that cannot be read is a usage error; a
+    base that has no PATH yet, or cannot be checked (no matrix yet, a broken config), has no
+    findings: everything at the head counts as new, and stderr says why."""
+    from gpudrv_check.read.git import NotAtRevision
+
+    try:
+        source = make_source(args, rev=base)
+    except NotAtRevision as err:
+        reason = str(err).split(";")[0]
+    else:
+        try:
+            base_run = load_source(args, source)
+        except ConfigError as err:
+            reason = str(err)
+        else:
+            evaluate(base_run)
+            return base_run.findings
+    sys.stderr.write(
+        f"gpudrv-check: warning: the base {base} cannot be checked ({reason}); every finding "
+        "counts as new\n"
+    )
+    return []
+
+
+def build_report(run: Run, code: int, baseline: str | None, root: str, comparison=None):
+    from gpudrv_check.engine.exemptions import BY_ANNOTATION, BY_BASELINE, BY_CONFIG
+    from gpudrv_check.report import Report, Summary, path_prefix, suppression_source
+
+    config = run.repo.config
+    by = Counter(suppression_source(f) for f in run.suppressed)
+    summary = Summary(
+        files=run.content.file_count,
+        objects=run.content.object_count,
+        skipped_documents=run.content.skipped_documents,
+        counts=run.counts(),
+        suppressed=len(run.suppressed),
+        suppressed_by={k: by[k] for k in (BY_ANNOTATION, BY_CONFIG, BY_BASELINE) if by[k]},
+        fail_on=config.fail_on,
+        exit_code=code,
+        baseline=baseline,
+    )
+    _say_what_was_not_checked(run, summary)
+    if comparison is not None:
+        summary.base = comparison.base
+        summary.new = len(comparison.new)
+        summary.fixed = len(comparison.fixed)
+        summary.unchanged = len(comparison.unchanged)
+    run.suppressed.sort(key=Finding.sort_key)
+    from gpudrv_check.engine.run import rule_enabled
+
+    fired = {f.rule for f in (*run.findings, *run.suppressed)}
+    rules = {
+        rule_id: policy
+        for rule_id, policy in run.rules.items()
+        if rule_id in fired or rule_enabled(config, rule_id, run.rules)
+    }
+    return Report(
+        findings=run.findings,
+        suppressed=run.suppressed,
+        rules=rules,
+        summary=summary,
+        repo=run.repo,
+        path_prefix=path_prefix(root) if root != "-" else "",
+        tool_version=__version__,
+    )
+
+
+def _say_what_was_not_checked(run: Run, summary) -> None:
+    from gpudrv_check.engine.run import rule_enabled
+    from gpudrv_check.model import coverage
+
+    config = run.repo.config
+    enabled = [r for r in run.rules if rule_enabled(config, r, run.rules)]
+    missing = coverage.missing_inputs(run.repo, run.matrix_missing is not None)
+    matrix_file = run.matrix_missing or config.matrix or "support-matrix.csv"
+    summary.notes = coverage.notes(enabled, run.skipped_rules, missing, matrix_file, run.unknowns)
+    summary.skipped_rules = [group.as_dict() for group in run.skipped_rules]
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpudrv_check.report.text import use_colour
+
+    pairs = pair_outputs(list(getattr(args, "report_args", None) or []), default_format())
+    colour = use_colour(sys.stdout)
+    reuse = _result_cache(args, pairs, colour)
+    if reuse is not None and reuse.hit is not None:
+        return _replay(reuse.hit, pairs, reuse.fail_on)
+    actions: list[tuple[str, str, str]] = []
+    stderr = sys.stderr
+    tee = _Tee(stderr) if reuse is not None else None
+    if tee is not None:
+        sys.stderr = tee
+    findings: list[Finding] = []
+    try:
+        code = _check(
+            args,
+            pairs,
+            colour,
+            actions,
+            reuse.data if reuse is not None else None,
+            reuse.context if reuse is not None else None,
+            reuse.source if reuse is not None else None,
+            findings,
+        )
+    finally:
+        sys.stderr = stderr
+    for kind, dest, text in actions:
+        _perform(kind, dest, text, _checked_root(args))
+    if reuse is not None and tee is not None:
+        reuse.store(findings, tee.text, actions)
+    return code
+
+
+def _check(
+    args: argparse.Namespace,
+    pairs: list[tuple[str, str]],
+    colour: bool,
+    actions: list[tuple[str, str, str]],
+    data: dict[str, bytes] | None,
+    context: str | None = None,
+    reuse_source=None,  # the source the result cache already listed (walked once per run)
+    gating: list[Finding] | None = None,  # receives the findings the exit code is taken from
+) -> int:
+    """One check; what it writes is appended to ``actions`` as (stdout|file, dest, text).
+    With `context` (the digest of every input but the manifest files), namespaces whose files
+    did not change take their findings from the partition cache (engine/cache/partition.py)."""
+    from gpudrv_check.cli.commands.common import load_source, print_listing
+    from gpudrv_check.report import render
+    from gpudrv_check.report.text import render_summary
+
+    source = reuse_source if reuse_source is not None else make_source(args)
+    check_run = load_source(args, source, data, context)
+    if getattr(args, "verbose", False):
+        print_listing(check_run)
+    evaluate(check_run)
+    baseline = _apply_baselines(check_run, args)
+    comparison = None
+    base = getattr(args, "base", None)
+    if base is not None:
+        from gpudrv_check.engine.compare import compare
+
+        comparison = compare(base_findings(args, base), check_run.findings, base)
+        check_run.findings = comparison.new  # only what this change introduces, and gates
+    code = exit_code(check_run.findings, check_run.repo.config.fail_on)
+    if gating is not None:
+        gating.extend(check_run.findings)
+    report = build_report(check_run, code, baseline, args.path, comparison)
+    if getattr(args, "verbose", False):
+        for f in report.suppressed:
+            sys.stderr.write(f"suppressed {f.location}: {f.rule} {f.message} ({f.suppressed_by})\n")
+    for fmt, dest in pairs:
+        if dest == STDOUT:
+            text = render(fmt, report, colour=fmt == "text" and colour)
+            if fmt in _TERMINAL_FORMATS:  # read on a terminal: no raw control character
+                text = terminal_text(text, colour=fmt == "text" and colour)
+            actions.append(("stdout", "", text))
+        else:
+            actions.append(("file", dest, render(fmt, report)))
+    if all(dest != STDOUT for _, dest in pairs):
+        actions.append(("stdout", "", render_summary(report) + "\n"))
+    return code
+
+
+def _perform(kind: str, dest: str, text: str, root: str = "") -> None:
+    if kind == "stdout":
+        sys.stdout.write(text)
+    elif kind == "stderr":
+        sys.stderr.write(text)
+    else:
+        write_output(dest, text, root=root)
+
+
+def _checked_root(args: argparse.Namespace) -> str:
+    """The directory on disk that is checked (links below it may not direct a write out)."""
+    path = getattr(args, "path", None) or "."
+    return "" if path == "-" else path
+
+
+def write_output(dest: str, text: str, what: str = "", root: str = "") -> None:
+    """A report or baseline file, written atomically (read/safe_io.py `write_atomic`);
+    below the checked `root` a committed link cannot direct it out of the root."""
+    from gpudrv_check.read.safe_io import write_atomic
+
+    try:
+        write_atomic(dest, text.encode("utf-8"), root)
+    except OSError as err:
+        raise ConfigError(f"cannot write {what}{dest}: {err.strerror}") from None
+
+
+def _replay(hit: Outcome, pairs: list[tuple[str, str]], fail_on: str) -> int:
+    """A cached result: its stderr and reports, written where this run's arguments say; the
+    exit code worked out again from its findings and this run's --fail-on."""
+    _perform("stderr", "", hit.stderr)
+    for (_, dest), text in zip(pairs, hit.reports, strict=True):
+        _perform("stdout" if dest == STDOUT else "file", dest, text)
+    if hit.summary is not None:
+        _perform("stdout", "", hit.summary)
+    return exit_code(hit.findings, fail_on)
+
+
+class _Tee:
+    """stderr, also kept as text: what a cached result replays."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False  # the progress line looks at the real stderr, never at this
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class Outcome:
+    """What a whole-result cache entry holds: findings and what was rendered from them, by
+    format, in the order of the arguments; never a destination or an exit code."""
+
+    def __init__(
+        self, findings: list[Finding], stderr: str, reports: list[str], summary: str | None
+    ) -> None:
+        self.findings, self.stderr, self.reports, self.summary = findings, stderr, reports, summary
+
+    @staticmethod
+    def pack(findings: list[Finding], stderr: str, actions: list[tuple[str, str, str]]) -> tuple:
+        reports = [text for kind, _, text in actions]
+        return ([f.model_dump(mode="json") for f in findings], stderr, reports)
+
+    @classmethod
+    def unpack(cls, value: object, pairs: list[tuple[str, str]]) -> Outcome | None:
+        """The outcome of a stored value, or None when it is not one for these outputs."""
+        if not (isinstance(value, tuple) and len(value) == 3):
+            return None
+        dumps, stderr, texts = value
+        if not (
+            isinstance(dumps, list)
+            and isinstance(stderr, str)
+            and isinstance(texts, list)
+            and all(isinstance(t, str) for t in texts)
+            and len(texts) - len(pairs) in (0, 1)
+        ):
+            return None
+        summary_wanted = all(dest != STDOUT for _, dest in pairs)
+        if (len(texts) == len(pairs) + 1) != summary_wanted:
+            return None
+        try:
+            findings = [Finding.model_validate(d) for d in dumps]
+        except ValueError:  # pydantic's ValidationError: not a finding of ours
+            return None
+        reports = texts[: len(pairs)]  # one per --format, in order: the pairs are in the key
+        return cls(findings, stderr, reports, texts[-1] if summary_wanted else None)
+
+
+class _Reuse:
+    """The whole-result cache entry of one check: looked up before anything is parsed."""
+
+    def __init__(
+        self,
+        cache,
+        name: str,
+        key: str,
+        data: dict[str, bytes],
+        context: str | None = None,
+        source=None,
+        pairs: list[tuple[str, str]] | None = None,
+        fail_on: str = "error",
+    ) -> None:
+        self.cache, self.name, self.key, self.data = cache, name, key, data
+        self.context = context  # every input but the manifest files (engine/cache/partition.py)
+        self.source = source  # the source listed and read for the key
+        self.pairs, self.fail_on = pairs or [], fail_on
+        found = cache.load("result", name, key)
+        self.hit = Outcome.unpack(found, self.pairs) if found is not None else None
+
+    def store(self, findings: list[Finding], stderr: str, actions) -> None:
+        self.cache.store("result", self.name, self.key, Outcome.pack(findings, stderr, actions))
+
+
+def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | None:
+    """The cache of whole results, for a plain check of a directory on disk: keyed by every
+    input (tool version, arguments, the environment that picks formats and colour, config,
+    matrix, inventory, baseline, and every file's path and digest). None when it does not
+    apply (--no-cache, stdin, --rev, --base, --kustomize, --verbose, --write-baseline)."""
+    if (
+        getattr(args, "no_cache", False)
+        or args.path == "-"
+        or any(
+            getattr(args, name, None)
+            for name in ("rev", "base", "kustomize", "verbose", "write_baseline")
+        )
+    ):
+        return None
+    import hashlib
+
+    from gpudrv_check.cli.commands.common import repo_config
+    from gpudrv_check.engine.cache.store import Cache, default_dir, digest
+    from gpudrv_check.read.exclude import from_config
+    from gpudrv_check.read.policies import policy_files
+    from gpudrv_check.read.safe_io import read_named
+
+    source = make_source(args)
+    root = Path(source.disk_root).resolve()
+    _, config = repo_config(args, source)
+    listing = source.list_manifests(from_config(config))
+    parts: list[object] = [
+        __version__,
+        os.getcwd(),
+        str(root),
+        sorted(
+            (k, repr(v))
+            for k, v in vars(args).items()
+            if k not in ("jobs", "cache_dir", "no_cache")
+        ),
+        pairs,
+        colour,
+        default_format(),
+        config.model_dump_json(),
+        [(s.rel, s.reason) for s in listing.skipped],
+    ]
+
+    def outside(path: str | None) -> None:
+        if not path or path == "none":
+            parts.append(path)
+            return
+        try:
+            parts.append((path, read_named(path, config.max_file_bytes, root)))
+        except OSError:
+            parts.append((path, None))
+
+    def inside(rel: str | None) -> None:
+        try:
+            limit = config.max_file_bytes
+            if rel and source.exists(rel):
+                parts.append((rel, source.read(rel, limit, follow_inside=True)))
+            else:
+                parts.append((rel, None))
+        except (OSError, ValueError):
+            parts.append((rel, None))
+
+    outside(getattr(args, "matrix", None))
+    outside(getattr(args, "baseline", None))
+    outside(getattr(args, "config", None))
+    for given in getattr(args, "inventory", None) or ():
+        outside(given)
+    inside(config.matrix)
+    for rel in config.inventory:
+        inside(rel)
+    for rel in policy_files(root, config, source):
+        inside(rel)
+    context = digest(*parts)
+    data: dict[str, bytes] = {}
+    budget = config.max_total_bytes  # as read_repo spends it: what is over it is not read
+    for ref in listing.files:
+        if ref.error is not None or ref.size > config.max_file_bytes:
+            parts.append((ref.rel, ref.size, ref.error))
+            continue
+        if ref.size > budget:
+            budget = 0
+            parts.append((ref.rel, "over the input budget"))
+            continue
+        budget -= ref.size
+        try:
+            blob = source.read(ref.rel, config.max_file_bytes)
+        except OSError as err:
+            parts.append((ref.rel, "unreadable", err.strerror))
+            continue
+        data[ref.rel] = blob
+        parts.append((ref.rel, hashlib.sha256(blob).hexdigest()))
+    cache_dir = getattr(args, "cache_dir", None)
+    cache = Cache(Path(cache_dir) if cache_dir else default_dir())
+    name = digest(str(root), os.getcwd())
+    return _Reuse(cache, name, digest(*parts), data, context, source, pairs, config.fail_on)

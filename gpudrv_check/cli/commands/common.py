@@ -1,0 +1,241 @@
+"""What the repo commands share: the source, the config and the repo, verbose listings."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpudrv_check.core.finding import printable
+from gpudrv_check.engine.run import Run, load, validate_rule_keys
+from gpudrv_check.read.config import Config, ConfigError, load_config
+from gpudrv_check.read.source import Source
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.driver_plan import DriverPlan
+    from gpudrv_check.read.manifests import ReadOptions
+
+
+def make_source(args: argparse.Namespace, rev: str | None = None) -> Source:
+    """Where the files come from: PATH on disk, PATH at a git revision, or stdin (`-`)."""
+    path = args.path
+    rev = rev if rev is not None else getattr(args, "rev", None)
+    kustomize = getattr(args, "kustomize", False)
+    stdin_name = getattr(args, "stdin_name", None)
+    if path == "-":
+        if rev is not None or getattr(args, "base", None):
+            raise ConfigError("--rev/--base read a git revision; they cannot read from stdin (-)")
+        if kustomize:
+            raise ConfigError(
+                "--kustomize renders the repo itself; with stdin (-) pipe the rendered stream "
+                "instead: `kustomize build DIR | gpudrv-check check -`"
+            )
+        if sys.stdin is None or sys.stdin.isatty():
+            raise ConfigError(
+                "PATH is - (read manifests from standard input) but stdin is a terminal; pipe a "
+                "stream in, e.g. `kustomize build overlays/prod | gpudrv-check check -`"
+            )
+        from gpudrv_check.read.stdin import DEFAULT_STDIN_NAME, StdinSource
+
+        return StdinSource.from_stdin(stdin_name or DEFAULT_STDIN_NAME, Path("."))
+    if stdin_name is not None:
+        raise ConfigError("--stdin-name names standard input; it needs - as PATH")
+    root = Path(path)
+    if not root.is_dir():
+        raise ConfigError(f"not a directory: {path}")
+    source: Source
+    if rev is not None:
+        from gpudrv_check.read.git import GitTree
+
+        source = GitTree(root, rev)
+    else:
+        from gpudrv_check.read.tree import WorkingTree
+
+        source = WorkingTree(root)
+    if kustomize:
+        from gpudrv_check.read.kustomize import KustomizeSource
+
+        source = KustomizeSource(source)
+    return source
+
+
+def repo_config(args: argparse.Namespace, source: Source | None = None) -> tuple[Path, Config]:
+    """The config of the checked source (of its revision, with --rev), with flag overrides."""
+    if source is None:
+        source = make_source(args)
+    root = Path(source.disk_root)
+    config = load_config(root, getattr(args, "config", None), source=source)
+    validate_rule_keys(config)
+    version = getattr(args, "operator_version", None)
+    if version:
+        config.operator.version = version
+    fail_on = getattr(args, "fail_on", None)
+    if fail_on:
+        config.fail_on = fail_on
+    return root, config
+
+
+def load_run(args: argparse.Namespace, rev: str | None = None) -> Run:
+    """Load the repo the arguments name; `rev` overrides --rev (the base in PR mode)."""
+    run = load_source(args, make_source(args, rev))
+    if getattr(args, "verbose", False) and rev is None:
+        print_listing(run)
+    return run
+
+
+def load_source(
+    args: argparse.Namespace,
+    source: Source,
+    data: dict[str, bytes] | None = None,
+    context: str | None = None,
+) -> Run:
+    _, config = repo_config(args, source)
+    inventory = getattr(args, "inventory", None) or ()
+    progress = Progress.on_terminal()
+    options = read_options(args, progress, data, context)
+    try:
+        optional = getattr(args, "command", None) == "check"
+        return load(source, config, getattr(args, "matrix", None), inventory, options, optional)
+    finally:
+        if progress is not None:
+            progress.done()
+
+
+def jobs_wanted(args: argparse.Namespace) -> int:
+    """--jobs N, else the number of cores this process may use."""
+    jobs = getattr(args, "jobs", None)
+    if jobs:
+        return jobs
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def read_options(
+    args: argparse.Namespace,
+    progress: Progress | None = None,
+    data: dict | None = None,
+    context: str | None = None,
+) -> ReadOptions:
+    """Processes, cache and progress line for reading the files.
+
+    `check` caches; see engine/cache/store.py.
+    """
+    from gpudrv_check.read.manifests import ReadOptions
+
+    cache = None
+    if getattr(args, "command", None) == "check" and not getattr(args, "no_cache", False):
+        from gpudrv_check.engine.cache.store import Cache, default_dir
+
+        cache_dir = getattr(args, "cache_dir", None)
+        cache = Cache(Path(cache_dir) if cache_dir else default_dir())
+    return ReadOptions(
+        jobs=jobs_wanted(args),
+        cache=cache,
+        progress=progress.update if progress is not None else None,
+        data=data,
+        context=context if cache is not None else None,
+    )
+
+
+class Progress:
+    """`files read of total` on stderr, rewritten in place: only on a terminal, and only once
+    the run has taken about a second (quick runs stay silent). Never part of any report."""
+
+    DELAY = 1.0
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.start = time.monotonic()
+        self.shown = False
+
+    @classmethod
+    def on_terminal(cls, stream=None) -> Progress | None:
+        stream = stream if stream is not None else sys.stderr
+        try:
+            tty = stream is not None and stream.isatty()
+        except (AttributeError, ValueError, OSError):
+            tty = False
+        return cls(stream) if tty else None
+
+    def update(self, done: int, total: int) -> None:
+        if time.monotonic() - self.start < self.DELAY:
+            return
+        self.shown = True
+        self.stream.write(f"\rgpudrv-check: read {done} of {total} files")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+def print_listing(run: Run) -> None:
+    out = sys.stderr
+    for result in run.content.files:
+        kinds = printable(", ".join(f"{m.kind}/{m.name or '?'}" for m in result.manifests))
+        out.write(f"read    {result.rel}: {len(result.manifests)} object(s) {kinds}\n")
+        for skipped in result.skipped:
+            out.write(f"skipped {skipped.rel}: {skipped.reason}\n")
+        for problem in result.problems:
+            out.write(f"problem {problem.location}: {problem.rule} {problem.message}\n")
+    for skipped in run.listing.skipped:
+        out.write(f"skipped {skipped.rel}: {skipped.reason}\n")
+    matrix = run.repo.matrix
+    if matrix is None and run.matrix_missing is not None:
+        out.write(f"matrix  none: {run.matrix_missing} not found (GPU001 skipped)\n")
+    elif matrix is None:
+        out.write("matrix  none (driver image checks that need it are off)\n")
+    else:
+        out.write(f"matrix  {matrix.file}: {len(matrix.rows)} row(s)\n")
+    operator = run.repo.operator
+    if operator is not None:
+        out.write(f"operator {operator.describe()}\n")
+        for note in operator.notes:
+            out.write(f"operator note: {note}\n")
+    from gpudrv_check.model.driver import operator_version_source
+
+    version, why = operator_version_source(run.repo)
+    out.write(f"os-tag  rule of operator {version or 'newest'} ({why})\n")
+    out.write(f"gpus    {run.repo.extras.get('gpu_presence', 'as written')}\n")
+    from gpudrv_check.model.driver_plan import driver_plan
+
+    plan = driver_plan(run.repo)
+    out.write(f"driver  {_plan_text(plan)}\n")
+    for note in plan.notes:
+        out.write(f"driver note: {note}\n")
+    for copies in run.copies:
+        out.write(f"copies  {printable(copies.describe())}\n")
+    from gpudrv_check.model.coverage import unmodelled_gpu_workloads
+
+    unmodelled = unmodelled_gpu_workloads(run.repo.manifests)
+    if unmodelled:
+        names = ", ".join(str(m.ref) for m in unmodelled)
+        out.write(
+            f"unmodelled {len(unmodelled)} object(s) request GPUs in kinds not modelled yet "
+            f"(their placement and drivers are not checked): {printable(names)}\n"
+        )
+    skipped_docs = run.content.skipped_documents
+    out.write(
+        f"total   {run.content.file_count} file(s), {run.content.object_count} object(s), "
+        f"{skipped_docs} document(s) skipped, {len(run.listing.skipped)} path(s) skipped, "
+        f"{len(run.repo.nodes)} node(s)\n"
+    )
+
+
+def _plan_text(plan: DriverPlan) -> str:
+    """How the driver images are decided, for the listing."""
+    texts = {
+        "labels": "images from each node's labels (no operator configuration)",
+        "clusterpolicy": "one ClusterPolicy driver"
+        + (" (precompiled)" if plan.precompiled else ""),
+        "nvidiadriver": f"NVIDIADriver CRs, {len(plan.pools)} pool(s)",
+        "disabled": "driver.enabled is false: no driver is the operator's",
+    }
+    return texts.get(plan.mode, plan.mode)

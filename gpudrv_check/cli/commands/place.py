@@ -1,0 +1,200 @@
+"""`gpudrv-check place [PATH] [--workload KIND/NAMESPACE/NAME]`: where each workload can land.
+
+For each workload: the nodes its pods can land on (kube-scheduler's filters, the kubelet for a
+pod bound with `spec.nodeName`, the DaemonSet controller for a DaemonSet), or what Kubernetes
+would report and why no node is left; and how its CUDA images fit those nodes' drivers. With
+`--workload`, every node's verdict too. Exit 1 when a workload with pods lands on no node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.core.finding import quoted, terminal_text
+from gpudrv_check.model.cuda import CudaFit, cuda_fits
+from gpudrv_check.model.pending import Pending, explain_pending, node_names, taint_text
+from gpudrv_check.model.repo import Repo
+from gpudrv_check.model.workload import Workload
+from gpudrv_check.read.config import ConfigError
+from gpudrv_check.rules.context import Context
+
+NAMES_SHOWN = 10
+
+
+def _select(repo: Repo, wanted: str | None) -> list[Workload]:
+    workloads = sorted(
+        repo.workloads,
+        key=lambda w: (
+            w.manifest.file,
+            w.manifest.doc,
+            -1 if w.manifest.item is None else w.manifest.item,
+        ),
+    )
+    if wanted is None:
+        return workloads
+    parts = wanted.split("/")
+    if len(parts) != 3 or not all(parts):
+        raise ConfigError(
+            f"--workload {quoted(wanted)}: expected KIND/NAMESPACE/NAME, e.g. Pod/default/x"
+        )
+    kind, namespace, name = parts
+    chosen = [
+        w
+        for w in workloads
+        if w.kind.lower() == kind.lower() and w.namespace == namespace and w.name == name
+    ]
+    if not chosen:
+        known = ", ".join(sorted(w.key for w in workloads)[:NAMES_SHOWN]) or "none"
+        raise ConfigError(f"no workload {wanted} in {repo.root} (workloads: {known})")
+    return chosen
+
+
+def _cuda_json(fit: CudaFit) -> dict[str, Any]:
+    return {
+        "container": fit.container.name,
+        "image": fit.container.image,
+        "cuda": fit.need.cuda_version,
+        "min_driver": fit.need.min_driver,
+        "floor": fit.floor,
+        "too_old": {n.name: v for n, v in fit.too_old},
+        "minor_version_compatibility": {n.name: v for n, v in fit.limited},
+        "ok": {n.name: v for n, v in fit.fine},
+        "unknown": sorted(n.name for n in fit.unknown),
+    }
+
+
+def _cuda_line(fit: CudaFit) -> str:
+    need = fit.need
+    floor = "" if fit.floor == need.min_driver else f", from branch {fit.floor} with limits"
+    head = f"CUDA {need.cuda_version} ({fit.container.image}) needs driver {need.min_driver}{floor}"
+    parts = []
+    if fit.too_old:
+        parts.append("too old on " + node_names([n for n, _ in fit.too_old]))
+    if fit.limited:
+        parts.append("limited on " + node_names([n for n, _ in fit.limited]))
+    if fit.fine:
+        parts.append("fine on " + node_names([n for n, _ in fit.fine]))
+    if fit.unknown:
+        parts.append("driver unknown on " + node_names(fit.unknown))
+    return head + (": " + "; ".join(parts) if parts else "")
+
+
+def _entry(
+    repo: Repo, workload: Workload, minor_compat: bool, verbose: bool
+) -> tuple[dict[str, Any], list[CudaFit]]:
+    placement = repo.placement
+    location = workload.location(("metadata", "name"))
+    entry: dict[str, Any] = {
+        "workload": workload.key,
+        "kind": workload.kind,
+        "namespace": workload.namespace,
+        "name": workload.name,
+        "location": {"file": location.file, "line": location.line, "column": location.column},
+        "replicas": workload.replicas,
+        "gpus": workload.gpus,
+    }
+    if workload.api_rejects:
+        entry.update(status="rejected", nodes=[])
+        return entry, []
+    eligible = placement.eligible(workload)
+    entry["nodes"] = [n.name for n in eligible]
+    pending: Pending | None = explain_pending(workload, placement)
+    entry["status"] = "placed" if eligible else "pending"
+    entry["message"] = pending.message if pending else None
+    entry["why"] = list(pending.details) if pending else []
+    if pending is not None:
+        where = workload.location(pending.path)
+        entry["constraint"] = {"file": where.file, "line": where.line, "column": where.column}
+    fits = cuda_fits(
+        workload,
+        eligible,
+        repo.cuda_table,
+        minor_compat,
+        placement.memo,
+        placement.constraint_key(workload),
+    )
+    entry["cuda"] = [_cuda_json(f) for f in fits]
+    if verbose:
+        verdicts = placement.verdicts(workload)
+        entry["verdicts"] = [
+            {
+                "node": n.name,
+                "fits": verdicts[n.name].ok,
+                "reason": verdicts[n.name].wording or None,
+                "taint": taint_text(taint) if (taint := verdicts[n.name].taint) else None,
+            }
+            for n in placement.nodes
+        ]
+    return entry, fits
+
+
+def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
+    loc = entry["location"]
+    lines = [f"{entry['workload']}  {loc['file']}:{loc['line']}:{loc['column']}"]
+    status = entry["status"]
+    if status == "rejected":
+        lines.append("  not placed: the API server rejects this object (see GPU040 in `check`)")
+        return lines
+    nodes = entry["nodes"]
+    scaled = " (replicas: 0)" if entry["replicas"] == 0 else ""
+    if nodes:
+        lines.append(
+            f"  lands on {len(nodes)} of {total} nodes{scaled}: {node_names(nodes, NAMES_SHOWN)}"
+        )
+    else:
+        lines.append(f"  lands on no node{scaled}: {entry['message']}")
+        lines.extend(f"  - {why}" for why in entry["why"])
+    lines.extend(f"  {_cuda_line(fit)}" for fit in fits)
+    for verdict in entry.get("verdicts", []):
+        reason = "fits" if verdict["fits"] else verdict["reason"]
+        if verdict["taint"]:
+            reason += f" ({verdict['taint']})"
+        lines.append(f"    {verdict['node']}: {reason}")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.matrix is None:
+        args.matrix = "none"  # placement needs no matrix
+    check_run = load_run(args)
+    repo = check_run.repo
+    if not repo.nodes:
+        raise ConfigError(
+            f"no nodes in {args.path}: placement needs `kind: Node` objects or a NodeInventory"
+        )
+    workloads = _select(repo, args.workload)
+    minor_compat = Context(repo).params("GPU011").get("minor_version_compatibility", True)
+    minor_compat = minor_compat is not False
+    verbose = args.workload is not None
+    results = [_entry(repo, w, minor_compat, verbose) for w in workloads]
+    entries = [entry for entry, _ in results]
+    pending = [e for e in entries if e["status"] == "pending" and e["replicas"] != 0]
+    code = 1 if pending else 0
+    if args.format == "json":
+        doc = {
+            "nodes": len(repo.nodes),
+            "workloads": entries,
+            "summary": {
+                "workloads": len(entries),
+                "placed": sum(e["status"] == "placed" for e in entries),
+                "pending": sum(e["status"] == "pending" for e in entries),
+                "rejected": sum(e["status"] == "rejected" for e in entries),
+                "exit_code": code,
+            },
+        }
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        return code
+    lines: list[str] = []
+    total = len(repo.nodes)
+    for entry, fits in results:
+        lines.extend(_text(entry, total, fits))
+    lines.append(
+        f"{len(entries)} workload(s) on {total} node(s): "
+        f"{sum(e['status'] == 'placed' for e in entries)} placed, {len(pending)} with no node"
+    )
+    sys.stdout.write(terminal_text("\n".join(lines) + "\n"))
+    return code

@@ -1,0 +1,260 @@
+"""`gpudrv-check rehearse [PATH] [--driver VERSION | --to-matrix] [--format text|json|markdown]`.
+
+Rehearses the GPU Operator's driver upgrade over every managed GPU node (model/rehearsal.py),
+reconcile by reconcile, from the repo's state; exit 0 when every node ends upgrade-done, 1 when
+the rehearsal stalls, 2 on a usage error. The target driver is `--driver`, else the operator
+config's `driver.version`; `--to-matrix` takes for each node the newest driver branch the
+support matrix has for its kernel and OS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.core.finding import Location, printable, terminal_text
+from gpudrv_check.model.driver import driver_managed, label_keys
+from gpudrv_check.model.rehearsal import Rehearsal, Stall, node_runs, rehearse
+from gpudrv_check.model.repo import Repo
+from gpudrv_check.model.upgrade_flow import (
+    CONTROLLER,
+    POLICY_PATH,
+    UpgradeFlow,
+    policy_source,
+    upgrade_flow,
+)
+from gpudrv_check.model.upgrade_plan import DriverVersion
+from gpudrv_check.nvidia.driver_image import driver_facts, os_tag, precompiled_tag
+from gpudrv_check.nvidia.upgrade import effective_upgrade_policy
+from gpudrv_check.read.config import ConfigError
+
+TEXT_WAVES = 40
+
+
+def _flow(repo: Repo, notes: list[str]) -> UpgradeFlow:
+    flow = upgrade_flow(repo)
+    if flow.kind == CONTROLLER:
+        return flow
+    if flow.config is None:
+        notes.append(
+            "no operator config in the repo: rehearsing the gpu-operator chart's defaults "
+            "(autoUpgrade on, maxParallelUpgrades 1, maxUnavailable 25%)"
+        )
+        return UpgradeFlow(CONTROLLER, None, effective_upgrade_policy(None, "helm"))
+    notes.append(
+        f"{flow.config.describe()} does not turn the upgrade controller on (autoUpgrade off or "
+        "sandboxWorkloads on): rehearsing what autoUpgrade: true would do"
+    )
+    return UpgradeFlow(CONTROLLER, flow.config, {**flow.policy, "autoUpgrade": True})
+
+
+def _targets(repo: Repo, args: argparse.Namespace) -> tuple[DriverVersion | None, str]:
+    if args.to_matrix:
+        return None, "the newest branch in the support matrix per node"
+    text = args.driver
+    if text is None and repo.operator is not None:
+        configured = repo.operator.get("driver", "version")
+        text = configured if isinstance(configured, str) else None
+    if text is None:
+        raise ConfigError(
+            "rehearse needs a target: --driver VERSION, --to-matrix, or driver.version in the "
+            "operator config"
+        )
+    version = DriverVersion.parse(text)
+    if version is None:
+        raise ConfigError(f"driver {text!r}: give the full driver version, e.g. 550.90.07")
+    return version, version.text
+
+
+def _node_facts(repo: Repo, version: DriverVersion | None) -> tuple[list, dict, dict, dict]:
+    matrix = repo.matrix
+    assert matrix is not None
+    keys = label_keys(repo.config)
+    # the controller walks nodes in the API's order; by name is the stable stand-in
+    nodes = sorted((n for n in repo.gpu_nodes if driver_managed(n)), key=lambda n: n.name)
+    needs: dict[str, bool] = {}
+    image: dict[str, bool] = {}
+    tags: dict[str, str | None] = {}
+    branches: dict[tuple[str, str], list[int]] = {}
+    for row in matrix.rows:
+        if row.driver_branch.isdigit():
+            branches.setdefault((row.kernel, row.os_tag), []).append(int(row.driver_branch))
+    for node in nodes:
+        facts, _ = driver_facts(node.labels, keys)
+        ostag = os_tag(facts.os_id, facts.os_version_id, repo.config.operator.version) or ""
+        kernel = facts.kernel or ""
+        current = facts.driver_version
+        if version is None:
+            best = max(branches.get((kernel, ostag), [0]))
+            major = facts.driver_major or ""
+            needs[node.name] = bool(best) and (not major.isdigit() or int(major) < best)
+            image[node.name] = bool(best)
+            continue
+        needs[node.name] = current != version.text
+        tag = precompiled_tag(version.major, kernel, ostag) if kernel and ostag else None
+        tags[node.name] = tag
+        image[node.name] = tag is not None and matrix.has(version.major, kernel, ostag)
+    return nodes, needs, image, tags
+
+
+def _no_pod_deletion(flow: UpgradeFlow) -> bool:
+    config = flow.config
+    if config is None or policy_source(config) != "clusterpolicy":
+        return False
+    raw = config.get(*POLICY_PATH)
+    return not isinstance(raw, dict) or raw.get("podDeletion") is None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.driver is not None and DriverVersion.parse(args.driver) is None:
+        raise ConfigError(f"--driver {args.driver!r}: give the full driver version, e.g. 550.90.07")
+    repo = load_run(args).repo
+    if repo.matrix is None:
+        raise ConfigError("rehearse needs a support matrix (--matrix FILE or `matrix:` in config)")
+    notes: list[str] = []
+    flow = _flow(repo, notes)
+    version, target = _targets(repo, args)
+    nodes, needs, image, tags = _node_facts(repo, version)
+    matrix = repo.matrix
+    matrix_at = Location(file=matrix.file, line=matrix.end_line + 1)
+    result = rehearse(
+        repo, flow, node_runs(repo, nodes, needs, image, tags), matrix_at, _no_pod_deletion(flow)
+    )
+    missing = [n.name for n in nodes if needs[n.name] and not image[n.name]]
+    if missing:
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        notes.append(
+            f"{len(missing)} node(s) need a driver image the support matrix lacks ({shown}): "
+            "build and record them before the upgrade starts; the controller admits such a "
+            "node anyway, evicts its GPU pods, and leaves it in pod-restart-required"
+        )
+    result.notes = notes
+    out = {"json": render_json, "markdown": render_markdown}.get(args.format, render_text)
+    text = out(result, target)
+    # JSON escapes control characters itself; text and markdown reach a terminal raw
+    sys.stdout.write(text if args.format == "json" else terminal_text(text))
+    return 0 if result.complete else 1
+
+
+def rehearsal_dict(reh: Rehearsal, target: str) -> dict[str, Any]:
+    return {
+        "driver": target,
+        "flow": reh.flow.describe(),
+        "nodes": reh.nodes,
+        "status": "complete" if reh.complete else "stalled",
+        "admitted": reh.admitted,
+        "upgradesAvailable": reh.upgrades_available,
+        "maxUnavailable": reh.max_unavailable,
+        "reconciles": reh.waves[-1].reconcile if reh.waves else 0,
+        "waves": [
+            {
+                "reconcile": w.reconcile,
+                "seconds": w.seconds,
+                "nodes": w.nodes,
+                "evictions": w.evictions,
+                "blocks": w.blocks,
+            }
+            for w in reh.waves
+        ],
+        "stalls": [
+            {
+                "node": s.node,
+                "state": s.state or "unknown",
+                "reason": s.reason,
+                "location": str(s.location) if s.location is not None else None,
+            }
+            for s in reh.stalls
+        ],
+        "notes": reh.notes,
+    }
+
+
+def render_json(reh: Rehearsal, target: str) -> str:
+    return json.dumps(rehearsal_dict(reh, target), indent=2) + "\n"
+
+
+def _moves(wave_nodes: list[dict[str, str]]) -> str:
+    by_to: dict[str, list[str]] = {}
+    for move in wave_nodes:
+        by_to.setdefault(move["to"], []).append(move["node"])
+    parts = []
+    for state, names in by_to.items():
+        shown = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+        parts.append(f"{shown} → {state}")
+    return "; ".join(parts) or "-"
+
+
+def _summary(reh: Rehearsal, target: str) -> list[str]:
+    lines = [f"rehearse: {reh.nodes} managed GPU node(s), driver → {target}"]
+    lines.append(f"flow: {reh.flow.describe()}")
+    lines += [f"note: {note}" for note in reh.notes]
+    if reh.admitted:
+        lines.append(
+            f"first admission: {', '.join(reh.admitted[:5])}"
+            f"{' …' if len(reh.admitted) > 5 else ''} (upgradesAvailable "
+            f"{reh.upgrades_available}, maxUnavailable {reh.max_unavailable})"
+        )
+    return lines
+
+
+def _stall_lines(reh: Rehearsal) -> list[str]:
+    if reh.complete:
+        count = reh.waves[-1].reconcile if reh.waves else 0
+        return [f"complete: every node upgrade-done after {count} reconcile(s)"]
+    lines = [f"stalled: {len(reh.stalls)} node(s) do not reach upgrade-done"]
+    # one line per cause: nodes waiting in the same state for the same reason are counted
+    groups: dict[tuple[str, str, str], list[Stall]] = {}
+    for stall in reh.stalls:
+        reason = stall.reason if stall.state != "upgrade-required" else "queued"
+        groups.setdefault((stall.state, reason, str(stall.location)), []).append(stall)
+    for (state, _, _), stalls in sorted(
+        groups.items(), key=lambda kv: kv[0][0] == "upgrade-required"
+    ):
+        stall = stalls[0]
+        lines.append(f"  {stall.node}  {state or 'unknown'}  {printable(stall.reason, ' ')}")
+        if stall.location is not None:
+            lines.append(f"      at {stall.location}")
+        if len(stalls) > 1:
+            lines.append(f"  … and {len(stalls) - 1} more node(s) in {state or 'unknown'} alike")
+    return lines
+
+
+def render_text(reh: Rehearsal, target: str) -> str:
+    lines = _summary(reh, target)
+    lines.append(f"{'reconcile':>9}  {'t(s)':>6}  {'evict':>5}  {'block':>5}  nodes")
+    for wave in reh.waves[:TEXT_WAVES]:
+        lines.append(
+            f"{wave.reconcile:>9}  {wave.seconds:>6}  {len(wave.evictions):>5}  "
+            f"{len(wave.blocks):>5}  {_moves(wave.nodes)}"
+        )
+    if len(reh.waves) > TEXT_WAVES:
+        lines.append(f"… {len(reh.waves) - TEXT_WAVES} more reconcile(s) (--format json)")
+    lines += _stall_lines(reh)
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(reh: Rehearsal, target: str) -> str:
+    from gpudrv_check.report.markdown import cell  # repo text: no HTML, pipes or line breaks
+
+    lines = [f"## Driver upgrade rehearsal: {cell(target)}", ""]
+    lines += [f"- {cell(line)}" for line in _summary(reh, target)]
+    lines.append("")
+    for wave in reh.waves:
+        moves = cell(_moves(wave.nodes))
+        lines.append(f"1. **reconcile {wave.reconcile}** (t = {wave.seconds} s): {moves}")
+        for ev in wave.evictions:
+            lines.append(
+                f"   - evicted {cell(ev['pod'])} from {cell(ev['node'])} → "
+                f"{cell(ev['to'] or 'Pending')}"
+            )
+        for block in wave.blocks:
+            where = f" ({cell(block['location'])})" if block["location"] else ""
+            lines.append(f"   - blocked {cell(block['node'])}: {cell(block['message'])}{where}")
+    lines.append("")
+    lines += [cell(line) if line.strip() else line for line in _stall_lines(reh)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,47 @@
+"""`gpudrv-check rules` and `gpudrv-check explain RULE`: documentation from policies/."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpudrv_check.core.finding import quoted
+from gpudrv_check.read.policy import RulePolicy, by_id_or_name, catalog
+
+
+def rules_table_markdown() -> str:
+    lines = ["| id | name | severity | what it finds |", "|---|---|---|---|"]
+    for policy in catalog().values():
+        lines.append(
+            f"| {policy.id} | `{policy.name}` | {policy.severity.value} | {policy.title} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def explain_text(policy: RulePolicy) -> str:
+    params = ""
+    if policy.params:
+        params = "\nParameters:\n" + "".join(f"  {k}: {v}\n" for k, v in policy.params.items())
+    return (
+        f"{policy.id} {policy.name} ({policy.severity.value}, {policy.category})\n"
+        f"{policy.title}\n\nWhy it matters:\n  {policy.why}\n\nHow to fix:\n  {policy.fix}\n"
+        f"{params}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "explain":
+        policy = by_id_or_name(args.rule)
+        if policy is None:
+            sys.stderr.write(f"gpudrv-check: error: unknown rule {quoted(args.rule)}\n")
+            return 2
+        sys.stdout.write(explain_text(policy))
+        return 0
+    if args.format == "markdown":
+        sys.stdout.write(rules_table_markdown())
+        return 0
+    for policy in catalog().values():
+        sys.stdout.write(
+            f"{policy.id}  {policy.severity.value:<7}  {policy.name:<28} {policy.title}\n"
+        )
+    return 0

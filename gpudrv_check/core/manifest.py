@@ -1,0 +1,53 @@
+"""A Kubernetes object read from the repo, with where it came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpudrv_check.core.finding import Location, ObjectRef
+from gpudrv_check.core.located import Path, locate
+
+
+@dataclass(slots=True)
+class Manifest:
+    """One object: a document of a file, or one item of a `kind: List` document."""
+
+    file: str
+    doc: int
+    data: Any  # LMap
+    api_version: str
+    kind: str
+    name: str | None
+    namespace: str | None
+    item: int | None = None  # index in the List's `items`, when it came from a List
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(kind=self.kind, name=self.name, namespace=self.namespace)
+
+    def location(self, path: Path = ()) -> Location:
+        line, col = locate(self.data, path)
+        return Location(file=self.file, line=line, column=col)
+
+    def get(self, *path: str | int) -> Any:
+        """The value at `path`, or None when any step is missing or of the wrong type."""
+        node: Any = self.data
+        for step in path:
+            if isinstance(step, str) and isinstance(node, dict):
+                node = node.get(step)
+            elif isinstance(step, int) and isinstance(node, list) and 0 <= step < len(node):
+                node = node[step]
+            else:
+                return None
+        return node
+
+    @property
+    def labels(self) -> dict:
+        value = self.get("metadata", "labels")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def annotations(self) -> dict:
+        value = self.get("metadata", "annotations")
+        return value if isinstance(value, dict) else {}

@@ -1,0 +1,89 @@
+"""Baselines: adopt the checker on a repo with known findings, and fail only on new ones.
+
+`--write-baseline FILE` records every reported finding by its fingerprint (rule, object
+identity, key path: not the line, so edits elsewhere keep it); `--baseline FILE` suppresses
+findings whose fingerprint is recorded, one per recorded occurrence, and reports the rest.
+The file is JSON, sorted, one entry per finding, readable in a diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+from gpudrv_check.core.finding import Finding
+from gpudrv_check.engine.exemptions import BY_BASELINE
+from gpudrv_check.read.config import ConfigError
+
+BASELINE_VERSION = 1
+
+
+def render_baseline(findings: list[Finding]) -> str:
+    entries = sorted(
+        (
+            {
+                "fingerprint": f.fingerprint(),
+                "rule": f.rule,
+                "object": str(f.object) if f.object else None,
+                "file": f.location.file,
+                "message": f.message,
+            }
+            for f in findings
+        ),
+        key=lambda e: (e["rule"], e["object"] or "", e["file"], e["fingerprint"], e["message"]),
+    )
+    doc = {"tool": "gpudrv-check", "version": BASELINE_VERSION, "findings": entries}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+#: a baseline of a large repo holds tens of thousands of findings (~300 bytes each)
+MAX_BASELINE_BYTES = 64 * 1024 * 1024
+
+
+def read_baseline(path: str, root: str | os.PathLike[str] = "") -> Counter[str]:
+    """Fingerprint → how many findings the baseline accepts with it. Inside the checked `root`
+    a link may not lead out of it; a FIFO, a device or a file over 64 MiB is refused."""
+    from gpudrv_check.read.safe_io import read_named
+
+    try:
+        text = read_named(path, MAX_BASELINE_BYTES, root).decode("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"baseline not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"cannot read baseline {path}: {err}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"baseline is not JSON: {err.msg}", path, err.lineno, err.colno) from None
+    entries = doc.get("findings") if isinstance(doc, dict) else None
+    if not isinstance(entries, list) or doc.get("version") != BASELINE_VERSION:
+        raise ConfigError(
+            f"not a gpudrv-check baseline (version {BASELINE_VERSION}); write one with "
+            "--write-baseline",
+            path,
+        )
+    counts: Counter[str] = Counter()
+    for entry in entries:
+        fingerprint = entry.get("fingerprint") if isinstance(entry, dict) else None
+        if not isinstance(fingerprint, str):
+            raise ConfigError("baseline entry without a fingerprint", path)
+        counts[fingerprint] += 1
+    return counts
+
+
+def apply_baseline(
+    findings: list[Finding], accepted: Counter[str], shown: str
+) -> tuple[list[Finding], list[Finding]]:
+    """(new findings, findings the baseline accepts), in the input order."""
+    left = Counter(accepted)
+    new: list[Finding] = []
+    known: list[Finding] = []
+    for finding in findings:
+        fingerprint = finding.fingerprint()
+        if left[fingerprint] > 0:
+            left[fingerprint] -= 1
+            known.append(finding.model_copy(update={"suppressed_by": f"{BY_BASELINE} {shown}"}))
+        else:
+            new.append(finding)
+    return new, known

@@ -1,0 +1,226 @@
+"""One changed file, one namespace checked again: the partition cache of `check`.
+
+What a finding about a namespaced workload (Deployment, StatefulSet, ReplicaSet,
+ReplicationController, Job, CronJob, Pod) or a PodDisruptionBudget says depends on that object,
+on the other such objects of its namespace (which budgets cover which pods), and on the
+cluster-wide objects: nodes, the support matrix, the operator configuration, DaemonSets,
+Namespaces. It never depends on another namespace's workloads: placement reads nodes, a budget
+covers pods of its own namespace, and an anti-affinity term is read only for the replicas of its
+own workload. What is said about anything else (nodes, operands, the operator, the matrix)
+depends only on the cluster-wide objects.
+
+So a file whose objects are all of those kinds and all in one namespace belongs to that
+namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or
+namespaces, files that did not parse) is *shared*. A namespace is shared as a whole when it has
+a DaemonSet (a budget there may cover DaemonSet pods, which the operand rules also read) or when
+any of its workloads or budgets sits in a shared file (that file is evaluated on every run, and
+what it says may involve the namespace's other objects: a budget covering them, an ignore
+annotation on an object of the same identity).
+
+The key of a partition is the digest of the run's context (tool version, arguments, config,
+matrix, policies: everything but the manifest files), of every shared file, and of the
+partition's own files. A run reads (decodes) the shared files and the files of partitions whose
+key changed, evaluates every rule on them exactly as a full run would, and takes the findings
+of the other partitions from the cache. Any change to a shared file or to the context changes
+every key, and the run is a full one. Findings are cached after severities and exemptions were
+applied, and merged back in the order a full run sorts them (see tests/performance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
+
+#: the kinds whose findings depend only on their own namespace (and the shared objects)
+PARTITION_KINDS = frozenset(
+    (
+        "CronJob",
+        "Deployment",
+        "Job",
+        "Pod",
+        "PodDisruptionBudget",
+        "ReplicaSet",
+        "ReplicationController",
+        "StatefulSet",
+    )
+)
+#: a namespace holding one of these is shared as a whole
+SHARED_NAMESPACE_KINDS = frozenset(("DaemonSet",))
+CACHE_KIND = "partitions"
+
+# per file: ((kind, namespace or None) per object, documents skipped); None when unknown
+Summary = tuple[tuple[tuple[str, Any], ...], int]
+
+
+#: a pseudo-object in the summary of a file with `${…}` placeholders: such a file is shared
+#: (every run reads it), since what its placeholders stand for depends on the Flux
+#: Kustomizations of the whole repo and the run names them all (model/placeholders.py)
+PLACEHOLDERS = ("${}", None)
+
+
+def summarize(result: Any, placeholders: bool = False) -> Summary:
+    """What planning needs of a FileResult, without its trees."""
+    objects = tuple((m.kind, m.namespace) for m in result.manifests)
+    if placeholders:
+        objects += (PLACEHOLDERS,)
+    return (objects, len(result.skipped))
+
+
+def valid_summary(summary: Any) -> bool:
+    """Whether a cached value has the shape of a Summary (cache entries are checked, never
+    trusted to be of the right type)."""
+    return (
+        isinstance(summary, tuple)
+        and len(summary) == 2
+        and isinstance(summary[0], tuple)
+        and isinstance(summary[1], int)
+        and all(isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], str) for o in summary[0])
+    )
+
+
+def valid_files_entry(value: Any) -> bool:
+    """Whether a cached `files` value is {path: (digest, helm, encoded result, summary)}."""
+    return isinstance(value, dict) and all(
+        isinstance(rel, str)
+        and isinstance(e, tuple)
+        and len(e) == 4
+        and isinstance(e[0], str)
+        and isinstance(e[1], bool)
+        and isinstance(e[2], bytes)
+        and valid_summary(e[3])
+        for rel, e in value.items()
+    )
+
+
+def _namespace(kind: str, namespace: Any) -> str:
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
+@dataclass
+class Plan:
+    """Which files a run decodes, and the cached findings of the partitions it does not."""
+
+    cache: Any
+    name: str
+    partition_of: dict[str, str] = field(default_factory=dict)  # rel -> namespace
+    keys: dict[str, str] = field(default_factory=dict)  # namespace -> key of this run
+    stored: dict[str, Any] = field(default_factory=dict)  # namespace -> cached entry
+    clean: set[str] = field(default_factory=set)  # namespaces taken from the cache
+    findings: dict[str, tuple[list, list]] = field(default_factory=dict)  # of the clean ones
+
+    def decode(self, rel: str) -> bool:
+        """Whether this run needs the file's objects."""
+        return self.partition_of.get(rel) not in self.clean
+
+
+def plan(
+    cache: Any,
+    name: str,
+    context: str,
+    files: list[tuple[str, str, Summary | None]],
+) -> Plan:
+    """Partition the files (path, how it was read, summary; summary None: shared) and find
+    which partitions the cache still answers for. "How it was read" is the content digest with
+    anything else that changes what the file yields (Helm template, Kustomize patch, error)."""
+    from gpudrv_check.engine.cache.store import digest
+
+    # a file of one namespace's workloads and budgets only: a candidate for that partition
+    candidate = {rel: _single_namespace(summary) for rel, _, summary in files}
+    # a namespace is shared as a whole when it has a DaemonSet, or when any of its workloads
+    # or budgets sits in a shared file: that file is evaluated every run, and its findings may
+    # involve the namespace's other objects (a budget covering them, an annotation on an object
+    # of the same identity), so they must all be read with it
+    shared_namespaces: set[str] = set()
+    for rel, _, summary in files:
+        for kind, ns in summary[0] if summary is not None else ():
+            if kind in SHARED_NAMESPACE_KINDS or (
+                kind in PARTITION_KINDS and candidate[rel] is None
+            ):
+                shared_namespaces.add(_namespace(kind, ns))
+    out = Plan(cache, name)
+    shared: list[tuple[str, str]] = []
+    members: dict[str, list[tuple[str, str]]] = {}
+    for rel, file_digest, _ in files:
+        namespace = candidate[rel]
+        if namespace is None or namespace in shared_namespaces:
+            shared.append((rel, file_digest))
+        else:
+            out.partition_of[rel] = namespace
+            members.setdefault(namespace, []).append((rel, file_digest))
+    base = digest(context, shared)
+    out.keys = {ns: digest(base, ns, listed) for ns, listed in members.items()}
+    stored = cache.load(CACHE_KIND, name, "", valid=lambda v: isinstance(v, dict)) or {}
+    for ns, key in out.keys.items():
+        entry = stored.get(ns)
+        if _valid(entry) and entry[0] == key:
+            findings = _findings(entry)
+            if findings is not None:
+                out.stored[ns] = entry
+                out.findings[ns] = findings
+                out.clean.add(ns)
+    return out
+
+
+def _findings(entry: tuple) -> tuple[list, list] | None:
+    """The cached (findings, suppressed) of a partition, or None if they do not validate."""
+    from gpudrv_check.core.finding import Finding
+
+    try:
+        return (
+            [Finding.model_validate(d) for d in entry[1]],
+            [Finding.model_validate(d) for d in entry[2]],
+        )
+    except ValueError:  # pydantic's ValidationError: not an entry of ours
+        return None
+
+
+def _single_namespace(summary: Summary | None) -> str | None:
+    """The namespace of a file whose objects are all workloads or budgets of one namespace."""
+    if summary is None or not summary[0]:
+        return None
+    namespaces = set()
+    for kind, ns in summary[0]:
+        if kind not in PARTITION_KINDS:
+            return None
+        namespaces.add(_namespace(kind, ns))
+    return namespaces.pop() if len(namespaces) == 1 else None
+
+
+def _valid(entry: Any) -> TypeGuard[tuple[str, list[Any], list[Any]]]:
+    return (
+        isinstance(entry, tuple)
+        and len(entry) == 3
+        and isinstance(entry[0], str)
+        and isinstance(entry[1], list)
+        and isinstance(entry[2], list)
+    )
+
+
+def merge(run: Any) -> None:
+    """After a run's evaluation: store the partitions it evaluated, add the cached findings of
+    the others, and sort as a full run does."""
+    from gpudrv_check.core.finding import Finding
+
+    plan_ = run.content.plan
+    if plan_ is None:
+        return
+    evaluated: dict[str, tuple[list[Any], list[Any]]] = {
+        ns: ([], []) for ns in plan_.keys if ns not in plan_.clean
+    }
+    for index, findings in ((0, run.findings), (1, run.suppressed)):
+        for finding in findings:
+            ns = plan_.partition_of.get(finding.location.file)
+            if ns in evaluated:
+                evaluated[ns][index].append(finding.model_dump(mode="json"))
+    entries: dict[str, Any] = {ns: plan_.stored[ns] for ns in plan_.clean}
+    for ns, (found, suppressed) in evaluated.items():
+        entries[ns] = (plan_.keys[ns], found, suppressed)
+    if plan_.clean:
+        for ns in sorted(plan_.clean):
+            found, suppressed = plan_.findings[ns]
+            run.findings.extend(found)
+            run.suppressed.extend(suppressed)
+        run.findings.sort(key=Finding.sort_key)
+        run.suppressed.sort(key=Finding.sort_key)
+    if evaluated or len(entries) != len(plan_.stored):
+        plan_.cache.store(CACHE_KIND, plan_.name, "", entries)

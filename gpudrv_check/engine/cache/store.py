@@ -1,0 +1,258 @@
+"""The content-hash cache of `check`: what each file contributes, and whole results.
+
+Where: `--cache-dir DIR`, else `$XDG_CACHE_HOME/gpudrv-check`, else `~/.cache/gpudrv-check`
+(created with mode 0700: it is the user's own). `--no-cache` neither reads nor writes it.
+
+Three kinds of entry, one file each per checked repo root:
+- `files-*`: per file, its path, the SHA-256 of its bytes and its FileResult (read/codec.py),
+  valid for one tool version and one reading configuration (max_file_bytes);
+- `partitions-*`: the findings of each namespace (engine/cache/partition.py);
+- `result-*`: the findings and rendered reports of the last `check`, keyed by the digest of
+  every input (tool version, arguments, environment that picks formats and colour, config,
+  matrix, every file's path and digest; see cli/commands/check.py). It directs no write: where the
+  reports go and the exit code are decided by the run that reads it.
+
+An entry is `MAGIC | HMAC-SHA256(secret, payload) | payload`, the payload a `marshal` dump of
+(tool version, key, value). The secret is 32 random bytes in `DIR/.key`, created mode 0600 on
+first use: whoever cannot read it cannot forge an entry, even with write access to the
+directory. Before anything is decoded, the magic, the MAC, the tool version and the key are
+checked; a truncated, corrupt, foreign or stale entry is ignored (and rewritten by this run).
+`marshal` constructs only builtin values and calls nothing, unlike pickle; callers still check
+the shape of every value they load (`load(..., valid=...)`).
+
+The directory, the secret and every entry must be owned by the user and not writable (for
+entries and the secret: not readable either) by group or others; otherwise the cache is not used
+and stderr says so once. An entry that is a link, a FIFO or a device is a miss: it is opened
+with O_NOFOLLOW|O_NONBLOCK and read only when fstat says it is a regular file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import marshal
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gpudrv_check import __version__
+
+MAGIC = b"GPUDRVC\x02"
+_DIGEST = 32
+SECRET = ".key"
+_OPEN = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+_OPEN |= getattr(os, "O_CLOEXEC", 0)
+#: what was already said on stderr about unusable cache paths (said once per process)
+_SAID: set[str] = set()
+
+
+def default_dir() -> Path | None:
+    """None when there is no home to put it in (no $HOME and a uid without a passwd entry,
+    as in a container run as an arbitrary user): the cache is then not used (see Cache)."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if base and os.path.isabs(base):
+        return Path(base) / "gpudrv-check"
+    try:
+        return Path.home() / ".cache" / "gpudrv-check"
+    except (RuntimeError, KeyError):  # older Pythons raise KeyError
+        return None
+
+
+def digest(*parts: object) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        data = part if isinstance(part, bytes) else repr(part).encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+class Untrusted(Exception):
+    """A cache path another user could have written: the cache is not used."""
+
+
+def _say_once(directory: Path, path: Path, why: str) -> None:
+    """Say on stderr, once per cache directory, that (a file of) it is not used."""
+    if str(directory) in _SAID:
+        return
+    _SAID.add(str(directory))
+    from gpudrv_check.core.finding import printable
+
+    sys.stderr.write(f"gpudrv-check: warning: cache {printable(str(path))} is not used: {why}\n")
+
+
+def _trust(path: Path, st: os.stat_result, private: bool) -> None:
+    """Raise Untrusted unless `path` is the user's own and closed to group and others
+    (`private`: not even readable by them, as an entry or the secret must be)."""
+    uid = os.geteuid() if hasattr(os, "geteuid") else st.st_uid
+    if st.st_uid != uid:
+        raise Untrusted(f"owned by another user (uid {st.st_uid})")
+    loose = 0o077 if private else 0o022
+    if st.st_mode & loose:
+        wanted = "600" if private else "700"
+        raise Untrusted(
+            f"its mode {st.st_mode & 0o777:04o} lets group or others in (chmod {wanted})"
+        )
+
+
+def _read_regular(path: Path, private: bool = True) -> bytes | None:
+    """The bytes of `path` when it is a regular file the user alone can write; None when it is
+    missing, a link, a FIFO or a device. Raises Untrusted for another owner or loose modes."""
+    try:
+        fd = os.open(path, _OPEN)
+    except OSError:  # missing, or a link (ELOOP under O_NOFOLLOW)
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        _trust(path, st, private)
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+class Cache:
+    """One cache directory. Every failure to read or write it is silent: a cache miss; a
+    directory or file another user could have written is not used, and stderr says so once."""
+
+    def __init__(self, directory: Path | None) -> None:
+        """`directory` None (see default_dir): every load is a miss, every store is dropped."""
+        self._off = directory is None
+        self.dir = Path(directory) if directory is not None else Path()
+        self._secret: bytes | None = None
+
+    def _path(self, kind: str, name: str) -> Path:
+        return self.dir / f"{kind}-{digest(__version__, name)[:32]}.bin"
+
+    def _usable(self, create: bool) -> bool:
+        """Whether the directory exists (or was made) and is the user's own."""
+        if self._off:
+            return False
+        try:
+            if create:
+                self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.stat(self.dir)
+        except OSError:
+            return False
+        try:
+            if not stat.S_ISDIR(st.st_mode):
+                raise Untrusted("not a directory")
+            _trust(self.dir, st, private=False)
+        except Untrusted as why:
+            _say_once(self.dir, self.dir, str(why))
+            return False
+        return True
+
+    def _key(self, create: bool) -> bytes | None:
+        """The directory's secret; made on first store. None: the cache is not used."""
+        if self._secret is not None:
+            return self._secret
+        path = self.dir / SECRET
+        try:
+            secret = _read_regular(path)
+            if secret is None and create and not os.path.lexists(path):
+                _make_secret(path)
+                secret = _read_regular(path)
+        except Untrusted as why:
+            _say_once(self.dir, path, str(why))
+            return None
+        except OSError:
+            return None
+        if secret is None or len(secret) != _DIGEST:
+            return None
+        self._secret = secret
+        return secret
+
+    def load(
+        self, kind: str, name: str, key: str, valid: Callable[[Any], bool] | None = None
+    ) -> Any | None:
+        """The value stored under (kind, name) with this key (and passing `valid`), or None."""
+        if not self._usable(create=False):
+            return None
+        secret = self._key(create=False)
+        if secret is None:
+            return None
+        path = self._path(kind, name)
+        try:
+            blob = _read_regular(path)
+        except Untrusted as why:
+            _say_once(self.dir, path, str(why))
+            return None
+        if blob is None:
+            return None
+        return _unpack(blob, secret, key, valid)
+
+    def store(self, kind: str, name: str, key: str, value: Any) -> None:
+        try:
+            payload = marshal.dumps((__version__, key, value))
+        except ValueError:
+            return
+        if not self._usable(create=True):
+            return
+        secret = self._key(create=True)
+        if secret is None:
+            return
+        mac = hmac.new(secret, payload, hashlib.sha256).digest()
+        with contextlib.suppress(OSError):
+            _write_entry(self.dir, self._path(kind, name), (MAGIC, mac, payload))
+
+
+def _unpack(blob: bytes, secret: bytes, key: str, valid: Callable[[Any], bool] | None) -> Any:
+    head = len(MAGIC) + _DIGEST
+    if len(blob) < head or not blob.startswith(MAGIC):
+        return None
+    payload = memoryview(blob)[head:]  # no copy of a large entry
+    mac = hmac.new(secret, payload, hashlib.sha256).digest()
+    if not hmac.compare_digest(mac, blob[len(MAGIC) : head]):
+        return None
+    try:
+        version, stored_key, value = marshal.loads(payload)
+    except Exception:  # noqa: BLE001 - any undecodable payload is a miss
+        return None
+    if version != __version__ or stored_key != key:
+        return None
+    if valid is not None and not valid(value):
+        return None
+    return value
+
+
+def _make_secret(path: Path) -> None:
+    """32 random bytes at `path`, mode 0600; never over an existing file (another process
+    may have made it first: then that one is used)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(_DIGEST))
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _write_entry(directory: Path, path: Path, parts: tuple[bytes, ...]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for part in parts:  # in parts: no second copy of a large payload
+                fh.write(part)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

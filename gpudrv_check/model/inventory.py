@@ -1,0 +1,316 @@
+"""Manifests → the node inventory: `kind: Node` objects and compact `NodeInventory` files."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from gpudrv_check.core.finding import Finding, ObjectRef, Severity, quoted
+from gpudrv_check.core.located import LMap, Path, scalar_text, schema_error_path, type_name
+from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.k8s.numbers import TOO_LARGE, too_large
+from gpudrv_check.model.node import Node, entry_to_object_path
+
+INVENTORY_API = "gpudrv-check.io/v1alpha1"
+INVENTORY_KIND = "NodeInventory"
+
+
+def _finding(
+    rule: str,
+    manifest: Manifest,
+    path: Path,
+    message: str,
+    hint: str,
+    node: str | None,
+    severity: Severity = Severity.ERROR,
+) -> Finding:
+    return Finding(
+        rule=rule,
+        severity=severity,
+        message=message,
+        hint=hint,
+        location=manifest.location(path),
+        object=ObjectRef(kind="Node", name=node) if node else manifest.ref,
+        path=list(_object_path(manifest, path) if node else path),
+    )
+
+
+def _object_path(manifest: Manifest, path: Path) -> Path:
+    """Inside an inventory entry, the path as the Node object would have it (no list index)."""
+    if is_inventory(manifest) and len(path) >= 2 and path[0] == "nodes":
+        return entry_to_object_path(tuple(path[2:]))
+    return path
+
+
+def _string_map(
+    manifest: Manifest,
+    path: Path,
+    what: str,
+    node: str,
+    findings: list[Finding],
+    warn_typed: bool,
+) -> dict[str, str]:
+    """A labels/annotations-like map read as strings, as the API server would store them."""
+    value = manifest.get(*path)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        findings.append(
+            _finding(
+                "GPU040",
+                manifest,
+                path,
+                f"{what}s must be a mapping of strings, not a {type_name(value)}",
+                f"Write {what} as `key: value` lines.",
+                node,
+            )
+        )
+        return {}
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        if item is None:
+            out[key] = ""  # JSON null into a string leaves it empty
+            continue
+        text = scalar_text(value, key)
+        if text is None:
+            findings.append(
+                _finding(
+                    "GPU040",
+                    manifest,
+                    (*path, key),
+                    f"{what} {quoted(key)} must be a string, not a {type_name(item)}",
+                    "Label and annotation values are strings.",
+                    node,
+                )
+            )
+            continue
+        if warn_typed and not isinstance(item, str):
+            kind = "boolean" if isinstance(item, bool) else "number"
+            findings.append(
+                _finding(
+                    "GPU007",
+                    manifest,
+                    (*path, key),
+                    f"{what} {quoted(key)} is written as a YAML {kind} ({text}); the API server "
+                    "rejects non-string label values",
+                    f'Quote it: `{key}: "{text}"`.',
+                    node,
+                    Severity.WARNING,
+                )
+            )
+        out[key] = text
+    return out
+
+
+def _quantities(
+    manifest: Manifest, path: Path, node: str, findings: list[Finding]
+) -> dict[str, str]:
+    """A node's capacity or allocatable; a GPU count past what the API server holds is GPU040."""
+    value = manifest.get(*path)
+    if not isinstance(value, dict):
+        return {}
+    out = {}
+    for key in value:
+        text = scalar_text(value, key)
+        if text is None:
+            continue
+        if key == "nvidia.com/gpu" and too_large(text):
+            findings.append(
+                _finding(
+                    "GPU040",
+                    manifest,
+                    (*path, key),
+                    f"{key} {quoted(text)} is {TOO_LARGE}",
+                    "Write the number of GPUs the node has, e.g. `8`.",
+                    node,
+                )
+            )
+            continue
+        out[key] = text
+    return out
+
+
+def _taints(manifest: Manifest, path: Path, node: str, findings: list[Finding]) -> list[dict]:
+    value = manifest.get(*path)
+    if value is None:
+        return []
+    from gpudrv_check.k8s.taints import validate_taints
+
+    problems = validate_taints(value)
+    bad_items = set()
+    for problem in problems:
+        findings.append(
+            _finding(
+                "GPU040",
+                manifest,
+                (*path, *problem.path),
+                f"taint: {problem.message}",
+                "A taint is `{key, value, effect}` with effect NoSchedule, PreferNoSchedule "
+                "or NoExecute.",
+                node,
+            )
+        )
+        if problem.path and isinstance(problem.path[0], int):
+            bad_items.add(problem.path[0])
+    if not isinstance(value, list):
+        return []
+    return [t for i, t in enumerate(value) if i not in bad_items and isinstance(t, dict)]
+
+
+def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | None:
+    if not manifest.name:
+        findings.append(
+            _finding(
+                "GPU040",
+                manifest,
+                ("metadata", "name"),
+                "Node without metadata.name; skipped",
+                "Every Node has a name.",
+                None,
+            )
+        )
+        return None
+    name = manifest.name
+    unschedulable = manifest.get("spec", "unschedulable")
+    if unschedulable is not None and not isinstance(unschedulable, bool):
+        findings.append(
+            _finding(
+                "GPU040",
+                manifest,
+                ("spec", "unschedulable"),
+                "spec.unschedulable must be true or false",
+                "Write `unschedulable: true`.",
+                name,
+            )
+        )
+        unschedulable = False
+    return Node(
+        name=name,
+        labels=_string_map(manifest, ("metadata", "labels"), "label", name, findings, True),
+        annotations=_string_map(
+            manifest, ("metadata", "annotations"), "annotation", name, findings, False
+        ),
+        taints=_taints(manifest, ("spec", "taints"), name, findings),
+        unschedulable=bool(unschedulable),
+        capacity=_quantities(manifest, ("status", "capacity"), name, findings),
+        allocatable=_quantities(manifest, ("status", "allocatable"), name, findings),
+        manifest=manifest,
+    )
+
+
+@lru_cache(maxsize=1)
+def _inventory_validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    from gpudrv_check.core.resources import read_resource
+
+    schema = json.loads(read_resource("schemas", "inventory.schema.json"))
+    return Draft202012Validator(schema)
+
+
+def _short_message(error: Any) -> str:
+    """jsonschema's message, with a long value (it quotes the whole instance) named by type."""
+    message = error.message
+    shown = repr(error.instance)
+    if len(shown) > 80 and shown in message:
+        message = message.replace(shown, f"a {type_name(error.instance)}", 1)
+    return message
+
+
+def _nodes_from_inventory(manifest: Manifest, findings: list[Finding]) -> list[Node]:
+    validator = _inventory_validator()
+    bad_nodes: set[int] = set()
+    doc_ok = True
+    errors = sorted(validator.iter_errors(manifest.data), key=lambda e: list(map(str, e.path)))
+    for error in errors:
+        path = schema_error_path(error)
+        if len(path) >= 2 and path[0] == "nodes" and isinstance(path[1], int):
+            bad_nodes.add(path[1])
+        else:
+            doc_ok = False
+        findings.append(
+            _finding(
+                "GPU005",
+                manifest,
+                path,
+                f"inventory: {_short_message(error)}",
+                "See schemas/inventory.schema.json for the NodeInventory format.",
+                None,
+            )
+        )
+    if not doc_ok:
+        return []
+    nodes = []
+    for index, entry in enumerate(manifest.data.get("nodes") or []):
+        if index in bad_nodes or not isinstance(entry, LMap):
+            continue
+        base: Path = ("nodes", index)
+        name = entry["name"]
+        unschedulable = entry.get("unschedulable", False)
+        nodes.append(
+            Node(
+                name=name,
+                labels=_string_map(manifest, (*base, "labels"), "label", name, findings, True),
+                annotations=_string_map(
+                    manifest, (*base, "annotations"), "annotation", name, findings, False
+                ),
+                taints=_taints(manifest, (*base, "taints"), name, findings),
+                unschedulable=unschedulable is True,
+                capacity=_quantities(manifest, (*base, "capacity"), name, findings),
+                allocatable=_quantities(manifest, (*base, "allocatable"), name, findings),
+                manifest=manifest,
+                labels_path=(*base, "labels"),
+                name_path=(*base, "name"),
+                taints_path=(*base, "taints"),
+                unschedulable_path=(*base, "unschedulable"),
+            )
+        )
+    return nodes
+
+
+def is_inventory(manifest: Manifest) -> bool:
+    return manifest.kind == INVENTORY_KIND and manifest.api_version.startswith("gpudrv-check.io/")
+
+
+_NODE_FACTS = ("labels", "annotations", "taints", "unschedulable", "capacity", "allocatable")
+
+
+def _same_node(a: Node, b: Node) -> bool:
+    """Whether two definitions of a node say the same (wherever they are written)."""
+    return all(getattr(a, fact) == getattr(b, fact) for fact in _NODE_FACTS)
+
+
+def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding]]:
+    """All nodes of the repo, in file order; a repeated name is reported and the first kept."""
+    findings: list[Finding] = []
+    nodes: list[Node] = []
+    for manifest in manifests:
+        if manifest.kind == "Node" and manifest.api_version == "v1":
+            node = _node_from_object(manifest, findings)
+            if node is not None:
+                nodes.append(node)
+        elif is_inventory(manifest):
+            nodes.extend(_nodes_from_inventory(manifest, findings))
+    unique: dict[str, Node] = {}
+    for node in nodes:
+        first = unique.get(node.name)
+        if first is None:
+            unique[node.name] = node
+            continue
+        if first.manifest.file != node.manifest.file and _same_node(first, node):
+            continue  # the same node copied into another file is one node (issue 13)
+        where = first.location(first.name_path)
+        findings.append(
+            Finding(
+                rule="GPU004",
+                severity=Severity.ERROR,
+                message=f"node {quoted(node.name)} is defined twice (first at {where}); "
+                "the first definition is used",
+                hint="Remove the stale entry.",
+                location=node.location(node.name_path),
+                object=node.ref,
+                path=list(node.name_path),
+            )
+        )
+    return list(unique.values()), findings

@@ -1,0 +1,130 @@
+"""FileResult ⇄ bytes, for worker processes and the cache.
+
+Pickling located trees costs about as much as parsing them (a Python call per mapping), so a
+file's result travels as builtin containers in `marshal` format instead: a mapping is the tuple
+``(items, pos, key positions, raw texts)``, a sequence the list ``[pos, item positions, raw
+texts, *items]``; scalars are themselves (never a tuple or a list, so the shapes cannot be
+confused). Findings travel as their JSON dump and are validated again when decoded.
+
+`marshal` builds only builtin values: it never imports or calls anything named by the data, so
+a forged entry cannot run code (the cache still checks a digest before decoding, see
+engine/cache/store.py).
+Anything that does not decode to the expected shapes raises `CodecError`.
+"""
+
+from __future__ import annotations
+
+import marshal
+from typing import Any
+
+from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.located import LMap, LSeq
+from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.read.yaml_docs import POSITIONS
+
+FORMAT = 1  # bump when the encoding changes
+
+
+class CodecError(ValueError):
+    """The bytes are not an encoded FileResult."""
+
+
+def _enc(value: Any) -> Any:
+    cls = value.__class__
+    if cls is LMap:
+        return (
+            {k: _enc(v) for k, v in value.items()},
+            value.pos,
+            value.kpos,
+            value.raw,
+        )
+    if cls is LSeq:
+        return [value.pos, value.ipos, value.raw, *[_enc(v) for v in value]]
+    if isinstance(value, dict):  # a plain dict put in a tree (not from the loader)
+        out = LMap()
+        out.update(value)
+        return _enc(out)
+    if isinstance(value, list):
+        out_seq = LSeq()
+        out_seq.extend(value)
+        return _enc(out_seq)
+    return value
+
+
+def _dec(value: Any) -> Any:
+    cls = value.__class__
+    if cls is tuple:
+        return _dec_map(value)
+    if cls is list:
+        return _dec_seq(value)
+    return value
+
+
+def _dec_map(value: tuple) -> LMap:
+    items, pos, kpos, raw = value
+    for k, v in items.items():  # containers decoded in place (no key is added or removed)
+        c = v.__class__
+        if c is tuple:
+            items[k] = _dec_map(v)
+        elif c is list:
+            items[k] = _dec_seq(v)
+    shared = POSITIONS.get
+    for k, p in kpos.items():  # the parser's shared position tuples (see yaml_docs)
+        kpos[k] = shared(p, p)
+    node = LMap.__new__(LMap)
+    node.update(items)
+    node.pos = shared(pos, pos)
+    node.kpos = kpos
+    node.raw = raw
+    return node
+
+
+def _dec_seq(value: list) -> LSeq:
+    seq = LSeq.__new__(LSeq)
+    shared = POSITIONS.get
+    seq.pos = shared(value[0], value[0])
+    seq.ipos = [shared(p, p) for p in value[1]]
+    seq.raw = value[2]
+    for i in range(3, len(value)):
+        c = value[i].__class__
+        if c is tuple:
+            value[i] = _dec_map(value[i])
+        elif c is list:
+            value[i] = _dec_seq(value[i])
+    seq.extend(value[3:])
+    return seq
+
+
+def encode(result: Any) -> bytes:
+    """A FileResult (read/manifests.py) as bytes."""
+    manifests = [
+        (m.file, m.doc, _enc(m.data), m.api_version, m.kind, m.name, m.namespace, m.item)
+        for m in result.manifests
+    ]
+    problems = [f.model_dump(mode="json") for f in result.problems]
+    skipped = [(s.rel, s.reason) for s in result.skipped]
+    return marshal.dumps((FORMAT, result.rel, result.digest, manifests, problems, skipped))
+
+
+def decode(data: bytes) -> Any:
+    """The FileResult ``encode`` wrote; CodecError for anything else."""
+    from gpudrv_check.core.finding import Finding
+    from gpudrv_check.read.manifests import FileResult
+    from gpudrv_check.read.tree import Skipped
+
+    try:
+        fmt, rel, digest, manifests, problems, skipped = marshal.loads(data)
+        if fmt != FORMAT:
+            raise CodecError(f"encoding {quoted(fmt)}, expected {FORMAT}")
+        result = FileResult(rel, digest=digest)
+        result.manifests = [
+            Manifest(file, doc, _dec(tree), api, kind, name, ns, item)
+            for file, doc, tree, api, kind, name, ns, item in manifests
+        ]
+        result.problems = [Finding.model_validate(p) for p in problems]
+        result.skipped = [Skipped(r, why) for r, why in skipped]
+    except (CodecError, MemoryError):  # running out of memory is not a malformed entry
+        raise
+    except Exception as err:  # any malformed shape: not ours
+        raise CodecError(f"not an encoded file result: {type(err).__name__}") from None
+    return result

@@ -1,0 +1,324 @@
+"""Configuration: discovery, the pydantic model, and errors that point at file:line."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from gpudrv_check.core.finding import Severity
+from gpudrv_check.read.exclude import DEFAULT_EXCLUDE
+
+CONFIG_FILE = ".gpudrv-check.yaml"
+DEFAULT_MATRIX = "support-matrix.csv"
+DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
+# manifest bytes one run reads in all (a parsed document costs tens of times its size)
+DEFAULT_MAX_TOTAL_BYTES = 512 * 1024 * 1024
+
+
+class ConfigError(Exception):
+    """A usage or configuration error: the run cannot start (exit 2)."""
+
+    def __init__(self, message: str, file: str | None = None, line: int = 0, column: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = f"{self.file}:{self.line}:{self.column}: " if self.line else f"{self.file}: "
+        return f"{where}{self.message}"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LabelKeys(_Strict):
+    """Node label keys the driver tag is computed from (NFD and GFD defaults)."""
+
+    driver_branch: list[str] = Field(
+        default_factory=lambda: [
+            "nvidia.com/cuda.driver-version.major",
+            "nvidia.com/cuda.driver.major",
+        ]
+    )
+    kernel: str = "feature.node.kubernetes.io/kernel-version.full"
+    os_id: str = "feature.node.kubernetes.io/system-os_release.ID"
+    os_version_id: str = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+
+    @field_validator("driver_branch", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class OperatorSettings(_Strict):
+    """What the repo cannot tell us about the GPU Operator."""
+
+    # the operator release; selects the OS-tag rule. None: the newest behaviour
+    version: str | None = None
+
+    @field_validator("version")
+    @classmethod
+    def _names_a_release(cls, value: str | None) -> str | None:
+        from gpudrv_check.k8s.numbers import oversized_number
+
+        if value is not None and oversized_number(value) is not None:
+            raise ValueError(operator_version_error(value))
+        return value
+
+
+def operator_version_error(value: str) -> str:
+    """Why an operator version with a number past int64 names no release."""
+    from gpudrv_check.core.finding import quoted
+
+    return (
+        f"operator version {quoted(value)} has a number larger than any release (at most 19 digits)"
+    )
+
+
+class RuleSettings(_Strict):
+    enabled: bool = True
+    severity: Severity | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Exemption(_Strict):
+    """Findings of `rule` on matching objects are suppressed (for objects you cannot annotate).
+
+    `kind`, `namespace`, `name` and `file` are globs (fnmatch, case-sensitive); an unset one
+    matches everything. `rule` is one rule or a list, by id or name; `*` means every rule.
+    """
+
+    rule: list[str]
+    kind: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    file: str | None = None
+    reason: str | None = None
+
+    @field_validator("rule", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class Config(_Strict):
+    """`.gpudrv-check.yaml` (or `[tool.gpudrv-check]` in pyproject.toml)."""
+
+    matrix: str | None = DEFAULT_MATRIX
+    # extra node inventory files, always read (also when manifests come from stdin)
+    inventory: list[str] = Field(default_factory=list)
+    # gitignore-style patterns (read/exclude.py), after the defaults: `!DIR/` takes one back
+    exclude: list[str] = Field(default_factory=list)
+    # folders left out unless this says otherwise (`[]`: none)
+    default_exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    # honour .gitignore files in a working tree
+    gitignore: bool = True
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
+    max_total_bytes: int = Field(default=DEFAULT_MAX_TOTAL_BYTES, gt=0)
+    fail_on: Literal["error", "warning", "info", "never"] = "error"
+    operator: OperatorSettings = Field(default_factory=OperatorSettings)
+    labels: LabelKeys = Field(default_factory=LabelKeys)
+    rules: dict[str, RuleSettings] = Field(default_factory=dict)
+    # extra rows for the CUDA table (policies/cuda.yaml format)
+    cuda: dict[str, Any] = Field(default_factory=dict)
+    # custom declarative policies: files or folders inside the repo (schemas/policy.schema.json)
+    policies: list[str] = Field(default_factory=list)
+    exemptions: list[Exemption] = Field(default_factory=list)
+
+    # where the config came from, for messages
+    source: str | None = Field(default=None, exclude=True)
+    # the located data it was read from, so later checks can point at a line
+    _data: Any = PrivateAttr(default=None)
+
+    def position(self, *path: str | int) -> tuple[int, int]:
+        """(line, column) of the deepest key along `path` in the config file; (0, 0) if unknown."""
+        from gpudrv_check.core.located import locate
+
+        if self._data is None or not hasattr(self._data, "pos"):
+            return (0, 0)
+        return locate(self._data, path)
+
+    def error(self, message: str, *path: str | int) -> ConfigError:
+        """A ConfigError pointing at `path` in the config file."""
+        line, column = self.position(*path)
+        return ConfigError(message, self.source, line, column)
+
+    def error_at(self, message: str, *path: str | int) -> ConfigError:
+        """Same as `error`: a ConfigError at the key `path` (its file only, when unknown)."""
+        return self.error(message, *path)
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "(top level)"
+
+
+def _error_from_validation(err: ValidationError, data: Any, file: str) -> ConfigError:
+    from gpudrv_check.core.located import locate
+
+    first = err.errors()[0]
+    loc = tuple(first.get("loc", ()))
+    line, col = locate(data, loc) if data is not None else (0, 0)
+    if first.get("type") == "extra_forbidden":
+        message = f"unknown key {_format_loc(loc)!r}"
+    else:
+        message = f"{_format_loc(loc)}: {first.get('msg')}"
+    more = len(err.errors()) - 1
+    if more:
+        message += f" (and {more} more)"
+    return ConfigError(message, file, line, col)
+
+
+def parse_config(data: Any, file: str) -> Config:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError("the config must be a mapping", file, 1, 1)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as err:
+        raise _error_from_validation(err, data, file) from None
+    config.source = file
+    config._data = data
+    return config
+
+
+def inside_root(root: Path, rel: str) -> Path | None:
+    """`root/rel` with links resolved, when it stays inside the root; else None.
+
+    Every path the repo itself names (its config file, `matrix:`, …) goes through this, so a
+    link or `../` in a pull request cannot make the checker read, and echo into its report,
+    a file outside the repo.
+    """
+    if not rel or os.path.isabs(rel) or "\x00" in rel:
+        return None
+    try:
+        real = (root / rel).resolve()
+        real.relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a link loop on Python 3.10
+        return None
+    return real
+
+
+def _repo_config_file(root: Path, name: str) -> Path | None:
+    path = root / name
+    if not path.is_file() and not path.is_symlink():
+        return None
+    if inside_root(root, name) is None:
+        raise ConfigError(f"{name} is a link that leaves the repo root; not read", name)
+    return path if path.is_file() else None
+
+
+def load_config(root: Path, explicit: str | None = None, source: Any = None) -> Config:
+    """The config for a repo root: `--config FILE`, else `.gpudrv-check.yaml`, else pyproject.
+
+    `source` (a `gpudrv_check.read.source.Source`) reads the repo's own config files, so a run over
+    a git revision uses the config of that revision; `--config FILE` is always read from disk.
+    """
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {explicit}")
+        return _parse_yaml_config(_read_file(path, explicit, root), explicit)
+    if source is None:
+        from gpudrv_check.read.tree import WorkingTree
+
+        source = WorkingTree(root)
+    if _repo_config_exists(root, source, CONFIG_FILE):
+        return _parse_yaml_config(_read(source, CONFIG_FILE), CONFIG_FILE)
+    if _repo_config_exists(root, source, "pyproject.toml"):
+        try:
+            import tomllib  # type: ignore[import-not-found]
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef, unused-ignore]  # used on 3.11+
+        try:
+            doc = tomllib.loads(_read(source, "pyproject.toml").decode("utf-8"))
+        except tomllib.TOMLDecodeError as err:
+            raise _toml_error(err) from None
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"not UTF-8 text (byte {err.start})", "pyproject.toml") from None
+        except RecursionError:
+            raise ConfigError("pyproject.toml nests too deep to read", "pyproject.toml") from None
+        except ValueError as err:  # tomllib's int(): more than 4300 digits
+            reason = str(err).split(":")[0]
+            raise ConfigError(f"cannot read a value: {reason}", "pyproject.toml") from None
+        section = doc.get("tool", {}).get("gpudrv-check")
+        if section is not None:
+            return parse_config(section, "pyproject.toml")
+    return Config()
+
+
+def _toml_error(err: Exception) -> ConfigError:
+    """A TOML syntax error at its line and column (tomllib puts them in the message)."""
+    import re
+
+    message = str(err)
+    found = re.search(r"\(at line (\d+), column (\d+)\)", message)
+    if found is None:
+        return ConfigError(f"TOML syntax error: {message}", "pyproject.toml")
+    message = message[: found.start()].strip()
+    return ConfigError(
+        f"TOML syntax error: {message}", "pyproject.toml", int(found.group(1)), int(found.group(2))
+    )
+
+
+def _repo_config_exists(root: Path, source: Any, name: str) -> bool:
+    """Whether the repo has this config file; a link leaving the root is refused, not read."""
+    from gpudrv_check.read.tree import WorkingTree
+
+    if isinstance(source, WorkingTree):
+        path = root / name
+        if not path.is_file() and not path.is_symlink():
+            return False
+        if inside_root(root, name) is None:
+            raise ConfigError(f"{name} is a link that leaves the repo root; not read", name)
+        return path.is_file()
+    return source.exists(name)
+
+
+def _read_file(path: Path, shown: str, root: Path) -> bytes:
+    from gpudrv_check.read.safe_io import TooLarge, read_named
+
+    try:
+        return read_named(path, DEFAULT_MAX_FILE_BYTES, root)
+    except TooLarge:
+        raise ConfigError(
+            f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", shown
+        ) from None
+    except OSError as err:
+        raise ConfigError(f"cannot read config: {err.strerror}", shown) from None
+
+
+def _read(source: Any, rel: str) -> bytes:
+    from gpudrv_check.read.safe_io import TooLarge
+
+    try:
+        return source.read(rel, DEFAULT_MAX_FILE_BYTES, follow_inside=True)
+    except TooLarge:
+        raise ConfigError(f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", rel) from None
+    except OSError as err:
+        raise ConfigError(f"cannot read config: {err.strerror}", rel) from None
+
+
+def _parse_yaml_config(raw: bytes, shown: str) -> Config:
+    from gpudrv_check.read.text import decode_text
+    from gpudrv_check.read.yaml_docs import parse_text
+
+    text, problem = decode_text(raw)
+    if problem is not None:
+        raise ConfigError(problem.message, shown, problem.line, problem.column)
+    parsed = parse_text(text or "")
+    for p in parsed.problems:
+        # the loader's wording speaks of Kubernetes objects; keep what concerns a config
+        raise ConfigError(p.message.split("; the API server")[0], shown, p.line, p.column)
+    if len(parsed.docs) > 1:
+        raise ConfigError("the config must be a single YAML document", shown, 1, 1)
+    data = parsed.docs[0].data if parsed.docs else None
+    return parse_config(data, shown)

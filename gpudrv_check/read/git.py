@@ -1,0 +1,328 @@
+"""A git revision as a source: files read from the object store, never from the working tree.
+
+`--rev REV` checks the tree of a commit exactly as it was committed: blobs are read with
+`git cat-file` through gitpython, so neither the working tree nor the index is touched, and
+uncommitted edits do not leak in. When PATH is a directory inside the repository, the source is
+that directory's subtree at REV. gitpython is imported here only, when a revision is asked for.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.exclude import Exclusions, exclusions_of
+from gpudrv_check.read.safe_io import DEFAULT_LIMIT, TooLarge
+from gpudrv_check.read.source import clean_rel
+from gpudrv_check.read.tree import (
+    MANIFEST_SUFFIXES,
+    SKIP_DIRS,
+    SKIP_FILES,
+    FileRef,
+    Listing,
+    Skipped,
+)
+
+_SYMLINK, _SUBMODULE = 0o120000, 0o160000
+# manifests are read in one batch when they are small enough to hold at once
+_PREFETCH_FILE_BYTES = 8 * 1024 * 1024
+_PREFETCH_TOTAL_BYTES = 512 * 1024 * 1024
+
+SHALLOW_HINT = (
+    "fetch the history first: `git fetch --unshallow` (or `git fetch origin <branch>`); in "
+    "GitHub Actions set `fetch-depth: 0` on actions/checkout, in GitLab CI set `GIT_DEPTH: 0`"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    mode: int
+    sha: bytes  # binary object id
+    size: int
+
+
+def _import_git() -> Any:
+    try:
+        import git  # gitpython: only for --rev/--base
+    except ImportError as err:  # also raised when the git executable is missing
+        raise ConfigError(
+            f"--rev/--base need gitpython and the git command on PATH: {err}".splitlines()[0]
+        ) from None
+    return git
+
+
+def open_repository(path: Path) -> Any:
+    """The git repository that contains `path`, or a usage error saying what to do."""
+    git = _import_git()
+    try:
+        return git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise ConfigError(
+            f"{path} is not inside a git repository; --rev and --base read commits from git: "
+            "run in a clone (not a downloaded archive), or drop --rev/--base to check the files "
+            "on disk"
+        ) from None
+
+
+def is_shallow(repo: Any) -> bool:
+    common = getattr(repo, "common_dir", None) or repo.git_dir
+    return os.path.exists(os.path.join(common, "shallow"))
+
+
+def resolve_tree(repo: Any, rev: str) -> Any:
+    """The tree of the commit `rev` names; unknown and unfetched revisions are usage errors."""
+    git = _import_git()
+    from gitdb.exc import BadName, BadObject
+
+    top = repo.working_tree_dir or repo.git_dir
+    try:
+        # git itself reads the name: every revision syntax it knows (`HEAD@{yesterday}`,
+        # `main@{upstream}`, `:/message`) works, and a name starting with `-` is no option
+        sha = repo.git.rev_parse("--verify", "--end-of-options", rev)
+        commit = repo.commit(sha.strip())  # a tag is peeled; a tree or a blob is refused
+        tree = commit.tree
+        tree.hexsha  # noqa: B018 (forces the object to be read: missing in shallow clones)
+        repo.odb.info(tree.binsha)
+    except (
+        BadName,
+        BadObject,
+        ValueError,
+        IndexError,
+        KeyError,
+        NotImplementedError,
+        git.GitCommandError,
+    ) as err:
+        if is_shallow(repo):
+            raise ConfigError(
+                f"revision {rev!r} is not in {top}, a shallow clone: if the name is right, "
+                f"{SHALLOW_HINT}"
+            ) from None
+        detail = _git_detail(err)
+        raise ConfigError(
+            f"unknown revision {rev!r} in {top} ({detail}): check the name (`git log --oneline`, "
+            "`git branch -a`), or fetch it first (`git fetch origin <branch>`)"
+        ) from None
+    return tree
+
+
+def _git_detail(err: Exception) -> str:
+    """The first line git (or gitpython) gave as the reason, without the command's dump."""
+    stderr = getattr(err, "stderr", None)
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode("utf-8", "replace")
+    text = stderr if isinstance(stderr, str) and stderr.strip() else str(err)
+    for line in text.strip().splitlines():
+        line = line.strip().removeprefix("stderr:").strip().strip("'").strip()
+        if line:
+            return line.removeprefix("fatal: ")
+    return type(err).__name__
+
+
+class NotAtRevision(ConfigError):
+    """PATH is not a directory at the revision (e.g. a pull request adds it)."""
+
+
+class GitTree:
+    """The subtree at PATH of the commit REV, listed with `git ls-tree` and read from the odb."""
+
+    def __init__(self, path: str | os.PathLike[str], rev: str) -> None:
+        self.disk_root = Path(path)
+        self.rev = rev
+        self.repo = open_repository(self.disk_root)
+        top = Path(self.repo.working_tree_dir or self.repo.git_dir).resolve()
+        try:
+            prefix = self.disk_root.resolve().relative_to(top).as_posix()
+        except ValueError:
+            prefix = "."
+        self.prefix = "" if prefix == "." else prefix
+        self.label = f"{rev}:{self.prefix or '.'}"
+        tree = resolve_tree(self.repo, rev)
+        if self.prefix:
+            try:
+                tree = tree / self.prefix
+            except KeyError:
+                raise NotAtRevision(
+                    f"{self.prefix}/ does not exist at revision {rev!r}; check PATH, or the "
+                    "revision that should contain it"
+                ) from None
+            if tree.type != "tree":
+                raise NotAtRevision(f"{self.prefix} is not a directory at revision {rev!r}")
+        self.tree_sha = tree.hexsha
+        self.entries = self._ls_tree(tree.hexsha)
+        self._wanted: list[str] = []
+        self._cache: dict[str, bytes] = {}
+
+    def _ls_tree(self, tree_sha: str) -> dict[str, _Entry]:
+        git = _import_git()
+        try:
+            raw = self.repo.git.ls_tree("-r", "-l", "-z", tree_sha, stdout_as_string=False)
+        except git.GitCommandError as err:
+            if is_shallow(self.repo):
+                raise ConfigError(
+                    f"revision {self.rev!r} is incomplete in this shallow clone: {SHALLOW_HINT}"
+                ) from None
+            raise ConfigError(f"cannot list revision {self.rev!r}: {err}") from None
+        entries: dict[str, _Entry] = {}
+        for record in raw.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path = record.partition(b"\t")
+            mode, _kind, sha, size = meta.split(None, 3)
+            rel = path.decode("utf-8", "surrogateescape")
+            size_text = size.strip()
+            entries[rel] = _Entry(
+                int(mode, 8),
+                bytes.fromhex(sha.decode()),
+                int(size_text) if size_text.isdigit() else 0,
+            )
+        return entries
+
+    def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
+        """The same walk as the working tree's: same suffixes, exclusions and skipped links
+        (no .gitignore: a revision holds only what was committed)."""
+        rules = exclusions_of(exclude)
+        listing = Listing()
+        excluded_dirs: set[str] = set()
+        kept_dirs: set[str] = set()
+        for rel in sorted(self.entries):
+            entry = self.entries[rel]
+            parts = rel.split("/")
+            # a directory pattern excludes the whole subtree; report the directory once
+            hidden = False
+            for depth in range(1, len(parts)):
+                directory = "/".join(parts[:depth])
+                if directory in kept_dirs:
+                    continue
+                if directory in excluded_dirs or parts[depth - 1] in SKIP_DIRS:
+                    hidden = True
+                    break
+                why = rules.reason(directory, is_dir=True)
+                if why is not None:
+                    excluded_dirs.add(directory)
+                    listing.skipped.append(Skipped(directory + "/", why))
+                    hidden = True
+                    break
+                kept_dirs.add(directory)
+            if hidden:
+                continue
+            name = parts[-1]
+            if entry.mode == _SUBMODULE:
+                listing.skipped.append(Skipped(rel, "git submodule, not checked"))
+                continue
+            if not name.endswith(MANIFEST_SUFFIXES) or (len(parts) == 1 and name in SKIP_FILES):
+                continue
+            if any("\udc80" <= ch <= "\udcff" for ch in rel):
+                listing.skipped.append(Skipped(rel, "file name is not UTF-8"))
+                continue
+            why = rules.reason(rel)
+            if why is not None:
+                listing.skipped.append(Skipped(rel, why))
+                continue
+            if entry.mode == _SYMLINK:
+                listing.skipped.append(Skipped(rel, "symbolic link, not followed"))
+                continue
+            listing.files.append(FileRef(rel, entry.size))
+        listing.skipped.sort(key=lambda s: s.rel)
+        self._wanted = [f.rel for f in listing.files if f.size <= _PREFETCH_FILE_BYTES]
+        return listing
+
+    def read(self, rel: str, limit: int = DEFAULT_LIMIT, follow_inside: bool = False) -> bytes:
+        """A blob of the revision (links and submodules are never read); over `limit` it is
+        refused before a byte is read."""
+        entry = self.entries.get(rel)
+        if entry is None or entry.mode in (_SYMLINK, _SUBMODULE):
+            raise FileNotFoundError(2, "No such file at revision " + self.rev, rel)
+        if entry.size > limit:
+            raise TooLarge(entry.size, limit, rel)
+        if self._wanted:
+            self._prefetch(self._wanted)
+            self._wanted = []
+        cached = self._cache.pop(rel, None)
+        if cached is not None:
+            return cached
+        return self._blob(rel, entry)
+
+    def _blob(self, rel: str, entry: _Entry) -> bytes:
+        """The blob's bytes; a corrupt or missing object is an OSError (a finding at the file),
+        whatever gitpython raises for it."""
+        try:
+            return self.repo.odb.stream(entry.sha).read()
+        except OSError:
+            raise
+        except Exception as err:  # noqa: BLE001 - gitdb/gitpython errors for a damaged object
+            raise OSError(
+                errno.EIO,
+                f"git object {entry.sha.hex()[:12]} is damaged ({type(err).__name__})",
+                rel,
+            ) from None
+
+    def _prefetch(self, rels: list[str]) -> None:
+        """Read the listed files in one `git cat-file --batch` (one object at a time is slow)."""
+        if sum(self.entries[r].size for r in rels) > _PREFETCH_TOTAL_BYTES:
+            return
+        import tempfile
+
+        git = _import_git()
+        shas = [self.entries[r].sha.hex() for r in rels]
+        with tempfile.TemporaryFile() as request:
+            request.write(("\n".join(shas) + "\n").encode())
+            request.seek(0)
+            try:
+                out = self.repo.git.cat_file("--batch", istream=request, stdout_as_string=False)
+            except git.GitCommandError:
+                return  # read one by one instead
+        try:
+            by_sha = _batch_objects(out)
+        except ValueError:  # output cut short by a damaged object: read one by one instead
+            return
+        for rel, sha in zip(rels, shas, strict=True):
+            if sha in by_sha:
+                self._cache[rel] = by_sha[sha]
+
+    def exists(self, rel: str) -> bool:
+        entry = self.entries.get(rel)
+        return entry is not None and entry.mode not in (_SYMLINK, _SUBMODULE)
+
+    def files_under(self, prefix: str) -> list[str]:
+        """Every regular file below the directory `prefix` ("" for the root), sorted."""
+        start = prefix.rstrip("/") + "/" if prefix else ""
+        return sorted(
+            rel
+            for rel, entry in self.entries.items()
+            if rel.startswith(start) and entry.mode not in (_SYMLINK, _SUBMODULE)
+        )
+
+    def materialize(self, dest: Path) -> None:
+        """Write the regular files of the subtree under `dest` (for tools that read from disk)."""
+        for rel, entry in self.entries.items():
+            if entry.mode in (_SYMLINK, _SUBMODULE) or clean_rel(rel) != rel:
+                continue  # never write outside dest, never create links
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(self._blob(rel, entry))
+
+    def close(self) -> None:
+        self.repo.close()
+
+
+def _batch_objects(out: bytes) -> dict[str, bytes]:
+    """The objects of `git cat-file --batch` output by sha; ValueError when it is malformed."""
+    by_sha: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(out):
+        header_end = out.index(b"\n", pos)
+        fields = out[pos:header_end].split()
+        if len(fields) != 3:  # "<sha> missing"
+            pos = header_end + 1
+            continue
+        size = int(fields[2]) if fields[2].isdigit() and len(fields[2]) < 19 else -1
+        start = header_end + 1
+        if size < 0 or start + size > len(out):
+            raise ValueError("cut short")
+        by_sha[fields[0].decode()] = out[start : start + size]
+        pos = start + size + 1
+    return by_sha

@@ -1,0 +1,833 @@
+"""Files → Kubernetes objects (Manifests), with every skipped document accounted for."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gpudrv_check.core.finding import Finding, Location, Severity
+from gpudrv_check.core.located import LMap, LSeq, scalar_text, type_name
+from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.read.kustomization import PatchRef, is_kustomization, patch_refs
+from gpudrv_check.read.safe_io import TooLarge
+from gpudrv_check.read.text import decode_text
+from gpudrv_check.read.tree import FileRef, Skipped
+from gpudrv_check.read.yaml_docs import NON_SCALAR_KEY, LoadProblem, ParsedFile, parse_text
+
+# loader problems of one rule listed per file; the rest are counted in one more finding
+MAX_PROBLEMS_PER_RULE = 100
+
+
+class Source(Protocol):
+    def read(self, rel: str, limit: int = ..., follow_inside: bool = False) -> bytes: ...
+
+
+@dataclass
+class FileResult:
+    """What one file contributes: its objects, its problems, and what was skipped in it."""
+
+    rel: str
+    manifests: list[Manifest] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    digest: str = ""  # sha256 of the bytes read, to notice a change before rewriting
+
+
+@dataclass
+class RepoContent:
+    files: list[FileResult] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # files never read (walk level)
+    # files whose findings came from the partition cache (engine/cache/partition.py): counted,
+    # not decoded
+    unread_files: int = 0
+    unread_objects: int = 0
+    unread_skipped: int = 0
+    plan: Any = None  # the incremental.Plan of this run, or None
+    # files whose bytes hold `${`: the only ones with placeholders (model/placeholders.py)
+    placeholder_files: set[str] = field(default_factory=set)
+
+    @property
+    def manifests(self) -> list[Manifest]:
+        return [m for f in self.files for m in f.manifests]
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [p for f in self.files for p in f.problems]
+
+    @property
+    def object_count(self) -> int:
+        return sum(len(f.manifests) for f in self.files) + self.unread_objects
+
+    @property
+    def file_count(self) -> int:
+        return len(self.files) + self.unread_files
+
+    @property
+    def skipped_documents(self) -> int:
+        return sum(len(f.skipped) for f in self.files) + self.unread_skipped
+
+
+def problem_finding(rel: str, problem: LoadProblem) -> Finding:
+    from gpudrv_check.read.policy import default_severity
+
+    return Finding(
+        rule=problem.rule,
+        severity=default_severity(problem.rule),
+        message=problem.message,
+        hint=problem.hint,
+        location=Location(file=rel, line=problem.line, column=problem.column),
+    )
+
+
+def chart_template_dirs(files: Iterable[FileRef]) -> list[str]:
+    """`<chart>/templates/` prefixes: files there are Helm templates, not manifests."""
+    dirs = []
+    for f in files:
+        if posixpath.basename(f.rel) == "Chart.yaml":
+            parent = posixpath.dirname(f.rel)
+            dirs.append((parent + "/" if parent else "") + "templates/")
+    return sorted(dirs)
+
+
+def _not_checkable(rel: str, line: int, message: str, hint: str) -> Finding:
+    return Finding(
+        rule="GPU009",
+        severity=Severity.WARNING,
+        message=message,
+        hint=hint,
+        location=Location(file=rel, line=line, column=1),
+    )
+
+
+HELM_HINT = (
+    "Render the chart (helm template) and check the output, e.g. "
+    "`helm template … | gpudrv-check check - --stdin-name rendered.yaml`, or exclude the path."
+)
+
+
+TERRAFORM_HINT = (
+    "Terraform fills this template in (templatefile); check what it renders, e.g. "
+    "`terraform console` output piped into `gpudrv-check check -`, or exclude the path."
+)
+CHART_HINT = (
+    "Render the chart and check the output: `helm template NAME CHART -f values.yaml | "
+    "gpudrv-check check - --stdin-name rendered.yaml`, or exclude the chart's path."
+)
+
+
+def _is_terraform(text: str) -> bool:
+    """A template Terraform's templatefile() fills in: `%{ if … }` directives or `${ … }`."""
+    return "%{" in text or "${" in text
+
+
+def chart_findings(files: list[FileRef], templates: list[str]) -> dict[str, Finding]:
+    """One GPU009 per Helm chart with templates (`templates`: chart_template_dirs(files)), at
+    its Chart.yaml, by that file's path."""
+    out: dict[str, Finding] = {}
+    for prefix in templates:
+        count = sum(1 for f in files if f.rel.startswith(prefix))
+        if not count:
+            continue
+        chart_dir = prefix[: -len("templates/")]
+        chart_file = chart_dir + "Chart.yaml"
+        name = chart_dir.rstrip("/") or "."
+        out[chart_file] = _not_checkable(
+            chart_file,
+            1,
+            f"chart {name}: {count} template{'s' if count != 1 else ''} not rendered; pipe "
+            "`helm template` into `gpudrv-check check -`",
+            CHART_HINT,
+        ).model_copy(update={"path": ["templates"]})  # its fingerprint survives a new template
+    return out
+
+
+KUSTOMIZE_HINT = (
+    "Render the overlay (`kustomize build DIR > rendered.yaml`) and check the output; "
+    "the patch is checked as part of the objects it changes."
+)
+
+
+def _over_limit(rel: str, size: int, max_bytes: int) -> FileResult:
+    result = FileResult(rel)
+    result.problems.append(
+        problem_finding(
+            rel,
+            LoadProblem(
+                "GPU000",
+                1,
+                1,
+                f"file is {size} bytes, over the max_file_bytes limit of {max_bytes}; not read",
+                "Split the file, exclude it, or raise max_file_bytes in .gpudrv-check.yaml.",
+            ),
+        )
+    )
+    return result
+
+
+def _over_budget(rel: str, budget: int) -> FileResult:
+    result = FileResult(rel)
+    message = f"the run's input budget of {budget} bytes (max_total_bytes) is spent; not read"
+    hint = "Exclude generated or vendored files, or raise max_total_bytes in .gpudrv-check.yaml."
+    result.problems.append(problem_finding(rel, LoadProblem("GPU000", 1, 1, message, hint)))
+    return result
+
+
+class _Budget:
+    """The bytes a run may still read; stderr says once when they are spent."""
+
+    def __init__(self, total: int | None) -> None:
+        self.left, self.total, self.said = total, total, False
+
+    def take(self, rel: str, size: int) -> FileResult | None:
+        """None when `size` bytes fit (and are taken), else the finding for `rel`."""
+        if self.left is None or self.total is None:
+            return None
+        if size <= self.left:
+            self.left -= size
+            return None
+        self.left = 0  # the rest of the run reads nothing more: a deterministic cut in path order
+        if not self.said:
+            self.said = True
+            sys.stderr.write(
+                f"gpudrv-check: warning: the input budget of {self.total} bytes "
+                "(max_total_bytes) is spent; the remaining files are not read\n"
+            )
+        return _over_budget(rel, self.total)
+
+
+def _read_bytes(source: Source, ref: FileRef, max_bytes: int) -> bytes | FileResult:
+    """The file's bytes, or the FileResult that says why they cannot be used."""
+    if ref.error is not None:
+        result = FileResult(ref.rel)
+        result.problems.append(problem_finding(ref.rel, LoadProblem("GPU000", 1, 1, ref.error)))
+        return result
+    if ref.size > max_bytes:
+        return _over_limit(ref.rel, ref.size, max_bytes)
+    try:
+        data = source.read(ref.rel, max_bytes)
+    except TooLarge as err:  # it grew since the walk
+        return _over_limit(ref.rel, err.size, max_bytes)
+    except OSError as err:
+        result = FileResult(ref.rel)
+        reason = err.strerror or type(err).__name__
+        result.problems.append(
+            problem_finding(ref.rel, LoadProblem("GPU000", 1, 1, f"cannot read: {reason}"))
+        )
+        return result
+    if len(data) > max_bytes:  # it grew since the walk
+        return _over_limit(ref.rel, len(data), max_bytes)
+    return data
+
+
+def read_file(
+    source: Source,
+    ref: FileRef,
+    max_bytes: int,
+    helm_template: bool,
+    patch: PatchRef | None = None,
+) -> FileResult:
+    """Read one file into objects. Never raises for bad content: problems become findings."""
+    if patch is not None:
+        return kustomize_patch_result(ref.rel, patch)
+    data = _read_bytes(source, ref, max_bytes)
+    if isinstance(data, FileResult):
+        return data
+    return parse_manifest_bytes(ref.rel, data, helm_template)
+
+
+def kustomize_patch_result(rel: str, patch: PatchRef) -> FileResult:
+    result = FileResult(rel)
+    result.problems.append(
+        _not_checkable(
+            rel,
+            1,
+            f"Kustomize patch (listed in {patch.kustomization}:{patch.line} {patch.field}): "
+            "a partial object, not checkable on its own",
+            KUSTOMIZE_HINT,
+        )
+    )
+    return result
+
+
+def _is_json_name(rel: str) -> bool:
+    return rel.lower().endswith(".json")
+
+
+def parse_document_text(rel: str, text: str, skim: frozenset[str] | None = None) -> ParsedFile:
+    """YAML, or JSON for `.json` files that libyaml refuses but that are valid JSON.
+    `skim`: kinds whose content is not kept (see yaml_docs.parse_text)."""
+    from gpudrv_check.read.json_docs import parse_json
+
+    if _is_json_name(rel) and "\x85" in text:
+        # YAML 1.1 folds a NEL inside a quoted string into a space; JSON keeps the character
+        as_json = parse_json(text)
+        if not as_json.failed:
+            return as_json
+    parsed = parse_text(text, skim)
+    if parsed.failed and _is_json_name(rel):
+        as_json = parse_json(text)
+        settings = _jsonc_settings(text) if as_json.failed else None
+        if settings is not None:
+            return settings
+        # a JSON-looking file gets the JSON reader's complaint; YAML in a .json file the YAML one
+        if not as_json.failed or text.lstrip("\ufeff \t\r\n").startswith(("{", "[")):
+            return as_json
+    return parsed
+
+
+def _jsonc_settings(text: str) -> ParsedFile | None:
+    """Editor or tool settings in JSONC (comments, trailing commas): documents that are no
+    Kubernetes object (skipped). None for anything else: a manifest written so is still a
+    syntax error (kubectl refuses it)."""
+    from gpudrv_check.read.json_docs import parse_json
+    from gpudrv_check.read.jsonc import without_comments
+
+    plain = without_comments(text)
+    if plain is None:
+        return None
+    parsed = parse_json(plain)
+    if parsed.failed or any(is_object(doc.data) for doc in parsed.docs):
+        return None
+    return parsed
+
+
+def _is_templated(text: str, parsed: ParsedFile) -> bool:
+    """`{{ … }}` that broke the YAML, or that YAML read as a mapping used as a key."""
+    if "{{" not in text:
+        return False
+    return parsed.failed or any(p.message.startswith(NON_SCALAR_KEY) for p in parsed.problems)
+
+
+def _capped(problems: list[LoadProblem]) -> list[LoadProblem]:
+    """At most MAX_PROBLEMS_PER_RULE per rule, plus one that counts the rest."""
+    seen: dict[str, int] = {}
+    first_unlisted: dict[str, LoadProblem] = {}
+    out = []
+    for p in problems:
+        seen[p.rule] = seen.get(p.rule, 0) + 1
+        if seen[p.rule] <= MAX_PROBLEMS_PER_RULE:
+            out.append(p)
+        elif p.rule not in first_unlisted:
+            first_unlisted[p.rule] = p
+    for rule, p in first_unlisted.items():
+        more = seen[rule] - MAX_PROBLEMS_PER_RULE
+        out.append(
+            LoadProblem(
+                rule,
+                p.line,
+                p.column,
+                f"{more} more {rule} problem(s) in this file from here on, not listed "
+                f"(the first {MAX_PROBLEMS_PER_RULE} are)",
+                p.hint,
+            )
+        )
+    return out
+
+
+def parse_manifest_bytes(
+    rel: str, data: bytes, helm_template: bool = False, skim: frozenset[str] | None = None
+) -> FileResult:
+    result = FileResult(rel, digest=hashlib.sha256(data).hexdigest())
+    text, problem = decode_text(data)
+    if problem is not None:
+        result.problems.append(problem_finding(rel, problem))
+        return result
+    assert text is not None
+    if helm_template:
+        # said once for the whole chart, at its Chart.yaml (chart_findings)
+        result.skipped.append(Skipped(rel, "Helm chart template, not rendered"))
+        return result
+    parsed = parse_document_text(rel, text, skim)
+    if parsed.failed and _is_terraform(text):
+        result.problems.append(
+            _not_checkable(
+                rel,
+                1,
+                "Terraform template (%{ … } / ${ … }): not checkable unless rendered",
+                TERRAFORM_HINT,
+            ).model_copy(update={"severity": Severity.INFO})
+        )
+        return result
+    if _is_templated(text, parsed):
+        result.problems.append(
+            _not_checkable(
+                rel,
+                1,
+                "templated file ({{ … }}): not checkable unless rendered",
+                HELM_HINT,
+            )
+        )
+        return result
+    for p in _capped(_object_problems(parsed)):
+        result.problems.append(problem_finding(rel, p))
+    for doc in parsed.docs:
+        _collect(result, rel, doc.index, doc.data, doc.pos)
+    return result
+
+
+def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int, int]) -> None:
+    where = f"{rel}#{index}"
+    if data is None:
+        result.skipped.append(Skipped(where, "empty document"))
+        return
+    if isinstance(data, LSeq) and not _holds_objects(data):
+        # an Ansible playbook, a task list, a JSON 6902 patch: not meant as Kubernetes objects
+        result.skipped.append(Skipped(where, "a list, not a Kubernetes object"))
+        return
+    if not isinstance(data, LMap):
+        shape = "a list" if isinstance(data, LSeq) else "a scalar"
+        result.problems.append(
+            _not_checkable(
+                rel,
+                pos[0],
+                f"document {index} is {shape}, not a Kubernetes object; skipped",
+                "A manifest is a mapping with apiVersion and kind; exclude this file if it is "
+                "not one.",
+            )
+        )
+        return
+    api_version = data.get("apiVersion")
+    kind = data.get("kind")
+    if api_version is None or kind is None:
+        result.skipped.append(Skipped(where, "no apiVersion/kind: not a Kubernetes object"))
+        return
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        key = "kind" if not isinstance(kind, str) else "apiVersion"
+        line, col = data.key_pos(key)
+        result.problems.append(
+            Finding(
+                rule="GPU040",
+                severity=Severity.ERROR,
+                message=f"{key} must be a string; object skipped",
+                hint="Write apiVersion and kind as strings, e.g. `kind: Deployment`.",
+                location=Location(file=rel, line=line, column=col),
+            )
+        )
+        return
+    items = data.get("items")
+    if kind.endswith("List") and isinstance(items, LSeq) and kind != "NodeInventory":
+        for i, item in enumerate(items):
+            _collect_item(result, rel, index, i, item, items.item_pos(i))
+        return
+    _check_name_types(result, rel, data)
+    result.manifests.append(_manifest(rel, index, data, api_version, kind, None))
+
+
+def _holds_objects(items: LSeq) -> bool:
+    """Whether a top-level list holds Kubernetes objects (kubectl refuses it: not a List)."""
+    return any(isinstance(item, LMap) and "apiVersion" in item and "kind" in item for item in items)
+
+
+def is_object(data: Any) -> bool:
+    """Whether a document is meant as a Kubernetes object (or a list of them)."""
+    if isinstance(data, LMap):  # as _collect reads it: both, or it is skipped
+        return "apiVersion" in data and "kind" in data
+    return isinstance(data, LSeq) and _holds_objects(data)
+
+
+#: problems that concern Kubernetes objects only: in a CI config, a Home Assistant or Ansible
+#: file (`!secret`, `!include`, a repeated key) they are that tool's business, not findings
+OBJECT_ONLY_RULES = frozenset(("GPU008", "GPU009"))
+
+
+def _object_problems(parsed: ParsedFile) -> list[LoadProblem]:
+    """The parse problems, without those of OBJECT_ONLY_RULES inside documents that are not
+    Kubernetes objects (a document spans from its start to the next one's)."""
+    foreign = [
+        (doc.pos, parsed.docs[i + 1].pos if i + 1 < len(parsed.docs) else None)
+        for i, doc in enumerate(parsed.docs)
+        if doc.data is not None and not is_object(doc.data)
+    ]
+    if not foreign:
+        return parsed.problems
+
+    def inside(p: LoadProblem) -> bool:
+        at = (p.line, p.column)
+        return any(start <= at and (end is None or at < end) for start, end in foreign)
+
+    return [
+        p
+        for p in parsed.problems
+        if p.rule not in OBJECT_ONLY_RULES
+        and not p.message.startswith(NON_SCALAR_KEY)
+        or not inside(p)
+    ]
+
+
+def _check_name_types(result: FileResult, rel: str, data: LMap) -> None:
+    """metadata.name/namespace written as YAML booleans or numbers (`name: n` is false)."""
+    meta = data.get("metadata")
+    if not isinstance(meta, LMap):
+        return
+    for key in ("name", "namespace"):
+        value = meta.get(key)
+        if value is None or isinstance(value, str):
+            continue
+        text = scalar_text(meta, key)
+        line, col = meta.key_pos(key)
+        result.problems.append(
+            Finding(
+                rule="GPU040",
+                severity=Severity.ERROR,
+                message=f"metadata.{key} is read as a YAML {type_name(value)}, not a string"
+                + (f" (`{text}`)" if text else ""),
+                hint=f'Quote it: `{key}: "{text}"`.'
+                if text
+                else f"Write metadata.{key} as a string.",
+                location=Location(file=rel, line=line, column=col),
+            )
+        )
+        if text is not None:
+            meta[key] = text  # read on as the text written, so the object is still checked
+
+
+def _collect_item(
+    result: FileResult, rel: str, index: int, item_index: int, item: Any, pos: tuple[int, int]
+) -> None:
+    where = f"{rel}#{index}.items[{item_index}]"
+    if not isinstance(item, LMap):
+        result.skipped.append(Skipped(where, "List item is not a mapping"))
+        return
+    api_version = item.get("apiVersion")
+    kind = item.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        result.skipped.append(Skipped(where, "List item without apiVersion/kind"))
+        return
+    _check_name_types(result, rel, item)
+    result.manifests.append(_manifest(rel, index, item, api_version, kind, item_index))
+
+
+def _manifest(
+    rel: str, index: int, data: LMap, api_version: str, kind: str, item: int | None
+) -> Manifest:
+    meta = data.get("metadata")
+    name = namespace = None
+    if isinstance(meta, dict):
+        raw_name = meta.get("name")
+        raw_ns = meta.get("namespace")
+        name = raw_name if isinstance(raw_name, str) else None
+        namespace = raw_ns if isinstance(raw_ns, str) else None
+        generate = meta.get("generateName")
+        if name is None and isinstance(generate, str) and generate:
+            name = generate + "*"  # the API server appends a random suffix
+    return Manifest(
+        file=rel,
+        doc=index,
+        data=data,
+        api_version=api_version,
+        kind=kind,
+        name=name,
+        namespace=namespace,
+        item=item,
+    )
+
+
+def kustomize_patches(source: Source, files: list[FileRef], max_bytes: int) -> dict[str, PatchRef]:
+    """Patch files named by the repo's kustomizations (the first naming wins), by path."""
+    listed = {ref.rel for ref in files}
+    out: dict[str, PatchRef] = {}
+    for ref in files:
+        if not is_kustomization(ref.rel):
+            continue
+        data = _read_bytes(source, ref, max_bytes)
+        if isinstance(data, FileResult):
+            continue  # reported when the file itself is read
+        text, problem = decode_text(data)
+        if text is None or problem is not None:
+            continue
+        for doc in parse_text(text).docs:
+            for rel, patch in patch_refs(ref.rel, doc.data).items():
+                if rel in listed and rel not in out and rel != ref.rel:
+                    out[rel] = patch
+    return out
+
+
+@dataclass
+class ReadOptions:
+    """How `read_repo` reads: worker processes, the per-file cache, a progress line."""
+
+    jobs: int = 1  # processes parsing files (1: in this process)
+    cache: Any = None  # a cache.Cache, or None
+    progress: Any = None  # called with (files done, total) now and then, or None
+    #: bytes already read, by path (check reads them first); emptied as the files are parsed
+    data: dict[str, bytes] | None = None
+    skim: frozenset[str] | None = None  # kinds whose content is not kept (see SKIM_KINDS)
+    #: digest of everything but the manifest files, for the partition cache
+    #: (engine/cache/partition.py);
+    #: None: every file is decoded and evaluated
+    context: str | None = None
+    #: manifest bytes the whole run may read (config `max_total_bytes`); None: no limit
+    max_total_bytes: int | None = None
+
+
+#: kinds no rule reads past `metadata`: their content is parsed (syntax, nesting, duplicate keys
+#: and tags are still reported) but not kept. Only when the repo has no custom policies, which
+#: may assert on any kind. Large CRDs are most of the bytes of a typical GitOps repo.
+SKIM_KINDS = frozenset(
+    (
+        "APIService",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "Endpoints",
+        "EndpointSlice",
+        "HorizontalPodAutoscaler",
+        "Ingress",
+        "IngressClass",
+        "MutatingWebhookConfiguration",
+        "NetworkPolicy",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+        "StorageClass",
+        "ValidatingWebhookConfiguration",
+    )
+)
+
+#: fewer files than this are parsed in-process whatever --jobs says (worker start-up costs more)
+PARALLEL_MIN_FILES = 200
+#: the main process's share of the parsing relative to one worker's (it also decodes theirs)
+MAIN_SHARE = 0.8
+_CHUNK = 64
+
+
+def _parse_chunk(items: list[tuple[str, bytes, bool]], skim: frozenset[str] | None) -> list[bytes]:
+    """In a worker process: parse files, return each FileResult encoded (read/codec.py)."""
+    from gpudrv_check.read.codec import encode
+
+    return [encode(parse_manifest_bytes(rel, data, helm, skim)) for rel, data, helm in items]
+
+
+def _parse_all(
+    todo: list[tuple[int, str, bytes, bool]],
+    jobs: int,
+    tick,
+    skim: frozenset[str] | None = None,
+    encoded_out: dict[int, bytes] | None = None,
+) -> dict[int, FileResult]:
+    """Parse files (index, rel, bytes, helm template?), in worker processes when worth it;
+    the results are the same whatever the number of processes."""
+    out: dict[int, FileResult] = {}
+    if jobs <= 1 or len(todo) < PARALLEL_MIN_FILES:
+        for index, rel, data, helm in todo:
+            out[index] = parse_manifest_bytes(rel, data, helm, skim)
+            tick()
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    chunks = [todo[i : i + _CHUNK] for i in range(0, len(todo), _CHUNK)]
+    # this process parses some chunks itself while the workers do the others; it also decodes
+    # what the workers send back, so it takes a smaller share (a chunk costs it 1/MAIN_SHARE)
+    mine, theirs = [], []
+    load_mine, load_theirs = 0.0, 0.0
+    for chunk in chunks:
+        if load_mine + 1 / MAIN_SHARE <= load_theirs + 1 / (jobs - 1):
+            mine.append(chunk)
+            load_mine += 1 / MAIN_SHARE
+        else:
+            theirs.append(chunk)
+            load_theirs += 1 / (jobs - 1)
+    from gpudrv_check.core.signals import kill_workers, worker_start
+
+    try:
+        pool = ProcessPoolExecutor(
+            max_workers=jobs - 1,
+            mp_context=context,
+            initializer=worker_start,
+            initargs=(os.getpid(),),
+        )
+    except (OSError, ValueError, NotImplementedError):
+        return _parse_all(todo, 1, tick, skim)
+    try:
+        _share_out(pool, theirs, mine, out, tick, skim, encoded_out)
+    except BaseException:  # SIGINT/SIGTERM: the workers go now, not after their chunks
+        kill_workers(pool)
+        raise
+    pool.shutdown(wait=True)
+    return out
+
+
+def _share_out(
+    pool: Any,
+    theirs: list[list[tuple[int, str, bytes, bool]]],
+    mine: list[list[tuple[int, str, bytes, bool]]],
+    out: dict[int, FileResult],
+    tick: Any,
+    skim: frozenset[str] | None,
+    encoded_out: dict[int, bytes] | None,
+) -> None:
+    """Hand `theirs` to the pool, parse `mine` here, and gather every result into `out`."""
+    from gpudrv_check.core.signals import signals_held
+    from gpudrv_check.read.codec import decode
+
+    with signals_held():  # the workers forked here start with SIGINT/SIGTERM held
+        futures = [
+            (chunk, pool.submit(_parse_chunk, [(r, d, h) for _, r, d, h in chunk], skim))
+            for chunk in theirs
+        ]
+    for chunk in mine:
+        for index, rel, data, helm in chunk:
+            out[index] = parse_manifest_bytes(rel, data, helm, skim)
+            tick()
+    for chunk, future in futures:
+        try:
+            encoded = future.result()
+        except Exception:  # noqa: BLE001 - a worker that died: parse here instead
+            encoded = None
+        for n, (index, rel, data, helm) in enumerate(chunk):
+            if encoded:
+                out[index] = decode(encoded[n])
+                if encoded_out is not None:  # the cache stores these bytes as they are
+                    encoded_out[index] = encoded[n]
+            else:
+                out[index] = parse_manifest_bytes(rel, data, helm, skim)
+            tick()
+
+
+def read_repo(
+    source: Source,
+    files: list[FileRef],
+    max_bytes: int,
+    options: ReadOptions | None = None,
+) -> RepoContent:
+    """Every manifest file of a listing, in path order."""
+    options = options or ReadOptions()
+    content = RepoContent()
+    templates = chart_template_dirs(files)
+    patches = kustomize_patches(source, files, max_bytes)
+    total = len(files)
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if options.progress is not None and (done % 100 == 0 or done == total):
+            options.progress(done, total)
+
+    results: list[FileResult | None] = [None] * total
+    budget = _Budget(options.max_total_bytes)
+    hits: dict[int, tuple[tuple, bytes]] = {}  # cache hits, decoded only if the run needs them
+    todo: list[tuple[int, str, bytes, bool]] = []
+    cached: dict = {}
+    fresh: dict = {}
+    cache_name = cache_key = ""
+    if options.cache is not None:
+        from gpudrv_check.engine.cache import store as cache_mod
+
+        cache_name = cache_mod.digest(getattr(source, "disk_root", ""), type(source).__name__)
+        cache_key = cache_mod.digest(max_bytes, templates, sorted(options.skim or ()))
+        from gpudrv_check.engine.cache.partition import valid_files_entry
+
+        cached = options.cache.load("files", cache_name, cache_key, valid_files_entry) or {}
+    for i, ref in enumerate(files):
+        helm = any(ref.rel.startswith(prefix) for prefix in templates)
+        patch = patches.get(ref.rel)
+        if patch is not None:
+            results[i] = kustomize_patch_result(ref.rel, patch)
+            tick()
+            continue
+        # taken out as used: the caller's copy of the bytes is not held for the whole run
+        pre = options.data.pop(ref.rel, None) if options.data is not None else None
+        fits = ref.error is None and ref.size <= max_bytes  # else not read: costs nothing
+        spent = budget.take(ref.rel, len(pre) if pre is not None else ref.size if fits else 0)
+        if spent is not None:
+            data: bytes | FileResult = spent
+        elif pre is not None and len(pre) <= max_bytes and ref.error is None:
+            data = pre
+        else:
+            data = _read_bytes(source, ref, max_bytes)
+        if isinstance(data, FileResult):
+            results[i] = data
+            tick()
+            continue
+        if b"${" in data:
+            content.placeholder_files.add(ref.rel)
+        if options.cache is not None:
+            file_digest = hashlib.sha256(data).hexdigest()
+            entry = cached.get(ref.rel)
+            if isinstance(entry, tuple) and len(entry) == 4 and entry[:2] == (file_digest, helm):
+                hits[i] = (entry, data)
+                fresh[ref.rel] = entry
+                tick()
+                continue
+        todo.append((i, ref.rel, data, helm))
+    encoded: dict[int, bytes] = {}
+    for i, parsed in _parse_all(todo, options.jobs, tick, options.skim, encoded).items():
+        results[i] = parsed
+    summaries: dict[int, Any] = {}
+    if options.cache is not None:
+        from gpudrv_check.engine.cache.partition import summarize
+        from gpudrv_check.read.codec import encode
+
+        for i, rel, _, helm in todo:
+            result = results[i]
+            assert result is not None
+            summaries[i] = summarize(result, rel in content.placeholder_files)
+            blob = encoded.get(i)
+            fresh[result.rel] = (
+                result.digest,
+                helm,
+                blob if blob is not None else encode(result),
+                summaries[i],
+            )
+        if todo or len(fresh) != len(cached):
+            options.cache.store("files", cache_name, cache_key, fresh)
+    if options.cache is not None and options.context is not None:
+        from gpudrv_check.engine.cache import partition as incremental
+
+        # per file: how it was read (content digest, Helm template or not; a Kustomize patch;
+        # an error) and what it holds; a change in either changes the partition keys
+        helm_of = {i: helm for i, _, _, helm in todo}
+        metas = []
+        for i, ref in enumerate(files):
+            if i in hits:
+                entry = hits[i][0]
+                metas.append((ref.rel, f"{entry[0]} helm={entry[1]}", entry[3]))
+                continue
+            result = results[i]
+            assert result is not None
+            patch = patches.get(ref.rel)
+            if i in helm_of:
+                how = f"{result.digest} helm={helm_of[i]}"
+            elif patch is not None:
+                how = f"patch of {patch.kustomization}:{patch.line} {patch.field}"
+            else:
+                how = "unread: " + "; ".join(f.message for f in result.problems)
+            metas.append((ref.rel, how, summaries.get(i)))
+        content.plan = incremental.plan(options.cache, cache_name, options.context, metas)
+    for i, (entry, data) in hits.items():
+        if content.plan is not None and not content.plan.decode(files[i].rel):
+            continue
+        from gpudrv_check.read.codec import CodecError, decode
+
+        try:
+            results[i] = decode(entry[2])
+        except CodecError:
+            results[i] = parse_manifest_bytes(files[i].rel, data, entry[1], options.skim)
+    if content.plan is not None:
+        for i, ref in enumerate(files):
+            if content.plan.decode(ref.rel):
+                continue
+            summary = hits[i][0][3] if i in hits else summaries.get(i)
+            assert summary is not None  # a file with no summary is shared: always decoded
+            results[i] = None
+            content.unread_files += 1
+            content.unread_objects += len(summary[0])
+            content.unread_skipped += summary[1]
+    content.files = [r for r in results if r is not None]
+    charts = chart_findings(files, templates)
+    for result in content.files:
+        if result.rel in charts:
+            result.problems.append(charts[result.rel])
+    return content

@@ -1,0 +1,163 @@
+"""The rule catalog: every built-in rule's metadata, declared as data in `policies/rules/`.
+
+Documentation (`gpudrv-check rules`, `explain`, the README table) is generated from here, so
+it cannot drift from what the checker does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpudrv_check.core.finding import Severity, quoted
+
+if TYPE_CHECKING:
+    from gpudrv_check.read.config import Config, RuleSettings
+
+
+class RulePolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    name: str
+    title: str
+    severity: Severity
+    category: str
+    # "rule": a module in gpudrv_check/rules yields it; "load": the reader or model emits it
+    source: str = "rule"
+    why: str
+    fix: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    # what the rule cannot run without: `nodes` (any node), `gpu-nodes`, `matrix`; a run whose
+    # repo lacks one skips the rule and says so (model/coverage.py)
+    needs: list[Literal["nodes", "gpu-nodes", "matrix"]] = Field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def catalog() -> dict[str, RulePolicy]:
+    from gpudrv_check.core.resources import resource_dir
+    from gpudrv_check.read.yaml_docs import parse_text
+
+    rules: dict[str, RulePolicy] = {}
+    folder = resource_dir("policies").joinpath("rules")
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        parsed = parse_text(entry.read_text(encoding="utf-8"))
+        if parsed.problems or not parsed.docs:
+            raise RuntimeError(f"broken built-in policy {entry.name}: {parsed.problems}")
+        policy = RulePolicy.model_validate(parsed.docs[0].data)
+        rules[policy.id] = policy
+    return dict(sorted(rules.items()))
+
+
+def by_id_or_name(key: str) -> RulePolicy | None:
+    """A built-in rule by id (any case) or name."""
+    return find_rule(key, catalog())
+
+
+def default_severity(rule_id: str) -> Severity:
+    policy = catalog().get(rule_id)
+    return policy.severity if policy else Severity.ERROR
+
+
+def find_rule(key: str, rules: Mapping[str, RulePolicy] | None = None) -> RulePolicy | None:
+    """A rule by id (any case) or name, among `rules` (default: the built-in catalog)."""
+    if rules is None:
+        rules = catalog()
+    if key.upper() in rules:
+        return rules[key.upper()]
+    for policy in rules.values():
+        if policy.name == key:
+            return policy
+    return None
+
+
+def rule_settings(
+    config: Config, rule_id: str, rules: Mapping[str, RulePolicy] | None = None
+) -> RuleSettings | None:
+    """The config's `rules:` entry for a rule, written under its id (any case) or its name."""
+    for key, settings in config.rules.items():
+        policy = find_rule(key, rules)
+        if policy is not None and policy.id == rule_id:
+            return settings
+        if policy is None and key.upper() == rule_id:
+            return settings
+    return None
+
+
+def rule_params(
+    config: Config, rule_id: str, rules: Mapping[str, RulePolicy] | None = None
+) -> dict[str, Any]:
+    """A rule's parameters: the policy's defaults overlaid with the config's."""
+    policy = (rules if rules is not None else catalog()).get(rule_id)
+    merged = dict(policy.params) if policy else {}
+    settings = rule_settings(config, rule_id, rules)
+    if settings is not None:
+        merged.update(settings.params)
+    return merged
+
+
+def _same_type(default: Any, value: Any) -> bool:
+    if default is None:
+        return True
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, str):
+        return isinstance(value, str)
+    if isinstance(default, list):
+        return isinstance(value, list)
+    if isinstance(default, dict):
+        return isinstance(value, dict)
+    return True
+
+
+def validate_rule_settings(config: Config, rules: Mapping[str, RulePolicy] | None = None) -> None:
+    """Config `rules:` keys name a rule (by id or name) once; params exist and have their type.
+
+    Raises ConfigError at the offending key of the config file.
+    """
+    from gpudrv_check.core.located import type_name
+
+    seen: dict[str, str] = {}
+    for key, settings in config.rules.items():
+        policy = find_rule(key, rules)
+        if policy is None:
+            raise config.error(
+                f"rules: unknown rule {quoted(key)} (see `gpudrv-check rules`)", "rules", key
+            )
+        if policy.id in seen:
+            raise config.error(
+                f"rules: {policy.id} is configured twice "
+                f"({quoted(seen[policy.id])} and {quoted(key)})",
+                "rules",
+                key,
+            )
+        seen[policy.id] = key
+        for name, value in settings.params.items():
+            if name not in policy.params:
+                known = ", ".join(sorted(policy.params)) or "none"
+                raise config.error(
+                    f"rules: {policy.id} has no parameter {quoted(name)} (parameters: {known})",
+                    "rules",
+                    key,
+                    "params",
+                    name,
+                )
+            default = policy.params[name]
+            if not _same_type(default, value):
+                raise config.error(
+                    f"rules: {policy.id} parameter {quoted(name)} must be a {type_name(default)}, "
+                    f"not a {type_name(value)}",
+                    "rules",
+                    key,
+                    "params",
+                    name,
+                )

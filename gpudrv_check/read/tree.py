@@ -1,0 +1,225 @@
+"""The working tree as a source of files: a deterministic, bounded walk."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpudrv_check.read.exclude import (
+    GITIGNORE,
+    MAX_GITIGNORE_BYTES,
+    Exclusions,
+    exclusions_of,
+)
+from gpudrv_check.read.safe_io import DEFAULT_LIMIT, Beneath, read_inside
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+SKIP_DIRS = frozenset((".git", ".hg", ".svn"))
+# our own config is not a manifest
+SKIP_FILES = frozenset((".gpudrv-check.yaml",))
+
+
+@dataclass(slots=True)
+class FileRef:
+    rel: str  # POSIX path relative to the root, printable (see display_name)
+    size: int
+    error: str | None = None  # why the path cannot be read (reported as a finding)
+
+
+# characters a path must not carry into a report line (controls, line and bidi overrides)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def display_name(name: str) -> str:
+    """A file name as reports show it: undecodable bytes and control characters escaped.
+
+    A name can hold any byte but NUL and `/`; printed raw, a newline or an escape sequence
+    would forge report lines or CI annotations.
+    """
+    if name.isascii() and name.isprintable():
+        return name
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+@dataclass(slots=True)
+class Skipped:
+    rel: str
+    reason: str
+
+
+@dataclass
+class Listing:
+    files: list[FileRef] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def inside_root(root: str | os.PathLike[str], rel: str) -> bool:
+    """Whether `rel` stays inside `root` once `..` and symbolic links are resolved."""
+    try:
+        (Path(root) / rel).resolve().relative_to(Path(root).resolve())
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a link loop
+        return False
+    return True
+
+
+def _read_gitignore(
+    exclude: Exclusions, entries: list[os.DirEntry[str]], rel_dir: str, files: Beneath, disk: str
+) -> None:
+    """A folder's .gitignore, when it is a regular file (a link is not followed; one that
+    cannot be read ignores nothing, as in git)."""
+    if not exclude.gitignore:
+        return
+    for entry in entries:
+        if entry.name == GITIGNORE and entry.is_file(follow_symlinks=False):
+            try:
+                raw = files.read(disk + GITIGNORE, MAX_GITIGNORE_BYTES + 1)
+            except OSError:
+                return
+            exclude.add_gitignore(rel_dir, raw)
+            return
+
+
+def _links_to_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether a link points at a directory (it is not followed; a loop or a target that
+    cannot be reached (ELOOP, EACCES) is simply not a directory)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+class WorkingTree:
+    """Files under a directory, walked in sorted order.
+
+    Symbolic links are never followed (no escape from the root, no loops); a directory met
+    twice (a bind mount) is walked once; only regular files are read (a FIFO would block the
+    read forever); a directory that cannot be listed is reported, not silently skipped.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.disk_root = self.root
+        self.label = str(root)
+        # display path -> path on disk, for the names display_name had to escape
+        self._on_disk: dict[str, str] = {}
+        self._listings: dict[tuple[str, ...], Listing] = {}
+        self._files = Beneath(self.root)
+
+    def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
+        """Every manifest file under the root, in path order (walked once per instance and
+        exclusions; each call gets its own lists). `.gitignore` files are honoured."""
+        rules = exclusions_of(exclude, gitignore=True)
+        known = self._listings.get(rules.key())
+        if known is None:
+            known = self._listings[rules.key()] = self._walk(rules)
+        return Listing(list(known.files), list(known.skipped))
+
+    def _walk(self, exclude: Exclusions) -> Listing:
+        listing = Listing()
+        seen_dirs: set[tuple[int, int]] = set()
+        pending: list[tuple[str, str]] = [("", "")]  # (display, on disk): "" or "a/b/"
+        while pending:
+            rel_dir, disk_dir = pending.pop()
+            try:
+                # by descriptor: no link followed, and no PATH_MAX however deep the tree
+                dir_fd = self._files.open_dir(disk_dir.rstrip("/"))
+            except OSError as err:
+                reason = err.strerror or type(err).__name__
+                listing.files.append(
+                    FileRef(rel_dir or "./", 0, f"cannot list directory: {reason}")
+                )
+                continue
+            try:
+                info = os.fstat(dir_fd)
+                with os.scandir(dir_fd) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as err:
+                os.close(dir_fd)
+                reason = err.strerror or type(err).__name__
+                listing.files.append(
+                    FileRef(rel_dir or "./", 0, f"cannot list directory: {reason}")
+                )
+                continue
+            if (info.st_dev, info.st_ino) in seen_dirs:
+                os.close(dir_fd)
+                listing.skipped.append(Skipped(rel_dir, "directory already walked (mount loop)"))
+                continue
+            seen_dirs.add((info.st_dev, info.st_ino))
+            _read_gitignore(exclude, entries, rel_dir, self._files, disk_dir)
+            subdirs = []
+            for entry in entries:
+                name = entry.name
+                rel, disk = rel_dir + display_name(name), disk_dir + name
+                manifest_name = name.endswith(MANIFEST_SUFFIXES)
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError as err:
+                    if manifest_name:
+                        listing.files.append(FileRef(rel, 0, f"cannot stat: {err.strerror}"))
+                        self._remember(rel, disk)
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    if manifest_name:
+                        listing.skipped.append(Skipped(rel, "symbolic link, not followed"))
+                    elif _links_to_dir(entry):
+                        listing.skipped.append(
+                            Skipped(rel + "/", "symbolic link to a directory, not followed")
+                        )
+                elif stat.S_ISDIR(st.st_mode):
+                    if name in SKIP_DIRS:
+                        continue
+                    why = exclude.reason(rel, is_dir=True)
+                    if why is not None:
+                        listing.skipped.append(Skipped(rel + "/", why))
+                    else:
+                        subdirs.append((rel + "/", disk + "/"))
+                elif not manifest_name or (not rel_dir and name in SKIP_FILES):
+                    continue
+                elif (why := exclude.reason(rel)) is not None:
+                    listing.skipped.append(Skipped(rel, why))
+                elif not stat.S_ISREG(st.st_mode):
+                    listing.skipped.append(
+                        Skipped(rel, "not a regular file (FIFO, socket, device)")
+                    )
+                else:
+                    listing.files.append(FileRef(rel, st.st_size))
+                    self._remember(rel, disk)
+            os.close(dir_fd)  # the entries stat relative to it: open until they are sorted
+            pending.extend(reversed(subdirs))
+        listing.files.sort(key=lambda f: f.rel)
+        listing.skipped.sort(key=lambda s: s.rel)
+        return listing
+
+    def _remember(self, rel: str, disk: str) -> None:
+        if rel != disk:
+            self._on_disk[rel] = disk
+
+    def read(self, rel: str, limit: int = DEFAULT_LIMIT, follow_inside: bool = False) -> bytes:
+        """The bytes of a file below the root (read/safe_io.py): no link is followed (with
+        `follow_inside`, links that stay inside the root are: paths the config names), only a
+        regular file of at most `limit` bytes is read."""
+        if follow_inside:
+            return read_inside(self.root, rel, limit)
+        return self._files.read(self._on_disk.get(rel, rel), limit)
+
+    def exists(self, rel: str) -> bool:
+        path = self.root / rel
+        return path.is_file()
+
+    def resolve_inside(self, rel: str) -> Path | None:
+        """The real path of `rel` when it stays inside the root after resolving links."""
+        try:
+            real = (self.root / rel).resolve()
+            real.relative_to(self.root.resolve())
+        except (OSError, ValueError, RuntimeError):  # RuntimeError: a link loop
+            return None
+        return real

@@ -1,0 +1,963 @@
+"""Bytes → located documents, built from the libyaml C parser's event stream.
+
+The pure-Python round-trip loader is ~38x slower than the C event stream, so the hot path
+builds plain `LMap`/`LSeq` trees directly from events (which carry line and column). Round-trip
+loading is kept for `--write` only.
+
+Scalars resolve as Kubernetes' YAML decoder (sigs.k8s.io/yaml, YAML 1.1 rules) would read them,
+so `replicas: "4"` stays a string and `present: yes` becomes a boolean. Nothing is ever
+constructed from a tag: unknown tags are reported and read as plain data.
+Hostile input is bounded: alias expansion is counted rather than copied, flow nesting is
+checked before libyaml sees it (its scanner is quadratic in flow depth), and the builder
+is iterative, so deep documents cannot raise RecursionError.
+
+Positions are 1-based (line, column) in characters, with lines counted at `\n` as editors and
+code hosts count them (libyaml also breaks lines at a lone CR, NEL, LS and PS).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from sys import intern
+from typing import Any
+
+from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.located import LMap, LSeq, Pos
+
+# Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
+# embed a pod template); consumers that recurse per level (pickle for the cache and worker
+# processes ~4 frames a level, copy.deepcopy ~5, repr) stay well inside Python's limit of 1000.
+MAX_DEPTH = 128
+# nodes that aliases may add to one file (an alias adds the whole subtree it names, and a scalar
+# counts one node more per 64 characters, so bytes are budgeted too: about 12 MB of expanded
+# text): above this the document is an alias bomb ("billion laughs") and is not read
+MAX_EXPANDED_NODES = 200_000
+# the int range Kubernetes' YAML decoder (yaml.v2 ParseInt/ParseUint) keeps as an integer
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+_TRUE = frozenset(("true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON"))
+_FALSE = frozenset(("false", "False", "FALSE", "n", "N", "no", "No", "NO", "off", "Off", "OFF"))
+# the plain scalars that are not strings, and the first characters a number can have
+_PLAIN = object()
+_SPECIAL: dict[str, bool | None] = {
+    **dict.fromkeys(_NULLS),
+    **dict.fromkeys(_TRUE, True),
+    **dict.fromkeys(_FALSE, False),
+}
+_NUMBER_START = frozenset("0123456789-+.")
+_INT_DEC = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)\Z")
+_INT_OTHER = re.compile(r"[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0[0-7_]+)\Z")
+_FLOAT = re.compile(
+    r"[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?\Z"
+    r"|[-+]?\.(?:inf|Inf|INF)\Z|\.(?:nan|NaN|NAN)\Z"
+)
+_STD_TAG = "tag:yaml.org,2002:"
+_KNOWN_TAGS = frozenset(
+    _STD_TAG + t
+    for t in ("str", "int", "float", "bool", "null", "map", "seq", "binary", "timestamp", "merge")
+)
+_FLOW_BRACKETS = re.compile(r"[\[\]{}]")
+NON_SCALAR_KEY = "mapping key is not a scalar"
+_NON_SCALAR = "<non-scalar key>"  # what such a key is stored as
+# One tuple per distinct (line, column), shared by every file: most manifests have the same
+# shape, so `(4, 3)` is the position of `name:` in thousands of files. A large repo holds
+# millions of positions and only tens of thousands of distinct ones (-15 % peak memory on the
+# benchmark corpus). Bounded, so a long-lived process does not grow it without limit.
+POSITIONS: dict[Pos, Pos] = {}
+MAX_SHARED_POSITIONS = 200_000
+# parts of a Node's status nothing reads (capacity and allocatable are read): a `kubectl get
+# nodes -o yaml` export lists every cached image of every node, often most of the file
+NODE_STATUS_SKIPPED = frozenset(
+    (
+        "addresses",
+        # "conditions" is read: the Ready condition (rehearse, GetCurrentUnavailableNodes)
+        "config",
+        "daemonEndpoints",
+        "features",
+        "images",
+        "nodeInfo",
+        "runtimeHandlers",
+        "volumesAttached",
+        "volumesInUse",
+    )
+)
+# fields of a workload's containers nothing reads (name, image and resources are read)
+CONTAINER_SKIPPED = frozenset(
+    (
+        "args",
+        "command",
+        "env",
+        "envFrom",
+        "lifecycle",
+        "livenessProbe",
+        "ports",
+        "readinessProbe",
+        "securityContext",
+        "startupProbe",
+        "volumeDevices",
+        "volumeMounts",
+    )
+)
+# top-level keys always built, whatever the kind (see `skim` in parse_text)
+_KEPT_TOP_KEYS = frozenset(("metadata", "<<", "apiVersion", "kind"))
+
+
+@dataclass(slots=True)
+class LoadProblem:
+    """A problem found while reading a file; the engine turns it into a Finding."""
+
+    rule: str
+    line: int
+    column: int
+    message: str
+    hint: str | None = None
+
+
+@dataclass(slots=True)
+class Doc:
+    """One YAML document of a file: its index, its data and where it starts."""
+
+    index: int
+    data: Any
+    pos: Pos
+
+
+@dataclass(slots=True)
+class ParsedFile:
+    docs: list[Doc] = field(default_factory=list)
+    problems: list[LoadProblem] = field(default_factory=list)
+    failed: bool = False  # reading stopped early: a syntax error, a bad character, too deep
+    # where libyaml refused a `:` inside a flow scalar (`{image: a/b:1.0}`), or -1 (flow_colons)
+    flow_colon: int = -1
+
+
+def resolve_plain(text: str) -> Any:
+    """Type of an unquoted scalar under YAML 1.1 as the Kubernetes decoder applies it."""
+    special = _SPECIAL.get(text, _PLAIN)
+    if special is not _PLAIN:
+        return special
+    if text[0] not in _NUMBER_START:
+        return text
+    if _INT_DEC.match(text):
+        digits = text.replace("_", "")
+        # beyond 64 bits yaml.v2 reads a float; int() would also refuse > 4300 digits
+        if len(digits) <= 21:
+            value = int(digits)
+            if _INT_MIN <= value <= _INT_MAX:
+                return value
+        return float(digits)
+    if _INT_OTHER.match(text):
+        sign = -1 if text[0] == "-" else 1
+        body = text.lstrip("+-").replace("_", "")
+        if body.startswith("0b"):
+            value = sign * int(body[2:], 2)
+        elif body.startswith("0x"):
+            value = sign * int(body[2:], 16)
+        else:
+            value = sign * int(body, 8)
+        return value if _INT_MIN <= value <= _INT_MAX else text
+    if _FLOAT.match(text):
+        try:
+            return float(text.replace("_", ""))
+        except ValueError:
+            return text
+    return text
+
+
+def _resolve_tagged(text: str, tag: str) -> Any:
+    if tag == _STD_TAG + "int":
+        value = resolve_plain(text)
+        return value if isinstance(value, int) and not isinstance(value, bool) else text
+    if tag == _STD_TAG + "float":
+        value = resolve_plain(text)
+        return float(value) if isinstance(value, (int, float)) else text
+    if tag == _STD_TAG + "bool":
+        value = resolve_plain(text)
+        return value if isinstance(value, bool) else text
+    if tag == _STD_TAG + "null":
+        return None
+    return text
+
+
+def _flow_depth_exceeds(text: str, limit: int) -> int:
+    """Line of the first point where bracket nesting passes `limit`, or 0.
+
+    Approximate (brackets inside quoted strings count too), which only matters for files
+    that are hostile anyway.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return 0
+    depth = 0
+    for match in _FLOW_BRACKETS.finditer(text):
+        if match.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return text.count("\n", 0, match.start()) + 1
+        elif depth:
+            depth -= 1
+    return 0
+
+
+def _pos(mark: Any) -> Pos:
+    return (mark.line + 1, mark.column + 1)
+
+
+def _has_odd_breaks(text: str) -> bool:
+    """Whether libyaml would count a line break that editors do not (lone CR, NEL, LS, PS)."""
+    if "\x85" in text or "\u2028" in text or "\u2029" in text:
+        return True
+    return "\r" in text and text.count("\r") != text.count("\r\n")
+
+
+class LineIndex:
+    """Character index → (line, column), lines counted at `\n` only."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0]
+        find = text.find
+        at = find("\n")
+        while at >= 0:
+            self.starts.append(at + 1)
+            at = find("\n", at + 1)
+
+    def pos(self, index: int) -> Pos:
+        from bisect import bisect_right
+
+        index = max(0, min(index, len(self.text)))
+        line = bisect_right(self.starts, index)
+        return (line, index - self.starts[line - 1] + 1)
+
+    def mark_pos(self, mark: Any) -> Pos:
+        return self.pos(mark.index)
+
+    def clamp(self, index: int) -> Pos:
+        """A position inside the text: the end of the stream maps to after its last character."""
+        end = len(self.text.rstrip("\n\r"))
+        return self.pos(min(index, end))
+
+
+def show_tag(tag: str) -> str:
+    """A tag as written (`!!python/object`, `!Ref`), with anything unprintable escaped."""
+    shown = tag.replace(_STD_TAG, "!!")
+    if shown.isprintable() and " " not in shown:
+        return shown
+    return repr(shown)[1:-1]
+
+
+class _Frame:
+    __slots__ = ("node", "is_map", "key", "key_pos", "merges", "anchor", "size")
+
+    def __init__(self, node: LMap | LSeq, anchor: str | None) -> None:
+        # an LMap when is_map, else an LSeq: the hot loop tests the flag, which mypy cannot narrow
+        self.node: Any = node
+        self.is_map = isinstance(node, LMap)
+        self.key: str | None = None  # pending mapping key
+        self.key_pos: Pos | None = None
+        self.merges: list[Any] | None = None
+        self.anchor = anchor
+        self.size = 1  # nodes in this subtree with aliases expanded
+
+
+def append_item(node: LSeq, value: Any, pos: Pos, raw: str | None) -> None:
+    """Append a located item; `raw` is the written text of a typed scalar (`550`, `true`)."""
+    if raw is not None:
+        if node.raw is None:
+            node.raw = {}
+        node.raw[len(node)] = raw
+    node.append(value)
+    node.ipos.append(pos)
+
+
+def _in_container(stack: list[_Frame]) -> bool:
+    """Whether the innermost open mapping is a container of the document's pod template."""
+    from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
+
+    if not stack[0].is_map:  # a top-level list (Ansible, JSON patches) has no pod template
+        return False
+    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))
+    if path is None or len(stack) != len(path) + 3:
+        return False
+    for frame, key in zip(stack, path, strict=False):  # the stack is deeper than the path
+        if frame.key != key:
+            return False
+    return stack[len(path)].key in CONTAINER_LISTS and not stack[len(path) + 1].is_map
+
+
+def duplicate_key(key: str, pos: Pos) -> LoadProblem:
+    return LoadProblem(
+        "GPU008",
+        pos[0],
+        pos[1],
+        f"duplicate key {quoted(key)}; the API server's strict decoding rejects this object",
+        "Remove one of the two entries; only the last one would be used.",
+    )
+
+
+def set_key(
+    node: LMap, key: str, key_pos: Pos, value: Any, raw: str | None, problems: list[LoadProblem]
+) -> None:
+    """Store `key: value` with its position; a repeated key is GPU008 at the second one."""
+    if key in node:
+        problems.append(duplicate_key(key, key_pos))
+    if raw is not None:
+        if node.raw is None:
+            node.raw = {}
+        node.raw[key] = raw
+    elif node.raw is not None:
+        node.raw.pop(key, None)
+    node[key] = value
+    node.kpos[key] = key_pos
+
+
+# Light events: one slotted class per event, whose generated __init__ takes the positional
+# arguments the C extension passes (see _LIGHT below).
+_light = dataclass(slots=True, eq=False, repr=False)
+
+
+@_light
+class _Scalar:
+    anchor: Any
+    tag: Any
+    implicit: Any
+    value: Any
+    start_mark: Any
+    end_mark: Any
+    style: Any
+
+
+@_light
+class _CollectionStart:
+    anchor: Any
+    tag: Any
+    implicit: Any
+    start_mark: Any
+    end_mark: Any
+    flow_style: Any
+
+
+class _MappingStart(_CollectionStart):
+    __slots__ = ()
+
+
+class _SequenceStart(_CollectionStart):
+    __slots__ = ()
+
+
+@_light
+class _End:
+    start_mark: Any
+    end_mark: Any
+
+
+class _MappingEnd(_End):
+    __slots__ = ()
+
+
+class _SequenceEnd(_End):
+    __slots__ = ()
+
+
+class _StreamEnd(_End):
+    __slots__ = ()
+
+
+@_light
+class _Alias:
+    anchor: Any
+    start_mark: Any
+    end_mark: Any
+
+
+@_light
+class _DocumentStart:
+    start_mark: Any
+    end_mark: Any
+    explicit: Any
+    version: Any
+    tags: Any
+
+
+@_light
+class _DocumentEnd:
+    start_mark: Any
+    end_mark: Any
+    explicit: Any
+
+
+@_light
+class _StreamStart:
+    start_mark: Any
+    end_mark: Any
+    encoding: Any
+
+
+# The C parser builds every event by calling a class it looks up in its own module's globals.
+# ruamel.yaml's event classes run three Python `__init__` levels per event, which costs more
+# than libyaml's parsing itself; these slotted classes take the same positional arguments in
+# one call (about 25 % off reading a large repo). They are swapped in only while this module
+# parses, and only after a probe document proved that this build of the extension calls them
+# as expected; otherwise the stock classes are used.
+_LIGHT = {
+    "ScalarEvent": _Scalar,
+    "MappingStartEvent": _MappingStart,
+    "SequenceStartEvent": _SequenceStart,
+    "MappingEndEvent": _MappingEnd,
+    "SequenceEndEvent": _SequenceEnd,
+    "AliasEvent": _Alias,
+    "DocumentStartEvent": _DocumentStart,
+    "DocumentEndEvent": _DocumentEnd,
+    "StreamStartEvent": _StreamStart,
+    "StreamEndEvent": _StreamEnd,
+}
+_PROBE = "%YAML 1.1\n---\na: &x [1, {b: 'c'}]\nd: *x\ne: !!str f\n...\n"
+_PROBE_KINDS = (
+    "StreamStart DocumentStart MappingStart Scalar SequenceStart Scalar MappingStart Scalar "
+    "Scalar MappingEnd SequenceEnd Scalar Alias Scalar Scalar MappingEnd DocumentEnd StreamEnd"
+).split()
+_PROBE_SCALARS = [
+    ("a", None, (True, False), ""),
+    ("1", None, (True, False), ""),
+    ("b", None, (True, False), ""),
+    ("c", None, (False, True), "'"),
+    ("d", None, (True, False), ""),
+    ("e", None, (True, False), ""),
+    ("f", _STD_TAG + "str", (False, False), ""),
+]
+_light_ok: bool | None = None
+
+
+class _EventClasses:
+    """The event classes a parse compares against, and the swap into the C module."""
+
+    def __init__(self, module: Any, names: dict[str, Any]) -> None:
+        self.module = module
+        self.names = names
+        self.saved: dict[str, Any] = {}
+
+    def __enter__(self) -> _EventClasses:
+        if self.module is not None:
+            for name, cls in self.names.items():
+                self.saved[name] = getattr(self.module, name)
+                setattr(self.module, name, cls)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, cls in self.saved.items():
+            setattr(self.module, name, cls)
+        self.saved = {}
+
+
+def _event_classes() -> _EventClasses:
+    """Light events when the C extension takes them (checked once), else ruamel's own."""
+    global _light_ok
+    try:
+        import _ruamel_yaml as module
+    except ImportError:
+        module = None
+    if _light_ok is None:
+        _light_ok = module is not None and _probe_light(module)
+    if _light_ok:
+        return _EventClasses(module, _LIGHT)
+    import ruamel.yaml.events as stock
+
+    return _EventClasses(None, {name: getattr(stock, name) for name in _LIGHT})
+
+
+def _probe_light(module: Any) -> bool:
+    from ruamel.yaml.cyaml import CParser
+
+    if not all(hasattr(module, name) for name in _LIGHT):
+        return False
+    seen = []
+    try:
+        with _EventClasses(module, _LIGHT):
+            parser = CParser(_PROBE)
+            while True:
+                event = parser.get_event()
+                seen.append(event)
+                if event.__class__ is _StreamEnd:
+                    break
+                if len(seen) > 64:
+                    return False
+    except Exception:  # noqa: BLE001 - any surprise: keep the stock classes
+        return False
+    kinds = [e.__class__.__name__.strip("_") for e in seen]
+    scalars = [(e.value, e.tag, e.implicit, e.style) for e in seen if e.__class__ is _Scalar]
+    return (
+        kinds == _PROBE_KINDS
+        and scalars == _PROBE_SCALARS
+        and (seen[1].explicit, seen[1].version, seen[12].anchor) == (True, (1, 1), "x")
+        and (seen[3].start_mark.line, seen[3].start_mark.column) == (2, 0)
+    )
+
+
+def parse_text(text: str | bytes, skim: frozenset[str] | None = None) -> ParsedFile:
+    """Parse every document of a YAML (or JSON) stream into located data.
+
+    `skim`: kinds whose content nothing reads. In a document whose top-level `kind:` is one of
+    them and comes before the content (as it always does in practice), every top-level value
+    but `metadata` is read for syntax, nesting, duplicate keys and tags, and kept only as an
+    empty mapping or list at its position: a 2 MB CRD costs the parser, not the tree builder.
+    When `kind:` comes later the document is built whole. The same holds, with any `skim`, for
+    the parts of a Node's `status` nothing reads (NODE_STATUS_SKIPPED), in a Node of its own or
+    in a List's items, and for the container fields nothing reads (CONTAINER_SKIPPED: env,
+    args, probes...) in a workload's pod template.
+    """
+    with _event_classes() as events:
+
+        def parse(source: str | bytes) -> ParsedFile:
+            try:
+                return _parse_text(source, events.names, skim)
+            except _AliasIntoSkimmed:  # an alias names data the skim did not build: build it all
+                return _parse_text(source, events.names, None)
+
+        result = parse(text)
+        if result.flow_colon >= 0 and isinstance(text, str):
+            from gpudrv_check.read.flow_colons import reparse
+
+            return reparse(text, result, parse)
+        return result
+
+
+#: an anchor inside a skimmed section: the value was never built
+_SKIMMED = object()
+
+
+class _AliasIntoSkimmed(Exception):
+    """An alias refers to an anchor inside a section the skim drained."""
+
+
+def _parse_text(
+    text: str | bytes, events: dict[str, Any], skim_kinds: frozenset[str] | None
+) -> ParsedFile:
+    from ruamel.yaml.cyaml import CParser
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.reader import ReaderError
+
+    AliasEvent = events["AliasEvent"]  # noqa: N806
+    DocumentEndEvent = events["DocumentEndEvent"]  # noqa: N806
+    DocumentStartEvent = events["DocumentStartEvent"]  # noqa: N806
+    MappingEndEvent = events["MappingEndEvent"]  # noqa: N806
+    MappingStartEvent = events["MappingStartEvent"]  # noqa: N806
+    ScalarEvent = events["ScalarEvent"]  # noqa: N806
+    SequenceEndEvent = events["SequenceEndEvent"]  # noqa: N806
+    SequenceStartEvent = events["SequenceStartEvent"]  # noqa: N806
+    StreamEndEvent = events["StreamEndEvent"]  # noqa: N806
+
+    result = ParsedFile()
+    problems = result.problems
+    if isinstance(text, str):
+        too_deep = _flow_depth_exceeds(text, MAX_DEPTH)
+        if too_deep:
+            problems.append(
+                LoadProblem(
+                    "GPU000",
+                    too_deep,
+                    1,
+                    f"nesting deeper than {MAX_DEPTH} levels; file not read",
+                    "Kubernetes objects are never this deep: this file is generated or hostile.",
+                )
+            )
+            result.failed = True
+            return result
+
+    parser = CParser(text)
+    # libyaml's own marks are right unless the text has line breaks editors do not count
+    odd_pos = LineIndex(text).mark_pos if isinstance(text, str) and _has_odd_breaks(text) else None
+    pos_of = odd_pos or _pos
+    stack: list[_Frame] = []
+    anchors: dict[str, tuple[Any, int]] = {}
+    doc_index = -1
+    doc_pos: Pos = (1, 1)
+    root: Any = None
+    skipping = False  # the current document was abandoned (bomb, depth); drain its events
+    expanded = 0  # nodes aliases added to this file so far
+
+    def attach(value: Any, pos: Pos, size: int, raw: str | None = None) -> None:
+        nonlocal root
+        if not stack:
+            root = value
+            return
+        frame = stack[-1]
+        frame.size += size
+        node = frame.node
+        if isinstance(node, LSeq):
+            append_item(node, value, pos, raw)
+            return
+        if frame.key is None:
+            # this value is a key
+            if isinstance(value, str):
+                key = value
+            elif raw is not None:
+                key = raw
+            elif value is None:
+                key = "null"
+            else:
+                problems.append(
+                    LoadProblem(
+                        "GPU000",
+                        pos[0],
+                        pos[1],
+                        f"{NON_SCALAR_KEY}; Kubernetes objects only have string keys",
+                    )
+                )
+                key = _NON_SCALAR
+            frame.key = intern(key)
+            frame.key_pos = pos
+            return
+        key = frame.key
+        frame.key = None
+        key_pos = frame.key_pos or pos
+        if key == "<<" and isinstance(value, (LMap, LSeq)):
+            if frame.merges is None:
+                frame.merges = []
+            frame.merges.append(value)
+            return
+        set_key(node, key, key_pos, value, raw, problems)
+
+    def finish_merges(frame: _Frame) -> None:
+        node = frame.node
+        assert isinstance(node, LMap)
+        sources: list[Any] = []
+        for merge in frame.merges or ():
+            if isinstance(merge, LSeq):
+                sources.extend(merge)
+            else:
+                sources.append(merge)
+        for source in sources:
+            if not isinstance(source, LMap):
+                continue
+            for key, value in source.items():
+                if key not in node:
+                    node[key] = value
+                    node.kpos[key] = source.kpos.get(key, source.pos)
+                    raw = source.raw_text(key)
+                    if raw is not None:
+                        if node.raw is None:
+                            node.raw = {}
+                        node.raw[key] = raw
+
+    def abandon(pos: Pos, message: str, hint: str | None = None) -> None:
+        nonlocal skipping, root
+        problems.append(LoadProblem("GPU000", pos[0], pos[1], message, hint))
+        skipping = True
+        stack.clear()
+        root = None
+
+    def check_tag(tag: str | None, pos: Pos) -> bool:
+        """True when the tag is one we read; unknown tags are reported, never constructed."""
+        if tag is None or tag in ("!", "?") or tag in _KNOWN_TAGS:
+            return True
+        shown = show_tag(tag)
+        problems.append(
+            LoadProblem(
+                "GPU009",
+                pos[0],
+                pos[1],
+                f"unknown YAML tag {shown} is not constructed; its value is read as plain data",
+                "Kubernetes manifests use no custom tags; render the file first "
+                "(for example with the tool that owns the tag).",
+            )
+        )
+        return False
+
+    get_event = parser.get_event
+    str_tag = _STD_TAG + "str"
+    positions_get = POSITIONS.get
+
+    def skim(is_map: bool) -> bool:
+        """Drain the collection that just started without building it, reporting what the
+        builder would (tags, nesting, duplicate keys, non-scalar keys). False when the
+        document was abandoned (too deep)."""
+        # per open collection: [is a mapping, next scalar is a key, keys seen]
+        open_: list[list[Any]] = [[is_map, True, set() if is_map else None]]
+        while open_:
+            event = get_event()
+            cls = event.__class__
+            if cls is ScalarEvent or cls is AliasEvent:
+                top = open_[-1]
+                pos = pos_of(event.start_mark)
+                if cls is ScalarEvent:
+                    tag = event.tag
+                    if tag is not None and tag != "!" and tag != str_tag:
+                        check_tag(tag, pos)
+                    if event.anchor is not None:
+                        anchors[event.anchor] = (_SKIMMED, 1)
+                    if top[0] and top[1]:
+                        key = event.value
+                        if tag is None and not event.style and (not key or key in _NULLS):
+                            key = "null"
+                        if key in top[2] and key != "<<":
+                            problems.append(duplicate_key(key, pos))
+                        top[2].add(key)
+                if top[0]:
+                    top[1] = not top[1]
+            elif cls is MappingStartEvent or cls is SequenceStartEvent:
+                pos = pos_of(event.start_mark)
+                if event.tag is not None and not event.implicit:
+                    check_tag(event.tag, pos)
+                if len(stack) + len(open_) >= MAX_DEPTH:
+                    abandon(pos, f"nesting deeper than {MAX_DEPTH} levels; document not read")
+                    return False
+                top = open_[-1]
+                if top[0]:
+                    if top[1]:
+                        problems.append(
+                            LoadProblem(
+                                "GPU000",
+                                pos[0],
+                                pos[1],
+                                f"{NON_SCALAR_KEY}; Kubernetes objects only have string keys",
+                            )
+                        )
+                        if _NON_SCALAR in top[2]:
+                            problems.append(duplicate_key(_NON_SCALAR, pos))
+                        top[2].add(_NON_SCALAR)
+                    top[1] = not top[1]
+                if event.anchor is not None:
+                    anchors[event.anchor] = (_SKIMMED, 1)
+                mapping = cls is MappingStartEvent
+                open_.append([mapping, True, set() if mapping else None])
+            elif cls is MappingEndEvent or cls is SequenceEndEvent:
+                open_.pop()
+        return True
+
+    try:
+        while True:
+            event = get_event()
+            cls = event.__class__
+            if cls is ScalarEvent:
+                if skipping:
+                    continue
+                if odd_pos is None:
+                    mark = event.start_mark
+                    pos = (mark.line + 1, mark.column + 1)
+                    shared = positions_get(pos)
+                    if shared is not None:
+                        pos = shared
+                    elif len(POSITIONS) < MAX_SHARED_POSITIONS:
+                        POSITIONS[pos] = pos
+                else:
+                    pos = odd_pos(event.start_mark)
+                scalar = event.value
+                tag = event.tag
+                raw = None
+                if tag is None and not event.style and event.implicit[0]:
+                    if not scalar:
+                        value = None
+                    else:
+                        value = resolve_plain(scalar)
+                        if value is not None and value.__class__ is not str:
+                            raw = scalar
+                elif tag is None or tag == "!" or tag == str_tag:
+                    value = scalar
+                elif check_tag(tag, pos):
+                    value = _resolve_tagged(scalar, tag)
+                else:
+                    value = scalar
+                # what an alias to this costs: one node, and one more per 64 characters
+                cost = 1 + (len(scalar) >> 6)
+                if event.anchor is not None:
+                    anchors[event.anchor] = (value, cost)
+                # the common cases inline (a string key, a new key's value, a list item);
+                # everything else (merges, duplicates, odd keys, raw texts) through attach
+                if stack:
+                    frame = stack[-1]
+                    if frame.is_map:
+                        key = frame.key
+                        if key is None:
+                            if value.__class__ is str:
+                                frame.size += cost
+                                frame.key = intern(value)
+                                frame.key_pos = pos
+                                continue
+                        elif raw is None and key != "<<":
+                            node = frame.node
+                            if key not in node and node.raw is None:
+                                frame.size += cost
+                                frame.key = None
+                                node[key] = value
+                                node.kpos[key] = frame.key_pos
+                                continue
+                    elif raw is None:
+                        frame.size += cost
+                        node = frame.node
+                        node.append(value)
+                        node.ipos.append(pos)
+                        continue
+                attach(value, pos, cost, raw)
+            elif cls is MappingStartEvent or cls is SequenceStartEvent:
+                if skipping:
+                    continue
+                if odd_pos is None:
+                    mark = event.start_mark
+                    pos = (mark.line + 1, mark.column + 1)
+                    shared = positions_get(pos)
+                    if shared is not None:
+                        pos = shared
+                    elif len(POSITIONS) < MAX_SHARED_POSITIONS:
+                        POSITIONS[pos] = pos
+                else:
+                    pos = odd_pos(event.start_mark)
+                if event.tag is not None and not event.implicit:
+                    check_tag(event.tag, pos)
+                if len(stack) >= MAX_DEPTH:
+                    abandon(pos, f"nesting deeper than {MAX_DEPTH} levels; document not read")
+                    continue
+                if skim_kinds is not None and event.anchor is None and stack:
+                    top = stack[-1]
+                    if (
+                        (
+                            len(stack) == 1
+                            and top.is_map
+                            and top.key is not None
+                            and top.key not in _KEPT_TOP_KEYS
+                            and top.node.get("kind") in skim_kinds
+                        )
+                        or (
+                            top.key in NODE_STATUS_SKIPPED
+                            and len(stack) >= 2
+                            and stack[-2].key == "status"
+                            and stack[-2].node.get("kind") == "Node"
+                        )
+                        or (top.key in CONTAINER_SKIPPED and _in_container(stack))
+                    ):
+                        mapping = cls is MappingStartEvent
+                        if skim(mapping):
+                            attach(LMap(pos) if mapping else LSeq(pos), pos, 1)
+                        continue
+                node = LMap(pos) if cls is MappingStartEvent else LSeq(pos)
+                if event.anchor is not None:
+                    anchors[event.anchor] = (node, -1)  # usable once complete
+                stack.append(_Frame(node, event.anchor))
+            elif cls is MappingEndEvent or cls is SequenceEndEvent:
+                if skipping:
+                    continue
+                frame = stack.pop()
+                if frame.merges:
+                    finish_merges(frame)
+                if frame.anchor is not None:
+                    anchors[frame.anchor] = (frame.node, frame.size)
+                value = frame.node
+                size = frame.size
+                if stack:
+                    # the common case inline: a collection as a new key's value, or an item
+                    parent = stack[-1]
+                    key = parent.key
+                    if parent.is_map:
+                        if key is not None and key != "<<":
+                            node = parent.node
+                            if key not in node and node.raw is None:
+                                parent.size += size
+                                parent.key = None
+                                node[key] = value
+                                node.kpos[key] = parent.key_pos
+                                continue
+                    else:
+                        parent.size += size
+                        node = parent.node
+                        node.append(value)
+                        node.ipos.append(value.pos)
+                        continue
+                attach(value, value.pos, size)
+            elif cls is AliasEvent:
+                if skipping:
+                    continue
+                pos = pos_of(event.start_mark)
+                target = anchors.get(event.anchor)
+                if target is None or target[1] < 0:
+                    abandon(pos, f"alias *{event.anchor} refers to no complete anchor")
+                    continue
+                value, size = target
+                if value is _SKIMMED:
+                    raise _AliasIntoSkimmed  # read the file again, whole
+                if expanded + size > MAX_EXPANDED_NODES:
+                    abandon(
+                        pos,
+                        f"aliases expand to more than {MAX_EXPANDED_NODES} nodes "
+                        "(an alias bomb); document not read",
+                        "Write the repeated data out, or split the file.",
+                    )
+                    continue
+                expanded += size
+                attach(value, pos, size)
+            elif cls is DocumentStartEvent:
+                doc_index += 1
+                doc_pos = pos_of(event.start_mark)
+                root = None
+                skipping = False
+                anchors = {}
+            elif cls is DocumentEndEvent:
+                if not skipping:
+                    result.docs.append(Doc(doc_index, root, doc_pos))
+                root = None
+            elif cls is StreamEndEvent:
+                break
+    except MarkedYAMLError as err:
+        problems.append(_syntax_problem(err, text))
+        result.failed = True
+        if err.problem == "found unexpected ':'" and err.problem_mark is not None:
+            result.flow_colon = err.problem_mark.index
+    except ReaderError as err:  # a character YAML does not allow; position is a UTF-8 offset
+        problems.append(_reader_problem(err, text))
+        result.failed = True
+    except YAMLError as err:
+        problems.append(LoadProblem("GPU000", 1, 1, f"cannot read YAML: {_one_line(str(err))}"))
+        result.failed = True
+    return result
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _syntax_problem(err: Any, text: str | bytes) -> LoadProblem:
+    mark = err.problem_mark or err.context_mark
+    what = _one_line(err.problem or err.context or "cannot parse")
+    context = ""
+    if err.context and err.problem:
+        context = f" ({_one_line(err.context)}"
+        start = err.context_mark
+        if (
+            start is not None
+            and mark is not None
+            and start.index != mark.index
+            and isinstance(text, str)
+        ):
+            line, col = LineIndex(text).clamp(start.index)
+            context += f" that starts at line {line}, column {col}"
+        context += ")"
+    if mark is None:
+        line, col = 1, 1
+    elif isinstance(text, str):
+        # the end of the stream is reported past the last line; point at where the text ends
+        line, col = LineIndex(text).clamp(mark.index)
+    else:
+        line, col = mark.line + 1, mark.column + 1
+    return LoadProblem(
+        "GPU000",
+        line,
+        col,
+        f"YAML syntax error: {what}{context}",
+        "Fix the syntax at this position; nothing in this file was checked.",
+    )
+
+
+def _reader_problem(err: Any, text: str | bytes) -> LoadProblem:
+    line, col = 1, 1
+    if isinstance(text, str) and isinstance(err.position, int):
+        index = len(text.encode("utf-8", "surrogatepass")[: err.position].decode("utf-8", "ignore"))
+        line, col = LineIndex(text).pos(index)
+    char = err.character
+    code = char if isinstance(char, int) else ord(char) if isinstance(char, str) and char else 0
+    return LoadProblem(
+        "GPU000",
+        line,
+        col,
+        f"character U+{code:04X} is not allowed in YAML ({_one_line(str(err.reason))}); "
+        "file not read",
+        "Remove the character, or write it as an escape inside double quotes (\\u0007).",
+    )

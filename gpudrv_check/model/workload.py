@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity, quoted
+from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity
 from gpudrv_check.core.located import Path, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
-from gpudrv_check.k8s.numbers import TOO_LARGE, gpu_count
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
+from gpudrv_check.k8s.quantity import value
+from gpudrv_check.k8s.resources import container_requests
+from gpudrv_check.model.pod_resources import (
+    field_path_text,
+    resource_findings,
+    selector_findings,
+    template_requests,
+)
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -55,6 +63,8 @@ class Workload(BaseModel):
     replicas: int | None = None  # pods it asks for; None when the count is not a fixed number
     containers: list[Container] = Field(default_factory=list)
     gpus: int = 0  # nvidia.com/gpu per pod (the scheduler's effective request)
+    # every resource one pod requests (k8s/resources.py pod_requests; no RuntimeClass overhead)
+    requests: dict[str, Fraction] = Field(default_factory=dict)
     # the API server would refuse the object (a GPU040 error that is not scheduler-only):
     # it never gets pods, so the placement rules leave it to GPU040
     api_rejects: bool = False
@@ -136,14 +146,6 @@ def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding
     )
 
 
-def field_path_text(path: Path) -> str:
-    """A key path as the API server prints it: ``spec.tolerations[0].operator``."""
-    text = ""
-    for step in path:
-        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
-    return text
-
-
 _PLACEMENT_HINT = (
     "Fix the field at this line: the API server rejects the whole object, so none of its pods "
     "is ever created."
@@ -214,26 +216,7 @@ def _containers(manifest: Manifest, spec_path: Path, findings: list[Finding]) ->
                 )
                 continue
             image = item.get("image")
-            gpus = 0
-            resources = item.get("resources")
-            if isinstance(resources, dict):
-                for section in ("limits", "requests"):
-                    amounts = resources.get(section)
-                    if isinstance(amounts, dict) and GPU_RESOURCE in amounts:
-                        count, why = gpu_count(amounts[GPU_RESOURCE])
-                        if count is None:
-                            shown = quoted(scalar_text(amounts, GPU_RESOURCE))
-                            findings.append(
-                                _finding(
-                                    manifest,
-                                    (*cpath, "resources", section, GPU_RESOURCE),
-                                    f"{GPU_RESOURCE} must be a whole number of GPUs, not "
-                                    f"{shown}" + (f" ({why})" if why == TOO_LARGE else ""),
-                                    "Extended resources cannot be fractional: write e.g. `1`.",
-                                )
-                            )
-                        else:
-                            gpus = max(gpus, count)
+            gpus = value(container_requests(item).get(GPU_RESOURCE, Fraction(0)))
             out.append(
                 Container(
                     name=item.get("name") if isinstance(item.get("name"), str) else None,
@@ -310,8 +293,8 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
             )
         )
     containers = _containers(manifest, spec_path, findings)
-    main = sum(c.gpus for c in containers if not c.init)
-    init = max((c.gpus for c in containers if c.init), default=0)
+    findings += resource_findings(manifest, spec_path, pod_spec) + selector_findings(manifest)
+    requests = template_requests(pod_spec)
     replicas = _replicas(manifest, findings)
     placement_findings, placement_rejected = _placement_findings(manifest, spec_path, pod_spec)
     workload = Workload(
@@ -321,7 +304,8 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
         pod_labels=labels,
         replicas=replicas,
         containers=containers,
-        gpus=max(main, init),
+        gpus=value(requests.get(GPU_RESOURCE, Fraction(0))),
+        requests=requests,
         api_rejects=bool(findings) or placement_rejected,
     )
     return workload, findings + placement_findings

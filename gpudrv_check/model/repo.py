@@ -45,9 +45,13 @@ class Repo:
 
     @cached_property
     def placement(self) -> Placement:
-        from gpudrv_check.model.placement import Placement
+        from gpudrv_check.k8s.scheduler import scheduler_release
+        from gpudrv_check.model.placement import Placement, runtime_class_overheads
+        from gpudrv_check.read.policy import rule_params
 
-        return Placement(self.nodes)
+        version = rule_params(self.config, "GPU010").get("scheduler_version")
+        overheads = runtime_class_overheads(self.manifests)
+        return Placement(self.nodes, overheads, scheduler_release(version))
 
     @cached_property
     def cuda_table(self) -> CudaTable:

@@ -225,6 +225,8 @@ class Coverage:
 
 
 def _pod_count(workload: Workload, eligible: int) -> int:
+    if workload.api_rejects:
+        return 0  # the API server refuses the object: its pods never exist, no PDB counts them
     kind = workload.kind
     if kind == "DaemonSet":
         return eligible

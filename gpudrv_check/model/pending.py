@@ -22,6 +22,7 @@ from gpudrv_check.k8s.nodeaffinity import (
     parse_int64,
     prefilter_node_names,
     required_node_affinity,
+    selector_value,
     term_explanations,
     term_problems,
 )
@@ -181,7 +182,8 @@ def _selector_details(selector: object, failed: list[Node], everyone: list[Node]
     if not isinstance(selector, Mapping):
         return []
     out = []
-    for key, want in selector.items():
+    for key, raw in selector.items():
+        want = selector_value(raw)
         removed = [n for n in failed if n.labels.get(key) != want]
         if not removed:
             continue
@@ -255,7 +257,7 @@ def _affinity_details(
 def _selector_matches(selector: object, node: Node) -> bool:
     if not isinstance(selector, Mapping):
         return True
-    return all(node.labels.get(k) == v for k, v in selector.items())
+    return all(node.labels.get(k) == selector_value(v) for k, v in selector.items())
 
 
 def _required_terms(spec: Mapping[str, Any]) -> list | None:
@@ -276,7 +278,9 @@ def _affinity_path(workload: Workload, spec: Mapping[str, Any], everyone: list[N
     if isinstance(selector, Mapping) and selector:
         if not any(_selector_matches(selector, n) for n in everyone):
             dead = [
-                k for k, v in selector.items() if not any(n.labels.get(k) == v for n in everyone)
+                k
+                for k, v in selector.items()
+                if not any(n.labels.get(k) == selector_value(v) for n in everyone)
             ]
             return (*base, "nodeSelector", dead[0]) if len(dead) == 1 else (*base, "nodeSelector")
     terms = _required_terms(spec)

@@ -8,7 +8,10 @@ from pathlib import Path
 
 from tests.conftest import run_cli, write
 
-NOT_HELPFUL = "no new claims to deallocate, preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
+NOT_HELPFUL = (
+    "no new claims to deallocate, preemption: 0/{n} nodes are available: {n} Preemption is not "
+    "helpful for scheduling."
+)
 
 PLACE_LAB = """\
 Pod/gpu-drv/cuda12-job  k8s/cuda12-job.yaml:5:3

@@ -160,7 +160,8 @@ def test_conflicting_name_pins() -> None:
     fields = [expr("metadata.name", "In", "lab-node-0"), expr("metadata.name", "In", "lab-node-1")]
     pending = explain(required(term(fields=fields)))
     assert pending.message == "0/3 nodes are available: pod affinity terms conflict. " + (
-        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not "
+        "helpful for scheduling."
     )
 
 

@@ -35,6 +35,7 @@ from gpudrv_check.k8s.disruption import (
 from gpudrv_check.k8s.labels import Problem
 from gpudrv_check.k8s.labelselector import EVERYTHING, SelectorKey, selector_key
 from gpudrv_check.model.node import Node
+from gpudrv_check.model.occupancy import pod_count
 from gpudrv_check.model.spread import DomainCache, Spread, namespace_labels, workload_spread
 from gpudrv_check.model.workload import SCALABLE_KINDS, Workload
 
@@ -224,20 +225,6 @@ class Coverage:
         return self.budget.disruptions_allowed == 0 and self.budget.current_healthy > 0
 
 
-def _pod_count(workload: Workload, eligible: int) -> int:
-    if workload.api_rejects:
-        return 0  # the API server refuses the object: its pods never exist, no PDB counts them
-    kind = workload.kind
-    if kind == "DaemonSet":
-        return eligible
-    if kind == "CronJob":
-        value = workload.manifest.get("spec", "jobTemplate", "spec", "parallelism")
-        return value if isinstance(value, int) and not isinstance(value, bool) else 1
-    if kind == "Job":
-        return workload.replicas if workload.replicas is not None else 1
-    return workload.replicas or 0
-
-
 class _LabelIndex:
     """Workloads by namespace and by label pair, so a PDB is matched against few of them."""
 
@@ -291,11 +278,14 @@ class Disruption:
                     frozenset(n.name for n in gpu),
                 )
             _, eligible, gpu, gpu_names = entry
-            pods = _pod_count(workload, len(eligible))
+            pods = pod_count(workload, len(eligible))
             spread = workload_spread(repo, workload, namespaces, domain_cache)
             healthy = 0 if not eligible else pods
             if spread is not None:
                 healthy = min(healthy, spread.capacity)
+            running = repo.occupancy.replicas(workload)
+            if running is not None:  # the nodes' room, shared with the other pods
+                healthy = min(healthy, running.placed)
             self._pods[id(workload)] = WorkloadPods(
                 workload, pods, healthy, eligible, spread, gpu, gpu_names
             )

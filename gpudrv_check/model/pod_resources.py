@@ -76,7 +76,7 @@ def template_requests(pod_spec: object) -> dict[str, Fraction]:
 
 
 def _containers(pod_spec: Mapping[str, Any]) -> list[tuple[str, int, Mapping[str, Any]]]:
-    out = []
+    out: list[tuple[str, int, Mapping[str, Any]]] = []
     for field in ("initContainers", "containers"):
         items = pod_spec.get(field)
         if isinstance(items, list):
@@ -86,7 +86,7 @@ def _containers(pod_spec: Mapping[str, Any]) -> list[tuple[str, int, Mapping[str
 
 def _oversized(resources: object) -> list[tuple[Path, str]]:
     """Amounts past int64 (a 5,000-digit count): said as such, not as a parse error."""
-    out = []
+    out: list[tuple[Path, str]] = []
     if not isinstance(resources, Mapping):
         return out
     for section in ("limits", "requests"):

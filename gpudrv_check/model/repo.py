@@ -12,6 +12,7 @@ from gpudrv_check.read.config import Config
 
 if TYPE_CHECKING:
     from gpudrv_check.model.disruption import PDB, Disruption
+    from gpudrv_check.model.occupancy import Occupancy
     from gpudrv_check.model.operands import OperandPlacement
     from gpudrv_check.model.operator import OperatorConfig
     from gpudrv_check.model.placement import Placement
@@ -59,6 +60,13 @@ class Repo:
         from gpudrv_check.model.cuda import cuda_table
 
         return cuda_table(self.config)
+
+    @cached_property
+    def occupancy(self) -> Occupancy:
+        """The repo's pods over the nodes' allocatable: who runs, who stays Pending."""
+        from gpudrv_check.model.occupancy import Occupancy
+
+        return Occupancy(self)
 
     @cached_property
     def disruption(self) -> Disruption:

@@ -203,6 +203,7 @@ class Placement:
         nodes: list[Node],
         overheads: Mapping[str, Mapping[str, Fraction]] | None = None,
         release: SchedulerRelease | None = None,
+        derived: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         self.nodes = sorted(nodes, key=lambda n: n.name)
         #: whose wording the FitError messages reproduce (GPU010's scheduler_version)
@@ -210,7 +211,14 @@ class Placement:
         #: RuntimeClass name -> overhead.podFixed (the RuntimeClass admission controller sets
         #: a pod's spec.overhead from it)
         self.overheads = dict(overheads or {})
-        self._alloc = {n.name: node_allocatable(n) for n in self.nodes}
+        # a node the inventory gives no allocatable for may have one derived from its MIG config
+        derived = derived or {}
+        self._alloc = {
+            n.name: node_allocatable(n)
+            if n.name not in derived
+            else {k: Fraction(v) for k, v in derived[n.name].items()}
+            for n in self.nodes
+        }
         self._taints = {n.name: node_taints({"taints": n.taints}) for n in self.nodes}
         self._cordon = {
             n.name: node_taints({"unschedulable": True})[-1] for n in self.nodes if n.unschedulable

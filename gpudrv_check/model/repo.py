@@ -47,12 +47,14 @@ class Repo:
     @cached_property
     def placement(self) -> Placement:
         from gpudrv_check.k8s.scheduler import scheduler_release
+        from gpudrv_check.model.mig import mig_allocatable
         from gpudrv_check.model.placement import Placement, runtime_class_overheads
         from gpudrv_check.read.policy import rule_params
 
         version = rule_params(self.config, "GPU010").get("scheduler_version")
         overheads = runtime_class_overheads(self.manifests)
-        return Placement(self.nodes, overheads, scheduler_release(version))
+        derived = mig_allocatable(self)
+        return Placement(self.nodes, overheads, scheduler_release(version), derived)
 
     @cached_property
     def cuda_table(self) -> CudaTable:

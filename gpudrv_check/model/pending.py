@@ -377,7 +377,23 @@ def _details(
     if by_reason.get(INSUFFICIENT):
         resources = _short_resources(verdicts, by_reason[INSUFFICIENT])
         out.extend(_resource_details(workload, placement, resources, nodes))
+    if dra_claims(spec):
+        out.append(DRA_NOT_EVALUATED)
     return out
+
+
+#: pods with DRA ResourceClaims: the DynamicResources filter's verdict needs the cluster's
+#: DeviceClasses and ResourceSlices, which a repo does not hold
+DRA_NOT_EVALUATED = (
+    "its DRA resource claims (spec.resourceClaims) were not evaluated: which nodes their "
+    "devices allow is unknown here"
+)
+
+
+def dra_claims(spec: object) -> list:
+    """The pod's ``spec.resourceClaims`` (dynamic resource allocation), or []."""
+    claims = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
+    return claims if isinstance(claims, list) else []
 
 
 def _cause(workload: Workload, spec: Mapping[str, Any], placement: Placement) -> str:

@@ -316,3 +316,15 @@ def test_scheduler_version_chooses_the_wording(tmp_path: Path) -> None:
     )
     [now] = found(root, "GPU010")
     assert f"{DRA}preemption: 0/1 nodes are available: 1 Preemption is not helpful" in now.message
+
+
+def test_dra_claims_are_unknown_not_wrong(tmp_path: Path) -> None:
+    """A pod with spec.resourceClaims: the DynamicResources filter needs ResourceSlices, which
+    the repo lacks; the other filters still hold, and the finding says what was not evaluated."""
+    claims = (
+        "      resourceClaims:\n      - name: gpu\n        resourceClaimTemplateName: one-gpu\n"
+        "      nodeSelector: {pool: nowhere}\n"
+    )
+    root = repo(tmp_path, node("n1"), deployment("w", 1, "{claims: [{name: gpu}]}", claims))
+    [f] = found(root, "GPU010")
+    assert "its DRA resource claims (spec.resourceClaims) were not evaluated" in f.message

@@ -19,8 +19,10 @@ from gpudrv_check.cli.commands.common import load_run
 from gpudrv_check.core.finding import quoted, terminal_text
 from gpudrv_check.model.cuda import CudaFit, cuda_fits
 from gpudrv_check.model.pending import (
+    DRA_NOT_EVALUATED,
     Pending,
     amount_text,
+    dra_claims,
     explain_pending,
     node_names,
     taint_text,
@@ -126,6 +128,8 @@ def _entry(
         placement.constraint_key(workload),
     )
     entry["cuda"] = [_cuda_json(f) for f in fits]
+    if dra_claims(workload.pod_spec):
+        entry["dra"] = DRA_NOT_EVALUATED
     replicas = repo.occupancy.replicas(workload)
     if replicas is not None and replicas.pending:
         entry["pending_pods"] = {
@@ -178,6 +182,8 @@ def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
     else:
         lines.append(f"  lands on no node{scaled}: {entry['message']}")
         lines.extend(f"  - {why}" for why in entry["why"])
+    if entry.get("dra"):
+        lines.append(f"  {entry['dra']}")
     pending = entry.get("pending_pods")
     if pending:
         names = node_names(pending["pods"], NAMES_SHOWN)

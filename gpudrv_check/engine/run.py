@@ -284,6 +284,9 @@ def load(
         pdbs=pdbs,
     )
     repo.extras["gpu_presence"] = gpu_presence
+    if content.plan is not None and content.plan.partial:
+        # the capacity outcome of the full run this partial one stands for (partition.py)
+        repo.extras["occupancy_records"] = content.plan.occupancy
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
     run = Run(
         repo=repo,

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.k8s.resources import is_extended
 from gpudrv_check.k8s.scheduler import Insufficient, fit_error_message, fits_request
@@ -87,7 +87,7 @@ class Replicas:
 class Occupancy:
     """The repo's pods over the nodes' allocatable, computed once (see the module docstring)."""
 
-    def __init__(self, repo: Repo) -> None:
+    def __init__(self, repo: Repo, records: Mapping[str, Any] | None = None) -> None:
         self.placement: Placement = repo.placement
         self._alloc = {n.name: self.placement.allocatable(n) for n in self.placement.nodes}
         self.used: dict[str, dict[str, Fraction]] = {n: {} for n in self._alloc}
@@ -95,6 +95,9 @@ class Occupancy:
         self.holders: dict[str, list[str]] = {n: [] for n in self._alloc}
         self._full: dict[str, set[str]] = {}  # resource -> nodes with none of it left
         self._replicas: dict[int, Replicas] = {}
+        if records is not None:
+            self._restore(repo, records)
+            return
         namespaces = namespace_labels(repo)
         ordered = sorted(repo.workloads, key=_order)
         for workload in ordered:
@@ -103,6 +106,22 @@ class Occupancy:
         for workload in ordered:
             if workload.kind != "DaemonSet":
                 self._place(workload, repo, namespaces)
+
+    def records(self) -> dict[str, tuple]:
+        """The outcome per workload, for the partition cache (marshal-able builtins)."""
+        return {
+            _record_key(r.workload): (tuple(r.nodes), r.message, r.short)
+            for r in self._replicas.values()
+        }
+
+    def _restore(self, repo: Repo, records: Mapping[str, Any]) -> None:
+        for workload in repo.workloads:
+            record = records.get(_record_key(workload))
+            if not isinstance(record, tuple) or len(record) != 3:
+                continue
+            nodes, message, short = record
+            if isinstance(nodes, tuple) and isinstance(message, str) and isinstance(short, tuple):
+                self._replicas[id(workload)] = Replicas(workload, list(nodes), message, short)
 
     def replicas(self, workload: Workload) -> Replicas | None:
         """Where its pods run; None when it has no pods or no node could ever take one."""
@@ -227,6 +246,11 @@ class Occupancy:
         total = len(placement.nodes)
         postfilter = placement.release.postfilter(total, workload.preemption_policy, no_victims)
         return fit_error_message(total, reasons, postfilter_message=postfilter), tuple(short)
+
+
+def _record_key(workload: Workload) -> str:
+    m = workload.manifest
+    return f"{m.file}\0{m.doc}\0{m.item}\0{workload.key}"
 
 
 def _order(workload: Workload) -> tuple:

@@ -68,7 +68,7 @@ class Repo:
         """The repo's pods over the nodes' allocatable: who runs, who stays Pending."""
         from gpudrv_check.model.occupancy import Occupancy
 
-        return Occupancy(self)
+        return Occupancy(self, self.extras.get("occupancy_records"))
 
     @cached_property
     def disruption(self) -> Disruption:

@@ -823,7 +823,7 @@ def read_repo(
             assert summary is not None  # a file with no summary is shared: always decoded
             results[i] = None
             content.unread_files += 1
-            content.unread_objects += len(summary[0])
+            content.unread_objects += incremental.object_count(summary)
             content.unread_skipped += summary[1]
     content.files = [r for r in results if r is not None]
     charts = chart_findings(files, templates)

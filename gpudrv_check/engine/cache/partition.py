@@ -4,10 +4,14 @@ What a finding about a namespaced workload (Deployment, StatefulSet, ReplicaSet,
 ReplicationController, Job, CronJob, Pod) or a PodDisruptionBudget says depends on that object,
 on the other such objects of its namespace (which budgets cover which pods), and on the
 cluster-wide objects: nodes, the support matrix, the operator configuration, DaemonSets,
-Namespaces. It never depends on another namespace's workloads: placement reads nodes, a budget
-covers pods of its own namespace, and an anti-affinity term is read only for the replicas of its
-own workload. What is said about anything else (nodes, operands, the operator, the matrix)
-depends only on the cluster-wide objects.
+Namespaces. It depends on another namespace's workloads only through the nodes' capacity they
+share (model/occupancy.py): so every partition's key also digests every file's *capacity
+demand* (what its workloads request, how many pods, where they may go, in which order), and a
+change of anyone's demand makes the run a full one; other edits (an image, a label the placement
+does not read) stay within their partition. A budget covers pods of its own namespace, and an
+anti-affinity term is read only for the replicas of its own workload. What is said about
+anything else (nodes, operands, the operator, the matrix) depends only on the cluster-wide
+objects.
 
 So a file whose objects are all of those kinds and all in one namespace belongs to that
 namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or
@@ -47,6 +51,8 @@ PARTITION_KINDS = frozenset(
 #: a namespace holding one of these is shared as a whole
 SHARED_NAMESPACE_KINDS = frozenset(("DaemonSet",))
 CACHE_KIND = "partitions"
+#: the shared-capacity outcome of the last full run, keyed by everything it depends on
+OCCUPANCY_KIND = "occupancy"
 
 # per file: ((kind, namespace or None) per object, documents skipped); None when unknown
 Summary = tuple[tuple[tuple[str, Any], ...], int]
@@ -58,12 +64,77 @@ Summary = tuple[tuple[tuple[str, Any], ...], int]
 PLACEHOLDERS = ("${}", None)
 
 
+#: the pseudo-kind of a summary entry holding the digest of the file's capacity demand
+CAPACITY = "#capacity"
+#: the parts of a pod spec that decide how much room its pods take and where
+_DEMAND_FIELDS = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "nodeName",
+    "runtimeClassName",
+    "resources",
+    "overhead",
+    "priorityClassName",
+)
+
+
+def _demand(manifest: Any) -> Any:
+    """What of one workload the shared capacity depends on."""
+    from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
+
+    path = POD_SPEC_PATHS.get(manifest.kind)
+    if path is None:
+        return None
+    spec = manifest.get(*path)
+    if not isinstance(spec, dict):
+        return None
+    containers = []
+    for kind in ("initContainers", "containers"):
+        items = spec.get(kind)
+        for c in items if isinstance(items, list) else []:
+            if isinstance(c, dict):
+                containers.append((kind, c.get("resources"), c.get("restartPolicy")))
+    labels = manifest.get(*path[:-1], "metadata", "labels") if len(path) > 1 else None
+    scale = manifest.get("spec", "replicas"), manifest.get("spec", "parallelism")
+    return (
+        manifest.kind,
+        manifest.namespace,
+        manifest.name,
+        manifest.api_version,
+        scale,
+        labels,
+        [spec.get(f) for f in _DEMAND_FIELDS],
+        containers,
+    )
+
+
+def capacity_digest(manifests: list[Any]) -> str | None:
+    """The digest of a file's workloads' capacity demand; None when it holds no workload."""
+    import json
+
+    from gpudrv_check.engine.cache.store import digest
+
+    demands = [_demand(m) for m in manifests if m.kind in PARTITION_KINDS]
+    if not any(d is not None for d in demands):
+        return None
+    return digest(json.dumps(demands, sort_keys=True, default=str))
+
+
 def summarize(result: Any, placeholders: bool = False) -> Summary:
     """What planning needs of a FileResult, without its trees."""
     objects = tuple((m.kind, m.namespace) for m in result.manifests)
     if placeholders:
         objects += (PLACEHOLDERS,)
+    demand = capacity_digest(result.manifests)
+    if demand is not None:
+        objects += ((CAPACITY, demand),)
     return (objects, len(result.skipped))
+
+
+def object_count(summary: Summary) -> int:
+    """The objects a summarized file holds (its pseudo-entries left out)."""
+    return sum(1 for kind, _ in summary[0] if kind not in (CAPACITY, PLACEHOLDERS[0]))
 
 
 def valid_summary(summary: Any) -> bool:
@@ -107,6 +178,14 @@ class Plan:
     stored: dict[str, Any] = field(default_factory=dict)  # namespace -> cached entry
     clean: set[str] = field(default_factory=set)  # namespaces taken from the cache
     findings: dict[str, tuple[list, list]] = field(default_factory=dict)  # of the clean ones
+    #: digest of the context, the shared files and every file's capacity demand
+    base: str = ""
+    #: the capacity outcome stored under ``base`` (model/occupancy.py records), when reused
+    occupancy: dict | None = None
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.clean)
 
     def decode(self, rel: str) -> bool:
         """Whether this run needs the file's objects."""
@@ -131,9 +210,12 @@ def plan(
     # involve the namespace's other objects (a budget covering them, an annotation on an object
     # of the same identity), so they must all be read with it
     shared_namespaces: set[str] = set()
+    demands: list[tuple[str, str]] = []
     for rel, _, summary in files:
         for kind, ns in summary[0] if summary is not None else ():
-            if kind in SHARED_NAMESPACE_KINDS or (
+            if kind == CAPACITY:
+                demands.append((rel, str(ns)))
+            elif kind in SHARED_NAMESPACE_KINDS or (
                 kind in PARTITION_KINDS and candidate[rel] is None
             ):
                 shared_namespaces.add(_namespace(kind, ns))
@@ -147,8 +229,14 @@ def plan(
         else:
             out.partition_of[rel] = namespace
             members.setdefault(namespace, []).append((rel, file_digest))
-    base = digest(context, shared)
+    base = digest(context, shared, sorted(demands))
+    out.base = base
     out.keys = {ns: digest(base, ns, listed) for ns, listed in members.items()}
+    # a partial run cannot share the nodes' capacity among workloads it does not read: it
+    # takes the outcome of the full run with the same demands, and without one it is full
+    out.occupancy = cache.load(OCCUPANCY_KIND, name, base, valid=lambda v: isinstance(v, dict))
+    if out.occupancy is None:
+        return out
     stored = cache.load(CACHE_KIND, name, "", valid=lambda v: isinstance(v, dict)) or {}
     for ns, key in out.keys.items():
         entry = stored.get(ns)
@@ -180,6 +268,8 @@ def _single_namespace(summary: Summary | None) -> str | None:
         return None
     namespaces = set()
     for kind, ns in summary[0]:
+        if kind == CAPACITY:
+            continue
         if kind not in PARTITION_KINDS:
             return None
         namespaces.add(_namespace(kind, ns))
@@ -224,3 +314,5 @@ def merge(run: Any) -> None:
         run.suppressed.sort(key=Finding.sort_key)
     if evaluated or len(entries) != len(plan_.stored):
         plan_.cache.store(CACHE_KIND, plan_.name, "", entries)
+    if not plan_.partial and plan_.base:
+        plan_.cache.store(OCCUPANCY_KIND, plan_.name, plan_.base, run.repo.occupancy.records())

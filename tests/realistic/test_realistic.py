@@ -229,7 +229,7 @@ def test_first_run_without_matrix_or_inventory(tmp_path: Path):
             "rules": [
                 *("GPU001", "GPU002", "GPU003", "GPU010", "GPU011", "GPU012"),
                 *("GPU013", "GPU016"),
-                *("GPU020", "GPU021", "GPU022", "GPU030", "GPU031", "GPU032"),
+                *("GPU020", "GPU021", "GPU022", "GPU030", "GPU031", "GPU032", "GPU033", "GPU034"),
             ],
             "reason": "no node inventory",
             "see": 'README "Where the nodes come from"',

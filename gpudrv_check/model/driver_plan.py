@@ -70,7 +70,7 @@ CLUSTERPOLICY = "clusterpolicy"
 NVIDIADRIVER = "nvidiadriver"
 DISABLED = "disabled"  # driver.enabled: false
 
-# rule ids of the problems the plan finds (their policies are policies/rules/<id>.yaml)
+# rule ids of the problems the plan finds (their metadata is rules/<id>_<name>/rule.yaml)
 LABEL_MISSING = "GPU002"
 OS_CONFLICT = "GPU003"
 OS_MIXED = "GPU013"

@@ -19,14 +19,12 @@ def test_each_rule_module_has_a_matching_policy():
         )
 
 
-def test_each_rule_policy_has_a_module_and_load_policies_are_emitted_somewhere():
+def test_each_rule_policy_has_a_module():
+    # load rules are emitted by the reader and the model: tests/test_catalog.py
     ids = {m.ID for m in RULE_MODULES}
-    source = "\n".join(p.read_text() for p in (ROOT / "gpudrv_check").rglob("*.py"))
     for policy in catalog().values():
         if policy.source == "rule":
             assert policy.id in ids, f"{policy.id} is declared as a rule but no module yields it"
-        else:
-            assert f'"{policy.id}"' in source, f"{policy.id} is emitted nowhere"
 
 
 def test_rule_folders_are_named_by_id_and_name_and_names_are_unique():

@@ -290,6 +290,11 @@ def load(
         pdbs=pdbs,
     )
     repo.extras["gpu_presence"] = gpu_presence
+    if content.plan is not None and content.plan.clean and _reads_all_namespaces(repo):
+        # a rule reads every namespace in this run (a `reads:` entry with `when:`): read the
+        # namespaces the partition cache would have answered for too
+        again = replace(options, context=None)
+        return load(source, config, matrix_override, inventory, again, matrix_optional)
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
     run = Run(
         repo=repo,
@@ -314,6 +319,12 @@ def load(
     if matrix is not None:
         run.findings.extend(matrix.problems)
     return run
+
+
+def _reads_all_namespaces(repo: Repo) -> bool:
+    from gpudrv_check.rules import reading_all_namespaces
+
+    return bool(reading_all_namespaces(repo))
 
 
 def matrix_missing_finding(rel: str) -> Finding:

@@ -36,6 +36,10 @@ class Reads(BaseModel):
     # `namespace`: what is read is the object's own namespace (and cluster-wide objects);
     # `cluster`: objects of every namespace; None: the rule's scope
     scope: Literal["namespace", "cluster"] | None = None
+    # read only under this condition (in words); the rule's `reads_all_namespaces(repo)` says
+    # when it holds, and the engine then reads every namespace instead of taking some from the
+    # partition cache (so the kinds can stay in the partitions: rules/plan.py)
+    when: str | None = None
 
 
 class RulePolicy(BaseModel):

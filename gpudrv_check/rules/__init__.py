@@ -36,6 +36,7 @@ from gpudrv_check.rules.GPU032_operand_taint_not_tolerated import rule as GPU032
 
 if TYPE_CHECKING:
     from gpudrv_check.core.finding import Finding
+    from gpudrv_check.model.repo import Repo
     from gpudrv_check.rules.context import Context
 
 # the evaluation order (findings are sorted afterwards, so it shows only in timings)
@@ -64,3 +65,13 @@ RULE_MODULES: tuple[ModuleType, ...] = (
 
 def registered() -> dict[str, Callable[[Context], Iterator[Finding]]]:
     return {module.ID: module.check for module in RULE_MODULES}
+
+
+def reading_all_namespaces(repo: Repo) -> list[str]:
+    """The rules that, on this repo, read objects of every namespace: those with a `reads:`
+    entry `when:` a condition holds (their `reads_all_namespaces(repo)`)."""
+    return [
+        module.ID
+        for module in RULE_MODULES
+        if hasattr(module, "reads_all_namespaces") and module.reads_all_namespaces(repo)
+    ]

@@ -8,7 +8,8 @@ fields of them and at which scope. From those declarations, and nothing the pars
   declaration reads. A rule that starts reading one declares it, which takes it out of the plan.
 - `partition_kinds()`: the kinds whose findings depend only on their own namespace (and
   cluster-wide objects), which the namespace cache (engine/cache/partition.py) may reuse: read
-  by some declaration of scope `namespace` and by none of scope `cluster`.
+  by some declaration of scope `namespace` and by none of scope `cluster` (but one that reads
+  them only `when:` a condition holds, which the engine checks on every run).
 
 A field path is dotted: `*` is any key or item, `{podspec}` the pod spec of a workload kind
 (k8s/podspec.py), `{template}` the pod template holding it (the Pod itself for a Pod). The kind
@@ -115,6 +116,7 @@ class Declared:
     kinds: frozenset[str]  # groups expanded; `*` left as is
     fields: tuple[str, ...]
     scope: str
+    when: str | None = None
 
 
 def expand_kinds(kinds: Iterable[str]) -> frozenset[str]:
@@ -141,7 +143,7 @@ def model_reads() -> tuple[Reads, ...]:
 def declarations() -> tuple[Declared, ...]:
     """Every `reads:` entry of the built-in rules and of the model."""
     out = [
-        Declared(policy.id, expand_kinds(r.kinds), tuple(r.fields), r.scope or policy.scope)
+        Declared(policy.id, expand_kinds(r.kinds), tuple(r.fields), r.scope or policy.scope, r.when)
         for policy in catalog().values()
         for r in policy.reads
     ]
@@ -212,8 +214,12 @@ def skim_plan() -> SkimPlan:
 
 @cache
 def partition_kinds() -> frozenset[str]:
-    """Namespaced kinds read at namespace scope and by no declaration at cluster scope."""
+    """Namespaced kinds read at namespace scope and by no declaration at cluster scope, but
+    those read at cluster scope only `when:` a condition holds: in a run where it does, the
+    engine reads every namespace (rules `reads_all_namespaces`, engine/run.py `load`)."""
     by_scope: dict[str, set[str]] = {"namespace": set(), "cluster": set()}
     for d in declarations():
+        if d.scope == "cluster" and d.when is not None:
+            continue
         by_scope[d.scope] |= d.kinds - {ANY}
     return frozenset(by_scope["namespace"] - by_scope["cluster"] - CLUSTER_SCOPED_KINDS)

@@ -108,9 +108,10 @@ def test_a_cluster_rule_reading_other_namespaces_survives_the_partition_cache(
     tmp_path: Path, capsys
 ):
     """GPU025 reads the Deployments of every namespace (a waitForCompletion selector over
-    pods that never complete). With Deployments in the namespace partitions, editing another
-    namespace took team/ from the cache and hid its Deployment from GPU025: the finding
-    vanished from the cached run. Derived from the declarations, Deployments are shared."""
+    pods that never complete). Editing another namespace took team/ from the partition cache
+    and hid its Deployment from GPU025: the finding vanished from the cached run. Its read is
+    declared `scope: cluster` `when:` that selector is set, and such a run reads every
+    namespace (engine/run.py `load`)."""
     node = (EXAMPLES / "lab" / "k8s" / "nodes.yaml").read_text()
     write(tmp_path, "nodes.yaml", node)
     shutil.copy(EXAMPLES / "lab" / "support-matrix.csv", tmp_path / "support-matrix.csv")

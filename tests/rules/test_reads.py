@@ -87,15 +87,37 @@ def test_a_declared_read_takes_a_field_out_of_the_plan(monkeypatch):
         plan.skim_plan.cache_clear()
 
 
-def test_partition_kinds_are_a_subset_of_the_listed_ones():
-    """A subset: the kinds left out are read by a rule of scope `cluster` (GPU025 reads the
-    Deployments, StatefulSets, ... of every namespace), so a namespace taken from the cache
-    would have hidden them from it; tests/rules/test_cache_identity shows the finding it lost."""
-    derived = partition_kinds()
-    assert derived <= LISTED_PARTITION_KINDS
-    for kind in LISTED_PARTITION_KINDS - derived:
-        readers = [d.owner for d in declarations() if d.scope == "cluster" and kind in d.kinds]
-        assert readers, f"{kind} left the partitions but no cluster-scope rule reads it"
+def test_partition_kinds_are_the_listed_ones():
+    """Equal. GPU025 reads the Deployments, StatefulSets, ... of every namespace, but only
+    `when:` an endless waitForCompletion selector is configured: such a run reads every
+    namespace (test_identity shows the finding a cached run used to lose), so the kinds stay."""
+    assert partition_kinds() == LISTED_PARTITION_KINDS
+
+
+def test_a_conditional_cross_namespace_read_has_its_condition_in_code():
+    from gpudrv_check.rules import RULE_MODULES
+
+    conditional = {d.owner for d in declarations() if d.scope == "cluster" and d.when}
+    hooked = {m.ID for m in RULE_MODULES if hasattr(m, "reads_all_namespaces")}
+    assert conditional == hooked == {"GPU025"}
+
+
+def test_without_the_condition_cluster_reads_of_a_kind_take_it_out_of_the_partitions(
+    monkeypatch,
+):
+    from gpudrv_check.read.policy import Reads
+    from gpudrv_check.rules import plan
+
+    own = plan.model_reads()
+    always = Reads(kinds=["Job"], fields=["spec"], scope="cluster")
+    monkeypatch.setattr(plan, "model_reads", lambda: (*own, always))
+    plan.declarations.cache_clear()
+    plan.partition_kinds.cache_clear()
+    try:
+        assert plan.partition_kinds() == LISTED_PARTITION_KINDS - {"Job"}
+    finally:
+        plan.declarations.cache_clear()
+        plan.partition_kinds.cache_clear()
 
 
 def test_every_rule_declares_its_scope_and_reads_known_kinds_and_paths():

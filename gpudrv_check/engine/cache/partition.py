@@ -5,9 +5,10 @@ on the other such objects of its namespace (which budgets cover which pods), and
 cluster-wide objects: nodes, the support matrix, the operator configuration, DaemonSets,
 Namespaces, as long as no rule reads that kind across namespaces. Which kinds qualify is derived
 from the rules' declarations (`partition_kinds`, rules/plan.py): read at `scope: namespace`
-and by nothing at `scope: cluster`. GPU025, for one, reads the Deployments, StatefulSets,
-ReplicaSets and ReplicationControllers of every namespace (a waitForCompletion selector over
-pods that never complete), so those kinds are shared; Pods, Jobs, CronJobs and budgets are not.
+and by nothing at `scope: cluster`. A rule may read them across namespaces only `when:` a
+condition holds (GPU025: an endless waitForCompletion selector, over the Deployments,
+StatefulSets, ... of every namespace); in a run where it holds, the engine reads every
+namespace (engine/run.py `load`), so the cache never hides an object from such a rule.
 
 So a file whose objects are all of those kinds and all in one namespace belongs to that
 namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or

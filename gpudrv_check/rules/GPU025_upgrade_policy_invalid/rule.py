@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.k8s.selector_string import parse_selector
 from gpudrv_check.model.operator import OperatorConfig
+from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.upgrade_flow import POLICY_PATH, policy_source
 from gpudrv_check.nvidia.upgrade import effective_upgrade_policy, upgrade_policy_findings
 from gpudrv_check.nvidia.upgrade_controller import NEVER_COMPLETE_KINDS
@@ -24,13 +25,27 @@ _HINTS = {
 }
 
 
-def _waits_for_ever(ctx: Context, config: OperatorConfig) -> Finding | None:
-    """waitForCompletion.podSelector over pods that never finish, with timeoutSeconds 0
-    (pod_manager.go ScheduleCheckOnPodCompletion: Running or Pending pods keep it waiting)."""
+def _endless_wait_selector(config: OperatorConfig) -> str | None:
+    """waitForCompletion.podSelector when the controller waits on it without a timeout."""
     policy = effective_upgrade_policy(config.get(*POLICY_PATH), policy_source(config))
     wait = policy["waitForCompletion"]
     selector = str(wait.get("podSelector") or "")
     if policy.get("autoUpgrade") is not True or not selector or wait.get("timeoutSeconds"):
+        return None
+    return selector
+
+
+def reads_all_namespaces(repo: Repo) -> bool:
+    """Whether this run's check reads the workloads of every namespace (its `reads:` entry
+    with `when:`): only to see which pods an endless waitForCompletion selector matches."""
+    return any(_endless_wait_selector(config) for config in repo.operator_configs)
+
+
+def _waits_for_ever(ctx: Context, config: OperatorConfig) -> Finding | None:
+    """waitForCompletion.podSelector over pods that never finish, with timeoutSeconds 0
+    (pod_manager.go ScheduleCheckOnPodCompletion: Running or Pending pods keep it waiting)."""
+    selector = _endless_wait_selector(config)
+    if selector is None:
         return None
     matcher = parse_selector(selector)
     if matcher is None:

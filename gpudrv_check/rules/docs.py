@@ -69,6 +69,8 @@ def _reads(policy: RulePolicy) -> list[str]:
     for entry in policy.reads:
         fields = ", ".join(f"`{f}`" for f in entry.fields) or "`metadata` only"
         scope = f" (scope: {entry.scope})" if entry.scope else ""
+        if entry.when:
+            scope = f"{scope} only when {entry.when}"
         lines.append(f"- {', '.join(f'`{k}`' for k in entry.kinds)}{scope}: {fields}")
     return lines
 

@@ -26,7 +26,13 @@ from gpudrv_check.read.manifests import (
     read_repo,
 )
 from gpudrv_check.read.matrix import Matrix, parse_matrix
-from gpudrv_check.read.policy import RulePolicy, catalog, rule_settings, validate_rule_settings
+from gpudrv_check.read.policy import (
+    RulePolicy,
+    builtin,
+    catalog,
+    rule_settings,
+    validate_rule_settings,
+)
 from gpudrv_check.read.source import Source, clean_rel
 from gpudrv_check.read.tree import Listing, Skipped, WorkingTree
 
@@ -202,8 +208,8 @@ def _extra_inventory(
 
 def _render_problem(problem) -> Finding:
     return Finding(
-        rule="GPU009",
-        severity=Severity.WARNING,
+        rule=builtin("not-checkable").id,
+        severity=builtin("not-checkable").severity,
         message=problem.message,
         hint="Fix the kustomization so `kustomize build` works offline, or render it yourself "
         "and pipe the output to `gpudrv-check check -`.",
@@ -284,6 +290,11 @@ def load(
         pdbs=pdbs,
     )
     repo.extras["gpu_presence"] = gpu_presence
+    if content.plan is not None and content.plan.clean and _reads_all_namespaces(repo):
+        # a rule reads every namespace in this run (a `reads:` entry with `when:`): read the
+        # namespaces the partition cache would have answered for too
+        again = replace(options, context=None)
+        return load(source, config, matrix_override, inventory, again, matrix_optional)
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
     run = Run(
         repo=repo,
@@ -310,13 +321,19 @@ def load(
     return run
 
 
+def _reads_all_namespaces(repo: Repo) -> bool:
+    from gpudrv_check.rules import reading_all_namespaces
+
+    return bool(reading_all_namespaces(repo))
+
+
 def matrix_missing_finding(rel: str) -> Finding:
     """The one warning of a check without the support matrix (the rules that need it skip)."""
     from gpudrv_check.model.coverage import MATRIX_HEADER
 
     return Finding(
-        rule="GPU001",
-        severity=Severity.WARNING,
+        rule=builtin("driver-image-missing").id,
+        severity=builtin("driver-image-missing").severity_of("matrix-missing"),
         message=f"no support matrix ({rel}): the driver images of GPU nodes are not checked",
         hint=f"Create {rel} with the header `{MATRIX_HEADER}` and one row per precompiled "
         "driver image you have built (e.g. `550,5.15.0-119-generic,ubuntu22.04`), or point "

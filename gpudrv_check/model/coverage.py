@@ -1,6 +1,6 @@
 """What a run could not check, and why: said in the summary, JSON and SARIF, never silent.
 
-A rule declares what it cannot run without (`needs:` in its `policies/rules/<ID>.yaml`): any
+A rule declares what it cannot run without (`needs:` in its `rules/<ID>_<name>/rule.yaml`): any
 node, a GPU node, the support matrix. A repo without them still gets every other rule; the
 ones that need them are skipped, and the report says which, why, and what file to add. GPU
 workloads of kinds the checker does not model yet (a RayCluster, a Kubeflow job) are counted

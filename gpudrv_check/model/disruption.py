@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from gpudrv_check.core.finding import Finding, ObjectRef, Severity
+from gpudrv_check.core.finding import Finding, ObjectRef
 from gpudrv_check.core.located import Path, locate
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.disruption import (
@@ -37,6 +37,7 @@ from gpudrv_check.k8s.labelselector import EVERYTHING, SelectorKey, selector_key
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.spread import DomainCache, Spread, namespace_labels, workload_spread
 from gpudrv_check.model.workload import SCALABLE_KINDS, Workload
+from gpudrv_check.read.policy import builtin
 
 if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
@@ -152,8 +153,8 @@ def build_pdbs(manifests: list[Manifest]) -> tuple[list[PDB], list[Finding]]:
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)[1:]
             findings.append(
                 Finding(
-                    rule="GPU040",
-                    severity=Severity.ERROR,
+                    rule=builtin("invalid-field").id,
+                    severity=builtin("invalid-field").severity,
                     message=f"{pdb.title}: {where}: {problem.message}; the API server rejects "
                     "it, so no budget is in force",
                     hint="Set exactly one of minAvailable or maxUnavailable, each an integer "

@@ -71,6 +71,7 @@ from gpudrv_check.nvidia.operands import (
     sandbox_workloads_enabled,
     workload_config,
 )
+from gpudrv_check.read.policy import builtin
 
 if TYPE_CHECKING:
     from gpudrv_check.model.operator import OperatorConfig
@@ -799,7 +800,7 @@ def _no_pool_cause(repo: Repo, node: Node, config: OperatorConfig | None) -> Cau
     entry = plan.nodes.get(node.name)
     if plan.mode != NVIDIADRIVER or entry is None or entry.pool is not None:
         return None
-    conflicts = plan.of_rule(OWNER_CONFLICT)
+    conflicts = plan.of_rule(builtin(OWNER_CONFLICT).id)
     if conflicts:
         first = conflicts[0]
         detail = "no NVIDIADriver owns it: the owner assignment fails (GPU015)"

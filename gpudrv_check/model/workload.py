@@ -6,11 +6,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity, quoted
+from gpudrv_check.core.finding import Finding, Location, ObjectRef, quoted
 from gpudrv_check.core.located import Path, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.numbers import TOO_LARGE, gpu_count
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
+from gpudrv_check.read.policy import builtin
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -126,8 +127,8 @@ class Workload(BaseModel):
 
 def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding:
     return Finding(
-        rule="GPU040",
-        severity=Severity.ERROR,
+        rule=builtin("invalid-field").id,
+        severity=builtin("invalid-field").severity,
         message=message,
         hint=hint,
         location=manifest.location(path),
@@ -179,7 +180,9 @@ def _placement_findings(
         )
         if problem.scheduler_only:
             # the object is valid; only this term is dead (GPU010 says so when nothing is left)
-            finding = finding.model_copy(update={"severity": Severity.WARNING})
+            finding = finding.model_copy(
+                update={"severity": builtin("invalid-field").severity_of("scheduler-only")}
+            )
         findings.append(finding)
     return findings, any(not p.scheduler_only for p in problems)
 

@@ -10,10 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gpudrv_check.core.finding import Finding, Location, Severity
+from gpudrv_check.core.finding import Finding, Location
 from gpudrv_check.core.located import LMap, LSeq, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.read.kustomization import PatchRef, is_kustomization, patch_refs
+from gpudrv_check.read.policy import builtin
 from gpudrv_check.read.safe_io import TooLarge
 from gpudrv_check.read.text import decode_text
 from gpudrv_check.read.tree import FileRef, Skipped
@@ -96,8 +97,8 @@ def chart_template_dirs(files: Iterable[FileRef]) -> list[str]:
 
 def _not_checkable(rel: str, line: int, message: str, hint: str) -> Finding:
     return Finding(
-        rule="GPU009",
-        severity=Severity.WARNING,
+        rule=builtin("not-checkable").id,
+        severity=builtin("not-checkable").severity,
         message=message,
         hint=hint,
         location=Location(file=rel, line=line, column=1),
@@ -158,7 +159,7 @@ def _over_limit(rel: str, size: int, max_bytes: int) -> FileResult:
         problem_finding(
             rel,
             LoadProblem(
-                "GPU000",
+                builtin("unreadable-file").id,
                 1,
                 1,
                 f"file is {size} bytes, over the max_file_bytes limit of {max_bytes}; not read",
@@ -173,7 +174,9 @@ def _over_budget(rel: str, budget: int) -> FileResult:
     result = FileResult(rel)
     message = f"the run's input budget of {budget} bytes (max_total_bytes) is spent; not read"
     hint = "Exclude generated or vendored files, or raise max_total_bytes in .gpudrv-check.yaml."
-    result.problems.append(problem_finding(rel, LoadProblem("GPU000", 1, 1, message, hint)))
+    result.problems.append(
+        problem_finding(rel, LoadProblem(builtin("unreadable-file").id, 1, 1, message, hint))
+    )
     return result
 
 
@@ -204,7 +207,9 @@ def _read_bytes(source: Source, ref: FileRef, max_bytes: int) -> bytes | FileRes
     """The file's bytes, or the FileResult that says why they cannot be used."""
     if ref.error is not None:
         result = FileResult(ref.rel)
-        result.problems.append(problem_finding(ref.rel, LoadProblem("GPU000", 1, 1, ref.error)))
+        result.problems.append(
+            problem_finding(ref.rel, LoadProblem(builtin("unreadable-file").id, 1, 1, ref.error))
+        )
         return result
     if ref.size > max_bytes:
         return _over_limit(ref.rel, ref.size, max_bytes)
@@ -216,7 +221,9 @@ def _read_bytes(source: Source, ref: FileRef, max_bytes: int) -> bytes | FileRes
         result = FileResult(ref.rel)
         reason = err.strerror or type(err).__name__
         result.problems.append(
-            problem_finding(ref.rel, LoadProblem("GPU000", 1, 1, f"cannot read: {reason}"))
+            problem_finding(
+                ref.rel, LoadProblem(builtin("unreadable-file").id, 1, 1, f"cannot read: {reason}")
+            )
         )
         return result
     if len(data) > max_bytes:  # it grew since the walk
@@ -350,7 +357,7 @@ def parse_manifest_bytes(
                 1,
                 "Terraform template (%{ … } / ${ … }): not checkable unless rendered",
                 TERRAFORM_HINT,
-            ).model_copy(update={"severity": Severity.INFO})
+            ).model_copy(update={"severity": builtin("not-checkable").severity_of("terraform")})
         )
         return result
     if _is_templated(text, parsed):
@@ -401,8 +408,8 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
         line, col = data.key_pos(key)
         result.problems.append(
             Finding(
-                rule="GPU040",
-                severity=Severity.ERROR,
+                rule=builtin("invalid-field").id,
+                severity=builtin("invalid-field").severity,
                 message=f"{key} must be a string; object skipped",
                 hint="Write apiVersion and kind as strings, e.g. `kind: Deployment`.",
                 location=Location(file=rel, line=line, column=col),
@@ -432,7 +439,7 @@ def is_object(data: Any) -> bool:
 
 #: problems that concern Kubernetes objects only: in a CI config, a Home Assistant or Ansible
 #: file (`!secret`, `!include`, a repeated key) they are that tool's business, not findings
-OBJECT_ONLY_RULES = frozenset(("GPU008", "GPU009"))
+OBJECT_ONLY_RULES = frozenset(("duplicate-key", "not-checkable"))
 
 
 def _object_problems(parsed: ParsedFile) -> list[LoadProblem]:
@@ -450,12 +457,11 @@ def _object_problems(parsed: ParsedFile) -> list[LoadProblem]:
         at = (p.line, p.column)
         return any(start <= at and (end is None or at < end) for start, end in foreign)
 
+    object_only = {builtin(name).id for name in OBJECT_ONLY_RULES}
     return [
         p
         for p in parsed.problems
-        if p.rule not in OBJECT_ONLY_RULES
-        and not p.message.startswith(NON_SCALAR_KEY)
-        or not inside(p)
+        if p.rule not in object_only and not p.message.startswith(NON_SCALAR_KEY) or not inside(p)
     ]
 
 
@@ -472,8 +478,8 @@ def _check_name_types(result: FileResult, rel: str, data: LMap) -> None:
         line, col = meta.key_pos(key)
         result.problems.append(
             Finding(
-                rule="GPU040",
-                severity=Severity.ERROR,
+                rule=builtin("invalid-field").id,
+                severity=builtin("invalid-field").severity,
                 message=f"metadata.{key} is read as a YAML {type_name(value)}, not a string"
                 + (f" (`{text}`)" if text else ""),
                 hint=f'Quote it: `{key}: "{text}"`.'

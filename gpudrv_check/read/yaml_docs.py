@@ -24,6 +24,7 @@ from typing import Any
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import LMap, LSeq, Pos
+from gpudrv_check.read.policy import builtin
 
 # Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
 # embed a pod template); consumers that recurse per level (pickle for the cache and worker
@@ -288,7 +289,7 @@ def _in_container(stack: list[_Frame]) -> bool:
 
 def duplicate_key(key: str, pos: Pos) -> LoadProblem:
     return LoadProblem(
-        "GPU008",
+        builtin("duplicate-key").id,
         pos[0],
         pos[1],
         f"duplicate key {quoted(key)}; the API server's strict decoding rejects this object",
@@ -554,7 +555,7 @@ def _parse_text(
         if too_deep:
             problems.append(
                 LoadProblem(
-                    "GPU000",
+                    builtin("unreadable-file").id,
                     too_deep,
                     1,
                     f"nesting deeper than {MAX_DEPTH} levels; file not read",
@@ -598,7 +599,7 @@ def _parse_text(
             else:
                 problems.append(
                     LoadProblem(
-                        "GPU000",
+                        builtin("unreadable-file").id,
                         pos[0],
                         pos[1],
                         f"{NON_SCALAR_KEY}; Kubernetes objects only have string keys",
@@ -642,7 +643,7 @@ def _parse_text(
 
     def abandon(pos: Pos, message: str, hint: str | None = None) -> None:
         nonlocal skipping, root
-        problems.append(LoadProblem("GPU000", pos[0], pos[1], message, hint))
+        problems.append(LoadProblem(builtin("unreadable-file").id, pos[0], pos[1], message, hint))
         skipping = True
         stack.clear()
         root = None
@@ -654,7 +655,7 @@ def _parse_text(
         shown = show_tag(tag)
         problems.append(
             LoadProblem(
-                "GPU009",
+                builtin("not-checkable").id,
                 pos[0],
                 pos[1],
                 f"unknown YAML tag {shown} is not constructed; its value is read as plain data",
@@ -707,7 +708,7 @@ def _parse_text(
                     if top[1]:
                         problems.append(
                             LoadProblem(
-                                "GPU000",
+                                builtin("unreadable-file").id,
                                 pos[0],
                                 pos[1],
                                 f"{NON_SCALAR_KEY}; Kubernetes objects only have string keys",
@@ -905,7 +906,11 @@ def _parse_text(
         problems.append(_reader_problem(err, text))
         result.failed = True
     except YAMLError as err:
-        problems.append(LoadProblem("GPU000", 1, 1, f"cannot read YAML: {_one_line(str(err))}"))
+        problems.append(
+            LoadProblem(
+                builtin("unreadable-file").id, 1, 1, f"cannot read YAML: {_one_line(str(err))}"
+            )
+        )
         result.failed = True
     return result
 
@@ -938,7 +943,7 @@ def _syntax_problem(err: Any, text: str | bytes) -> LoadProblem:
     else:
         line, col = mark.line + 1, mark.column + 1
     return LoadProblem(
-        "GPU000",
+        builtin("unreadable-file").id,
         line,
         col,
         f"YAML syntax error: {what}{context}",
@@ -954,7 +959,7 @@ def _reader_problem(err: Any, text: str | bytes) -> LoadProblem:
     char = err.character
     code = char if isinstance(char, int) else ord(char) if isinstance(char, str) and char else 0
     return LoadProblem(
-        "GPU000",
+        builtin("unreadable-file").id,
         line,
         col,
         f"character U+{code:04X} is not allowed in YAML ({_one_line(str(err.reason))}); "

@@ -1,10 +1,11 @@
 """SARIF 2.1.0 for code scanning (GitHub, Azure DevOps, IDE viewers).
 
-One run: the tool with every rule of the run (help text from `policies/`, or from the custom
-policy), and one result per finding with its physical location (start line and column; columns
-count Unicode code points, as the YAML reader does), a partial fingerprint that survives line
-shifts, and, for suppressed findings, a `suppressions` entry (`inSource` for the annotation,
-`external` for a config exemption or the baseline).
+One run: the tool with every rule of the run (a built-in rule's help and `helpUri` from its
+generated page, rules/docs.py; a custom policy's from the policy), and one result per finding
+with its physical location (start line and column; columns count Unicode code points, as the
+YAML reader does), a partial fingerprint that survives line shifts, and, for suppressed
+findings, a `suppressions` entry (`inSource` for the annotation, `external` for a config
+exemption or the baseline).
 """
 
 from __future__ import annotations
@@ -27,18 +28,23 @@ LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "
 
 
 def _rule(policy: RulePolicy) -> dict[str, Any]:
-    return {
+    markdown = f"**Why it matters**\n\n{policy.why}\n\n**How to fix**\n\n{policy.fix}"
+    rule: dict[str, Any] = {
         "id": policy.id,
         "name": policy.name,
         "shortDescription": {"text": policy.title},
         "fullDescription": {"text": policy.why},
-        "help": {
-            "text": f"{policy.why}\n\nHow to fix: {policy.fix}",
-            "markdown": f"**Why it matters**\n\n{policy.why}\n\n**How to fix**\n\n{policy.fix}",
-        },
+        "help": {"text": f"{policy.why}\n\nHow to fix: {policy.fix}", "markdown": markdown},
         "defaultConfiguration": {"level": LEVELS[policy.severity]},
         "properties": {"category": policy.category, "tags": [policy.category]},
     }
+    if policy.source != "custom":
+        # a built-in rule: its generated page (rules/docs.py), linked and carried whole
+        from gpudrv_check.rules.docs import help_uri, page
+
+        rule["helpUri"] = help_uri(policy.id)
+        rule["help"]["markdown"] = page(policy)
+    return rule
 
 
 def _suppression(finding: Finding) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Placement over an inventory: every DOMAIN.md section 6 placement rule is a row, run through
-the memoised model; then the model against a per-node evaluation on generated inventories."""
+"""Placement over an inventory: every placement rule of docs/kubernetes.md §1-2 is a row, run
+through the memoised model; then the model against a per-node evaluation on generated
+inventories."""
 
 from __future__ import annotations
 

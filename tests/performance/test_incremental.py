@@ -404,7 +404,7 @@ def test_every_finding_about_a_partition_object_sits_in_its_partition(repo, tmp_
     said about a namespace's workloads and budgets is located in that namespace's files (or
     the namespace is shared), so a rule added later that reports elsewhere fails here."""
     from gpudrv_check.engine import run as engine
-    from gpudrv_check.engine.cache.partition import PARTITION_KINDS
+    from gpudrv_check.engine.cache.partition import partition_kinds
 
     content = _read(repo, tmp_path / "cache")
     partition_of = content.plan.partition_of
@@ -414,7 +414,7 @@ def test_every_finding_about_a_partition_object_sits_in_its_partition(repo, tmp_
     for finding in [*run.findings, *run.suppressed]:
         where = partition_of.get(finding.location.file)
         obj = finding.object
-        if obj is not None and obj.kind in PARTITION_KINDS:
+        if obj is not None and obj.kind in partition_kinds():
             ns = obj.namespace or "default"
             assert where in (ns, None), finding
             assert where is not None or ns not in partitions, finding

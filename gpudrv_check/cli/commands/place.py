@@ -20,6 +20,7 @@ from gpudrv_check.model.pending import Pending, explain_pending, node_names, tai
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import Workload
 from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.policy import builtin
 from gpudrv_check.rules.context import Context
 
 NAMES_SHOWN = 10
@@ -167,7 +168,11 @@ def run(args: argparse.Namespace) -> int:
             f"no nodes in {args.path}: placement needs `kind: Node` objects or a NodeInventory"
         )
     workloads = _select(repo, args.workload)
-    minor_compat = Context(repo).params("GPU011").get("minor_version_compatibility", True)
+    minor_compat = (
+        Context(repo)
+        .params(builtin("cuda-driver-too-old").id)
+        .get("minor_version_compatibility", True)
+    )
     minor_compat = minor_compat is not False
     verbose = args.workload is not None
     results = [_entry(repo, w, minor_compat, verbose) for w in workloads]

@@ -1,13 +1,14 @@
 """One changed file, one namespace checked again: the partition cache of `check`.
 
-What a finding about a namespaced workload (Deployment, StatefulSet, ReplicaSet,
-ReplicationController, Job, CronJob, Pod) or a PodDisruptionBudget says depends on that object,
+What a finding about a namespaced workload or a PodDisruptionBudget says depends on that object,
 on the other such objects of its namespace (which budgets cover which pods), and on the
 cluster-wide objects: nodes, the support matrix, the operator configuration, DaemonSets,
-Namespaces. It never depends on another namespace's workloads: placement reads nodes, a budget
-covers pods of its own namespace, and an anti-affinity term is read only for the replicas of its
-own workload. What is said about anything else (nodes, operands, the operator, the matrix)
-depends only on the cluster-wide objects.
+Namespaces, as long as no rule reads that kind across namespaces. Which kinds qualify is derived
+from the rules' declarations (`partition_kinds`, rules/plan.py): read at `scope: namespace`
+and by nothing at `scope: cluster`. A rule may read them across namespaces only `when:` a
+condition holds (GPU025: an endless waitForCompletion selector, over the Deployments,
+StatefulSets, ... of every namespace); in a run where it holds, the engine reads every
+namespace (engine/run.py `load`), so the cache never hides an object from such a rule.
 
 So a file whose objects are all of those kinds and all in one namespace belongs to that
 namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or
@@ -31,19 +32,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-#: the kinds whose findings depend only on their own namespace (and the shared objects)
-PARTITION_KINDS = frozenset(
-    (
-        "CronJob",
-        "Deployment",
-        "Job",
-        "Pod",
-        "PodDisruptionBudget",
-        "ReplicaSet",
-        "ReplicationController",
-        "StatefulSet",
-    )
-)
+
+def partition_kinds() -> frozenset[str]:
+    """The kinds whose findings depend only on their own namespace (and the shared objects):
+    derived from what the rules declare they read, and at which scope (rules/plan.py)."""
+    from gpudrv_check.rules.plan import partition_kinds as declared
+
+    return declared()
+
+
 #: a namespace holding one of these is shared as a whole
 SHARED_NAMESPACE_KINDS = frozenset(("DaemonSet",))
 CACHE_KIND = "partitions"
@@ -131,11 +128,10 @@ def plan(
     # involve the namespace's other objects (a budget covering them, an annotation on an object
     # of the same identity), so they must all be read with it
     shared_namespaces: set[str] = set()
+    kinds = partition_kinds()
     for rel, _, summary in files:
         for kind, ns in summary[0] if summary is not None else ():
-            if kind in SHARED_NAMESPACE_KINDS or (
-                kind in PARTITION_KINDS and candidate[rel] is None
-            ):
+            if kind in SHARED_NAMESPACE_KINDS or (kind in kinds and candidate[rel] is None):
                 shared_namespaces.add(_namespace(kind, ns))
     out = Plan(cache, name)
     shared: list[tuple[str, str]] = []
@@ -179,8 +175,9 @@ def _single_namespace(summary: Summary | None) -> str | None:
     if summary is None or not summary[0]:
         return None
     namespaces = set()
+    kinds = partition_kinds()
     for kind, ns in summary[0]:
-        if kind not in PARTITION_KINDS:
+        if kind not in kinds:
             return None
         namespaces.add(_namespace(kind, ns))
     return namespaces.pop() if len(namespaces) == 1 else None

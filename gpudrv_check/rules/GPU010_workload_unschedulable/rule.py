@@ -1,0 +1,86 @@
+"""GPU010 workload-unschedulable: a workload's pods can land on no node of the inventory.
+
+Its user documentation is `docs:` in rule.yaml, next to this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.core.finding import Finding
+from gpudrv_check.k8s.taints import TAINT_NODE_UNSCHEDULABLE
+from gpudrv_check.model.pending import (
+    CAUSE_AFFINITY,
+    CAUSE_GPU,
+    CAUSE_NODE_NAME,
+    CAUSE_TAINT,
+    Pending,
+    explain_pending,
+)
+from gpudrv_check.model.workload import GPU_RESOURCE, Workload
+from gpudrv_check.rules.context import Context
+
+ID = "GPU010"
+
+
+def _subject(workload: Workload) -> str:
+    who = f"{workload.kind} {workload.namespace}/{workload.name}"
+    if workload.node_name is not None:
+        return f"{who} never runs"
+    if workload.kind == "DaemonSet":
+        return f"{who} runs on no node"
+    if workload.kind == "Pod":
+        return f"{who} stays Pending"
+    return f"{who}: its pods stay Pending"
+
+
+def _hint(workload: Workload, pending: Pending) -> str:
+    if pending.cause == CAUSE_AFFINITY:
+        return (
+            "Relax this constraint, or label a node so that it matches; `gpudrv-check place "
+            f"--workload {workload.key}` shows every node's verdict."
+        )
+    if pending.cause == CAUSE_TAINT:
+        taint = pending.taint
+        if taint and taint.get("key") == TAINT_NODE_UNSCHEDULABLE:
+            return (
+                "The nodes it may use are cordoned: uncordon one (`kubectl uncordon NODE`) once "
+                "its maintenance is over, or widen the constraints."
+            )
+        if taint and taint.get("key"):
+            return (
+                f"Tolerate the taint, e.g. `- {{key: {taint['key']}, operator: Exists, effect: "
+                f"{taint.get('effect')}}}` under tolerations, or take it off the nodes."
+            )
+        return "Add a toleration for the nodes' taints, or take the taints off."
+    if pending.cause == CAUSE_GPU:
+        return f"Request fewer {GPU_RESOURCE} per pod, or add a node with enough GPUs."
+    if pending.cause == CAUSE_NODE_NAME:
+        return (
+            "Name a node of the inventory in spec.nodeName, or drop it and let the scheduler "
+            "choose."
+        )
+    return "Change the constraint at this line."
+
+
+def finding_for(ctx: Context, workload: Workload) -> Finding | None:
+    placement = ctx.repo.placement
+    pending = explain_pending(workload, placement)
+    if pending is None:
+        return None
+    message = f"{_subject(workload)}: {pending.message}"
+    if pending.details:
+        message += (" " if message.endswith(".") else ". ") + "Why: "
+        message += "; ".join(pending.details) + "."
+    return ctx.finding(ID, workload.manifest, pending.path, message, _hint(workload, pending))
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    if not ctx.repo.nodes:
+        return
+    for workload in ctx.repo.workloads:
+        if not workload.has_pods:
+            continue
+        finding = finding_for(ctx, workload)
+        if finding is not None:
+            yield finding

@@ -9,12 +9,12 @@ support matrix has for its kernel and OS.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any
 
 from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.cli.options import RehearseOptions
 from gpudrv_check.core.finding import Location, printable, terminal_text
 from gpudrv_check.model.driver import driver_managed, label_keys
 from gpudrv_check.model.rehearsal import Rehearsal, Stall, node_runs, rehearse
@@ -51,10 +51,10 @@ def _flow(repo: Repo, notes: list[str]) -> UpgradeFlow:
     return UpgradeFlow(CONTROLLER, flow.config, {**flow.policy, "autoUpgrade": True})
 
 
-def _targets(repo: Repo, args: argparse.Namespace) -> tuple[DriverVersion | None, str]:
-    if args.to_matrix:
+def _targets(repo: Repo, options: RehearseOptions) -> tuple[DriverVersion | None, str]:
+    if options.to_matrix:
         return None, "the newest branch in the support matrix per node"
-    text = args.driver
+    text = options.driver
     if text is None and repo.operator is not None:
         configured = repo.operator.get("driver", "version")
         text = configured if isinstance(configured, str) else None
@@ -108,15 +108,17 @@ def _no_pod_deletion(flow: UpgradeFlow) -> bool:
     return not isinstance(raw, dict) or raw.get("podDeletion") is None
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.driver is not None and DriverVersion.parse(args.driver) is None:
-        raise ConfigError(f"--driver {args.driver!r}: give the full driver version, e.g. 550.90.07")
-    repo = load_run(args).repo
+def run(options: RehearseOptions) -> int:
+    if options.driver is not None and DriverVersion.parse(options.driver) is None:
+        raise ConfigError(
+            f"--driver {options.driver!r}: give the full driver version, e.g. 550.90.07"
+        )
+    repo = load_run(options).repo
     if repo.matrix is None:
         raise ConfigError("rehearse needs a support matrix (--matrix FILE or `matrix:` in config)")
     notes: list[str] = []
     flow = _flow(repo, notes)
-    version, target = _targets(repo, args)
+    version, target = _targets(repo, options)
     nodes, needs, image, tags = _node_facts(repo, version)
     matrix = repo.matrix
     matrix_at = Location(file=matrix.file, line=matrix.end_line + 1)
@@ -134,10 +136,10 @@ def run(args: argparse.Namespace) -> int:
             "node anyway, evicts its GPU pods, and leaves it in pod-restart-required"
         )
     result.notes = notes
-    out = {"json": render_json, "markdown": render_markdown}.get(args.format, render_text)
+    out = {"json": render_json, "markdown": render_markdown}.get(options.format, render_text)
     text = out(result, target)
     # JSON escapes control characters itself; text and markdown reach a terminal raw
-    sys.stdout.write(text if args.format == "json" else terminal_text(text))
+    sys.stdout.write(text if options.format == "json" else terminal_text(text))
     return 0 if result.complete else 1
 
 

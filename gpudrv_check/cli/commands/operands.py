@@ -27,12 +27,6 @@ from gpudrv_check.model.operands import (
 )
 
 
-def _chain(placement: OperandPlacement, node: str) -> str:
-    if placement.breaks.get(node):
-        return "broken"
-    return "ok" if placement.running(node) else "none"
-
-
 def _source_line(placement: OperandPlacement) -> str:
     in_repo = sum(1 for ds in placement.daemonsets if ds.source == REPO)
     config = placement.config
@@ -64,7 +58,7 @@ def render_text(placement: OperandPlacement) -> str:
     rows = [["NODE", *columns, "CHAIN"]]
     for node in placement.rows:
         cells = placement.cells[node.name]
-        rows.append([node.name, *(cells[op].text for op in columns), _chain(placement, node.name)])
+        rows.append([node.name, *(cells[op].text for op in columns), placement.chain(node.name)])
     out.extend(_table(rows))
     if placement.hidden_nodes:
         out.append(
@@ -146,7 +140,7 @@ def render_json(placement: OperandPlacement) -> str:
             {
                 "name": node.name,
                 "gpu": node.is_gpu,
-                "chain": _chain(placement, node.name),
+                "chain": placement.chain(node.name),
                 "operands": {
                     op: {
                         "state": "yes"

@@ -35,7 +35,6 @@ REPORT_FORMATS = (
     "github",
     "gitlab",
     "markdown",
-    "html",
 )
 
 

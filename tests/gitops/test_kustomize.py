@@ -151,14 +151,16 @@ def test_a_broken_kustomization_is_reported_and_its_files_still_read(git_repo: P
     write(git_repo, "app/kustomization.yaml", "resources: [missing.yaml, n.yaml]\n")
     write(git_repo, "app/n.yaml", gpu_node("n", kernel=NEW_KERNEL))
     commit(git_repo, "broken")
-    result = run_cli("check", str(git_repo), "--kustomize")
+    result = run_cli("check", str(git_repo), "--kustomize", "--format", "concise")
     assert result.returncode == 1
     assert "app/kustomization.yaml:1:1: warning GPU009 kustomize build app failed:" in result.stdout
     assert "app/n.yaml:9:5: error GPU001 node n" in result.stdout
     assert str(git_repo) not in result.stdout  # kustomize's paths are shown relative
     # the same bytes from a revision (rendered from a temporary copy), run after run
     for _ in range(2):
-        at_head = run_cli("check", str(git_repo), "--kustomize", "--rev", "HEAD")
+        at_head = run_cli(
+            "check", str(git_repo), "--kustomize", "--rev", "HEAD", "--format", "concise"
+        )
         assert (at_head.returncode, at_head.stdout) == (1, result.stdout)
 
 

@@ -39,7 +39,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _run_all(root: Path, out: Path, *extra: str, cwd: Path | None = None):
-    args = ["check", str(root), "--format", "text"]
+    args = ["check", str(root), "--format", "concise"]
     for fmt, name in FORMATS.items():
         args += ["--format", fmt, "--output", str(out / name)]
     result = run_cli(*args, *extra, cwd=cwd, env=_env())
@@ -223,7 +223,7 @@ def test_paths_are_relative_to_the_working_directory_in_ci_formats(ci_repo: Path
     out = tmp_path / "out"
     out.mkdir()
     result, reports = _run_all(Path("repo"), out, cwd=ci_repo.parent)
-    assert "nodes/gpu-1.yaml:11:5" in result.stdout  # text keeps root-relative paths
+    assert "nodes/gpu-1.yaml:11:5" in result.stdout  # concise keeps root-relative paths
     assert "file=repo/nodes/gpu-1.yaml," in reports["github"]
     assert '"uri": "repo/nodes/gpu-1.yaml"' in reports["sarif"]
     assert '"path": "repo/nodes/gpu-1.yaml"' in reports["gitlab"]

@@ -14,6 +14,7 @@ REV, matched by fingerprint (engine/compare.py); the summary counts new, fixed a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections import Counter
@@ -27,7 +28,8 @@ from gpudrv_check.engine.run import Run, evaluate
 from gpudrv_check.read.config import ConfigError
 
 # formats a person reads as they come (JSON, SARIF, JUnit, GitLab escape in their own syntax)
-_TERMINAL_FORMATS = frozenset(("text", "markdown", "github"))
+_TERMINAL_FORMATS = frozenset(("text", "concise", "markdown", "github"))
+_COLOUR_FORMATS = frozenset(("text", "concise"))
 _THRESHOLD = {"error": 3, "warning": 2, "info": 1, "never": 99}
 STDOUT = "-"
 
@@ -111,12 +113,46 @@ def base_findings(options: CheckOptions, base: str) -> list[Finding]:
             reason = str(err)
         else:
             evaluate(base_run)
+            select_rules(base_run, options)
             return base_run.findings
     sys.stderr.write(
         f"gpudrv-check: warning: the base {base} cannot be checked ({reason}); every finding "
         "counts as new\n"
     )
     return []
+
+
+def stdout_width() -> int:
+    """The width the text format wraps to on stdout (report/text.py `terminal_width`)."""
+    from gpudrv_check.report.text import terminal_width
+
+    return terminal_width(sys.stdout)
+
+
+def select_rules(run: Run, options: CheckOptions) -> None:
+    """--select and --ignore (rule ids or names, built-in or custom): the findings of the
+    rules left out are dropped, reported and suppressed alike; an unknown rule is an error."""
+    if not options.select and not options.ignore:
+        return
+    from gpudrv_check.read.policy import find_rule
+
+    def ids(flag: str, keys: tuple[str, ...]) -> set[str]:
+        found = set()
+        for key in keys:
+            policy = find_rule(key, run.rules)
+            if policy is None:
+                raise ConfigError(f"{flag} {key}: unknown rule (see `gpudrv-check rules`)")
+            found.add(policy.id)
+        return found
+
+    selected = ids("--select", options.select) if options.select else None
+    ignored = ids("--ignore", options.ignore)
+
+    def wanted(f: Finding) -> bool:
+        return (selected is None or f.rule in selected) and f.rule not in ignored
+
+    run.findings = [f for f in run.findings if wanted(f)]
+    run.suppressed = [f for f in run.suppressed if wanted(f)]
 
 
 def build_report(run: Run, code: int, baseline: str | None, root: str, comparison=None):
@@ -178,7 +214,7 @@ def run(options: CheckOptions) -> int:
     from gpudrv_check.report.text import use_colour
 
     pairs = pair_outputs(list(options.report_args), default_format())
-    colour = use_colour(sys.stdout)
+    colour = use_colour(sys.stdout, options.color)
     reuse = _result_cache(options, pairs, colour)
     if reuse is not None and reuse.hit is not None:
         return _replay(reuse.hit, pairs, reuse.fail_on)
@@ -230,6 +266,7 @@ def _check(
     if options.verbose:
         print_listing(check_run)
     evaluate(check_run)
+    select_rules(check_run, options)
     baseline = _apply_baselines(check_run, options)
     comparison = None
     base = options.base
@@ -242,19 +279,21 @@ def _check(
     if gating is not None:
         gating.extend(check_run.findings)
     report = build_report(check_run, code, baseline, options.path, comparison)
+    report.quiet = options.quiet
     if options.verbose:
         for f in report.suppressed:
             sys.stderr.write(f"suppressed {f.location}: {f.rule} {f.message} ({f.suppressed_by})\n")
     for fmt, dest in pairs:
         if dest == STDOUT:
-            text = render(fmt, report, colour=fmt == "text" and colour)
+            coloured = fmt in _COLOUR_FORMATS and colour
+            text = render(fmt, dataclasses.replace(report, width=stdout_width()), coloured)
             if fmt in _TERMINAL_FORMATS:  # read on a terminal: no raw control character
-                text = terminal_text(text, colour=fmt == "text" and colour)
+                text = terminal_text(text, colour=coloured)
             actions.append(("stdout", "", text))
         else:
             actions.append(("file", dest, render(fmt, report)))
-    if all(dest != STDOUT for _, dest in pairs):
-        actions.append(("stdout", "", render_summary(report) + "\n"))
+    if all(dest != STDOUT for _, dest in pairs):  # the summary, or nothing with --quiet
+        actions.append(("stdout", "", "" if options.quiet else render_summary(report) + "\n"))
     return code
 
 
@@ -413,6 +452,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         cache_key(options),
         pairs,
         colour,
+        stdout_width(),
         default_format(),
         config.model_dump_json(),
         [(s.rel, s.reason) for s in listing.skipped],

@@ -35,6 +35,7 @@ REPORT_FORMATS = (
     "github",
     "gitlab",
     "markdown",
+    "html",
 )
 
 

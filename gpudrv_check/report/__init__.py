@@ -29,6 +29,7 @@ FORMATS: dict[str, str] = {
     "github": "github",
     "gitlab": "gitlab",
     "markdown": "markdown",
+    "html": "html",
 }
 
 

@@ -2,7 +2,9 @@
 artifact or a browser: the verdict, the findings, and the fleet picture the model holds -
 GPU nodes by driver branch × kernel × OS tag with the images the matrix lacks marked MISSING
 (model/driver.py `fleet`, the audit's own entries), nodes per upgrade state, and the operand
-chain per node (`repo.operand_placement`, as `operands` and GPU030 see it).
+chain per node (`repo.operand_placement`, as `operands` and GPU030 see it), and, when the
+operator configuration sets `driver.version`, the rehearsal of that upgrade reconcile by
+reconcile (model/fleet_rehearsal.py, what `gpudrv-check rehearse` prints).
 
 Every repo text is escaped (`html.escape`); the Content-Security-Policy meta forbids any
 request the page could make, so a hostile name cannot load anything even if it slipped by.
@@ -121,6 +123,38 @@ def _operands(repo: Repo) -> str | None:
     return "\n".join(lines)
 
 
+def _rehearsal(repo: Repo) -> str | None:
+    from gpudrv_check.model.fleet_rehearsal import configured_target, fleet_rehearsal
+    from gpudrv_check.model.upgrade_plan import DriverVersion
+
+    text = configured_target(repo)
+    version = DriverVersion.parse(text) if text else None
+    if version is None or repo.matrix is None or not repo.gpu_nodes:
+        return None
+    reh = fleet_rehearsal(repo, version)
+    rows = []
+    for wave in reh.waves:
+        moves = "; ".join(f"{m['node']}: {m['from'] or '(none)'} → {m['to']}" for m in wave.nodes)
+        events = [
+            f"evicted {e['pod']} from {e['node']} → {e['to'] or 'Pending'}" for e in wave.evictions
+        ]
+        events += [f"blocked {b['node']}: {b['message']}" for b in wave.blocks]
+        rows.append(
+            f'<tr class="wave"><td>{wave.reconcile}</td><td>{wave.seconds} s</td>'
+            f"<td>{_e(moves)}</td><td>{'<br>'.join(_e(e) for e in events)}</td></tr>"
+        )
+    verdict = "completes" if reh.complete else "stalls"
+    lines = [f'<p id="rehearsal-verdict">Upgrade to {_e(version.text)} {verdict}.</p>']
+    head = "<tr><th>reconcile</th><th>time</th><th>nodes</th><th>evictions and blocks</th></tr>"
+    lines += ["<table>", head, *rows, "</table>"]
+    lines += [
+        f'<p class="stall">stalled: {_e(st.node)} in {_e(st.state)}: {_e(st.reason)}</p>'
+        for st in reh.stalls
+    ]
+    lines += [f'<p class="note">note: {_e(n)}</p>' for n in reh.notes]
+    return "\n".join(lines)
+
+
 def render(report: Report, *, colour: bool = False) -> str:
     s = report.summary
     verdict = "failed" if s.exit_code else "passed"
@@ -139,6 +173,7 @@ def render(report: Report, *, colour: bool = False) -> str:
             ("fleet", "GPU nodes by driver image", _fleet(repo)),
             ("upgrade-states", "GPU nodes per upgrade state", _upgrade_states(repo)),
             ("operands", "Operands per GPU node", _operands(repo)),
+            ("rehearsal", "Driver upgrade rehearsal", _rehearsal(repo)),
         ):
             if body:
                 parts.append(_section(anchor, title, body))

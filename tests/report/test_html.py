@@ -111,3 +111,33 @@ def test_operand_chains_in_the_page(tmp_path: Path):
     text = page.read_text(encoding="utf-8")
     assert 'id="operands"' in text
     assert re.search(r"<tr><td>gpu-node-2</td>.*<td class=\"broken\">broken</td></tr>", text)
+
+
+def test_the_rehearsal_timeline_when_the_operator_config_sets_a_driver_version(lab_repo: Path):
+    """The page's timeline is the `rehearse` command's own (model/fleet_rehearsal.py)."""
+    import json
+
+    from tests.conftest import helm_release
+
+    target = "550.127.05"
+    (lab_repo / "k8s" / "gpu-operator.yaml").write_text(
+        helm_release(
+            "v25.3.0",
+            f'  values:\n    driver:\n      version: "{target}"\n      upgradePolicy:\n'
+            "        autoUpgrade: true\n        maxParallelUpgrades: 1\n",
+        )
+    )
+    page = lab_repo / "r.html"
+    run_cli("check", str(lab_repo), "--format", "html", "--output", str(page))
+    text = page.read_text(encoding="utf-8")
+    rehearsed = run_cli("rehearse", str(lab_repo), "--format", "json")
+    doc = json.loads(rehearsed.stdout)
+    assert 'id="rehearsal"' in text
+    assert text.count('<tr class="wave">') == len(doc["waves"]) > 0
+    verdict = "completes" if rehearsed.returncode == 0 else "stalls"
+    assert f'<p id="rehearsal-verdict">Upgrade to {target} {verdict}.</p>' in text
+    assert text.count('<p class="stall">') == len(doc["stalls"])
+
+
+def test_no_timeline_without_a_target(lab_page: Path):
+    assert 'id="rehearsal"' not in lab_page.read_text(encoding="utf-8")

@@ -132,7 +132,7 @@ def test_baseline_end_to_end(tmp_path):
 
     # a new node with a missing image: only it is reported, and it fails
     write(root, "nodes/gpu-3.yaml", gpu_node("gpu-3"))
-    new = run_cli("check", str(root), "--baseline", str(baseline))
+    new = run_cli("check", str(root), "--baseline", str(baseline), "--format", "concise")
     assert new.returncode == 1
     assert "nodes/gpu-3.yaml:9:5: error GPU001 node gpu-3" in new.stdout
     assert "gpu-1" not in new.stdout and "gpu-2" not in new.stdout

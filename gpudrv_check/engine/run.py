@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -381,10 +382,11 @@ def evaluate(run: Run) -> None:
 
 
 def _note_origins(run: Run, findings: list[Finding]) -> list[Finding]:
-    """Findings in a rendered Kustomize stream name the repo file their object came from."""
-    origins = getattr(run.source, "origins", None)
+    """Findings on a rendered Kustomize stream move to the repo file and line their object
+    came from (read/kustomize.py `source_location`), and say which root rendered it."""
+    locate = getattr(run.source, "source_location", None)
     rendered = getattr(run.source, "rendered", None)
-    if origins is None or not rendered:
+    if locate is None or not rendered:
         return findings
     starts: dict[str, list[tuple[int, int]]] = {}
     for m in run.repo.manifests:
@@ -393,13 +395,27 @@ def _note_origins(run: Run, findings: list[Finding]) -> list[Finding]:
     out = []
     for f in findings:
         docs = starts.get(f.location.file)
-        if docs:
+        if docs is not None:
             doc = max(((line, d) for line, d in docs if line <= f.location.line), default=None)
-            paths = origins(f.location.file)
-            if doc is not None and doc[1] < len(paths) and paths[doc[1]]:
-                f = f.model_copy(update={"message": f"{f.message} (source: {paths[doc[1]]})"})
+            kind = f.object.kind if f.object else ""
+            name = f.object.name if f.object else None
+            file, line, column = locate(f.location.file, doc[1] if doc else -1, kind, name, f.path)
+            root = posixpath.dirname(file_of_root(f.location.file)) or "."
+            f = f.model_copy(
+                update={
+                    "location": Location(file=file, line=line, column=column),
+                    "message": f"{f.message} (as rendered by kustomize build {root})",
+                }
+            )
         out.append(f)
     return out
+
+
+def file_of_root(rendered: str) -> str:
+    """The kustomization file of a rendered stream's name."""
+    from gpudrv_check.read.kustomize import RENDERED_SUFFIX
+
+    return rendered.removesuffix(RENDERED_SUFFIX)
 
 
 def rule_enabled(config: Config, rule_id: str, rules: dict[str, RulePolicy] | None = None) -> bool:

@@ -223,6 +223,12 @@ class OperandPlacement:
     def running(self, node: str) -> tuple[str, ...]:
         return tuple(op for op, cell in self.cells.get(node, {}).items() if cell.running)
 
+    def chain(self, node: str) -> str:
+        """`broken` (a link is missing: GPU030), `ok` (operands run), or `none`."""
+        if self.breaks.get(node):
+            return "broken"
+        return "ok" if self.running(node) else "none"
+
 
 # --- finding operand DaemonSets in the repo ---------------------------------------------------
 

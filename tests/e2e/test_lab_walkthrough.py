@@ -39,7 +39,7 @@ def test_steps_3_and_4_audit_skew_and_fix(lab_repo: Path):
         "lab-node-3 MISSING 550-6.8.0-52-generic-ubuntu24.04\n",
     )
 
-    check = run_cli("check", str(lab_repo))
+    check = run_cli("check", str(lab_repo), "--format", "concise")
     assert check.returncode == 1
     assert (
         "k8s/node3.yaml:14:5: error GPU001 node lab-node-3 needs driver image "

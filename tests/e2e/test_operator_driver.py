@@ -50,7 +50,7 @@ def test_cluster_policy_550_upgrades_lab_node_1_to_an_image_not_in_the_matrix(la
     assert (tag.returncode, tag.stdout) == (0, "550-5.15.0-107-generic-ubuntu22.04\n")
     assert "which may be ubuntu24.04 (GPU013)" in tag.stderr
 
-    check = run_cli("check", str(repo))
+    check = run_cli("check", str(repo), "--format", "concise")
     assert check.returncode == 1
     lines = check.stdout.splitlines()
     [gpu001] = [line for line in lines if " GPU001 " in line]

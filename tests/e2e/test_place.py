@@ -98,7 +98,7 @@ def test_place_usage_errors(lab_repo: Path, tmp_path: Path) -> None:
 
 
 def test_check_reports_cuda13_job_at_its_affinity_term(lab_repo: Path) -> None:
-    result = run_cli("check", str(lab_repo))
+    result = run_cli("check", str(lab_repo), "--format", "concise")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert (
@@ -148,7 +148,7 @@ def test_cuda_table_extension_from_the_config(lab_repo: Path) -> None:
         config.read_text()
         + 'cuda:\n  min_driver: {"12.5.1": "550.0"}\n'  # pretend 12.5.1 were fine on 550
     )
-    result = run_cli("check", str(lab_repo))
+    result = run_cli("check", str(lab_repo), "--format", "concise")
     infos = [line for line in result.stdout.splitlines() if " info GPU011 " in line]
     assert [line.split(":")[0] for line in infos] == ["k8s/trainer.yaml"]  # lab-node-1: 535
     config.write_text(config.read_text() + "  imagez: []\n")

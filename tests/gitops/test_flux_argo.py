@@ -4,6 +4,7 @@ configuration: merge order, locations, the OS-tag rule, and the full driver imag
 from __future__ import annotations
 
 import base64
+import os
 import shutil
 import textwrap
 from pathlib import Path
@@ -281,10 +282,12 @@ def test_gpu001_names_the_full_image(lab_repo: Path):
         HR_HEAD + "  values:\n    driver:\n      repository: registry.example/nvidia\n"
         "      usePrecompiled: true\n",
     )
-    result = run_cli("check", str(repo))
+    result = run_cli("check", str(repo), "--format", "concise")
     assert result.returncode == 1
     assert (
         f"k8s/node3.yaml:14:5: error GPU001 node lab-node-3 needs driver image {REF}, which is "
         "not in the support matrix"
     ) in result.stdout
-    assert f"fix: Build and push the driver image {REF}, then add the row" in result.stdout
+    wide = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"} | {"COLUMNS": "400"}
+    text = run_cli("check", str(repo), env=wide).stdout  # the fix under it, on one line
+    assert f"      fix: Build and push the driver image {REF}, then add the row" in text

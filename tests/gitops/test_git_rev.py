@@ -198,7 +198,7 @@ def test_rev_reads_custom_policies_of_that_revision(git_repo: Path):
     write(git_repo, "n.yaml", gpu_node("old-branch", branch="535"))
     commit(git_repo, "policy")
     shutil.rmtree(git_repo / "custom")  # gone from the working tree, still in the commit
-    at_head = run_cli("check", str(git_repo), "--rev", "HEAD")
+    at_head = run_cli("check", str(git_repo), "--rev", "HEAD", "--format", "concise")
     on_disk = run_cli("check", str(git_repo))
     assert at_head.returncode == 1, at_head.stderr
     assert "n.yaml:8:5: error ORG002 GPU node old-branch: driver branch '535'" in at_head.stdout

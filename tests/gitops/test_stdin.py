@@ -64,7 +64,14 @@ def test_inventory_and_matrix_from_the_config(tmp_path: Path):
 
 def test_default_stdin_name_and_yaml_errors_located(tmp_path: Path):
     result = run_cli(
-        "check", "-", "--matrix", "none", cwd=tmp_path, input="apiVersion: v1\nkind: [\n"
+        "check",
+        "-",
+        "--matrix",
+        "none",
+        "--format",
+        "concise",
+        cwd=tmp_path,
+        input="apiVersion: v1\nkind: [\n",
     )
     assert result.returncode == 1
     assert result.stdout.startswith("<stdin>:")

@@ -155,16 +155,16 @@ def test_version_imports_no_heavy_dependency():
 
 
 def test_a_run_is_made_without_the_cyclic_collector_which_comes_back_after(monkeypatch):
-    import argparse
     import gc
 
     from gpudrv_check.cli import commands
     from gpudrv_check.cli.commands import rules as rules_command
+    from gpudrv_check.cli.options import RulesOptions
 
     seen = []
     monkeypatch.setattr(rules_command, "run", lambda args: seen.append(gc.isenabled()) or 0)
     assert gc.isenabled()
-    assert commands.dispatch(argparse.Namespace(command="rules")) == 0
+    assert commands.dispatch(RulesOptions(command="rules")) == 0
     assert seen == [False]
     assert gc.isenabled()
 

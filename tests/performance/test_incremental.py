@@ -372,7 +372,7 @@ def test_a_pending_explanation_does_not_depend_on_another_namespace(tmp_path):
 
     _same_after(root, tmp_path / "cache", edit)
     # and each workload's explanation follows its own written order
-    text = _both(root, tmp_path / "cache" / "text")[0]
+    text = _both(root, tmp_path / "cache" / "text", "concise")[0]
     b_line = next(line for line in text.splitlines() if line.startswith("team-b/w.yaml"))
     assert b_line.index("zone=z1") < b_line.index("pool=alpha")
 

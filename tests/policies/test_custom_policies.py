@@ -466,7 +466,7 @@ def test_custom_policy_end_to_end(tmp_path):
     [f] = [f for f in doc["findings"] if f["rule"] == "ACME001"]
     assert f["location"] == {"file": "nodes/gpu-1.yaml", "line": 5, "column": 3}
     assert f["severity"] == "warning"
-    failed = run_cli("check", str(root), "--fail-on", "warning")
+    failed = run_cli("check", str(root), "--fail-on", "warning", "--format", "concise")
     assert failed.returncode == 1
     assert "nodes/gpu-1.yaml:5:3: warning ACME001 GPU node gpu-1 has no zone" in failed.stdout
 

@@ -15,17 +15,17 @@ for a ClusterPolicy over GPU nodes of several OS releases one more line per node
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.cli.options import RepoOptions
 from gpudrv_check.core.finding import printable
 from gpudrv_check.model.driver import audit_entries
 from gpudrv_check.read.config import ConfigError
 
 
-def run(args: argparse.Namespace) -> int:
-    check_run = load_run(args)
+def run(options: RepoOptions) -> int:
+    check_run = load_run(options)
     repo = check_run.repo
     if repo.matrix is None:
         raise ConfigError("audit needs a support matrix (--matrix FILE or `matrix:` in config)")

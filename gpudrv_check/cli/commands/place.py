@@ -8,12 +8,12 @@ would report and why no node is left; and how its CUDA images fit those nodes' d
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any
 
 from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.cli.options import PlaceOptions
 from gpudrv_check.core.finding import quoted, terminal_text
 from gpudrv_check.model.cuda import CudaFit, cuda_fits
 from gpudrv_check.model.pending import Pending, explain_pending, node_names, taint_text
@@ -158,28 +158,26 @@ def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
     return lines
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.matrix is None:
-        args.matrix = "none"  # placement needs no matrix
-    check_run = load_run(args)
+def run(options: PlaceOptions) -> int:
+    check_run = load_run(options.without_matrix())  # placement needs no matrix
     repo = check_run.repo
     if not repo.nodes:
         raise ConfigError(
-            f"no nodes in {args.path}: placement needs `kind: Node` objects or a NodeInventory"
+            f"no nodes in {options.path}: placement needs `kind: Node` objects or a NodeInventory"
         )
-    workloads = _select(repo, args.workload)
+    workloads = _select(repo, options.workload)
     minor_compat = (
         Context(repo)
         .params(builtin("cuda-driver-too-old").id)
         .get("minor_version_compatibility", True)
     )
     minor_compat = minor_compat is not False
-    verbose = args.workload is not None
+    verbose = options.workload is not None
     results = [_entry(repo, w, minor_compat, verbose) for w in workloads]
     entries = [entry for entry, _ in results]
     pending = [e for e in entries if e["status"] == "pending" and e["replicas"] != 0]
     code = 1 if pending else 0
-    if args.format == "json":
+    if options.format == "json":
         doc = {
             "nodes": len(repo.nodes),
             "workloads": entries,

@@ -261,6 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
 
+    from gpudrv_check.cli.commands.inventory import add_parser as add_inventory
+
+    add_inventory(sub)
+
     p = sub.add_parser("rules", help="list the built-in rules")
     p.add_argument("--format", choices=("text", "markdown"), default="text")
 

@@ -28,7 +28,7 @@ from gpudrv_check.read.manifests import (
 from gpudrv_check.read.matrix import Matrix, parse_matrix
 from gpudrv_check.read.policy import RulePolicy, catalog, rule_settings, validate_rule_settings
 from gpudrv_check.read.source import Source, clean_rel
-from gpudrv_check.read.tree import Listing, Skipped, WorkingTree
+from gpudrv_check.read.tree import FileRef, Listing, Skipped, WorkingTree
 
 if TYPE_CHECKING:
     from gpudrv_check.read.custom_policy import CustomPolicy
@@ -132,12 +132,12 @@ def _read_repo_file(source: Source, config: Config, rel: str, what: str) -> byte
     kind are checked on the open file (read/safe_io.py)."""
     from gpudrv_check.read.safe_io import Refused, TooLarge
 
+    limit, setting = _limit(config, what)
     try:
-        return source.read(rel, config.max_file_bytes, follow_inside=True)
+        return source.read(rel, limit, follow_inside=True)
     except TooLarge as err:
         raise ConfigError(
-            f"{_WHAT[what]} {rel} is {err.size} bytes, over max_file_bytes "
-            f"({config.max_file_bytes})"
+            f"{_WHAT[what]} {rel} is {err.size} bytes, over {setting} ({limit})"
         ) from None
     except Refused as err:
         if "leaves the repo root" in (err.strerror or ""):
@@ -154,6 +154,13 @@ def _read_repo_file(source: Source, config: Config, rel: str, what: str) -> byte
 _WHAT = {"matrix": "support matrix", "inventory": "inventory"}
 
 
+def _limit(config: Config, what: str) -> tuple[int, str]:
+    """The size limit of a file the config names, and the setting that sets it."""
+    if what == "inventory":
+        return config.max_inventory_bytes, "max_inventory_bytes"
+    return config.max_file_bytes, "max_file_bytes"
+
+
 def _read_limited(path: Path, shown: str, max_bytes: int, root: Path | str = "") -> bytes:
     """A file named on the command line (read/safe_io.py `read_named`)."""
     from gpudrv_check.read.safe_io import TooLarge, read_named
@@ -168,11 +175,17 @@ def _read_limited(path: Path, shown: str, max_bytes: int, root: Path | str = "")
         raise ConfigError(f"cannot read support matrix {shown}: {err.strerror}") from None
 
 
+def _large_inventories(source: Source, config: Config, files: Sequence[FileRef]) -> set[str]:
+    """Inventory files the config names that the walk found over max_file_bytes."""
+    named = {_config_path(source, config, rel, "inventory") for rel in config.inventory}
+    return {f.rel for f in files if f.rel in named and f.size > config.max_file_bytes}
+
+
 def _extra_inventory(
     source: Source, config: Config, inventory: Sequence[str], listed: set[str]
 ) -> list[FileResult]:
     """Inventory files named by the config (inside the repo) and by `--inventory` (on disk)."""
-    from gpudrv_check.read.safe_io import read_named
+    from gpudrv_check.read.safe_io import TooLarge, read_named
 
     results = []
     for rel in config.inventory:
@@ -193,7 +206,12 @@ def _extra_inventory(
             continue
         listed.add(shown)
         try:
-            data = read_named(path, config.max_file_bytes, source.disk_root)
+            data = read_named(path, config.max_inventory_bytes, source.disk_root)
+        except TooLarge as err:
+            raise ConfigError(
+                f"inventory {given} is {err.size} bytes, over max_inventory_bytes "
+                f"({config.max_inventory_bytes})"
+            ) from None
         except OSError as err:
             raise ConfigError(f"cannot read inventory {given}: {err.strerror}") from None
         results.append(parse_manifest_bytes(shown, data))
@@ -254,6 +272,10 @@ def load(
             [*listing.skipped, *(Skipped(rel, "custom policy file") for rel in files)],
             key=lambda s: s.rel,
         )
+    big = _large_inventories(source, config, listing.files)
+    if big:
+        # read below with max_inventory_bytes (_extra_inventory), not as over-limit manifests
+        listing.files = [f for f in listing.files if f.rel not in big]
     if not custom:
         # nothing reads the content of these kinds unless a custom policy asserts on it
         from gpudrv_check.read.manifests import SKIM_KINDS

@@ -14,6 +14,7 @@ from gpudrv_check.read.exclude import DEFAULT_EXCLUDE
 CONFIG_FILE = ".gpudrv-check.yaml"
 DEFAULT_MATRIX = "support-matrix.csv"
 DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_INVENTORY_BYTES = 256 * 1024 * 1024
 # manifest bytes one run reads in all (a parsed document costs tens of times its size)
 DEFAULT_MAX_TOTAL_BYTES = 512 * 1024 * 1024
 
@@ -123,6 +124,9 @@ class Config(_Strict):
     gitignore: bool = True
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
     max_total_bytes: int = Field(default=DEFAULT_MAX_TOTAL_BYTES, gt=0)
+    # inventory files (`inventory:`, --inventory): a 20,000-node `kubectl get nodes` export is
+    # 12 MB, over max_file_bytes, and a fleet must never be read as "no nodes"
+    max_inventory_bytes: int = Field(default=DEFAULT_MAX_INVENTORY_BYTES, gt=0)
     fail_on: Literal["error", "warning", "info", "never"] = "error"
     operator: OperatorSettings = Field(default_factory=OperatorSettings)
     labels: LabelKeys = Field(default_factory=LabelKeys)

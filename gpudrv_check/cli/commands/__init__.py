@@ -16,6 +16,7 @@ _MODULES = {
     "plan": "plan",
     "rehearse": "rehearse",
     "rules": "rules",
+    "inventory": "inventory",
     "explain": "rules",
 }
 

@@ -1,0 +1,165 @@
+"""`inventory import`: a `kubectl get nodes` export → the repo's compact NodeInventory.
+
+The checker stays offline: a job that can reach the cluster runs `kubectl get nodes -o json`
+and pipes it here (see docs/inventory.md). Standard output by default; `--output FILE` writes
+a file; `--write` updates the inventory file the repo's config names, keeping its comments.
+Both writes are atomic, and a file whose content would not change is not touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpudrv_check.core.finding import Severity, terminal_text
+from gpudrv_check.edit.inventory_import import ImportError_, read_export, render, update
+from gpudrv_check.read.config import ConfigError, load_config
+from gpudrv_check.read.safe_io import TooLarge, read_named, write_atomic
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+#: a 20,000-node `kubectl get nodes -o json` is about 12 MB with its images lists
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+
+
+def _usage(message: str) -> int:
+    sys.stderr.write(f"gpudrv-check: error: {message}\n")
+    return EXIT_USAGE
+
+
+def _read_stdin(limit: int) -> bytes:
+    """Standard input, refused past `limit` bytes (a pipe has no size to check first)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = stream.read(1 << 20) if stream is not None else sys.stdin.read(1 << 20).encode()
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(size, limit, "<stdin>")
+        chunks.append(chunk)
+
+
+def _read_input(given: str, limit: int) -> bytes:
+    return _read_stdin(limit) if given == "-" else read_named(given, limit)
+
+
+def _target(args: argparse.Namespace) -> tuple[Path, Path] | str:
+    """(repo root, inventory file) for `--write`, or the usage error."""
+    root = Path(args.root or ".")
+    try:
+        config = load_config(root, args.config)
+    except ConfigError as err:
+        return str(err)
+    files = list(config.inventory)
+    if len(files) != 1:
+        found = ", ".join(files) if files else "none"
+        return (
+            f"--write updates the one inventory file the config names (`inventory:`), "
+            f"found {found}; use --output FILE instead"
+        )
+    return root, root / files[0]
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action != "import":
+        return _usage(f"unknown inventory action {args.action!r}")
+    limit = args.max_bytes or DEFAULT_MAX_BYTES
+    name = args.source_name or ("standard input" if args.file == "-" else Path(args.file).name)
+    try:
+        data = _read_input(args.file, limit)
+    except TooLarge as err:
+        return _usage(f"{args.file} is {err.size} bytes, over --max-bytes ({limit})")
+    except OSError as err:
+        return _usage(f"cannot read {args.file}: {err.strerror or type(err).__name__}")
+    try:
+        imported = read_export(name, data)
+    except ImportError_ as err:
+        return _usage(terminal_text(str(err)))
+    prefixes = tuple(args.labels_prefix or ())
+    errors = 0
+    for finding in imported.findings:
+        errors += finding.severity is Severity.ERROR
+        sys.stderr.write(
+            terminal_text(
+                f"{finding.location}: {finding.severity.value} {finding.rule} {finding.message}"
+            )
+            + "\n"
+        )
+    if imported.skipped_items:
+        sys.stderr.write(f"gpudrv-check: {imported.skipped_items} item(s) that are not Nodes\n")
+    if args.write:
+        target = _target(args)
+        if isinstance(target, str):
+            return _usage(target)
+        root, path = target
+        try:
+            old = read_named(path, limit, root).decode("utf-8")
+        except FileNotFoundError:
+            old = ""
+        except (OSError, UnicodeDecodeError) as err:
+            return _usage(f"cannot read {path}: {getattr(err, 'strerror', None) or err}")
+        text = update(old, imported, prefixes) if old else render(imported, prefixes)
+        if text == old:
+            sys.stderr.write(f"gpudrv-check: {path} is up to date\n")
+        else:
+            write_atomic(path, text.encode(), root)
+            sys.stderr.write(f"gpudrv-check: wrote {path} ({len(imported.nodes)} nodes)\n")
+    else:
+        text = render(imported, prefixes)
+        if args.output:
+            try:
+                old_bytes = read_named(args.output, limit)
+            except OSError:
+                old_bytes = None
+            if old_bytes != text.encode():
+                write_atomic(args.output, text.encode())
+        else:
+            sys.stdout.write(text)
+    return EXIT_FINDINGS if errors else EXIT_OK
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "inventory",
+        help="import node facts from `kubectl get nodes -o json|yaml` into a NodeInventory",
+        description="Read a `kubectl get nodes -o json` (or -o yaml) export and write a "
+        "compact, sorted NodeInventory with only what the checker reads. Importing an "
+        "unchanged cluster again gives the same bytes.",
+        epilog="examples:\n"
+        "  kubectl get nodes -o json | gpudrv-check inventory import - > inventory/nodes.yaml\n"
+        "  gpudrv-check inventory import nodes.json --write   # the config's inventory file\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("action", choices=("import",), help="what to do (import)")
+    p.add_argument("file", metavar="FILE", help="the export; - reads standard input")
+    p.add_argument(
+        "--labels-prefix",
+        metavar="PREFIX",
+        action="append",
+        help="also keep labels starting with PREFIX (e.g. example.com/); repeatable",
+    )
+    p.add_argument(
+        "--source-name",
+        metavar="NAME",
+        help="what the header says the file was made from (default: the file's name)",
+    )
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--output", metavar="FILE", help="write FILE (atomically) instead of stdout")
+    out.add_argument(
+        "--write",
+        action="store_true",
+        help="update the inventory file the config names, keeping its comments",
+    )
+    p.add_argument("--root", metavar="PATH", help="the repo for --write (default: .)")
+    p.add_argument(
+        "--config", metavar="FILE", help="config file (default: ROOT/.gpudrv-check.yaml)"
+    )
+    p.add_argument(
+        "--max-bytes",
+        metavar="N",
+        type=int,
+        help=f"largest export read (default: {DEFAULT_MAX_BYTES})",
+    )

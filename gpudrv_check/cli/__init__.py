@@ -128,6 +128,11 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
         help="extra node inventory file (Node objects or a NodeInventory); repeatable",
     )
     p.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="in a repo of several clusters, check only this one (see docs/clusters.md)",
+    )
+    p.add_argument(
         "-v",
         "--verbose",
         action="store_true",

@@ -84,6 +84,19 @@ def operator_version_error(value: str) -> str:
     )
 
 
+class ClusterSettings(_Strict):
+    """One cluster of a repo that holds several (docs/clusters.md)."""
+
+    # repo paths (folders or files) whose manifests belong to the cluster
+    paths: list[str] = Field(min_length=1)
+    # extra node inventory files of this cluster (besides the nodes found in its paths)
+    inventory: list[str] = Field(default_factory=list)
+    # its own support matrix; None: the repo's (`matrix:`)
+    matrix: str | None = None
+    # its own operator settings; None: the repo's (`operator:`)
+    operator: OperatorSettings | None = None
+
+
 class RuleSettings(_Strict):
     enabled: bool = True
     severity: Severity | None = None
@@ -116,6 +129,8 @@ class Config(_Strict):
     matrix: str | None = DEFAULT_MATRIX
     # extra node inventory files, always read (also when manifests come from stdin)
     inventory: list[str] = Field(default_factory=list)
+    # the clusters of a repo that holds several; {}: discovered (Flux, Argo CD) or one
+    clusters: dict[str, ClusterSettings] = Field(default_factory=dict)
     # gitignore-style patterns (read/exclude.py), after the defaults: `!DIR/` takes one back
     exclude: list[str] = Field(default_factory=list)
     # folders left out unless this says otherwise (`[]`: none)

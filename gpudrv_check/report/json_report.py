@@ -32,6 +32,8 @@ def finding_dict(f: Finding) -> dict[str, Any]:
     }
     if f.suppressed_by:
         out["suppressed_by"] = f.suppressed_by
+    if f.cluster is not None:
+        out["cluster"] = f.cluster
     return out
 
 

@@ -55,6 +55,8 @@ def summary_dict(report: Report) -> dict[str, Any]:
         out["skipped_rules"] = s.skipped_rules
     if s.notes:
         out["notes"] = s.notes
+    if s.clusters:
+        out["clusters"] = s.clusters
     if s.baseline:
         out["baseline"] = s.baseline
     if s.base is not None:

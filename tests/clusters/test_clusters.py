@@ -13,10 +13,11 @@ import json
 import shutil
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from gpudrv_check.core.finding import Finding, Location, Severity
-from tests.conftest import EXAMPLES, run_cli, write
+from tests.conftest import EXAMPLES, ROOT, run_cli, write
 
 MULTI = EXAMPLES / "multi-cluster"
 
@@ -39,6 +40,22 @@ def test_each_cluster_problem_is_reported_once_in_its_cluster() -> None:
     assert "0/2 nodes are available" in messages[0]  # production's two nodes, not four
     # gpu-0 is in both clusters: two nodes, no GPU004
     assert "GPU004" not in result.stdout
+    schema = json.loads((ROOT / "schemas" / "output.schema.json").read_text())
+    jsonschema.validate(json.loads(result.stdout), schema)
+    assert json.loads(result.stdout)["summary"]["clusters"] == [
+        {
+            "name": "production",
+            "files": 7,
+            "nodes": 2,
+            "found_by": "Flux: clusters/production/ and the paths its Kustomizations apply",
+        },
+        {
+            "name": "staging",
+            "files": 6,
+            "nodes": 2,
+            "found_by": "Flux: clusters/staging/ and the paths its Kustomizations apply",
+        },
+    ]
 
 
 def test_audit_names_the_cluster_of_each_node() -> None:

@@ -189,3 +189,22 @@ def test_stdin_is_read(tmp_path: Path) -> None:
     result = run_cli("inventory", "import", "-", input=json.dumps(_lab_export()))
     assert result.returncode == 0, result.stderr
     assert "imported from standard input" in result.stdout
+
+
+def test_write_with_cluster_updates_that_clusters_inventory(tmp_path: Path) -> None:
+    repo = tmp_path / "multi"
+    shutil.copytree(EXAMPLES / "multi-cluster", repo)
+    staging = repo / "clusters" / "staging" / "nodes.yaml"
+    production = (repo / "clusters" / "production" / "nodes.yaml").read_bytes()
+    args = ("inventory", "import", str(LAB_NODES), "--write", "--root", str(repo))
+    result = run_cli(*args, "--cluster", "staging")
+    assert result.returncode == 0, result.stderr
+    text = staging.read_text()
+    assert text.count("- name: lab-node-") == 3
+    # a file import did not write keeps the comments above apiVersion, after the header
+    assert "\n# The staging cluster's GPU nodes" in text
+    assert (repo / "clusters" / "production" / "nodes.yaml").read_bytes() == production
+    result = run_cli(*args)  # the repo's config names no inventory file
+    assert result.returncode == 2 and "found none" in result.stderr
+    result = run_cli(*args, "--cluster", "qa")
+    assert result.returncode == 2 and "no cluster named 'qa'" in result.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gpudrv_check.core.finding import Severity, terminal_text
 from gpudrv_check.edit.inventory_import import ImportError_, read_export, render, update
-from gpudrv_check.read.config import ConfigError, load_config
+from gpudrv_check.read.config import Config, ConfigError, load_config
 from gpudrv_check.read.safe_io import TooLarge, read_named, write_atomic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -51,16 +51,30 @@ def _target(args: argparse.Namespace) -> tuple[Path, Path] | str:
     root = Path(args.root or ".")
     try:
         config = load_config(root, args.config)
+        files = _cluster_inventory(root, config, args.cluster) if args.cluster else config.inventory
     except ConfigError as err:
         return str(err)
-    files = list(config.inventory)
+    files = sorted(set(files))
     if len(files) != 1:
         found = ", ".join(files) if files else "none"
+        where = f"cluster {args.cluster}" if args.cluster else "the config (`inventory:`)"
         return (
-            f"--write updates the one inventory file the config names (`inventory:`), "
-            f"found {found}; use --output FILE instead"
+            f"--write updates the one inventory file of {where}, found {found}; "
+            "use --output FILE instead"
         )
     return root, root / files[0]
+
+
+def _cluster_inventory(root: Path, config: Config, name: str) -> list[str]:
+    """The NodeInventory files of one cluster: those its paths hold and its config names."""
+    from gpudrv_check.engine.run import load
+    from gpudrv_check.model.inventory import is_inventory
+
+    run = load(root, config, matrix_optional=True, cluster=name)
+    one = run.clusters[0] if run.clusters else run
+    held = {m.file for m in one.repo.manifests if is_inventory(m)}
+    named = one.cluster.inventory if one.cluster is not None else []
+    return [*held, *named]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -154,6 +168,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="update the inventory file the config names, keeping its comments",
     )
     p.add_argument("--root", metavar="PATH", help="the repo for --write (default: .)")
+    p.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="with --write: update that cluster's inventory file (docs/clusters.md)",
+    )
     p.add_argument(
         "--config", metavar="FILE", help="config file (default: ROOT/.gpudrv-check.yaml)"
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Finding, Location, Severity
+from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.model.clusters import Cluster, discover
 from gpudrv_check.model.coverage import SkippedRules
 from gpudrv_check.model.disruption import build_pdbs
@@ -294,8 +295,8 @@ def load(
     read = content.manifests  # a new list per access: built once
     unknowns = substitute(read, content.placeholder_files, source)  # fills in, in place
     kustomizations = _kustomizations(source, content, config.max_file_bytes)
-    clusters = discover(config.clusters, [f.rel for f in content.files], read, kustomizations)
-    clusters = _chosen(clusters, cluster)
+    every = discover(config.clusters, [f.rel for f in content.files], read, kustomizations)
+    clusters = _chosen(every, cluster)
     if not clusters:
         return _model(
             source, config, content, listing, matrix, matrix_missing, custom, rules, unknowns
@@ -310,6 +311,12 @@ def load(
         unknowns = substitute(content.manifests, content.placeholder_files, source)
     run = _model(source, config, content, listing, matrix, matrix_missing, custom, rules, unknowns)
     listed = {f.rel for f in content.files}
+    applied = set().union(*(c.files for c in every))
+    unassigned_nodes = {
+        f.rel
+        for f in content.files
+        if f.rel not in applied and any(_is_node_file(m) for m in f.manifests)
+    }
     for found in clusters:
         run.clusters.append(
             _cluster_run(
@@ -325,6 +332,7 @@ def load(
                 rules,
                 unknowns,
                 listed,
+                unassigned_nodes,
             )
         )
     run.findings = [
@@ -382,15 +390,18 @@ def _cluster_run(
     rules: dict[str, RulePolicy],
     unknowns: Unknowns,
     listed: set[str],
+    unassigned_nodes: set[str],
 ) -> Run:
-    """One cluster's model: its files, its inventory, its matrix and operator settings."""
+    """One cluster's model: its files, its inventory, its matrix and operator settings, and
+    the node files no cluster applies (a repo-level inventory is every cluster's)."""
     update: dict = {"inventory": found.inventory}
     if found.matrix is not None:
         update["matrix"] = found.matrix
     if found.operator is not None:
         update["operator"] = found.operator
     sub_config = config.model_copy(update=update)
-    files = [f for f in content.files if f.rel in found.files or f.rel in _shared(config)]
+    shared = _shared(config) | unassigned_nodes
+    files = [f for f in content.files if f.rel in found.files or f.rel in shared]
     extra = _extra_inventory(source, sub_config, (), set(listed))
     sub = RepoContent(
         files=[*files, *extra],
@@ -408,11 +419,17 @@ def _cluster_run(
         matrix_missing,
         custom,
         rules,
-        unknowns,
+        Unknowns(by_object=unknowns.by_object),
         file_problems=False,
     )
     run.cluster = found
     return run
+
+
+def _is_node_file(m: Manifest) -> bool:
+    from gpudrv_check.model.inventory import is_inventory
+
+    return (m.kind == "Node" and m.api_version == "v1") or is_inventory(m)
 
 
 def _shared(config: Config) -> set[str]:
@@ -543,6 +560,8 @@ def _evaluate_clusters(run: Run) -> None:
 
     for sub in run.clusters:
         evaluate(sub)
+    # a finding dropped for an unknown placeholder in several clusters is one finding
+    run.unknowns.dropped = len(set().union(*(sub.unknowns.dropped_keys for sub in run.clusters)))
     settled = settle(_note_origins(run, run.findings), run.repo.config, run.rules)
     run.findings, run.suppressed = apply_exemptions(settled, run.repo, run.rules)
     for attr in ("findings", "suppressed"):

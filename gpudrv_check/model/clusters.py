@@ -236,8 +236,14 @@ def _argo_clusters(repo: _Repo) -> list[Cluster]:
 
 
 def _overlay_clusters(repo: _Repo) -> list[Cluster]:
-    """Under --kustomize, the rendered roots `.../overlays/<name>/`: one cluster each."""
+    """Under --kustomize, the rendered roots `.../overlays/<name>/`: one cluster each, when
+    they are all the repo applies (a root or a manifest elsewhere: the overlays are not the
+    clusters of the repo, only environments of one of its apps)."""
     clusters = []
+    for rel in repo.files:
+        in_overlay = posixpath.basename(posixpath.dirname(posixpath.dirname(rel))) == "overlays"
+        if repo.by_file.get(rel) and not (rel.endswith(RENDERED_SUFFIX) and in_overlay):
+            return []
     for rel in repo.files:
         if not rel.endswith(RENDERED_SUFFIX):
             continue

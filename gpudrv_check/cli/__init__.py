@@ -146,6 +146,11 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
         help="extra node inventory file (Node objects or a NodeInventory); repeatable",
     )
     p.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="in a repo of several clusters, check only this one (see docs/clusters.md)",
+    )
+    p.add_argument(
         "-v",
         "--verbose",
         action="store_true",
@@ -204,12 +209,60 @@ HELP: dict[str, tuple[str, str]] = {
         "The documentation of one rule, by id or name.",
         "gpudrv-check explain GPU001\ngpudrv-check explain driver-image-missing",
     ),
+    "inventory": (
+        "Read a `kubectl get nodes -o json` (or -o yaml) export and write a compact, sorted "
+        "NodeInventory with only what the checker reads. Importing an unchanged cluster again "
+        "gives the same bytes (docs/inventory.md).",
+        "kubectl get nodes -o json | gpudrv-check inventory import - > inventory/nodes.yaml\n"
+        "gpudrv-check inventory import nodes.json --write\n"
+        "gpudrv-check inventory import nodes.json --write --cluster staging",
+    ),
     "completion": (
         "A shell completion script for gpudrv-check on stdout.",
         'eval "$(gpudrv-check completion bash)"     # in ~/.bashrc\n'
         'eval "$(gpudrv-check completion zsh)"      # in ~/.zshrc',
     ),
 }
+
+
+def _inventory_parser(p: argparse.ArgumentParser) -> None:
+    from gpudrv_check.cli.commands.inventory import DEFAULT_MAX_BYTES
+
+    p.add_argument("action", choices=("import",), help="what to do (import)")
+    p.add_argument("file", metavar="FILE", help="the export; - reads standard input")
+    p.add_argument(
+        "--labels-prefix",
+        metavar="PREFIX",
+        action="append",
+        help="also keep labels starting with PREFIX (e.g. example.com/); repeatable",
+    )
+    p.add_argument(
+        "--source-name",
+        metavar="NAME",
+        help="what the header says the file was made from (default: the file's name)",
+    )
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--output", metavar="FILE", help="write FILE (atomically) instead of stdout")
+    out.add_argument(
+        "--write",
+        action="store_true",
+        help="update the inventory file the config names, keeping its comments",
+    )
+    p.add_argument("--root", metavar="PATH", help="the repo for --write (default: .)")
+    p.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="with --write: update that cluster's inventory file (docs/clusters.md)",
+    )
+    p.add_argument(
+        "--config", metavar="FILE", help="config file (default: ROOT/.gpudrv-check.yaml)"
+    )
+    p.add_argument(
+        "--max-bytes",
+        metavar="N",
+        type=_positive_int,
+        help=f"largest export read (default: {DEFAULT_MAX_BYTES})",
+    )
 
 
 def _command(sub, name: str, short: str) -> argparse.ArgumentParser:
@@ -394,6 +447,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="each node to the newest driver branch the support matrix has for it",
     )
     _format_option(p, "text", "json", "markdown")
+
+    _inventory_parser(_command(sub, "inventory", "import node facts from `kubectl get nodes`"))
 
     p = _command(sub, "rules", "list the built-in rules")
     _format_option(p, "text", "markdown")

@@ -42,6 +42,7 @@ class RepoOptions(Options):
     stdin_name: str | None = None
     inventory: tuple[str, ...] = ()
     verbose: bool = False
+    cluster: str | None = None  # in a repo of several clusters, the one to check
 
     def without_matrix(self: _Repo) -> _Repo:
         """These options with `--matrix none` unless one was named: for the commands that
@@ -119,6 +120,22 @@ class RulesOptions(Options):
 
 
 @dataclass(frozen=True)
+class InventoryOptions(Options):
+    """`inventory import FILE`."""
+
+    action: str = "import"
+    file: str = "-"
+    labels_prefix: tuple[str, ...] = ()
+    source_name: str | None = None
+    output: str | None = None
+    write: bool = False
+    root: str | None = None
+    config: str | None = None
+    cluster: str | None = None
+    max_bytes: int | None = None
+
+
+@dataclass(frozen=True)
 class CompletionOptions(Options):
     """`completion SHELL`."""
 
@@ -137,6 +154,7 @@ OPTION_TYPES: dict[str, type[Options]] = {
     "rules": RulesOptions,
     "explain": RulesOptions,
     "completion": CompletionOptions,
+    "inventory": InventoryOptions,
 }
 
 

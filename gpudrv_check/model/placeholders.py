@@ -87,6 +87,8 @@ class Unknowns:
 
     by_object: dict[tuple[str, str, str | None], set[str]] = field(default_factory=dict)
     dropped: int = 0
+    # what was dropped, so runs of several clusters count a finding they share once
+    dropped_keys: set[tuple] = field(default_factory=set)
 
     @property
     def names(self) -> list[str]:
@@ -119,6 +121,7 @@ class Unknowns:
                 and (f.location.file, ref.kind, ref.name) in self.by_object
             ):
                 self.dropped += 1
+                self.dropped_keys.add((f.rule, f.location, f.message))
                 continue
             out.append(f)
         return out

@@ -14,6 +14,7 @@ from gpudrv_check.read.exclude import DEFAULT_EXCLUDE
 CONFIG_FILE = ".gpudrv-check.yaml"
 DEFAULT_MATRIX = "support-matrix.csv"
 DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_INVENTORY_BYTES = 256 * 1024 * 1024
 # manifest bytes one run reads in all (a parsed document costs tens of times its size)
 DEFAULT_MAX_TOTAL_BYTES = 512 * 1024 * 1024
 
@@ -83,6 +84,19 @@ def operator_version_error(value: str) -> str:
     )
 
 
+class ClusterSettings(_Strict):
+    """One cluster of a repo that holds several (docs/clusters.md)."""
+
+    # repo paths (folders or files) whose manifests belong to the cluster
+    paths: list[str] = Field(min_length=1)
+    # extra node inventory files of this cluster (besides the nodes found in its paths)
+    inventory: list[str] = Field(default_factory=list)
+    # its own support matrix; None: the repo's (`matrix:`)
+    matrix: str | None = None
+    # its own operator settings; None: the repo's (`operator:`)
+    operator: OperatorSettings | None = None
+
+
 class RuleSettings(_Strict):
     enabled: bool = True
     severity: Severity | None = None
@@ -115,6 +129,8 @@ class Config(_Strict):
     matrix: str | None = DEFAULT_MATRIX
     # extra node inventory files, always read (also when manifests come from stdin)
     inventory: list[str] = Field(default_factory=list)
+    # the clusters of a repo that holds several; {}: discovered (Flux, Argo CD) or one
+    clusters: dict[str, ClusterSettings] = Field(default_factory=dict)
     # gitignore-style patterns (read/exclude.py), after the defaults: `!DIR/` takes one back
     exclude: list[str] = Field(default_factory=list)
     # folders left out unless this says otherwise (`[]`: none)
@@ -123,6 +139,9 @@ class Config(_Strict):
     gitignore: bool = True
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
     max_total_bytes: int = Field(default=DEFAULT_MAX_TOTAL_BYTES, gt=0)
+    # inventory files (`inventory:`, --inventory): a 20,000-node `kubectl get nodes` export is
+    # 12 MB, over max_file_bytes, and a fleet must never be read as "no nodes"
+    max_inventory_bytes: int = Field(default=DEFAULT_MAX_INVENTORY_BYTES, gt=0)
     fail_on: Literal["error", "warning", "info", "never"] = "error"
     operator: OperatorSettings = Field(default_factory=OperatorSettings)
     labels: LabelKeys = Field(default_factory=LabelKeys)

@@ -163,7 +163,8 @@ def _over_limit(rel: str, size: int, max_bytes: int) -> FileResult:
                 1,
                 1,
                 f"file is {size} bytes, over the max_file_bytes limit of {max_bytes}; not read",
-                "Split the file, exclude it, or raise max_file_bytes in .gpudrv-check.yaml.",
+                "Split the file, exclude it, or raise max_file_bytes in .gpudrv-check.yaml (a "
+                "node inventory: name it under `inventory:`, read up to max_inventory_bytes).",
             ),
         )
     )

@@ -52,6 +52,8 @@ class Summary:
     # what was not checked and why, and other things said once (model/coverage.py)
     notes: list[str] = field(default_factory=list)
     skipped_rules: list[dict[str, Any]] = field(default_factory=list)
+    # a repo of several clusters: each one's name, files, nodes and how it was found
+    clusters: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -20,6 +20,7 @@ _MODULES = {
     "plan": "plan",
     "rehearse": "rehearse",
     "rules": "rules",
+    "inventory": "inventory",
     "explain": "rules",
     "completion": "completion",
 }

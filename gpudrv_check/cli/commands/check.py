@@ -173,6 +173,16 @@ def build_report(run: Run, code: int, baseline: str | None, root: str, compariso
         baseline=baseline,
     )
     _say_what_was_not_checked(run, summary)
+    summary.clusters = [
+        {
+            "name": sub.cluster.name,
+            "files": len(sub.cluster.files),
+            "nodes": len(sub.repo.nodes),
+            "found_by": sub.cluster.how,
+        }
+        for sub in run.clusters
+        if sub.cluster is not None
+    ]
     if comparison is not None:
         summary.base = comparison.base
         summary.new = len(comparison.new)

@@ -103,10 +103,24 @@ def load_source(
     reading = read_options(options, progress, data, context)
     try:
         optional = isinstance(options, CheckOptions)
-        return load(source, config, options.matrix, options.inventory, reading, optional)
+        run = load(
+            source, config, options.matrix, options.inventory, reading, optional, options.cluster
+        )
     finally:
         if progress is not None:
             progress.done()
+    if run.clusters and options.command not in MULTI_CLUSTER_COMMANDS:
+        if len(run.clusters) > 1:
+            names = ", ".join(sub.cluster.name for sub in run.clusters if sub.cluster)
+            raise ConfigError(
+                f"the repo holds several clusters ({names}): choose one with --cluster NAME"
+            )
+        return run.clusters[0]
+    return run
+
+
+#: the commands that report on every cluster of a repo at once (the others take --cluster)
+MULTI_CLUSTER_COMMANDS = frozenset(("check", "audit"))
 
 
 def jobs_wanted(options: RepoOptions) -> int:
@@ -214,8 +228,10 @@ def print_listing(run: Run) -> None:
     out.write(f"driver  {_plan_text(plan)}\n")
     for note in plan.notes:
         out.write(f"driver note: {note}\n")
-    for copies in run.copies:
-        out.write(f"copies  {printable(copies.describe())}\n")
+    for one in run.clusters or [run]:
+        where = f"[{one.cluster.name}] " if one.cluster is not None and run.clusters else ""
+        for copies in one.copies:
+            out.write(f"copies  {where}{printable(copies.describe())}\n")
     from gpudrv_check.model.coverage import unmodelled_gpu_workloads
 
     unmodelled = unmodelled_gpu_workloads(run.repo.manifests)
@@ -225,11 +241,17 @@ def print_listing(run: Run) -> None:
             f"unmodelled {len(unmodelled)} object(s) request GPUs in kinds not modelled yet "
             f"(their placement and drivers are not checked): {printable(names)}\n"
         )
+    for sub in run.clusters:
+        assert sub.cluster is not None
+        out.write(
+            f"cluster {printable(sub.cluster.name)}: {len(sub.cluster.files)} file(s), "
+            f"{len(sub.repo.nodes)} node(s); {sub.cluster.how}\n"
+        )
     skipped_docs = run.content.skipped_documents
     out.write(
         f"total   {run.content.file_count} file(s), {run.content.object_count} object(s), "
         f"{skipped_docs} document(s) skipped, {len(run.listing.skipped)} path(s) skipped, "
-        f"{len(run.repo.nodes)} node(s)\n"
+        f"{sum(len(one.repo.nodes) for one in run.clusters or [run])} node(s)\n"
     )
 
 

@@ -53,4 +53,5 @@ def test_every_command_help_has_a_description_and_examples(command: str):
     assert "examples:" in result.stdout
     for line in examples.splitlines():
         assert "  " + line in result.stdout
-        assert line.split("#")[0].strip().startswith(("gpudrv-check ", "kustomize ", "eval "))
+        starts = ("gpudrv-check ", "kustomize ", "eval ", "kubectl ")
+        assert line.split("#")[0].strip().startswith(starts)

@@ -57,6 +57,7 @@ def test_every_command_gets_its_own_options_type():
         "rules": ["rules"],
         "explain": ["explain", "GPU001"],
         "completion": ["completion", "bash"],
+        "inventory": ["inventory", "import", "-"],
     }
     assert set(argv) == set(OPTION_TYPES) == set(_MODULES)
     for command, args in argv.items():

@@ -68,7 +68,7 @@ def test_audit_names_the_cluster_of_each_node() -> None:
 
 
 def test_cluster_option_checks_one_cluster_as_a_repo_of_one() -> None:
-    result = run_cli("check", str(MULTI), "--cluster", "staging")
+    result = run_cli("check", str(MULTI), "--cluster", "staging", "--format", "concise")
     assert result.returncode == 1
     lines = [line for line in result.stdout.splitlines() if " error " in line]
     assert lines == [
@@ -268,4 +268,5 @@ def test_overlay_roots_under_kustomize_are_clusters(tmp_path: Path) -> None:
         nodes = NODE.format(major=major).replace("nodes:\n", "metadata: {name: nodes}\nnodes:\n")
         write(tmp_path, f"overlays/{name}/nodes.yaml", nodes)
     found = _gpu010(tmp_path, "--kustomize")
-    assert found == [("production", "overlays/production/kustomization.yaml (rendered)")]
+    # located in the repo file the object came from (kustomize origin annotations)
+    assert found == [("production", "base/job.yaml")]

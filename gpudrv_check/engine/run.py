@@ -269,6 +269,7 @@ def load(
     manifests, copies = one_per_identity(read)
     nodes, node_findings = build_inventory(manifests)
     from gpudrv_check.model.node import apply_gpu_presence
+    from gpudrv_check.read.embedded import EmbeddedYaml
 
     gpu_presence = apply_gpu_presence(nodes)
     workloads, workload_findings = build_workloads(manifests)
@@ -282,6 +283,7 @@ def load(
         files_read=content.file_count,
         workloads=workloads,
         pdbs=pdbs,
+        embedded=EmbeddedYaml(),
     )
     repo.extras["gpu_presence"] = gpu_presence
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output

@@ -27,6 +27,40 @@ class Source(Protocol):
     def read(self, rel: str, limit: int = ..., follow_inside: bool = False) -> bytes: ...
 
 
+class Decoding(Protocol):
+    """Which files a run decodes (engine/cache/partition.py `Plan`)."""
+
+    def decode(self, rel: str) -> bool: ...
+
+
+class FileCache(Protocol):
+    """The per-file cache `read_repo` consults. The engine passes one (engine/cache/files.py):
+    how entries are keyed and stored, and which files a run may leave undecoded, are its
+    business, not the reader's."""
+
+    def open(self, source: Any, reading: tuple[object, ...]) -> None:
+        """Load the entries of `source` valid for this way of reading."""
+
+    def hit(self, rel: str, file_digest: str, helm: bool) -> bool:
+        """Whether the cache holds what a file with these bytes yields."""
+        ...
+
+    def result(self, rel: str) -> FileResult | None:
+        """The cached FileResult of a hit; None when it does not decode."""
+
+    def add(self, result: FileResult, helm: bool, blob: bytes | None, placeholders: bool) -> None:
+        """What a freshly parsed file yields (`blob`: already encoded, or None)."""
+
+    def save(self) -> None: ...
+
+    def partitions(self, reads: list[tuple[str, str]]) -> Decoding | None:
+        """Which files this run decodes, from how each was read; None: all of them."""
+
+    def unread(self, rel: str) -> tuple[tuple[tuple[str, Any], ...], int]:
+        """(kind, namespace) per object and the documents skipped, of a file not decoded."""
+        ...
+
+
 @dataclass
 class FileResult:
     """What one file contributes: its objects, its problems, and what was skipped in it."""
@@ -47,7 +81,7 @@ class RepoContent:
     unread_files: int = 0
     unread_objects: int = 0
     unread_skipped: int = 0
-    plan: Any = None  # the incremental.Plan of this run, or None
+    plan: Decoding | None = None  # which files this run decodes (the partition plan), or None
     # files whose bytes hold `${`: the only ones with placeholders (model/placeholders.py)
     placeholder_files: set[str] = field(default_factory=set)
 
@@ -552,15 +586,11 @@ class ReadOptions:
     """How `read_repo` reads: worker processes, the per-file cache, a progress line."""
 
     jobs: int = 1  # processes parsing files (1: in this process)
-    cache: Any = None  # a cache.Cache, or None
+    cache: FileCache | None = None  # the per-file cache (engine/cache/files.py), or None
     progress: Any = None  # called with (files done, total) now and then, or None
     #: bytes already read, by path (check reads them first); emptied as the files are parsed
     data: dict[str, bytes] | None = None
     skim: frozenset[str] | None = None  # kinds whose content is not kept (see SKIM_KINDS)
-    #: digest of everything but the manifest files, for the partition cache
-    #: (engine/cache/partition.py);
-    #: None: every file is decoded and evaluated
-    context: str | None = None
     #: manifest bytes the whole run may read (config `max_total_bytes`); None: no limit
     max_total_bytes: int | None = None
 
@@ -695,6 +725,32 @@ def _share_out(
             tick()
 
 
+def _how_read(
+    files: list[FileRef],
+    results: list[FileResult | None],
+    hits: dict[int, tuple[str, bool, bytes]],
+    helm_of: dict[int, bool],
+    patches: dict[str, PatchRef],
+) -> list[tuple[str, str]]:
+    """Per file, how it was read: its digest and Helm flag, a Kustomize patch, or why it was
+    not read; a change in any of them changes the partition keys."""
+    out = []
+    for i, ref in enumerate(files):
+        result = results[i]
+        patch = patches.get(ref.rel)
+        if i in hits:
+            how = f"{hits[i][0]} helm={hits[i][1]}"
+        elif i in helm_of and result is not None:
+            how = f"{result.digest} helm={helm_of[i]}"
+        elif patch is not None:
+            how = f"patch of {patch.kustomization}:{patch.line} {patch.field}"
+        else:
+            assert result is not None
+            how = "unread: " + "; ".join(f.message for f in result.problems)
+        out.append((ref.rel, how))
+    return out
+
+
 def read_repo(
     source: Source,
     files: list[FileRef],
@@ -717,19 +773,11 @@ def read_repo(
 
     results: list[FileResult | None] = [None] * total
     budget = _Budget(options.max_total_bytes)
-    hits: dict[int, tuple[tuple, bytes]] = {}  # cache hits, decoded only if the run needs them
+    hits: dict[int, tuple[str, bool, bytes]] = {}  # cache hits (digest, helm, bytes)
     todo: list[tuple[int, str, bytes, bool]] = []
-    cached: dict = {}
-    fresh: dict = {}
-    cache_name = cache_key = ""
-    if options.cache is not None:
-        from gpudrv_check.engine.cache import store as cache_mod
-
-        cache_name = cache_mod.digest(getattr(source, "disk_root", ""), type(source).__name__)
-        cache_key = cache_mod.digest(max_bytes, templates, sorted(options.skim or ()))
-        from gpudrv_check.engine.cache.partition import valid_files_entry
-
-        cached = options.cache.load("files", cache_name, cache_key, valid_files_entry) or {}
+    cache = options.cache
+    if cache is not None:
+        cache.open(source, (max_bytes, templates, sorted(options.skim or ())))
     for i, ref in enumerate(files):
         helm = any(ref.rel.startswith(prefix) for prefix in templates)
         patch = patches.get(ref.rel)
@@ -753,78 +801,40 @@ def read_repo(
             continue
         if b"${" in data:
             content.placeholder_files.add(ref.rel)
-        if options.cache is not None:
-            file_digest = hashlib.sha256(data).hexdigest()
-            entry = cached.get(ref.rel)
-            if isinstance(entry, tuple) and len(entry) == 4 and entry[:2] == (file_digest, helm):
-                hits[i] = (entry, data)
-                fresh[ref.rel] = entry
-                tick()
-                continue
+        file_digest = hashlib.sha256(data).hexdigest() if cache is not None else ""
+        if cache is not None and cache.hit(ref.rel, file_digest, helm):
+            hits[i] = (file_digest, helm, data)
+            tick()
+            continue
         todo.append((i, ref.rel, data, helm))
     encoded: dict[int, bytes] = {}
     for i, parsed in _parse_all(todo, options.jobs, tick, options.skim, encoded).items():
         results[i] = parsed
-    summaries: dict[int, Any] = {}
-    if options.cache is not None:
-        from gpudrv_check.engine.cache.partition import summarize
-        from gpudrv_check.read.codec import encode
-
+    if cache is not None:
         for i, rel, _, helm in todo:
             result = results[i]
             assert result is not None
-            summaries[i] = summarize(result, rel in content.placeholder_files)
-            blob = encoded.get(i)
-            fresh[result.rel] = (
-                result.digest,
-                helm,
-                blob if blob is not None else encode(result),
-                summaries[i],
-            )
-        if todo or len(fresh) != len(cached):
-            options.cache.store("files", cache_name, cache_key, fresh)
-    if options.cache is not None and options.context is not None:
-        from gpudrv_check.engine.cache import partition as incremental
-
-        # per file: how it was read (content digest, Helm template or not; a Kustomize patch;
-        # an error) and what it holds; a change in either changes the partition keys
+            cache.add(result, helm, encoded.get(i), rel in content.placeholder_files)
+        cache.save()
         helm_of = {i: helm for i, _, _, helm in todo}
-        metas = []
-        for i, ref in enumerate(files):
-            if i in hits:
-                entry = hits[i][0]
-                metas.append((ref.rel, f"{entry[0]} helm={entry[1]}", entry[3]))
-                continue
-            result = results[i]
-            assert result is not None
-            patch = patches.get(ref.rel)
-            if i in helm_of:
-                how = f"{result.digest} helm={helm_of[i]}"
-            elif patch is not None:
-                how = f"patch of {patch.kustomization}:{patch.line} {patch.field}"
-            else:
-                how = "unread: " + "; ".join(f.message for f in result.problems)
-            metas.append((ref.rel, how, summaries.get(i)))
-        content.plan = incremental.plan(options.cache, cache_name, options.context, metas)
-    for i, (entry, data) in hits.items():
-        if content.plan is not None and not content.plan.decode(files[i].rel):
-            continue
-        from gpudrv_check.read.codec import CodecError, decode
-
-        try:
-            results[i] = decode(entry[2])
-        except CodecError:
-            results[i] = parse_manifest_bytes(files[i].rel, data, entry[1], options.skim)
-    if content.plan is not None:
-        for i, ref in enumerate(files):
-            if content.plan.decode(ref.rel):
-                continue
-            summary = hits[i][0][3] if i in hits else summaries.get(i)
-            assert summary is not None  # a file with no summary is shared: always decoded
+        content.plan = cache.partitions(_how_read(files, results, hits, helm_of, patches))
+    for i, ref in enumerate(files):
+        if content.plan is not None and not content.plan.decode(ref.rel):
+            assert cache is not None  # a file with no summary is shared: always decoded
+            objects, skipped = cache.unread(ref.rel)
             results[i] = None
             content.unread_files += 1
-            content.unread_objects += len(summary[0])
-            content.unread_skipped += summary[1]
+            content.unread_objects += len(objects)
+            content.unread_skipped += skipped
+        elif i in hits:
+            assert cache is not None
+            decoded = cache.result(ref.rel)
+            _, helm, data = hits[i]
+            results[i] = (
+                decoded
+                if decoded is not None
+                else parse_manifest_bytes(ref.rel, data, helm, options.skim)
+            )
     content.files = [r for r in results if r is not None]
     charts = chart_findings(files, templates)
     for result in content.files:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.model.operator import find_operator_configs
+from gpudrv_check.read.embedded import EmbeddedYaml
 from gpudrv_check.read.manifests import parse_manifest_bytes
 from tests.conftest import gpu_node, helm_release, run_cli, write
 
@@ -29,7 +30,7 @@ def operator(*docs: str):
     stream = "---\n".join(docs)
     result = parse_manifest_bytes("repo.yaml", stream.encode())
     assert result.problems == []
-    [config] = find_operator_configs(result.manifests)
+    [config] = find_operator_configs(result.manifests, EmbeddedYaml())
     return config
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpudrv_check.engine.cache.files import FilesCache
 from gpudrv_check.engine.cache.partition import plan, summarize
 from gpudrv_check.engine.cache.store import Cache
 from gpudrv_check.read.config import load_config
@@ -181,7 +182,7 @@ def _read(root: Path, cache: Path, context: str = "ctx"):
     config = load_config(root, None)
     source = WorkingTree(root)
     listing = source.list_manifests(config.exclude)
-    options = ReadOptions(cache=Cache(cache), context=context)
+    options = ReadOptions(cache=FilesCache(Cache(cache), context))
     return read_repo(source, listing.files, config.max_file_bytes, options)
 
 

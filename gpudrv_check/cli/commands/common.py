@@ -129,16 +129,16 @@ def read_options(
 
     cache = None
     if getattr(args, "command", None) == "check" and not getattr(args, "no_cache", False):
+        from gpudrv_check.engine.cache.files import FilesCache
         from gpudrv_check.engine.cache.store import Cache, default_dir
 
         cache_dir = getattr(args, "cache_dir", None)
-        cache = Cache(Path(cache_dir) if cache_dir else default_dir())
+        cache = FilesCache(Cache(Path(cache_dir) if cache_dir else default_dir()), context)
     return ReadOptions(
         jobs=jobs_wanted(args),
         cache=cache,
         progress=progress.update if progress is not None else None,
         data=data,
-        context=context if cache is not None else None,
     )
 
 

@@ -78,20 +78,6 @@ def valid_summary(summary: Any) -> bool:
     )
 
 
-def valid_files_entry(value: Any) -> bool:
-    """Whether a cached `files` value is {path: (digest, helm, encoded result, summary)}."""
-    return isinstance(value, dict) and all(
-        isinstance(rel, str)
-        and isinstance(e, tuple)
-        and len(e) == 4
-        and isinstance(e[0], str)
-        and isinstance(e[1], bool)
-        and isinstance(e[2], bytes)
-        and valid_summary(e[3])
-        for rel, e in value.items()
-    )
-
-
 def _namespace(kind: str, namespace: Any) -> str:
     return namespace if isinstance(namespace, str) and namespace else "default"
 

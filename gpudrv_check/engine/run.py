@@ -255,10 +255,10 @@ def load(
             key=lambda s: s.rel,
         )
     if not custom:
-        # nothing reads the content of these kinds unless a custom policy asserts on it
-        from gpudrv_check.read.manifests import SKIM_KINDS
+        # what no built-in rule reads is not built, unless a custom policy may assert on it
+        from gpudrv_check.rules.plan import current_plan
 
-        options = replace(options or ReadOptions(), skim=SKIM_KINDS)
+        options = replace(options or ReadOptions(), skim=current_plan())
     options = replace(options or ReadOptions(), max_total_bytes=config.max_total_bytes)
     content = read_repo(source, listing.files, config.max_file_bytes, options)
     content.files.extend(

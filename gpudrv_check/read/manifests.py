@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from gpudrv_check.core.finding import Finding, Location, Severity
 from gpudrv_check.core.located import LMap, LSeq, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 from gpudrv_check.read.kustomization import PatchRef, is_kustomization, patch_refs
 from gpudrv_check.read.safe_io import TooLarge
 from gpudrv_check.read.text import decode_text
@@ -292,9 +293,9 @@ def _is_json_name(rel: str) -> bool:
     return rel.lower().endswith(".json")
 
 
-def parse_document_text(rel: str, text: str, skim: frozenset[str] | None = None) -> ParsedFile:
+def parse_document_text(rel: str, text: str, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFile:
     """YAML, or JSON for `.json` files that libyaml refuses but that are valid JSON.
-    `skim`: kinds whose content is not kept (see yaml_docs.parse_text)."""
+    `skim`: what is not kept (see yaml_docs.parse_text)."""
     from gpudrv_check.read.json_docs import parse_json
 
     if _is_json_name(rel) and "\x85" in text:
@@ -364,7 +365,7 @@ def _capped(problems: list[LoadProblem]) -> list[LoadProblem]:
 
 
 def parse_manifest_bytes(
-    rel: str, data: bytes, helm_template: bool = False, skim: frozenset[str] | None = None
+    rel: str, data: bytes, helm_template: bool = False, skim: SkimPlan = NOTHING_SKIPPED
 ) -> FileResult:
     result = FileResult(rel, digest=hashlib.sha256(data).hexdigest())
     text, problem = decode_text(data)
@@ -590,37 +591,11 @@ class ReadOptions:
     progress: Any = None  # called with (files done, total) now and then, or None
     #: bytes already read, by path (check reads them first); emptied as the files are parsed
     data: dict[str, bytes] | None = None
-    skim: frozenset[str] | None = None  # kinds whose content is not kept (see SKIM_KINDS)
+    #: what the parser may leave out (core/reads.py; the engine passes rules/plan.py's)
+    skim: SkimPlan = NOTHING_SKIPPED
     #: manifest bytes the whole run may read (config `max_total_bytes`); None: no limit
     max_total_bytes: int | None = None
 
-
-#: kinds no rule reads past `metadata`: their content is parsed (syntax, nesting, duplicate keys
-#: and tags are still reported) but not kept. Only when the repo has no custom policies, which
-#: may assert on any kind. Large CRDs are most of the bytes of a typical GitOps repo.
-SKIM_KINDS = frozenset(
-    (
-        "APIService",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "CustomResourceDefinition",
-        "Endpoints",
-        "EndpointSlice",
-        "HorizontalPodAutoscaler",
-        "Ingress",
-        "IngressClass",
-        "MutatingWebhookConfiguration",
-        "NetworkPolicy",
-        "PersistentVolume",
-        "PersistentVolumeClaim",
-        "Role",
-        "RoleBinding",
-        "Service",
-        "ServiceAccount",
-        "StorageClass",
-        "ValidatingWebhookConfiguration",
-    )
-)
 
 #: fewer files than this are parsed in-process whatever --jobs says (worker start-up costs more)
 PARALLEL_MIN_FILES = 200
@@ -629,7 +604,7 @@ MAIN_SHARE = 0.8
 _CHUNK = 64
 
 
-def _parse_chunk(items: list[tuple[str, bytes, bool]], skim: frozenset[str] | None) -> list[bytes]:
+def _parse_chunk(items: list[tuple[str, bytes, bool]], skim: SkimPlan) -> list[bytes]:
     """In a worker process: parse files, return each FileResult encoded (read/codec.py)."""
     from gpudrv_check.read.codec import encode
 
@@ -640,7 +615,7 @@ def _parse_all(
     todo: list[tuple[int, str, bytes, bool]],
     jobs: int,
     tick,
-    skim: frozenset[str] | None = None,
+    skim: SkimPlan = NOTHING_SKIPPED,
     encoded_out: dict[int, bytes] | None = None,
 ) -> dict[int, FileResult]:
     """Parse files (index, rel, bytes, helm template?), in worker processes when worth it;
@@ -694,7 +669,7 @@ def _share_out(
     mine: list[list[tuple[int, str, bytes, bool]]],
     out: dict[int, FileResult],
     tick: Any,
-    skim: frozenset[str] | None,
+    skim: SkimPlan,
     encoded_out: dict[int, bytes] | None,
 ) -> None:
     """Hand `theirs` to the pool, parse `mine` here, and gather every result into `out`."""
@@ -723,6 +698,11 @@ def _share_out(
             else:
                 out[index] = parse_manifest_bytes(rel, data, helm, skim)
             tick()
+
+
+def _plan_key(plan: SkimPlan) -> tuple[list[str], ...]:
+    """The skim plan as cache keys take it (sorted: a frozenset's order varies by process)."""
+    return (sorted(plan.kinds), sorted(plan.node_status), sorted(plan.container))
 
 
 def _how_read(
@@ -777,7 +757,7 @@ def read_repo(
     todo: list[tuple[int, str, bytes, bool]] = []
     cache = options.cache
     if cache is not None:
-        cache.open(source, (max_bytes, templates, sorted(options.skim or ())))
+        cache.open(source, (max_bytes, templates, *_plan_key(options.skim)))
     for i, ref in enumerate(files):
         helm = any(ref.rel.startswith(prefix) for prefix in templates)
         patch = patches.get(ref.rel)

@@ -24,6 +24,7 @@ from typing import Any
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import LMap, LSeq, Pos
+from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 
 # Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
 # embed a pod template); consumers that recurse per level (pickle for the cache and worker
@@ -67,39 +68,6 @@ _NON_SCALAR = "<non-scalar key>"  # what such a key is stored as
 # benchmark corpus). Bounded, so a long-lived process does not grow it without limit.
 POSITIONS: dict[Pos, Pos] = {}
 MAX_SHARED_POSITIONS = 200_000
-# parts of a Node's status nothing reads (capacity and allocatable are read): a `kubectl get
-# nodes -o yaml` export lists every cached image of every node, often most of the file
-NODE_STATUS_SKIPPED = frozenset(
-    (
-        "addresses",
-        # "conditions" is read: the Ready condition (rehearse, GetCurrentUnavailableNodes)
-        "config",
-        "daemonEndpoints",
-        "features",
-        "images",
-        "nodeInfo",
-        "runtimeHandlers",
-        "volumesAttached",
-        "volumesInUse",
-    )
-)
-# fields of a workload's containers nothing reads (name, image and resources are read)
-CONTAINER_SKIPPED = frozenset(
-    (
-        "args",
-        "command",
-        "env",
-        "envFrom",
-        "lifecycle",
-        "livenessProbe",
-        "ports",
-        "readinessProbe",
-        "securityContext",
-        "startupProbe",
-        "volumeDevices",
-        "volumeMounts",
-    )
-)
 # top-level keys always built, whatever the kind (see `skim` in parse_text)
 _KEPT_TOP_KEYS = frozenset(("metadata", "<<", "apiVersion", "kind"))
 
@@ -494,17 +462,17 @@ def _probe_light(module: Any) -> bool:
     )
 
 
-def parse_text(text: str | bytes, skim: frozenset[str] | None = None) -> ParsedFile:
+def parse_text(text: str | bytes, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFile:
     """Parse every document of a YAML (or JSON) stream into located data.
 
-    `skim`: kinds whose content nothing reads. In a document whose top-level `kind:` is one of
-    them and comes before the content (as it always does in practice), every top-level value
-    but `metadata` is read for syntax, nesting, duplicate keys and tags, and kept only as an
-    empty mapping or list at its position: a 2 MB CRD costs the parser, not the tree builder.
-    When `kind:` comes later the document is built whole. The same holds, with any `skim`, for
-    the parts of a Node's `status` nothing reads (NODE_STATUS_SKIPPED), in a Node of its own or
-    in a List's items, and for the container fields nothing reads (CONTAINER_SKIPPED: env,
-    args, probes...) in a workload's pod template.
+    `skim` (core/reads.py; the engine passes it, the parser knows no kind or field by name):
+    in a document whose top-level `kind:` is one of `skim.kinds` and comes before the content
+    (as it always does in practice), every top-level value but `metadata` is read for syntax,
+    nesting, duplicate keys and tags, and kept only as an empty mapping or list at its
+    position: a 2 MB CRD costs the parser, not the tree builder. When `kind:` comes later the
+    document is built whole. The same holds for the keys of a Node's `status` in
+    `skim.node_status`, in a Node of its own or in a List's items, and for the container fields
+    in `skim.container` (env, args, probes...) in a workload's pod template.
     """
     with _event_classes() as events:
 
@@ -512,7 +480,7 @@ def parse_text(text: str | bytes, skim: frozenset[str] | None = None) -> ParsedF
             try:
                 return _parse_text(source, events.names, skim)
             except _AliasIntoSkimmed:  # an alias names data the skim did not build: build it all
-                return _parse_text(source, events.names, None)
+                return _parse_text(source, events.names, NOTHING_SKIPPED)
 
         result = parse(text)
         if result.flow_colon >= 0 and isinstance(text, str):
@@ -530,9 +498,7 @@ class _AliasIntoSkimmed(Exception):
     """An alias refers to an anchor inside a section the skim drained."""
 
 
-def _parse_text(
-    text: str | bytes, events: dict[str, Any], skim_kinds: frozenset[str] | None
-) -> ParsedFile:
+def _parse_text(text: str | bytes, events: dict[str, Any], plan: SkimPlan) -> ParsedFile:
     from ruamel.yaml.cyaml import CParser
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
     from ruamel.yaml.reader import ReaderError
@@ -573,6 +539,8 @@ def _parse_text(
     doc_index = -1
     doc_pos: Pos = (1, 1)
     root: Any = None
+    skim_kinds, node_status, container = plan.kinds, plan.node_status, plan.container
+    skimming = bool(skim_kinds or node_status or container)
     skipping = False  # the current document was abandoned (bomb, depth); drain its events
     expanded = 0  # nodes aliases added to this file so far
 
@@ -807,7 +775,7 @@ def _parse_text(
                 if len(stack) >= MAX_DEPTH:
                     abandon(pos, f"nesting deeper than {MAX_DEPTH} levels; document not read")
                     continue
-                if skim_kinds is not None and event.anchor is None and stack:
+                if skimming and event.anchor is None and stack:
                     top = stack[-1]
                     if (
                         (
@@ -818,12 +786,12 @@ def _parse_text(
                             and top.node.get("kind") in skim_kinds
                         )
                         or (
-                            top.key in NODE_STATUS_SKIPPED
+                            top.key in node_status
                             and len(stack) >= 2
                             and stack[-2].key == "status"
                             and stack[-2].node.get("kind") == "Node"
                         )
-                        or (top.key in CONTAINER_SKIPPED and _in_container(stack))
+                        or (top.key in container and _in_container(stack))
                     ):
                         mapping = cls is MappingStartEvent
                         if skim(mapping):

@@ -328,3 +328,47 @@ def test_no_kind_or_field_list_is_left_in_the_reader():
 
     for name in ("SKIM_KINDS", "NODE_STATUS_SKIPPED", "CONTAINER_SKIPPED"):
         assert not hasattr(yaml_docs, name) and not hasattr(manifests, name)
+
+
+def test_two_threads_parsing_at_once_both_finish_with_the_same_documents():
+    """The light classes are swapped into the C module process-wide: without the lock a second
+    thread restored the stock classes under the first, whose loop then never saw the end of
+    its stream and spun forever (issue 15)."""
+    import threading
+
+    pytest.importorskip("_ruamel_yaml")
+    texts = [CRD, DEPLOYMENT, NODE_EXPORT] * 30
+    expected = [parse_text(t, SKIM).docs[0].data for t in texts]
+    results: dict[int, list] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def work(n: int) -> None:
+        try:
+            start.wait()
+            results[n] = [parse_text(t, SKIM).docs[0].data for t in texts]
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)  # a guard against the old endless loop, not a timing assertion
+    assert not any(thread.is_alive() for thread in threads), "a parse never finished"
+    assert errors == []
+    assert results == {0: expected, 1: expected}
+
+
+def test_an_event_class_the_builder_does_not_know_is_an_error_not_a_loop():
+    """What the race did: the C module makes stock events while the builder expects light
+    ones. The builder raises at the first unknown event (and drains none forever)."""
+    module = pytest.importorskip("_ruamel_yaml")
+    import ruamel.yaml.events as stock
+
+    if yaml_docs._event_classes().names["ScalarEvent"] is stock.ScalarEvent:
+        pytest.skip("this build of the extension does not take the light events")
+    assert module.ScalarEvent is stock.ScalarEvent  # not swapped outside a parse
+    builder = yaml_docs._Builder("a: 1\n", yaml_docs._LIGHT, SKIM)
+    with pytest.raises(yaml_docs.UnknownEvent):
+        builder.build()

@@ -23,6 +23,7 @@ from pathlib import Path
 from gpudrv_check import __version__
 from gpudrv_check.cli.commands.common import load_source, make_source
 from gpudrv_check.core.finding import Finding, terminal_text
+from gpudrv_check.engine.cache.inputs import RunInputs
 from gpudrv_check.engine.run import Run, evaluate
 from gpudrv_check.read.config import ConfigError
 
@@ -362,19 +363,18 @@ class _Reuse:
     def __init__(
         self,
         cache,
-        name: str,
-        key: str,
-        data: dict[str, bytes],
-        context: str | None = None,
+        inputs: RunInputs,
         source=None,
         pairs: list[tuple[str, str]] | None = None,
         fail_on: str = "error",
     ) -> None:
-        self.cache, self.name, self.key, self.data = cache, name, key, data
-        self.context = context  # every input but the manifest files (engine/cache/partition.py)
+        self.cache, self.inputs = cache, inputs
+        self.name, self.key, self.data = inputs.name, inputs.result_key, inputs.data
+        # every input but the manifest files (engine/cache/partition.py)
+        self.context = inputs.context_key
         self.source = source  # the source listed and read for the key
         self.pairs, self.fail_on = pairs or [], fail_on
-        found = cache.load("result", name, key)
+        found = cache.load("result", self.name, self.key)
         self.hit = Outcome.unpack(found, self.pairs) if found is not None else None
 
     def store(self, findings: list[Finding], stderr: str, actions) -> None:
@@ -395,10 +395,9 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         )
     ):
         return None
-    import hashlib
-
     from gpudrv_check.cli.commands.common import repo_config
-    from gpudrv_check.engine.cache.store import Cache, default_dir, digest
+    from gpudrv_check.engine.cache.inputs import manifest_inputs
+    from gpudrv_check.engine.cache.store import Cache, default_dir
     from gpudrv_check.read.exclude import from_config
     from gpudrv_check.read.policies import policy_files
     from gpudrv_check.read.safe_io import read_named
@@ -452,26 +451,8 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         inside(rel)
     for rel in policy_files(root, config, source):
         inside(rel)
-    context = digest(*parts)
-    data: dict[str, bytes] = {}
-    budget = config.max_total_bytes  # as read_repo spends it: what is over it is not read
-    for ref in listing.files:
-        if ref.error is not None or ref.size > config.max_file_bytes:
-            parts.append((ref.rel, ref.size, ref.error))
-            continue
-        if ref.size > budget:
-            budget = 0
-            parts.append((ref.rel, "over the input budget"))
-            continue
-        budget -= ref.size
-        try:
-            blob = source.read(ref.rel, config.max_file_bytes)
-        except OSError as err:
-            parts.append((ref.rel, "unreadable", err.strerror))
-            continue
-        data[ref.rel] = blob
-        parts.append((ref.rel, hashlib.sha256(blob).hexdigest()))
+    files, data = manifest_inputs(source, listing, config.max_file_bytes, config.max_total_bytes)
+    inputs = RunInputs(str(root), os.getcwd(), tuple(parts), files, data)
     cache_dir = getattr(args, "cache_dir", None)
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
-    name = digest(str(root), os.getcwd())
-    return _Reuse(cache, name, digest(*parts), data, context, source, pairs, config.fail_on)
+    return _Reuse(cache, inputs, source, pairs, config.fail_on)

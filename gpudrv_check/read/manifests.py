@@ -259,22 +259,6 @@ def _read_bytes(source: Source, ref: FileRef, max_bytes: int) -> bytes | FileRes
     return data
 
 
-def read_file(
-    source: Source,
-    ref: FileRef,
-    max_bytes: int,
-    helm_template: bool,
-    patch: PatchRef | None = None,
-) -> FileResult:
-    """Read one file into objects. Never raises for bad content: problems become findings."""
-    if patch is not None:
-        return kustomize_patch_result(ref.rel, patch)
-    data = _read_bytes(source, ref, max_bytes)
-    if isinstance(data, FileResult):
-        return data
-    return parse_manifest_bytes(ref.rel, data, helm_template)
-
-
 def kustomize_patch_result(rel: str, patch: PatchRef) -> FileResult:
     result = FileResult(rel)
     result.problems.append(

@@ -110,6 +110,7 @@ def _skip_unknown_flags(result: subprocess.CompletedProcess, command: str) -> No
         pytest.skip(f"this build does not know a flag of `{command}` yet ({reason})")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("example", "command", "step_env"), CASES)
 def test_example_command_lines_run(sample, example: str, command: str, step_env: dict):
     root, base = sample
@@ -175,6 +176,7 @@ def _kustomize_on_path(tmp: Path) -> str:
     return str(shim.parent)
 
 
+@pytest.mark.slow
 def test_argocd_plugin_refuses_to_render_a_repo_with_errors(sample, tmp_path: Path):
     root, base = sample
     plugin = load("argocd-cmp.yaml")["spec"]["generate"]

@@ -176,6 +176,7 @@ spec:
 RHEL_NODE = gpu_node("r", kernel="5.14.0-427.13.1.el9_4.x86_64", os_id="rhel", version="9.4")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("chart_version", "config", "flag", "tag_os"),
     [
@@ -240,6 +241,7 @@ def _under_config(node3: str, node1: str = "") -> str:
     return "".join(lines) + node3 + "\n" + "lab-node-3" + CONFLICT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("operator_doc", "expected"),
     [

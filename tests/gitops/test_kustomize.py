@@ -100,6 +100,7 @@ def _render(root: Path, directory: str) -> str:
     ).stdout
 
 
+@pytest.mark.slow
 @needs_kustomize
 def test_findings_point_at_the_rendered_stream_and_name_the_source(tmp_path: Path):
     build_repo(tmp_path)
@@ -132,6 +133,7 @@ def test_findings_point_at_the_rendered_stream_and_name_the_source(tmp_path: Pat
     assert not any(f["location"]["file"] == "overlays/prod/kernel.yaml" for f in doc["findings"])
 
 
+@pytest.mark.slow
 @needs_kustomize
 def test_kustomize_at_a_git_revision(git_repo: Path):
     build_repo(git_repo)
@@ -145,6 +147,7 @@ def test_kustomize_at_a_git_revision(git_repo: Path):
     assert names == ["b-dev", "plain", "prod-a", "prod-b"]
 
 
+@pytest.mark.slow
 @needs_kustomize
 def test_a_broken_kustomization_is_reported_and_its_files_still_read(git_repo: Path):
     write(git_repo, "support-matrix.csv", MATRIX)

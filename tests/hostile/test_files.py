@@ -85,6 +85,7 @@ def _file_size_limit(limit: int):
     return apply
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", ["--output", "--write-baseline"])
 def test_a_failed_write_leaves_the_old_file_intact(tmp_path: Path, option: str):
     """A full disk, as the file-size limit makes one: the old file survives, no temp file."""

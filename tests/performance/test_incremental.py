@@ -155,6 +155,7 @@ EDITS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", list(EDITS.values()), ids=list(EDITS))
 def test_after_an_edit_the_cached_run_says_what_a_fresh_run_says(repo, tmp_path, edit):
     cache = tmp_path / "cache"

@@ -104,6 +104,7 @@ def _repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_baseline_end_to_end(tmp_path):
     root = _repo(tmp_path / "repo")
     baseline = tmp_path / "baseline.json"
@@ -138,6 +139,7 @@ def test_baseline_end_to_end(tmp_path):
     assert "gpu-1" not in new.stdout and "gpu-2" not in new.stdout
 
 
+@pytest.mark.slow
 def test_baseline_is_deterministic_and_bad_baselines_are_usage_errors(tmp_path):
     root = _repo(tmp_path / "repo")
     a, b = tmp_path / "a.json", tmp_path / "b.json"

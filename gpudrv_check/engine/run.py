@@ -290,10 +290,10 @@ def load(
         # read below with max_inventory_bytes (_extra_inventory), not as over-limit manifests
         listing.files = [f for f in listing.files if f.rel not in big]
     if not custom:
-        # nothing reads the content of these kinds unless a custom policy asserts on it
-        from gpudrv_check.read.manifests import SKIM_KINDS
+        # what no built-in rule reads is not built, unless a custom policy may assert on it
+        from gpudrv_check.rules.plan import current_plan
 
-        options = replace(options or ReadOptions(), skim=SKIM_KINDS)
+        options = replace(options or ReadOptions(), skim=current_plan())
     options = replace(options or ReadOptions(), max_total_bytes=config.max_total_bytes)
     content = read_repo(source, listing.files, config.max_file_bytes, options)
     content.files.extend(
@@ -311,13 +311,11 @@ def load(
         if content.plan is not None and content.plan.clean and _reads_all_namespaces(run.repo):
             # a rule reads every namespace in this run (a `reads:` entry with `when:`): read
             # the namespaces the partition cache would have answered for too
-            again = replace(options, context=None)
+            again = _every_namespace(options)
             return load(source, config, matrix_override, inventory, again, matrix_optional)
         return run
     if content.plan is not None:  # the partition cache does not know clusters: read all
-        content = read_repo(
-            source, listing.files, config.max_file_bytes, replace(options, context=None)
-        )
+        content = read_repo(source, listing.files, config.max_file_bytes, _every_namespace(options))
         content.files.extend(
             _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
         )
@@ -353,6 +351,16 @@ def load(
         *(_render_problem(p) for p in getattr(source, "problems", ())),
     ]
     return run
+
+
+def _every_namespace(options: ReadOptions) -> ReadOptions:
+    """The same reading with no partition plan: every file decoded and evaluated."""
+    from gpudrv_check.engine.cache.files import FilesCache
+
+    cache = options.cache
+    if isinstance(cache, FilesCache):
+        cache = FilesCache(cache.cache, None)
+    return replace(options, cache=cache)
 
 
 def _kustomizations(source: Source, content: RepoContent, limit: int) -> dict[str, list[Any]]:
@@ -467,6 +475,7 @@ def _model(
     manifests, copies = one_per_identity(content.manifests)
     nodes, node_findings = build_inventory(manifests)
     from gpudrv_check.model.node import apply_gpu_presence
+    from gpudrv_check.read.embedded import EmbeddedYaml
 
     gpu_presence = apply_gpu_presence(nodes)
     workloads, workload_findings = build_workloads(manifests)
@@ -480,6 +489,7 @@ def _model(
         files_read=content.file_count,
         workloads=workloads,
         pdbs=pdbs,
+        embedded=EmbeddedYaml(),
     )
     repo.extras["gpu_presence"] = gpu_presence
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output

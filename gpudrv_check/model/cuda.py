@@ -51,13 +51,12 @@ _TABLE_KEYS = frozenset(("version", "min_driver", "minor_version_compat", "image
 
 @lru_cache(maxsize=1)
 def builtin_cuda_table() -> CudaTable:
-    from gpudrv_check.core.resources import read_resource
-    from gpudrv_check.read.yaml_docs import parse_text
+    """policies/cuda.yaml (read by read/packaged.py), as a table."""
+    from gpudrv_check.read.packaged import packaged_yaml
 
-    parsed = parse_text(read_resource("policies", "cuda.yaml"))
-    table, problems = parse_cuda_table(parsed.docs[0].data if parsed.docs else None)
-    if parsed.problems or problems:
-        raise RuntimeError(f"broken built-in policies/cuda.yaml: {parsed.problems or problems}")
+    table, problems = parse_cuda_table(packaged_yaml("policies", "cuda.yaml"))
+    if problems:
+        raise RuntimeError(f"broken built-in policies/cuda.yaml: {problems}")
     return table
 
 

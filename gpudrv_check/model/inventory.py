@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any
 
@@ -203,9 +202,9 @@ def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | Non
 def _inventory_validator() -> Any:
     from jsonschema import Draft202012Validator
 
-    from gpudrv_check.core.resources import read_resource
+    from gpudrv_check.read.packaged import packaged_json
 
-    schema = json.loads(read_resource("schemas", "inventory.schema.json"))
+    schema = packaged_json("schemas", "inventory.schema.json")
     return Draft202012Validator(schema)
 
 

@@ -13,7 +13,7 @@ from gpudrv_check.read.config import Config
 if TYPE_CHECKING:
     from gpudrv_check.model.disruption import PDB, Disruption
     from gpudrv_check.model.operands import OperandPlacement
-    from gpudrv_check.model.operator import OperatorConfig
+    from gpudrv_check.model.operator import EmbeddedReader, OperatorConfig
     from gpudrv_check.model.placement import Placement
     from gpudrv_check.model.workload import Workload
     from gpudrv_check.nvidia.cuda import CudaTable
@@ -31,6 +31,8 @@ class Repo:
     workloads: list[Workload] = field(default_factory=list)
     pdbs: list[PDB] = field(default_factory=list)
     extras: dict = field(default_factory=dict)
+    #: reads the YAML embedded in strings (Helm values): read/embedded.py, passed by the engine
+    embedded: EmbeddedReader | None = None
 
     @cached_property
     def gpu_nodes(self) -> list[Node]:
@@ -66,8 +68,9 @@ class Repo:
     @cached_property
     def operator_configs(self) -> list[OperatorConfig]:
         from gpudrv_check.model.operator import find_operator_configs
+        from gpudrv_check.read.embedded import EmbeddedYaml
 
-        return find_operator_configs(self.manifests)
+        return find_operator_configs(self.manifests, self.embedded or EmbeddedYaml())
 
     @property
     def operator(self) -> OperatorConfig | None:

@@ -226,15 +226,6 @@ def inside_root(root: Path, rel: str) -> Path | None:
     return real
 
 
-def _repo_config_file(root: Path, name: str) -> Path | None:
-    path = root / name
-    if not path.is_file() and not path.is_symlink():
-        return None
-    if inside_root(root, name) is None:
-        raise ConfigError(f"{name} is a link that leaves the repo root; not read", name)
-    return path if path.is_file() else None
-
-
 def load_config(root: Path, explicit: str | None = None, source: Any = None) -> Config:
     """The config for a repo root: `--config FILE`, else `.gpudrv-check.yaml`, else pyproject.
 

@@ -12,14 +12,30 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel, ConfigDict
+
 from gpudrv_check.core.finding import Finding, Location, quoted
-from gpudrv_check.read.matrix_row import MatrixRow
 from gpudrv_check.read.policy import builtin
 
 REQUIRED_COLUMNS = ("driver_branch", "kernel", "os_tag")
 _BRANCH = re.compile(r"[0-9]+\Z")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 _LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class MatrixRow(BaseModel):
+    """A row of the support matrix: one precompiled driver image that exists."""
+
+    model_config = ConfigDict(frozen=True)
+
+    driver_branch: str
+    kernel: str
+    os_tag: str
+    line: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.driver_branch, self.kernel, self.os_tag)
 
 
 @dataclass

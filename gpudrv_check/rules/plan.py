@@ -223,3 +223,8 @@ def partition_kinds() -> frozenset[str]:
             continue
         by_scope[d.scope] |= d.kinds - {ANY}
     return frozenset(by_scope["namespace"] - by_scope["cluster"] - CLUSTER_SCOPED_KINDS)
+
+
+def current_plan() -> SkimPlan:
+    """The plan the engine hands to the reader (engine/run.py): the one derived above."""
+    return skim_plan()

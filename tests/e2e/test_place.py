@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli, write
 
 NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
@@ -25,11 +27,13 @@ Deployment/gpu-drv/trainer  k8s/trainer.yaml:5:3
 """  # noqa: E501
 
 
+@pytest.mark.slow
 def test_place_on_the_lab(lab_repo: Path) -> None:
     result = run_cli("place", str(lab_repo))
     assert (result.returncode, result.stdout, result.stderr) == (1, PLACE_LAB, "")
 
 
+@pytest.mark.slow
 def test_place_json_gives_the_lab_expectations(lab_repo: Path) -> None:
     result = run_cli("place", str(lab_repo), "--format", "json")
     assert result.returncode == 1
@@ -65,6 +69,7 @@ def test_place_json_gives_the_lab_expectations(lab_repo: Path) -> None:
     assert run_cli("place", str(lab_repo), "--format", "json").stdout == result.stdout
 
 
+@pytest.mark.slow
 def test_place_one_workload_with_every_verdict(lab_repo: Path) -> None:
     result = run_cli("place", str(lab_repo), "--workload", "Pod/gpu-drv/cuda12-job")
     assert result.returncode == 0
@@ -82,6 +87,7 @@ def test_place_one_workload_with_every_verdict(lab_repo: Path) -> None:
     assert [v["fits"] for v in doc["workloads"][0]["verdicts"]] == [True, True, True]
 
 
+@pytest.mark.slow
 def test_place_usage_errors(lab_repo: Path, tmp_path: Path) -> None:
     bad = run_cli("place", str(lab_repo), "--workload", "trainer")
     assert bad.returncode == 2 and "expected KIND/NAMESPACE/NAME" in bad.stderr
@@ -133,6 +139,7 @@ def test_step_4_node_joins_the_placement(lab_repo: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_fixing_the_affinity_clears_gpu010(lab_repo: Path) -> None:
     job = lab_repo / "k8s" / "cuda13-job.yaml"
     job.write_text(job.read_text().replace('values: ["560"]', 'values: ["549"]'))
@@ -142,6 +149,7 @@ def test_fixing_the_affinity_clears_gpu010(lab_repo: Path) -> None:
     assert " GPU010 " not in run_cli("check", str(lab_repo)).stdout
 
 
+@pytest.mark.slow
 def test_cuda_table_extension_from_the_config(lab_repo: Path) -> None:
     config = lab_repo / ".gpudrv-check.yaml"
     config.write_text(
@@ -163,6 +171,7 @@ def _console_block(readme: Path, command: str) -> str:
     return text[start : text.index("```", start)]
 
 
+@pytest.mark.slow
 def test_readme_examples_are_the_real_output() -> None:
     from tests.conftest import EXAMPLES, ROOT
 

@@ -112,6 +112,7 @@ def _skip_unknown_flags(result: subprocess.CompletedProcess, command: str) -> No
         pytest.skip(f"this build does not know a flag of `{command}` yet ({reason})")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("example", "command", "step_env"), CASES)
 def test_example_command_lines_run(sample, example: str, command: str, step_env: dict):
     root, base = sample
@@ -355,6 +356,7 @@ def test_argocd_plugin_discovers_only_repos_that_opt_in(sample, tmp_path: Path, 
     assert (plain.returncode, plain.stdout) == (0, "")
 
 
+@pytest.mark.slow
 def test_argocd_plugin_refuses_to_render_a_repo_with_errors(sample, tmp_path: Path):
     root, _ = sample
     extra = _kustomize_on_path(tmp_path)

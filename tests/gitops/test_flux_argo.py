@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.model.operator import find_operator_configs
+from gpudrv_check.read.embedded import EmbeddedYaml
 from gpudrv_check.read.manifests import parse_manifest_bytes
 from tests.conftest import gpu_node, helm_release, run_cli, write
 
@@ -30,7 +31,7 @@ def operator(*docs: str):
     stream = "---\n".join(docs)
     result = parse_manifest_bytes("repo.yaml", stream.encode())
     assert result.problems == []
-    [config] = find_operator_configs(result.manifests)
+    [config] = find_operator_configs(result.manifests, EmbeddedYaml())
     return config
 
 
@@ -176,6 +177,7 @@ spec:
 RHEL_NODE = gpu_node("r", kernel="5.14.0-427.13.1.el9_4.x86_64", os_id="rhel", version="9.4")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("chart_version", "config", "flag", "tag_os"),
     [
@@ -240,6 +242,7 @@ def _under_config(node3: str, node1: str = "") -> str:
     return "".join(lines) + node3 + "\n" + "lab-node-3" + CONFLICT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("operator_doc", "expected"),
     [

@@ -112,6 +112,7 @@ def _line_in(root: Path, rel: str, node: str, key: str) -> int:
     raise AssertionError(f"{node} {key} not in {rel}")
 
 
+@pytest.mark.slow
 @needs_kustomize
 def test_rendered_objects_are_located_in_the_repo_files_they_come_from(tmp_path: Path):
     """kustomize's origin annotations (`config.kubernetes.io/origin`) name the file; the key
@@ -193,6 +194,7 @@ def test_a_kustomization_may_read_files_of_the_root_outside_its_folder_as_flux_d
     ]
 
 
+@pytest.mark.slow
 @needs_kustomize
 def test_kustomize_at_a_git_revision(git_repo: Path):
     build_repo(git_repo)
@@ -206,6 +208,7 @@ def test_kustomize_at_a_git_revision(git_repo: Path):
     assert names == ["b-dev", "plain", "prod-a", "prod-b"]
 
 
+@pytest.mark.slow
 @needs_kustomize
 def test_a_broken_kustomization_is_reported_and_its_files_still_read(git_repo: Path):
     write(git_repo, "support-matrix.csv", MATRIX)

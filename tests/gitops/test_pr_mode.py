@@ -70,6 +70,7 @@ def _json(result) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_pr_mode_reports_exactly_the_new_finding(pr_repo: tuple[Path, str]):
     root, base = pr_repo
     full = _json(run_cli("check", str(root), "--format", "json"))
@@ -111,6 +112,7 @@ def test_a_change_that_only_fixes_passes_and_counts_the_fix(pr_repo: tuple[Path,
     assert result.stdout.splitlines()[-1] == "0 new, 3 fixed, 2 unchanged (base HEAD~1)"
 
 
+@pytest.mark.slow
 def test_head_can_be_a_revision_too(pr_repo: tuple[Path, str]):
     root, base = pr_repo
     # a dirty working tree does not matter when the head is --rev

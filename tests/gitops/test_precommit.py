@@ -107,6 +107,7 @@ def _skip_if_offline(result: subprocess.CompletedProcess, home: Path) -> None:
         pytest.skip("pre-commit could not install the hook: no package index reachable")
 
 
+@pytest.mark.slow
 def test_pre_commit_refuses_a_node_without_an_image_until_the_matrix_has_it(
     git_repo: Path, pre_commit_home: Path
 ):

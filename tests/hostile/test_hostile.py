@@ -249,6 +249,7 @@ def _build_case(root: Path, outside: Path, c: Case) -> None:
         shutil.copy(source, dest)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("c", [_param(c) for c in CASES])
 def test_each_case_alone(c: Case, tmp_path: Path):
     """In-process, exceptions surfacing (debug mode), under a generous time limit."""

@@ -65,6 +65,7 @@ def guarded_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [

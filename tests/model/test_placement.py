@@ -468,6 +468,7 @@ def _per_node(node: Node, spec: dict[str, Any], daemonset: bool, gpus: int) -> b
     return not (gpus and offered is not None and offered < gpus)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 def test_class_memoisation_matches_per_node_evaluation(seed: int) -> None:
     rng = random.Random(seed)

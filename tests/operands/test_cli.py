@@ -61,6 +61,7 @@ def test_example_check_has_exactly_one_gpu030(operands_repo: Path):
     ] == [("GPU030", "k8s/nodes.yaml", 46, 5)]
 
 
+@pytest.mark.slow
 def test_example_fixed_by_the_missing_label(operands_repo: Path):
     nodes = operands_repo / "k8s" / "nodes.yaml"
     text = nodes.read_text()
@@ -84,6 +85,7 @@ def test_example_fixed_by_the_missing_label(operands_repo: Path):
     )
 
 
+@pytest.mark.slow
 def test_example_steps_new_node_and_tainted_node(operands_repo: Path):
     shutil.copy(operands_repo / "steps" / "node-3.yaml", operands_repo / "k8s" / "node-3.yaml")
     shutil.copy(
@@ -117,6 +119,7 @@ def test_example_steps_new_node_and_tainted_node(operands_repo: Path):
     assert rules == ["GPU030", "GPU031", "GPU032", "GPU032", "GPU032", "GPU032", "GPU032"]
 
 
+@pytest.mark.slow
 def test_json_is_deterministic_and_complete(operands_repo: Path):
     first = run_cli("operands", str(operands_repo), "--format", "json")
     second = run_cli("operands", str(operands_repo), "--format", "json")
@@ -199,6 +202,7 @@ def test_usage_errors(tmp_path: Path):
     assert run_cli("operands", str(tmp_path), "--format", "yaml").returncode == 2
 
 
+@pytest.mark.slow
 def test_example_readme_shows_the_real_output():
     readme = (EXAMPLES / "operands" / "README.md").read_text()
     root = EXAMPLES.parent

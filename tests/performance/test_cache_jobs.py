@@ -34,6 +34,7 @@ def _check(root: Path, *extra: str, cache: Path | None = None) -> tuple[int, str
     return proc.returncode, proc.stdout
 
 
+@pytest.mark.slow
 def test_same_bytes_for_any_jobs(tmp_path: Path):
     root = _many(tmp_path / "repo", PARALLEL_MIN_FILES + 20)
     one = _check(root, "--jobs", "1")
@@ -48,6 +49,7 @@ def test_jobs_must_be_positive(tmp_path: Path):
     assert "--jobs" in proc.stderr
 
 
+@pytest.mark.slow
 def test_cache_miss_hit_and_change(tmp_path: Path):
     root = _many(tmp_path / "repo", 5)
     cache = tmp_path / "cache"
@@ -66,6 +68,7 @@ def test_cache_miss_hit_and_change(tmp_path: Path):
     assert text.stdout == run_cli("check", str(root), "--fail-on", "never", "--no-cache").stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncate", "flip", "foreign", "empty"])
 def test_corrupt_cache_entries_are_ignored_and_rebuilt(tmp_path: Path, damage: str):
     root = _many(tmp_path / "repo", 5)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpudrv_check.engine.cache.files import FilesCache
 from gpudrv_check.engine.cache.partition import plan, summarize
 from gpudrv_check.engine.cache.store import Cache
 from gpudrv_check.read.config import load_config
@@ -154,6 +155,7 @@ EDITS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", list(EDITS.values()), ids=list(EDITS))
 def test_after_an_edit_the_cached_run_says_what_a_fresh_run_says(repo, tmp_path, edit):
     cache = tmp_path / "cache"
@@ -181,7 +183,7 @@ def _read(root: Path, cache: Path, context: str = "ctx"):
     config = load_config(root, None)
     source = WorkingTree(root)
     listing = source.list_manifests(config.exclude)
-    options = ReadOptions(cache=Cache(cache), context=context)
+    options = ReadOptions(cache=FilesCache(Cache(cache), context))
     return read_repo(source, listing.files, config.max_file_bytes, options)
 
 

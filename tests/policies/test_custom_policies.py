@@ -458,6 +458,7 @@ def test_config_can_disable_or_reseverity_a_custom_policy_by_id_or_name(tmp_path
     assert _found(root, "ACME001") == []
 
 
+@pytest.mark.slow
 def test_custom_policy_end_to_end(tmp_path):
     root = _repo(tmp_path, ZONE_POLICY, ("nodes/gpu-1.yaml", gpu_node("gpu-1")))
     result = run_cli("check", str(root), "--format", "json")

@@ -89,6 +89,7 @@ def test_every_shape_has_a_folder_and_a_row():
     assert folders == set(SHAPES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_only_real_problems(shape: str, tmp_path: Path):
     root = _copy(shape, tmp_path / shape)
@@ -113,6 +114,7 @@ def test_ansible_lists_are_skipped_silently(tmp_path: Path):
     assert "skipped roles/gpu/tasks/main.yaml#0: a list, not a Kubernetes object" in err
 
 
+@pytest.mark.slow
 def test_vendored_and_ci_folders_are_excluded_and_said_so(tmp_path: Path):
     err = _verbose("vendored", tmp_path)
     for folder in ("vendor/", "third_party/", "node_modules/", "tools/lint/testdata/"):
@@ -133,6 +135,7 @@ def test_defaults_are_overridable(tmp_path: Path):
     assert "vendor/github.com/acme/operator/config/manager.yaml" in files
 
 
+@pytest.mark.slow
 def test_gitignore_and_exclude_globs(tmp_path: Path):
     err = _verbose("gitignored", tmp_path)
     assert "skipped rendered/: ignored by .gitignore" in err
@@ -143,6 +146,7 @@ def test_gitignore_and_exclude_globs(tmp_path: Path):
     assert "read    generated/nested/quota.yaml: 1 object(s)" in err  # `*` stays in its folder
 
 
+@pytest.mark.slow
 def test_jsonc_and_foreign_documents_are_skipped(tmp_path: Path):
     err = _verbose("jsonc", tmp_path)
     assert "skipped dashboard/tsconfig.json#0: no apiVersion/kind" in err
@@ -162,6 +166,7 @@ def test_placeholders_are_unknown_and_said_once(tmp_path: Path):
     ]
 
 
+@pytest.mark.slow
 def test_flux_values_are_used(tmp_path: Path):
     """With the Kustomization's values the Deployments (its own and the base its kustomization
     builds on) are checked as Flux applies them: a product no node has is a real GPU010."""
@@ -196,6 +201,7 @@ def test_a_base_two_clusters_fill_in_differently_is_unknown(tmp_path: Path):
     )
 
 
+@pytest.mark.slow
 def test_copies_that_differ_say_which_file_wins(tmp_path: Path):
     result = _check(_copy("copies", tmp_path / "copies"), "--format", "concise")
     assert (
@@ -208,6 +214,7 @@ def test_copies_that_differ_say_which_file_wins(tmp_path: Path):
     assert "copies  PodDisruptionBudget ml/trainer is written identically in" in err
 
 
+@pytest.mark.slow
 def test_first_run_without_matrix_or_inventory(tmp_path: Path):
     """What it checked, what it skipped, the two files to add; exit 0."""
     root = _copy("no-inventory", tmp_path / "repo")

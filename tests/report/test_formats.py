@@ -153,6 +153,7 @@ def test_sarif_validates_against_the_official_schema(ci_repo: Path, tmp_path: Pa
     assert region["endLine"] == region["startLine"]
 
 
+@pytest.mark.slow
 def test_sarif_with_a_baseline_has_the_new_findings_only_and_still_validates(ci_repo, tmp_path):
     from jsonschema import Draft4Validator
 
@@ -214,6 +215,7 @@ def test_github_escaping(text, data, prop):
     assert escape_property(text) == prop
 
 
+@pytest.mark.slow
 def test_github_format_is_chosen_on_github_actions(ci_repo: Path):
     auto = run_cli("check", str(ci_repo), env=_env(GITHUB_ACTIONS="true"))
     lines = auto.stdout.splitlines()
@@ -354,6 +356,7 @@ def test_pairing_errors_exit_2_through_the_cli(ci_repo: Path):
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fail_on", "code"), [("error", 1), ("warning", 1), ("info", 1), ("never", 0)]
 )
@@ -361,6 +364,7 @@ def test_fail_on(ci_repo: Path, fail_on: str, code: int):
     assert run_cli("check", str(ci_repo), "--fail-on", fail_on, env=_env()).returncode == code
 
 
+@pytest.mark.slow
 def test_fail_on_levels_with_warnings_only(ci_repo: Path):
     (ci_repo / "nodes/gpu-1.yaml").unlink()
     (ci_repo / "policies/zone.yaml").write_text(
@@ -373,6 +377,7 @@ def test_fail_on_levels_with_warnings_only(ci_repo: Path):
     assert codes == {"error": 0, "warning": 1, "info": 1, "never": 0}
 
 
+@pytest.mark.slow
 def test_json_validates_against_its_documented_schema(ci_repo: Path, tmp_path: Path):
     from jsonschema import Draft202012Validator
 
@@ -385,6 +390,7 @@ def test_json_validates_against_its_documented_schema(ci_repo: Path, tmp_path: P
     assert doc["suppressed"][0]["suppressed_by"] == "annotation gpudrv-check.io/ignore: pinned"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "sarif", "gitlab"])
 def test_json_formats_escape_bidi_and_line_separators(tmp_path: Path, fmt: str):
     """README "Hostile and broken input": no raw U+202E (right-to-left override) or U+2028 (line

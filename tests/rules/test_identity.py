@@ -30,21 +30,21 @@ def _report(root: Path, capsys, *args: str) -> str:
 
 
 def _skimmed_as(monkeypatch, variant: str) -> None:
-    from gpudrv_check.read import manifests, yaml_docs
-    from gpudrv_check.rules.plan import skim_plan
+    """The engine's plan (rules/plan.py `current_plan`, the derived one) swapped for another."""
+    from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
+    from gpudrv_check.rules import plan
+    from tests.rules.test_reads import BEFORE_CONTAINER, BEFORE_KINDS, BEFORE_NODE_STATUS
 
     if variant == "none":
-        monkeypatch.setattr(manifests, "SKIM_KINDS", None)
-    elif variant == "derived":
-        plan = skim_plan()
-        monkeypatch.setattr(manifests, "SKIM_KINDS", plan.kinds)
-        monkeypatch.setattr(yaml_docs, "NODE_STATUS_SKIPPED", plan.node_status)
-        monkeypatch.setattr(yaml_docs, "CONTAINER_SKIPPED", plan.container)
+        monkeypatch.setattr(plan, "current_plan", lambda: NOTHING_SKIPPED)
+    elif variant == "before":
+        before = SkimPlan(BEFORE_KINDS, BEFORE_NODE_STATUS, BEFORE_CONTAINER)
+        monkeypatch.setattr(plan, "current_plan", lambda: before)
 
 
 def _same_skimmed_or_not(root: Path, monkeypatch, capsys) -> str:
     today = _report(root, capsys, "--no-cache")
-    for variant in ("none", "derived"):
+    for variant in ("none", "before"):
         with monkeypatch.context() as patch:
             _skimmed_as(patch, variant)
             assert _report(root, capsys, "--no-cache") == today, f"skim {variant}: {root.name}"

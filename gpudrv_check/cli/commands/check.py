@@ -24,6 +24,7 @@ from gpudrv_check import __version__
 from gpudrv_check.cli.commands.common import load_source, make_source
 from gpudrv_check.cli.options import CheckOptions, cache_key
 from gpudrv_check.core.finding import Finding, terminal_text
+from gpudrv_check.engine.cache.inputs import RunInputs
 from gpudrv_check.engine.run import Run, evaluate
 from gpudrv_check.read.config import ConfigError
 
@@ -411,19 +412,18 @@ class _Reuse:
     def __init__(
         self,
         cache,
-        name: str,
-        key: str,
-        data: dict[str, bytes],
-        context: str | None = None,
+        inputs: RunInputs,
         source=None,
         pairs: list[tuple[str, str]] | None = None,
         fail_on: str = "error",
     ) -> None:
-        self.cache, self.name, self.key, self.data = cache, name, key, data
-        self.context = context  # every input but the manifest files (engine/cache/partition.py)
+        self.cache, self.inputs = cache, inputs
+        self.name, self.key, self.data = inputs.name, inputs.result_key, inputs.data
+        # every input but the manifest files (engine/cache/partition.py)
+        self.context = inputs.context_key
         self.source = source  # the source listed and read for the key
         self.pairs, self.fail_on = pairs or [], fail_on
-        found = cache.load("result", name, key)
+        found = cache.load("result", self.name, self.key)
         self.hit = Outcome.unpack(found, self.pairs) if found is not None else None
 
     def store(self, findings: list[Finding], stderr: str, actions) -> None:
@@ -443,10 +443,9 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         or options.write_baseline
     ):
         return None
-    import hashlib
-
     from gpudrv_check.cli.commands.common import repo_config
-    from gpudrv_check.engine.cache.store import Cache, default_dir, digest
+    from gpudrv_check.engine.cache.inputs import manifest_inputs
+    from gpudrv_check.engine.cache.store import Cache, default_dir
     from gpudrv_check.read.exclude import from_config
     from gpudrv_check.read.policies import policy_files
     from gpudrv_check.read.safe_io import read_named
@@ -477,9 +476,8 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         except OSError:
             parts.append((path, None))
 
-    def inside(rel: str | None) -> None:
+    def inside(rel: str | None, limit: int = config.max_file_bytes) -> None:
         try:
-            limit = config.max_file_bytes
             if rel and source.exists(rel):
                 parts.append((rel, source.read(rel, limit, follow_inside=True)))
             else:
@@ -494,29 +492,15 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         outside(given)
     inside(config.matrix)
     for rel in config.inventory:
-        inside(rel)
+        inside(rel, config.max_inventory_bytes)
+    for name in sorted(config.clusters):  # a cluster's own inventory and matrix
+        for rel in config.clusters[name].inventory:
+            inside(rel, config.max_inventory_bytes)
+        inside(config.clusters[name].matrix)
     for rel in policy_files(root, config, source):
         inside(rel)
-    context = digest(*parts)
-    data: dict[str, bytes] = {}
-    budget = config.max_total_bytes  # as read_repo spends it: what is over it is not read
-    for ref in listing.files:
-        if ref.error is not None or ref.size > config.max_file_bytes:
-            parts.append((ref.rel, ref.size, ref.error))
-            continue
-        if ref.size > budget:
-            budget = 0
-            parts.append((ref.rel, "over the input budget"))
-            continue
-        budget -= ref.size
-        try:
-            blob = source.read(ref.rel, config.max_file_bytes)
-        except OSError as err:
-            parts.append((ref.rel, "unreadable", err.strerror))
-            continue
-        data[ref.rel] = blob
-        parts.append((ref.rel, hashlib.sha256(blob).hexdigest()))
+    files, data = manifest_inputs(source, listing, config.max_file_bytes, config.max_total_bytes)
+    inputs = RunInputs(str(root), os.getcwd(), tuple(parts), files, data)
     cache_dir = options.cache_dir
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
-    name = digest(str(root), os.getcwd())
-    return _Reuse(cache, name, digest(*parts), data, context, source, pairs, config.fail_on)
+    return _Reuse(cache, inputs, source, pairs, config.fail_on)

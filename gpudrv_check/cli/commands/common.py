@@ -147,16 +147,16 @@ def read_options(
 
     cache = None
     if isinstance(options, CheckOptions) and not options.no_cache:
+        from gpudrv_check.engine.cache.files import FilesCache
         from gpudrv_check.engine.cache.store import Cache, default_dir
 
         cache_dir = options.cache_dir
-        cache = Cache(Path(cache_dir) if cache_dir else default_dir())
+        cache = FilesCache(Cache(Path(cache_dir) if cache_dir else default_dir()), context)
     return ReadOptions(
         jobs=jobs_wanted(options),
         cache=cache,
         progress=progress.update if progress is not None else None,
         data=data,
-        context=context if cache is not None else None,
     )
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from gpudrv_check.cli.options import InventoryOptions
-from gpudrv_check.core.finding import Severity, terminal_text
+from gpudrv_check.core.finding import terminal_text
 from gpudrv_check.edit.inventory_import import ImportError_, read_export, render, update
 from gpudrv_check.read.config import Config, ConfigError, load_config
 from gpudrv_check.read.safe_io import TooLarge, read_named, write_atomic
@@ -95,7 +95,7 @@ def run(args: InventoryOptions) -> int:
     prefixes = tuple(args.labels_prefix or ())
     errors = 0
     for finding in imported.findings:
-        errors += finding.severity is Severity.ERROR
+        errors += finding.severity.value == "error"
         sys.stderr.write(
             terminal_text(
                 f"{finding.location}: {finding.severity.value} {finding.rule} {finding.message}"

@@ -30,7 +30,7 @@ applied, and merged back in the order a full run sorts them (see tests/performan
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple
 
 
 def partition_kinds() -> frozenset[str]:
@@ -75,18 +75,41 @@ def valid_summary(summary: Any) -> bool:
     )
 
 
-def valid_files_entry(value: Any) -> bool:
-    """Whether a cached `files` value is {path: (digest, helm, encoded result, summary)}."""
-    return isinstance(value, dict) and all(
-        isinstance(rel, str)
-        and isinstance(e, tuple)
-        and len(e) == 4
-        and isinstance(e[0], str)
-        and isinstance(e[1], bool)
-        and isinstance(e[2], bytes)
-        and valid_summary(e[3])
-        for rel, e in value.items()
-    )
+class PartitionEntry(NamedTuple):
+    """What the cache holds for one namespace: the key it was evaluated under and its findings
+    (and suppressed findings) as JSON dumps, after severities and exemptions were applied."""
+
+    key: str
+    findings: list[Any]
+    suppressed: list[Any]
+
+    @classmethod
+    def loaded(cls, value: Any) -> PartitionEntry | None:
+        """The entry of a stored value, or None when it has not the shape of one."""
+        if not (isinstance(value, tuple) and len(value) == 3):
+            return None
+        key, findings, suppressed = value
+        if not (
+            isinstance(key, str) and isinstance(findings, list) and isinstance(suppressed, list)
+        ):
+            return None
+        return cls(key, findings, suppressed)
+
+    def stored(self) -> tuple[str, list[Any], list[Any]]:
+        """As `marshal` stores it: a plain tuple."""
+        return (self.key, self.findings, self.suppressed)
+
+    def validated(self) -> tuple[list, list] | None:
+        """The (findings, suppressed) as Findings, or None if they do not validate."""
+        from gpudrv_check.core.finding import Finding
+
+        try:
+            return (
+                [Finding.model_validate(d) for d in self.findings],
+                [Finding.model_validate(d) for d in self.suppressed],
+            )
+        except ValueError:  # pydantic's ValidationError: not an entry of ours
+            return None
 
 
 def _namespace(kind: str, namespace: Any) -> str:
@@ -101,7 +124,7 @@ class Plan:
     name: str
     partition_of: dict[str, str] = field(default_factory=dict)  # rel -> namespace
     keys: dict[str, str] = field(default_factory=dict)  # namespace -> key of this run
-    stored: dict[str, Any] = field(default_factory=dict)  # namespace -> cached entry
+    stored: dict[str, PartitionEntry] = field(default_factory=dict)  # namespace -> cached entry
     clean: set[str] = field(default_factory=set)  # namespaces taken from the cache
     findings: dict[str, tuple[list, list]] = field(default_factory=dict)  # of the clean ones
 
@@ -147,27 +170,14 @@ def plan(
     out.keys = {ns: digest(base, ns, listed) for ns, listed in members.items()}
     stored = cache.load(CACHE_KIND, name, "", valid=lambda v: isinstance(v, dict)) or {}
     for ns, key in out.keys.items():
-        entry = stored.get(ns)
-        if _valid(entry) and entry[0] == key:
-            findings = _findings(entry)
+        entry = PartitionEntry.loaded(stored.get(ns))
+        if entry is not None and entry.key == key:
+            findings = entry.validated()
             if findings is not None:
                 out.stored[ns] = entry
                 out.findings[ns] = findings
                 out.clean.add(ns)
     return out
-
-
-def _findings(entry: tuple) -> tuple[list, list] | None:
-    """The cached (findings, suppressed) of a partition, or None if they do not validate."""
-    from gpudrv_check.core.finding import Finding
-
-    try:
-        return (
-            [Finding.model_validate(d) for d in entry[1]],
-            [Finding.model_validate(d) for d in entry[2]],
-        )
-    except ValueError:  # pydantic's ValidationError: not an entry of ours
-        return None
 
 
 def _single_namespace(summary: Summary | None) -> str | None:
@@ -181,16 +191,6 @@ def _single_namespace(summary: Summary | None) -> str | None:
             return None
         namespaces.add(_namespace(kind, ns))
     return namespaces.pop() if len(namespaces) == 1 else None
-
-
-def _valid(entry: Any) -> TypeGuard[tuple[str, list[Any], list[Any]]]:
-    return (
-        isinstance(entry, tuple)
-        and len(entry) == 3
-        and isinstance(entry[0], str)
-        and isinstance(entry[1], list)
-        and isinstance(entry[2], list)
-    )
 
 
 def merge(run: Any) -> None:
@@ -209,9 +209,9 @@ def merge(run: Any) -> None:
             ns = plan_.partition_of.get(finding.location.file)
             if ns in evaluated:
                 evaluated[ns][index].append(finding.model_dump(mode="json"))
-    entries: dict[str, Any] = {ns: plan_.stored[ns] for ns in plan_.clean}
+    entries = {ns: plan_.stored[ns] for ns in plan_.clean}
     for ns, (found, suppressed) in evaluated.items():
-        entries[ns] = (plan_.keys[ns], found, suppressed)
+        entries[ns] = PartitionEntry(plan_.keys[ns], found, suppressed)
     if plan_.clean:
         for ns in sorted(plan_.clean):
             found, suppressed = plan_.findings[ns]
@@ -220,4 +220,5 @@ def merge(run: Any) -> None:
         run.findings.sort(key=Finding.sort_key)
         run.suppressed.sort(key=Finding.sort_key)
     if evaluated or len(entries) != len(plan_.stored):
-        plan_.cache.store(CACHE_KIND, plan_.name, "", entries)
+        stored = {ns: entry.stored() for ns, entry in entries.items()}
+        plan_.cache.store(CACHE_KIND, plan_.name, "", stored)

@@ -271,7 +271,9 @@ def load(
     from gpudrv_check.model.node import apply_gpu_presence
 
     gpu_presence = apply_gpu_presence(nodes)
-    workloads, workload_findings = build_workloads(manifests)
+    from gpudrv_check.model.workload_kinds import workload_kinds
+
+    workloads, workload_findings = build_workloads(manifests, workload_kinds(config))
     pdbs, pdb_findings = build_pdbs(manifests)
     repo = Repo(
         root=str(source.disk_root),

@@ -98,7 +98,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     table = repo.cuda_table
     placement = repo.placement
     for workload in repo.workloads:
-        if not workload.has_pods:
+        if not workload.placeable:
             continue
         nodes = placement.eligible(workload)
         if not nodes:
@@ -114,6 +114,6 @@ def check(ctx: Context) -> Iterator[Finding]:
         if verdict is None:
             verdict = placement.memo[memo_key] = _verdict(fit, nodes, placement.memo)
         message, hint, severity = verdict
-        who = f"{workload.kind} {workload.namespace}/{workload.name}"
+        who = workload.title
         path = (*fit.container.path, "image")
         yield ctx.finding(ID, workload.manifest, path, f"{who}: {message}", hint, severity=severity)

@@ -47,8 +47,7 @@ def plural(count: int, noun: str) -> str:
 
 
 def workload_title(member: WorkloadPods) -> str:
-    w = member.workload
-    return f"{w.kind} {w.name or '?'}"
+    return member.workload.short_title
 
 
 def pending_note(coverage: Coverage) -> str:

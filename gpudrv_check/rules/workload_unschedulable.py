@@ -32,7 +32,7 @@ ID = "GPU010"
 
 
 def _subject(workload: Workload) -> str:
-    who = f"{workload.kind} {workload.namespace}/{workload.name}"
+    who = workload.title
     if workload.node_name is not None:
         return f"{who} never runs"
     if workload.kind == "DaemonSet":
@@ -87,7 +87,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     if not ctx.repo.nodes:
         return
     for workload in ctx.repo.workloads:
-        if not workload.has_pods:
+        if not workload.placeable:
             continue
         finding = finding_for(ctx, workload)
         if finding is not None:

@@ -213,8 +213,10 @@ def print_listing(run: Run) -> None:
     for copies in run.copies:
         out.write(f"copies  {printable(copies.describe())}\n")
     from gpudrv_check.model.coverage import unmodelled_gpu_workloads
+    from gpudrv_check.model.workload_kinds import workload_kinds
 
-    unmodelled = unmodelled_gpu_workloads(run.repo.manifests)
+    kinds = workload_kinds(run.repo.config)
+    unmodelled = unmodelled_gpu_workloads(run.repo.manifests, kinds)
     if unmodelled:
         names = ", ".join(str(m.ref) for m in unmodelled)
         out.write(

@@ -274,6 +274,9 @@ def load(
     from gpudrv_check.model.workload_kinds import workload_kinds
 
     workloads, workload_findings = build_workloads(manifests, workload_kinds(config))
+    from gpudrv_check.model.admission import admit
+
+    admit(workloads, manifests, config)
     pdbs, pdb_findings = build_pdbs(manifests)
     repo = Repo(
         root=str(source.disk_root),

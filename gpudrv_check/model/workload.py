@@ -107,6 +107,10 @@ class Workload(BaseModel):
         who = f"{self.kind} {self.namespace}/{self.name}"
         return f"{who} {self.role}" if self.role else who
 
+    def admitted_by(self, source: str) -> bool:
+        """Whether an admission source (model/admission.py) changed its pod spec."""
+        return any(note.startswith(source) for note in self.admitted)
+
     @property
     def short_title(self) -> str:
         """``Deployment trainer``, ``RayCluster llm worker group gpu-workers``."""

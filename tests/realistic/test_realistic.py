@@ -24,7 +24,7 @@ from tests.conftest import ROOT, run_cli
 HERE = Path(__file__).resolve().parent
 MATRIX_WARNING = ("GPU001", "support-matrix.csv", 1)
 NO_NODES = (
-    "no node inventory: GPU001-003, GPU010-013, GPU016, GPU020-022, GPU030-032 skipped; "
+    "no node inventory: GPU001-003, GPU010-013, GPU016-017, GPU020-022, GPU030-032 skipped; "
     'see README "Where the nodes come from"'
 )
 

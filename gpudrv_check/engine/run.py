@@ -256,9 +256,12 @@ def load(
         )
     if not custom:
         # nothing reads the content of these kinds unless a custom policy asserts on it
+        from gpudrv_check.model.workload_kinds import workload_kinds
         from gpudrv_check.read.manifests import SKIM_KINDS
 
-        options = replace(options or ReadOptions(), skim=SKIM_KINDS)
+        # a kind the workload table reads (Knative's Service) keeps its content
+        read_kinds = {k.kind for k in workload_kinds(config).kinds}
+        options = replace(options or ReadOptions(), skim=SKIM_KINDS - read_kinds)
     options = replace(options or ReadOptions(), max_total_bytes=config.max_total_bytes)
     content = read_repo(source, listing.files, config.max_file_bytes, options)
     content.files.extend(

@@ -166,6 +166,7 @@ class Admission:
                 changed = True
         if changed:
             workload.admitted.append(f"RuntimeClass {name} scheduling")
+            workload.admitted_at = workload.admitted_at or (*workload.spec_path, "runtimeClassName")
         return changed
 
 

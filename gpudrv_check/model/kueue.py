@@ -44,6 +44,12 @@ class Kueue:
                 return value
         return None
 
+    @staticmethod
+    def _label_path(workload: Workload) -> tuple:
+        if QUEUE_LABEL in workload.manifest.labels or workload.labels_path is None:
+            return ("metadata", "labels", QUEUE_LABEL)
+        return (*workload.labels_path, QUEUE_LABEL)
+
     def _flavor_names(self, workload: Workload) -> list[str]:
         queue = self.queue_of(workload)
         local = self.local.get((workload.namespace, queue or ""))
@@ -101,5 +107,6 @@ class Kueue:
                 if added:
                     _with_tolerations(spec, added)
             workload.admitted.append(f"Kueue ResourceFlavor {name}")
+            workload.admitted_at = workload.admitted_at or self._label_path(workload)
             return True
         return False

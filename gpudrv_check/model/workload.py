@@ -36,6 +36,10 @@ WORKLOAD_API_VERSIONS = frozenset(
 SCALABLE_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"))
 
 
+#: core kind names a custom kind may share (findings then add its group)
+_CORE_NAMES = frozenset((*POD_SPEC_PATHS, "Service"))
+
+
 def _pod_labels_path(kind: str) -> Path:
     if kind == "Pod":
         return ("metadata", "labels")
@@ -79,6 +83,7 @@ class Workload(BaseModel):
     owner_scalable: bool = False
     # tolerations and node selectors added at admission, by whom (model/admission.py)
     admitted: list[str] = Field(default_factory=list)
+    admitted_at: Path | None = None  # the key that made them (the queue-name label, …)
 
     @property
     def kind(self) -> str:

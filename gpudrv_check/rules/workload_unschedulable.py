@@ -126,10 +126,15 @@ def finding_for(ctx: Context, workload: Workload) -> Finding | None:
     extra = _admission_detail(ctx, workload, pending)
     if extra is not None:
         details.append(extra)
+    path = pending.path
+    if workload.admitted:
+        details.append("added at admission: " + ", ".join(workload.admitted))
+        if workload.admitted_at is not None and workload.manifest.get(*path) is None:
+            path = workload.admitted_at  # the constraint is not written: point at its source
     if details:
         message += (" " if message.endswith(".") else ". ") + "Why: "
         message += "; ".join(details) + "."
-    return ctx.finding(ID, workload.manifest, pending.path, message, _hint(workload, pending))
+    return ctx.finding(ID, workload.manifest, path, message, _hint(workload, pending))
 
 
 def check(ctx: Context) -> Iterator[Finding]:

@@ -106,10 +106,18 @@ class Workload(BaseModel):
         return self.owner_scalable if self.owner_kind else self.kind in SCALABLE_KINDS
 
     @property
+    def kind_text(self) -> str:
+        """The kind as findings say it; a custom kind named like a core one (Knative's Service,
+        Volcano's Job) with its API group: ``Job (batch.volcano.sh)``."""
+        if self.owner_kind and self.kind in _CORE_NAMES:
+            return f"{self.kind} ({self.manifest.api_version.rpartition('/')[0]})"
+        return self.kind
+
+    @property
     def title(self) -> str:
         """How findings name it: ``Deployment ml/trainer``, ``RayCluster ml/llm worker group
         gpu-workers``."""
-        who = f"{self.kind} {self.namespace}/{self.name}"
+        who = f"{self.kind_text} {self.namespace}/{self.name}"
         return f"{who} {self.role}" if self.role else who
 
     def admitted_by(self, source: str) -> bool:
@@ -119,7 +127,7 @@ class Workload(BaseModel):
     @property
     def short_title(self) -> str:
         """``Deployment trainer``, ``RayCluster llm worker group gpu-workers``."""
-        who = f"{self.kind} {self.name or '?'}"
+        who = f"{self.kind_text} {self.name or '?'}"
         return f"{who} {self.role}" if self.role else who
 
     @property

@@ -123,7 +123,8 @@ def test_jobset_replicas_times_parallelism() -> None:
           replicatedJobs:
             - name: workers
               replicas: 3
-              template: {spec: {parallelism: 2, template: {spec: {containers: [{name: c, image: x}]}}}}
+              template:
+                spec: {parallelism: 2, template: {spec: {containers: [{name: c, image: x}]}}}
         """
     )
     assert (job.role, job.replicas, job.owner_kind) == ("replicated job workers", 6, "Job")

@@ -319,3 +319,34 @@ def test_a_bad_config_kind_is_a_usage_error_at_its_key() -> None:
     config = parse_config({"workloads": bad}, "c.yaml")
     with pytest.raises(ConfigError, match=r"workloads\.kinds\[0\]: 'templates' is a required"):
         workload_kinds(config)
+
+
+def test_a_pdb_over_operator_labels_covers_the_template(tmp_path: Path) -> None:
+    """A PDB selecting KubeRay's pod labels (labelPod) covers the worker group: GPU020 when it
+    leaves no disruption, as for a Deployment."""
+    shape = Path(__file__).resolve().parent.parent / "realistic" / "kind-raycluster"
+    for name in ("nodes.yaml", "support-matrix.csv"):
+        (tmp_path / name).write_text((shape / name).read_text())
+    write(
+        tmp_path,
+        "ray.yaml",
+        WORKER.format(fields="replicas: 2").replace(
+            "spec: {containers:",
+            "spec: {tolerations: [{key: nvidia.com/gpu, operator: Exists}], containers:",
+        ),
+    )
+    write(
+        tmp_path,
+        "pdb.yaml",
+        """
+        apiVersion: policy/v1
+        kind: PodDisruptionBudget
+        metadata: {name: ray-workers, namespace: ml}
+        spec:
+          minAvailable: 2
+          selector: {matchLabels: {ray.io/cluster: llm, ray.io/node-type: worker}}
+        """,
+    )
+    found = [f for f in check(tmp_path, Config()).findings if f.rule == "GPU020"]
+    assert len(found) == 1
+    assert "It covers RayCluster llm worker group gpu" in found[0].message

@@ -128,21 +128,29 @@ def requests_gpus(data: Any) -> bool:
 
 
 def unmodelled_gpu_workloads(
-    manifests: Iterable[Manifest], kinds: KindTable | None = None
+    manifests: Iterable[Manifest],
+    kinds: KindTable | None = None,
+    modelled: set[int] | None = None,
 ) -> list[Manifest]:
     """Objects of kinds without a modelled pod template (core kinds and the workload table)
-    that still request GPUs."""
+    that still request GPUs; with ``modelled`` (ids of the manifests that gave workloads), also
+    the objects that run another's templates when that one is not in the repo (a TrainJob
+    whose runtime the operator installs)."""
     from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
     from gpudrv_check.model.workload_kinds import builtin_kind_table
 
     table = kinds if kinds is not None else builtin_kind_table()
+
+    def unread(m: Manifest) -> bool:
+        entry = table.lookup(m.api_version, m.kind)
+        if entry is None:
+            return True
+        return entry.uses is not None and modelled is not None and id(m) not in modelled
+
     return [
         m
         for m in manifests
-        if m.kind not in POD_SPEC_PATHS
-        and m.kind != "Node"
-        and table.lookup(m.api_version, m.kind) is None
-        and requests_gpus(m.data)
+        if m.kind not in POD_SPEC_PATHS and m.kind != "Node" and unread(m) and requests_gpus(m.data)
     ]
 
 

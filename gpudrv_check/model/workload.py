@@ -52,6 +52,7 @@ class Container(BaseModel):
     init: bool = False
     path: Path  # relative to the manifest
     gpus: int = 0
+    resources_key: str = "resources"  # TrainJob's trainer writes them as resourcesPerNode
 
 
 class Workload(BaseModel):
@@ -175,7 +176,7 @@ class Workload(BaseModel):
         best: tuple[int, Path] | None = None
         for c in self.containers:
             for section in ("limits", "requests"):
-                path = (*c.path, "resources", section, GPU_RESOURCE)
+                path = (*c.path, c.resources_key, section, GPU_RESOURCE)
                 if self.manifest.get(*path) is not None and (best is None or c.gpus > best[0]):
                     best = (c.gpus, path)
         return best[1] if best else None
@@ -506,7 +507,12 @@ def build_workloads(
     table = kinds if kinds is not None else builtin_kind_table()
     workloads: list[Workload] = []
     findings: list[Finding] = []
+    users: list[Manifest] = []
     for manifest in manifests:
+        entry = table.lookup(manifest.api_version, manifest.kind)
+        if entry is not None and entry.uses is not None:
+            users.append(manifest)  # its templates are another object's: after this pass
+            continue
         if manifest.kind in POD_SPEC_PATHS and manifest.api_version in WORKLOAD_API_VERSIONS:
             workload, problems = workload_from_manifest(manifest)
             found = [workload] if workload is not None else []
@@ -516,4 +522,8 @@ def build_workloads(
             continue
         findings.extend(problems)
         workloads.extend(found)
+    if users:
+        from gpudrv_check.model.workload_refs import referring_workloads
+
+        workloads.extend(referring_workloads(users, table, manifests, workloads))
     return workloads, findings

@@ -79,6 +79,28 @@ class TemplateRule:
 
 
 @dataclass(frozen=True)
+class Uses:
+    """The object whose pod templates this one runs (a TrainJob's training runtime)."""
+
+    name: Path
+    kind: Path | None = None
+    default_kind: str | None = None
+    kinds: tuple[str, ...] = ()
+    namespaced: tuple[str, ...] = ()  # kinds looked up in the object's own namespace
+
+
+@dataclass(frozen=True)
+class TrainerOverride:
+    """What the object sets on one template of the one it uses (TrainJob spec.trainer)."""
+
+    template: str  # the role of the template it changes
+    container: str  # the name of the container it changes
+    image: Path | None = None
+    resources: Path | None = None
+    count: Path | None = None  # the template's pod count
+
+
+@dataclass(frozen=True)
 class WorkloadKind:
     kind: str
     group: str
@@ -87,6 +109,8 @@ class WorkloadKind:
     source: str = ""
     completes: bool | None = None
     template_only: bool = False
+    uses: Uses | None = None
+    overrides: tuple[TrainerOverride, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -179,13 +203,36 @@ def kind_table(data: Mapping[str, Any]) -> KindTable:
                 kind=raw["kind"],
                 group=raw["group"],
                 versions=tuple(raw["versions"]),
-                templates=tuple(_template(t) for t in raw["templates"]),
+                templates=tuple(_template(t) for t in raw.get("templates") or ()),
                 source=raw.get("source", ""),
                 completes=raw.get("completes"),
                 template_only=bool(raw.get("template_only")),
+                uses=_uses(raw.get("uses")),
+                overrides=tuple(_override(o) for o in raw.get("overrides") or ()),
             )
         )
     return KindTable(tuple(kinds))
+
+
+def _uses(raw: Mapping[str, Any] | None) -> Uses | None:
+    if raw is None:
+        return None
+    return Uses(
+        name=_path(raw["name"]),
+        kind=_path(raw["kind"]) if "kind" in raw else None,
+        default_kind=raw.get("default_kind"),
+        kinds=tuple(raw.get("kinds") or ()),
+        namespaced=tuple(raw.get("namespaced") or ()),
+    )
+
+
+def _override(raw: Mapping[str, Any]) -> TrainerOverride:
+    def path(key: str) -> Path | None:
+        return _path(raw[key]) if key in raw else None
+
+    return TrainerOverride(
+        raw["template"], raw["container"], path("image"), path("resources"), path("count")
+    )
 
 
 def merge_kind_tables(base: KindTable, user: KindTable) -> KindTable:

@@ -350,3 +350,66 @@ def test_a_pdb_over_operator_labels_covers_the_template(tmp_path: Path) -> None:
     found = [f for f in check(tmp_path, Config()).findings if f.rule == "GPU020"]
     assert len(found) == 1
     assert "It covers RayCluster llm worker group gpu" in found[0].message
+
+
+RUNTIME = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: {kind}
+metadata: {{name: torch, namespace: research}}
+spec:
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            spec:
+              template:
+                spec:
+                  nodeSelector: {{gpu: a100}}
+                  containers:
+                    - name: node
+                      image: nvcr.io/nvidia/pytorch:24.05-py3
+                      resources: {{limits: {{nvidia.com/gpu: 1}}}}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {{name: sft, namespace: {namespace}}}
+spec:
+  runtimeRef: {{name: torch, kind: {kind}}}
+  trainer:
+    image: nvcr.io/nvidia/pytorch:24.07-py3
+    numNodes: 3
+    resourcesPerNode: {{limits: {{nvidia.com/gpu: 8}}}}
+"""
+
+
+# kubeflow/trainer trainjob_types.go RuntimeRef (a TrainingRuntime only in the TrainJob's
+# namespace) and the jobset builder's Trainer: image, resourcesPerNode, numNodes on `node`
+@pytest.mark.parametrize(
+    ("kind", "namespace", "found"),
+    [
+        ("ClusterTrainingRuntime", "research", True),
+        ("TrainingRuntime", "research", True),
+        ("TrainingRuntime", "other", False),
+    ],
+)
+def test_trainjob_runs_its_runtime_with_the_trainer_values(
+    kind: str, namespace: str, found: bool
+) -> None:
+    text = RUNTIME.format(kind=kind, namespace=namespace)
+    jobs = [w for w in workloads(text) if w.kind == "TrainJob"]
+    if not found:
+        assert not jobs
+        return
+    (job,) = jobs
+    assert job.role == f"replicated job node (from {kind} torch)"
+    assert (job.replicas, job.gpus, job.template_only) == (3, 8, False)
+    assert job.containers[0].image == "nvcr.io/nvidia/pytorch:24.07-py3"
+    assert job.gpu_request_path() == (
+        "spec",
+        "trainer",
+        "resourcesPerNode",
+        "limits",
+        "nvidia.com/gpu",
+    )
+    assert job.pod_spec["nodeSelector"] == {"gpu": "a100"}

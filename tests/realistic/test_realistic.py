@@ -86,7 +86,11 @@ SHAPES: dict[str, tuple[set[tuple[str, str, int]], int]] = {
     "kind-rayjob": ({("GPU012", "ray/rayjobs.yaml", 40)}, 1),
     "kind-rayservice": ({("GPU010", "ray/rayservice.yaml", 51)}, 1),
     "kind-tfjob": ({("GPU010", "training/tfjob.yaml", 37)}, 1),
-    "kind-trainingruntime": ({("GPU010", "trainer/runtimes.yaml", 39)}, 1),
+    # a runtime no node can take, and a TrainJob on the other runtime asking 16 GPUs per node
+    "kind-trainingruntime": (
+        {("GPU010", "trainer/runtimes.yaml", 39), ("GPU010", "trainer/runtimes.yaml", 65)},
+        1,
+    ),
     "kind-volcano-job": ({("GPU010", "batch/vcjob.yaml", 33)}, 1),
     "kind-xgboostjob": ({("GPU010", "training/xgboostjob.yaml", 37)}, 1),
 }

@@ -216,7 +216,8 @@ def print_listing(run: Run) -> None:
     from gpudrv_check.model.workload_kinds import workload_kinds
 
     kinds = workload_kinds(run.repo.config)
-    unmodelled = unmodelled_gpu_workloads(run.repo.manifests, kinds)
+    modelled = {id(w.manifest) for w in run.repo.workloads}
+    unmodelled = unmodelled_gpu_workloads(run.repo.manifests, kinds, modelled)
     if unmodelled:
         names = ", ".join(str(m.ref) for m in unmodelled)
         out.write(

@@ -20,8 +20,14 @@ def _validator() -> Any:
 
 
 def _first_error(data: Any) -> Any:
-    errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
-    return errors[0] if errors else None
+    """The first error in document order, the most precise one when a choice failed."""
+    from jsonschema.exceptions import best_match
+
+    errors = sorted(_validator().iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return None
+    first = errors[0]
+    return best_match(first.context) if first.context else first
 
 
 @lru_cache(maxsize=1)

@@ -121,7 +121,7 @@ class Admission:
         self.kueue = Kueue(manifests)
 
     def apply(self, workload: Workload) -> None:
-        if not isinstance(workload.pod_spec, Mapping):
+        if not isinstance(workload.pod_spec, Mapping) or not self._may_apply(workload):
             return
         spec = _copy(workload.pod_spec)
         changed = self._extended(workload, spec)
@@ -129,6 +129,15 @@ class Admission:
         changed = self.kueue.apply(workload, spec) or changed
         if changed:
             workload.pod_spec = spec
+
+    def _may_apply(self, workload: Workload) -> bool:
+        """Cheap test first: most workloads meet none of the sources."""
+        spec = workload.pod_spec
+        return (
+            self.extended
+            or (bool(self.runtime_classes) and "runtimeClassName" in spec)
+            or (bool(self.kueue.local) and self.kueue.queue_of(workload) is not None)
+        )
 
     def _extended(self, workload: Workload, spec: LMap) -> bool:
         if not self.extended:

@@ -81,9 +81,12 @@ class Kueue:
             if any(k in labels and str(labels[k]) != str(v) for k, v in selector.items()):
                 return False
         taints = [t for t in flavor.get("nodeTaints") or [] if isinstance(t, Mapping)]
-        own = spec.get("tolerations") if isinstance(spec.get("tolerations"), list) else []
-        extra = flavor.get("tolerations") if isinstance(flavor.get("tolerations"), list) else []
-        return first_untolerated_taint(taints, [*own, *extra]) is None
+        own, extra = spec.get("tolerations"), flavor.get("tolerations")
+        tolerations = [
+            *(own if isinstance(own, list) else []),
+            *(extra if isinstance(extra, list) else []),
+        ]
+        return first_untolerated_taint(taints, tolerations) is None
 
     def apply(self, workload: Workload, spec: LMap) -> bool:
         """Merge the assigned flavor into ``spec``; whether anything was added."""

@@ -116,13 +116,18 @@ class WorkloadKind:
 @dataclass(frozen=True)
 class KindTable:
     kinds: tuple[WorkloadKind, ...] = ()
+    _index: dict[tuple[str, str], WorkloadKind] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        for entry in reversed(self.kinds):  # the first entry for a group and kind wins
+            self._index[(entry.group, entry.kind)] = entry
 
     def lookup(self, api_version: str, kind: str) -> WorkloadKind | None:
         group, _, version = api_version.rpartition("/")
-        for entry in self.kinds:
-            if entry.kind == kind and entry.group == group and version in entry.versions:
-                return entry
-        return None
+        entry = self._index.get((group, kind))
+        return entry if entry is not None and version in entry.versions else None
 
     @property
     def names(self) -> frozenset[tuple[str, str]]:

@@ -59,7 +59,8 @@ def extended_resources(workload: Workload) -> list[str]:
     return sorted(found)
 
 
-def _copy(spec: Mapping[str, Any]) -> LMap:
+def copy_pod_spec(spec: Mapping[str, Any]) -> LMap:
+    """A shallow copy that keeps the positions (the values are shared)."""
     out = LMap(getattr(spec, "pos", (1, 1)))
     out.update(spec)
     out.kpos = dict(getattr(spec, "kpos", {}))
@@ -123,7 +124,7 @@ class Admission:
     def apply(self, workload: Workload) -> None:
         if not isinstance(workload.pod_spec, Mapping) or not self._may_apply(workload):
             return
-        spec = _copy(workload.pod_spec)
+        spec = copy_pod_spec(workload.pod_spec)
         changed = self._extended(workload, spec)
         changed = self._runtime_class(workload, spec) or changed
         changed = self.kueue.apply(workload, spec) or changed

@@ -469,6 +469,7 @@ def workload_from_template(
     )
     # the operator's labels win over the template's (e.g. KubeRay labelPod)
     workload.pod_labels = {**workload.pod_labels, **template.labels}
+    _take_defaults(workload, template)
     workload.replicas = template.replicas
     workload.role = template.role
     workload.template_only = template_only
@@ -479,6 +480,30 @@ def workload_from_template(
     workload.owner_scalable = template.owner_scalable
     workload.api_rejects = bool(findings) or placement_rejected
     return workload, findings + placement_findings
+
+
+def _take_defaults(workload: Workload, template: PodTemplate) -> None:
+    """Fields the controller takes from the object when the template leaves them empty (Argo:
+    the workflow's nodeSelector, affinity, tolerations)."""
+    spec = workload.pod_spec
+    if not isinstance(spec, dict) or not template.defaults:
+        return
+    taken = {}
+    for name, path in template.defaults.items():
+        value = workload.manifest.get(*path)
+        if not spec.get(name) and value:
+            taken[name] = (value, path)
+    if not taken:
+        return
+    from gpudrv_check.model.admission import copy_pod_spec
+
+    spec = copy_pod_spec(spec)
+    for name, (value, _) in taken.items():
+        spec[name] = value
+    workload.pod_spec = spec
+    paths = ", ".join(".".join(map(str, p)) for _, p in taken.values())
+    workload.admitted.append(f"the {workload.kind}'s {paths}")
+    workload.admitted_at = next(iter(taken.values()))[1]
 
 
 def _custom_workloads(manifest: Manifest, kinds: KindTable) -> tuple[list[Workload], list[Finding]]:

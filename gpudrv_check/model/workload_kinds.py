@@ -76,6 +76,8 @@ class TemplateRule:
     owner_kind: str | None = None
     owner_name: str = "{name}"
     owner_scale: Count | str | None = None  # None: no scale subresource; "pods": the pod count
+    #: pod spec fields the controller takes from elsewhere when the template leaves them unset
+    defaults: Mapping[str, Path] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,7 @@ def _template(raw: Mapping[str, Any]) -> TemplateRule:
         skip_without_containers=bool(raw.get("skip_without_containers")),
         unknown_if=tuple(_path(p) for p in raw.get("unknown_if") or ()),
         labels=dict(raw.get("labels") or {}),
+        defaults={str(k): _path(v) for k, v in (raw.get("defaults") or {}).items()},
         owner_kind=owner.get("kind"),
         owner_name=owner.get("name", "{name}"),
         owner_scale=None if scale is False else ("pods" if scale == "pods" else _count(scale)),
@@ -280,6 +283,7 @@ class PodTemplate:
     owner_replicas: int | None
     owner_scalable: bool
     unknown: bool  # a later patch changes the pod spec: not checked
+    defaults: Mapping[str, Path] = field(default_factory=dict)  # field -> path from the root
 
 
 def _get(data: Any, path: Path) -> Any:
@@ -444,6 +448,7 @@ def _resolved(
         owner_replicas=_owner_replicas(rule, data, pods),
         owner_scalable=rule.owner_scale is not None,
         unknown=any(_get(data, _resolve(base, p)) is not None for p in rule.unknown_if),
+        defaults={k: _resolve(base, p) for k, p in rule.defaults.items()},
     )
 
 

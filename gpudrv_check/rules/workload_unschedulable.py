@@ -128,7 +128,7 @@ def finding_for(ctx: Context, workload: Workload) -> Finding | None:
         details.append(extra)
     path = pending.path
     if workload.admitted:
-        details.append("added at admission: " + ", ".join(workload.admitted))
+        details.append("set outside the pod template: " + "; ".join(workload.admitted))
         if workload.admitted_at is not None and workload.manifest.get(*path) is None:
             path = workload.admitted_at  # the constraint is not written: point at its source
     if details:

@@ -192,5 +192,5 @@ def test_kueue_flavor_that_no_node_has(tmp_path: Path) -> None:
     text = pod(GPU_CONTAINER, labels="{kueue.x-k8s.io/queue-name: team}")
     write(tmp_path, "pod.yaml", text)
     (finding,) = findings(tmp_path, "GPU010")
-    assert "added at admission: Kueue ResourceFlavor a100" in finding.message
+    assert "set outside the pod template: Kueue ResourceFlavor a100" in finding.message
     assert finding.location.line == 3  # the queue-name label

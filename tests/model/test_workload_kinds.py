@@ -413,3 +413,27 @@ def test_trainjob_runs_its_runtime_with_the_trainer_values(
         "nvidia.com/gpu",
     )
     assert job.pod_spec["nodeSelector"] == {"gpu": "a100"}
+
+
+# argoproj/argo-workflows workflow/controller/workflowpod.go addSchedulingConstraints: the
+# template's nodeSelector, affinity and tolerations, else the workflow's
+def test_argo_templates_take_the_workflow_scheduling() -> None:
+    found = by_role(
+        """
+        apiVersion: argoproj.io/v1alpha1
+        kind: Workflow
+        metadata: {name: wf, namespace: argo}
+        spec:
+          nodeSelector: {gpu: h100}
+          tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+          templates:
+            - {name: plain, container: {image: x}}
+            - {name: own, nodeSelector: {gpu: a100}, container: {image: x}}
+        """
+    )
+    plain, own = found["template plain"], found["template own"]
+    assert plain.pod_spec["nodeSelector"] == {"gpu": "h100"}
+    assert own.pod_spec["nodeSelector"] == {"gpu": "a100"}
+    assert own.pod_spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    assert plain.admitted == ["the Workflow's spec.nodeSelector, spec.tolerations"]
+    assert plain.admitted_at == ("spec", "nodeSelector")

@@ -91,20 +91,21 @@ def _verdict(fit: CudaFit, nodes: list[Node], memo: dict) -> tuple[str, str, Sev
 
 
 def _unknown_images(ctx: Context) -> Iterator[Finding]:
-    """Info, once per image (at its first container requesting GPUs), when the table cannot say
-    which CUDA it carries: unknown is said, never taken for a fit."""
+    """Info, once per image and namespace (at its first container requesting GPUs there), when
+    the table cannot say which CUDA it carries: unknown is said, never taken for a fit. Per
+    namespace, so that what is said of a namespace depends on it alone (the partition cache)."""
     from gpudrv_check.nvidia.cuda import driver_requirement
 
     table = ctx.repo.cuda_table
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     for workload in ctx.repo.workloads:
         if not workload.placeable:
             continue
         for container in workload.containers:
             image = container.image
-            if not container.gpus or not image or image in seen:
+            if not container.gpus or not image or (workload.namespace, image) in seen:
                 continue
-            seen.add(image)
+            seen.add((workload.namespace, image))
             if driver_requirement(table, image) is not None:
                 continue
             yield ctx.finding(

@@ -1,6 +1,6 @@
 """CUDA from what image tags say (policies/cuda.yaml): NGC releases shared by PyTorch,
 TensorFlow and Triton, vLLM and NIM LLM releases, cuNNN/cudaX.Y in any tag; unknown stays
-unknown, said once per image (GPU011 info); user rules in the config."""
+unknown, said once per image and namespace (GPU011 info); user rules in the config."""
 
 from __future__ import annotations
 

@@ -215,9 +215,9 @@ def print_listing(run: Run) -> None:
     from gpudrv_check.model.coverage import unmodelled_gpu_workloads
     from gpudrv_check.model.workload_kinds import workload_kinds
 
-    kinds = workload_kinds(run.repo.config)
+    table = workload_kinds(run.repo.config)
     modelled = {id(w.manifest) for w in run.repo.workloads}
-    unmodelled = unmodelled_gpu_workloads(run.repo.manifests, kinds, modelled)
+    unmodelled = unmodelled_gpu_workloads(run.repo.manifests, table, modelled)
     if unmodelled:
         names = ", ".join(str(m.ref) for m in unmodelled)
         out.write(

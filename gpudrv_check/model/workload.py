@@ -311,8 +311,8 @@ def _containers(
     for source in sources:
         path = (*spec_path, *source.path)
         items = manifest.get(*path)
-        if items is None:
-            continue
+        if items is None or (not source.path and not isinstance(items, dict)):
+            continue  # the pod spec itself (NIMService): its own GPU040 says it is no mapping
         field = str(source.path[-1]) if source.path else "container"
         if source.single:
             if isinstance(items, dict):
@@ -491,7 +491,9 @@ def _take_defaults(workload: Workload, template: PodTemplate) -> None:
     taken = {}
     for name, path in template.defaults.items():
         value = workload.manifest.get(*path)
-        if not spec.get(name) and value:
+        # only a value of the field's type: a wrong one is the API server's to refuse
+        wanted = list if name == "tolerations" else dict
+        if not spec.get(name) and value and isinstance(value, wanted):
             taken[name] = (value, path)
     if not taken:
         return

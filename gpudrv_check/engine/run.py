@@ -290,10 +290,15 @@ def load(
         # read below with max_inventory_bytes (_extra_inventory), not as over-limit manifests
         listing.files = [f for f in listing.files if f.rel not in big]
     if not custom:
-        # what no built-in rule reads is not built, unless a custom policy may assert on it
+        # what no built-in rule reads is not built, unless a custom policy may assert on it;
+        # a kind the workload table reads (Knative's Service) keeps its content
+        from gpudrv_check.model.workload_kinds import workload_kinds
         from gpudrv_check.rules.plan import current_plan
 
-        options = replace(options or ReadOptions(), skim=current_plan())
+        plan = current_plan()
+        read_kinds = {k.kind for k in workload_kinds(config).kinds}
+        plan = replace(plan, kinds=plan.kinds - read_kinds)
+        options = replace(options or ReadOptions(), skim=plan)
     options = replace(options or ReadOptions(), max_total_bytes=config.max_total_bytes)
     content = read_repo(source, listing.files, config.max_file_bytes, options)
     content.files.extend(
@@ -478,7 +483,12 @@ def _model(
     from gpudrv_check.read.embedded import EmbeddedYaml
 
     gpu_presence = apply_gpu_presence(nodes)
-    workloads, workload_findings = build_workloads(manifests)
+    from gpudrv_check.model.workload_kinds import workload_kinds
+
+    workloads, workload_findings = build_workloads(manifests, workload_kinds(config))
+    from gpudrv_check.model.admission import admit
+
+    admit(workloads, manifests, config)
     pdbs, pdb_findings = build_pdbs(manifests)
     repo = Repo(
         root=str(source.disk_root),

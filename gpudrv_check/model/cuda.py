@@ -46,7 +46,7 @@ DRIVER_PART_LABELS = (
     ),
     ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev"),
 )
-_TABLE_KEYS = frozenset(("version", "min_driver", "minor_version_compat", "images"))
+_TABLE_KEYS = frozenset(("version", "min_driver", "minor_version_compat", "images", "releases"))
 
 
 @lru_cache(maxsize=1)
@@ -73,7 +73,7 @@ def cuda_table(config: Config) -> CudaTable:
             f"cuda: unknown key {quoted(unknown[0])} (expected {', '.join(sorted(_TABLE_KEYS))})",
             config.source,
         )
-    parsed, problems = parse_cuda_table(extension)
+    parsed, problems = parse_cuda_table(extension, base.releases)
     if problems:
         raise config.error(f"cuda: {problems[0]}", "cuda", *_problem_path(problems[0]))
     return merge_tables(base, parsed)

@@ -185,6 +185,10 @@ class WorkloadPods:
     def group(self) -> PodGroup:
         kind = self.workload.kind
         name = self.workload.name or "?"
+        if self.workload.owner_kind:  # a custom resource's template (policies/workloads.yaml)
+            owner = self.workload.owner_kind
+            scale = self.workload.owner_replicas if self.workload.owner_scalable else None
+            return PodGroup(owner, self.workload.owner_name or name, scale, self.pods, self.healthy)
         if kind == "Pod":
             return PodGroup("", name, None, self.pods, self.healthy)
         if kind == "CronJob":
@@ -226,6 +230,10 @@ class Coverage:
 
 
 def _pod_count(workload: Workload, eligible: int) -> int:
+    if workload.template_only:
+        return 0  # pods come from the objects that use it
+    if workload.owner_kind:
+        return workload.replicas or 0
     kind = workload.kind
     if kind == "DaemonSet":
         return eligible
@@ -299,7 +307,7 @@ class Disruption:
                 workload, pods, healthy, eligible, spread, gpu, gpu_names
             )
         self._covering: dict[int, list[PDB]] = {id(w): [] for w in repo.workloads}
-        index = _LabelIndex(repo.workloads)
+        index = _LabelIndex([w for w in repo.workloads if not w.template_only])
         self.coverages: list[Coverage] = []
         for pdb in repo.pdbs:
             if not pdb.valid:

@@ -349,9 +349,20 @@ def _cause(workload: Workload, spec: Mapping[str, Any], placement: Placement) ->
     if not admitted or any(verdicts[n.name].reason == AFFINITY_CONFLICT for n in nodes):
         return CAUSE_AFFINITY
     # the nodes the affinity admits are all cordoned or tainted: a toleration is missing
-    if all(verdicts[n.name].reason in (TAINT, UNSCHEDULABLE) for n in admitted):
+    blocked = [n for n in admitted if verdicts[n.name].reason in (TAINT, UNSCHEDULABLE)]
+    if len(blocked) == len(admitted):
         return CAUSE_TAINT
+    # the rest lack GPUs, and a tainted one has enough: the taint is what to change, not the
+    # request
+    if all(verdicts[n.name].reason == INSUFFICIENT_GPU for n in admitted if n not in blocked):
+        if any(_enough_gpus(n, workload, placement) for n in blocked):
+            return CAUSE_TAINT
     return CAUSE_GPU
+
+
+def _enough_gpus(node: Node, workload: Workload, placement: Placement) -> bool:
+    count = placement.gpu_count(node)
+    return count >= workload.gpus if count is not None else node.is_gpu
 
 
 def _path_for(cause: str, workload: Workload, spec: Mapping[str, Any], nodes: list[Node]) -> Path:

@@ -11,6 +11,13 @@ from gpudrv_check.core.located import Path, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.numbers import TOO_LARGE, gpu_count
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
+from gpudrv_check.model.workload_kinds import (
+    DEFAULT_CONTAINERS,
+    ContainerSource,
+    KindTable,
+    PodTemplate,
+    templates_of,
+)
 from gpudrv_check.read.policy import builtin
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -30,6 +37,10 @@ WORKLOAD_API_VERSIONS = frozenset(
 SCALABLE_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"))
 
 
+#: core kind names a custom kind may share (findings then add its group)
+_CORE_NAMES = frozenset((*POD_SPEC_PATHS, "Service"))
+
+
 def _pod_labels_path(kind: str) -> Path:
     if kind == "Pod":
         return ("metadata", "labels")
@@ -42,6 +53,7 @@ class Container(BaseModel):
     init: bool = False
     path: Path  # relative to the manifest
     gpus: int = 0
+    resources_key: str = "resources"  # TrainJob's trainer writes them as resourcesPerNode
 
 
 class Workload(BaseModel):
@@ -53,12 +65,27 @@ class Workload(BaseModel):
     spec_path: Path
     pod_spec: Any = None  # the located pod spec mapping (LMap), or None
     pod_labels: dict[str, str] = Field(default_factory=dict)
+    labels_path: Path | None = None  # where the template's labels are written
     replicas: int | None = None  # pods it asks for; None when the count is not a fixed number
     containers: list[Container] = Field(default_factory=list)
     gpus: int = 0  # nvidia.com/gpu per pod (the scheduler's effective request)
     # the API server would refuse the object (a GPU040 error that is not scheduler-only):
     # it never gets pods, so the placement rules leave it to GPU040
     api_rejects: bool = False
+    # a template of a custom resource (policies/workloads.yaml): what findings call it, ...
+    role: str | None = None
+    # ... whether the object makes no pods itself (a runtime or workflow template others use),
+    template_only: bool = False
+    # ... whether its pods finish by themselves (None: the core kind decides),
+    completes: bool | None = None
+    # ... and the pods' owner as the disruption controller resolves it, with its scale
+    owner_kind: str | None = None
+    owner_name: str | None = None
+    owner_replicas: int | None = None
+    owner_scalable: bool = False
+    # tolerations and node selectors added at admission, by whom (model/admission.py)
+    admitted: list[str] = Field(default_factory=list)
+    admitted_at: Path | None = None  # the key that made them (the queue-name label, …)
 
     @property
     def kind(self) -> str:
@@ -78,7 +105,32 @@ class Workload(BaseModel):
 
     @property
     def scalable(self) -> bool:
-        return self.kind in SCALABLE_KINDS
+        return self.owner_scalable if self.owner_kind else self.kind in SCALABLE_KINDS
+
+    @property
+    def kind_text(self) -> str:
+        """The kind as findings say it; a custom kind named like a core one (Knative's Service,
+        Volcano's Job) with its API group: ``Job (batch.volcano.sh)``."""
+        if self.owner_kind and self.kind in _CORE_NAMES:
+            return f"{self.kind} ({self.manifest.api_version.rpartition('/')[0]})"
+        return self.kind
+
+    @property
+    def title(self) -> str:
+        """How findings name it: ``Deployment ml/trainer``, ``RayCluster ml/llm worker group
+        gpu-workers``."""
+        who = f"{self.kind_text} {self.namespace}/{self.name}"
+        return f"{who} {self.role}" if self.role else who
+
+    def admitted_by(self, source: str) -> bool:
+        """Whether an admission source (model/admission.py) changed its pod spec."""
+        return any(note.startswith(source) for note in self.admitted)
+
+    @property
+    def short_title(self) -> str:
+        """``Deployment trainer``, ``RayCluster llm worker group gpu-workers``."""
+        who = f"{self.kind_text} {self.name or '?'}"
+        return f"{who} {self.role}" if self.role else who
 
     @property
     def key(self) -> str:
@@ -105,9 +157,15 @@ class Workload(BaseModel):
         return value if isinstance(value, list) else []
 
     @property
-    def has_pods(self) -> bool:
-        """Whether pods of it can exist: the API server accepts it and it is not scaled to 0."""
+    def placeable(self) -> bool:
+        """Whether its pods are placed: the API server accepts it and it is not scaled to 0
+        (a template other objects make pods from is placed too)."""
         return not self.api_rejects and self.replicas != 0
+
+    @property
+    def has_pods(self) -> bool:
+        """Whether pods of it can exist: placeable, and not a template only."""
+        return self.placeable and not self.template_only
 
     @property
     def preemption_policy(self) -> str | None:
@@ -119,7 +177,7 @@ class Workload(BaseModel):
         best: tuple[int, Path] | None = None
         for c in self.containers:
             for section in ("limits", "requests"):
-                path = (*c.path, "resources", section, GPU_RESOURCE)
+                path = (*c.path, c.resources_key, section, GPU_RESOURCE)
                 if self.manifest.get(*path) is not None and (best is None or c.gpus > best[0]):
                     best = (c.gpus, path)
         return best[1] if best else None
@@ -187,12 +245,84 @@ def _placement_findings(
     return findings, any(not p.scheduler_only for p in problems)
 
 
-def _containers(manifest: Manifest, spec_path: Path, findings: list[Finding]) -> list[Container]:
+def _gpu_amount(manifest: Manifest, cpath: Path, item: dict, findings: list[Finding]) -> int:
+    """The container's nvidia.com/gpu (limits or requests, the larger); a bad amount is GPU040."""
+    gpus = 0
+    resources = item.get("resources")
+    if not isinstance(resources, dict):
+        return gpus
+    for section in ("limits", "requests"):
+        amounts = resources.get(section)
+        if isinstance(amounts, dict) and GPU_RESOURCE in amounts:
+            count, why = gpu_count(amounts[GPU_RESOURCE])
+            if count is None:
+                shown = quoted(scalar_text(amounts, GPU_RESOURCE))
+                findings.append(
+                    _finding(
+                        manifest,
+                        (*cpath, "resources", section, GPU_RESOURCE),
+                        f"{GPU_RESOURCE} must be a whole number of GPUs, not "
+                        f"{shown}" + (f" ({why})" if why == TOO_LARGE else ""),
+                        "Extended resources cannot be fractional: write e.g. `1`.",
+                    )
+                )
+            else:
+                gpus = max(gpus, count)
+    return gpus
+
+
+def _container(
+    manifest: Manifest, cpath: Path, item: dict, source: ContainerSource, findings: list[Finding]
+) -> Container:
+    image = item.get("image")
+    if source.image_repository is not None:
+        image = _split_image(item, source)
+    name = item.get("name") if isinstance(item.get("name"), str) else source.name
+    return Container(
+        name=name,
+        image=image if isinstance(image, str) else None,
+        init=source.init,
+        path=cpath,
+        gpus=_gpu_amount(manifest, cpath, item, findings),
+    )
+
+
+def _split_image(item: dict, source: ContainerSource) -> str | None:
+    """An image written as `{repository, tag}` fields (NIMService), as one reference."""
+    repository = _at(item, source.image_repository or ())
+    tag = _at(item, source.image_tag) if source.image_tag is not None else None
+    if not isinstance(repository, str) or not repository:
+        return None
+    if isinstance(tag, (str, int)) and not isinstance(tag, bool) and str(tag):
+        return f"{repository}:{tag}"
+    return repository
+
+
+def _at(node: Any, path: Path) -> Any:
+    for step in path:
+        node = node.get(step) if isinstance(node, dict) else None
+    return node
+
+
+def _containers(
+    manifest: Manifest,
+    spec_path: Path,
+    findings: list[Finding],
+    sources: tuple[ContainerSource, ...] = DEFAULT_CONTAINERS,
+) -> list[Container]:
     out: list[Container] = []
-    for field, init in (("initContainers", True), ("containers", False)):
-        path = (*spec_path, field)
+    for source in sources:
+        path = (*spec_path, *source.path)
         items = manifest.get(*path)
-        if items is None:
+        if items is None or (not source.path and not isinstance(items, dict)):
+            continue  # the pod spec itself (NIMService): its own GPU040 says it is no mapping
+        field = str(source.path[-1]) if source.path else "container"
+        if source.single:
+            if isinstance(items, dict):
+                out.append(_container(manifest, path, items, source, findings))
+            else:
+                hint = "Write the container as a mapping."
+                findings.append(_finding(manifest, path, f"{field} must be a mapping", hint))
             continue
         if not isinstance(items, list):
             findings.append(
@@ -216,36 +346,7 @@ def _containers(manifest: Manifest, spec_path: Path, findings: list[Finding]) ->
                     )
                 )
                 continue
-            image = item.get("image")
-            gpus = 0
-            resources = item.get("resources")
-            if isinstance(resources, dict):
-                for section in ("limits", "requests"):
-                    amounts = resources.get(section)
-                    if isinstance(amounts, dict) and GPU_RESOURCE in amounts:
-                        count, why = gpu_count(amounts[GPU_RESOURCE])
-                        if count is None:
-                            shown = quoted(scalar_text(amounts, GPU_RESOURCE))
-                            findings.append(
-                                _finding(
-                                    manifest,
-                                    (*cpath, "resources", section, GPU_RESOURCE),
-                                    f"{GPU_RESOURCE} must be a whole number of GPUs, not "
-                                    f"{shown}" + (f" ({why})" if why == TOO_LARGE else ""),
-                                    "Extended resources cannot be fractional: write e.g. `1`.",
-                                )
-                            )
-                        else:
-                            gpus = max(gpus, count)
-            out.append(
-                Container(
-                    name=item.get("name") if isinstance(item.get("name"), str) else None,
-                    image=image if isinstance(image, str) else None,
-                    init=init,
-                    path=cpath,
-                    gpus=gpus,
-                )
-            )
+            out.append(_container(manifest, cpath, item, source, findings))
     return out
 
 
@@ -277,13 +378,7 @@ def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
     return None  # DaemonSet: one per eligible node; CronJob: per schedule
 
 
-def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Finding]]:
-    findings: list[Finding] = []
-    spec_path = POD_SPEC_PATHS.get(manifest.kind)
-    if spec_path is None or "/" in manifest.kind:
-        return None, findings
-    if manifest.api_version not in WORKLOAD_API_VERSIONS:
-        return None, findings  # a custom resource that happens to share a kind name
+def _pod_spec(manifest: Manifest, spec_path: Path, findings: list[Finding]) -> Any:
     pod_spec = manifest.get(*spec_path)
     if pod_spec is not None and not isinstance(pod_spec, dict):
         findings.append(
@@ -294,16 +389,21 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
                 "Fix the indentation of the pod template.",
             )
         )
-        pod_spec = None
-    labels_path = _pod_labels_path(manifest.kind)
-    labels_value = manifest.get(*labels_path)
+        return None
+    return pod_spec
+
+
+def _labels(
+    manifest: Manifest, labels_path: Path | None, findings: list[Finding]
+) -> dict[str, str]:
+    labels_value = manifest.get(*labels_path) if labels_path is not None else None
     labels: dict[str, str] = {}
     if isinstance(labels_value, dict):
         for key in labels_value:
             text = scalar_text(labels_value, key)
             if text is not None:
                 labels[key] = text
-    elif labels_value is not None:
+    elif labels_value is not None and labels_path is not None:
         findings.append(
             _finding(
                 manifest,
@@ -312,32 +412,148 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
                 "Write labels as `key: value` lines.",
             )
         )
-    containers = _containers(manifest, spec_path, findings)
+    return labels
+
+
+def _build(
+    manifest: Manifest,
+    spec_path: Path,
+    labels_path: Path | None,
+    sources: tuple[ContainerSource, ...],
+    findings: list[Finding],
+) -> tuple[Workload, list[Finding]]:
+    """The workload of one pod template, with its GPU040 findings (replicas filled in later)."""
+    pod_spec = _pod_spec(manifest, spec_path, findings)
+    labels = _labels(manifest, labels_path, findings)
+    containers = _containers(manifest, spec_path, findings, sources)
     main = sum(c.gpus for c in containers if not c.init)
     init = max((c.gpus for c in containers if c.init), default=0)
-    replicas = _replicas(manifest, findings)
-    placement_findings, placement_rejected = _placement_findings(manifest, spec_path, pod_spec)
     workload = Workload(
         manifest=manifest,
         spec_path=spec_path,
         pod_spec=pod_spec,
         pod_labels=labels,
-        replicas=replicas,
+        labels_path=labels_path,
         containers=containers,
         gpus=max(main, init),
-        api_rejects=bool(findings) or placement_rejected,
     )
+    return workload, findings
+
+
+def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Finding]]:
+    findings: list[Finding] = []
+    spec_path = POD_SPEC_PATHS.get(manifest.kind)
+    if spec_path is None or "/" in manifest.kind:
+        return None, findings
+    if manifest.api_version not in WORKLOAD_API_VERSIONS:
+        return None, findings  # a custom resource that happens to share a kind name
+    workload, findings = _build(
+        manifest, spec_path, _pod_labels_path(manifest.kind), DEFAULT_CONTAINERS, findings
+    )
+    workload.replicas = _replicas(manifest, findings)
+    placement_findings, placement_rejected = _placement_findings(
+        manifest, spec_path, workload.pod_spec
+    )
+    workload.api_rejects = bool(findings) or placement_rejected
     return workload, findings + placement_findings
 
 
-def build_workloads(manifests: list[Manifest]) -> tuple[list[Workload], list[Finding]]:
-    workloads: list[Workload] = []
-    findings: list[Finding] = []
-    for manifest in manifests:
-        if manifest.kind not in POD_SPEC_PATHS:
-            continue
-        workload, problems = workload_from_manifest(manifest)
+def workload_from_template(
+    manifest: Manifest, template: PodTemplate, template_only: bool, completes: bool | None
+) -> tuple[Workload | None, list[Finding]]:
+    """The workload of one pod template of a custom resource (policies/workloads.yaml)."""
+    if template.unknown:
+        return None, []  # a patch the operator applies later decides the pod spec
+    workload, findings = _build(
+        manifest, template.spec_path, template.labels_path, template.containers, []
+    )
+    placement_findings, placement_rejected = _placement_findings(
+        manifest, template.spec_path, workload.pod_spec
+    )
+    # the operator's labels win over the template's (e.g. KubeRay labelPod)
+    workload.pod_labels = {**workload.pod_labels, **template.labels}
+    _take_defaults(workload, template)
+    workload.replicas = template.replicas
+    workload.role = template.role
+    workload.template_only = template_only
+    workload.completes = completes
+    workload.owner_kind = template.owner_kind
+    workload.owner_name = template.owner_name
+    workload.owner_replicas = template.owner_replicas
+    workload.owner_scalable = template.owner_scalable
+    workload.api_rejects = bool(findings) or placement_rejected
+    return workload, findings + placement_findings
+
+
+def _take_defaults(workload: Workload, template: PodTemplate) -> None:
+    """Fields the controller takes from the object when the template leaves them empty (Argo:
+    the workflow's nodeSelector, affinity, tolerations)."""
+    spec = workload.pod_spec
+    if not isinstance(spec, dict) or not template.defaults:
+        return
+    taken = {}
+    for name, path in template.defaults.items():
+        value = workload.manifest.get(*path)
+        # only a value of the field's type: a wrong one is the API server's to refuse
+        wanted = list if name == "tolerations" else dict
+        if not spec.get(name) and value and isinstance(value, wanted):
+            taken[name] = (value, path)
+    if not taken:
+        return
+    from gpudrv_check.model.admission import copy_pod_spec
+
+    spec = copy_pod_spec(spec)
+    for name, (value, _) in taken.items():
+        spec[name] = value
+    workload.pod_spec = spec
+    paths = ", ".join(".".join(map(str, p)) for _, p in taken.values())
+    workload.admitted.append(f"the {workload.kind}'s {paths}")
+    workload.admitted_at = next(iter(taken.values()))[1]
+
+
+def _custom_workloads(manifest: Manifest, kinds: KindTable) -> tuple[list[Workload], list[Finding]]:
+    entry = kinds.lookup(manifest.api_version, manifest.kind)
+    if entry is None:
+        return [], []
+    workloads, findings = [], []
+    name, namespace = manifest.name or "", manifest.namespace or "default"
+    for template in templates_of(entry, manifest.data, name, namespace):
+        workload, problems = workload_from_template(
+            manifest, template, entry.template_only, entry.completes
+        )
         findings.extend(problems)
         if workload is not None:
             workloads.append(workload)
+    return workloads, findings
+
+
+def build_workloads(
+    manifests: list[Manifest], kinds: KindTable | None = None
+) -> tuple[list[Workload], list[Finding]]:
+    """Every pod template of the repo: the core kinds, then those of ``kinds`` (the workload
+    table; the built-in one when None)."""
+    from gpudrv_check.model.workload_kinds import builtin_kind_table
+
+    table = kinds if kinds is not None else builtin_kind_table()
+    workloads: list[Workload] = []
+    findings: list[Finding] = []
+    users: list[Manifest] = []
+    for manifest in manifests:
+        entry = table.lookup(manifest.api_version, manifest.kind)
+        if entry is not None and entry.uses is not None:
+            users.append(manifest)  # its templates are another object's: after this pass
+            continue
+        if manifest.kind in POD_SPEC_PATHS and manifest.api_version in WORKLOAD_API_VERSIONS:
+            workload, problems = workload_from_manifest(manifest)
+            found = [workload] if workload is not None else []
+        elif "/" in manifest.api_version:
+            found, problems = _custom_workloads(manifest, table)
+        else:
+            continue
+        findings.extend(problems)
+        workloads.extend(found)
+    if users:
+        from gpudrv_check.model.workload_refs import referring_workloads
+
+        workloads.extend(referring_workloads(users, table, manifests, workloads))
     return workloads, findings

@@ -97,6 +97,19 @@ class ClusterSettings(_Strict):
     operator: OperatorSettings | None = None
 
 
+#: admission plugins whose effect on pods the checker reproduces (`cluster.admission`)
+ADMISSION_PLUGINS = ("ExtendedResourceToleration",)
+
+
+class ApiServerSettings(_Strict):
+    """What the repo cannot tell us about the cluster's API server."""
+
+    # admission plugins the API server runs beyond the defaults, e.g. ExtendedResourceToleration
+    # (on by default on GKE and EKS): it adds a toleration for each extended resource a pod
+    # requests (kubernetes plugin/pkg/admission/extendedresourcetoleration)
+    admission: list[Literal["ExtendedResourceToleration"]] = Field(default_factory=list)
+
+
 class RuleSettings(_Strict):
     enabled: bool = True
     severity: Severity | None = None
@@ -148,6 +161,9 @@ class Config(_Strict):
     rules: dict[str, RuleSettings] = Field(default_factory=dict)
     # extra rows for the CUDA table (policies/cuda.yaml format)
     cuda: dict[str, Any] = Field(default_factory=dict)
+    # extra workload kinds (policies/workloads.yaml format, schemas/workloads.schema.json)
+    workloads: dict[str, Any] = Field(default_factory=dict)
+    cluster: ApiServerSettings = Field(default_factory=ApiServerSettings)
     # custom declarative policies: files or folders inside the repo (schemas/policy.schema.json)
     policies: list[str] = Field(default_factory=list)
     exemptions: list[Exemption] = Field(default_factory=list)

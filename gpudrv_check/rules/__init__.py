@@ -32,6 +32,7 @@ FOLDERS: tuple[str, ...] = (
     "GPU010_workload_unschedulable",
     "GPU011_cuda_driver_too_old",
     "GPU012_gpu_request_without_gpu_node",
+    "GPU017_nvidia_runtime_on_cpu_node",
     "GPU030_operand_chain_broken",
     "GPU031_gpu_node_missing_operands",
     "GPU032_operand_taint_not_tolerated",

@@ -31,7 +31,17 @@ from gpudrv_check.read.policy import Reads, catalog
 
 ALWAYS_READ = frozenset(("apiVersion", "kind", "metadata"))
 ANY = "*"
-KIND_GROUPS: dict[str, tuple[str, ...]] = {"workloads": tuple(POD_SPEC_PATHS)}
+def _table_kinds() -> tuple[str, ...]:
+    """The kinds of the workload-kinds table (policies/workloads.yaml): workloads too."""
+    from gpudrv_check.model.workload_kinds import builtin_kind_table
+
+    return tuple(sorted({k.kind for k in builtin_kind_table().kinds}))
+
+
+#: every kind name of the table, also those a core kind shares (Volcano's and batch's Job)
+TABLE_NAMES = frozenset(_table_kinds())
+TABLE_KINDS = tuple(sorted(TABLE_NAMES - set(POD_SPEC_PATHS)))
+KIND_GROUPS: dict[str, tuple[str, ...]] = {"workloads": (*POD_SPEC_PATHS, *TABLE_KINDS)}
 
 #: kinds worth leaving out when nothing reads them: large or numerous in GitOps repos (CRDs are
 #: most of the bytes of a typical one), and of no use to the checker unless a rule says so
@@ -160,6 +170,11 @@ def field_paths(kind: str, fields: Iterable[str]) -> Iterator[tuple[str, ...]]:
     spec = POD_SPEC_PATHS.get(kind)
     for text in fields:
         steps: list[str] = []
+        if kind in TABLE_NAMES and text.startswith(("{podspec}", "{template}")):
+            # a table kind's templates sit where its table entry says (model/workload_kinds.py),
+            # several to an object: a path through them reads its whole spec
+            yield ("spec",)
+            continue
         for step in text.split("."):
             if step in ("{podspec}", "{template}"):
                 if spec is None:
@@ -222,7 +237,10 @@ def partition_kinds() -> frozenset[str]:
         if d.scope == "cluster" and d.when is not None:
             continue
         by_scope[d.scope] |= d.kinds - {ANY}
-    return frozenset(by_scope["namespace"] - by_scope["cluster"] - CLUSTER_SCOPED_KINDS)
+    # the table's kinds stay out: a Kueue-admitted or runtime-backed template reads objects of
+    # other kinds and namespaces (ResourceFlavors, ClusterTrainingRuntimes)
+    namespaced = by_scope["namespace"] - by_scope["cluster"] - CLUSTER_SCOPED_KINDS
+    return frozenset(namespaced - set(TABLE_KINDS))
 
 
 def current_plan() -> SkimPlan:

@@ -59,7 +59,9 @@ BEFORE_CONTAINER = frozenset(
 
 
 def test_derived_skim_kinds_are_todays():
-    assert skim_plan().kinds == BEFORE_KINDS
+    # Knative's Service is a workload-kinds table entry (issue 18): a kind of that name keeps its
+    # content, the core Service's too (kinds are matched by name)
+    assert skim_plan().kinds == BEFORE_KINDS - {"Service"}
 
 
 def test_derived_node_status_and_container_skips_are_a_superset_read_by_no_code():

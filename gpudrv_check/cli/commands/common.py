@@ -233,8 +233,11 @@ def print_listing(run: Run) -> None:
         for copies in one.copies:
             out.write(f"copies  {where}{printable(copies.describe())}\n")
     from gpudrv_check.model.coverage import unmodelled_gpu_workloads
+    from gpudrv_check.model.workload_kinds import workload_kinds
 
-    unmodelled = unmodelled_gpu_workloads(run.repo.manifests)
+    table = workload_kinds(run.repo.config)
+    modelled = {id(w.manifest) for w in run.repo.workloads}
+    unmodelled = unmodelled_gpu_workloads(run.repo.manifests, table, modelled)
     if unmodelled:
         names = ", ".join(str(m.ref) for m in unmodelled)
         out.write(

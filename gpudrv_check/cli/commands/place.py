@@ -98,6 +98,8 @@ def _entry(
         "replicas": workload.replicas,
         "gpus": workload.gpus,
     }
+    if workload.role:  # a template of a custom resource (policies/workloads.yaml)
+        entry["role"] = workload.role
     if workload.api_rejects:
         entry.update(status="rejected", nodes=[])
         return entry, []
@@ -135,7 +137,8 @@ def _entry(
 
 def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
     loc = entry["location"]
-    lines = [f"{entry['workload']}  {loc['file']}:{loc['line']}:{loc['column']}"]
+    who = f"{entry['workload']} {entry['role']}" if entry.get("role") else entry["workload"]
+    lines = [f"{who}  {loc['file']}:{loc['line']}:{loc['column']}"]
     status = entry["status"]
     if status == "rejected":
         lines.append("  not placed: the API server rejects this object (see GPU040 in `check`)")

@@ -5,10 +5,12 @@ Its user documentation is `docs:` in rule.yaml, next to this file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.k8s.taints import TAINT_NODE_UNSCHEDULABLE
+from gpudrv_check.model.admission import EXTENDED_RESOURCE_TOLERATION, extended_resources
 from gpudrv_check.model.pending import (
     CAUSE_AFFINITY,
     CAUSE_GPU,
@@ -24,7 +26,9 @@ ID = "GPU010"
 
 
 def _subject(workload: Workload) -> str:
-    who = f"{workload.kind} {workload.namespace}/{workload.name}"
+    who = workload.title
+    if workload.template_only:
+        return f"{who}: the pods made from it would stay Pending"
     if workload.node_name is not None:
         return f"{who} never runs"
     if workload.kind == "DaemonSet":
@@ -48,10 +52,17 @@ def _hint(workload: Workload, pending: Pending) -> str:
                 "its maintenance is over, or widen the constraints."
             )
         if taint and taint.get("key"):
-            return (
+            hint = (
                 f"Tolerate the taint, e.g. `- {{key: {taint['key']}, operator: Exists, effect: "
                 f"{taint.get('effect')}}}` under tolerations, or take it off the nodes."
             )
+            if _plugin_would_tolerate(workload, taint):
+                hint += (
+                    f" If the API server runs the {EXTENDED_RESOURCE_TOLERATION} admission "
+                    f"plugin (GKE and EKS do), say so: `cluster.admission: "
+                    f"[{EXTENDED_RESOURCE_TOLERATION}]` in .gpudrv-check.yaml."
+                )
+            return hint
         return "Add a toleration for the nodes' taints, or take the taints off."
     if pending.cause == CAUSE_GPU:
         return f"Request fewer {GPU_RESOURCE} per pod, or add a node with enough GPUs."
@@ -63,23 +74,66 @@ def _hint(workload: Workload, pending: Pending) -> str:
     return "Change the constraint at this line."
 
 
+def _plugin_would_tolerate(workload: Workload, taint: Mapping[str, Any]) -> bool:
+    """The taint is on an extended resource the pod requests, with the effect the
+    ExtendedResourceToleration plugin tolerates, and the config does not say it runs."""
+    return (
+        not workload.admitted_by(EXTENDED_RESOURCE_TOLERATION)
+        and taint.get("effect") == "NoSchedule"
+        and taint.get("key") in extended_resources(workload)
+    )
+
+
+def _admission_detail(ctx: Context, workload: Workload, pending: Pending) -> str | None:
+    """What a taint-caused GPU010 says about the toleration no manifest shows."""
+    taint = pending.taint
+    if (
+        pending.cause != CAUSE_TAINT
+        or not taint
+        or taint.get("key") not in extended_resources(workload)
+    ):
+        return None
+    key, effect = taint.get("key"), taint.get("effect")
+    if EXTENDED_RESOURCE_TOLERATION in ctx.repo.config.cluster.admission:
+        return (
+            f"the {EXTENDED_RESOURCE_TOLERATION} admission plugin the config lists tolerates "
+            f"{key} with effect NoSchedule only, not {effect}"
+        )
+    if effect != "NoSchedule":
+        return None
+    return (
+        f"on a cluster running the {EXTENDED_RESOURCE_TOLERATION} admission plugin (GKE, EKS) "
+        f"the API server would add this toleration for the {key} the pods request, but "
+        "`cluster.admission` in the config does not list it"
+    )
+
+
 def finding_for(ctx: Context, workload: Workload) -> Finding | None:
     placement = ctx.repo.placement
     pending = explain_pending(workload, placement)
     if pending is None:
         return None
     message = f"{_subject(workload)}: {pending.message}"
-    if pending.details:
+    details = list(pending.details)
+    extra = _admission_detail(ctx, workload, pending)
+    if extra is not None:
+        details.append(extra)
+    path = pending.path
+    if workload.admitted:
+        details.append("set outside the pod template: " + "; ".join(workload.admitted))
+        if workload.admitted_at is not None and workload.manifest.get(*path) is None:
+            path = workload.admitted_at  # the constraint is not written: point at its source
+    if details:
         message += (" " if message.endswith(".") else ". ") + "Why: "
-        message += "; ".join(pending.details) + "."
-    return ctx.finding(ID, workload.manifest, pending.path, message, _hint(workload, pending))
+        message += "; ".join(details) + "."
+    return ctx.finding(ID, workload.manifest, path, message, _hint(workload, pending))
 
 
 def check(ctx: Context) -> Iterator[Finding]:
     if not ctx.repo.nodes:
         return
     for workload in ctx.repo.workloads:
-        if not workload.has_pods:
+        if not workload.placeable:
             continue
         finding = finding_for(ctx, workload)
         if finding is not None:

@@ -82,15 +82,48 @@ def _verdict(fit: CudaFit, nodes: list[Node], memo: dict) -> tuple[str, str, Sev
     return message, hint, severity
 
 
+def _unknown_images(ctx: Context) -> Iterator[Finding]:
+    """Info, once per image and namespace (at its first container requesting GPUs there), when
+    the table cannot say which CUDA it carries: unknown is said, never taken for a fit. Per
+    namespace, so that what is said of a namespace depends on it alone (the partition cache)."""
+    from gpudrv_check.nvidia.cuda import driver_requirement
+
+    table = ctx.repo.cuda_table
+    seen: set[tuple[str, str]] = set()
+    for workload in ctx.repo.workloads:
+        if not workload.placeable:
+            continue
+        for container in workload.containers:
+            image = container.image
+            if not container.gpus or not image or (workload.namespace, image) in seen:
+                continue
+            seen.add((workload.namespace, image))
+            if driver_requirement(table, image) is not None:
+                continue
+            yield ctx.finding(
+                ID,
+                workload.manifest,
+                (*container.path, "image"),
+                f"{workload.title}: the CUDA version of image {image} is not known (no rule of "
+                "the CUDA table matches its tag), so whether the drivers of the nodes it lands "
+                "on run it is not checked",
+                "Add the image to `cuda: {images: [...]}` in .gpudrv-check.yaml (an exact tag or "
+                "a tag_regex with its CUDA version), or use a tag that names its CUDA build "
+                "(-cu128, cuda12.8).",
+                severity=Severity.INFO,
+            )
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     repo = ctx.repo
     if not repo.nodes:
         return
+    yield from _unknown_images(ctx)
     minor_compat = ctx.params(ID).get("minor_version_compatibility", True) is not False
     table = repo.cuda_table
     placement = repo.placement
     for workload in repo.workloads:
-        if not workload.has_pods:
+        if not workload.placeable:
             continue
         nodes = placement.eligible(workload)
         if not nodes:
@@ -106,6 +139,6 @@ def check(ctx: Context) -> Iterator[Finding]:
         if verdict is None:
             verdict = placement.memo[memo_key] = _verdict(fit, nodes, placement.memo)
         message, hint, severity = verdict
-        who = f"{workload.kind} {workload.namespace}/{workload.name}"
+        who = workload.title
         path = (*fit.container.path, "image")
         yield ctx.finding(ID, workload.manifest, path, f"{who}: {message}", hint, severity=severity)

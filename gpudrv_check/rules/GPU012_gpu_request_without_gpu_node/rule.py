@@ -29,12 +29,12 @@ def check(ctx: Context) -> Iterator[Finding]:
         return
     placement = repo.placement
     for workload in repo.workloads:
-        if not workload.has_pods or not workload.gpus:
+        if not workload.placeable or not workload.gpus:
             continue
         nodes = placement.eligible(workload)
         if not nodes or any(has_gpu(n, placement) for n in nodes):
             continue
-        who = f"{workload.kind} {workload.namespace}/{workload.name}"
+        who = workload.title
         yield ctx.finding(
             ID,
             workload.manifest,

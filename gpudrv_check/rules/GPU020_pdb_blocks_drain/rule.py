@@ -20,8 +20,7 @@ ID = "GPU020"
 
 
 def workload_title(member: WorkloadPods) -> str:
-    w = member.workload
-    return f"{w.kind} {w.name or '?'}"
+    return member.workload.short_title
 
 
 def pending_note(coverage: Coverage) -> str:

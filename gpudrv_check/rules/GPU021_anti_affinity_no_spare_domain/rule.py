@@ -32,7 +32,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         spread = repo.disruption.spread(workload)
         if spread is None or not gpu.intersection(spread.eligible):
             continue
-        title = f"{workload.kind} {workload.name or '?'}"
+        title = workload.short_title
         key = spread.term.topology_key
         unit = "node" if spread.per_node else f"{key} domain"
         if spread.pending:

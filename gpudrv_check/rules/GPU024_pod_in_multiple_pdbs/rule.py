@@ -30,11 +30,11 @@ def check(ctx: Context) -> Iterator[Finding]:
         if len(pdbs) < 2 or disruption.pods(workload).pods == 0:
             continue
         listed = ", ".join(f"{p.namespace}/{p.name} ({p.location_text()})" for p in pdbs)
-        title = f"{workload.kind} {workload.name or '?'}"
+        title = workload.short_title
         yield ctx.finding(
             ID,
             workload.manifest,
-            labels_path(workload.kind, workload.spec_path),
+            workload.labels_path or labels_path(workload.kind, workload.spec_path),
             f"the pods of {title} are covered by {len(pdbs)} PodDisruptionBudgets ({listed}): "
             f"the eviction API refuses them with HTTP {EVICTION_MULTIPLE_PDBS_STATUS} "
             f'"{EVICTION_MULTIPLE_PDBS_MESSAGE}", so no drain of a node running them can '

@@ -31,11 +31,32 @@ from gpudrv_check.read.policy import Reads, catalog
 
 ALWAYS_READ = frozenset(("apiVersion", "kind", "metadata"))
 ANY = "*"
+
+
 def _table_kinds() -> tuple[str, ...]:
     """The kinds of the workload-kinds table (policies/workloads.yaml): workloads too."""
     from gpudrv_check.model.workload_kinds import builtin_kind_table
 
     return tuple(sorted({k.kind for k in builtin_kind_table().kinds}))
+
+
+@cache
+def _table_prefixes(kind: str) -> tuple[tuple[str, ...], ...]:
+    """Where the table's templates of `kind` sit: the fixed head of each template path (a list
+    of templates: the list), or the whole `spec` when a template has no path of its own."""
+    from gpudrv_check.model.workload_kinds import builtin_kind_table
+
+    out: set[tuple[str, ...]] = set()
+    for entry in builtin_kind_table().kinds:
+        if entry.kind != kind:
+            continue
+        for rule in entry.templates:
+            path = rule.each or rule.template or rule.pod_spec or ("spec",)
+            head = tuple(str(p) for p in path if isinstance(p, str) and p != ANY)
+            out.add(head[: len(path)] if head else ("spec",))
+        if entry.uses is not None or entry.overrides:
+            out.add(("spec",))  # a TrainJob: its own spec reaches into the runtime's templates
+    return tuple(sorted(out))
 
 
 #: every kind name of the table, also those a core kind shares (Volcano's and batch's Job)
@@ -172,9 +193,13 @@ def field_paths(kind: str, fields: Iterable[str]) -> Iterator[tuple[str, ...]]:
         steps: list[str] = []
         if kind in TABLE_NAMES and text.startswith(("{podspec}", "{template}")):
             # a table kind's templates sit where its table entry says (model/workload_kinds.py),
-            # several to an object: a path through them reads its whole spec
-            yield ("spec",)
-            continue
+            # several to an object: a path through them reads the subtree that holds them
+            # a kind of its own reads its whole spec (counts, fallbacks and defaults sit beside
+            # the templates); one a core kind shares (Volcano's Job) the template subtrees only,
+            # so the core kind's own paths stay as narrow as they were
+            yield from _table_prefixes(kind) if spec is not None else [("spec",)]
+            if spec is None:
+                continue
         for step in text.split("."):
             if step in ("{podspec}", "{template}"):
                 if spec is None:

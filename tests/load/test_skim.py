@@ -65,7 +65,7 @@ def test_a_kind_written_after_the_content_is_built_whole():
 
 
 def test_a_top_level_list_value_is_skimmed_as_an_empty_list():
-    text = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nweird:\n- a\n- b\n"
+    text = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: s}\nweird:\n- a\n- b\n"
     value = parse_text(text, SKIM).docs[0].data["weird"]
     assert isinstance(value, LSeq) and value == [] and value.pos == (5, 1)
 

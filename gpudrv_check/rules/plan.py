@@ -59,10 +59,22 @@ def _table_prefixes(kind: str) -> tuple[tuple[str, ...], ...]:
     return tuple(sorted(out))
 
 
-#: every kind name of the table, also those a core kind shares (Volcano's and batch's Job)
-TABLE_NAMES = frozenset(_table_kinds())
-TABLE_KINDS = tuple(sorted(TABLE_NAMES - set(POD_SPEC_PATHS)))
-KIND_GROUPS: dict[str, tuple[str, ...]] = {"workloads": (*POD_SPEC_PATHS, *TABLE_KINDS)}
+@cache
+def table_names() -> frozenset[str]:
+    """Every kind name of the table, also those a core kind shares (Volcano's and batch's Job).
+    Read when first asked, not at import: importing the plan costs no file."""
+    return frozenset(_table_kinds())
+
+
+def table_kinds() -> tuple[str, ...]:
+    """The table's kinds that no core kind shares a name with."""
+    return tuple(sorted(table_names() - set(POD_SPEC_PATHS)))
+
+
+def kind_groups() -> dict[str, tuple[str, ...]]:
+    """A `kinds:` name that stands for several: `workloads`, every kind with a pod template."""
+    return {"workloads": (*POD_SPEC_PATHS, *table_kinds())}
+
 
 #: kinds worth leaving out when nothing reads them: large or numerous in GitOps repos (CRDs are
 #: most of the bytes of a typical one), and of no use to the checker unless a rule says so
@@ -151,7 +163,7 @@ class Declared:
 
 
 def expand_kinds(kinds: Iterable[str]) -> frozenset[str]:
-    return frozenset(k for kind in kinds for k in KIND_GROUPS.get(kind, (kind,)))
+    return frozenset(k for kind in kinds for k in kind_groups().get(kind, (kind,)))
 
 
 @cache
@@ -191,7 +203,7 @@ def field_paths(kind: str, fields: Iterable[str]) -> Iterator[tuple[str, ...]]:
     spec = POD_SPEC_PATHS.get(kind)
     for text in fields:
         steps: list[str] = []
-        if kind in TABLE_NAMES and text.startswith(("{podspec}", "{template}")):
+        if kind in table_names() and text.startswith(("{podspec}", "{template}")):
             # a table kind's templates sit where its table entry says (model/workload_kinds.py),
             # several to an object: a path through them reads the subtree that holds them
             # a kind of its own reads its whole spec (counts, fallbacks and defaults sit beside
@@ -265,7 +277,7 @@ def partition_kinds() -> frozenset[str]:
     # the table's kinds stay out: a Kueue-admitted or runtime-backed template reads objects of
     # other kinds and namespaces (ResourceFlavors, ClusterTrainingRuntimes)
     namespaced = by_scope["namespace"] - by_scope["cluster"] - CLUSTER_SCOPED_KINDS
-    return frozenset(namespaced - set(TABLE_KINDS))
+    return frozenset(namespaced - set(table_kinds()))
 
 
 def current_plan() -> SkimPlan:

@@ -15,6 +15,24 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        help="also run the tests marked slow (CI does: the README's test command)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A run without --run-slow (or an explicit -m) leaves out the tests marked slow."""
+    if config.getoption("--run-slow") or config.getoption("markexpr"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
 def cli_command() -> list[str]:
     """The installed console script when there is one, else `python -m gpudrv_check`."""
     script = Path(sys.executable).parent / "gpudrv-check"

@@ -104,6 +104,7 @@ def _repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_baseline_end_to_end(tmp_path):
     root = _repo(tmp_path / "repo")
     baseline = tmp_path / "baseline.json"
@@ -132,12 +133,13 @@ def test_baseline_end_to_end(tmp_path):
 
     # a new node with a missing image: only it is reported, and it fails
     write(root, "nodes/gpu-3.yaml", gpu_node("gpu-3"))
-    new = run_cli("check", str(root), "--baseline", str(baseline))
+    new = run_cli("check", str(root), "--baseline", str(baseline), "--format", "concise")
     assert new.returncode == 1
     assert "nodes/gpu-3.yaml:9:5: error GPU001 node gpu-3" in new.stdout
     assert "gpu-1" not in new.stdout and "gpu-2" not in new.stdout
 
 
+@pytest.mark.slow
 def test_baseline_is_deterministic_and_bad_baselines_are_usage_errors(tmp_path):
     root = _repo(tmp_path / "repo")
     a, b = tmp_path / "a.json", tmp_path / "b.json"

@@ -78,6 +78,7 @@ def test_annotation_suppresses_only_the_named_rule_on_that_object(tmp_path):
     }
 
 
+@pytest.mark.slow
 def test_annotation_exemption_end_to_end(tmp_path):
     root = _repo(tmp_path)
     text = run_cli("check", str(root))
@@ -105,6 +106,7 @@ exemptions:
 """
 
 
+@pytest.mark.slow
 def test_config_exemption_end_to_end(tmp_path):
     root = _repo(tmp_path)
     write(root, ".gpudrv-check.yaml", CONFIG_EXEMPTIONS)
@@ -155,6 +157,7 @@ def test_namespace_glob_and_cluster_scoped_objects(tmp_path):
     assert [f.rule for f in run.findings] == ["GPU001"] and run.suppressed == []
 
 
+@pytest.mark.slow
 def test_verbose_lists_suppressed_findings_and_why(tmp_path):
     root = _repo(tmp_path)
     result = run_cli("check", str(root), "-v")

@@ -12,29 +12,38 @@ from tests.conftest import ROOT
 def test_each_rule_module_has_a_matching_policy():
     policies = catalog()
     for module in RULE_MODULES:
-        assert module.ID in policies, f"{module.__name__} has no policies/rules/{module.ID}.yaml"
+        assert module.ID in policies, f"{module.__name__} has no rule.yaml next to it"
         assert policies[module.ID].source == "rule"
         assert module.__doc__ and module.__doc__.startswith(
             f"{module.ID} {policies[module.ID].name}"
         )
 
 
-def test_each_rule_policy_has_a_module_and_load_policies_are_emitted_somewhere():
+def test_each_rule_policy_has_a_module():
+    # load rules are emitted by the reader and the model: tests/test_catalog.py
     ids = {m.ID for m in RULE_MODULES}
-    source = "\n".join(p.read_text() for p in (ROOT / "gpudrv_check").rglob("*.py"))
     for policy in catalog().values():
         if policy.source == "rule":
             assert policy.id in ids, f"{policy.id} is declared as a rule but no module yields it"
-        else:
-            assert f'"{policy.id}"' in source, f"{policy.id} is emitted nowhere"
 
 
-def test_policy_files_are_named_by_id_and_names_are_unique():
+def test_rule_folders_are_named_by_id_and_name_and_names_are_unique():
     names = [p.name for p in catalog().values()]
     assert len(names) == len(set(names))
-    for path in (ROOT / "policies" / "rules").glob("*.yaml"):
-        assert re.fullmatch(r"GPU\d{3}\.yaml", path.name)
-        assert path.stem in catalog()
+    folders = sorted(p.parent for p in (ROOT / "gpudrv_check" / "rules").glob("*/rule.yaml"))
+    assert len(folders) == len(catalog())
+    for folder in folders:
+        assert re.fullmatch(r"GPU\d{3}_[a-z0-9_]+", folder.name)
+        policy = catalog()[folder.name[:6]]
+        assert folder.name == f"{policy.id}_{policy.name.replace('-', '_')}"
+        # a rule's check sits in its folder exactly when it is a rule (not a load finding)
+        assert (folder / "rule.py").is_file() == (policy.source == "rule"), folder.name
+
+
+def test_each_rule_module_lives_in_its_own_folder():
+    for module in RULE_MODULES:
+        folder = module.__name__.split(".")[-2]
+        assert folder.startswith(f"{module.ID}_"), module.__name__
 
 
 def test_readme_rule_table_is_generated_from_the_policies():

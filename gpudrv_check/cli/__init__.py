@@ -1,5 +1,7 @@
 """Command line: argument parsing and exit codes only; the work is in `commands/`.
 
+The parsed arguments become typed option objects (`cli/options.py`) before any command runs.
+
 Exit codes: 0 clean, 1 findings at or above the failure level (or a MISSING image, a blocked
 plan), 2 usage or configuration errors. Nothing else, whatever the input.
 """
@@ -24,7 +26,17 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
 #: `--format` choices of `check` (modules in gpudrv_check/report/; kept here so that parsing
 #: does not import the report package)
-REPORT_FORMATS = ("text", "json", "sarif", "junit", "github", "gitlab", "markdown")
+REPORT_FORMATS = (
+    "text",
+    "concise",
+    "json",
+    "sarif",
+    "junit",
+    "github",
+    "gitlab",
+    "markdown",
+    "html",
+)
 
 
 def _parser_classes() -> tuple[type, type]:
@@ -111,6 +123,12 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
         "working tree and the index are not touched)",
     )
     p.add_argument(
+        "--staged",
+        action="store_true",
+        help="check PATH as the git index holds it, what the next commit records (untracked "
+        "and ignored files and unstaged edits do not count; the pre-commit hook uses it)",
+    )
+    p.add_argument(
         "--kustomize",
         action="store_true",
         help="render each Kustomize root (kustomize build / kubectl kustomize, offline, no "
@@ -128,6 +146,11 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
         help="extra node inventory file (Node objects or a NodeInventory); repeatable",
     )
     p.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="in a repo of several clusters, check only this one (see docs/clusters.md)",
+    )
+    p.add_argument(
         "-v",
         "--verbose",
         action="store_true",
@@ -135,29 +158,145 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    _Ordered, _Parser = _parser_classes()
-    parser = _Parser(
-        prog="gpudrv-check",
-        description="Offline policy checks for Kubernetes GPU clusters kept in Git.",
-    )
-    parser.add_argument("--version", action="version", version=f"gpudrv-check {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+#: per command: what it does (the --help description) and examples (the --help epilog)
+HELP: dict[str, tuple[str, str]] = {
+    "check": (
+        "Run every rule and custom policy over the repo and report the findings, grouped by "
+        "file (--format concise: one line each). Exit 1 when a finding is at or above "
+        "--fail-on, 2 on a usage or configuration error.",
+        "gpudrv-check check\n"
+        "gpudrv-check check deploy/ --select GPU001,GPU010 --quiet\n"
+        "gpudrv-check check . --base origin/main --format github\n"
+        "gpudrv-check check . --format sarif --output gpudrv-check.sarif --fail-on never\n"
+        "kustomize build overlays/prod | gpudrv-check check - --inventory nodes.yaml",
+    ),
+    "audit": (
+        "The driver image each GPU node needs, checked against the support matrix: "
+        "`<node> MISSING <tag>` per missing image (exit 1), else OK.",
+        "gpudrv-check audit\ngpudrv-check audit . --kustomize",
+    ),
+    "tag": (
+        "The precompiled driver image tag (<branch>-<kernel>-<os-tag>) of one node.",
+        "gpudrv-check tag lab-node-3",
+    ),
+    "operands": (
+        "Which GPU Operator operand runs on which node, why not, the broken chains (exit 1) "
+        "and each operand DaemonSet's desiredNumberScheduled.",
+        "gpudrv-check operands examples/operands\ngpudrv-check operands . --format json",
+    ),
+    "place": (
+        "The nodes each workload's pods can land on, or what the scheduler would report and "
+        "why no node is left; how its CUDA images fit those nodes' drivers.",
+        "gpudrv-check place\ngpudrv-check place . --workload Deployment/ml/trainer",
+    ),
+    "report": (
+        "Driver facts as KEY=value lines: GPU nodes, skew, matrix rows, upgrade states.",
+        "gpudrv-check report\ngpudrv-check report . --node lab-node-3",
+    ),
+    "plan": (
+        "The ordered driver upgrade of one node: image, headroom, drain, relabel, uncordon, "
+        "each ready or blocked with the file:line to change (exit 1 when one is blocked).",
+        "gpudrv-check plan lab-node-3 --driver 550.90.07\n"
+        "gpudrv-check plan lab-node-3 --driver 550.90.07 --write",
+    ),
+    "rehearse": (
+        "The GPU Operator's driver upgrade over the whole fleet, reconcile by reconcile, until "
+        "every node is upgrade-done or the rehearsal stalls (exit 1).",
+        "gpudrv-check rehearse\ngpudrv-check rehearse . --to-matrix --format markdown",
+    ),
+    "rules": ("The built-in rules.", "gpudrv-check rules\ngpudrv-check rules --format markdown"),
+    "explain": (
+        "The documentation of one rule, by id or name.",
+        "gpudrv-check explain GPU001\ngpudrv-check explain driver-image-missing",
+    ),
+    "inventory": (
+        "Read a `kubectl get nodes -o json` (or -o yaml) export and write a compact, sorted "
+        "NodeInventory with only what the checker reads. Importing an unchanged cluster again "
+        "gives the same bytes (docs/inventory.md).",
+        "kubectl get nodes -o json | gpudrv-check inventory import - > inventory/nodes.yaml\n"
+        "gpudrv-check inventory import nodes.json --write\n"
+        "gpudrv-check inventory import nodes.json --write --cluster staging",
+    ),
+    "completion": (
+        "A shell completion script for gpudrv-check on stdout.",
+        'eval "$(gpudrv-check completion bash)"     # in ~/.bashrc\n'
+        'eval "$(gpudrv-check completion zsh)"      # in ~/.zshrc',
+    ),
+}
 
-    p = sub.add_parser("check", help="run every rule and report findings")
-    _repo_options(p)
+
+def _inventory_parser(p: argparse.ArgumentParser) -> None:
+    from gpudrv_check.cli.commands.inventory import DEFAULT_MAX_BYTES
+
+    p.add_argument("action", choices=("import",), help="what to do (import)")
+    p.add_argument("file", metavar="FILE", help="the export; - reads standard input")
+    p.add_argument(
+        "--labels-prefix",
+        metavar="PREFIX",
+        action="append",
+        help="also keep labels starting with PREFIX (e.g. example.com/); repeatable",
+    )
+    p.add_argument(
+        "--source-name",
+        metavar="NAME",
+        help="what the header says the file was made from (default: the file's name)",
+    )
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--output", metavar="FILE", help="write FILE (atomically) instead of stdout")
+    out.add_argument(
+        "--write",
+        action="store_true",
+        help="update the inventory file the config names, keeping its comments",
+    )
+    p.add_argument("--root", metavar="PATH", help="the repo for --write (default: .)")
+    p.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="with --write: update that cluster's inventory file (docs/clusters.md)",
+    )
+    p.add_argument(
+        "--config", metavar="FILE", help="config file (default: ROOT/.gpudrv-check.yaml)"
+    )
+    p.add_argument(
+        "--max-bytes",
+        metavar="N",
+        type=_positive_int,
+        help=f"largest export read (default: {DEFAULT_MAX_BYTES})",
+    )
+
+
+def _command(sub, name: str, short: str) -> argparse.ArgumentParser:
+    """A subcommand with its description and examples in --help."""
+    import argparse
+
+    description, examples = HELP[name]
+    return sub.add_parser(
+        name,
+        help=short,
+        description=description,
+        epilog="examples:\n" + "\n".join("  " + line for line in examples.splitlines()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def _rule_list(text: str) -> list[str]:
+    """`--select GPU001,GPU010` (repeatable: `--select GPU001 --select GPU010`)."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _check_options(p: argparse.ArgumentParser, ordered: type) -> None:
     p.set_defaults(report_args=[])
     p.add_argument(
         "--format",
         dest="format",
-        action=_Ordered,
+        action=ordered,
         choices=REPORT_FORMATS,
         help="report format; repeatable (default: text, or github when GITHUB_ACTIONS=true)",
     )
     p.add_argument(
         "--output",
         dest="output",
-        action=_Ordered,
+        action=ordered,
         metavar="FILE",
         help="write the --format just before it to FILE ('-': stdout); the summary line "
         "still goes to stdout",
@@ -184,6 +323,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="pull-request mode: report only findings that are new since git revision REV",
     )
     p.add_argument(
+        "--select",
+        metavar="RULE[,RULE...]",
+        type=_rule_list,
+        action="extend",
+        help="only these rules, by id or name (comma-separated; repeatable)",
+    )
+    p.add_argument(
+        "--ignore",
+        metavar="RULE[,RULE...]",
+        type=_rule_list,
+        action="extend",
+        help="not these rules, by id or name (comma-separated; repeatable)",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="errors only and no summary (text and concise formats)",
+    )
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the severities (default: auto: on a terminal, unless NO_COLOR is set or "
+        "FORCE_COLOR asks for it)",
+    )
+    p.add_argument(
         "--cache-dir",
         metavar="DIR",
         help="content-hash cache of parsed files and results (default: "
@@ -195,38 +361,61 @@ def build_parser() -> argparse.ArgumentParser:
         help="neither read nor write the cache",
     )
 
-    p = sub.add_parser("audit", help="driver images each GPU node needs vs the support matrix")
+
+def _format_option(p: argparse.ArgumentParser, *choices: str) -> None:
+    p.add_argument(
+        "--format",
+        choices=choices or ("text", "json"),
+        default="text",
+        help="output format (default: text)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    _Ordered, _Parser = _parser_classes()
+    parser = _Parser(
+        prog="gpudrv-check",
+        description="Offline policy checks for Kubernetes GPU clusters kept in Git.",
+        epilog="`gpudrv-check COMMAND --help` describes a command, with examples.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"gpudrv-check {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = _command(sub, "check", "run every rule and report findings")
+    _repo_options(p)
+    _check_options(p, _Ordered)
+
+    p = _command(sub, "audit", "driver images each GPU node needs vs the support matrix")
     _repo_options(p)
 
-    p = sub.add_parser("tag", help="print the precompiled driver image tag of one node")
+    p = _command(sub, "tag", "print the precompiled driver image tag of one node")
     p.add_argument("node", metavar="NODE")
     _repo_options(p)
 
-    p = sub.add_parser(
-        "operands", help="which GPU Operator operand runs on which node, and DaemonSet counts"
+    p = _command(
+        sub, "operands", "which GPU Operator operand runs on which node, and DaemonSet counts"
     )
     _repo_options(p)
-    p.add_argument(
-        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
-    )
+    _format_option(p)
 
-    p = sub.add_parser("place", help="the nodes each workload can land on, or why none")
+    p = _command(sub, "place", "the nodes each workload can land on, or why none")
     _repo_options(p)
     p.add_argument(
         "--workload",
         metavar="KIND/NAMESPACE/NAME",
         help="only this workload, with every node's verdict",
     )
-    p.add_argument(
-        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
-    )
+    _format_option(p)
 
-    p = sub.add_parser("report", help="driver facts as KEY=value lines (nodes, skew, states)")
+    p = _command(sub, "report", "driver facts as KEY=value lines (nodes, skew, states)")
     _repo_options(p)
     p.add_argument("--node", metavar="NAME", help="add this node's TAG= and UPGRADE_STATE=")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    _format_option(p)
 
-    p = sub.add_parser("plan", help="the ordered driver upgrade of one node, step by step")
+    p = _command(sub, "plan", "the ordered driver upgrade of one node, step by step")
     p.add_argument("node", metavar="NODE")
     p.add_argument(
         "--driver", metavar="VERSION", required=True, help="target driver version, e.g. 550.90.07"
@@ -244,11 +433,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="300s",
         help="--timeout of the drain command (default: 300s)",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    _format_option(p)
 
-    p = sub.add_parser(
-        "rehearse", help="rehearse the operator's driver upgrade over every GPU node"
-    )
+    p = _command(sub, "rehearse", "rehearse the operator's driver upgrade over every GPU node")
     _repo_options(p)
     target = p.add_mutually_exclusive_group()
     target.add_argument(
@@ -259,14 +446,39 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="each node to the newest driver branch the support matrix has for it",
     )
-    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    _format_option(p, "text", "json", "markdown")
 
-    p = sub.add_parser("rules", help="list the built-in rules")
-    p.add_argument("--format", choices=("text", "markdown"), default="text")
+    _inventory_parser(_command(sub, "inventory", "import node facts from `kubectl get nodes`"))
 
-    p = sub.add_parser("explain", help="show the documentation of one rule")
+    p = _command(sub, "rules", "list the built-in rules")
+    _format_option(p, "text", "markdown")
+
+    p = _command(sub, "explain", "show the documentation of one rule")
     p.add_argument("rule", metavar="RULE", help="rule id (GPU001) or name (driver-image-missing)")
+
+    p = _command(sub, "completion", "print a shell completion script")
+    p.add_argument("shell", choices=("bash", "zsh"), help="the shell")
     return parser
+
+
+def command_words() -> dict[str, tuple[list[str], dict[str, list[str]]]]:
+    """Per command: its long option strings, and the choices of the options that have them
+    (what shell completion offers; read from the parser, so it never drifts)."""
+    import argparse
+
+    found: dict[str, tuple[list[str], dict[str, list[str]]]] = {}
+    for action in build_parser()._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for name, sub in action.choices.items():
+            flags: set[str] = set()
+            choices: dict[str, list[str]] = {}
+            for option in sub._actions:
+                flags.update(s for s in option.option_strings if s.startswith("--"))
+                for flag in option.option_strings if option.choices else ():
+                    choices[flag] = [str(c) for c in option.choices or ()]
+            found[name] = (sorted(flags), choices)
+    return found
 
 
 def _is_late_path(args: argparse.Namespace, extras: list[str]) -> bool:
@@ -276,6 +488,20 @@ def _is_late_path(args: argparse.Namespace, extras: list[str]) -> bool:
         and hasattr(args, "path")
         and args.path is None
     )
+
+
+def default_path(cwd: str | None = None) -> str:
+    """PATH when none is given: the nearest directory from the working directory up that
+    holds `.gpudrv-check.yaml`, not past the top of its git repository; else `.`."""
+    start = os.path.abspath(cwd or os.getcwd())
+    here = start
+    while True:
+        if os.path.isfile(os.path.join(here, ".gpudrv-check.yaml")):
+            return "." if here == start else os.path.relpath(here, start)
+        parent = os.path.dirname(here)
+        if parent == here or os.path.exists(os.path.join(here, ".git")):
+            return "."
+        here = parent
 
 
 def _never_fail_to_print() -> None:
@@ -300,18 +526,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.path = extras.pop()
     if extras:
         parser.error(f"unrecognized arguments: {' '.join(extras)}")
-    if hasattr(args, "path") and args.path is None:
-        args.path = "."
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if hasattr(args, "path") and args.path is None:
+        args.path = default_path()
     from gpudrv_check.core.signals import Terminated, terminate_on_sigterm
 
     try:
         from gpudrv_check.cli.commands import dispatch
+        from gpudrv_check.cli.options import from_namespace
 
+        options = from_namespace(args)
         with terminate_on_sigterm():
-            return dispatch(args)
+            return dispatch(options)
     except KeyboardInterrupt:
         sys.stderr.write("gpudrv-check: interrupted\n")
         return EXIT_SIGINT

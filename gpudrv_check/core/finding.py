@@ -174,6 +174,9 @@ class Finding(BaseModel):
     # line shifts, used by baselines and pull-request mode
     path: list[str | int] = Field(default_factory=list)
     suppressed_by: str | None = None
+    # the cluster(s) the finding is about, in a repo of several (model/clusters.py); None: the
+    # repo is one cluster, or the finding is about a file, whatever cluster applies it
+    cluster: str | None = None
 
     @field_validator("message", "hint")
     @classmethod
@@ -205,6 +208,8 @@ class Finding(BaseModel):
             identity = ("file", self.location.file)
         path = "/".join(str(p) for p in self.path)
         raw = "\x1f".join((self.rule, *identity, path, "" if self.path else self.message))
+        if self.cluster is not None:  # the same object in two clusters is two findings
+            raw += "\x1fcluster\x1f" + self.cluster
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
 

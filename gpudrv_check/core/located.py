@@ -110,19 +110,6 @@ def locate(node: Any, path: Iterable[PathItem]) -> Pos:
     return pos
 
 
-def value_pos(node: Any, path: Iterable[PathItem]) -> Pos:
-    """Position of the value at `path` when it is a container, else of its key."""
-    target: Any = node
-    steps = list(path)
-    for step in steps:
-        try:
-            target = target[step]
-        except (KeyError, IndexError, TypeError):
-            return locate(node, steps)
-    pos = getattr(target, "pos", None)
-    return pos if pos is not None else locate(node, steps)
-
-
 def scalar_text(container: Any, key: PathItem) -> str | None:
     """The value at `container[key]` as Kubernetes would store it in a string field.
 

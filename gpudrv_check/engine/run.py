@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Finding, Location, Severity
+from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.model.clusters import Cluster, discover
 from gpudrv_check.model.coverage import SkippedRules
 from gpudrv_check.model.disruption import build_pdbs
 from gpudrv_check.model.identity import Copies, one_per_identity
@@ -26,9 +29,15 @@ from gpudrv_check.read.manifests import (
     read_repo,
 )
 from gpudrv_check.read.matrix import Matrix, parse_matrix
-from gpudrv_check.read.policy import RulePolicy, catalog, rule_settings, validate_rule_settings
+from gpudrv_check.read.policy import (
+    RulePolicy,
+    builtin,
+    catalog,
+    rule_settings,
+    validate_rule_settings,
+)
 from gpudrv_check.read.source import Source, clean_rel
-from gpudrv_check.read.tree import Listing, Skipped, WorkingTree
+from gpudrv_check.read.tree import FileRef, Listing, Skipped, WorkingTree
 
 if TYPE_CHECKING:
     from gpudrv_check.read.custom_policy import CustomPolicy
@@ -55,6 +64,9 @@ class Run:
     skipped_rules: list[SkippedRules] = field(default_factory=list)
     # `${VAR}` placeholders no Flux Kustomization fills in, per object
     unknowns: Unknowns = field(default_factory=Unknowns)
+    # a repo of several clusters: one run per cluster (the rules evaluate those), else []
+    clusters: list[Run] = field(default_factory=list)
+    cluster: Cluster | None = None  # the cluster this run is, in a repo of several
 
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Severity}
@@ -132,12 +144,12 @@ def _read_repo_file(source: Source, config: Config, rel: str, what: str) -> byte
     kind are checked on the open file (read/safe_io.py)."""
     from gpudrv_check.read.safe_io import Refused, TooLarge
 
+    limit, setting = _limit(config, what)
     try:
-        return source.read(rel, config.max_file_bytes, follow_inside=True)
+        return source.read(rel, limit, follow_inside=True)
     except TooLarge as err:
         raise ConfigError(
-            f"{_WHAT[what]} {rel} is {err.size} bytes, over max_file_bytes "
-            f"({config.max_file_bytes})"
+            f"{_WHAT[what]} {rel} is {err.size} bytes, over {setting} ({limit})"
         ) from None
     except Refused as err:
         if "leaves the repo root" in (err.strerror or ""):
@@ -154,6 +166,13 @@ def _read_repo_file(source: Source, config: Config, rel: str, what: str) -> byte
 _WHAT = {"matrix": "support matrix", "inventory": "inventory"}
 
 
+def _limit(config: Config, what: str) -> tuple[int, str]:
+    """The size limit of a file the config names, and the setting that sets it."""
+    if what == "inventory":
+        return config.max_inventory_bytes, "max_inventory_bytes"
+    return config.max_file_bytes, "max_file_bytes"
+
+
 def _read_limited(path: Path, shown: str, max_bytes: int, root: Path | str = "") -> bytes:
     """A file named on the command line (read/safe_io.py `read_named`)."""
     from gpudrv_check.read.safe_io import TooLarge, read_named
@@ -168,11 +187,17 @@ def _read_limited(path: Path, shown: str, max_bytes: int, root: Path | str = "")
         raise ConfigError(f"cannot read support matrix {shown}: {err.strerror}") from None
 
 
+def _large_inventories(source: Source, config: Config, files: Sequence[FileRef]) -> set[str]:
+    """Inventory files the config names that the walk found over max_file_bytes."""
+    named = {_config_path(source, config, rel, "inventory") for rel in config.inventory}
+    return {f.rel for f in files if f.rel in named and f.size > config.max_file_bytes}
+
+
 def _extra_inventory(
     source: Source, config: Config, inventory: Sequence[str], listed: set[str]
 ) -> list[FileResult]:
     """Inventory files named by the config (inside the repo) and by `--inventory` (on disk)."""
-    from gpudrv_check.read.safe_io import read_named
+    from gpudrv_check.read.safe_io import TooLarge, read_named
 
     results = []
     for rel in config.inventory:
@@ -193,7 +218,12 @@ def _extra_inventory(
             continue
         listed.add(shown)
         try:
-            data = read_named(path, config.max_file_bytes, source.disk_root)
+            data = read_named(path, config.max_inventory_bytes, source.disk_root)
+        except TooLarge as err:
+            raise ConfigError(
+                f"inventory {given} is {err.size} bytes, over max_inventory_bytes "
+                f"({config.max_inventory_bytes})"
+            ) from None
         except OSError as err:
             raise ConfigError(f"cannot read inventory {given}: {err.strerror}") from None
         results.append(parse_manifest_bytes(shown, data))
@@ -202,8 +232,8 @@ def _extra_inventory(
 
 def _render_problem(problem) -> Finding:
     return Finding(
-        rule="GPU009",
-        severity=Severity.WARNING,
+        rule=builtin("not-checkable").id,
+        severity=builtin("not-checkable").severity,
         message=problem.message,
         hint="Fix the kustomization so `kustomize build` works offline, or render it yourself "
         "and pipe the output to `gpudrv-check check -`.",
@@ -218,6 +248,7 @@ def load(
     inventory: Sequence[str] = (),
     options: ReadOptions | None = None,
     matrix_optional: bool = False,
+    cluster: str | None = None,
 ) -> Run:
     """Read a repo (a directory, or any source: a git revision, stdin, Kustomize renderings)
     into the model the rules evaluate. `matrix_optional`: an absent default matrix is one
@@ -254,11 +285,20 @@ def load(
             [*listing.skipped, *(Skipped(rel, "custom policy file") for rel in files)],
             key=lambda s: s.rel,
         )
+    big = _large_inventories(source, config, listing.files)
+    if big:
+        # read below with max_inventory_bytes (_extra_inventory), not as over-limit manifests
+        listing.files = [f for f in listing.files if f.rel not in big]
     if not custom:
-        # nothing reads the content of these kinds unless a custom policy asserts on it
-        from gpudrv_check.read.manifests import SKIM_KINDS
+        # what no built-in rule reads is not built, unless a custom policy may assert on it;
+        # a kind the workload table reads (Knative's Service) keeps its content
+        from gpudrv_check.model.workload_kinds import workload_kinds
+        from gpudrv_check.rules.plan import current_plan
 
-        options = replace(options or ReadOptions(), skim=SKIM_KINDS)
+        plan = current_plan()
+        read_kinds = {k.kind for k in workload_kinds(config).kinds}
+        plan = replace(plan, kinds=plan.kinds - read_kinds)
+        options = replace(options or ReadOptions(), skim=plan)
     options = replace(options or ReadOptions(), max_total_bytes=config.max_total_bytes)
     content = read_repo(source, listing.files, config.max_file_bytes, options)
     content.files.extend(
@@ -266,12 +306,189 @@ def load(
     )
     read = content.manifests  # a new list per access: built once
     unknowns = substitute(read, content.placeholder_files, source)  # fills in, in place
-    manifests, copies = one_per_identity(read)
+    kustomizations = _kustomizations(source, content, config.max_file_bytes)
+    every = discover(config.clusters, [f.rel for f in content.files], read, kustomizations)
+    clusters = _chosen(every, cluster)
+    if not clusters:
+        run = _model(
+            source, config, content, listing, matrix, matrix_missing, custom, rules, unknowns
+        )
+        if content.plan is not None and content.plan.clean and _reads_all_namespaces(run.repo):
+            # a rule reads every namespace in this run (a `reads:` entry with `when:`): read
+            # the namespaces the partition cache would have answered for too
+            again = _every_namespace(options)
+            return load(source, config, matrix_override, inventory, again, matrix_optional)
+        return run
+    if content.plan is not None:  # the partition cache does not know clusters: read all
+        content = read_repo(source, listing.files, config.max_file_bytes, _every_namespace(options))
+        content.files.extend(
+            _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
+        )
+        unknowns = substitute(content.manifests, content.placeholder_files, source)
+    run = _model(source, config, content, listing, matrix, matrix_missing, custom, rules, unknowns)
+    listed = {f.rel for f in content.files}
+    applied = set().union(*(c.files for c in every))
+    unassigned_nodes = {
+        f.rel
+        for f in content.files
+        if f.rel not in applied and any(_is_node_file(m) for m in f.manifests)
+    }
+    for found in clusters:
+        run.clusters.append(
+            _cluster_run(
+                source,
+                config,
+                content,
+                listing,
+                found,
+                matrix_override,
+                matrix,
+                matrix_missing,
+                custom,
+                rules,
+                unknowns,
+                listed,
+                unassigned_nodes,
+            )
+        )
+    run.findings = [
+        *content.problems,
+        *(_render_problem(p) for p in getattr(source, "problems", ())),
+    ]
+    return run
+
+
+def _every_namespace(options: ReadOptions) -> ReadOptions:
+    """The same reading with no partition plan: every file decoded and evaluated."""
+    from gpudrv_check.engine.cache.files import FilesCache
+
+    cache = options.cache
+    if isinstance(cache, FilesCache):
+        cache = FilesCache(cache.cache, None)
+    return replace(options, cache=cache)
+
+
+def _kustomizations(source: Source, content: RepoContent, limit: int) -> dict[str, list[Any]]:
+    """The documents of the repo's kustomization files (most name no kind, so they are no
+    manifests), for what each applies (model/clusters.py)."""
+    from gpudrv_check.read.kustomization import is_kustomization
+    from gpudrv_check.read.text import decode_text
+    from gpudrv_check.read.yaml_docs import parse_text
+
+    out: dict[str, list[Any]] = {}
+    for result in content.files:
+        if not is_kustomization(result.rel):
+            continue
+        if result.manifests:
+            out[result.rel] = [m.data for m in result.manifests]
+            continue
+        try:
+            data = source.read(result.rel, limit)
+        except OSError:
+            continue  # said when the file itself was read
+        text, problem = decode_text(data)
+        if text is not None and problem is None:
+            out[result.rel] = [doc.data for doc in parse_text(text).docs]
+    return out
+
+
+def _chosen(clusters: list[Cluster], name: str | None) -> list[Cluster]:
+    """The clusters to check: all of them, or the one `--cluster` names."""
+    if name is None:
+        return clusters if len(clusters) > 1 else []
+    found = [c for c in clusters if c.name == name]
+    if not found:
+        names = ", ".join(c.name for c in clusters) or "none: the repo is one cluster"
+        raise ConfigError(f"no cluster named {name!r} (clusters: {names})")
+    return found
+
+
+def _cluster_run(
+    source: Source,
+    config: Config,
+    content: RepoContent,
+    listing: Listing,
+    found: Cluster,
+    matrix_override: str | None,
+    matrix: Matrix | None,
+    matrix_missing: str | None,
+    custom: list[CustomPolicy],
+    rules: dict[str, RulePolicy],
+    unknowns: Unknowns,
+    listed: set[str],
+    unassigned_nodes: set[str],
+) -> Run:
+    """One cluster's model: its files, its inventory, its matrix and operator settings, and
+    the node files no cluster applies (a repo-level inventory is every cluster's)."""
+    update: dict = {"inventory": found.inventory}
+    if found.matrix is not None:
+        update["matrix"] = found.matrix
+    if found.operator is not None:
+        update["operator"] = found.operator
+    sub_config = config.model_copy(update=update)
+    shared = _shared(config) | unassigned_nodes
+    files = [f for f in content.files if f.rel in found.files or f.rel in shared]
+    extra = _extra_inventory(source, sub_config, (), set(listed))
+    sub = RepoContent(
+        files=[*files, *extra],
+        skipped=content.skipped,
+        placeholder_files={r for r in content.placeholder_files if r in found.files},
+    )
+    if found.matrix is not None and matrix_override is None:
+        matrix, matrix_missing = load_matrix(source, sub_config, None), None
+    run = _model(
+        source,
+        sub_config,
+        sub,
+        listing,
+        matrix,
+        matrix_missing,
+        custom,
+        rules,
+        Unknowns(by_object=unknowns.by_object),
+        file_problems=False,
+    )
+    run.cluster = found
+    return run
+
+
+def _is_node_file(m: Manifest) -> bool:
+    from gpudrv_check.model.inventory import is_inventory
+
+    return (m.kind == "Node" and m.api_version == "v1") or is_inventory(m)
+
+
+def _shared(config: Config) -> set[str]:
+    """Inventory files the repo's config names: every cluster reads them."""
+    return {clean_rel(rel) or rel for rel in config.inventory}
+
+
+def _model(
+    source: Source,
+    config: Config,
+    content: RepoContent,
+    listing: Listing,
+    matrix: Matrix | None,
+    matrix_missing: str | None,
+    custom: list[CustomPolicy],
+    rules: dict[str, RulePolicy],
+    unknowns: Unknowns,
+    file_problems: bool = True,
+) -> Run:
+    """The model the rules evaluate, built from what was read; `file_problems`: with the
+    findings about the files themselves (a cluster's run leaves them to the repo's)."""
+    manifests, copies = one_per_identity(content.manifests)
     nodes, node_findings = build_inventory(manifests)
     from gpudrv_check.model.node import apply_gpu_presence
+    from gpudrv_check.read.embedded import EmbeddedYaml
 
     gpu_presence = apply_gpu_presence(nodes)
-    workloads, workload_findings = build_workloads(manifests)
+    from gpudrv_check.model.workload_kinds import workload_kinds
+
+    workloads, workload_findings = build_workloads(manifests, workload_kinds(config))
+    from gpudrv_check.model.admission import admit
+
+    admit(workloads, manifests, config)
     pdbs, pdb_findings = build_pdbs(manifests)
     repo = Repo(
         root=str(source.disk_root),
@@ -282,9 +499,12 @@ def load(
         files_read=content.file_count,
         workloads=workloads,
         pdbs=pdbs,
+        embedded=EmbeddedYaml(),
     )
     repo.extras["gpu_presence"] = gpu_presence
-    if content.plan is not None and content.plan.partial:
+    from gpudrv_check.engine.cache.partition import Plan
+
+    if isinstance(content.plan, Plan) and content.plan.partial:
         # the capacity outcome of the full run this partial one stands for (partition.py)
         repo.extras["occupancy_records"] = content.plan.occupancy
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
@@ -303,14 +523,22 @@ def load(
         run.findings.append(matrix_missing_finding(matrix_missing))
     for group in copies:
         run.findings.extend(group.findings())
-    run.findings.extend(content.problems)
+    if file_problems:
+        run.findings.extend(content.problems)
     run.findings.extend(node_findings)
     run.findings.extend(workload_findings)
     run.findings.extend(pdb_findings)
-    run.findings.extend(_render_problem(p) for p in getattr(source, "problems", ()))
+    if file_problems:
+        run.findings.extend(_render_problem(p) for p in getattr(source, "problems", ()))
     if matrix is not None:
         run.findings.extend(matrix.problems)
     return run
+
+
+def _reads_all_namespaces(repo: Repo) -> bool:
+    from gpudrv_check.rules import reading_all_namespaces
+
+    return bool(reading_all_namespaces(repo))
 
 
 def matrix_missing_finding(rel: str) -> Finding:
@@ -318,8 +546,8 @@ def matrix_missing_finding(rel: str) -> Finding:
     from gpudrv_check.model.coverage import MATRIX_HEADER
 
     return Finding(
-        rule="GPU001",
-        severity=Severity.WARNING,
+        rule=builtin("driver-image-missing").id,
+        severity=builtin("driver-image-missing").severity_of("matrix-missing"),
         message=f"no support matrix ({rel}): the driver images of GPU nodes are not checked",
         hint=f"Create {rel} with the header `{MATRIX_HEADER}` and one row per precompiled "
         "driver image you have built (e.g. `550,5.15.0-119-generic,ubuntu22.04`), or point "
@@ -344,6 +572,9 @@ def evaluate(run: Run) -> None:
     from gpudrv_check.rules.context import Context
     from gpudrv_check.rules.declarative import check_within_budget
 
+    if run.clusters:
+        _evaluate_clusters(run)
+        return
     config = run.repo.config
     ctx = Context(run.repo, run.rules)
     checks = {r: c for r, c in registered().items() if rule_enabled(config, r, run.rules)}
@@ -366,11 +597,59 @@ def evaluate(run: Run) -> None:
         merge(run)  # the findings of the namespaces this run did not read again
 
 
+def _evaluate_clusters(run: Run) -> None:
+    """Each cluster's rules on its own model; what several clusters find alike is said once,
+    naming them all. The findings about files (syntax, size) are the repo's, named by none."""
+    from gpudrv_check.engine.exemptions import apply_exemptions
+
+    for sub in run.clusters:
+        evaluate(sub)
+    # a finding dropped for an unknown placeholder in several clusters is one finding
+    run.unknowns.dropped = len(set().union(*(sub.unknowns.dropped_keys for sub in run.clusters)))
+    settled = settle(_note_origins(run, run.findings), run.repo.config, run.rules)
+    run.findings, run.suppressed = apply_exemptions(settled, run.repo, run.rules)
+    for attr in ("findings", "suppressed"):
+        alike: dict[tuple, tuple[Finding, list[str]]] = {}
+        for sub in run.clusters:
+            assert sub.cluster is not None
+            for f in getattr(sub, attr):
+                key = (f.rule, f.severity, f.location, f.message, f.suppressed_by)
+                alike.setdefault(key, (f, []))[1].append(sub.cluster.name)
+        several = len(run.clusters) > 1
+        named = [
+            f.model_copy(
+                update={
+                    "cluster": ",".join(names),
+                    "message": f"[{', '.join(names)}] {f.message}" if several else f.message,
+                }
+            )
+            for f, names in alike.values()
+        ]
+        setattr(run, attr, sorted([*getattr(run, attr), *named], key=Finding.sort_key))
+    run.skipped_rules = _skipped_by_cluster(run.clusters)
+
+
+def _skipped_by_cluster(clusters: list[Run]) -> list[SkippedRules]:
+    """The rules each cluster skipped: once when every cluster skipped them for that reason."""
+    groups: dict[tuple, list[str]] = {}
+    for sub in clusters:
+        assert sub.cluster is not None
+        for group in sub.skipped_rules:
+            groups.setdefault((group.rules, group.reason, group.see), []).append(sub.cluster.name)
+    out = []
+    for (rules, reason, see), names in groups.items():
+        if len(names) != len(clusters):
+            reason = f"{', '.join(names)}: {reason}"
+        out.append(SkippedRules(rules, reason, see))
+    return out
+
+
 def _note_origins(run: Run, findings: list[Finding]) -> list[Finding]:
-    """Findings in a rendered Kustomize stream name the repo file their object came from."""
-    origins = getattr(run.source, "origins", None)
+    """Findings on a rendered Kustomize stream move to the repo file and line their object
+    came from (read/kustomize.py `source_location`), and say which root rendered it."""
+    locate = getattr(run.source, "source_location", None)
     rendered = getattr(run.source, "rendered", None)
-    if origins is None or not rendered:
+    if locate is None or not rendered:
         return findings
     starts: dict[str, list[tuple[int, int]]] = {}
     for m in run.repo.manifests:
@@ -379,13 +658,27 @@ def _note_origins(run: Run, findings: list[Finding]) -> list[Finding]:
     out = []
     for f in findings:
         docs = starts.get(f.location.file)
-        if docs:
+        if docs is not None:
             doc = max(((line, d) for line, d in docs if line <= f.location.line), default=None)
-            paths = origins(f.location.file)
-            if doc is not None and doc[1] < len(paths) and paths[doc[1]]:
-                f = f.model_copy(update={"message": f"{f.message} (source: {paths[doc[1]]})"})
+            kind = f.object.kind if f.object else ""
+            name = f.object.name if f.object else None
+            file, line, column = locate(f.location.file, doc[1] if doc else -1, kind, name, f.path)
+            root = posixpath.dirname(file_of_root(f.location.file)) or "."
+            f = f.model_copy(
+                update={
+                    "location": Location(file=file, line=line, column=column),
+                    "message": f"{f.message} (as rendered by kustomize build {root})",
+                }
+            )
         out.append(f)
     return out
+
+
+def file_of_root(rendered: str) -> str:
+    """The kustomization file of a rendered stream's name."""
+    from gpudrv_check.read.kustomize import RENDERED_SUFFIX
+
+    return rendered.removesuffix(RENDERED_SUFFIX)
 
 
 def rule_enabled(config: Config, rule_id: str, rules: dict[str, RulePolicy] | None = None) -> bool:

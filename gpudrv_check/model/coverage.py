@@ -1,10 +1,11 @@
 """What a run could not check, and why: said in the summary, JSON and SARIF, never silent.
 
-A rule declares what it cannot run without (`needs:` in its `policies/rules/<ID>.yaml`): any
+A rule declares what it cannot run without (`needs:` in its `rules/<ID>_<name>/rule.yaml`): any
 node, a GPU node, the support matrix. A repo without them still gets every other rule; the
 ones that need them are skipped, and the report says which, why, and what file to add. GPU
-workloads of kinds the checker does not model yet (a RayCluster, a Kubeflow job) are counted
-so their absence from the findings is not taken for a pass.
+workloads of kinds the checker does not model (neither a core kind nor in the workload table,
+policies/workloads.yaml) are counted so their absence from the findings is not taken for a
+pass.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gpudrv_check.k8s.numbers import parse_digits
 if TYPE_CHECKING:
     from gpudrv_check.core.manifest import Manifest
     from gpudrv_check.model.repo import Repo
+    from gpudrv_check.model.workload_kinds import KindTable
     from gpudrv_check.read.policy import RulePolicy
 
 NODES_SECTION = 'README "Where the nodes come from"'
@@ -125,14 +127,30 @@ def requests_gpus(data: Any) -> bool:
     return False
 
 
-def unmodelled_gpu_workloads(manifests: Iterable[Manifest]) -> list[Manifest]:
-    """Objects of kinds without a modelled pod template that still request GPUs."""
+def unmodelled_gpu_workloads(
+    manifests: Iterable[Manifest],
+    kinds: KindTable | None = None,
+    modelled: set[int] | None = None,
+) -> list[Manifest]:
+    """Objects of kinds without a modelled pod template (core kinds and the workload table)
+    that still request GPUs; with ``modelled`` (ids of the manifests that gave workloads), also
+    the objects that run another's templates when that one is not in the repo (a TrainJob
+    whose runtime the operator installs)."""
     from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
+    from gpudrv_check.model.workload_kinds import builtin_kind_table
+
+    table = kinds if kinds is not None else builtin_kind_table()
+
+    def unread(m: Manifest) -> bool:
+        entry = table.lookup(m.api_version, m.kind)
+        if entry is None:
+            return True
+        return entry.uses is not None and modelled is not None and id(m) not in modelled
 
     return [
         m
         for m in manifests
-        if m.kind not in POD_SPEC_PATHS and m.kind != "Node" and requests_gpus(m.data)
+        if m.kind not in POD_SPEC_PATHS and m.kind != "Node" and unread(m) and requests_gpus(m.data)
     ]
 
 

@@ -46,18 +46,17 @@ DRIVER_PART_LABELS = (
     ),
     ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev"),
 )
-_TABLE_KEYS = frozenset(("version", "min_driver", "minor_version_compat", "images"))
+_TABLE_KEYS = frozenset(("version", "min_driver", "minor_version_compat", "images", "releases"))
 
 
 @lru_cache(maxsize=1)
 def builtin_cuda_table() -> CudaTable:
-    from gpudrv_check.core.resources import read_resource
-    from gpudrv_check.read.yaml_docs import parse_text
+    """policies/cuda.yaml (read by read/packaged.py), as a table."""
+    from gpudrv_check.read.packaged import packaged_yaml
 
-    parsed = parse_text(read_resource("policies", "cuda.yaml"))
-    table, problems = parse_cuda_table(parsed.docs[0].data if parsed.docs else None)
-    if parsed.problems or problems:
-        raise RuntimeError(f"broken built-in policies/cuda.yaml: {parsed.problems or problems}")
+    table, problems = parse_cuda_table(packaged_yaml("policies", "cuda.yaml"))
+    if problems:
+        raise RuntimeError(f"broken built-in policies/cuda.yaml: {problems}")
     return table
 
 
@@ -74,7 +73,7 @@ def cuda_table(config: Config) -> CudaTable:
             f"cuda: unknown key {quoted(unknown[0])} (expected {', '.join(sorted(_TABLE_KEYS))})",
             config.source,
         )
-    parsed, problems = parse_cuda_table(extension)
+    parsed, problems = parse_cuda_table(extension, base.releases)
     if problems:
         raise config.error(f"cuda: {problems[0]}", "cuda", *_problem_path(problems[0]))
     return merge_tables(base, parsed)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from gpudrv_check.core.finding import Finding, ObjectRef, Severity
+from gpudrv_check.core.finding import Finding, ObjectRef
 from gpudrv_check.core.located import Path, locate
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.disruption import (
@@ -38,6 +38,7 @@ from gpudrv_check.model.node import Node
 from gpudrv_check.model.occupancy import pod_count
 from gpudrv_check.model.spread import DomainCache, Spread, namespace_labels, workload_spread
 from gpudrv_check.model.workload import SCALABLE_KINDS, Workload
+from gpudrv_check.read.policy import builtin
 
 if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
@@ -153,8 +154,8 @@ def build_pdbs(manifests: list[Manifest]) -> tuple[list[PDB], list[Finding]]:
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)[1:]
             findings.append(
                 Finding(
-                    rule="GPU040",
-                    severity=Severity.ERROR,
+                    rule=builtin("invalid-field").id,
+                    severity=builtin("invalid-field").severity,
                     message=f"{pdb.title}: {where}: {problem.message}; the API server rejects "
                     "it, so no budget is in force",
                     hint="Set exactly one of minAvailable or maxUnavailable, each an integer "
@@ -185,6 +186,10 @@ class WorkloadPods:
     def group(self) -> PodGroup:
         kind = self.workload.kind
         name = self.workload.name or "?"
+        if self.workload.owner_kind:  # a custom resource's template (policies/workloads.yaml)
+            owner = self.workload.owner_kind
+            scale = self.workload.owner_replicas if self.workload.owner_scalable else None
+            return PodGroup(owner, self.workload.owner_name or name, scale, self.pods, self.healthy)
         if kind == "Pod":
             return PodGroup("", name, None, self.pods, self.healthy)
         if kind == "CronJob":
@@ -290,7 +295,7 @@ class Disruption:
                 workload, pods, healthy, eligible, spread, gpu, gpu_names
             )
         self._covering: dict[int, list[PDB]] = {id(w): [] for w in repo.workloads}
-        index = _LabelIndex(repo.workloads)
+        index = _LabelIndex([w for w in repo.workloads if not w.template_only])
         self.coverages: list[Coverage] = []
         for pdb in repo.pdbs:
             if not pdb.valid:

@@ -231,3 +231,36 @@ def _split(result: TagResult, node: Node, repo: Repo) -> tuple[str, str, str]:
     facts = node_facts(node, repo)
     ostag = os_tag(facts.os_id, facts.os_version_id, operator_version(repo)) or ""
     return facts.driver_major or "", facts.kernel or "", ostag
+
+
+@dataclass(frozen=True)
+class FleetCell:
+    """GPU nodes that need the same driver image: one cell of the fleet picture."""
+
+    branch: str
+    kernel: str
+    os_tag: str
+    nodes: tuple[str, ...]
+    missing: bool  # the image is not in the support matrix (the audit's MISSING)
+
+
+def fleet(repo: Repo) -> tuple[list[FleetCell], list[str]]:
+    """The audited GPU nodes by driver branch × kernel × OS tag (the audit's own entries), and
+    the nodes whose tag cannot be computed (MISSING-LABEL)."""
+    cells: dict[tuple[str, str, str], list[AuditEntry]] = {}
+    unknown: list[str] = []
+    for entry in audit_entries(repo):
+        if not entry.result.ok:
+            unknown.append(entry.node.name)
+            continue
+        planned = entry.planned
+        if planned is not None and planned.matrix_key is not None:
+            key = tuple(planned.matrix_key)
+        else:
+            key = _split(entry.result, entry.node, repo)
+        cells.setdefault((key[0], key[1], key[2]), []).append(entry)
+    out = [
+        FleetCell(b, k, o, tuple(e.node.name for e in entries), any(e.missing for e in entries))
+        for (b, k, o), entries in sorted(cells.items())
+    ]
+    return out, unknown

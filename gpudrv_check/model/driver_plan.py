@@ -64,19 +64,20 @@ from gpudrv_check.nvidia.operands import (
     sandbox_workloads_enabled,
     workload_config,
 )
+from gpudrv_check.read.policy import builtin
 
 LABELS = "labels"  # no operator configuration: the node labels are the whole story
 CLUSTERPOLICY = "clusterpolicy"
 NVIDIADRIVER = "nvidiadriver"
 DISABLED = "disabled"  # driver.enabled: false
 
-# rule ids of the problems the plan finds (their policies are policies/rules/<id>.yaml)
-LABEL_MISSING = "GPU002"
-OS_CONFLICT = "GPU003"
-OS_MIXED = "GPU013"
-VERSION_FORM = "GPU014"
-OWNER_CONFLICT = "GPU015"
-UPGRADE_PENDING = "GPU016"
+# the rules of the problems the plan finds, by name (their ids: read/policy.py `builtin`)
+LABEL_MISSING = "driver-tag-label-missing"
+OS_CONFLICT = "precompiled-os-conflict"
+OS_MIXED = "driver-os-tag-mixed"
+VERSION_FORM = "driver-image-spec-invalid"
+OWNER_CONFLICT = "nvidiadriver-owner-conflict"
+UPGRADE_PENDING = "driver-version-change"
 
 MIXED_OS_FIX = (
     "Run one OS release on every GPU node of the cluster, or let NVIDIADriver CRs install the "
@@ -383,7 +384,7 @@ def _cluster_policy_problems(
         groups = "; ".join(f"{tag} ({', '.join(nodes)})" for tag, nodes in cluster.by_tag.items())
         plan.problems.append(
             DriverProblem(
-                OS_MIXED,
+                builtin(OS_MIXED).id,
                 source.manifest,
                 source.path(),
                 source.location(),
@@ -399,7 +400,7 @@ def _cluster_policy_problems(
         if why is not None:
             plan.problems.append(
                 DriverProblem(
-                    VERSION_FORM,
+                    builtin(VERSION_FORM).id,
                     source.manifest,
                     source.path("version"),
                     source.location("version"),
@@ -432,7 +433,7 @@ def _kernel_os_conflicts(repo: Any, plan: DriverPlan, source: DriverSource) -> N
             key = str(keys["os_version_id"])
             plan.problems.append(
                 DriverProblem(
-                    OS_CONFLICT,
+                    builtin(OS_CONFLICT).id,
                     node,
                     node.label_path(key),
                     node.label_location(key),
@@ -455,7 +456,7 @@ def _upgrade_problem(
     what = "NVIDIADriver " + source.name if source.kind == NVIDIADRIVER else source.name
     plan.problems.append(
         DriverProblem(
-            UPGRADE_PENDING,
+            builtin(UPGRADE_PENDING).id,
             source.manifest,
             source.path("version"),
             source.location("version"),
@@ -539,7 +540,7 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
         cr, src = by_name[problem.driver]
         plan.problems.append(
             DriverProblem(
-                OWNER_CONFLICT,
+                builtin(OWNER_CONFLICT).id,
                 src.manifest,
                 src.path(*problem.key) if src.cr is not None else src.path("nvidiaDriverCRD"),
                 _cr_location(src, problem.key),
@@ -581,7 +582,7 @@ def _cr_version_problems(
     for error in image_errors:
         plan.problems.append(
             DriverProblem(
-                VERSION_FORM,
+                builtin(VERSION_FORM).id,
                 src.manifest,
                 src.path("version"),
                 _cr_location(src, ("version",)),

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpudrv_check.core.finding import Finding, Severity
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.read.policy import builtin
 
 WHY = "deepest path first, as an overlay sits below its base; then path order"
 
@@ -49,8 +50,8 @@ class Copies:
         what = f"{self.used.kind} {ns}{self.used.name}"
         return [
             Finding(
-                rule="GPU009",
-                severity=Severity.INFO,
+                rule=builtin("not-checkable").id,
+                severity=builtin("not-checkable").severity_of("duplicate-differs"),
                 message=f"{what} is also in {_where(self.used)}, which differs and is the copy "
                 f"checked ({WHY}); this copy is not checked",
                 hint="Keep one copy of the object, or render the overlay (`kustomize build`) "

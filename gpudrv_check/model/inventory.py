@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any
 
@@ -11,6 +10,7 @@ from gpudrv_check.core.located import LMap, Path, scalar_text, schema_error_path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.numbers import TOO_LARGE, too_large
 from gpudrv_check.model.node import Node, entry_to_object_path
+from gpudrv_check.read.policy import builtin, default_severity
 
 INVENTORY_API = "gpudrv-check.io/v1alpha1"
 INVENTORY_KIND = "NodeInventory"
@@ -23,11 +23,11 @@ def _finding(
     message: str,
     hint: str,
     node: str | None,
-    severity: Severity = Severity.ERROR,
+    severity: Severity | None = None,
 ) -> Finding:
     return Finding(
         rule=rule,
-        severity=severity,
+        severity=severity or default_severity(rule),
         message=message,
         hint=hint,
         location=manifest.location(path),
@@ -58,7 +58,7 @@ def _string_map(
     if not isinstance(value, dict):
         findings.append(
             _finding(
-                "GPU040",
+                builtin("invalid-field").id,
                 manifest,
                 path,
                 f"{what}s must be a mapping of strings, not a {type_name(value)}",
@@ -76,7 +76,7 @@ def _string_map(
         if text is None:
             findings.append(
                 _finding(
-                    "GPU040",
+                    builtin("invalid-field").id,
                     manifest,
                     (*path, key),
                     f"{what} {quoted(key)} must be a string, not a {type_name(item)}",
@@ -89,14 +89,13 @@ def _string_map(
             kind = "boolean" if isinstance(item, bool) else "number"
             findings.append(
                 _finding(
-                    "GPU007",
+                    builtin("label-value-not-string").id,
                     manifest,
                     (*path, key),
                     f"{what} {quoted(key)} is written as a YAML {kind} ({text}); the API server "
                     "rejects non-string label values",
                     f'Quote it: `{key}: "{text}"`.',
                     node,
-                    Severity.WARNING,
                 )
             )
         out[key] = text
@@ -118,7 +117,7 @@ def _quantities(
         if key == "nvidia.com/gpu" and too_large(text):
             findings.append(
                 _finding(
-                    "GPU040",
+                    builtin("invalid-field").id,
                     manifest,
                     (*path, key),
                     f"{key} {quoted(text)} is {TOO_LARGE}",
@@ -142,7 +141,7 @@ def _taints(manifest: Manifest, path: Path, node: str, findings: list[Finding]) 
     for problem in problems:
         findings.append(
             _finding(
-                "GPU040",
+                builtin("invalid-field").id,
                 manifest,
                 (*path, *problem.path),
                 f"taint: {problem.message}",
@@ -162,7 +161,7 @@ def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | Non
     if not manifest.name:
         findings.append(
             _finding(
-                "GPU040",
+                builtin("invalid-field").id,
                 manifest,
                 ("metadata", "name"),
                 "Node without metadata.name; skipped",
@@ -176,7 +175,7 @@ def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | Non
     if unschedulable is not None and not isinstance(unschedulable, bool):
         findings.append(
             _finding(
-                "GPU040",
+                builtin("invalid-field").id,
                 manifest,
                 ("spec", "unschedulable"),
                 "spec.unschedulable must be true or false",
@@ -203,9 +202,9 @@ def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | Non
 def _inventory_validator() -> Any:
     from jsonschema import Draft202012Validator
 
-    from gpudrv_check.core.resources import read_resource
+    from gpudrv_check.read.packaged import packaged_json
 
-    schema = json.loads(read_resource("schemas", "inventory.schema.json"))
+    schema = packaged_json("schemas", "inventory.schema.json")
     return Draft202012Validator(schema)
 
 
@@ -231,7 +230,7 @@ def _nodes_from_inventory(manifest: Manifest, findings: list[Finding]) -> list[N
             doc_ok = False
         findings.append(
             _finding(
-                "GPU005",
+                builtin("invalid-inventory").id,
                 manifest,
                 path,
                 f"inventory: {_short_message(error)}",
@@ -303,8 +302,8 @@ def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding
         where = first.location(first.name_path)
         findings.append(
             Finding(
-                rule="GPU004",
-                severity=Severity.ERROR,
+                rule=builtin("duplicate-node").id,
+                severity=builtin("duplicate-node").severity,
                 message=f"node {quoted(node.name)} is defined twice (first at {where}); "
                 "the first definition is used",
                 hint="Remove the stale entry.",

@@ -10,6 +10,7 @@ Semantics: nvidia/mig.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.manifest import Manifest
@@ -17,6 +18,7 @@ from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.mig import MIG_CONFIG_LABEL, advertised_mig, mig_configs
 
 if TYPE_CHECKING:
+    from gpudrv_check.model.operator import EmbeddedReader
     from gpudrv_check.model.repo import Repo
 
 DEFAULT_STRATEGY = "single"
@@ -38,19 +40,19 @@ class MigState:
         return self.profiles.get(name) if name is not None else None
 
 
-def _parse(text: object) -> Any:
-    from gpudrv_check.read.yaml_docs import parse_text
-
+def _parse(reader: EmbeddedReader, text: object) -> Any:
+    """The first document of a config key, as mig-parted reads one (None: no YAML)."""
     if not isinstance(text, str):
         return None
-    parsed = parse_text(text)
-    return parsed.docs[0].data if parsed.docs and not parsed.failed else None
+    docs = reader.documents(text)
+    return docs[0] if docs else None
 
 
+@cache
 def _default_profiles() -> dict[str, dict[str, int] | None]:
-    from gpudrv_check.core.resources import read_resource
+    from gpudrv_check.read.packaged import packaged_yaml
 
-    data = _parse(read_resource("policies", "mig-profiles.yaml").decode())
+    data = packaged_yaml("policies", "mig-profiles.yaml")
     profiles = data.get("profiles") if isinstance(data, dict) else None
     out: dict[str, dict[str, int] | None] = {}
     for name, devices in (profiles or {}).items():
@@ -76,10 +78,13 @@ def build_mig(repo: Repo) -> MigState | None:
         )
         if manifest is None:
             return None  # not in the repo: nothing to check it against
-        profiles, error = mig_configs(_parse(manifest.get("data", "config.yaml")))
+        text = manifest.get("data", "config.yaml")
+        profiles, error = mig_configs(_parse(repo.embedded_reader, text))
         state = MigState(strategy, f"ConfigMap {custom}", profiles, manifest, error)
     else:
-        state = MigState(strategy, "the GPU Operator's default MIG profiles", _default_profiles())
+        state = MigState(
+            strategy, "the GPU Operator's default mig-parted config", _default_profiles()
+        )
     state.nodes = labelled
     return state
 

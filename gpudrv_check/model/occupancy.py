@@ -37,7 +37,7 @@ from gpudrv_check.k8s.scheduler import Insufficient, fit_error_message, fits_req
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.placement import Placement
 from gpudrv_check.model.spread import namespace_labels, workload_spread
-from gpudrv_check.model.workload import SCALABLE_KINDS, Workload
+from gpudrv_check.model.workload import Workload
 
 if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
@@ -47,8 +47,10 @@ REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 
 def pod_count(workload: Workload, eligible: int) -> int:
     """Pods the workload has while it runs (Job/CronJob: parallelism; DaemonSet: one per node)."""
-    if workload.api_rejects:
-        return 0  # the API server refuses the object: its pods never exist
+    if workload.api_rejects or workload.template_only:
+        return 0  # the API server refuses the object, or pods come from the objects using it
+    if workload.owner_kind:
+        return workload.replicas or 0
     kind = workload.kind
     if kind == "DaemonSet":
         return eligible
@@ -57,9 +59,7 @@ def pod_count(workload: Workload, eligible: int) -> int:
         return value if isinstance(value, int) and not isinstance(value, bool) else 1
     if kind == "Job":
         return workload.replicas if workload.replicas is not None else 1
-    if kind in SCALABLE_KINDS or kind == "Pod":
-        return workload.replicas or 0
-    return 0
+    return workload.replicas or 0
 
 
 @dataclass
@@ -80,8 +80,7 @@ class Replicas:
         return [i for i, n in enumerate(self.nodes) if n is None]
 
     def pod_name(self, index: int) -> str:
-        w = self.workload
-        return f"{w.kind}/{w.namespace}/{w.name or '?'}#{index}"
+        return pod_name(self.workload, index)
 
 
 class Occupancy:
@@ -212,7 +211,7 @@ class Occupancy:
         self.pods[node] += 1
         if "pods" in allocatable and self.pods[node] >= allocatable["pods"]:
             self._full.setdefault("pods", set()).add(node)
-        self.holders[node].append(f"{workload.kind}/{workload.namespace}/{workload.name}#{index}")
+        self.holders[node].append(pod_name(workload, index))
         return node
 
     # --- what the scheduler says about a Pending replica ------------------------------------
@@ -248,9 +247,16 @@ class Occupancy:
         return fit_error_message(total, reasons, postfilter_message=postfilter), tuple(short)
 
 
+def pod_name(workload: Workload, index: int) -> str:
+    """How `place` and GPU010 name one replica: ``Deployment/ml/web#0`` (with the template's
+    role for a custom kind: ``RayCluster/ml/llm worker group gpu#0``)."""
+    role = f" {workload.role}" if workload.role else ""
+    return f"{workload.kind}/{workload.namespace}/{workload.name or '?'}{role}#{index}"
+
+
 def _record_key(workload: Workload) -> str:
     m = workload.manifest
-    return f"{m.file}\0{m.doc}\0{m.item}\0{workload.key}"
+    return f"{m.file}\0{m.doc}\0{m.item}\0{workload.key}\0{workload.role or ''}"
 
 
 def _order(workload: Workload) -> tuple:

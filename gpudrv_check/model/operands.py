@@ -71,6 +71,7 @@ from gpudrv_check.nvidia.operands import (
     sandbox_workloads_enabled,
     workload_config,
 )
+from gpudrv_check.read.policy import builtin
 
 if TYPE_CHECKING:
     from gpudrv_check.model.operator import OperatorConfig
@@ -221,6 +222,12 @@ class OperandPlacement:
 
     def running(self, node: str) -> tuple[str, ...]:
         return tuple(op for op, cell in self.cells.get(node, {}).items() if cell.running)
+
+    def chain(self, node: str) -> str:
+        """`broken` (a link is missing: GPU030), `ok` (operands run), or `none`."""
+        if self.breaks.get(node):
+            return "broken"
+        return "ok" if self.running(node) else "none"
 
 
 # --- finding operand DaemonSets in the repo ---------------------------------------------------
@@ -799,7 +806,7 @@ def _no_pool_cause(repo: Repo, node: Node, config: OperatorConfig | None) -> Cau
     entry = plan.nodes.get(node.name)
     if plan.mode != NVIDIADRIVER or entry is None or entry.pool is not None:
         return None
-    conflicts = plan.of_rule(OWNER_CONFLICT)
+    conflicts = plan.of_rule(builtin(OWNER_CONFLICT).id)
     if conflicts:
         first = conflicts[0]
         detail = "no NVIDIADriver owns it: the owner assignment fails (GPU015)"

@@ -24,12 +24,21 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gpudrv_check.core.finding import Location, quoted
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.numbers import parse_digits, parse_int64
+
+
+class EmbeddedReader(Protocol):
+    """What reads YAML written inside a string (read/embedded.py `EmbeddedYaml`)."""
+
+    def mapping(self, text: str) -> dict[str, Any] | None: ...
+
+    def documents(self, text: str) -> list[Any] | None: ...
+
 
 CHART = "gpu-operator"
 DEFAULT_VALUES_KEY = "values.yaml"
@@ -227,10 +236,10 @@ def _data_path(resource: Manifest, key: str) -> Path:
     return ("data", key)
 
 
-def _values_from(m: Manifest, index: dict, notes: list[str]) -> list[ValuesLayer]:
+def _values_from(
+    m: Manifest, index: dict, notes: list[str], embedded: EmbeddedReader
+) -> list[ValuesLayer]:
     """The layers the HelmRelease's `spec.valuesFrom` references contribute, in order."""
-    from gpudrv_check.read.yaml_docs import parse_text
-
     layers: list[ValuesLayer] = []
     refs = m.get("spec", "valuesFrom")
     if not isinstance(refs, list):
@@ -266,9 +275,8 @@ def _values_from(m: Manifest, index: dict, notes: list[str]) -> list[ValuesLayer
                 continue
             layers.append(ValuesLayer(resource, tree, _data_path(resource, key), True, label))
             continue
-        parsed = parse_text(text)
-        data = parsed.docs[0].data if parsed.docs else None
-        if parsed.problems or not isinstance(data, dict):
+        data = embedded.mapping(text)
+        if data is None:
             notes.append(f"{what} key {key!r} is not a YAML mapping of values; skipped")
             continue
         layers.append(ValuesLayer(resource, data, _data_path(resource, key), True, label))
@@ -286,7 +294,7 @@ def _oci_repository(m: Manifest, index: dict) -> Manifest | None:
     return _find_resource(index, "OCIRepository", name, namespace)
 
 
-def _from_helmrelease(m: Manifest, index: dict) -> OperatorConfig | None:
+def _from_helmrelease(m: Manifest, index: dict, embedded: EmbeddedReader) -> OperatorConfig | None:
     chart = m.get("spec", "chart", "spec", "chart")
     version = m.get("spec", "chart", "spec", "version")
     if not _is_gpu_operator_chart(chart):
@@ -305,7 +313,7 @@ def _from_helmrelease(m: Manifest, index: dict) -> OperatorConfig | None:
         values_path=("spec", "values"),
         chart_version=version if isinstance(version, str) else None,
     )
-    layers = _values_from(m, index, config.notes)
+    layers = _values_from(m, index, config.notes, embedded)
     if layers:
         config.layers = [*layers, ValuesLayer(m, inline, ("spec", "values"), False, "spec.values")]
         merged: dict = {}
@@ -319,7 +327,7 @@ def _is_gpu_operator_chart(name: Any) -> bool:
     return isinstance(name, str) and (name == CHART or name.endswith("/" + CHART))
 
 
-def _from_application(m: Manifest) -> OperatorConfig | None:
+def _from_application(m: Manifest, reader: EmbeddedReader) -> OperatorConfig | None:
     sources: list[tuple[Path, Any]] = []
     single = m.get("spec", "source")
     if isinstance(single, dict):
@@ -347,11 +355,7 @@ def _from_application(m: Manifest) -> OperatorConfig | None:
         values: dict = {}
         embedded = False
         if isinstance(values_text, str):
-            from gpudrv_check.read.yaml_docs import parse_text
-
-            parsed = parse_text(values_text)
-            if parsed.docs and isinstance(parsed.docs[0].data, dict) and not parsed.problems:
-                values = parsed.docs[0].data
+            values = reader.mapping(values_text) or {}
             embedded = True
         return OperatorConfig(
             m,
@@ -364,8 +368,11 @@ def _from_application(m: Manifest) -> OperatorConfig | None:
     return None
 
 
-def find_operator_configs(manifests: list[Manifest]) -> list[OperatorConfig]:
-    """Every statement of the operator's configuration in the repo, in file order."""
+def find_operator_configs(
+    manifests: list[Manifest], embedded: EmbeddedReader
+) -> list[OperatorConfig]:
+    """Every statement of the operator's configuration in the repo, in file order; the Helm
+    values written as YAML text inside a string are read by `embedded` (read/embedded.py)."""
     index: dict[tuple[str, str], list[Manifest]] = {}
     for m in manifests:
         if m.kind in ("ConfigMap", "Secret", "OCIRepository") and m.name:
@@ -381,11 +388,11 @@ def find_operator_configs(manifests: list[Manifest]) -> list[OperatorConfig]:
                 )
             )
         elif m.kind == "HelmRelease" and group == "helm.toolkit.fluxcd.io":
-            config = _from_helmrelease(m, index)
+            config = _from_helmrelease(m, index, embedded)
             if config is not None:
                 found.append(config)
         elif m.kind == "Application" and group == "argoproj.io":
-            config = _from_application(m)
+            config = _from_application(m, embedded)
             if config is not None:
                 found.append(config)
     return found

@@ -30,6 +30,7 @@ from gpudrv_check.k8s.quantity import quantity_value
 from gpudrv_check.k8s.scheduler import (
     REASON_AFFINITY_CONFLICT,
     fit_error_message,
+    fits_request,
     kubelet_rejection,
     reasons_histogram,
 )
@@ -404,9 +405,24 @@ def _cause(workload: Workload, spec: Mapping[str, Any], placement: Placement) ->
     if not admitted or any(verdicts[n.name].reason == AFFINITY_CONFLICT for n in nodes):
         return CAUSE_AFFINITY
     # the nodes the affinity admits are all cordoned or tainted: a toleration is missing
-    if all(verdicts[n.name].reason in (TAINT, UNSCHEDULABLE) for n in admitted):
+    blocked = [n for n in admitted if verdicts[n.name].reason in (TAINT, UNSCHEDULABLE)]
+    if len(blocked) == len(admitted):
         return CAUSE_TAINT
+    # the rest lack room, and a tainted one has enough: the taint is what to change, not the
+    # request
+    if all(verdicts[n.name].reason == INSUFFICIENT for n in admitted if n not in blocked):
+        if any(_enough_room(n, workload, placement) for n in blocked):
+            return CAUSE_TAINT
     return CAUSE_GPU
+
+
+def _enough_room(node: Node, workload: Workload, placement: Placement) -> bool:
+    """Whether the node's allocatable holds one pod (a node the inventory gives none for: when
+    it has GPUs or the pod asks for none)."""
+    allocatable = placement.allocatable(node)
+    if allocatable is None:
+        return node.is_gpu or workload.gpus == 0
+    return not fits_request(placement.requests(workload), allocatable)
 
 
 def _path_for(cause: str, workload: Workload, spec: Mapping[str, Any], nodes: list[Node]) -> Path:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.located import LMap, LSeq, containers
+from gpudrv_check.read.policy import builtin
 from gpudrv_check.read.yaml_docs import resolve_plain
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ PLACEHOLDER = re.compile(r"(?<!\$)\$\{([_A-Za-z][_A-Za-z0-9]*)(?:(:?[=-])([^}]*)
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io/"
 DISABLED = "kustomize.toolkit.fluxcd.io/substitute"
 #: findings of these rules concern how a file is written, not the values: always kept
-KEPT_RULES = frozenset(("GPU000", "GPU008", "GPU009"))
+KEPT_RULES = frozenset(("unreadable-file", "duplicate-key", "not-checkable"))
 #: values visited per object at most (bounded on hostile input)
 MAX_VISITED = 50_000
 #: variable names listed in the note; the rest are counted
@@ -86,6 +87,8 @@ class Unknowns:
 
     by_object: dict[tuple[str, str, str | None], set[str]] = field(default_factory=dict)
     dropped: int = 0
+    # what was dropped, so runs of several clusters count a finding they share once
+    dropped_keys: set[tuple] = field(default_factory=set)
 
     @property
     def names(self) -> list[str]:
@@ -109,14 +112,16 @@ class Unknowns:
         if not self.by_object:
             return findings
         out = []
+        kept = {builtin(name).id for name in KEPT_RULES}
         for f in findings:
             ref = f.object
             if (
-                f.rule not in KEPT_RULES
+                f.rule not in kept
                 and ref is not None
                 and (f.location.file, ref.kind, ref.name) in self.by_object
             ):
                 self.dropped += 1
+                self.dropped_keys.add((f.rule, f.location, f.message))
                 continue
             out.append(f)
         return out

@@ -20,17 +20,16 @@ rejects, each reported at its key (GPU040).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from fractions import Fraction
-from typing import Any
 
-from gpudrv_check.core.finding import Finding, Severity, quoted
+from gpudrv_check.core.finding import Finding, quoted
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.labelselector import selector_key, validate_label_selector
 from gpudrv_check.k8s.numbers import INT64_MAX, TOO_LARGE, too_large
-from gpudrv_check.k8s.resources import pod_requests, validate_resources
+from gpudrv_check.k8s.resources import validate_resources
+from gpudrv_check.read.policy import builtin
 
-__all__ = ["template_requests", "resource_findings", "selector_findings", "field_path_text"]
+__all__ = ["resource_findings", "selector_findings", "field_path_text"]
 
 _RESOURCES_HINT = (
     "Extended resources such as nvidia.com/gpu are whole numbers and cannot be overcommitted: "
@@ -60,28 +59,14 @@ def field_path_text(path: Path) -> str:
 
 def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding:
     return Finding(
-        rule="GPU040",
-        severity=Severity.ERROR,
+        rule=builtin("invalid-field").id,
+        severity=builtin("invalid-field").severity,
         message=message,
         hint=hint,
         location=manifest.location(path),
         object=manifest.ref,
         path=list(path),
     )
-
-
-def template_requests(pod_spec: object) -> dict[str, Fraction]:
-    """What one pod of the template requests (no RuntimeClass overhead)."""
-    return pod_requests(pod_spec)
-
-
-def _containers(pod_spec: Mapping[str, Any]) -> list[tuple[str, int, Mapping[str, Any]]]:
-    out: list[tuple[str, int, Mapping[str, Any]]] = []
-    for field in ("initContainers", "containers"):
-        items = pod_spec.get(field)
-        if isinstance(items, list):
-            out.extend((field, i, c) for i, c in enumerate(items) if isinstance(c, Mapping))
-    return out
 
 
 def _oversized(resources: object) -> list[tuple[Path, str]]:
@@ -100,14 +85,14 @@ def _oversized(resources: object) -> list[tuple[Path, str]]:
     return out
 
 
-def resource_findings(manifest: Manifest, spec_path: Path, pod_spec: object) -> list[Finding]:
-    """GPU040 per container resource field the API server rejects, at its key."""
-    if not isinstance(pod_spec, Mapping):
-        return []
+def resource_findings(manifest: Manifest, containers: list[tuple[Path, object]]) -> list[Finding]:
+    """GPU040 per container resource field the API server rejects, at its key (``containers``:
+    each container's path in the manifest and its ``resources`` as written)."""
     findings = []
-    for field, index, container in _containers(pod_spec):
-        base: Path = (*spec_path, field, index, "resources")
-        resources = container.get("resources")
+    for cpath, resources in containers:
+        if resources is None:
+            continue
+        base: Path = (*cpath, "resources")
         oversized = _oversized(resources)
         skip = {path for path, _ in oversized}
         problems = [(p.path, p.message) for p in validate_resources(resources)]

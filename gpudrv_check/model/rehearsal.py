@@ -348,7 +348,7 @@ def _wait_for_jobs(engine: _Engine, run: _NodeRun) -> None:
     forever = [
         w
         for w in engine.repo.workloads
-        if w.kind in NEVER_COMPLETE_KINDS
+        if (w.kind in NEVER_COMPLETE_KINDS and not w.owner_kind) or w.completes is False
         if matcher is not None and matcher(w.pod_labels) and _runs_on(engine, w, run.node)
     ]
     if not forever:
@@ -360,7 +360,7 @@ def _wait_for_jobs(engine: _Engine, run: _NodeRun) -> None:
         return
     w = forever[0]
     why = (
-        f"waitForCompletion.podSelector {selector!r} matches {w.kind} {w.namespace}/{w.name}, "
+        f"waitForCompletion.podSelector {selector!r} matches {w.title}, "
         "whose pods never complete" + ("" if timeout else "; timeoutSeconds 0 waits for ever")
     )
     engine.block(run, why, _policy_location(engine, ("waitForCompletion", "podSelector")))

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from gpudrv_check.model.disruption import PDB, Disruption
     from gpudrv_check.model.occupancy import Occupancy
     from gpudrv_check.model.operands import OperandPlacement
-    from gpudrv_check.model.operator import OperatorConfig
+    from gpudrv_check.model.operator import EmbeddedReader, OperatorConfig
     from gpudrv_check.model.placement import Placement
     from gpudrv_check.model.workload import Workload
     from gpudrv_check.nvidia.cuda import CudaTable
@@ -32,6 +32,8 @@ class Repo:
     workloads: list[Workload] = field(default_factory=list)
     pdbs: list[PDB] = field(default_factory=list)
     extras: dict = field(default_factory=dict)
+    #: reads the YAML embedded in strings (Helm values): read/embedded.py, passed by the engine
+    embedded: EmbeddedReader | None = None
 
     @cached_property
     def gpu_nodes(self) -> list[Node]:
@@ -49,9 +51,11 @@ class Repo:
         from gpudrv_check.k8s.scheduler import scheduler_release
         from gpudrv_check.model.mig import mig_allocatable
         from gpudrv_check.model.placement import Placement, runtime_class_overheads
-        from gpudrv_check.read.policy import rule_params
+        from gpudrv_check.read.policy import builtin, rule_params
 
-        version = rule_params(self.config, "GPU010").get("scheduler_version")
+        version = rule_params(self.config, builtin("workload-unschedulable").id).get(
+            "scheduler_version"
+        )
         overheads = runtime_class_overheads(self.manifests)
         derived = mig_allocatable(self)
         return Placement(self.nodes, overheads, scheduler_release(version), derived)
@@ -77,11 +81,18 @@ class Repo:
 
         return Disruption(self)
 
+    @property
+    def embedded_reader(self) -> EmbeddedReader:
+        """What reads the YAML written inside strings (the engine's, else a new one)."""
+        from gpudrv_check.read.embedded import EmbeddedYaml
+
+        return self.embedded or EmbeddedYaml()
+
     @cached_property
     def operator_configs(self) -> list[OperatorConfig]:
         from gpudrv_check.model.operator import find_operator_configs
 
-        return find_operator_configs(self.manifests)
+        return find_operator_configs(self.manifests, self.embedded_reader)
 
     @property
     def operator(self) -> OperatorConfig | None:

@@ -25,7 +25,7 @@ from gpudrv_check.nvidia.device_plugin import (
 )
 
 if TYPE_CHECKING:
-    from gpudrv_check.model.operator import OperatorConfig
+    from gpudrv_check.model.operator import EmbeddedReader, OperatorConfig
     from gpudrv_check.model.repo import Repo
 
 
@@ -64,15 +64,13 @@ class Sharing:
         return self.nodes.get(node.name)
 
 
-def _parse_entry(key: str, text: object, path: Path) -> ConfigEntry:
-    from gpudrv_check.read.yaml_docs import parse_text
-
+def _parse_entry(reader: EmbeddedReader, key: str, text: object, path: Path) -> ConfigEntry:
     if not isinstance(text, str):
         return ConfigEntry(key, path, None, "the config must be a YAML string")
-    parsed = parse_text(text)
-    if parsed.failed or len(parsed.docs) > 1:
+    docs = reader.documents(text)
+    if docs is None or len(docs) > 1:
         return ConfigEntry(key, path, None, "the config is not one YAML document")
-    data: Any = parsed.docs[0].data if parsed.docs else None
+    data: Any = docs[0] if docs else None
     config, error = parse_sharing_config(data)
     return ConfigEntry(key, path, config, error)
 
@@ -84,9 +82,12 @@ def _config_map(repo: Repo, name: str) -> Manifest | None:
     return None
 
 
-def _entries(values: Mapping[str, Any], base: Path) -> dict[str, ConfigEntry]:
+def _entries(
+    reader: EmbeddedReader, values: Mapping[str, Any], base: Path
+) -> dict[str, ConfigEntry]:
     return {
-        str(key): _parse_entry(str(key), text, (*base, str(key))) for key, text in values.items()
+        str(key): _parse_entry(reader, str(key), text, (*base, str(key)))
+        for key, text in values.items()
     }
 
 
@@ -105,9 +106,11 @@ def build_sharing(repo: Repo) -> Sharing | None:
     if manifest is not None:
         sharing.manifest = manifest
         found = manifest.get("data")
-        sharing.entries = _entries(found if isinstance(found, Mapping) else {}, ("data",))
+        values = found if isinstance(found, Mapping) else {}
+        sharing.entries = _entries(repo.embedded_reader, values, ("data",))
     elif operator.get("devicePlugin", "config", "create") is True and isinstance(data, Mapping):
-        sharing.entries = _entries(data, ("devicePlugin", "config", "data"))
+        path = ("devicePlugin", "config", "data")
+        sharing.entries = _entries(repo.embedded_reader, data, path)
     else:
         sharing.missing = True
     for node in repo.gpu_nodes:

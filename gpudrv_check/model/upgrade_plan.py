@@ -152,7 +152,8 @@ def _plural(count: int, noun: str) -> str:
 
 def _title(member: WorkloadPods) -> str:
     w = member.workload
-    return f"{w.kind} {w.namespace}/{w.name or '?'}"
+    who = f"{w.kind} {w.namespace}/{w.name or '?'}"
+    return f"{who} {w.role}" if w.role else who
 
 
 def _driver_label_targets(repo: Repo, version: DriverVersion) -> dict[str, str]:

@@ -7,18 +7,25 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity
+from gpudrv_check.core.finding import Finding, Location, ObjectRef
 from gpudrv_check.core.located import Path, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
 from gpudrv_check.k8s.quantity import value
-from gpudrv_check.k8s.resources import container_requests
+from gpudrv_check.k8s.resources import container_requests, pod_requests
 from gpudrv_check.model.pod_resources import (
     field_path_text,
     resource_findings,
     selector_findings,
-    template_requests,
 )
+from gpudrv_check.model.workload_kinds import (
+    DEFAULT_CONTAINERS,
+    ContainerSource,
+    KindTable,
+    PodTemplate,
+    templates_of,
+)
+from gpudrv_check.read.policy import builtin
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -37,6 +44,10 @@ WORKLOAD_API_VERSIONS = frozenset(
 SCALABLE_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"))
 
 
+#: core kind names a custom kind may share (findings then add its group)
+_CORE_NAMES = frozenset((*POD_SPEC_PATHS, "Service"))
+
+
 def _pod_labels_path(kind: str) -> Path:
     if kind == "Pod":
         return ("metadata", "labels")
@@ -49,6 +60,9 @@ class Container(BaseModel):
     init: bool = False
     path: Path  # relative to the manifest
     gpus: int = 0
+    resources_key: str = "resources"  # TrainJob's trainer writes them as resourcesPerNode
+    resources: Any = None  # the located resources mapping, as written
+    restart_policy: Any = None  # an init container with `Always` is a sidecar
 
 
 class Workload(BaseModel):
@@ -60,6 +74,7 @@ class Workload(BaseModel):
     spec_path: Path
     pod_spec: Any = None  # the located pod spec mapping (LMap), or None
     pod_labels: dict[str, str] = Field(default_factory=dict)
+    labels_path: Path | None = None  # where the template's labels are written
     replicas: int | None = None  # pods it asks for; None when the count is not a fixed number
     containers: list[Container] = Field(default_factory=list)
     gpus: int = 0  # nvidia.com/gpu per pod (the scheduler's effective request)
@@ -68,6 +83,20 @@ class Workload(BaseModel):
     # the API server would refuse the object (a GPU040 error that is not scheduler-only):
     # it never gets pods, so the placement rules leave it to GPU040
     api_rejects: bool = False
+    # a template of a custom resource (policies/workloads.yaml): what findings call it, ...
+    role: str | None = None
+    # ... whether the object makes no pods itself (a runtime or workflow template others use),
+    template_only: bool = False
+    # ... whether its pods finish by themselves (None: the core kind decides),
+    completes: bool | None = None
+    # ... and the pods' owner as the disruption controller resolves it, with its scale
+    owner_kind: str | None = None
+    owner_name: str | None = None
+    owner_replicas: int | None = None
+    owner_scalable: bool = False
+    # tolerations and node selectors added at admission, by whom (model/admission.py)
+    admitted: list[str] = Field(default_factory=list)
+    admitted_at: Path | None = None  # the key that made them (the queue-name label, …)
 
     @property
     def kind(self) -> str:
@@ -87,7 +116,32 @@ class Workload(BaseModel):
 
     @property
     def scalable(self) -> bool:
-        return self.kind in SCALABLE_KINDS
+        return self.owner_scalable if self.owner_kind else self.kind in SCALABLE_KINDS
+
+    @property
+    def kind_text(self) -> str:
+        """The kind as findings say it; a custom kind named like a core one (Knative's Service,
+        Volcano's Job) with its API group: ``Job (batch.volcano.sh)``."""
+        if self.owner_kind and self.kind in _CORE_NAMES:
+            return f"{self.kind} ({self.manifest.api_version.rpartition('/')[0]})"
+        return self.kind
+
+    @property
+    def title(self) -> str:
+        """How findings name it: ``Deployment ml/trainer``, ``RayCluster ml/llm worker group
+        gpu-workers``."""
+        who = f"{self.kind_text} {self.namespace}/{self.name}"
+        return f"{who} {self.role}" if self.role else who
+
+    def admitted_by(self, source: str) -> bool:
+        """Whether an admission source (model/admission.py) changed its pod spec."""
+        return any(note.startswith(source) for note in self.admitted)
+
+    @property
+    def short_title(self) -> str:
+        """``Deployment trainer``, ``RayCluster llm worker group gpu-workers``."""
+        who = f"{self.kind_text} {self.name or '?'}"
+        return f"{who} {self.role}" if self.role else who
 
     @property
     def key(self) -> str:
@@ -114,9 +168,15 @@ class Workload(BaseModel):
         return value if isinstance(value, list) else []
 
     @property
-    def has_pods(self) -> bool:
-        """Whether pods of it can exist: the API server accepts it and it is not scaled to 0."""
+    def placeable(self) -> bool:
+        """Whether its pods are placed: the API server accepts it and it is not scaled to 0
+        (a template other objects make pods from is placed too)."""
         return not self.api_rejects and self.replicas != 0
+
+    @property
+    def has_pods(self) -> bool:
+        """Whether pods of it can exist: placeable, and not a template only."""
+        return self.placeable and not self.template_only
 
     @property
     def preemption_policy(self) -> str | None:
@@ -128,7 +188,7 @@ class Workload(BaseModel):
         best: tuple[int, Path] | None = None
         for c in self.containers:
             for section in ("limits", "requests"):
-                path = (*c.path, "resources", section, GPU_RESOURCE)
+                path = (*c.path, c.resources_key, section, GPU_RESOURCE)
                 if self.manifest.get(*path) is not None and (best is None or c.gpus > best[0]):
                     best = (c.gpus, path)
         return best[1] if best else None
@@ -136,8 +196,8 @@ class Workload(BaseModel):
 
 def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding:
     return Finding(
-        rule="GPU040",
-        severity=Severity.ERROR,
+        rule=builtin("invalid-field").id,
+        severity=builtin("invalid-field").severity,
         message=message,
         hint=hint,
         location=manifest.location(path),
@@ -181,17 +241,81 @@ def _placement_findings(
         )
         if problem.scheduler_only:
             # the object is valid; only this term is dead (GPU010 says so when nothing is left)
-            finding = finding.model_copy(update={"severity": Severity.WARNING})
+            finding = finding.model_copy(
+                update={"severity": builtin("invalid-field").severity_of("scheduler-only")}
+            )
         findings.append(finding)
     return findings, any(not p.scheduler_only for p in problems)
 
 
-def _containers(manifest: Manifest, spec_path: Path, findings: list[Finding]) -> list[Container]:
+def pod_requests_of(containers: list[Container], pod_spec: Any) -> dict[str, Fraction]:
+    """What one pod requests, from its containers as found (core paths or a kind's own) and the
+    pod-level resources: k8s/resources.py ``pod_requests`` over the same shape."""
+    view: dict[str, Any] = {
+        "initContainers": [
+            {"resources": c.resources, "restartPolicy": c.restart_policy}
+            for c in containers
+            if c.init
+        ],
+        "containers": [{"resources": c.resources} for c in containers if not c.init],
+    }
+    if isinstance(pod_spec, dict) and "resources" in pod_spec:
+        view["resources"] = pod_spec["resources"]
+    return pod_requests(view)
+
+
+def _container(cpath: Path, item: dict, source: ContainerSource) -> Container:
+    image = item.get("image")
+    if source.image_repository is not None:
+        image = _split_image(item, source)
+    name = item.get("name") if isinstance(item.get("name"), str) else source.name
+    return Container(
+        name=name,
+        image=image if isinstance(image, str) else None,
+        init=source.init,
+        path=cpath,
+        gpus=value(container_requests(item).get(GPU_RESOURCE, Fraction(0))),
+        resources=item.get("resources"),
+        restart_policy=item.get("restartPolicy"),
+    )
+
+
+def _split_image(item: dict, source: ContainerSource) -> str | None:
+    """An image written as `{repository, tag}` fields (NIMService), as one reference."""
+    repository = _at(item, source.image_repository or ())
+    tag = _at(item, source.image_tag) if source.image_tag is not None else None
+    if not isinstance(repository, str) or not repository:
+        return None
+    if isinstance(tag, (str, int)) and not isinstance(tag, bool) and str(tag):
+        return f"{repository}:{tag}"
+    return repository
+
+
+def _at(node: Any, path: Path) -> Any:
+    for step in path:
+        node = node.get(step) if isinstance(node, dict) else None
+    return node
+
+
+def _containers(
+    manifest: Manifest,
+    spec_path: Path,
+    findings: list[Finding],
+    sources: tuple[ContainerSource, ...] = DEFAULT_CONTAINERS,
+) -> list[Container]:
     out: list[Container] = []
-    for field, init in (("initContainers", True), ("containers", False)):
-        path = (*spec_path, field)
+    for source in sources:
+        path = (*spec_path, *source.path)
         items = manifest.get(*path)
-        if items is None:
+        if items is None or (not source.path and not isinstance(items, dict)):
+            continue  # the pod spec itself (NIMService): its own GPU040 says it is no mapping
+        field = str(source.path[-1]) if source.path else "container"
+        if source.single:
+            if isinstance(items, dict):
+                out.append(_container(path, items, source))
+            else:
+                hint = "Write the container as a mapping."
+                findings.append(_finding(manifest, path, f"{field} must be a mapping", hint))
             continue
         if not isinstance(items, list):
             findings.append(
@@ -215,17 +339,7 @@ def _containers(manifest: Manifest, spec_path: Path, findings: list[Finding]) ->
                     )
                 )
                 continue
-            image = item.get("image")
-            gpus = value(container_requests(item).get(GPU_RESOURCE, Fraction(0)))
-            out.append(
-                Container(
-                    name=item.get("name") if isinstance(item.get("name"), str) else None,
-                    image=image if isinstance(image, str) else None,
-                    init=init,
-                    path=cpath,
-                    gpus=gpus,
-                )
-            )
+            out.append(_container(cpath, item, source))
     return out
 
 
@@ -257,13 +371,7 @@ def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
     return None  # DaemonSet: one per eligible node; CronJob: per schedule
 
 
-def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Finding]]:
-    findings: list[Finding] = []
-    spec_path = POD_SPEC_PATHS.get(manifest.kind)
-    if spec_path is None or "/" in manifest.kind:
-        return None, findings
-    if manifest.api_version not in WORKLOAD_API_VERSIONS:
-        return None, findings  # a custom resource that happens to share a kind name
+def _pod_spec(manifest: Manifest, spec_path: Path, findings: list[Finding]) -> Any:
     pod_spec = manifest.get(*spec_path)
     if pod_spec is not None and not isinstance(pod_spec, dict):
         findings.append(
@@ -274,16 +382,21 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
                 "Fix the indentation of the pod template.",
             )
         )
-        pod_spec = None
-    labels_path = _pod_labels_path(manifest.kind)
-    labels_value = manifest.get(*labels_path)
+        return None
+    return pod_spec
+
+
+def _labels(
+    manifest: Manifest, labels_path: Path | None, findings: list[Finding]
+) -> dict[str, str]:
+    labels_value = manifest.get(*labels_path) if labels_path is not None else None
     labels: dict[str, str] = {}
     if isinstance(labels_value, dict):
         for key in labels_value:
             text = scalar_text(labels_value, key)
             if text is not None:
                 labels[key] = text
-    elif labels_value is not None:
+    elif labels_value is not None and labels_path is not None:
         findings.append(
             _finding(
                 manifest,
@@ -292,33 +405,150 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
                 "Write labels as `key: value` lines.",
             )
         )
-    containers = _containers(manifest, spec_path, findings)
-    findings += resource_findings(manifest, spec_path, pod_spec) + selector_findings(manifest)
-    requests = template_requests(pod_spec)
-    replicas = _replicas(manifest, findings)
-    placement_findings, placement_rejected = _placement_findings(manifest, spec_path, pod_spec)
+    return labels
+
+
+def _build(
+    manifest: Manifest,
+    spec_path: Path,
+    labels_path: Path | None,
+    sources: tuple[ContainerSource, ...],
+    findings: list[Finding],
+) -> tuple[Workload, list[Finding]]:
+    """The workload of one pod template, with its GPU040 findings (replicas filled in later)."""
+    pod_spec = _pod_spec(manifest, spec_path, findings)
+    labels = _labels(manifest, labels_path, findings)
+    containers = _containers(manifest, spec_path, findings, sources)
+    findings += resource_findings(manifest, [(c.path, c.resources) for c in containers])
+    requests = pod_requests_of(containers, pod_spec)
     workload = Workload(
         manifest=manifest,
         spec_path=spec_path,
         pod_spec=pod_spec,
         pod_labels=labels,
-        replicas=replicas,
+        labels_path=labels_path,
         containers=containers,
         gpus=value(requests.get(GPU_RESOURCE, Fraction(0))),
         requests=requests,
-        api_rejects=bool(findings) or placement_rejected,
     )
+    return workload, findings
+
+
+def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Finding]]:
+    findings: list[Finding] = []
+    spec_path = POD_SPEC_PATHS.get(manifest.kind)
+    if spec_path is None or "/" in manifest.kind:
+        return None, findings
+    if manifest.api_version not in WORKLOAD_API_VERSIONS:
+        return None, findings  # a custom resource that happens to share a kind name
+    workload, findings = _build(
+        manifest, spec_path, _pod_labels_path(manifest.kind), DEFAULT_CONTAINERS, findings
+    )
+    findings += selector_findings(manifest)
+    workload.replicas = _replicas(manifest, findings)
+    placement_findings, placement_rejected = _placement_findings(
+        manifest, spec_path, workload.pod_spec
+    )
+    workload.api_rejects = bool(findings) or placement_rejected
     return workload, findings + placement_findings
 
 
-def build_workloads(manifests: list[Manifest]) -> tuple[list[Workload], list[Finding]]:
-    workloads: list[Workload] = []
-    findings: list[Finding] = []
-    for manifest in manifests:
-        if manifest.kind not in POD_SPEC_PATHS:
-            continue
-        workload, problems = workload_from_manifest(manifest)
+def workload_from_template(
+    manifest: Manifest, template: PodTemplate, template_only: bool, completes: bool | None
+) -> tuple[Workload | None, list[Finding]]:
+    """The workload of one pod template of a custom resource (policies/workloads.yaml)."""
+    if template.unknown:
+        return None, []  # a patch the operator applies later decides the pod spec
+    workload, findings = _build(
+        manifest, template.spec_path, template.labels_path, template.containers, []
+    )
+    placement_findings, placement_rejected = _placement_findings(
+        manifest, template.spec_path, workload.pod_spec
+    )
+    # the operator's labels win over the template's (e.g. KubeRay labelPod)
+    workload.pod_labels = {**workload.pod_labels, **template.labels}
+    _take_defaults(workload, template)
+    workload.replicas = template.replicas
+    workload.role = template.role
+    workload.template_only = template_only
+    workload.completes = completes
+    workload.owner_kind = template.owner_kind
+    workload.owner_name = template.owner_name
+    workload.owner_replicas = template.owner_replicas
+    workload.owner_scalable = template.owner_scalable
+    workload.api_rejects = bool(findings) or placement_rejected
+    return workload, findings + placement_findings
+
+
+def _take_defaults(workload: Workload, template: PodTemplate) -> None:
+    """Fields the controller takes from the object when the template leaves them empty (Argo:
+    the workflow's nodeSelector, affinity, tolerations)."""
+    spec = workload.pod_spec
+    if not isinstance(spec, dict) or not template.defaults:
+        return
+    taken = {}
+    for name, path in template.defaults.items():
+        value = workload.manifest.get(*path)
+        # only a value of the field's type: a wrong one is the API server's to refuse
+        wanted = list if name == "tolerations" else dict
+        if not spec.get(name) and value and isinstance(value, wanted):
+            taken[name] = (value, path)
+    if not taken:
+        return
+    from gpudrv_check.model.admission import copy_pod_spec
+
+    spec = copy_pod_spec(spec)
+    for name, (value, _) in taken.items():
+        spec[name] = value
+    workload.pod_spec = spec
+    paths = ", ".join(".".join(map(str, p)) for _, p in taken.values())
+    workload.admitted.append(f"the {workload.kind}'s {paths}")
+    workload.admitted_at = next(iter(taken.values()))[1]
+
+
+def _custom_workloads(manifest: Manifest, kinds: KindTable) -> tuple[list[Workload], list[Finding]]:
+    entry = kinds.lookup(manifest.api_version, manifest.kind)
+    if entry is None:
+        return [], []
+    workloads, findings = [], []
+    name, namespace = manifest.name or "", manifest.namespace or "default"
+    for template in templates_of(entry, manifest.data, name, namespace):
+        workload, problems = workload_from_template(
+            manifest, template, entry.template_only, entry.completes
+        )
         findings.extend(problems)
         if workload is not None:
             workloads.append(workload)
+    return workloads, findings
+
+
+def build_workloads(
+    manifests: list[Manifest], kinds: KindTable | None = None
+) -> tuple[list[Workload], list[Finding]]:
+    """Every pod template of the repo: the core kinds, then those of ``kinds`` (the workload
+    table; the built-in one when None)."""
+    from gpudrv_check.model.workload_kinds import builtin_kind_table
+
+    table = kinds if kinds is not None else builtin_kind_table()
+    workloads: list[Workload] = []
+    findings: list[Finding] = []
+    users: list[Manifest] = []
+    for manifest in manifests:
+        entry = table.lookup(manifest.api_version, manifest.kind)
+        if entry is not None and entry.uses is not None:
+            users.append(manifest)  # its templates are another object's: after this pass
+            continue
+        if manifest.kind in POD_SPEC_PATHS and manifest.api_version in WORKLOAD_API_VERSIONS:
+            workload, problems = workload_from_manifest(manifest)
+            found = [workload] if workload is not None else []
+        elif "/" in manifest.api_version:
+            found, problems = _custom_workloads(manifest, table)
+        else:
+            continue
+        findings.extend(problems)
+        workloads.extend(found)
+    if users:
+        from gpudrv_check.model.workload_refs import referring_workloads
+
+        workloads.extend(referring_workloads(users, table, manifests, workloads))
     return workloads, findings

@@ -13,7 +13,7 @@ This module never reads files: callers load the YAML and pass the parsed mapping
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -45,9 +45,12 @@ class ImageRule:
     """How to tell the CUDA version of images from one repository.
 
     The repository is matched by ``repository`` (exact, after Docker Hub normalisation) or by
-    ``repository_regex`` (full match, for mirrors). The CUDA version comes from ``tags`` (exact
-    tag -> version) or from ``tag_regex`` (searched in the tag; the named group ``cuda`` or the
-    first group is the version).
+    ``repository_regex`` (full match, for mirrors and for rules on any repository). The CUDA
+    version comes from ``tags`` (exact tag -> version), else from ``tag_regex`` (searched in
+    the tag): its group ``cuda`` (or the first group) is the version; groups ``major`` and
+    ``minor`` make ``major.minor`` (``cu128``: 12.8); a group ``release`` is looked up in the
+    ``release_table`` (NGC ``24.07`` -> 12.5.1); ``cuda`` set on the rule is the version of every
+    tag the regex matches (a range of releases).
     """
 
     id: str
@@ -56,12 +59,19 @@ class ImageRule:
     tags: Mapping[str, str] = field(default_factory=dict)
     tag_regex: re.Pattern[str] | None = None
     source: str = ""
+    cuda: str | None = None
+    release_table: str | None = None
 
-    def cuda_for(self, name: str, tag: str) -> str | None:
-        """The CUDA version this rule assigns to ``name:tag``, or ``None``."""
+    def matches(self, name: str) -> bool:
         if self.repository is not None and name != self.repository:
-            return None
-        if self.repository_regex is not None and not self.repository_regex.fullmatch(name):
+            return False
+        return self.repository_regex is None or bool(self.repository_regex.fullmatch(name))
+
+    def cuda_for(
+        self, name: str, tag: str, releases: Mapping[str, Mapping[str, str]] | None = None
+    ) -> str | None:
+        """The CUDA version this rule assigns to ``name:tag``, or ``None``."""
+        if not self.matches(name):
             return None
         if tag in self.tags:
             return self.tags[tag]
@@ -70,11 +80,21 @@ class ImageRule:
         match = self.tag_regex.search(tag)
         if match is None:
             return None
-        groups = match.groupdict()
-        version = (
-            groups.get("cuda") if "cuda" in groups else (match.group(1) if match.groups() else None)
-        )
+        version = self.cuda or _version_from(match, self.release_table, releases or {})
         return version if isinstance(version, str) and _VERSION_RE.match(version) else None
+
+
+def _version_from(
+    match: re.Match[str], table: str | None, releases: Mapping[str, Mapping[str, str]]
+) -> str | None:
+    groups = match.groupdict()
+    if "release" in groups:
+        return releases.get(table or "", {}).get(groups["release"] or "")
+    if "major" in groups and "minor" in groups:
+        return f"{groups['major']}.{groups['minor']}"
+    if "cuda" in groups:
+        return groups["cuda"]
+    return match.group(1) if match.groups() else None
 
 
 @dataclass(frozen=True)
@@ -90,6 +110,8 @@ class CudaTable:
     min_driver: Mapping[str, str] = field(default_factory=dict)
     minor_version_compat: Mapping[str, str] = field(default_factory=dict)
     images: tuple[ImageRule, ...] = ()
+    #: release tables: name -> release (a tag part such as ``24.07``) -> CUDA version
+    releases: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -195,19 +217,32 @@ def _parse_rule(raw: object, index: int, problems: list[str]) -> ImageRule | Non
         return None
     raw_source = raw.get("source")
     source = raw_source if isinstance(raw_source, str) else ""
-    return ImageRule(rule_id, name, repo_regex, tags, tag_regex, source)
+    cuda = _key(raw.get("cuda")) if raw.get("cuda") is not None else None
+    if raw.get("cuda") is not None and cuda is None:
+        problems.append(f"{where}.cuda: expected a quoted CUDA version")
+        return None
+    table = raw.get("release_table")
+    if table is not None and not isinstance(table, str):
+        problems.append(f"{where}.release_table: expected the name of a `releases:` table")
+        return None
+    return ImageRule(rule_id, name, repo_regex, tags, tag_regex, source, cuda, table)
 
 
-def parse_cuda_table(data: object) -> tuple[CudaTable, list[str]]:
+def parse_cuda_table(
+    data: object, known_releases: Iterable[str] = ()
+) -> tuple[CudaTable, list[str]]:
     """Build a ``CudaTable`` from an already-loaded mapping (the YAML in ``policies/cuda.yaml``).
 
     Returns the table and a list of problems; malformed entries are skipped, never fatal.
+    ``known_releases``: release tables a rule may name besides the data's own (the base table's,
+    for a user extension).
     """
     problems: list[str] = []
     if not isinstance(data, Mapping):
         return CudaTable(), ["CUDA table: expected a mapping"]
     min_driver = _parse_versions(data.get("min_driver"), "min_driver", problems)
     compat = _parse_versions(data.get("minor_version_compat"), "minor_version_compat", problems)
+    releases = _parse_releases(data.get("releases"), problems)
     raw_images = data.get("images")
     rules: list[ImageRule] = []
     if raw_images is not None and not isinstance(raw_images, list):
@@ -217,7 +252,34 @@ def parse_cuda_table(data: object) -> tuple[CudaTable, list[str]]:
             rule = _parse_rule(raw, index, problems)
             if rule is not None:
                 rules.append(rule)
-    return CudaTable(min_driver, compat, tuple(rules)), problems
+    for rule in rules:
+        names = {*releases, *known_releases}
+        if rule.release_table is not None and rule.release_table not in names:
+            problems.append(f"{rule.id}: release_table {rule.release_table!r} is not in releases")
+    return CudaTable(min_driver, compat, tuple(rules), releases), problems
+
+
+def _parse_releases(raw: object, problems: list[str]) -> dict[str, dict[str, str]]:
+    """``releases: {ngc: {"24.07": "12.5.1"}}``: release names are text, versions quoted."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        problems.append("releases: expected a mapping of release tables")
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for name, table in raw.items():
+        if not isinstance(table, Mapping):
+            problems.append(f"releases.{name}: expected a mapping 'release': 'cuda version'")
+            continue
+        rows = {}
+        for release, version in table.items():
+            cuda = _key(version)
+            if not isinstance(release, str) or cuda is None:
+                problems.append(f"releases.{name}.{release}: expected 'release': 'cuda version'")
+                continue
+            rows[release] = cuda
+        out[str(name)] = rows
+    return out
 
 
 def merge_tables(base: CudaTable, user_extension: object) -> CudaTable:
@@ -233,10 +295,14 @@ def merge_tables(base: CudaTable, user_extension: object) -> CudaTable:
         extra = user_extension
     else:
         extra, _ = parse_cuda_table(user_extension)
+    releases = {name: dict(rows) for name, rows in base.releases.items()}
+    for name, rows in extra.releases.items():
+        releases[name] = {**releases.get(name, {}), **rows}
     return CudaTable(
         {**base.min_driver, **extra.min_driver},
         {**base.minor_version_compat, **extra.minor_version_compat},
         extra.images + base.images,
+        releases,
     )
 
 
@@ -253,7 +319,7 @@ def cuda_version_for_image(table: CudaTable, image_ref: object) -> tuple[str, Im
     if parsed is None or parsed.tag is None:
         return None
     for rule in table.images:
-        version = rule.cuda_for(parsed.name, parsed.tag)
+        version = rule.cuda_for(parsed.name, parsed.tag, table.releases)
         if version is not None:
             return version, rule
     return None

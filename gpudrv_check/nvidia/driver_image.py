@@ -236,11 +236,6 @@ def parse_image_reference(reference: object) -> ImageReference | None:
     return ImageReference(domain.lower(), path, match.group("tag"), match.group("digest"))
 
 
-def is_valid_image_reference(reference: object) -> bool:
-    """True when ``reference`` follows the container image reference grammar."""
-    return parse_image_reference(reference) is not None
-
-
 def operator_release(version: object) -> tuple[int, int] | None:
     """``(year, month)`` of a GPU Operator version such as ``v25.10.0``, ``25.10.0`` or ``v26.3``.
 

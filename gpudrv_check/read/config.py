@@ -14,6 +14,7 @@ from gpudrv_check.read.exclude import DEFAULT_EXCLUDE
 CONFIG_FILE = ".gpudrv-check.yaml"
 DEFAULT_MATRIX = "support-matrix.csv"
 DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_INVENTORY_BYTES = 256 * 1024 * 1024
 # manifest bytes one run reads in all (a parsed document costs tens of times its size)
 DEFAULT_MAX_TOTAL_BYTES = 512 * 1024 * 1024
 
@@ -83,6 +84,32 @@ def operator_version_error(value: str) -> str:
     )
 
 
+class ClusterSettings(_Strict):
+    """One cluster of a repo that holds several (docs/clusters.md)."""
+
+    # repo paths (folders or files) whose manifests belong to the cluster
+    paths: list[str] = Field(min_length=1)
+    # extra node inventory files of this cluster (besides the nodes found in its paths)
+    inventory: list[str] = Field(default_factory=list)
+    # its own support matrix; None: the repo's (`matrix:`)
+    matrix: str | None = None
+    # its own operator settings; None: the repo's (`operator:`)
+    operator: OperatorSettings | None = None
+
+
+#: admission plugins whose effect on pods the checker reproduces (`cluster.admission`)
+ADMISSION_PLUGINS = ("ExtendedResourceToleration",)
+
+
+class ApiServerSettings(_Strict):
+    """What the repo cannot tell us about the cluster's API server."""
+
+    # admission plugins the API server runs beyond the defaults, e.g. ExtendedResourceToleration
+    # (on by default on GKE and EKS): it adds a toleration for each extended resource a pod
+    # requests (kubernetes plugin/pkg/admission/extendedresourcetoleration)
+    admission: list[Literal["ExtendedResourceToleration"]] = Field(default_factory=list)
+
+
 class RuleSettings(_Strict):
     enabled: bool = True
     severity: Severity | None = None
@@ -115,6 +142,8 @@ class Config(_Strict):
     matrix: str | None = DEFAULT_MATRIX
     # extra node inventory files, always read (also when manifests come from stdin)
     inventory: list[str] = Field(default_factory=list)
+    # the clusters of a repo that holds several; {}: discovered (Flux, Argo CD) or one
+    clusters: dict[str, ClusterSettings] = Field(default_factory=dict)
     # gitignore-style patterns (read/exclude.py), after the defaults: `!DIR/` takes one back
     exclude: list[str] = Field(default_factory=list)
     # folders left out unless this says otherwise (`[]`: none)
@@ -123,12 +152,18 @@ class Config(_Strict):
     gitignore: bool = True
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
     max_total_bytes: int = Field(default=DEFAULT_MAX_TOTAL_BYTES, gt=0)
+    # inventory files (`inventory:`, --inventory): a 20,000-node `kubectl get nodes` export is
+    # 12 MB, over max_file_bytes, and a fleet must never be read as "no nodes"
+    max_inventory_bytes: int = Field(default=DEFAULT_MAX_INVENTORY_BYTES, gt=0)
     fail_on: Literal["error", "warning", "info", "never"] = "error"
     operator: OperatorSettings = Field(default_factory=OperatorSettings)
     labels: LabelKeys = Field(default_factory=LabelKeys)
     rules: dict[str, RuleSettings] = Field(default_factory=dict)
     # extra rows for the CUDA table (policies/cuda.yaml format)
     cuda: dict[str, Any] = Field(default_factory=dict)
+    # extra workload kinds (policies/workloads.yaml format, schemas/workloads.schema.json)
+    workloads: dict[str, Any] = Field(default_factory=dict)
+    cluster: ApiServerSettings = Field(default_factory=ApiServerSettings)
     # custom declarative policies: files or folders inside the repo (schemas/policy.schema.json)
     policies: list[str] = Field(default_factory=list)
     exemptions: list[Exemption] = Field(default_factory=list)
@@ -205,15 +240,6 @@ def inside_root(root: Path, rel: str) -> Path | None:
     except (OSError, ValueError, RuntimeError):  # RuntimeError: a link loop on Python 3.10
         return None
     return real
-
-
-def _repo_config_file(root: Path, name: str) -> Path | None:
-    path = root / name
-    if not path.is_file() and not path.is_symlink():
-        return None
-    if inside_root(root, name) is None:
-        raise ConfigError(f"{name} is a link that leaves the repo root; not read", name)
-    return path if path.is_file() else None
 
 
 def load_config(root: Path, explicit: str | None = None, source: Any = None) -> Config:

@@ -133,12 +133,7 @@ class GitTree:
         self.disk_root = Path(path)
         self.rev = rev
         self.repo = open_repository(self.disk_root)
-        top = Path(self.repo.working_tree_dir or self.repo.git_dir).resolve()
-        try:
-            prefix = self.disk_root.resolve().relative_to(top).as_posix()
-        except ValueError:
-            prefix = "."
-        self.prefix = "" if prefix == "." else prefix
+        self.prefix = _prefix(self.repo, self.disk_root)
         self.label = f"{rev}:{self.prefix or '.'}"
         tree = resolve_tree(self.repo, rev)
         if self.prefix:
@@ -307,6 +302,96 @@ class GitTree:
 
     def close(self) -> None:
         self.repo.close()
+
+
+def _prefix(repo: Any, disk_root: Path) -> str:
+    """PATH inside the repository, from its top ("" for the top itself)."""
+    top = Path(repo.working_tree_dir or repo.git_dir).resolve()
+    try:
+        prefix = disk_root.resolve().relative_to(top).as_posix()
+    except ValueError:
+        prefix = "."
+    return "" if prefix == "." else prefix
+
+
+class IndexTree(GitTree):
+    """The subtree at PATH of the git index: what the next commit records (`--staged`).
+
+    The pre-commit hook checks this, not the working tree: untracked and ignored files never
+    count, a staged deletion is gone, and unstaged edits do not count. Blobs are read from
+    the object store as for a revision (`git add` wrote them there). An entry in conflict
+    (stages 1-3 of an unfinished merge) is listed as skipped, not guessed.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.disk_root = Path(path)
+        self.rev = "the index"
+        self.repo = open_repository(self.disk_root)
+        self.prefix = _prefix(self.repo, self.disk_root)
+        self.label = f"index:{self.prefix or '.'}"
+        self.tree_sha = ""
+        self.unmerged: list[str] = []
+        self.entries = self._ls_index()
+        self._wanted = []
+        self._cache = {}
+
+    def _ls_index(self) -> dict[str, _Entry]:
+        git = _import_git()
+        start = self.prefix + "/" if self.prefix else ""
+        try:
+            raw = self.repo.git.ls_files("--stage", "-z", stdout_as_string=False)
+        except git.GitCommandError as err:
+            raise ConfigError(f"cannot read the git index: {_git_detail(err)}") from None
+        staged: dict[str, tuple[int, str]] = {}
+        for record in raw.split(b"\0"):
+            meta, _, path = record.partition(b"\t")
+            if not path:
+                continue
+            mode, sha, stage = meta.split()
+            rel = path.decode("utf-8", "surrogateescape")
+            if not rel.startswith(start):
+                continue
+            rel = rel[len(start) :]
+            if stage != b"0":
+                if rel not in self.unmerged:
+                    self.unmerged.append(rel)
+                continue
+            staged[rel] = (int(mode, 8), sha.decode())
+        sizes = self._sizes([sha for mode, sha in staged.values() if mode != _SUBMODULE])
+        return {
+            rel: _Entry(mode, bytes.fromhex(sha), sizes.get(sha, 0))
+            for rel, (mode, sha) in staged.items()
+        }
+
+    def _sizes(self, shas: list[str]) -> dict[str, int]:
+        """Blob sizes by sha, in one `git cat-file --batch-check`."""
+        if not shas:
+            return {}
+        import tempfile
+
+        git = _import_git()
+        with tempfile.TemporaryFile() as request:
+            request.write(("\n".join(shas) + "\n").encode())
+            request.seek(0)
+            try:
+                out = self.repo.git.cat_file("--batch-check", istream=request)
+            except git.GitCommandError as err:
+                raise ConfigError(f"cannot read the git index: {_git_detail(err)}") from None
+        sizes: dict[str, int] = {}
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) == 3 and fields[2].isdigit():
+                sizes[fields[0]] = int(fields[2])
+        return sizes
+
+    def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
+        listing = super().list_manifests(exclude)
+        reason = "in conflict in the index (an unfinished merge): resolve it and `git add` it"
+        listing.skipped.extend(
+            Skipped(rel, reason) for rel in self.unmerged if rel.endswith(MANIFEST_SUFFIXES)
+        )
+        listing.skipped.sort(key=lambda s: s.rel)
+        return listing
 
 
 def _batch_objects(out: bytes) -> dict[str, bytes]:

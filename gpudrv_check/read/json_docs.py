@@ -17,6 +17,7 @@ from typing import Any
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import LMap, LSeq, Pos
+from gpudrv_check.read.policy import builtin
 from gpudrv_check.read.yaml_docs import (
     MAX_DEPTH,
     Doc,
@@ -179,7 +180,7 @@ def parse_json(text: str) -> ParsedFile:
             line, col = reader.lines.clamp(err.index)
             reader.problems.append(
                 LoadProblem(
-                    "GPU000",
+                    builtin("unreadable-file").id,
                     line,
                     col,
                     f"JSON syntax error: {err.message}" if err.syntax else err.message,

@@ -2,18 +2,23 @@
 
 A *root* is a directory with a kustomization file that no other kustomization references as a
 resource, base or component. Each root is rendered with `kustomize build` (or `kubectl
-kustomize`, whichever is on PATH) and its output is checked as one file named
-`<root>/kustomization.yaml (rendered)`: findings point at the line of the rendered stream (the
-same as `kubectl kustomize <root>` prints), and name the source file the object came from.
-Files that a rendered root consumes (resources, patches, generator inputs) are read only through
-the rendering, so a base shared by two overlays is checked once per overlay, as deployed.
+kustomize`, whichever is on PATH) and its output is read as one stream named
+`<root>/kustomization.yaml (rendered)`; findings are then located in the repo files the objects
+came from (`source_location`): kustomize's own origin annotations (`buildMetadata:
+[originAnnotations]`, `config.kubernetes.io/origin`: `path` of the file that declared the
+object, or `configuredIn` for a generated one) name the file, the key is found in the
+object's document there, or in the patch of the root that sets it. Files that a rendered root
+consumes (resources, patches, generator inputs) are read only through the rendering, so a base
+shared by two overlays is checked once per overlay, as deployed.
 
 Rendering is offline and executes nothing from the repo: no exec or alpha plugins, no Helm
-chart inflation, `--load-restrictor=LoadRestrictionsRootOnly` (a kustomization reads files
-only below its own directory), and no network (remote bases are reported, not fetched;
+chart inflation, and no network (remote bases are reported, not fetched;
 proxies point nowhere and git may use only local transports, in case one slips by). A base,
 resource or file that leaves the checked root (`../` past it, or a link) is refused with a
-finding. The tool runs in a clean environment: no variable of the caller's is passed but
+finding. Within the root a kustomization may read files outside its own directory, as Flux's
+kustomize-controller builds it (`LoadRestrictionsNone` over a file system confined to the
+source: fluxcd/pkg kustomize `SecureBuild`); this check's own refusal above is the
+confinement. The tool runs in a clean environment: no variable of the caller's is passed but
 PATH, HOME is an empty temporary directory, and KUBECONFIG names a config whose server is a
 `file://` URL, so the `kubectl` that asks the API server for `/version` before it renders
 (the version dispatcher of common images) makes no connection and sends no credential.
@@ -44,7 +49,7 @@ RENDER_TIMEOUT_SECONDS = 120
 _SAFE_FLAGS = (
     "--enable-helm=false",
     "--enable-alpha-plugins=false",
-    "--load-restrictor=LoadRestrictionsRootOnly",
+    "--load-restrictor=LoadRestrictionsNone",
 )
 _REMOTE_PREFIXES = ("git@", "git::", "github.com/", "gitlab.com/", "bitbucket.org/", "ssh:")
 
@@ -401,7 +406,8 @@ class KustomizeSource:
         return rel in self.rendered or self.inner.exists(rel)
 
     def origins(self, rendered: str) -> list[str | None]:
-        """Per document of a rendered file, the repo file the object came from (when known).
+        """Per document of a rendered file, the repo file the object came from (when known):
+        the file that declared it, or the kustomization whose generator made it.
 
         Renders the root once more through a throw-away kustomization that turns on kustomize's
         own origin annotations; documents come out in the same order, so they pair up by index.
@@ -440,18 +446,81 @@ class KustomizeSource:
 
     @staticmethod
     def _origin_of(data: Any, wrapper: Path, disk: Path) -> str | None:
+        """The repo file of kustomize's origin annotation: `path` (the file that declared the
+        object), else `configuredIn` (the kustomization of the generator that made it); a
+        `repo` (a remote base) is no file of this repo (kustomize api/resource/origin.go)."""
         meta = data.get("metadata") if isinstance(data, dict) else None
         notes = meta.get("annotations") if isinstance(meta, dict) else None
         origin = notes.get(ORIGIN_ANNOTATION) if isinstance(notes, dict) else None
         if not isinstance(origin, str):
             return None
+        fields: dict[str, str] = {}
         for line in origin.splitlines():
-            if line.startswith("path:"):
-                path = line.split(":", 1)[1].strip().strip("'\"")
-                full = os.path.normpath(os.path.join(wrapper, path))
-                rel = os.path.relpath(full, disk).replace(os.sep, "/")
-                return None if rel.startswith("..") else rel
-        return None
+            key, sep, value = line.partition(":")
+            if sep and not line.startswith(" "):
+                fields[key.strip()] = value.strip().strip("'\"")
+        path = fields.get("path") or fields.get("configuredIn")
+        if not path or fields.get("repo"):
+            return None
+        full = os.path.normpath(os.path.join(wrapper, path))
+        rel = os.path.relpath(full, disk).replace(os.sep, "/")
+        return None if rel.startswith("..") else rel
+
+    def source_location(
+        self, rendered: str, doc: int, kind: str, name: str | None, path: list
+    ) -> tuple[str, int, int]:
+        """Where in the repo a finding on document `doc` of a rendered root belongs: the last
+        patch of the root that sets the key, else the key (or its nearest parent) in the
+        object's own file, else that file's first line; without an origin, the root's
+        kustomization file. Never the rendered stream, which is no file of the repo."""
+        origins = self.origins(rendered)
+        origin = origins[doc] if doc < len(origins) else None
+        root_file = rendered.removesuffix(RENDERED_SUFFIX)
+        if origin is None:
+            return root_file, 1, 1
+        patches = [
+            rel
+            for rel, by in self.consumed.items()
+            if by == rendered
+            and rel != origin
+            and posixpath.basename(rel) not in KUSTOMIZATION_FILES
+        ]
+        for rel in reversed(sorted(patches)):
+            found = self._find(rel, kind, name, path, whole=True)
+            if found is not None:
+                return rel, found[0], found[1]
+        found = self._find(origin, kind, name, path, whole=False)
+        if found is None:
+            return origin, 1, 1
+        return origin, found[0], found[1]
+
+    def _find(
+        self, rel: str, kind: str, name: str | None, path: list, whole: bool
+    ) -> tuple[int, int] | None:
+        """(line, column) of `path` in the document of `rel` that is the object: same kind,
+        and a name the rendered one was made from (kustomize adds prefixes and suffixes);
+        `whole`: only when the document holds the whole path (a patch that sets it)."""
+        from gpudrv_check.core.located import LMap, locate
+        from gpudrv_check.read.yaml_docs import parse_text
+
+        try:
+            parsed = parse_text(self.inner.read(rel))
+        except (OSError, ValueError):
+            return None
+        docs = [
+            d.data for d in parsed.docs if isinstance(d.data, LMap) and d.data.get("kind") == kind
+        ]
+        named = [d for d in docs if _made_from(_name_of(d), name)]
+        if len(named) != 1:  # the exact name, else the one object of its kind the file declares
+            exact = [d for d in named if _name_of(d) == name]
+            named = exact or (docs if len(docs) == 1 and not whole else [])
+        if len(named) != 1:
+            return None
+        data = named[0]
+        if whole and not _holds(data, path):
+            return None
+        line, column = locate(data, path)
+        return line, column
 
     def close(self) -> None:
         if self._tmp is not None:
@@ -460,3 +529,26 @@ class KustomizeSource:
         closer = getattr(self.inner, "close", None)
         if closer is not None:
             closer()
+
+
+def _name_of(data: Any) -> str | None:
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _made_from(source: str | None, rendered: str | None) -> bool:
+    """Whether kustomize's prefixes and suffixes could make `rendered` from `source`."""
+    return bool(source and rendered and source in rendered)
+
+
+def _holds(data: Any, path: list) -> bool:
+    node = data
+    for step in path:
+        if isinstance(node, dict) and step in node:
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            node = node[step]
+        else:
+            return False
+    return True

@@ -10,10 +10,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gpudrv_check.core.finding import Finding, Location, Severity
+from gpudrv_check.core.finding import Finding, Location
 from gpudrv_check.core.located import LMap, LSeq, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 from gpudrv_check.read.kustomization import PatchRef, is_kustomization, patch_refs
+from gpudrv_check.read.policy import builtin
 from gpudrv_check.read.safe_io import TooLarge
 from gpudrv_check.read.text import decode_text
 from gpudrv_check.read.tree import FileRef, Skipped
@@ -25,6 +27,43 @@ MAX_PROBLEMS_PER_RULE = 100
 
 class Source(Protocol):
     def read(self, rel: str, limit: int = ..., follow_inside: bool = False) -> bytes: ...
+
+
+class Decoding(Protocol):
+    """Which files a run decodes (engine/cache/partition.py `Plan`)."""
+
+    #: the namespaces whose findings come from the cache
+    clean: set[str]
+
+    def decode(self, rel: str) -> bool: ...
+
+
+class FileCache(Protocol):
+    """The per-file cache `read_repo` consults. The engine passes one (engine/cache/files.py):
+    how entries are keyed and stored, and which files a run may leave undecoded, are its
+    business, not the reader's."""
+
+    def open(self, source: Any, reading: tuple[object, ...]) -> None:
+        """Load the entries of `source` valid for this way of reading."""
+
+    def hit(self, rel: str, file_digest: str, helm: bool) -> bool:
+        """Whether the cache holds what a file with these bytes yields."""
+        ...
+
+    def result(self, rel: str) -> FileResult | None:
+        """The cached FileResult of a hit; None when it does not decode."""
+
+    def add(self, result: FileResult, helm: bool, blob: bytes | None, placeholders: bool) -> None:
+        """What a freshly parsed file yields (`blob`: already encoded, or None)."""
+
+    def save(self) -> None: ...
+
+    def partitions(self, reads: list[tuple[str, str]]) -> Decoding | None:
+        """Which files this run decodes, from how each was read; None: all of them."""
+
+    def unread(self, rel: str) -> tuple[int, int]:
+        """The objects a file not decoded holds, and the documents it skipped."""
+        ...
 
 
 @dataclass
@@ -47,7 +86,7 @@ class RepoContent:
     unread_files: int = 0
     unread_objects: int = 0
     unread_skipped: int = 0
-    plan: Any = None  # the incremental.Plan of this run, or None
+    plan: Decoding | None = None  # which files this run decodes (the partition plan), or None
     # files whose bytes hold `${`: the only ones with placeholders (model/placeholders.py)
     placeholder_files: set[str] = field(default_factory=set)
 
@@ -96,8 +135,8 @@ def chart_template_dirs(files: Iterable[FileRef]) -> list[str]:
 
 def _not_checkable(rel: str, line: int, message: str, hint: str) -> Finding:
     return Finding(
-        rule="GPU009",
-        severity=Severity.WARNING,
+        rule=builtin("not-checkable").id,
+        severity=builtin("not-checkable").severity,
         message=message,
         hint=hint,
         location=Location(file=rel, line=line, column=1),
@@ -158,11 +197,12 @@ def _over_limit(rel: str, size: int, max_bytes: int) -> FileResult:
         problem_finding(
             rel,
             LoadProblem(
-                "GPU000",
+                builtin("unreadable-file").id,
                 1,
                 1,
                 f"file is {size} bytes, over the max_file_bytes limit of {max_bytes}; not read",
-                "Split the file, exclude it, or raise max_file_bytes in .gpudrv-check.yaml.",
+                "Split the file, exclude it, or raise max_file_bytes in .gpudrv-check.yaml (a "
+                "node inventory: name it under `inventory:`, read up to max_inventory_bytes).",
             ),
         )
     )
@@ -173,7 +213,9 @@ def _over_budget(rel: str, budget: int) -> FileResult:
     result = FileResult(rel)
     message = f"the run's input budget of {budget} bytes (max_total_bytes) is spent; not read"
     hint = "Exclude generated or vendored files, or raise max_total_bytes in .gpudrv-check.yaml."
-    result.problems.append(problem_finding(rel, LoadProblem("GPU000", 1, 1, message, hint)))
+    result.problems.append(
+        problem_finding(rel, LoadProblem(builtin("unreadable-file").id, 1, 1, message, hint))
+    )
     return result
 
 
@@ -204,7 +246,9 @@ def _read_bytes(source: Source, ref: FileRef, max_bytes: int) -> bytes | FileRes
     """The file's bytes, or the FileResult that says why they cannot be used."""
     if ref.error is not None:
         result = FileResult(ref.rel)
-        result.problems.append(problem_finding(ref.rel, LoadProblem("GPU000", 1, 1, ref.error)))
+        result.problems.append(
+            problem_finding(ref.rel, LoadProblem(builtin("unreadable-file").id, 1, 1, ref.error))
+        )
         return result
     if ref.size > max_bytes:
         return _over_limit(ref.rel, ref.size, max_bytes)
@@ -216,28 +260,14 @@ def _read_bytes(source: Source, ref: FileRef, max_bytes: int) -> bytes | FileRes
         result = FileResult(ref.rel)
         reason = err.strerror or type(err).__name__
         result.problems.append(
-            problem_finding(ref.rel, LoadProblem("GPU000", 1, 1, f"cannot read: {reason}"))
+            problem_finding(
+                ref.rel, LoadProblem(builtin("unreadable-file").id, 1, 1, f"cannot read: {reason}")
+            )
         )
         return result
     if len(data) > max_bytes:  # it grew since the walk
         return _over_limit(ref.rel, len(data), max_bytes)
     return data
-
-
-def read_file(
-    source: Source,
-    ref: FileRef,
-    max_bytes: int,
-    helm_template: bool,
-    patch: PatchRef | None = None,
-) -> FileResult:
-    """Read one file into objects. Never raises for bad content: problems become findings."""
-    if patch is not None:
-        return kustomize_patch_result(ref.rel, patch)
-    data = _read_bytes(source, ref, max_bytes)
-    if isinstance(data, FileResult):
-        return data
-    return parse_manifest_bytes(ref.rel, data, helm_template)
 
 
 def kustomize_patch_result(rel: str, patch: PatchRef) -> FileResult:
@@ -258,9 +288,9 @@ def _is_json_name(rel: str) -> bool:
     return rel.lower().endswith(".json")
 
 
-def parse_document_text(rel: str, text: str, skim: frozenset[str] | None = None) -> ParsedFile:
+def parse_document_text(rel: str, text: str, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFile:
     """YAML, or JSON for `.json` files that libyaml refuses but that are valid JSON.
-    `skim`: kinds whose content is not kept (see yaml_docs.parse_text)."""
+    `skim`: what is not kept (see yaml_docs.parse_text)."""
     from gpudrv_check.read.json_docs import parse_json
 
     if _is_json_name(rel) and "\x85" in text:
@@ -330,7 +360,7 @@ def _capped(problems: list[LoadProblem]) -> list[LoadProblem]:
 
 
 def parse_manifest_bytes(
-    rel: str, data: bytes, helm_template: bool = False, skim: frozenset[str] | None = None
+    rel: str, data: bytes, helm_template: bool = False, skim: SkimPlan = NOTHING_SKIPPED
 ) -> FileResult:
     result = FileResult(rel, digest=hashlib.sha256(data).hexdigest())
     text, problem = decode_text(data)
@@ -350,7 +380,7 @@ def parse_manifest_bytes(
                 1,
                 "Terraform template (%{ … } / ${ … }): not checkable unless rendered",
                 TERRAFORM_HINT,
-            ).model_copy(update={"severity": Severity.INFO})
+            ).model_copy(update={"severity": builtin("not-checkable").severity_of("terraform")})
         )
         return result
     if _is_templated(text, parsed):
@@ -401,8 +431,8 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
         line, col = data.key_pos(key)
         result.problems.append(
             Finding(
-                rule="GPU040",
-                severity=Severity.ERROR,
+                rule=builtin("invalid-field").id,
+                severity=builtin("invalid-field").severity,
                 message=f"{key} must be a string; object skipped",
                 hint="Write apiVersion and kind as strings, e.g. `kind: Deployment`.",
                 location=Location(file=rel, line=line, column=col),
@@ -432,7 +462,7 @@ def is_object(data: Any) -> bool:
 
 #: problems that concern Kubernetes objects only: in a CI config, a Home Assistant or Ansible
 #: file (`!secret`, `!include`, a repeated key) they are that tool's business, not findings
-OBJECT_ONLY_RULES = frozenset(("GPU008", "GPU009"))
+OBJECT_ONLY_RULES = frozenset(("duplicate-key", "not-checkable"))
 
 
 def _object_problems(parsed: ParsedFile) -> list[LoadProblem]:
@@ -450,12 +480,11 @@ def _object_problems(parsed: ParsedFile) -> list[LoadProblem]:
         at = (p.line, p.column)
         return any(start <= at and (end is None or at < end) for start, end in foreign)
 
+    object_only = {builtin(name).id for name in OBJECT_ONLY_RULES}
     return [
         p
         for p in parsed.problems
-        if p.rule not in OBJECT_ONLY_RULES
-        and not p.message.startswith(NON_SCALAR_KEY)
-        or not inside(p)
+        if p.rule not in object_only and not p.message.startswith(NON_SCALAR_KEY) or not inside(p)
     ]
 
 
@@ -472,8 +501,8 @@ def _check_name_types(result: FileResult, rel: str, data: LMap) -> None:
         line, col = meta.key_pos(key)
         result.problems.append(
             Finding(
-                rule="GPU040",
-                severity=Severity.ERROR,
+                rule=builtin("invalid-field").id,
+                severity=builtin("invalid-field").severity,
                 message=f"metadata.{key} is read as a YAML {type_name(value)}, not a string"
                 + (f" (`{text}`)" if text else ""),
                 hint=f'Quote it: `{key}: "{text}"`.'
@@ -552,45 +581,15 @@ class ReadOptions:
     """How `read_repo` reads: worker processes, the per-file cache, a progress line."""
 
     jobs: int = 1  # processes parsing files (1: in this process)
-    cache: Any = None  # a cache.Cache, or None
+    cache: FileCache | None = None  # the per-file cache (engine/cache/files.py), or None
     progress: Any = None  # called with (files done, total) now and then, or None
     #: bytes already read, by path (check reads them first); emptied as the files are parsed
     data: dict[str, bytes] | None = None
-    skim: frozenset[str] | None = None  # kinds whose content is not kept (see SKIM_KINDS)
-    #: digest of everything but the manifest files, for the partition cache
-    #: (engine/cache/partition.py);
-    #: None: every file is decoded and evaluated
-    context: str | None = None
+    #: what the parser may leave out (core/reads.py; the engine passes rules/plan.py's)
+    skim: SkimPlan = NOTHING_SKIPPED
     #: manifest bytes the whole run may read (config `max_total_bytes`); None: no limit
     max_total_bytes: int | None = None
 
-
-#: kinds no rule reads past `metadata`: their content is parsed (syntax, nesting, duplicate keys
-#: and tags are still reported) but not kept. Only when the repo has no custom policies, which
-#: may assert on any kind. Large CRDs are most of the bytes of a typical GitOps repo.
-SKIM_KINDS = frozenset(
-    (
-        "APIService",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "CustomResourceDefinition",
-        "Endpoints",
-        "EndpointSlice",
-        "HorizontalPodAutoscaler",
-        "Ingress",
-        "IngressClass",
-        "MutatingWebhookConfiguration",
-        "NetworkPolicy",
-        "PersistentVolume",
-        "PersistentVolumeClaim",
-        "Role",
-        "RoleBinding",
-        "Service",
-        "ServiceAccount",
-        "StorageClass",
-        "ValidatingWebhookConfiguration",
-    )
-)
 
 #: fewer files than this are parsed in-process whatever --jobs says (worker start-up costs more)
 PARALLEL_MIN_FILES = 200
@@ -599,7 +598,7 @@ MAIN_SHARE = 0.8
 _CHUNK = 64
 
 
-def _parse_chunk(items: list[tuple[str, bytes, bool]], skim: frozenset[str] | None) -> list[bytes]:
+def _parse_chunk(items: list[tuple[str, bytes, bool]], skim: SkimPlan) -> list[bytes]:
     """In a worker process: parse files, return each FileResult encoded (read/codec.py)."""
     from gpudrv_check.read.codec import encode
 
@@ -610,7 +609,7 @@ def _parse_all(
     todo: list[tuple[int, str, bytes, bool]],
     jobs: int,
     tick,
-    skim: frozenset[str] | None = None,
+    skim: SkimPlan = NOTHING_SKIPPED,
     encoded_out: dict[int, bytes] | None = None,
 ) -> dict[int, FileResult]:
     """Parse files (index, rel, bytes, helm template?), in worker processes when worth it;
@@ -664,7 +663,7 @@ def _share_out(
     mine: list[list[tuple[int, str, bytes, bool]]],
     out: dict[int, FileResult],
     tick: Any,
-    skim: frozenset[str] | None,
+    skim: SkimPlan,
     encoded_out: dict[int, bytes] | None,
 ) -> None:
     """Hand `theirs` to the pool, parse `mine` here, and gather every result into `out`."""
@@ -695,6 +694,37 @@ def _share_out(
             tick()
 
 
+def _plan_key(plan: SkimPlan) -> tuple[list[str], ...]:
+    """The skim plan as cache keys take it (sorted: a frozenset's order varies by process)."""
+    return (sorted(plan.kinds), sorted(plan.node_status), sorted(plan.container))
+
+
+def _how_read(
+    files: list[FileRef],
+    results: list[FileResult | None],
+    hits: dict[int, tuple[str, bool, bytes]],
+    helm_of: dict[int, bool],
+    patches: dict[str, PatchRef],
+) -> list[tuple[str, str]]:
+    """Per file, how it was read: its digest and Helm flag, a Kustomize patch, or why it was
+    not read; a change in any of them changes the partition keys."""
+    out = []
+    for i, ref in enumerate(files):
+        result = results[i]
+        patch = patches.get(ref.rel)
+        if i in hits:
+            how = f"{hits[i][0]} helm={hits[i][1]}"
+        elif i in helm_of and result is not None:
+            how = f"{result.digest} helm={helm_of[i]}"
+        elif patch is not None:
+            how = f"patch of {patch.kustomization}:{patch.line} {patch.field}"
+        else:
+            assert result is not None
+            how = "unread: " + "; ".join(f.message for f in result.problems)
+        out.append((ref.rel, how))
+    return out
+
+
 def read_repo(
     source: Source,
     files: list[FileRef],
@@ -717,19 +747,11 @@ def read_repo(
 
     results: list[FileResult | None] = [None] * total
     budget = _Budget(options.max_total_bytes)
-    hits: dict[int, tuple[tuple, bytes]] = {}  # cache hits, decoded only if the run needs them
+    hits: dict[int, tuple[str, bool, bytes]] = {}  # cache hits (digest, helm, bytes)
     todo: list[tuple[int, str, bytes, bool]] = []
-    cached: dict = {}
-    fresh: dict = {}
-    cache_name = cache_key = ""
-    if options.cache is not None:
-        from gpudrv_check.engine.cache import store as cache_mod
-
-        cache_name = cache_mod.digest(getattr(source, "disk_root", ""), type(source).__name__)
-        cache_key = cache_mod.digest(max_bytes, templates, sorted(options.skim or ()))
-        from gpudrv_check.engine.cache.partition import valid_files_entry
-
-        cached = options.cache.load("files", cache_name, cache_key, valid_files_entry) or {}
+    cache = options.cache
+    if cache is not None:
+        cache.open(source, (max_bytes, templates, *_plan_key(options.skim)))
     for i, ref in enumerate(files):
         helm = any(ref.rel.startswith(prefix) for prefix in templates)
         patch = patches.get(ref.rel)
@@ -753,78 +775,40 @@ def read_repo(
             continue
         if b"${" in data:
             content.placeholder_files.add(ref.rel)
-        if options.cache is not None:
-            file_digest = hashlib.sha256(data).hexdigest()
-            entry = cached.get(ref.rel)
-            if isinstance(entry, tuple) and len(entry) == 4 and entry[:2] == (file_digest, helm):
-                hits[i] = (entry, data)
-                fresh[ref.rel] = entry
-                tick()
-                continue
+        file_digest = hashlib.sha256(data).hexdigest() if cache is not None else ""
+        if cache is not None and cache.hit(ref.rel, file_digest, helm):
+            hits[i] = (file_digest, helm, data)
+            tick()
+            continue
         todo.append((i, ref.rel, data, helm))
     encoded: dict[int, bytes] = {}
     for i, parsed in _parse_all(todo, options.jobs, tick, options.skim, encoded).items():
         results[i] = parsed
-    summaries: dict[int, Any] = {}
-    if options.cache is not None:
-        from gpudrv_check.engine.cache.partition import summarize
-        from gpudrv_check.read.codec import encode
-
+    if cache is not None:
         for i, rel, _, helm in todo:
             result = results[i]
             assert result is not None
-            summaries[i] = summarize(result, rel in content.placeholder_files)
-            blob = encoded.get(i)
-            fresh[result.rel] = (
-                result.digest,
-                helm,
-                blob if blob is not None else encode(result),
-                summaries[i],
-            )
-        if todo or len(fresh) != len(cached):
-            options.cache.store("files", cache_name, cache_key, fresh)
-    if options.cache is not None and options.context is not None:
-        from gpudrv_check.engine.cache import partition as incremental
-
-        # per file: how it was read (content digest, Helm template or not; a Kustomize patch;
-        # an error) and what it holds; a change in either changes the partition keys
+            cache.add(result, helm, encoded.get(i), rel in content.placeholder_files)
+        cache.save()
         helm_of = {i: helm for i, _, _, helm in todo}
-        metas = []
-        for i, ref in enumerate(files):
-            if i in hits:
-                entry = hits[i][0]
-                metas.append((ref.rel, f"{entry[0]} helm={entry[1]}", entry[3]))
-                continue
-            result = results[i]
-            assert result is not None
-            patch = patches.get(ref.rel)
-            if i in helm_of:
-                how = f"{result.digest} helm={helm_of[i]}"
-            elif patch is not None:
-                how = f"patch of {patch.kustomization}:{patch.line} {patch.field}"
-            else:
-                how = "unread: " + "; ".join(f.message for f in result.problems)
-            metas.append((ref.rel, how, summaries.get(i)))
-        content.plan = incremental.plan(options.cache, cache_name, options.context, metas)
-    for i, (entry, data) in hits.items():
-        if content.plan is not None and not content.plan.decode(files[i].rel):
-            continue
-        from gpudrv_check.read.codec import CodecError, decode
-
-        try:
-            results[i] = decode(entry[2])
-        except CodecError:
-            results[i] = parse_manifest_bytes(files[i].rel, data, entry[1], options.skim)
-    if content.plan is not None:
-        for i, ref in enumerate(files):
-            if content.plan.decode(ref.rel):
-                continue
-            summary = hits[i][0][3] if i in hits else summaries.get(i)
-            assert summary is not None  # a file with no summary is shared: always decoded
+        content.plan = cache.partitions(_how_read(files, results, hits, helm_of, patches))
+    for i, ref in enumerate(files):
+        if content.plan is not None and not content.plan.decode(ref.rel):
+            assert cache is not None  # a file with no summary is shared: always decoded
+            objects, skipped = cache.unread(ref.rel)
             results[i] = None
             content.unread_files += 1
-            content.unread_objects += incremental.object_count(summary)
-            content.unread_skipped += summary[1]
+            content.unread_objects += objects
+            content.unread_skipped += skipped
+        elif i in hits:
+            assert cache is not None
+            decoded = cache.result(ref.rel)
+            _, helm, data = hits[i]
+            results[i] = (
+                decoded
+                if decoded is not None
+                else parse_manifest_bytes(ref.rel, data, helm, options.skim)
+            )
     content.files = [r for r in results if r is not None]
     charts = chart_findings(files, templates)
     for result in content.files:

@@ -12,13 +12,30 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from gpudrv_check.core.finding import Finding, Location, Severity, quoted
-from gpudrv_check.read.matrix_row import MatrixRow
+from pydantic import BaseModel, ConfigDict
+
+from gpudrv_check.core.finding import Finding, Location, quoted
+from gpudrv_check.read.policy import builtin
 
 REQUIRED_COLUMNS = ("driver_branch", "kernel", "os_tag")
 _BRANCH = re.compile(r"[0-9]+\Z")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 _LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class MatrixRow(BaseModel):
+    """A row of the support matrix: one precompiled driver image that exists."""
+
+    model_config = ConfigDict(frozen=True)
+
+    driver_branch: str
+    kernel: str
+    os_tag: str
+    line: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.driver_branch, self.kernel, self.os_tag)
 
 
 @dataclass
@@ -48,12 +65,18 @@ class Matrix:
 
 
 def _problem(
-    file: str, line: int, column: int, message: str, hint: str, sev: Severity, row: str = ""
+    file: str,
+    line: int,
+    column: int,
+    message: str,
+    hint: str,
+    case: str | None = None,
+    row: str = "",
 ) -> Finding:
     # identity is the row's text, not its line number: a row added above keeps it (PR mode)
     return Finding(
-        rule="GPU006",
-        severity=sev,
+        rule=builtin("invalid-matrix-row").id,
+        severity=builtin("invalid-matrix-row").severity_of(case),
         message=message,
         hint=hint,
         location=Location(file=file, line=line, column=column),
@@ -74,7 +97,6 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                 1,
                 "support matrix is not UTF-8 text",
                 "Save it as UTF-8.",
-                Severity.ERROR,
             )
         )
         return matrix
@@ -102,7 +124,6 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     1,
                     f"malformed CSV line: {err}",
                     "Fix the quoting.",
-                    Severity.ERROR,
                     row=raw_line,
                 )
             )
@@ -120,7 +141,6 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                         f"header lacks column(s) {', '.join(missing)}; expected "
                         "`driver_branch,kernel,os_tag`",
                         "Make the first non-comment line the header `driver_branch,kernel,os_tag`.",
-                        Severity.ERROR,
                         row=raw_line,
                     )
                 )
@@ -139,7 +159,6 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     f"row has {len(cells)} field(s), needs driver_branch, kernel and os_tag",
                     "Write the row as `<branch>,<kernel>,<os_tag>`, e.g. "
                     "`550,5.15.0-119-generic,ubuntu22.04`.",
-                    Severity.ERROR,
                     row=raw_line,
                 )
             )
@@ -160,7 +179,6 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     1,
                     "; ".join(bad),
                     "Each row is the three parts of a precompiled driver image tag.",
-                    Severity.ERROR,
                     row=raw_line,
                 )
             )
@@ -174,7 +192,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     1,
                     f"duplicate row {','.join(key)} (first on line {seen[key]})",
                     "Delete the repeated row.",
-                    Severity.WARNING,
+                    "duplicate-row",
                     row=raw_line,
                 )
             )
@@ -191,7 +209,6 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                 1,
                 "support matrix is empty: no header `driver_branch,kernel,os_tag`",
                 "Add the header line and one row per driver image you built.",
-                Severity.ERROR,
             )
         )
     return matrix

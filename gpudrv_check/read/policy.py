@@ -1,4 +1,8 @@
-"""The rule catalog: every built-in rule's metadata, declared as data in `policies/rules/`.
+"""The rule catalog: every built-in rule's metadata, declared as data in its `rule.yaml`.
+
+Each built-in rule is a folder `gpudrv_check/rules/GPUxxx_<name>/` whose `rule.yaml` is read
+here as data (the reader never imports the rules). Findings the reader and the model emit have
+folders of their own (`source: load`) and take their id and severity from here too (`builtin`).
 
 Documentation (`gpudrv-check rules`, `explain`, the README table) is generated from here, so
 it cannot drift from what the checker does.
@@ -7,7 +11,7 @@ it cannot drift from what the checker does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,7 +19,27 @@ from pydantic import BaseModel, ConfigDict, Field
 from gpudrv_check.core.finding import Severity, quoted
 
 if TYPE_CHECKING:
+    from importlib.abc import Traversable
+
     from gpudrv_check.read.config import Config, RuleSettings
+
+
+class Reads(BaseModel):
+    """Kinds a rule reads, and the field paths it reads in them (`metadata`, `apiVersion` and
+    `kind` are always read). A path is dotted; `*` is any key or item, `{podspec}` the pod spec
+    of a workload kind (`spec`, `spec.template.spec`, ...)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kinds: list[str]
+    fields: list[str] = Field(default_factory=list)
+    # `namespace`: what is read is the object's own namespace (and cluster-wide objects);
+    # `cluster`: objects of every namespace; None: the rule's scope
+    scope: Literal["namespace", "cluster"] | None = None
+    # read only under this condition (in words); the rule's `reads_all_namespaces(repo)` says
+    # when it holds, and the engine then reads every namespace instead of taking some from the
+    # partition cache (so the kinds can stay in the partitions: rules/plan.py)
+    when: str | None = None
 
 
 class RulePolicy(BaseModel):
@@ -34,24 +58,56 @@ class RulePolicy(BaseModel):
     # what the rule cannot run without: `nodes` (any node), `gpu-nodes`, `matrix`; a run whose
     # repo lacks one skips the rule and says so (model/coverage.py)
     needs: list[Literal["nodes", "gpu-nodes", "matrix"]] = Field(default_factory=list)
+    # what the rule's findings depend on: kinds and field paths (rules/plan.py derives the skim
+    # plan and the partition kinds from these), and whether that is one namespace or the cluster
+    reads: list[Reads] = Field(default_factory=list)
+    scope: Literal["namespace", "cluster"] = "cluster"
+    # the longer user documentation (Markdown), shown on the rule's generated page
+    docs: str = ""
+    # severities other than `severity` some findings of the rule take, by case (e.g. a
+    # duplicate matrix row is a warning where a malformed one is an error)
+    severities: dict[str, Severity] = Field(default_factory=dict)
+
+    def severity_of(self, case: str | None = None) -> Severity:
+        """The severity of the rule's findings, or of its findings of `case`."""
+        if case is None:
+            return self.severity
+        return self.severities[case]
 
 
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, RulePolicy]:
-    from gpudrv_check.core.resources import resource_dir
     from gpudrv_check.read.yaml_docs import parse_text
 
     rules: dict[str, RulePolicy] = {}
-    folder = resource_dir("policies").joinpath("rules")
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".yaml"):
-            continue
+    for folder in rule_folders():
+        entry = folder.joinpath("rule.yaml")
         parsed = parse_text(entry.read_text(encoding="utf-8"))
         if parsed.problems or not parsed.docs:
-            raise RuntimeError(f"broken built-in policy {entry.name}: {parsed.problems}")
+            raise RuntimeError(f"broken built-in rule {folder.name}/rule.yaml: {parsed.problems}")
         policy = RulePolicy.model_validate(parsed.docs[0].data)
         rules[policy.id] = policy
     return dict(sorted(rules.items()))
+
+
+def rule_folders() -> list[Traversable]:
+    """The folders of the built-in rules (`GPUxxx_<name>/` holding a `rule.yaml`), by name."""
+    from importlib import resources
+
+    folder = resources.files("gpudrv_check").joinpath("rules")
+    found = [e for e in folder.iterdir() if e.is_dir() and e.joinpath("rule.yaml").is_file()]
+    return sorted(found, key=lambda e: e.name)
+
+
+@cache
+def builtin(name: str) -> RulePolicy:
+    """A built-in rule by name, for the code that emits its findings outside `rules/` (the
+    reader, the model, the engine): its id and severity come from here, never from literals.
+    An unknown name is a programming error (tests/test_catalog.py runs every emitter)."""
+    for policy in catalog().values():
+        if policy.name == name:
+            return policy
+    raise KeyError(f"no built-in rule named {name!r}")
 
 
 def by_id_or_name(key: str) -> RulePolicy | None:
@@ -60,8 +116,8 @@ def by_id_or_name(key: str) -> RulePolicy | None:
 
 
 def default_severity(rule_id: str) -> Severity:
-    policy = catalog().get(rule_id)
-    return policy.severity if policy else Severity.ERROR
+    """The severity of a built-in rule by id (an unknown id is a programming error)."""
+    return catalog()[rule_id].severity
 
 
 def find_rule(key: str, rules: Mapping[str, RulePolicy] | None = None) -> RulePolicy | None:

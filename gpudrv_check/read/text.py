@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 from codecs import BOM_UTF8
 
+from gpudrv_check.read.policy import builtin
 from gpudrv_check.read.yaml_docs import LoadProblem
 
 
@@ -46,14 +47,14 @@ def decode_text(data: bytes) -> tuple[str | None, LoadProblem | None]:
             line, col = line_col_at(data, nul)
             if _looks_like_utf16(data):
                 return None, LoadProblem(
-                    "GPU000",
+                    builtin("unreadable-file").id,
                     1,
                     1,
                     "UTF-16 text without a byte order mark; not readable",
                     "Save the file as UTF-8 (or UTF-16 with a BOM).",
                 )
             return None, LoadProblem(
-                "GPU000",
+                builtin("unreadable-file").id,
                 line,
                 col,
                 "binary content (NUL byte); not a YAML or JSON text file",
@@ -69,7 +70,7 @@ def decode_text(data: bytes) -> tuple[str | None, LoadProblem | None]:
             line, col = 1, 1
             what = f"invalid {encoding.upper()} text"
         return None, LoadProblem(
-            "GPU000",
+            builtin("unreadable-file").id,
             line,
             col,
             f"{what}; the file is not readable text",
@@ -81,7 +82,7 @@ def decode_text(data: bytes) -> tuple[str | None, LoadProblem | None]:
     if nul >= 0:
         line, col = text_line_col(text, nul)
         return None, LoadProblem(
-            "GPU000",
+            builtin("unreadable-file").id,
             line,
             col,
             "binary content (NUL character); not a YAML or JSON text file",

@@ -18,12 +18,15 @@ code hosts count them (libyaml also breaks lines at a lone CR, NEL, LS and PS).
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from sys import intern
 from typing import Any
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import LMap, LSeq, Pos
+from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
+from gpudrv_check.read.policy import builtin
 
 # Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
 # embed a pod template); consumers that recurse per level (pickle for the cache and worker
@@ -56,6 +59,7 @@ _FLOAT = re.compile(
     r"|[-+]?\.(?:inf|Inf|INF)\Z|\.(?:nan|NaN|NAN)\Z"
 )
 _STD_TAG = "tag:yaml.org,2002:"
+_STR_TAG = _STD_TAG + "str"
 _KNOWN_TAGS = frozenset(
     _STD_TAG + t
     for t in ("str", "int", "float", "bool", "null", "map", "seq", "binary", "timestamp", "merge")
@@ -69,39 +73,6 @@ _NON_SCALAR = "<non-scalar key>"  # what such a key is stored as
 # benchmark corpus). Bounded, so a long-lived process does not grow it without limit.
 POSITIONS: dict[Pos, Pos] = {}
 MAX_SHARED_POSITIONS = 200_000
-# parts of a Node's status nothing reads (capacity and allocatable are read): a `kubectl get
-# nodes -o yaml` export lists every cached image of every node, often most of the file
-NODE_STATUS_SKIPPED = frozenset(
-    (
-        "addresses",
-        # "conditions" is read: the Ready condition (rehearse, GetCurrentUnavailableNodes)
-        "config",
-        "daemonEndpoints",
-        "features",
-        "images",
-        "nodeInfo",
-        "runtimeHandlers",
-        "volumesAttached",
-        "volumesInUse",
-    )
-)
-# fields of a workload's containers nothing reads (name, image and resources are read)
-CONTAINER_SKIPPED = frozenset(
-    (
-        "args",
-        "command",
-        "env",
-        "envFrom",
-        "lifecycle",
-        "livenessProbe",
-        "ports",
-        "readinessProbe",
-        "securityContext",
-        "startupProbe",
-        "volumeDevices",
-        "volumeMounts",
-    )
-)
 # top-level keys always built, whatever the kind (see `skim` in parse_text)
 _KEPT_TOP_KEYS = frozenset(("metadata", "<<", "apiVersion", "kind"))
 
@@ -206,10 +177,6 @@ def _flow_depth_exceeds(text: str, limit: int) -> int:
     return 0
 
 
-def _pos(mark: Any) -> Pos:
-    return (mark.line + 1, mark.column + 1)
-
-
 def _has_odd_breaks(text: str) -> bool:
     """Whether libyaml would count a line break that editors do not (lone CR, NEL, LS, PS)."""
     if "\x85" in text or "\u2028" in text or "\u2029" in text:
@@ -294,7 +261,7 @@ def _in_container(stack: list[_Frame]) -> bool:
 
 def duplicate_key(key: str, pos: Pos) -> LoadProblem:
     return LoadProblem(
-        "GPU008",
+        builtin("duplicate-key").id,
         pos[0],
         pos[1],
         f"duplicate key {quoted(key)}; the API server's strict decoding rejects this object",
@@ -433,6 +400,10 @@ _PROBE_SCALARS = [
     ("f", _STD_TAG + "str", (False, False), ""),
 ]
 _light_ok: bool | None = None
+#: held while a parse runs with the light classes swapped into the C module: the swap is
+#: process-wide, so a second thread parsing at once would restore the stock classes under the
+#: first one (reentrant: flow_colons re-parses inside a parse)
+_SWAP = threading.RLock()
 
 
 class _EventClasses:
@@ -500,25 +471,25 @@ def _probe_light(module: Any) -> bool:
     )
 
 
-def parse_text(text: str | bytes, skim: frozenset[str] | None = None) -> ParsedFile:
+def parse_text(text: str | bytes, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFile:
     """Parse every document of a YAML (or JSON) stream into located data.
 
-    `skim`: kinds whose content nothing reads. In a document whose top-level `kind:` is one of
-    them and comes before the content (as it always does in practice), every top-level value
-    but `metadata` is read for syntax, nesting, duplicate keys and tags, and kept only as an
-    empty mapping or list at its position: a 2 MB CRD costs the parser, not the tree builder.
-    When `kind:` comes later the document is built whole. The same holds, with any `skim`, for
-    the parts of a Node's `status` nothing reads (NODE_STATUS_SKIPPED), in a Node of its own or
-    in a List's items, and for the container fields nothing reads (CONTAINER_SKIPPED: env,
-    args, probes...) in a workload's pod template.
+    `skim` (core/reads.py; the engine passes it, the parser knows no kind or field by name):
+    in a document whose top-level `kind:` is one of `skim.kinds` and comes before the content
+    (as it always does in practice), every top-level value but `metadata` is read for syntax,
+    nesting, duplicate keys and tags, and kept only as an empty mapping or list at its
+    position: a 2 MB CRD costs the parser, not the tree builder. When `kind:` comes later the
+    document is built whole. The same holds for the keys of a Node's `status` in
+    `skim.node_status`, in a Node of its own or in a List's items, and for the container fields
+    in `skim.container` (env, args, probes...) in a workload's pod template.
     """
-    with _event_classes() as events:
+    with _SWAP, _event_classes() as events:
 
         def parse(source: str | bytes) -> ParsedFile:
             try:
-                return _parse_text(source, events.names, skim)
+                return _Builder(source, events.names, skim).build()
             except _AliasIntoSkimmed:  # an alias names data the skim did not build: build it all
-                return _parse_text(source, events.names, None)
+                return _Builder(source, events.names, NOTHING_SKIPPED).build()
 
         result = parse(text)
         if result.flow_colon >= 0 and isinstance(text, str):
@@ -536,384 +507,460 @@ class _AliasIntoSkimmed(Exception):
     """An alias refers to an anchor inside a section the skim drained."""
 
 
-def _parse_text(
-    text: str | bytes, events: dict[str, Any], skim_kinds: frozenset[str] | None
-) -> ParsedFile:
-    from ruamel.yaml.cyaml import CParser
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-    from ruamel.yaml.reader import ReaderError
+class UnknownEvent(RuntimeError):
+    """The C parser made an event of a class the builder does not know: the classes were
+    swapped under it (the _SWAP lock rules that out). Raised, never looped on."""
 
-    AliasEvent = events["AliasEvent"]  # noqa: N806
-    DocumentEndEvent = events["DocumentEndEvent"]  # noqa: N806
-    DocumentStartEvent = events["DocumentStartEvent"]  # noqa: N806
-    MappingEndEvent = events["MappingEndEvent"]  # noqa: N806
-    MappingStartEvent = events["MappingStartEvent"]  # noqa: N806
-    ScalarEvent = events["ScalarEvent"]  # noqa: N806
-    SequenceEndEvent = events["SequenceEndEvent"]  # noqa: N806
-    SequenceStartEvent = events["SequenceStartEvent"]  # noqa: N806
-    StreamEndEvent = events["StreamEndEvent"]  # noqa: N806
 
-    result = ParsedFile()
-    problems = result.problems
-    if isinstance(text, str):
-        too_deep = _flow_depth_exceeds(text, MAX_DEPTH)
-        if too_deep:
-            problems.append(
-                LoadProblem(
-                    "GPU000",
-                    too_deep,
-                    1,
-                    f"nesting deeper than {MAX_DEPTH} levels; file not read",
-                    "Kubernetes objects are never this deep: this file is generated or hostile.",
-                )
-            )
+def _share(pos: Pos) -> Pos:
+    """A position not shared yet: kept as the one tuple every file shares (see POSITIONS)."""
+    if len(POSITIONS) < MAX_SHARED_POSITIONS:
+        POSITIONS[pos] = pos
+    return pos
+
+
+def _shared_pos(mark: Any) -> Pos:
+    """A mark's position, as the one tuple every file shares for it."""
+    pos = (mark.line + 1, mark.column + 1)
+    return _positions_get(pos) or _share(pos)
+
+
+_positions_get = POSITIONS.get
+
+
+def check_tag(tag: str | None, pos: Pos, problems: list[LoadProblem]) -> bool:
+    """True when the tag is one we read; unknown tags are reported, never constructed."""
+    if tag is None or tag in ("!", "?") or tag in _KNOWN_TAGS:
+        return True
+    problems.append(
+        LoadProblem(
+            builtin("not-checkable").id,
+            pos[0],
+            pos[1],
+            f"unknown YAML tag {show_tag(tag)} is not constructed; its value is read as plain data",
+            "Kubernetes manifests use no custom tags; render the file first "
+            "(for example with the tool that owns the tag).",
+        )
+    )
+    return False
+
+
+def _tagged_value(event: Any, pos: Pos, problems: list[LoadProblem]) -> tuple[Any, None]:
+    """The value of a quoted, tagged or non-implicit scalar (the plain ones: `scalar`)."""
+    scalar = event.value
+    tag = event.tag
+    if tag is None or tag == "!" or tag == _STR_TAG or not check_tag(tag, pos, problems):
+        return scalar, None
+    return _resolve_tagged(scalar, tag), None
+
+
+def _non_scalar_key(pos: Pos) -> LoadProblem:
+    return LoadProblem(
+        builtin("unreadable-file").id,
+        pos[0],
+        pos[1],
+        f"{NON_SCALAR_KEY}; Kubernetes objects only have string keys",
+    )
+
+
+def _finish_merges(frame: _Frame) -> None:
+    """Fill in the keys the frame's `<<:` merges bring that it does not set itself."""
+    node = frame.node
+    sources: list[Any] = []
+    for merge in frame.merges or ():
+        if isinstance(merge, LSeq):
+            sources.extend(merge)
+        else:
+            sources.append(merge)
+    for source in sources:
+        if not isinstance(source, LMap):
+            continue
+        for key, value in source.items():
+            if key not in node:
+                node[key] = value
+                node.kpos[key] = source.kpos.get(key, source.pos)
+                raw = source.raw_text(key)
+                if raw is not None:
+                    if node.raw is None:
+                        node.raw = {}
+                    node.raw[key] = raw
+
+
+def _too_deep(text: str | bytes) -> LoadProblem | None:
+    """The problem of a text whose flow nesting passes MAX_DEPTH (checked before libyaml sees
+    it: its scanner is quadratic in flow depth), or None."""
+    line = _flow_depth_exceeds(text, MAX_DEPTH) if isinstance(text, str) else 0
+    if not line:
+        return None
+    return LoadProblem(
+        builtin("unreadable-file").id,
+        line,
+        1,
+        f"nesting deeper than {MAX_DEPTH} levels; file not read",
+        "Kubernetes objects are never this deep: this file is generated or hostile.",
+    )
+
+
+class _Builder:
+    """The located documents of one YAML stream, built from the C parser's events, one method
+    per event class. Iterative (a stack of open collections), so depth cannot recurse."""
+
+    def __init__(self, text: str | bytes, events: dict[str, Any], plan: SkimPlan) -> None:
+        self.text = text
+        self.events = events
+        self.result = ParsedFile()
+        self.problems = self.result.problems
+        # libyaml's own marks are right unless the text has line breaks editors do not count
+        index = LineIndex(text) if isinstance(text, str) and _has_odd_breaks(text) else None
+        self.odd = index.mark_pos if index is not None else None
+        self.pos_of: Any = self.odd or _shared_pos
+        self.stack: list[_Frame] = []
+        self.anchors: dict[str, tuple[Any, int]] = {}
+        self.doc_index = -1
+        self.doc_pos: Pos = (1, 1)
+        self.root: Any = None
+        self.skipping = False  # the current document was abandoned (bomb, depth): drain it
+        self.expanded = 0  # nodes aliases added to this file so far
+        self.plan = plan
+        self.skimming = bool(plan.kinds or plan.node_status or plan.container)
+        self.mapping_start = events["MappingStartEvent"]
+        self.get_event: Any = None
+
+    def build(self) -> ParsedFile:
+        from ruamel.yaml.cyaml import CParser
+        from ruamel.yaml.error import MarkedYAMLError, YAMLError
+        from ruamel.yaml.reader import ReaderError
+
+        result, text = self.result, self.text
+        too_deep = _too_deep(text)
+        if too_deep is not None:
+            self.problems.append(too_deep)
             result.failed = True
             return result
+        self.get_event = CParser(text).get_event
+        try:
+            self._run()
+        except MarkedYAMLError as err:
+            self.problems.append(_syntax_problem(err, text))
+            result.failed = True
+            if err.problem == "found unexpected ':'" and err.problem_mark is not None:
+                result.flow_colon = err.problem_mark.index
+        except ReaderError as err:  # a character YAML does not allow; position: a UTF-8 offset
+            self.problems.append(_reader_problem(err, text))
+            result.failed = True
+        except YAMLError as err:
+            message = f"cannot read YAML: {_one_line(str(err))}"
+            self.problems.append(LoadProblem(builtin("unreadable-file").id, 1, 1, message))
+            result.failed = True
+        return result
 
-    parser = CParser(text)
-    # libyaml's own marks are right unless the text has line breaks editors do not count
-    odd_pos = LineIndex(text).mark_pos if isinstance(text, str) and _has_odd_breaks(text) else None
-    pos_of = odd_pos or _pos
-    stack: list[_Frame] = []
-    anchors: dict[str, tuple[Any, int]] = {}
-    doc_index = -1
-    doc_pos: Pos = (1, 1)
-    root: Any = None
-    skipping = False  # the current document was abandoned (bomb, depth); drain its events
-    expanded = 0  # nodes aliases added to this file so far
-
-    def attach(value: Any, pos: Pos, size: int, raw: str | None = None) -> None:
-        nonlocal root
-        if not stack:
-            root = value
-            return
-        frame = stack[-1]
-        frame.size += size
-        node = frame.node
-        if isinstance(node, LSeq):
-            append_item(node, value, pos, raw)
-            return
-        if frame.key is None:
-            # this value is a key
-            if isinstance(value, str):
-                key = value
-            elif raw is not None:
-                key = raw
-            elif value is None:
-                key = "null"
-            else:
-                problems.append(
-                    LoadProblem(
-                        "GPU000",
-                        pos[0],
-                        pos[1],
-                        f"{NON_SCALAR_KEY}; Kubernetes objects only have string keys",
-                    )
-                )
-                key = _NON_SCALAR
-            frame.key = intern(key)
-            frame.key_pos = pos
-            return
-        key = frame.key
-        frame.key = None
-        key_pos = frame.key_pos or pos
-        if key == "<<" and isinstance(value, (LMap, LSeq)):
-            if frame.merges is None:
-                frame.merges = []
-            frame.merges.append(value)
-            return
-        set_key(node, key, key_pos, value, raw, problems)
-
-    def finish_merges(frame: _Frame) -> None:
-        node = frame.node
-        assert isinstance(node, LMap)
-        sources: list[Any] = []
-        for merge in frame.merges or ():
-            if isinstance(merge, LSeq):
-                sources.extend(merge)
-            else:
-                sources.append(merge)
-        for source in sources:
-            if not isinstance(source, LMap):
-                continue
-            for key, value in source.items():
-                if key not in node:
-                    node[key] = value
-                    node.kpos[key] = source.kpos.get(key, source.pos)
-                    raw = source.raw_text(key)
-                    if raw is not None:
-                        if node.raw is None:
-                            node.raw = {}
-                        node.raw[key] = raw
-
-    def abandon(pos: Pos, message: str, hint: str | None = None) -> None:
-        nonlocal skipping, root
-        problems.append(LoadProblem("GPU000", pos[0], pos[1], message, hint))
-        skipping = True
-        stack.clear()
-        root = None
-
-    def check_tag(tag: str | None, pos: Pos) -> bool:
-        """True when the tag is one we read; unknown tags are reported, never constructed."""
-        if tag is None or tag in ("!", "?") or tag in _KNOWN_TAGS:
-            return True
-        shown = show_tag(tag)
-        problems.append(
-            LoadProblem(
-                "GPU009",
-                pos[0],
-                pos[1],
-                f"unknown YAML tag {shown} is not constructed; its value is read as plain data",
-                "Kubernetes manifests use no custom tags; render the file first "
-                "(for example with the tool that owns the tag).",
-            )
-        )
-        return False
-
-    get_event = parser.get_event
-    str_tag = _STD_TAG + "str"
-    positions_get = POSITIONS.get
-
-    def skim(is_map: bool) -> bool:
-        """Drain the collection that just started without building it, reporting what the
-        builder would (tags, nesting, duplicate keys, non-scalar keys). False when the
-        document was abandoned (too deep)."""
-        # per open collection: [is a mapping, next scalar is a key, keys seen]
-        open_: list[list[Any]] = [[is_map, True, set() if is_map else None]]
-        while open_:
-            event = get_event()
-            cls = event.__class__
-            if cls is ScalarEvent or cls is AliasEvent:
-                top = open_[-1]
-                pos = pos_of(event.start_mark)
-                if cls is ScalarEvent:
-                    tag = event.tag
-                    if tag is not None and tag != "!" and tag != str_tag:
-                        check_tag(tag, pos)
-                    if event.anchor is not None:
-                        anchors[event.anchor] = (_SKIMMED, 1)
-                    if top[0] and top[1]:
-                        key = event.value
-                        if tag is None and not event.style and (not key or key in _NULLS):
-                            key = "null"
-                        if key in top[2] and key != "<<":
-                            problems.append(duplicate_key(key, pos))
-                        top[2].add(key)
-                if top[0]:
-                    top[1] = not top[1]
-            elif cls is MappingStartEvent or cls is SequenceStartEvent:
-                pos = pos_of(event.start_mark)
-                if event.tag is not None and not event.implicit:
-                    check_tag(event.tag, pos)
-                if len(stack) + len(open_) >= MAX_DEPTH:
-                    abandon(pos, f"nesting deeper than {MAX_DEPTH} levels; document not read")
-                    return False
-                top = open_[-1]
-                if top[0]:
-                    if top[1]:
-                        problems.append(
-                            LoadProblem(
-                                "GPU000",
-                                pos[0],
-                                pos[1],
-                                f"{NON_SCALAR_KEY}; Kubernetes objects only have string keys",
-                            )
-                        )
-                        if _NON_SCALAR in top[2]:
-                            problems.append(duplicate_key(_NON_SCALAR, pos))
-                        top[2].add(_NON_SCALAR)
-                    top[1] = not top[1]
-                if event.anchor is not None:
-                    anchors[event.anchor] = (_SKIMMED, 1)
-                mapping = cls is MappingStartEvent
-                open_.append([mapping, True, set() if mapping else None])
-            elif cls is MappingEndEvent or cls is SequenceEndEvent:
-                open_.pop()
-        return True
-
-    try:
+    def _run(self) -> None:
+        """Hand every event to its method, up to the end of the stream (the frequent ones
+        first, tested by identity: this loop runs once per event of every file)."""
+        events = self.events
+        scalar_event, alias_event = events["ScalarEvent"], events["AliasEvent"]
+        starts = (self.mapping_start, events["SequenceStartEvent"])
+        ends = (events["MappingEndEvent"], events["SequenceEndEvent"])
+        others = {
+            events["DocumentStartEvent"]: self.document_start,
+            events["DocumentEndEvent"]: self.document_end,
+            events["StreamStartEvent"]: _ignore,
+        }
+        stream_end = events["StreamEndEvent"]
+        get_event, scalar, start, end = self.get_event, self.scalar, self.start, self.end
         while True:
             event = get_event()
             cls = event.__class__
-            if cls is ScalarEvent:
-                if skipping:
-                    continue
-                if odd_pos is None:
-                    mark = event.start_mark
-                    pos = (mark.line + 1, mark.column + 1)
-                    shared = positions_get(pos)
-                    if shared is not None:
-                        pos = shared
-                    elif len(POSITIONS) < MAX_SHARED_POSITIONS:
-                        POSITIONS[pos] = pos
-                else:
-                    pos = odd_pos(event.start_mark)
-                scalar = event.value
-                tag = event.tag
-                raw = None
-                if tag is None and not event.style and event.implicit[0]:
-                    if not scalar:
-                        value = None
-                    else:
-                        value = resolve_plain(scalar)
-                        if value is not None and value.__class__ is not str:
-                            raw = scalar
-                elif tag is None or tag == "!" or tag == str_tag:
-                    value = scalar
-                elif check_tag(tag, pos):
-                    value = _resolve_tagged(scalar, tag)
-                else:
-                    value = scalar
-                # what an alias to this costs: one node, and one more per 64 characters
-                cost = 1 + (len(scalar) >> 6)
-                if event.anchor is not None:
-                    anchors[event.anchor] = (value, cost)
-                # the common cases inline (a string key, a new key's value, a list item);
-                # everything else (merges, duplicates, odd keys, raw texts) through attach
-                if stack:
-                    frame = stack[-1]
-                    if frame.is_map:
-                        key = frame.key
-                        if key is None:
-                            if value.__class__ is str:
-                                frame.size += cost
-                                frame.key = intern(value)
-                                frame.key_pos = pos
-                                continue
-                        elif raw is None and key != "<<":
-                            node = frame.node
-                            if key not in node and node.raw is None:
-                                frame.size += cost
-                                frame.key = None
-                                node[key] = value
-                                node.kpos[key] = frame.key_pos
-                                continue
-                    elif raw is None:
+            if cls is scalar_event:
+                scalar(event)
+            elif cls is starts[0] or cls is starts[1]:
+                start(event)
+            elif cls is ends[0] or cls is ends[1]:
+                end(event)
+            elif cls is alias_event:
+                self.alias(event)
+            elif cls in others:
+                others[cls](event)
+            elif cls is stream_end:
+                return
+            else:
+                raise UnknownEvent(f"unknown parser event {cls!r}")
+
+    def scalar(self, event: Any) -> None:
+        """A scalar: a key, a key's value or an item. The hot path of the whole tool, so the
+        common cases are written out here rather than in calls."""
+        if self.skipping:
+            return
+        if self.odd is None:
+            mark = event.start_mark
+            pos = (mark.line + 1, mark.column + 1)
+            pos = _positions_get(pos) or _share(pos)
+        else:
+            pos = self.odd(event.start_mark)
+        text = event.value
+        if event.tag is None and not event.style and event.implicit[0]:
+            value = resolve_plain(text) if text else None
+            raw = text if value is not None and value.__class__ is not str else None
+        else:
+            value, raw = _tagged_value(event, pos, self.problems)
+        # what an alias to this costs: one node, and one more per 64 characters
+        cost = 1 + (len(text) >> 6)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = (value, cost)
+        # the common cases inline (a string key, a new key's value, a list item); everything
+        # else (merges, duplicates, odd keys, raw texts) through attach
+        stack = self.stack
+        if stack:
+            frame = stack[-1]
+            if frame.is_map:
+                key = frame.key
+                if key is None:
+                    if value.__class__ is str:
                         frame.size += cost
-                        node = frame.node
-                        node.append(value)
-                        node.ipos.append(pos)
-                        continue
-                attach(value, pos, cost, raw)
-            elif cls is MappingStartEvent or cls is SequenceStartEvent:
-                if skipping:
-                    continue
-                if odd_pos is None:
-                    mark = event.start_mark
-                    pos = (mark.line + 1, mark.column + 1)
-                    shared = positions_get(pos)
-                    if shared is not None:
-                        pos = shared
-                    elif len(POSITIONS) < MAX_SHARED_POSITIONS:
-                        POSITIONS[pos] = pos
-                else:
-                    pos = odd_pos(event.start_mark)
-                if event.tag is not None and not event.implicit:
-                    check_tag(event.tag, pos)
-                if len(stack) >= MAX_DEPTH:
-                    abandon(pos, f"nesting deeper than {MAX_DEPTH} levels; document not read")
-                    continue
-                if skim_kinds is not None and event.anchor is None and stack:
-                    top = stack[-1]
-                    if (
-                        (
-                            len(stack) == 1
-                            and top.is_map
-                            and top.key is not None
-                            and top.key not in _KEPT_TOP_KEYS
-                            and top.node.get("kind") in skim_kinds
-                        )
-                        or (
-                            top.key in NODE_STATUS_SKIPPED
-                            and len(stack) >= 2
-                            and stack[-2].key == "status"
-                            and stack[-2].node.get("kind") == "Node"
-                        )
-                        or (top.key in CONTAINER_SKIPPED and _in_container(stack))
-                    ):
-                        mapping = cls is MappingStartEvent
-                        if skim(mapping):
-                            attach(LMap(pos) if mapping else LSeq(pos), pos, 1)
-                        continue
-                node = LMap(pos) if cls is MappingStartEvent else LSeq(pos)
-                if event.anchor is not None:
-                    anchors[event.anchor] = (node, -1)  # usable once complete
-                stack.append(_Frame(node, event.anchor))
-            elif cls is MappingEndEvent or cls is SequenceEndEvent:
-                if skipping:
-                    continue
-                frame = stack.pop()
-                if frame.merges:
-                    finish_merges(frame)
-                if frame.anchor is not None:
-                    anchors[frame.anchor] = (frame.node, frame.size)
-                value = frame.node
-                size = frame.size
-                if stack:
-                    # the common case inline: a collection as a new key's value, or an item
-                    parent = stack[-1]
-                    key = parent.key
-                    if parent.is_map:
-                        if key is not None and key != "<<":
-                            node = parent.node
-                            if key not in node and node.raw is None:
-                                parent.size += size
-                                parent.key = None
-                                node[key] = value
-                                node.kpos[key] = parent.key_pos
-                                continue
-                    else:
+                        frame.key = intern(value)
+                        frame.key_pos = pos
+                        return
+                elif raw is None and key != "<<":
+                    node = frame.node
+                    if key not in node and node.raw is None:
+                        frame.size += cost
+                        frame.key = None
+                        node[key] = value
+                        node.kpos[key] = frame.key_pos
+                        return
+            elif raw is None:
+                frame.size += cost
+                node = frame.node
+                node.append(value)
+                node.ipos.append(pos)
+                return
+        self.attach(value, pos, cost, raw)
+
+    def start(self, event: Any) -> None:
+        """A mapping or a sequence opens (or is drained, when the plan skips it)."""
+        if self.skipping:
+            return
+        if self.odd is None:
+            mark = event.start_mark
+            pos = (mark.line + 1, mark.column + 1)
+            pos = _positions_get(pos) or _share(pos)
+        else:
+            pos = self.odd(event.start_mark)
+        if event.tag is not None and not event.implicit:
+            check_tag(event.tag, pos, self.problems)
+        stack = self.stack
+        if len(stack) >= MAX_DEPTH:
+            self.abandon(pos, f"nesting deeper than {MAX_DEPTH} levels; document not read")
+            return
+        mapping = event.__class__ is self.mapping_start
+        if self.skimming and event.anchor is None and stack and self._skims(stack):
+            if self.drain(mapping):
+                self.attach(LMap(pos) if mapping else LSeq(pos), pos, 1)
+            return
+        node = LMap(pos) if mapping else LSeq(pos)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = (node, -1)  # usable once complete
+        stack.append(_Frame(node, event.anchor))
+
+    def _skims(self, stack: list[_Frame]) -> bool:
+        """Whether the collection starting under the innermost open one is one the plan skips:
+        a top-level value of a skimmed kind, a Node status key, a container field."""
+        top = stack[-1]
+        key, plan = top.key, self.plan
+        if len(stack) == 1 and top.is_map and key is not None and key not in _KEPT_TOP_KEYS:
+            if top.node.get("kind") in plan.kinds:
+                return True
+        if key in plan.node_status and len(stack) >= 2 and stack[-2].key == "status":
+            if stack[-2].node.get("kind") == "Node":
+                return True
+        return key in plan.container and _in_container(stack)
+
+    def end(self, event: Any) -> None:
+        """The innermost open collection is complete: it goes where it belongs."""
+        if self.skipping:
+            return
+        stack = self.stack
+        frame = stack.pop()
+        if frame.merges:
+            _finish_merges(frame)
+        if frame.anchor is not None:
+            self.anchors[frame.anchor] = (frame.node, frame.size)
+        value, size = frame.node, frame.size
+        if stack:
+            # the common case inline: a collection as a new key's value, or an item
+            parent = stack[-1]
+            if parent.is_map:
+                key = parent.key
+                if key is not None and key != "<<":
+                    node = parent.node
+                    if key not in node and node.raw is None:
                         parent.size += size
-                        node = parent.node
-                        node.append(value)
-                        node.ipos.append(value.pos)
-                        continue
-                attach(value, value.pos, size)
-            elif cls is AliasEvent:
-                if skipping:
-                    continue
-                pos = pos_of(event.start_mark)
-                target = anchors.get(event.anchor)
-                if target is None or target[1] < 0:
-                    abandon(pos, f"alias *{event.anchor} refers to no complete anchor")
-                    continue
-                value, size = target
-                if value is _SKIMMED:
-                    raise _AliasIntoSkimmed  # read the file again, whole
-                if expanded + size > MAX_EXPANDED_NODES:
-                    abandon(
-                        pos,
-                        f"aliases expand to more than {MAX_EXPANDED_NODES} nodes "
-                        "(an alias bomb); document not read",
-                        "Write the repeated data out, or split the file.",
-                    )
-                    continue
-                expanded += size
-                attach(value, pos, size)
-            elif cls is DocumentStartEvent:
-                doc_index += 1
-                doc_pos = pos_of(event.start_mark)
-                root = None
-                skipping = False
-                anchors = {}
-            elif cls is DocumentEndEvent:
-                if not skipping:
-                    result.docs.append(Doc(doc_index, root, doc_pos))
-                root = None
-            elif cls is StreamEndEvent:
-                break
-    except MarkedYAMLError as err:
-        problems.append(_syntax_problem(err, text))
-        result.failed = True
-        if err.problem == "found unexpected ':'" and err.problem_mark is not None:
-            result.flow_colon = err.problem_mark.index
-    except ReaderError as err:  # a character YAML does not allow; position is a UTF-8 offset
-        problems.append(_reader_problem(err, text))
-        result.failed = True
-    except YAMLError as err:
-        problems.append(LoadProblem("GPU000", 1, 1, f"cannot read YAML: {_one_line(str(err))}"))
-        result.failed = True
-    return result
+                        parent.key = None
+                        node[key] = value
+                        node.kpos[key] = parent.key_pos
+                        return
+            else:
+                parent.size += size
+                node = parent.node
+                node.append(value)
+                node.ipos.append(value.pos)
+                return
+        self.attach(value, value.pos, size)
+
+    def alias(self, event: Any) -> None:
+        """An alias: the anchored value again, counted against the expansion budget."""
+        if self.skipping:
+            return
+        pos = self.pos_of(event.start_mark)
+        target = self.anchors.get(event.anchor)
+        if target is None or target[1] < 0:
+            self.abandon(pos, f"alias *{event.anchor} refers to no complete anchor")
+            return
+        value, size = target
+        if value is _SKIMMED:
+            raise _AliasIntoSkimmed  # read the file again, whole
+        if self.expanded + size > MAX_EXPANDED_NODES:
+            self.abandon(
+                pos,
+                f"aliases expand to more than {MAX_EXPANDED_NODES} nodes "
+                "(an alias bomb); document not read",
+                "Write the repeated data out, or split the file.",
+            )
+            return
+        self.expanded += size
+        self.attach(value, pos, size)
+
+    def document_start(self, event: Any) -> None:
+        """A new document: anchors do not carry over from the previous one."""
+        self.doc_index += 1
+        self.doc_pos = self.pos_of(event.start_mark)
+        self.root = None
+        self.skipping = False
+        self.anchors = {}
+
+    def document_end(self, event: Any) -> None:
+        """The document is complete (unless abandoned): one Doc more."""
+        if not self.skipping:
+            self.result.docs.append(Doc(self.doc_index, self.root, self.doc_pos))
+        self.root = None
+
+    def attach(self, value: Any, pos: Pos, size: int, raw: str | None = None) -> None:
+        """Put a finished value where it belongs: the document's root, a list item, a key, or
+        the value of the pending key (a merge, a duplicate, a typed scalar's raw text)."""
+        if not self.stack:
+            self.root = value
+            return
+        frame = self.stack[-1]
+        frame.size += size
+        node = frame.node
+        if not frame.is_map:
+            append_item(node, value, pos, raw)
+        elif frame.key is None:
+            self._take_key(frame, value, pos, raw)
+        else:
+            key, key_pos = frame.key, frame.key_pos or pos
+            frame.key = None
+            if key == "<<" and isinstance(value, (LMap, LSeq)):
+                if frame.merges is None:
+                    frame.merges = []
+                frame.merges.append(value)
+                return
+            set_key(node, key, key_pos, value, raw, self.problems)
+
+    def _take_key(self, frame: _Frame, value: Any, pos: Pos, raw: str | None) -> None:
+        """`value` is a mapping key: a string, the written text of a typed scalar, `null`."""
+        if isinstance(value, str):
+            key = value
+        elif raw is not None:
+            key = raw
+        elif value is None:
+            key = "null"
+        else:
+            self.problems.append(_non_scalar_key(pos))
+            key = _NON_SCALAR
+        frame.key = intern(key)
+        frame.key_pos = pos
+
+    def abandon(self, pos: Pos, message: str, hint: str | None = None) -> None:
+        """Give up on the current document: report why and drain its remaining events."""
+        self.problems.append(
+            LoadProblem(builtin("unreadable-file").id, pos[0], pos[1], message, hint)
+        )
+        self.skipping = True
+        self.stack.clear()
+        self.root = None
+
+    def drain(self, is_map: bool) -> bool:
+        """Drain the collection that just started without building it, reporting what the
+        builder would (tags, nesting, duplicate keys, non-scalar keys). False when the
+        document was abandoned (too deep). Positions are worked out only for a problem."""
+        events = self.events
+        scalar, alias = events["ScalarEvent"], events["AliasEvent"]
+        starts = (self.mapping_start, events["SequenceStartEvent"])
+        ends = (events["MappingEndEvent"], events["SequenceEndEvent"])
+        # per open collection: [is a mapping, next scalar is a key, keys seen]
+        open_: list[list[Any]] = [[is_map, True, set() if is_map else None]]
+        get_event = self.get_event
+        while open_:
+            event = get_event()
+            cls = event.__class__
+            if cls is scalar or cls is alias:
+                top = open_[-1]
+                if cls is scalar and (event.tag is not None or event.anchor is not None):
+                    self._drain_tag_and_anchor(event)
+                if top[0]:
+                    if top[1] and cls is scalar:  # a key: a duplicate is reported
+                        key = event.value
+                        if (not key or key in _NULLS) and event.tag is None and not event.style:
+                            key = "null"
+                        seen = top[2]
+                        if key in seen and key != "<<":
+                            self.problems.append(duplicate_key(key, self.pos_of(event.start_mark)))
+                        seen.add(key)
+                    top[1] = not top[1]
+            elif cls in starts:
+                if not self._drain_start(event, open_):
+                    return False
+            elif cls in ends:
+                open_.pop()
+            else:
+                raise UnknownEvent(f"unknown parser event {cls!r}")
+        return True
+
+    def _drain_tag_and_anchor(self, event: Any) -> None:
+        """A drained scalar's tag is checked; an alias to its anchor reads the file whole."""
+        tag = event.tag
+        if tag is not None and tag != "!" and tag != _STR_TAG:
+            check_tag(tag, self.pos_of(event.start_mark), self.problems)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = (_SKIMMED, 1)
+
+    def _drain_start(self, event: Any, open_: list[list[Any]]) -> bool:
+        """A collection opening inside a drained one; False when it is one level too deep."""
+        if event.tag is not None and not event.implicit:
+            check_tag(event.tag, self.pos_of(event.start_mark), self.problems)
+        if len(self.stack) + len(open_) >= MAX_DEPTH:
+            pos = self.pos_of(event.start_mark)
+            self.abandon(pos, f"nesting deeper than {MAX_DEPTH} levels; document not read")
+            return False
+        top = open_[-1]
+        if top[0]:
+            if top[1]:
+                pos = self.pos_of(event.start_mark)
+                self.problems.append(_non_scalar_key(pos))
+                if _NON_SCALAR in top[2]:
+                    self.problems.append(duplicate_key(_NON_SCALAR, pos))
+                top[2].add(_NON_SCALAR)
+            top[1] = not top[1]
+        if event.anchor is not None:
+            self.anchors[event.anchor] = (_SKIMMED, 1)
+        mapping = event.__class__ is self.mapping_start
+        open_.append([mapping, True, set() if mapping else None])
+        return True
+
+
+def _ignore(event: Any) -> None:
+    """StreamStart: nothing to build."""
 
 
 def _one_line(text: str) -> str:
@@ -944,7 +991,7 @@ def _syntax_problem(err: Any, text: str | bytes) -> LoadProblem:
     else:
         line, col = mark.line + 1, mark.column + 1
     return LoadProblem(
-        "GPU000",
+        builtin("unreadable-file").id,
         line,
         col,
         f"YAML syntax error: {what}{context}",
@@ -960,7 +1007,7 @@ def _reader_problem(err: Any, text: str | bytes) -> LoadProblem:
     char = err.character
     code = char if isinstance(char, int) else ord(char) if isinstance(char, str) and char else 0
     return LoadProblem(
-        "GPU000",
+        builtin("unreadable-file").id,
         line,
         col,
         f"character U+{code:04X} is not allowed in YAML ({_one_line(str(err.reason))}); "

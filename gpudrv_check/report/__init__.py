@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 #: format name → module in this package
 FORMATS: dict[str, str] = {
     "text": "text",
+    "concise": "concise",
     "json": "json_report",
     "sarif": "sarif",
     "junit": "junit",
     "github": "github",
     "gitlab": "gitlab",
     "markdown": "markdown",
+    "html": "html",
 }
 
 
@@ -50,6 +52,8 @@ class Summary:
     # what was not checked and why, and other things said once (model/coverage.py)
     notes: list[str] = field(default_factory=list)
     skipped_rules: list[dict[str, Any]] = field(default_factory=list)
+    # a repo of several clusters: each one's name, files, nodes and how it was found
+    clusters: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -64,6 +68,10 @@ class Report:
     # prepended to finding files in formats CI systems resolve against the repository root
     path_prefix: str = ""
     tool_version: str = ""
+    # how a person reads it: the line width of the text format, and --quiet (errors only,
+    # no summary) for the text and concise formats
+    width: int = 100
+    quiet: bool = False
 
     def uri(self, file: str) -> str:
         """A finding's file as a path from the working directory (see `path_prefix`)."""

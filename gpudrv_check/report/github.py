@@ -4,18 +4,26 @@
 the other severities). Chosen automatically when GITHUB_ACTIONS=true and no --format is given.
 Escaping follows the runner: in the message `%`, CR and LF become `%25`, `%0D`, `%0A`; property
 values also escape `:` and `,` (`%3A`, `%2C`).
+
+GitHub shows at most 10 annotations of each type per step and 50 per job (actions/toolkit,
+docs/problem-matchers.md, "Limitations"); the rest are dropped without a word. So when the
+findings do not fit, the most severe come first, up to 10 errors, 10 warnings and 9 notices,
+then one notice says how many were not annotated and where they are: listed in this step's
+log right below it (plain lines, not commands) and in the SARIF report.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpudrv_check.core.finding import Severity
+from gpudrv_check.core.finding import Finding, Severity
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+#: annotations GitHub shows per type in one step
+PER_TYPE = 10
 
 
 def escape_data(text: str) -> str:
@@ -26,22 +34,57 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render(report: Report, *, colour: bool = False) -> str:
-    from gpudrv_check.report.text import render_summary
-
-    lines = []
-    for f in report.findings:
-        loc = f.location
-        props = ",".join(
-            f"{key}={escape_property(value)}"
-            for key, value in (
-                ("file", report.uri(loc.file)),
-                ("line", str(loc.line)),
-                ("col", str(loc.column)),
-                ("title", f.rule),
-            )
+def annotation(report: Report, f: Finding) -> str:
+    loc = f.location
+    props = ",".join(
+        f"{key}={escape_property(value)}"
+        for key, value in (
+            ("file", report.uri(loc.file)),
+            ("line", str(loc.line)),
+            ("col", str(loc.column)),
+            ("title", f.rule),
         )
-        message = f.message + (f"\nfix: {f.hint}" if f.hint else "")
-        lines.append(f"::{COMMANDS[f.severity]} {props}::{escape_data(message)}")
+    )
+    message = f.message + (f"\nfix: {f.hint}" if f.hint else "")
+    return f"::{COMMANDS[f.severity]} {props}::{escape_data(message)}"
+
+
+def budget(findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """(annotated, left over): all of them when each type fits in a step, else the most
+    severe first, keeping one notice for the count of the rest."""
+    per_type = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
+    if all(n <= PER_TYPE for n in per_type.values()):
+        return findings, []
+    ranked = sorted(findings, key=lambda f: -f.severity.rank)  # stable: report order within
+    room = {s: PER_TYPE for s in Severity}
+    room[Severity.INFO] -= 1  # the notice that counts the rest
+    shown, rest = [], []
+    for f in ranked:
+        if room[f.severity] > 0:
+            room[f.severity] -= 1
+            shown.append(f)
+        else:
+            rest.append(f)
+    return shown, rest
+
+
+def render(report: Report, *, colour: bool = False) -> str:
+    from gpudrv_check.report.text import finding_line, render_summary
+
+    shown, rest = budget(report.findings)
+    lines = [annotation(report, f) for f in shown]
+    if rest:
+        counts = ", ".join(
+            f"{n} {COMMANDS[s]}{'s' if n != 1 else ''}"
+            for s in sorted(Severity, key=lambda s: -s.rank)
+            if (n := sum(1 for f in rest if f.severity is s))
+        )
+        lines.append(
+            f"::notice title=gpudrv-check::{len(rest)} more finding(s) not annotated ({counts}): "
+            "GitHub shows 10 annotations of each type per step; they are listed in this step's "
+            "log below, and all findings are in the SARIF report (code scanning)"
+        )
+        # two spaces in front: a line of the log, never a workflow command
+        lines.extend("  " + finding_line(f) for f in rest)
     lines.append(render_summary(report))
     return "\n".join(lines) + "\n"

@@ -32,6 +32,8 @@ def finding_dict(f: Finding) -> dict[str, Any]:
     }
     if f.suppressed_by:
         out["suppressed_by"] = f.suppressed_by
+    if f.cluster is not None:
+        out["cluster"] = f.cluster
     return out
 
 
@@ -53,6 +55,8 @@ def summary_dict(report: Report) -> dict[str, Any]:
         out["skipped_rules"] = s.skipped_rules
     if s.notes:
         out["notes"] = s.notes
+    if s.clusters:
+        out["clusters"] = s.clusters
     if s.baseline:
         out["baseline"] = s.baseline
     if s.base is not None:

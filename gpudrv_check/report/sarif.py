@@ -1,10 +1,15 @@
 """SARIF 2.1.0 for code scanning (GitHub, Azure DevOps, IDE viewers).
 
-One run: the tool with every rule of the run (help text from `policies/`, or from the custom
-policy), and one result per finding with its physical location (start line and column; columns
-count Unicode code points, as the YAML reader does), a partial fingerprint that survives line
-shifts, and, for suppressed findings, a `suppressions` entry (`inSource` for the annotation,
-`external` for a config exemption or the baseline).
+One run: the tool with every rule of the run (a built-in rule's help and `helpUri` from its
+generated page, rules/docs.py; a custom policy's from the policy; `properties.precision` and
+`properties.problem.severity`, which code scanning sorts and filters alerts by), and one result
+per reported finding with its physical location (start line and column, and the end of the key
+when the finding names one; columns count Unicode code points, as the YAML reader does) and a
+partial fingerprint that survives line shifts.
+
+Suppressed findings (annotation, config exemption, baseline) are left out: GitHub code
+scanning ignores SARIF `suppressions` and would open an alert for each
+(github/codeql-action#1230); a tool notification counts them instead.
 """
 
 from __future__ import annotations
@@ -24,28 +29,52 @@ SARIF_SCHEMA = (
 )
 FINGERPRINT_KEY = "gpudrvCheck/v1"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+# code scanning's own scale for results that are not security alerts
+# (docs.github.com, "SARIF support for code scanning", reportingDescriptor object)
+PROBLEM_SEVERITY = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFO: "recommendation",
+}
+# every rule reasons over the repo's own objects with the scheduler's and the operator's
+# rules, not heuristics; what it cannot know (a live cluster) keeps it from "very-high"
+PRECISION = "high"
 
 
 def _rule(policy: RulePolicy) -> dict[str, Any]:
-    return {
+    markdown = f"**Why it matters**\n\n{policy.why}\n\n**How to fix**\n\n{policy.fix}"
+    rule: dict[str, Any] = {
         "id": policy.id,
         "name": policy.name,
         "shortDescription": {"text": policy.title},
         "fullDescription": {"text": policy.why},
-        "help": {
-            "text": f"{policy.why}\n\nHow to fix: {policy.fix}",
-            "markdown": f"**Why it matters**\n\n{policy.why}\n\n**How to fix**\n\n{policy.fix}",
-        },
+        "help": {"text": f"{policy.why}\n\nHow to fix: {policy.fix}", "markdown": markdown},
         "defaultConfiguration": {"level": LEVELS[policy.severity]},
-        "properties": {"category": policy.category, "tags": [policy.category]},
+        "properties": {
+            "category": policy.category,
+            "tags": [policy.category],
+            "precision": PRECISION,
+            "problem.severity": PROBLEM_SEVERITY[policy.severity],
+        },
     }
+    if policy.source != "custom":
+        # a built-in rule: its generated page (rules/docs.py), linked and carried whole
+        from gpudrv_check.rules.docs import help_uri, page
+
+        rule["helpUri"] = help_uri(policy.id)
+        rule["help"]["markdown"] = page(policy)
+    return rule
 
 
-def _suppression(finding: Finding) -> dict[str, Any]:
-    from gpudrv_check.report import suppression_source
-
-    kind = "inSource" if suppression_source(finding) == "annotation" else "external"
-    return {"kind": kind, "justification": finding.suppressed_by or ""}
+def _region(finding: Finding) -> dict[str, Any]:
+    """Start line and column; with the key the finding points at, its end on that line."""
+    loc = finding.location
+    region: dict[str, Any] = {"startLine": loc.line, "startColumn": loc.column}
+    key = finding.path[-1] if finding.path else None
+    if isinstance(key, str) and key:
+        region["endLine"] = loc.line
+        region["endColumn"] = loc.column + len(key)
+    return region
 
 
 def _result(
@@ -58,10 +87,7 @@ def _result(
                 "uri": quote(report.uri(finding.location.file), safe="/"),
                 "uriBaseId": "%SRCROOT%",
             },
-            "region": {
-                "startLine": finding.location.line,
-                "startColumn": finding.location.column,
-            },
+            "region": _region(finding),
         }
     }
     if finding.object is not None:
@@ -81,10 +107,8 @@ def _result(
     }
     if finding.rule in index:
         result["ruleIndex"] = index[finding.rule]
-    if finding.suppressed_by:
-        result["suppressions"] = [_suppression(finding)]
     if report.summary.baseline:
-        result["baselineState"] = "unchanged" if finding.suppressed_by else "new"
+        result["baselineState"] = "new"  # the baseline's own findings are suppressed
     if finding.path:
         result["properties"] = {"path": [str(p) for p in finding.path]}
     return result
@@ -105,6 +129,17 @@ def _invocation(report: Report) -> dict[str, Any]:
     notifications.extend(
         {"level": "note", "message": {"text": note}} for note in report.summary.notes
     )
+    if report.suppressed:
+        by = ", ".join(f"{n} by {k}" for k, n in sorted(report.summary.suppressed_by.items()))
+        notifications.append(
+            {
+                "level": "note",
+                "message": {
+                    "text": f"{len(report.suppressed)} suppressed finding(s) not included"
+                    + (f" ({by})" if by else "")
+                },
+            }
+        )
     if notifications:
         out["toolExecutionNotifications"] = notifications
     return out
@@ -113,7 +148,7 @@ def _invocation(report: Report) -> dict[str, Any]:
 def sarif_log(report: Report) -> dict[str, Any]:
     rules = list(report.rules.values())
     index = {policy.id: i for i, policy in enumerate(rules)}
-    findings = report.all_findings
+    findings = report.findings
     fingerprints = unique_fingerprints(findings)
     results = [_result(report, f, index, fp) for f, fp in zip(findings, fingerprints, strict=True)]
     return {

@@ -1,9 +1,25 @@
-"""Human-readable output: `file:line:col: severity RULE message`, a fix hint, and a summary."""
+"""Human-readable output, grouped by file, each line at most the terminal width.
+
+```
+k8s/node3.yaml
+  14:5 error GPU001 node lab-node-3 needs driver image 550-6.8.0-52-generic-ubuntu24.04,
+      which is not in the support matrix (support-matrix.csv)
+      fix: Build and push the driver image 550-6.8.0-52-generic-ubuntu24.04, then add the
+        row …
+
+N files, M objects read; E errors, W warnings[; S suppressed]
+```
+
+Files in report order (the findings are sorted by file, line, column); message and fix wrap
+under the location at word boundaries (a word longer than the line, such as an image tag, is
+never cut). `--format concise` (report/concise.py) keeps one `file:line:col:` line each.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import textwrap
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from gpudrv_check.core.finding import Finding
@@ -13,30 +29,95 @@ if TYPE_CHECKING:
 
 _COLOURS = {"error": "\033[31m", "warning": "\033[33m", "info": "\033[36m"}
 _RESET = "\033[0m"
+#: the width when the output is no terminal and COLUMNS is not set
+DEFAULT_WIDTH = 100
+MIN_WIDTH = 40
+_MESSAGE_INDENT = " " * 6
+_FIX_INDENT = " " * 8
 
 
-def use_colour(stream) -> bool:
-    if os.environ.get("NO_COLOR"):
+def use_colour(stream, choice: str = "auto", environ: Mapping[str, str] | None = None) -> bool:
+    """`--color always|never`, else NO_COLOR (any value: off) over FORCE_COLOR (any value but
+    empty or 0: on), else whether the stream is a terminal (https://no-color.org,
+    https://force-color.org)."""
+    if choice != "auto":
+        return choice == "always"
+    env = os.environ if environ is None else environ
+    if env.get("NO_COLOR"):
         return False
+    if env.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
 
 
-def finding_line(f: Finding, colour: bool = False) -> str:
+def terminal_width(stream=None) -> int:
+    """COLUMNS, else the width of the terminal `stream` is, else DEFAULT_WIDTH."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(MIN_WIDTH, int(columns))
+    try:
+        fileno = stream.fileno() if stream is not None else None
+        if fileno is not None and os.isatty(fileno):
+            return max(MIN_WIDTH, os.get_terminal_size(fileno).columns)
+    except (AttributeError, OSError, ValueError):
+        pass
+    return DEFAULT_WIDTH
+
+
+def _severity(f: Finding, colour: bool) -> str:
     severity = f.severity.value
+    return f"{_COLOURS[severity]}{severity}{_RESET}" if colour else severity
+
+
+def finding_line(f: Finding, colour: bool = False) -> str:
+    """`file:line:col: severity RULE message`: one line (concise, and the `-v` listings)."""
+    return f"{f.location}: {_severity(f, colour)} {f.rule} {f.message}"
+
+
+def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
+def finding_block(f: Finding, width: int, colour: bool = False) -> list[str]:
+    """One finding under its file's heading: location, severity and rule, then the message
+    and the fix wrapped to `width` (colour codes do not count: they take no column)."""
+    loc = f.location
+    head = f"  {loc.line}:{loc.column} {f.severity.value} {f.rule} "
+    lines = _wrap(head + f.message, width, "", _MESSAGE_INDENT)
     if colour:
-        severity = f"{_COLOURS[severity]}{severity}{_RESET}"
-    return f"{f.location}: {severity} {f.rule} {f.message}"
+        plain = f"{f.severity.value} "
+        lines[0] = lines[0].replace(plain, _severity(f, True) + " ", 1)
+    if f.hint:
+        lines += _wrap(f"fix: {f.hint}", width, _MESSAGE_INDENT, _FIX_INDENT)
+    return lines
 
 
-def render_findings(findings: Iterable[Finding], summary: str, colour: bool = False) -> str:
-    lines = []
+def render_findings(
+    findings: Iterable[Finding], summary: str | None, colour: bool = False, width: int = 0
+) -> str:
+    width = width or DEFAULT_WIDTH
+    lines: list[str] = []
+    current: str | None = None
     for f in findings:
-        lines.append(finding_line(f, colour))
-        if f.hint:
-            lines.append(f"    fix: {f.hint}")
-    lines.append(summary)
-    return "\n".join(lines) + "\n"
+        if f.location.file != current:
+            if current is not None:
+                lines.append("")
+            current = f.location.file
+            lines.append(current)
+        lines += finding_block(f, width, colour)
+    if summary is not None:
+        if lines:
+            lines.append("")
+        lines.append(summary)
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def summary_line(files: int, objects: int, counts: dict[str, int], suppressed: int = 0) -> str:
@@ -55,7 +136,7 @@ def summary_line(files: int, objects: int, counts: dict[str, int], suppressed: i
 
 
 def render_summary(report: Report) -> str:
-    """The one-line summary (printed alone when the reports go to files)."""
+    """The summary (printed alone when the reports go to files)."""
     s = report.summary
     line = "".join(f"note: {note}\n" for note in s.notes)
     line += summary_line(s.files, s.objects, s.counts, s.suppressed)
@@ -66,5 +147,13 @@ def render_summary(report: Report) -> str:
     return line
 
 
+def shown(report: Report) -> list[Finding]:
+    """The findings a terminal format shows: all, or the errors alone with --quiet."""
+    if report.quiet:
+        return [f for f in report.findings if f.severity.value == "error"]
+    return report.findings
+
+
 def render(report: Report, *, colour: bool = False) -> str:
-    return render_findings(report.findings, render_summary(report), colour)
+    summary = None if report.quiet else render_summary(report)
+    return render_findings(shown(report), summary, colour, report.width)

@@ -1,67 +1,64 @@
-"""Built-in rules: one module each, registered here explicitly.
+"""Built-in rules: one folder each, registered here explicitly.
 
-A rule module has `ID` (its policy in `policies/rules/<ID>.yaml` holds the title, severity and
-documentation) and `check(ctx)`, a generator of Findings; its docstring is its user doc.
+A rule is a folder `GPUxxx_<name>/`: `rule.yaml` holds its metadata and user documentation (id,
+name, severity, why, fix, params, what it reads and at which scope), `rule.py` its check
+(`ID` and `check(ctx)`, a generator of Findings) and `cases/` its pass/fail examples, which
+tests/rules/test_cases.py runs. Adding a rule is its folder plus one line in FOLDERS.
+A folder without `rule.py` describes a finding the reader or the model emits (`source: load`);
+its id and severity are read from the same catalog (read/policy.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from gpudrv_check.rules import (
-    anti_affinity_no_spare_domain,
-    cuda_driver_too_old,
-    driver_image_missing,
-    driver_image_spec_invalid,
-    driver_os_tag_mixed,
-    driver_tag_label_missing,
-    driver_upgrade_state,
-    driver_version_change,
-    gpu_node_missing_operands,
-    gpu_request_without_gpu_node,
-    gpu_sharing_config,
-    mig_config,
-    nvidiadriver_owner_conflict,
-    operand_chain_broken,
-    operand_taint_not_tolerated,
-    pdb_blocks_drain,
-    pod_in_multiple_pdbs,
-    precompiled_os_conflict,
-    upgrade_drain_unscoped,
-    upgrade_policy_invalid,
-    workload_unschedulable,
-)
-
 if TYPE_CHECKING:
     from gpudrv_check.core.finding import Finding
+    from gpudrv_check.model.repo import Repo
     from gpudrv_check.rules.context import Context
 
-RULE_MODULES: tuple[ModuleType, ...] = (
-    driver_image_missing,
-    driver_tag_label_missing,
-    precompiled_os_conflict,
-    driver_os_tag_mixed,
-    driver_image_spec_invalid,
-    nvidiadriver_owner_conflict,
-    driver_version_change,
-    workload_unschedulable,
-    cuda_driver_too_old,
-    gpu_request_without_gpu_node,
-    operand_chain_broken,
-    gpu_node_missing_operands,
-    operand_taint_not_tolerated,
-    gpu_sharing_config,
-    mig_config,
-    pdb_blocks_drain,
-    anti_affinity_no_spare_domain,
-    driver_upgrade_state,
-    upgrade_drain_unscoped,
-    pod_in_multiple_pdbs,
-    upgrade_policy_invalid,
+#: the rules with a check, by folder, in evaluation order (findings are sorted afterwards)
+FOLDERS: tuple[str, ...] = (
+    "GPU001_driver_image_missing",
+    "GPU002_driver_tag_label_missing",
+    "GPU003_precompiled_os_conflict",
+    "GPU013_driver_os_tag_mixed",
+    "GPU014_driver_image_spec_invalid",
+    "GPU015_nvidiadriver_owner_conflict",
+    "GPU016_driver_version_change",
+    "GPU010_workload_unschedulable",
+    "GPU011_cuda_driver_too_old",
+    "GPU012_gpu_request_without_gpu_node",
+    "GPU017_nvidia_runtime_on_cpu_node",
+    "GPU030_operand_chain_broken",
+    "GPU031_gpu_node_missing_operands",
+    "GPU032_operand_taint_not_tolerated",
+    "GPU033_gpu_sharing_config",
+    "GPU034_mig_config",
+    "GPU020_pdb_blocks_drain",
+    "GPU021_anti_affinity_no_spare_domain",
+    "GPU022_driver_upgrade_state",
+    "GPU023_upgrade_drain_unscoped",
+    "GPU024_pod_in_multiple_pdbs",
+    "GPU025_upgrade_policy_invalid",
+)
+RULE_MODULES: tuple[ModuleType, ...] = tuple(
+    import_module(f"{__name__}.{folder}.rule") for folder in FOLDERS
 )
 
 
 def registered() -> dict[str, Callable[[Context], Iterator[Finding]]]:
     return {module.ID: module.check for module in RULE_MODULES}
+
+
+def reading_all_namespaces(repo: Repo) -> list[str]:
+    """The rules that, on this repo, read objects of every namespace: those with a `reads:`
+    entry `when:` a condition holds (their `reads_all_namespaces(repo)`)."""
+    return [
+        module.ID
+        for module in RULE_MODULES
+        if hasattr(module, "reads_all_namespaces") and module.reads_all_namespaces(repo)
+    ]

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, run_cli, write
 
 LAB_TAGS = {
@@ -15,6 +17,7 @@ LAB_TAGS = {
 }
 
 
+@pytest.mark.slow
 def test_step2_tags(lab_repo: Path):
     for node, tag in LAB_TAGS.items():
         result = run_cli("tag", node, str(lab_repo))
@@ -27,6 +30,7 @@ def test_tag_of_an_unknown_node_is_a_usage_error(lab_repo: Path):
     assert "no node 'lab-node-9'" in result.stderr and "lab-node-0" in result.stderr
 
 
+@pytest.mark.slow
 def test_steps_3_and_4_audit_skew_and_fix(lab_repo: Path):
     ok = run_cli("audit", str(lab_repo))
     assert (ok.returncode, ok.stdout) == (0, "OK\n")
@@ -39,7 +43,7 @@ def test_steps_3_and_4_audit_skew_and_fix(lab_repo: Path):
         "lab-node-3 MISSING 550-6.8.0-52-generic-ubuntu24.04\n",
     )
 
-    check = run_cli("check", str(lab_repo))
+    check = run_cli("check", str(lab_repo), "--format", "concise")
     assert check.returncode == 1
     assert (
         "k8s/node3.yaml:14:5: error GPU001 node lab-node-3 needs driver image "
@@ -90,6 +94,7 @@ def test_json_output_follows_its_schema(lab_repo: Path):
     assert doc["summary"]["errors"] >= 1
 
 
+@pytest.mark.slow
 def test_output_is_deterministic(lab_repo: Path):
     shutil.copy(lab_repo / "steps" / "node3.yaml", lab_repo / "k8s" / "node3.yaml")
     first = run_cli("check", str(lab_repo), "--format", "json").stdout
@@ -97,6 +102,7 @@ def test_output_is_deterministic(lab_repo: Path):
     assert first == second
 
 
+@pytest.mark.slow
 def test_fail_on_levels(lab_repo: Path):
     shutil.copy(lab_repo / "steps" / "node3.yaml", lab_repo / "k8s" / "node3.yaml")
     assert run_cli("check", str(lab_repo), "--fail-on", "never").returncode == 0

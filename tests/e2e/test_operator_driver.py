@@ -35,6 +35,7 @@ def _findings(stdout: str) -> list[str]:
     return stdout.splitlines()[:-1]
 
 
+@pytest.mark.slow
 def test_cluster_policy_550_upgrades_lab_node_1_to_an_image_not_in_the_matrix(lab_repo: Path):
     repo = _with(lab_repo, "clusterpolicy-550.yaml")
     audit = run_cli("audit", str(repo))
@@ -50,7 +51,7 @@ def test_cluster_policy_550_upgrades_lab_node_1_to_an_image_not_in_the_matrix(la
     assert (tag.returncode, tag.stdout) == (0, "550-5.15.0-107-generic-ubuntu22.04\n")
     assert "which may be ubuntu24.04 (GPU013)" in tag.stderr
 
-    check = run_cli("check", str(repo))
+    check = run_cli("check", str(repo), "--format", "concise")
     assert check.returncode == 1
     lines = check.stdout.splitlines()
     [gpu001] = [line for line in lines if " GPU001 " in line]
@@ -69,6 +70,7 @@ def test_cluster_policy_550_upgrades_lab_node_1_to_an_image_not_in_the_matrix(la
     assert "lab-node-1 (runs 535.183.06)" in gpu016
 
 
+@pytest.mark.slow
 def test_two_nvidiadrivers_report_what_the_lab_reports(lab_repo: Path, tmp_path: Path):
     plain = tmp_path / "plain"
     shutil.copytree(lab_repo, plain)
@@ -99,6 +101,7 @@ def test_operands_show_one_driver_daemonset_per_pool(lab_repo: Path):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("crs", [("nvidiadriver-535.yaml",), ()])
 def test_without_a_default_cr_unowned_nodes_get_no_driver(lab_repo: Path, crs):
     repo = _with(lab_repo, "clusterpolicy-crd.yaml", *crs)
@@ -119,6 +122,7 @@ def test_verbose_says_how_gpus_and_drivers_are_decided(lab_repo: Path):
     assert "driver  NVIDIADriver CRs, 3 pool(s)\n" in result.stderr
 
 
+@pytest.mark.slow
 def test_audit_os_conflict_names_os_tags_with_a_dash_whole(tmp_path: Path):
     write(
         tmp_path,

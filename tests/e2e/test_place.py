@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli, write
 
 NOT_HELPFUL = (
@@ -28,11 +30,13 @@ Deployment/gpu-drv/trainer  k8s/trainer.yaml:5:3
 """  # noqa: E501
 
 
+@pytest.mark.slow
 def test_place_on_the_lab(lab_repo: Path) -> None:
     result = run_cli("place", str(lab_repo))
     assert (result.returncode, result.stdout, result.stderr) == (1, PLACE_LAB, "")
 
 
+@pytest.mark.slow
 def test_place_json_gives_the_lab_expectations(lab_repo: Path) -> None:
     result = run_cli("place", str(lab_repo), "--format", "json")
     assert result.returncode == 1
@@ -68,6 +72,7 @@ def test_place_json_gives_the_lab_expectations(lab_repo: Path) -> None:
     assert run_cli("place", str(lab_repo), "--format", "json").stdout == result.stdout
 
 
+@pytest.mark.slow
 def test_place_one_workload_with_every_verdict(lab_repo: Path) -> None:
     result = run_cli("place", str(lab_repo), "--workload", "Pod/gpu-drv/cuda12-job")
     assert result.returncode == 0
@@ -85,6 +90,7 @@ def test_place_one_workload_with_every_verdict(lab_repo: Path) -> None:
     assert [v["fits"] for v in doc["workloads"][0]["verdicts"]] == [True, True, True]
 
 
+@pytest.mark.slow
 def test_place_usage_errors(lab_repo: Path, tmp_path: Path) -> None:
     bad = run_cli("place", str(lab_repo), "--workload", "trainer")
     assert bad.returncode == 2 and "expected KIND/NAMESPACE/NAME" in bad.stderr
@@ -101,7 +107,7 @@ def test_place_usage_errors(lab_repo: Path, tmp_path: Path) -> None:
 
 
 def test_check_reports_cuda13_job_at_its_affinity_term(lab_repo: Path) -> None:
-    result = run_cli("check", str(lab_repo))
+    result = run_cli("check", str(lab_repo), "--format", "concise")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert (
@@ -136,6 +142,7 @@ def test_step_4_node_joins_the_placement(lab_repo: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_fixing_the_affinity_clears_gpu010(lab_repo: Path) -> None:
     job = lab_repo / "k8s" / "cuda13-job.yaml"
     job.write_text(job.read_text().replace('values: ["560"]', 'values: ["549"]'))
@@ -145,13 +152,14 @@ def test_fixing_the_affinity_clears_gpu010(lab_repo: Path) -> None:
     assert " GPU010 " not in run_cli("check", str(lab_repo)).stdout
 
 
+@pytest.mark.slow
 def test_cuda_table_extension_from_the_config(lab_repo: Path) -> None:
     config = lab_repo / ".gpudrv-check.yaml"
     config.write_text(
         config.read_text()
         + 'cuda:\n  min_driver: {"12.5.1": "550.0"}\n'  # pretend 12.5.1 were fine on 550
     )
-    result = run_cli("check", str(lab_repo))
+    result = run_cli("check", str(lab_repo), "--format", "concise")
     infos = [line for line in result.stdout.splitlines() if " info GPU011 " in line]
     assert [line.split(":")[0] for line in infos] == ["k8s/trainer.yaml"]  # lab-node-1: 535
     config.write_text(config.read_text() + "  imagez: []\n")
@@ -166,6 +174,7 @@ def _console_block(readme: Path, command: str) -> str:
     return text[start : text.index("```", start)]
 
 
+@pytest.mark.slow
 def test_readme_examples_are_the_real_output() -> None:
     from tests.conftest import EXAMPLES, ROOT
 

@@ -117,6 +117,7 @@ def test_a_missing_image_stalls_in_pod_restart(lab: Path) -> None:
     assert "lab-node-0" not in stalled
 
 
+@pytest.mark.slow
 def test_text_and_markdown(lab: Path) -> None:
     text = run_cli("rehearse", str(lab), "--driver", TARGET)
     assert text.returncode == 1
@@ -127,6 +128,7 @@ def test_text_and_markdown(lab: Path) -> None:
     assert "1. **reconcile 2** (t = 0 s): lab-node-0 → cordon-required" in md.stdout
 
 
+@pytest.mark.slow
 def test_usage_errors(lab: Path) -> None:
     both = run_cli("rehearse", str(lab), "--driver", TARGET, "--to-matrix")
     # exit 2 alone would pass for any usage error: the message names the two options

@@ -15,6 +15,7 @@ import json
 import os
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -81,6 +82,7 @@ def test_token_soup_never_breaks_the_loader(data):
     targets.target_manifest(data)
 
 
+@pytest.mark.slow
 @fuzz(200)
 @given(fs.json_values(40), st.booleans(), st.sampled_from([None, 1, "\t"]))
 def test_every_json_value_loads_as_itself(value, ascii_only, indent):
@@ -108,6 +110,7 @@ def test_matrix_csv_never_breaks(data):
 # ---- the whole CLI, in-process (dearer: fewer examples) -----------------------------------
 
 
+@pytest.mark.slow
 @fuzz(40)
 @given(fs.manifest_files())
 def test_random_valid_manifests_through_the_cli(files):
@@ -118,6 +121,7 @@ def test_random_valid_manifests_through_the_cli(files):
         targets.check_text(root, "--matrix", "none")
 
 
+@pytest.mark.slow
 @fuzz(25)
 @given(fs.manifest_files())
 def test_random_valid_manifests_next_to_the_lab(files):
@@ -128,6 +132,7 @@ def test_random_valid_manifests_next_to_the_lab(files):
             assert targets.run_main(*args).code in (0, 1)
 
 
+@pytest.mark.slow
 @fuzz(30)
 @given(mutated(MANIFEST_SEEDS))
 def test_a_broken_file_next_to_the_lab_hides_nothing(data):

@@ -8,6 +8,8 @@ A command using a flag this build does not know yet (the sarif/github/gitlab for
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
 import shutil
@@ -110,6 +112,7 @@ def _skip_unknown_flags(result: subprocess.CompletedProcess, command: str) -> No
         pytest.skip(f"this build does not know a flag of `{command}` yet ({reason})")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("example", "command", "step_env"), CASES)
 def test_example_command_lines_run(sample, example: str, command: str, step_env: dict):
     root, base = sample
@@ -138,28 +141,147 @@ def test_example_command_lines_run(sample, example: str, command: str, step_env:
         assert "lab-node-0" not in result.stdout
 
 
+ACTION = ROOT / "action.yml"
+ARGOCD = ROOT / "integrations" / "argocd"
+# the current major versions (Node 24) of the actions the examples and action.yml use
+CURRENT = {
+    "actions/checkout": "v6",
+    "actions/setup-python": "v6",
+    "github/codeql-action/upload-sarif": "v4",
+}
+
+
+def _uses(doc: Any) -> list[str]:
+    found: list[str] = []
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            found += [value] if key == "uses" and isinstance(value, str) else _uses(value)
+    elif isinstance(doc, list):
+        for value in doc:
+            found += _uses(value)
+    return found
+
+
 def test_examples_are_wired_as_their_ci_systems_expect():
     gh = load("github-actions.yml")
-    steps = gh["jobs"]["gpudrv-check"]["steps"]
-    checkout = next(s for s in steps if str(s.get("uses", "")).startswith("actions/checkout"))
+    [job] = gh["jobs"].values()
+    checkout = next(
+        s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout")
+    )
     assert checkout["with"]["fetch-depth"] == 0  # --base needs the base commit
-    sarif_step = next(s for s in steps if "--format sarif" in s.get("run", ""))
-    upload = next(s for s in steps if "upload-sarif" in str(s.get("uses", "")))
-    assert f"--output {upload['with']['sarif_file']}" in sarif_step["run"]
+    [step] = [s for s in job["steps"] if str(s.get("uses", "")).endswith("/gpudrv-check@v0.1.0")]
+    inputs = _safe_load(ACTION.read_text(encoding="utf-8"))["inputs"]
+    assert set(step["with"]) <= set(inputs)  # only inputs the action has
+    assert step["with"]["base"] == "${{ github.event.pull_request.base.sha }}"
     assert gh["permissions"]["security-events"] == "write"
 
-    gl = load("gitlab-ci.yml")["gpudrv-check"]
-    assert gl["variables"]["GIT_DEPTH"] == "0"
-    report = gl["artifacts"]["reports"]["codequality"]
-    assert any(f"--output {report}" in line for line in gl["script"])
+    gl = load("gitlab-ci.yml")
+    mr, default = gl["gpudrv-check"], gl["gpudrv-check-default-branch"]
+    assert mr["variables"]["GIT_DEPTH"] == "0"
+    assert mr["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
+    # the widget compares with the default branch's report: that branch makes one too
+    assert default["rules"] == [{"if": "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"}]
+    report = gl[".gpudrv-check"]["artifacts"]["reports"]["codequality"]
+    for job_ in (mr, default):
+        assert job_["extends"] == ".gpudrv-check"
+        assert any(f"--output {report}" in line for line in job_["script"])
+    assert gl[".gpudrv-check"]["timeout"] == "15 minutes"
 
     flux = load("flux-validate.yml")
     assert all("--kustomize" in c for c, _ in workflow_commands("flux-validate.yml"))
-    assert flux["jobs"]
+    for workflow in (gh, flux):
+        assert all(j["timeout-minutes"] <= 30 for j in workflow["jobs"].values())
 
-    cmp = load("argocd-cmp.yaml")
-    assert (cmp["apiVersion"], cmp["kind"]) == ("argoproj.io/v1alpha1", "ConfigManagementPlugin")
-    assert cmp["spec"]["generate"]["command"] == ["sh", "-c"]
+
+def test_examples_and_the_action_use_current_action_versions():
+    action = _safe_load(ACTION.read_text(encoding="utf-8"))
+    for doc in (load("github-actions.yml"), load("flux-validate.yml"), action):
+        for uses in _uses(doc):
+            name, _, version = uses.partition("@")
+            if name in CURRENT:
+                assert version == CURRENT[name], uses
+
+
+def test_the_action_skips_the_sarif_upload_on_pull_requests_from_forks():
+    steps = _safe_load(ACTION.read_text(encoding="utf-8"))["runs"]["steps"]
+    [upload] = [s for s in steps if "upload-sarif" in s.get("uses", "")]
+    condition = " ".join(upload["if"].split())
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in condition
+    assert "inputs.upload-sarif == 'true'" in condition
+
+
+def _schema(name: str) -> dict:
+    """A schemastore schema as check-jsonschema vendors it (a test dependency)."""
+    found = importlib.util.find_spec("check_jsonschema")
+    if found is None or found.origin is None:
+        pytest.skip("check-jsonschema is not installed (pip install -e '.[test]')")
+    path = Path(found.origin).parent / "builtin_schemas" / "vendor" / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("schema", "path"),
+    [
+        ("github-workflows", DOCS / "github-actions.yml"),
+        ("github-workflows", DOCS / "flux-validate.yml"),
+        ("github-actions", ACTION),
+        ("gitlab-ci", DOCS / "gitlab-ci.yml"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else v.name,
+)
+def test_ci_files_validate_against_their_schemastore_schemas(schema: str, path: Path):
+    from jsonschema import Draft7Validator
+
+    doc = _safe_load(path.read_text(encoding="utf-8"))
+    errors = sorted(
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in Draft7Validator(_schema(schema)).iter_errors(doc)
+    )
+    assert errors == []
+
+
+def _action_step(name: str) -> dict:
+    steps = _safe_load(ACTION.read_text(encoding="utf-8"))["runs"]["steps"]
+    return next(s for s in steps if s.get("name") == name)
+
+
+def _action_env(step: dict, inputs: dict[str, str]) -> dict[str, str]:
+    """The step's env with `${{ inputs.x }}` as the workflow would give them."""
+    defaults = {
+        k: str(v.get("default", ""))
+        for k, v in _safe_load(ACTION.read_text(encoding="utf-8"))["inputs"].items()
+    }
+    values = {**defaults, **inputs}
+    return {
+        key: re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: values[m.group(1)], str(raw))
+        for key, raw in step.get("env", {}).items()
+    }
+
+
+def test_the_action_checks_a_pull_request_and_writes_the_sarif(sample, tmp_path: Path):
+    root, base = sample
+    check, sarif = _action_step("Check"), _action_step("Every finding as SARIF")
+    outputs = tmp_path / "github-output"
+    for step, inputs in ((check, {"base": base}), (sarif, {"base": base})):
+        env = {**_env(base, {}), **_action_env(step, inputs), "GITHUB_OUTPUT": str(outputs)}
+        env.pop("GITHUB_ACTIONS", None)
+        done = subprocess.run(
+            ["bash", "-e", "-c", step["run"]],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if step is check:  # annotations of the new finding only, and the step fails
+            assert done.returncode == 1, done.stdout + done.stderr
+            assert done.stdout.startswith("::error file=inventory/node3.yaml,")
+            assert "lab-node-0" not in done.stdout
+        else:
+            assert done.returncode == 0, done.stderr
+    log = json.loads((root / "gpudrv-check.sarif").read_text())
+    assert any(NEW_NODE in r["message"]["text"] for r in log["runs"][0]["results"])
+    assert outputs.read_text() == "file=gpudrv-check.sarif\n"
 
 
 def _kustomize_on_path(tmp: Path) -> str:
@@ -175,25 +297,71 @@ def _kustomize_on_path(tmp: Path) -> str:
     return str(shim.parent)
 
 
+def _plugin(root: Path, app: str, verb: str, extra: str, source_path: str | None = None):
+    """`gpudrv-check-cmp VERB` as the Argo CD sidecar runs it: in the app's directory of the
+    repo copy, with ARGOCD_APP_SOURCE_PATH set, the helper and gpudrv-check on PATH."""
+    env = _env("", {}, os.pathsep.join(p for p in (extra, str(ARGOCD)) if p))
+    env["ARGOCD_APP_SOURCE_PATH"] = app if source_path is None else source_path
+    return subprocess.run(
+        ["gpudrv-check-cmp", verb],
+        cwd=root / app,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_argocd_plugin_config_runs_the_helper_from_the_sidecar_image():
+    plugin = _safe_load((ARGOCD / "plugin.yaml").read_text(encoding="utf-8"))
+    assert (plugin["apiVersion"], plugin["kind"]) == (
+        "argoproj.io/v1alpha1",
+        "ConfigManagementPlugin",
+    )
+    assert plugin["spec"]["discover"] == {"find": {"command": ["gpudrv-check-cmp", "discover"]}}
+    assert plugin["spec"]["generate"] == {"command": ["gpudrv-check-cmp", "generate"]}
+    dockerfile = (ARGOCD / "Dockerfile").read_text(encoding="utf-8").splitlines()
+    # Argo CD reads the plugin config there, and runs sidecars as its user 999
+    assert (
+        "COPY integrations/argocd/plugin.yaml /home/argocd/cmp-server/config/plugin.yaml"
+        in dockerfile
+    )
+    assert "COPY integrations/argocd/gpudrv-check-cmp /usr/local/bin/gpudrv-check-cmp" in dockerfile
+    assert "USER 999" in dockerfile
+    assert any(d.startswith("RUN pip install") and "/src/gpudrv-check" in d for d in dockerfile)
+    assert any(d.startswith("COPY --from=kustomize /app/kustomize ") for d in dockerfile)
+    patch = _safe_load((ARGOCD / "repo-server-patch.yaml").read_text(encoding="utf-8"))
+    assert patch["metadata"]["name"] == "argocd-repo-server"
+    [sidecar] = patch["spec"]["template"]["spec"]["containers"]
+    assert sidecar["command"] == ["/var/run/argocd/argocd-cmp-server"]
+    assert sidecar["securityContext"]["runAsUser"] == 999
+    mounts = {m["mountPath"]: m["name"] for m in sidecar["volumeMounts"]}
+    assert mounts["/var/run/argocd"] == "var-files"  # the cmp-server binary, the socket
+    assert mounts["/home/argocd/cmp-server/plugins"] == "plugins"
+    assert (ARGOCD / "gpudrv-check-cmp").stat().st_mode & 0o111
+
+
+@pytest.mark.parametrize("source_path", ["clusters/prod", "./clusters/prod/", "clusters/prod//"])
+def test_argocd_plugin_discovers_only_repos_that_opt_in(sample, tmp_path: Path, source_path):
+    root, _ = sample
+    app = "clusters/prod"
+    found = _plugin(root, app, "discover", "", source_path)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip().endswith("/.gpudrv-check.yaml")  # examples/flux opted in
+    other = tmp_path / "other"
+    shutil.copytree(root, other, ignore=shutil.ignore_patterns(".git", ".gpudrv-check.yaml"))
+    ignored = _plugin(other, app, "discover", "", source_path)
+    assert (ignored.returncode, ignored.stdout) == (0, "")  # another Kustomize app: not ours
+    plain = _plugin(root, "inventory/..", "discover", "", ".")  # the root is no Kustomize root
+    assert (plain.returncode, plain.stdout) == (0, "")
+
+
+@pytest.mark.slow
 def test_argocd_plugin_refuses_to_render_a_repo_with_errors(sample, tmp_path: Path):
-    root, base = sample
-    plugin = load("argocd-cmp.yaml")["spec"]["generate"]
+    root, _ = sample
     extra = _kustomize_on_path(tmp_path)
     app = "clusters/prod"
-
-    def generate() -> subprocess.CompletedProcess:
-        env = _env(base, {}, extra)
-        env["ARGOCD_APP_SOURCE_PATH"] = app
-        return subprocess.run(
-            [*plugin["command"], *plugin["args"]],
-            cwd=root / app,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-    refused = generate()
+    refused = _plugin(root, app, "generate", extra, "./clusters/prod/")
     assert refused.returncode != 0
     assert refused.stdout == ""  # no manifests: Argo CD syncs nothing
     assert f"GPU001 node {NEW_NODE} needs driver image" in refused.stderr
@@ -201,7 +369,7 @@ def test_argocd_plugin_refuses_to_render_a_repo_with_errors(sample, tmp_path: Pa
     with open(root / "support-matrix.csv", "a") as matrix:
         matrix.write("550,6.8.0-52-generic,ubuntu24.04\n")
     try:
-        rendered = generate()
+        rendered = _plugin(root, app, "generate", extra)
     finally:
         git(root, "checkout", "-q", "--", "support-matrix.csv")
     assert rendered.returncode == 0, rendered.stderr

@@ -4,6 +4,7 @@ configuration: merge order, locations, the OS-tag rule, and the full driver imag
 from __future__ import annotations
 
 import base64
+import os
 import shutil
 import textwrap
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.model.operator import find_operator_configs
+from gpudrv_check.read.embedded import EmbeddedYaml
 from gpudrv_check.read.manifests import parse_manifest_bytes
 from tests.conftest import gpu_node, helm_release, run_cli, write
 
@@ -29,7 +31,7 @@ def operator(*docs: str):
     stream = "---\n".join(docs)
     result = parse_manifest_bytes("repo.yaml", stream.encode())
     assert result.problems == []
-    [config] = find_operator_configs(result.manifests)
+    [config] = find_operator_configs(result.manifests, EmbeddedYaml())
     return config
 
 
@@ -175,6 +177,7 @@ spec:
 RHEL_NODE = gpu_node("r", kernel="5.14.0-427.13.1.el9_4.x86_64", os_id="rhel", version="9.4")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("chart_version", "config", "flag", "tag_os"),
     [
@@ -239,6 +242,7 @@ def _under_config(node3: str, node1: str = "") -> str:
     return "".join(lines) + node3 + "\n" + "lab-node-3" + CONFLICT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("operator_doc", "expected"),
     [
@@ -281,10 +285,12 @@ def test_gpu001_names_the_full_image(lab_repo: Path):
         HR_HEAD + "  values:\n    driver:\n      repository: registry.example/nvidia\n"
         "      usePrecompiled: true\n",
     )
-    result = run_cli("check", str(repo))
+    result = run_cli("check", str(repo), "--format", "concise")
     assert result.returncode == 1
     assert (
         f"k8s/node3.yaml:14:5: error GPU001 node lab-node-3 needs driver image {REF}, which is "
         "not in the support matrix"
     ) in result.stdout
-    assert f"fix: Build and push the driver image {REF}, then add the row" in result.stdout
+    wide = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"} | {"COLUMNS": "400"}
+    text = run_cli("check", str(repo), env=wide).stdout  # the fix under it, on one line
+    assert f"      fix: Build and push the driver image {REF}, then add the row" in text

@@ -25,6 +25,7 @@ def _findings(result: subprocess.CompletedProcess) -> list[tuple[str, str, int, 
     ]
 
 
+@pytest.mark.slow
 def test_rev_reads_the_commit_not_the_working_tree_or_the_index(git_repo: Path):
     write(git_repo, "support-matrix.csv", MATRIX)
     write(git_repo, "nodes/a.yaml", gpu_node("a"))
@@ -49,6 +50,7 @@ def test_rev_reads_the_commit_not_the_working_tree_or_the_index(git_repo: Path):
     assert git(git_repo, "status", "--porcelain") == status
 
 
+@pytest.mark.slow
 def test_rev_uses_the_config_and_matrix_of_that_revision(git_repo: Path):
     write(git_repo, ".gpudrv-check.yaml", "matrix: ledger/images.csv\n")
     write(git_repo, "ledger/images.csv", MATRIX)
@@ -68,6 +70,7 @@ def test_rev_uses_the_config_and_matrix_of_that_revision(git_repo: Path):
     assert on_disk.returncode == 2 and "support matrix not found" in on_disk.stderr
 
 
+@pytest.mark.slow
 def test_rev_checks_a_subdirectory_as_the_root(git_repo: Path):
     write(git_repo, "clusters/prod/support-matrix.csv", MATRIX)
     write(git_repo, "clusters/prod/nodes.yaml", gpu_node("p", kernel=NEW_KERNEL))
@@ -80,6 +83,7 @@ def test_rev_checks_a_subdirectory_as_the_root(git_repo: Path):
     assert _findings(result) == [("GPU001", "nodes.yaml", 9, 5)]
 
 
+@pytest.mark.slow
 def test_rev_skips_symlinks_and_honours_exclude(git_repo: Path):
     write(git_repo, "support-matrix.csv", MATRIX)
     write(git_repo, ".gpudrv-check.yaml", "exclude: [vendor/]\n")
@@ -93,6 +97,7 @@ def test_rev_skips_symlinks_and_honours_exclude(git_repo: Path):
     assert "skipped vendor/: excluded by config" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("make", "args", "needle"),
     [
@@ -134,6 +139,7 @@ def test_git_errors_exit_2_with_what_to_do(
     assert result.stderr.count("\n") == 1  # one line, not a log
 
 
+@pytest.mark.slow
 def test_gitpython_is_imported_only_for_rev_and_base(git_repo: Path):
     write(git_repo, "support-matrix.csv", MATRIX)
     write(git_repo, "n.yaml", gpu_node("a"))
@@ -156,6 +162,7 @@ def test_gitpython_is_imported_only_for_rev_and_base(git_repo: Path):
     assert imported("check", str(git_repo), "--rev", "HEAD") == "0 True"
 
 
+@pytest.mark.slow
 def test_a_clean_checkout_reads_the_same_at_head(git_repo: Path):
     import shutil
 
@@ -184,6 +191,7 @@ def test_a_clean_checkout_reads_the_same_at_head(git_repo: Path):
         )
 
 
+@pytest.mark.slow
 def test_rev_reads_custom_policies_of_that_revision(git_repo: Path):
     import shutil
 
@@ -198,7 +206,7 @@ def test_rev_reads_custom_policies_of_that_revision(git_repo: Path):
     write(git_repo, "n.yaml", gpu_node("old-branch", branch="535"))
     commit(git_repo, "policy")
     shutil.rmtree(git_repo / "custom")  # gone from the working tree, still in the commit
-    at_head = run_cli("check", str(git_repo), "--rev", "HEAD")
+    at_head = run_cli("check", str(git_repo), "--rev", "HEAD", "--format", "concise")
     on_disk = run_cli("check", str(git_repo))
     assert at_head.returncode == 1, at_head.stderr
     assert "n.yaml:8:5: error ORG002 GPU node old-branch: driver branch '535'" in at_head.stdout

@@ -100,8 +100,23 @@ def _render(root: Path, directory: str) -> str:
     ).stdout
 
 
+def _line_in(root: Path, rel: str, node: str, key: str) -> int:
+    """The line of `key` in the document of Node `node` in a repo file (1-based)."""
+    line = 1
+    for chunk in (root / rel).read_text().split("---\n"):
+        if f"  name: {node}\n" in chunk:
+            for i, text in enumerate(chunk.splitlines()):
+                if text.strip().startswith(key + ":"):
+                    return line + i
+        line += chunk.count("\n") + 1
+    raise AssertionError(f"{node} {key} not in {rel}")
+
+
+@pytest.mark.slow
 @needs_kustomize
-def test_findings_point_at_the_rendered_stream_and_name_the_source(tmp_path: Path):
+def test_rendered_objects_are_located_in_the_repo_files_they_come_from(tmp_path: Path):
+    """kustomize's origin annotations (`config.kubernetes.io/origin`) name the file; the key
+    is the one of the object's own document, or of the root's patch that sets it."""
     build_repo(tmp_path)
     result = run_cli("check", str(tmp_path), "--kustomize", "--format", "json")
     assert result.returncode == 1, result.stderr
@@ -110,28 +125,76 @@ def test_findings_point_at_the_rendered_stream_and_name_the_source(tmp_path: Pat
         (f["rule"], f["location"]["file"], f["location"]["line"], (f["object"] or {}).get("name"))
         for f in doc["findings"]
     )
-    prod = _render(tmp_path, "overlays/prod")
-    dev = _render(tmp_path, "overlays/dev")
-    rendered_prod = "overlays/prod/kustomization.yaml (rendered)"
-    rendered_dev = "overlays/dev/kustomization.yaml (rendered)"
+    base_b = _line_in(tmp_path, "base/nodes.yaml", "b", KERNEL_KEY)
+    patch_a = _line_in(tmp_path, "overlays/prod/kernel.yaml", "a", KERNEL_KEY)
     assert got == [
-        ("GPU001", rendered_dev, _line_of(dev, "b-dev", KERNEL_KEY), "b-dev"),
-        ("GPU001", rendered_prod, _line_of(prod, "prod-a", KERNEL_KEY), "prod-a"),
-        ("GPU001", rendered_prod, _line_of(prod, "prod-b", KERNEL_KEY), "prod-b"),
+        ("GPU001", "base/nodes.yaml", base_b, "b-dev"),
+        ("GPU001", "base/nodes.yaml", base_b, "prod-b"),
+        # prod-a has the new kernel from the overlay's patch: that is the line to change
+        ("GPU001", "overlays/prod/kernel.yaml", patch_a, "prod-a"),
         ("GPU001", "plain/n.yaml", 9, "plain"),
         ("GPU009", "helm/kustomization.yaml", 1, None),
         ("GPU009", "remote/kustomization.yaml", 3, None),
     ]
     messages = {f["object"]["name"]: f["message"] for f in doc["findings"] if f["object"]}
-    assert messages["prod-a"].endswith("(source: base/nodes.yaml)")
-    assert messages["b-dev"].endswith("(source: base/nodes.yaml)")
+    assert messages["prod-a"].endswith("(as rendered by kustomize build overlays/prod)")
+    assert messages["b-dev"].endswith("(as rendered by kustomize build overlays/dev)")
     assert messages["plain"].endswith("its GPUs vanish")
     remote = next(f for f in doc["findings"] if f["location"]["file"].startswith("remote/"))
     assert "not fetched (no network)" in remote["message"]
-    # the partial patch file is not read as a Node of its own
-    assert not any(f["location"]["file"] == "overlays/prod/kernel.yaml" for f in doc["findings"])
+    # the partial patch file is not read as a Node of its own (it would be Node `a`)
+    assert not any((f["object"] or {}).get("name") == "a" for f in doc["findings"])
 
 
+@needs_kustomize
+def test_ci_formats_name_repo_files_only(tmp_path: Path):
+    build_repo(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["check", str(tmp_path), "--kustomize", "--fail-on", "never"]
+    for fmt in ("sarif", "gitlab", "github"):
+        args += ["--format", fmt, "--output", str(out / fmt)]
+    assert run_cli(*args).returncode == 0
+    sarif = json.loads((out / "sarif").read_text())
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in sarif["runs"][0]["results"]
+    }
+    gitlab = {issue["location"]["path"] for issue in json.loads((out / "gitlab").read_text())}
+    for path in uris | gitlab:  # each a file of the repo (run from outside it: root-relative)
+        assert "(rendered)" not in path and "%28rendered%29" not in path
+        assert (tmp_path / path).is_file(), path
+    assert "(rendered)" not in (out / "github").read_text()
+
+
+@needs_kustomize
+def test_a_kustomization_may_read_files_of_the_root_outside_its_folder_as_flux_does(
+    tmp_path: Path,
+):
+    """kustomize-controller builds with LoadRestrictionsNone (fluxcd/pkg kustomize
+    SecureBuild) inside the source; a patch next door renders, one outside the root does not."""
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    write(tmp_path, "base/kustomization.yaml", "resources: [nodes.yaml]\n")
+    write(tmp_path, "base/nodes.yaml", gpu_node("a"))
+    write(
+        tmp_path,
+        "clusters/prod/kustomization.yaml",
+        "resources: [../../base]\npatches:\n- path: ../../patches/kernel.yaml\n",
+    )
+    write(
+        tmp_path,
+        "patches/kernel.yaml",
+        f"apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  labels:\n"
+        f"    {KERNEL_KEY}: {NEW_KERNEL}\n",
+    )
+    result = run_cli("check", str(tmp_path), "--kustomize", "--format", "json")
+    findings = json.loads(result.stdout)["findings"]
+    assert [(f["rule"], f["location"]["file"], f["location"]["line"]) for f in findings] == [
+        ("GPU001", "patches/kernel.yaml", 6)
+    ]
+
+
+@pytest.mark.slow
 @needs_kustomize
 def test_kustomize_at_a_git_revision(git_repo: Path):
     build_repo(git_repo)
@@ -145,20 +208,23 @@ def test_kustomize_at_a_git_revision(git_repo: Path):
     assert names == ["b-dev", "plain", "prod-a", "prod-b"]
 
 
+@pytest.mark.slow
 @needs_kustomize
 def test_a_broken_kustomization_is_reported_and_its_files_still_read(git_repo: Path):
     write(git_repo, "support-matrix.csv", MATRIX)
     write(git_repo, "app/kustomization.yaml", "resources: [missing.yaml, n.yaml]\n")
     write(git_repo, "app/n.yaml", gpu_node("n", kernel=NEW_KERNEL))
     commit(git_repo, "broken")
-    result = run_cli("check", str(git_repo), "--kustomize")
+    result = run_cli("check", str(git_repo), "--kustomize", "--format", "concise")
     assert result.returncode == 1
     assert "app/kustomization.yaml:1:1: warning GPU009 kustomize build app failed:" in result.stdout
     assert "app/n.yaml:9:5: error GPU001 node n" in result.stdout
     assert str(git_repo) not in result.stdout  # kustomize's paths are shown relative
     # the same bytes from a revision (rendered from a temporary copy), run after run
     for _ in range(2):
-        at_head = run_cli("check", str(git_repo), "--kustomize", "--rev", "HEAD")
+        at_head = run_cli(
+            "check", str(git_repo), "--kustomize", "--rev", "HEAD", "--format", "concise"
+        )
         assert (at_head.returncode, at_head.stdout) == (1, result.stdout)
 
 

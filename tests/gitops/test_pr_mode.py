@@ -70,6 +70,7 @@ def _json(result) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_pr_mode_reports_exactly_the_new_finding(pr_repo: tuple[Path, str]):
     root, base = pr_repo
     full = _json(run_cli("check", str(root), "--format", "json"))
@@ -90,7 +91,7 @@ def test_pr_mode_reports_exactly_the_new_finding(pr_repo: tuple[Path, str]):
 
 def test_pr_mode_text_summary_and_gate(pr_repo: tuple[Path, str]):
     root, base = pr_repo
-    result = run_cli("check", str(root), "--base", base)
+    result = run_cli("check", str(root), "--base", base, "--format", "concise")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0].startswith(
@@ -111,6 +112,7 @@ def test_a_change_that_only_fixes_passes_and_counts_the_fix(pr_repo: tuple[Path,
     assert result.stdout.splitlines()[-1] == "0 new, 3 fixed, 2 unchanged (base HEAD~1)"
 
 
+@pytest.mark.slow
 def test_head_can_be_a_revision_too(pr_repo: tuple[Path, str]):
     root, base = pr_repo
     # a dirty working tree does not matter when the head is --rev
@@ -129,7 +131,7 @@ def test_pr_mode_in_a_subdirectory_and_a_branch_name(git_repo: Path):
     commit(git_repo, "base")
     git(git_repo, "checkout", "-q", "-b", "feature")
     write(root, "m.yaml", gpu_node("b", kernel=NEW_KERNEL))
-    result = run_cli("check", str(root), "--base", "main")
+    result = run_cli("check", str(root), "--base", "main", "--format", "concise")
     assert result.returncode == 1
     assert result.stdout.startswith("m.yaml:9:5: error GPU001 node b needs driver image")
     assert result.stdout.splitlines()[-1] == "1 new, 0 fixed, 0 unchanged (base main)"

@@ -52,6 +52,7 @@ def test_stream_with_inventory_flags_and_stdin_name(tmp_path: Path):
     assert doc["summary"]["files"] == 3
 
 
+@pytest.mark.slow
 def test_inventory_and_matrix_from_the_config(tmp_path: Path):
     write(tmp_path, ".gpudrv-check.yaml", "matrix: ledger.csv\ninventory: [cluster/nodes.yaml]\n")
     write(tmp_path, "ledger.csv", MATRIX)
@@ -64,13 +65,21 @@ def test_inventory_and_matrix_from_the_config(tmp_path: Path):
 
 def test_default_stdin_name_and_yaml_errors_located(tmp_path: Path):
     result = run_cli(
-        "check", "-", "--matrix", "none", cwd=tmp_path, input="apiVersion: v1\nkind: [\n"
+        "check",
+        "-",
+        "--matrix",
+        "none",
+        "--format",
+        "concise",
+        cwd=tmp_path,
+        input="apiVersion: v1\nkind: [\n",
     )
     assert result.returncode == 1
     assert result.stdout.startswith("<stdin>:")
     assert "GPU000" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

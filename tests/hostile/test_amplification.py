@@ -61,6 +61,7 @@ def _check_limited(root: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("aliases", [1_000, 5_000])
 def test_a_megabyte_of_aliased_text_is_an_alias_bomb(tmp_path: Path, aliases: int):
     text = alias_file(aliases)
@@ -114,6 +115,7 @@ def test_every_quoted_value_is_cut(tmp_path: Path):
     assert len(quoted([value] * 1000)) < 4 * QUOTE_LIMIT
 
 
+@pytest.mark.slow
 def test_the_input_budget_of_a_run(tmp_path: Path):
     """Over `max_total_bytes`, the rest of the files (in path order) are not read: a GPU000 for
     each, and stderr says so once."""

@@ -43,6 +43,7 @@ def _forge(cache: Path, value: object) -> int:
     return forged
 
 
+@pytest.mark.slow
 def test_a_forged_result_entry_writes_nothing_and_decides_no_exit_code(tmp_path: Path):
     """The attack of issue 23: a planted entry replaying a write to the victim's ~/.bashrc, an
     "all clean" summary and exit 0 (or 7). The next plain `check` must do none of it."""
@@ -94,6 +95,7 @@ def test_the_secret_is_private_and_the_checksum_keyed(tmp_path: Path):
     assert Cache(tmp_path / "c").load("files", "repo", "key") is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [0o777, 0o770, 0o722])
 def test_a_cache_directory_open_to_others_is_not_used(tmp_path: Path, mode: int):
     root, cache = _repo(tmp_path / "repo"), tmp_path / "cache"
@@ -106,6 +108,7 @@ def test_a_cache_directory_open_to_others_is_not_used(tmp_path: Path, mode: int)
     assert list(cache.iterdir()) == []  # nothing written into it either
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
 def test_a_cache_directory_or_entry_of_another_user_is_not_used(tmp_path: Path):
     root, cache = _repo(tmp_path / "repo"), tmp_path / "cache"
@@ -161,6 +164,7 @@ def test_an_entry_that_is_not_a_regular_file_is_a_miss(tmp_path: Path, kind: str
     assert cache.load("files", "repo", "key") is None  # returns: a FIFO does not block it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "value",
     [["not", "a", "dict"], {"nodes/a.yaml": "str"}, {"nodes/a.yaml": ("d", False, b"x", 7)}, 42],

@@ -23,6 +23,7 @@ def _error(root: Path, *args: str) -> str:
     return result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "where", "part"),
     [
@@ -53,6 +54,7 @@ def test_broken_yaml_config_is_an_error_at_its_line(tmp_path: Path, content, whe
     assert part in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
@@ -81,6 +83,7 @@ def test_config_that_is_a_link_out_of_the_repo_is_not_read(tmp_path: Path):
     assert "leaves the repo root" in err and SECRET not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "matrix",
     ["../outside/secret.csv", "/etc/passwd", "link.csv", "dir-link/secret.csv", "a/../../x.csv"],
@@ -139,6 +142,7 @@ def test_malformed_matrix_rows_are_findings_at_their_line(tmp_path: Path):
     assert "support-matrix.csv:3:1:" in audit.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "data",
     [b"", b"\xff\xfe\x00\x00", "a,b\n".encode("utf-16"), b"\x00" * 100, b"#only a comment\n"],

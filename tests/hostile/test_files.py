@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from gpudrv_check.read.manifests import read_repo
 from tests.conftest import EXAMPLES, cli_command, run_cli
 from tests.hostile import corpus
 from tests.hostile.conftest import time_limit
@@ -84,6 +85,7 @@ def _file_size_limit(limit: int):
     return apply
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", ["--output", "--write-baseline"])
 def test_a_failed_write_leaves_the_old_file_intact(tmp_path: Path, option: str):
     """A full disk, as the file-size limit makes one: the old file survives, no temp file."""
@@ -232,13 +234,11 @@ def _swap_after_walk(tmp_path: Path, make) -> tuple[object, str]:
 
 
 def test_a_file_swapped_for_a_link_after_the_walk_is_not_followed(tmp_path: Path):
-    from gpudrv_check.read.manifests import read_file
-
     outside = tmp_path / "secret.yaml"
     outside.write_text(corpus.BAD_NODE.format(name=SECRET))
     tree, rel = _swap_after_walk(tmp_path, lambda p: p.symlink_to(outside))
     ref = tree.list_manifests([]).files  # cached listing: the walk saw a regular file
-    result = read_file(tree, ref[0], 1_000_000, False)
+    [result] = read_repo(tree, ref, 1_000_000).files
     [problem] = result.problems
     assert problem.rule == "GPU000"
     assert "cannot read: a symbolic link, not followed" in problem.message
@@ -246,11 +246,9 @@ def test_a_file_swapped_for_a_link_after_the_walk_is_not_followed(tmp_path: Path
 
 
 def test_a_file_swapped_for_a_fifo_after_the_walk_does_not_block(tmp_path: Path):
-    from gpudrv_check.read.manifests import read_file
-
     tree, rel = _swap_after_walk(tmp_path, os.mkfifo)
     with time_limit(20):
-        result = read_file(tree, tree.list_manifests([]).files[0], 1_000_000, False)
+        [result] = read_repo(tree, tree.list_manifests([]).files, 1_000_000).files
     [problem] = result.problems
     assert "not a regular file" in problem.message
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,6 +250,7 @@ def _build_case(root: Path, outside: Path, c: Case) -> None:
         shutil.copy(source, dest)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("c", [_param(c) for c in CASES])
 def test_each_case_alone(c: Case, tmp_path: Path):
     """In-process, exceptions surfacing (debug mode), under a generous time limit."""
@@ -304,9 +306,17 @@ def test_text_report_lines_cannot_be_forged(hostile_repo: Path):
     assert result.returncode == 1
     assert "\x1b" not in result.stdout and "\u202e" not in result.stdout
     for line in result.stdout.splitlines()[:-1]:
-        # a finding line starts with a repo path; a hint line with four spaces; a note of what
-        # was not checked (issue 13) with `note: `
-        assert line.startswith(("hostile/", "k8s/", "    fix: ", "note: ")), line
+        # a file heading is a repo path, a finding starts `  LINE:COL severity RULE `, its
+        # message and fix go on six spaces in, a note of what was not checked says `note: `
+        if not line or line.startswith(("note: ", " " * 6)):
+            continue
+        if line.startswith("  "):
+            assert re.match(r"  \d+:\d+ (error|warning|info) [A-Z]+\d+( |$)", line), line
+        else:
+            assert line.startswith(("hostile/", "k8s/")), line
+    concise = _run("check", str(hostile_repo), "--format", "concise")
+    for line in concise.stdout.splitlines()[:-1]:
+        assert line.startswith(("hostile/", "k8s/", "note: ")), line
     assert "::error::" not in "".join(
         line for line in result.stdout.splitlines() if line.startswith("::")
     )

@@ -62,6 +62,7 @@ COMMANDS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: "-".join(x for x in a if x[:1] != "{"))
 def test_no_command_prints_a_raw_control_character(evil_repo: Path, evil_operands: Path, argv):
     args = [

@@ -69,6 +69,7 @@ PLACES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("digits", [HUGE, BIG], ids=["5001-digits", "25-digits"])
 @pytest.mark.parametrize("place", sorted(PLACES))
 def test_huge_numbers_are_findings_or_usage_errors(tmp_path: Path, place: str, digits: str):

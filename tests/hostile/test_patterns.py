@@ -178,6 +178,7 @@ BAD_POLICIES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("body", "where", "part"), BAD_POLICIES)
 def test_a_bad_pattern_or_reference_is_a_policy_error_at_its_key(
     tmp_path: Path, body: str, where: str, part: str

@@ -39,6 +39,7 @@ def reversed_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base / "repo"
 
 
+@pytest.mark.slow
 def test_same_bytes_whatever_the_creation_order_and_hash_seed(
     hostile_repo: Path, reversed_repo: Path
 ):
@@ -52,6 +53,7 @@ def _check_options() -> str:
     return run_cli("check", "--help").stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "variant",
     [
@@ -108,6 +110,7 @@ def test_same_bytes_whatever_order_the_file_system_lists(
     monkeypatch.undo()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -131,6 +134,7 @@ def test_every_command_exits_0_1_or_2_without_a_traceback(hostile_repo: Path, ar
         assert result.stderr.startswith("gpudrv-check: error: "), result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_a_terminal_that_is_not_utf8_gets_escapes_not_a_crash(hostile_repo: Path, encoding: str):
     env = _env(PYTHONIOENCODING=encoding, LC_ALL="C", LANG="C")

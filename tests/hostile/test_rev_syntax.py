@@ -54,6 +54,7 @@ NOT_A_COMMIT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rev", RESOLVING)
 def test_a_revision_git_resolves_is_checked(lab_history: Path, rev: str):
     result = run_cli("check", str(lab_history), f"--rev={rev}")
@@ -62,6 +63,7 @@ def test_a_revision_git_resolves_is_checked(lab_history: Path, rev: str):
     assert "read;" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rev", NOT_A_COMMIT)
 def test_a_revision_that_names_no_commit_is_a_usage_error(lab_history: Path, rev: str):
     result = run_cli("check", str(lab_history), f"--rev={rev}")

@@ -1,4 +1,5 @@
-"""PodDisruptionBudget semantics: DOMAIN.md §5-6 rows and rows restated from disruption_test.go."""
+"""PodDisruptionBudget semantics: docs/kubernetes.md §5 rows, and rows restated from
+disruption_test.go."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def bare(pods: int) -> PodGroup:
 
 # (id, pdb, groups, (expected, desired_healthy, current_healthy, disruptions_allowed), outcome)
 BUDGET_ROWS = [
-    # DOMAIN §5 lab step 6: Deployment trainer, 4 replicas, minAvailable 4 -> drain refused
+    # docs/kubernetes.md §5, lab step 6 (examples/lab): Deployment trainer, 4 replicas,
+    # minAvailable 4 -> drain refused
     ("lab: minAvailable 4 of 4", pdb(minAvailable=4), [deploy(4)], (4, 4, 4, 0), "computed"),
     # minAvailable int: desired = N, expected = selected pods (no controller needed)
     ("minAvailable 3 of 4 pods", pdb(minAvailable=3), [deploy(4)], (4, 3, 4, 1), "computed"),

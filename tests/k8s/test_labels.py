@@ -1,4 +1,4 @@
-"""Label key and value syntax (DOMAIN.md §6 "Label syntax"; upstream content/kube_test.go)."""
+"""Label key and value syntax (docs/kubernetes.md §7; upstream content/kube_test.go)."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""metav1.LabelSelector semantics: one row per rule (DOMAIN.md §6, apimachinery selector tests)."""
+"""metav1.LabelSelector semantics: one row per rule (docs/kubernetes.md §8; apimachinery
+selector tests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Node placement semantics (DOMAIN.md §6; upstream nodeaffinity_test.go, selector.go)."""
+"""Node placement semantics (docs/kubernetes.md §1; upstream nodeaffinity_test.go, selector.go)."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def test_parse_int64(text: object, expected: int | None) -> None:
 # --- one matchExpressions entry ------------------------------------------------------------------
 
 REQUIREMENT_ROWS = [
-    # In needs the key present with a listed value (DOMAIN §6)
+    # In needs the key present with a listed value (docs/kubernetes.md §1)
     ("In: listed value", expr("gpu", "In", "a100", "h100"), {"gpu": "h100"}, True),
     ("In: key absent", expr("gpu", "In", "a100"), {}, False),
     ("In: value not listed", expr("gpu", "In", "a100"), {"gpu": "t4"}, False),
@@ -422,7 +422,7 @@ def test_node_selector_matches(
         ({"foo": "bar", "baz": "blah"}, {"foo": "bar"}, False),  # subset
         ({"foo": ""}, {"foo": ""}, True),
         ({"foo": ""}, {}, False),  # "" still needs the key
-        # DOMAIN §4: a value other than exactly "true" does not match
+        # docs/operator.md "Operands": a deploy label other than exactly "true" does not match
         ({"nvidia.com/gpu.deploy.driver": "true"}, {"nvidia.com/gpu.deploy.driver": "True"}, False),
         (
             {"nvidia.com/gpu.deploy.driver": "true"},
@@ -585,7 +585,7 @@ POD_ROWS = [
         {"foo": "bar"},
         False,
     ),
-    # DOMAIN §3 / lab step 5: CUDA requirement written as required affinity
+    # docs/operator.md "CUDA table" / lab step 5: CUDA requirement as required affinity
     (
         "lab step 5: 550 node",
         pod(terms=[term(expr(DRIVER, "Gt", "560"))]),

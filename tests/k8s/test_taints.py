@@ -1,4 +1,5 @@
-"""Taints and tolerations (DOMAIN.md §6; upstream toleration_test.go, daemonset_util.go)."""
+"""Taints and tolerations (docs/kubernetes.md §2-3; upstream toleration_test.go,
+daemonset_util.go)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ TOLERATES_ROWS = [
         taint("foo", "bar", "NoExecute"),
         False,
     ),
-    # DOMAIN §6
+    # docs/kubernetes.md §2
     (
         "empty effect matches NoSchedule",
         tol("foo", "Exists"),
@@ -291,7 +292,7 @@ def test_daemonset_default_tolerations() -> None:
 @pytest.mark.parametrize(
     ("taint_", "host_network", "blocked"),
     [
-        (CORDON, False, False),  # DOMAIN §6: DaemonSet pods do land on cordoned nodes
+        (CORDON, False, False),  # docs/kubernetes.md §3: DaemonSet pods land on cordoned nodes
         (taint("node.kubernetes.io/not-ready", effect="NoExecute"), False, False),
         (taint("node.kubernetes.io/unreachable", effect="NoExecute"), False, False),
         (taint("node.kubernetes.io/disk-pressure"), False, False),

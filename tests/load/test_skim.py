@@ -1,4 +1,4 @@
-"""Reading past documents nothing checks (SKIM_KINDS), and the light parser events.
+"""Reading past documents nothing checks (SKIM), and the light parser events.
 
 A skimmed document must report exactly what a fully built one reports (syntax, nesting,
 duplicate keys, tags, non-scalar keys), keep its metadata whole, and differ only in the content
@@ -11,8 +11,12 @@ import pytest
 
 from gpudrv_check.core.located import LMap, LSeq
 from gpudrv_check.read import yaml_docs
-from gpudrv_check.read.manifests import SKIM_KINDS, parse_manifest_bytes
+from gpudrv_check.read.manifests import parse_manifest_bytes
 from gpudrv_check.read.yaml_docs import MAX_DEPTH, parse_text
+from gpudrv_check.rules.plan import current_plan
+
+#: the plan the engine passes when the repo has no custom policies
+SKIM = current_plan()
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -40,7 +44,7 @@ def _problems(parsed):
 
 def test_a_skimmed_document_keeps_metadata_and_empties_the_rest():
     full = parse_text(CRD).docs[0].data
-    skimmed = parse_text(CRD, SKIM_KINDS).docs[0].data
+    skimmed = parse_text(CRD, SKIM).docs[0].data
     assert skimmed["metadata"] == full["metadata"]
     assert skimmed["metadata"].kpos == full["metadata"].kpos
     assert skimmed["kind"] == "CustomResourceDefinition"
@@ -52,17 +56,17 @@ def test_a_skimmed_document_keeps_metadata_and_empties_the_rest():
 
 def test_kinds_that_are_checked_are_built_whole():
     text = CRD.replace("CustomResourceDefinition", "Deployment")
-    assert parse_text(text, SKIM_KINDS).docs[0].data == parse_text(text).docs[0].data
+    assert parse_text(text, SKIM).docs[0].data == parse_text(text).docs[0].data
 
 
 def test_a_kind_written_after_the_content_is_built_whole():
     text = "apiVersion: v1\nmetadata: {name: s}\nspec:\n  ports: [80]\nkind: Service\n"
-    assert parse_text(text, SKIM_KINDS).docs[0].data["spec"] == {"ports": [80]}
+    assert parse_text(text, SKIM).docs[0].data["spec"] == {"ports": [80]}
 
 
 def test_a_top_level_list_value_is_skimmed_as_an_empty_list():
-    text = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nweird:\n- a\n- b\n"
-    value = parse_text(text, SKIM_KINDS).docs[0].data["weird"]
+    text = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: s}\nweird:\n- a\n- b\n"
+    value = parse_text(text, SKIM).docs[0].data["weird"]
     assert isinstance(value, LSeq) and value == [] and value.pos == (5, 1)
 
 
@@ -83,7 +87,7 @@ HOSTILE = {
 def test_a_skimmed_document_reports_what_a_built_one_reports(body):
     text = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n" + body
     full = parse_text(text)
-    skimmed = parse_text(text, SKIM_KINDS)
+    skimmed = parse_text(text, SKIM)
     assert _problems(skimmed) == _problems(full)
     assert skimmed.failed == full.failed
     assert len(skimmed.docs) == len(full.docs)
@@ -91,13 +95,13 @@ def test_a_skimmed_document_reports_what_a_built_one_reports(body):
 
 def test_the_next_document_is_read_normally_after_a_skimmed_one():
     text = CRD + "---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec: {x: 1}\n"
-    docs = parse_text(text, SKIM_KINDS).docs
+    docs = parse_text(text, SKIM).docs
     assert docs[1].data["spec"] == {"x": 1}
     assert docs[1].data.kpos["spec"] == parse_text(text).docs[1].data.kpos["spec"]
 
 
 def test_manifests_of_skimmed_kinds_are_still_objects_of_the_repo():
-    result = parse_manifest_bytes("crd.yaml", CRD.encode(), False, SKIM_KINDS)
+    result = parse_manifest_bytes("crd.yaml", CRD.encode(), False, SKIM)
     assert [(m.kind, m.name) for m in result.manifests] == [
         ("CustomResourceDefinition", "things.example.com")
     ]
@@ -167,7 +171,7 @@ items:
 
 def test_the_unread_parts_of_a_node_status_are_skimmed():
     full = parse_text(NODE_EXPORT).docs[0].data["items"][0]
-    skimmed = parse_text(NODE_EXPORT, SKIM_KINDS).docs[0].data["items"][0]
+    skimmed = parse_text(NODE_EXPORT, SKIM).docs[0].data["items"][0]
     status, full_status = skimmed["status"], full["status"]
     assert status["capacity"] == full_status["capacity"] == {"nvidia.com/gpu": "8"}
     assert status["allocatable"] == full_status["allocatable"]
@@ -192,14 +196,14 @@ def test_the_unread_parts_of_a_node_status_are_skimmed():
 )
 def test_a_skimmed_node_status_reports_what_a_built_one_reports(inside):
     text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus:\n  images:\n" + inside
-    assert _problems(parse_text(text, SKIM_KINDS)) == _problems(parse_text(text))
+    assert _problems(parse_text(text, SKIM)) == _problems(parse_text(text))
 
 
 def test_a_node_status_elsewhere_is_not_skimmed():
     text = (
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\ndata:\n  status:\n    images: [a]\n"
     )
-    assert parse_text(text, SKIM_KINDS).docs[0].data == parse_text(text).docs[0].data
+    assert parse_text(text, SKIM).docs[0].data == parse_text(text).docs[0].data
 
 
 DEPLOYMENT = """\
@@ -227,7 +231,7 @@ spec:
 
 def test_container_fields_nothing_reads_are_skimmed():
     full = parse_text(DEPLOYMENT).docs[0].data
-    skimmed = parse_text(DEPLOYMENT, SKIM_KINDS).docs[0].data
+    skimmed = parse_text(DEPLOYMENT, SKIM).docs[0].data
     pod, full_pod = skimmed["spec"]["template"]["spec"], full["spec"]["template"]["spec"]
     main, full_main = pod["containers"][0], full_pod["containers"][0]
     assert (main["args"], main["env"], main["ports"]) == ([], [], [])
@@ -249,12 +253,12 @@ def test_container_fields_nothing_reads_are_skimmed():
     ids=["not a workload", "not the pod template"],
 )
 def test_container_like_fields_elsewhere_are_kept(text):
-    assert parse_text(text, SKIM_KINDS).docs[0].data == parse_text(text).docs[0].data
+    assert parse_text(text, SKIM).docs[0].data == parse_text(text).docs[0].data
 
 
 def test_a_skimmed_container_field_reports_what_a_built_one_reports():
     text = DEPLOYMENT.replace('- {name: A, value: "1"}', "- {name: A, name: B, x: !Odd 1}")
-    assert _problems(parse_text(text, SKIM_KINDS)) == _problems(parse_text(text))
+    assert _problems(parse_text(text, SKIM)) == _problems(parse_text(text))
     assert [p.rule for p in parse_text(text).problems] == ["GPU008", "GPU009"]
 
 
@@ -282,7 +286,7 @@ def test_an_alias_to_an_anchor_inside_a_skimmed_section_reads_its_value():
     round). Now the file is built whole when an alias names skimmed data."""
     key = "feature.node.kubernetes.io/kernel-version.full"
     whole = parse_text(NODE_ALIAS_INTO_SKIMMED)
-    skimmed = parse_text(NODE_ALIAS_INTO_SKIMMED, SKIM_KINDS)
+    skimmed = parse_text(NODE_ALIAS_INTO_SKIMMED, SKIM)
     assert whole.docs[0].data["metadata"]["labels"][key] == "5.15.0-119-generic"
     assert skimmed.docs[0].data["metadata"]["labels"][key] == "5.15.0-119-generic"
     assert skimmed.docs[0].data == whole.docs[0].data and not skimmed.problems
@@ -294,6 +298,77 @@ def test_an_alias_into_a_skimmed_container_field_reads_its_value():
         "    spec:\n      containers:\n      - name: c\n        env:\n        - name: X\n"
         "          value: &img nvcr.io/x:1\n        image: *img\n"
     )
-    skimmed = parse_text(text, SKIM_KINDS)
+    skimmed = parse_text(text, SKIM)
     container = skimmed.docs[0].data["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "nvcr.io/x:1"
+
+
+def test_the_parser_skims_what_the_plan_names_and_nothing_else():
+    """The plan is an input (core/reads.py): the parser knows no kind or field by name."""
+    from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
+
+    only_images = SkimPlan(node_status=frozenset(("images",)))
+    status = parse_text(NODE_EXPORT, only_images).docs[0].data["items"][0]["status"]
+    assert status["images"] == [] and status["nodeInfo"] == {"kernelVersion": "5.15.0-119-generic"}
+    # the CRD kind is not in this plan: built whole
+    assert parse_text(CRD, only_images).docs[0].data == parse_text(CRD).docs[0].data
+    thing = CRD.replace("kind: CustomResourceDefinition", "kind: Thing")
+    assert parse_text(thing, SkimPlan(kinds=frozenset(("Thing",)))).docs[0].data["spec"] == {}
+    assert (
+        parse_text(NODE_EXPORT, NOTHING_SKIPPED).docs[0].data
+        == parse_text(NODE_EXPORT).docs[0].data
+    )
+    env = parse_text(DEPLOYMENT, SkimPlan(container=frozenset(("env",)))).docs[0].data
+    [container] = env["spec"]["template"]["spec"]["containers"]
+    assert container["env"] == [] and container["args"]
+
+
+def test_no_kind_or_field_list_is_left_in_the_reader():
+    from gpudrv_check.read import manifests
+
+    for name in ("SKIM_KINDS", "NODE_STATUS_SKIPPED", "CONTAINER_SKIPPED"):
+        assert not hasattr(yaml_docs, name) and not hasattr(manifests, name)
+
+
+def test_two_threads_parsing_at_once_both_finish_with_the_same_documents():
+    """The light classes are swapped into the C module process-wide: without the lock a second
+    thread restored the stock classes under the first, whose loop then never saw the end of
+    its stream and spun forever (issue 15)."""
+    import threading
+
+    pytest.importorskip("_ruamel_yaml")
+    texts = [CRD, DEPLOYMENT, NODE_EXPORT] * 30
+    expected = [parse_text(t, SKIM).docs[0].data for t in texts]
+    results: dict[int, list] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def work(n: int) -> None:
+        try:
+            start.wait()
+            results[n] = [parse_text(t, SKIM).docs[0].data for t in texts]
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)  # a guard against the old endless loop, not a timing assertion
+    assert not any(thread.is_alive() for thread in threads), "a parse never finished"
+    assert errors == []
+    assert results == {0: expected, 1: expected}
+
+
+def test_an_event_class_the_builder_does_not_know_is_an_error_not_a_loop():
+    """What the race did: the C module makes stock events while the builder expects light
+    ones. The builder raises at the first unknown event (and drains none forever)."""
+    module = pytest.importorskip("_ruamel_yaml")
+    import ruamel.yaml.events as stock
+
+    if yaml_docs._event_classes().names["ScalarEvent"] is stock.ScalarEvent:
+        pytest.skip("this build of the extension does not take the light events")
+    assert module.ScalarEvent is stock.ScalarEvent  # not swapped outside a parse
+    builder = yaml_docs._Builder("a: 1\n", yaml_docs._LIGHT, SKIM)
+    with pytest.raises(yaml_docs.UnknownEvent):
+        builder.build()

@@ -1,5 +1,6 @@
-"""Placement over an inventory: every DOMAIN.md section 6 placement rule is a row, run through
-the memoised model; then the model against a per-node evaluation on generated inventories."""
+"""Placement over an inventory: every placement rule of docs/kubernetes.md §1-2 is a row, run
+through the memoised model; then the model against a per-node evaluation on generated
+inventories."""
 
 from __future__ import annotations
 
@@ -467,6 +468,7 @@ def _per_node(node: Node, spec: dict[str, Any], daemonset: bool, gpus: int) -> b
     return not (gpus and offered is not None and offered < gpus)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 def test_class_memoisation_matches_per_node_evaluation(seed: int) -> None:
     rng = random.Random(seed)

@@ -42,7 +42,7 @@ def table() -> CudaTable:
     return parsed
 
 
-# DOMAIN.md section 3 (CUDA release notes, table 3)
+# docs/operator.md "CUDA table" (CUDA release notes, table 3)
 @pytest.mark.parametrize(
     ("cuda", "driver"),
     [

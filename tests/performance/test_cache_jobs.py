@@ -34,6 +34,7 @@ def _check(root: Path, *extra: str, cache: Path | None = None) -> tuple[int, str
     return proc.returncode, proc.stdout
 
 
+@pytest.mark.slow
 def test_same_bytes_for_any_jobs(tmp_path: Path):
     root = _many(tmp_path / "repo", PARALLEL_MIN_FILES + 20)
     one = _check(root, "--jobs", "1")
@@ -48,6 +49,7 @@ def test_jobs_must_be_positive(tmp_path: Path):
     assert "--jobs" in proc.stderr
 
 
+@pytest.mark.slow
 def test_cache_miss_hit_and_change(tmp_path: Path):
     root = _many(tmp_path / "repo", 5)
     cache = tmp_path / "cache"
@@ -66,6 +68,7 @@ def test_cache_miss_hit_and_change(tmp_path: Path):
     assert text.stdout == run_cli("check", str(root), "--fail-on", "never", "--no-cache").stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncate", "flip", "foreign", "empty"])
 def test_corrupt_cache_entries_are_ignored_and_rebuilt(tmp_path: Path, damage: str):
     root = _many(tmp_path / "repo", 5)
@@ -155,16 +158,16 @@ def test_version_imports_no_heavy_dependency():
 
 
 def test_a_run_is_made_without_the_cyclic_collector_which_comes_back_after(monkeypatch):
-    import argparse
     import gc
 
     from gpudrv_check.cli import commands
     from gpudrv_check.cli.commands import rules as rules_command
+    from gpudrv_check.cli.options import RulesOptions
 
     seen = []
     monkeypatch.setattr(rules_command, "run", lambda args: seen.append(gc.isenabled()) or 0)
     assert gc.isenabled()
-    assert commands.dispatch(argparse.Namespace(command="rules")) == 0
+    assert commands.dispatch(RulesOptions(command="rules")) == 0
     assert seen == [False]
     assert gc.isenabled()
 

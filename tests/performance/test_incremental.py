@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpudrv_check.engine.cache.files import FilesCache
 from gpudrv_check.engine.cache.partition import plan, summarize
 from gpudrv_check.engine.cache.store import Cache
 from gpudrv_check.read.config import load_config
@@ -154,6 +155,7 @@ EDITS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", list(EDITS.values()), ids=list(EDITS))
 def test_after_an_edit_the_cached_run_says_what_a_fresh_run_says(repo, tmp_path, edit):
     cache = tmp_path / "cache"
@@ -181,7 +183,7 @@ def _read(root: Path, cache: Path, context: str = "ctx"):
     config = load_config(root, None)
     source = WorkingTree(root)
     listing = source.list_manifests(config.exclude)
-    options = ReadOptions(cache=Cache(cache), context=context)
+    options = ReadOptions(cache=FilesCache(Cache(cache), context))
     return read_repo(source, listing.files, config.max_file_bytes, options)
 
 
@@ -380,7 +382,7 @@ def test_a_pending_explanation_does_not_depend_on_another_namespace(tmp_path):
 
     _same_after(root, tmp_path / "cache", edit)
     # and each workload's explanation follows its own written order
-    text = _both(root, tmp_path / "cache" / "text")[0]
+    text = _both(root, tmp_path / "cache" / "text", "concise")[0]
     b_line = next(line for line in text.splitlines() if line.startswith("team-b/w.yaml"))
     assert b_line.index("zone=z1") < b_line.index("pool=alpha")
 
@@ -412,7 +414,7 @@ def test_every_finding_about_a_partition_object_sits_in_its_partition(repo, tmp_
     said about a namespace's workloads and budgets is located in that namespace's files (or
     the namespace is shared), so a rule added later that reports elsewhere fails here."""
     from gpudrv_check.engine import run as engine
-    from gpudrv_check.engine.cache.partition import PARTITION_KINDS
+    from gpudrv_check.engine.cache.partition import partition_kinds
 
     content = _read(repo, tmp_path / "cache")
     partition_of = content.plan.partition_of
@@ -422,7 +424,7 @@ def test_every_finding_about_a_partition_object_sits_in_its_partition(repo, tmp_
     for finding in [*run.findings, *run.suppressed]:
         where = partition_of.get(finding.location.file)
         obj = finding.object
-        if obj is not None and obj.kind in PARTITION_KINDS:
+        if obj is not None and obj.kind in partition_kinds():
             ns = obj.namespace or "default"
             assert where in (ns, None), finding
             assert where is not None or ns not in partitions, finding

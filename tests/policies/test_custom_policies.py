@@ -458,6 +458,7 @@ def test_config_can_disable_or_reseverity_a_custom_policy_by_id_or_name(tmp_path
     assert _found(root, "ACME001") == []
 
 
+@pytest.mark.slow
 def test_custom_policy_end_to_end(tmp_path):
     root = _repo(tmp_path, ZONE_POLICY, ("nodes/gpu-1.yaml", gpu_node("gpu-1")))
     result = run_cli("check", str(root), "--format", "json")
@@ -466,7 +467,7 @@ def test_custom_policy_end_to_end(tmp_path):
     [f] = [f for f in doc["findings"] if f["rule"] == "ACME001"]
     assert f["location"] == {"file": "nodes/gpu-1.yaml", "line": 5, "column": 3}
     assert f["severity"] == "warning"
-    failed = run_cli("check", str(root), "--fail-on", "warning")
+    failed = run_cli("check", str(root), "--fail-on", "warning", "--format", "concise")
     assert failed.returncode == 1
     assert "nodes/gpu-1.yaml:5:3: warning ACME001 GPU node gpu-1 has no zone" in failed.stdout
 

@@ -39,7 +39,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _run_all(root: Path, out: Path, *extra: str, cwd: Path | None = None):
-    args = ["check", str(root), "--format", "text"]
+    args = ["check", str(root), "--format", "concise"]
     for fmt, name in FORMATS.items():
         args += ["--format", fmt, "--output", str(out / name)]
     result = run_cli(*args, *extra, cwd=cwd, env=_env())
@@ -133,14 +133,28 @@ def test_sarif_validates_against_the_official_schema(ci_repo: Path, tmp_path: Pa
     for result in run["results"]:
         assert rules[result["ruleId"]] == run["tool"]["driver"]["rules"][result["ruleIndex"]]
         assert re.fullmatch(r"[0-9a-f]{32}", result["partialFingerprints"]["gpudrvCheck/v1"])
-    [suppressed] = [r for r in run["results"] if "suppressions" in r]
-    assert suppressed["suppressions"] == [
-        {"kind": "inSource", "justification": "annotation gpudrv-check.io/ignore: pinned"}
-    ]
-    assert len({r["partialFingerprints"]["gpudrvCheck/v1"] for r in run["results"]}) == 4
+    # a suppressed finding is left out (code scanning would open an alert for it,
+    # github/codeql-action#1230) and counted in a notification instead
+    assert not [r for r in run["results"] if "suppressions" in r]
+    assert len(run["results"]) == 3
+    notes = [n["message"]["text"] for n in run["invocations"][0]["toolExecutionNotifications"]]
+    assert "1 suppressed finding(s) not included (1 by annotation)" in notes
+    assert len({r["partialFingerprints"]["gpudrvCheck/v1"] for r in run["results"]}) == 3
+    for rule in rules.values():  # what code scanning sorts and filters alerts by
+        assert rule["properties"]["precision"] == "high"
+        level = rule["defaultConfiguration"]["level"]
+        expected = {"error": "error", "warning": "warning", "note": "recommendation"}[level]
+        assert rule["properties"]["problem.severity"] == expected
+    [gpu001] = [r for r in run["results"] if r["ruleId"] == "GPU001"]
+    region = gpu001["locations"][0]["physicalLocation"]["region"]
+    key = "feature.node.kubernetes.io/kernel-version.full"  # the key it points at
+    line = (ci_repo / "nodes/gpu-1.yaml").read_text().splitlines()[region["startLine"] - 1]
+    assert line[region["startColumn"] - 1 : region["endColumn"] - 1] == key
+    assert region["endLine"] == region["startLine"]
 
 
-def test_sarif_with_a_baseline_marks_new_and_unchanged_and_still_validates(ci_repo, tmp_path):
+@pytest.mark.slow
+def test_sarif_with_a_baseline_has_the_new_findings_only_and_still_validates(ci_repo, tmp_path):
     from jsonschema import Draft4Validator
 
     baseline = tmp_path / "b.json"
@@ -166,8 +180,7 @@ def test_sarif_with_a_baseline_marks_new_and_unchanged_and_still_validates(ci_re
     states = {
         (r["ruleId"], r["baselineState"], "suppressions" in r) for r in log["runs"][0]["results"]
     }
-    assert ("GPU001", "new", False) in states
-    assert ("GPU001", "unchanged", True) in states
+    assert states == {("GPU001", "new", False)}  # the baselined ones are not uploaded
     assert result.stdout.startswith("5 files, 5 objects read; 1 error")  # the summary only
 
 
@@ -202,6 +215,7 @@ def test_github_escaping(text, data, prop):
     assert escape_property(text) == prop
 
 
+@pytest.mark.slow
 def test_github_format_is_chosen_on_github_actions(ci_repo: Path):
     auto = run_cli("check", str(ci_repo), env=_env(GITHUB_ACTIONS="true"))
     lines = auto.stdout.splitlines()
@@ -223,7 +237,7 @@ def test_paths_are_relative_to_the_working_directory_in_ci_formats(ci_repo: Path
     out = tmp_path / "out"
     out.mkdir()
     result, reports = _run_all(Path("repo"), out, cwd=ci_repo.parent)
-    assert "nodes/gpu-1.yaml:11:5" in result.stdout  # text keeps root-relative paths
+    assert "nodes/gpu-1.yaml:11:5" in result.stdout  # concise keeps root-relative paths
     assert "file=repo/nodes/gpu-1.yaml," in reports["github"]
     assert '"uri": "repo/nodes/gpu-1.yaml"' in reports["sarif"]
     assert '"path": "repo/nodes/gpu-1.yaml"' in reports["gitlab"]
@@ -342,6 +356,7 @@ def test_pairing_errors_exit_2_through_the_cli(ci_repo: Path):
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fail_on", "code"), [("error", 1), ("warning", 1), ("info", 1), ("never", 0)]
 )
@@ -349,6 +364,7 @@ def test_fail_on(ci_repo: Path, fail_on: str, code: int):
     assert run_cli("check", str(ci_repo), "--fail-on", fail_on, env=_env()).returncode == code
 
 
+@pytest.mark.slow
 def test_fail_on_levels_with_warnings_only(ci_repo: Path):
     (ci_repo / "nodes/gpu-1.yaml").unlink()
     (ci_repo / "policies/zone.yaml").write_text(
@@ -361,6 +377,7 @@ def test_fail_on_levels_with_warnings_only(ci_repo: Path):
     assert codes == {"error": 0, "warning": 1, "info": 1, "never": 0}
 
 
+@pytest.mark.slow
 def test_json_validates_against_its_documented_schema(ci_repo: Path, tmp_path: Path):
     from jsonschema import Draft202012Validator
 
@@ -373,6 +390,7 @@ def test_json_validates_against_its_documented_schema(ci_repo: Path, tmp_path: P
     assert doc["suppressed"][0]["suppressed_by"] == "annotation gpudrv-check.io/ignore: pinned"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "sarif", "gitlab"])
 def test_json_formats_escape_bidi_and_line_separators(tmp_path: Path, fmt: str):
     """README "Hostile and broken input": no raw U+202E (right-to-left override) or U+2028 (line

@@ -28,6 +28,7 @@ def repo(tmp_path: Path, budget: str, nodes: int = 4, workload: str | None = Non
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("budget", "key", "numbers"),
     [
@@ -49,6 +50,7 @@ def test_gpu020_at_the_budget_key(tmp_path: Path, budget: str, key: str, numbers
     assert "gpu-0, gpu-1, gpu-2, gpu-3" in message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "budget",
     [
@@ -70,6 +72,7 @@ def test_gpu020_fix_names_the_change(tmp_path: Path):
     assert finding["path"] == ["spec", "minAvailable"]
 
 
+@pytest.mark.slow
 def test_neither_field_set_sits_on_spec(tmp_path: Path):
     root = repo(tmp_path, SELECT)
     line, column = where(root, "pdb.yaml", "spec:")
@@ -93,6 +96,7 @@ def test_percentage_over_job_pods_is_the_fail_safe(tmp_path: Path):
     assert "minAvailable: 2 (and remove maxUnavailable)" in hint
 
 
+@pytest.mark.slow
 def test_pending_replicas_are_not_healthy(tmp_path: Path):
     """4 replicas, one per node, 3 nodes: minAvailable 3 still leaves nothing to evict."""
     workload = deployment("trainer", 4, extra_spec=anti_affinity())
@@ -128,6 +132,7 @@ def test_no_gpu020_for_daemonset_pods(tmp_path: Path):
     assert located(root, "GPU020") == []  # drain --ignore-daemonsets never evicts them
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("namespace", "api", "selector", "covered"),
     [
@@ -146,6 +151,7 @@ def test_coverage(tmp_path: Path, namespace: str, api: str, selector: str, cover
     assert bool(located(tmp_path, "GPU020")) is covered
 
 
+@pytest.mark.slow
 def test_gpu024_two_pdbs(tmp_path: Path):
     root = repo(tmp_path, "  maxUnavailable: 1\n" + SELECT)
     write(root, "all.yaml", pdb("everything", "  maxUnavailable: 1\n  selector: {}\n"))
@@ -159,6 +165,7 @@ def test_gpu024_two_pdbs(tmp_path: Path):
     ) in message
 
 
+@pytest.mark.slow
 def test_gpu024_ignores_an_invalid_second_pdb(tmp_path: Path):
     root = repo(tmp_path, "  maxUnavailable: 1\n" + SELECT)
     write(root, "bad.yaml", pdb("bad", "  maxUnavailable: 150%\n  selector: {}\n"))
@@ -168,6 +175,7 @@ def test_gpu024_ignores_an_invalid_second_pdb(tmp_path: Path):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "needle", "text"),
     [

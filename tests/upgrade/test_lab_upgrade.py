@@ -51,6 +51,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_step6_budget_blocks_the_drain(lab: Path):
     line, column = where(lab, "k8s/pdb.yaml", "minAvailable")
     assert located(lab, "GPU020") == [("k8s/pdb.yaml", line, column, "error")]
@@ -61,6 +62,7 @@ def test_step6_budget_blocks_the_drain(lab: Path):
     assert located(lab, "GPU020") == []
 
 
+@pytest.mark.slow
 def test_gpu021_in_each_lab_state(lab_repo: Path, lab: Path):
     """4 replicas, one per node: 3 nodes leave one Pending (error); 4 leave no spare (warning)."""
     three = lab_repo.parent / "three"
@@ -119,6 +121,7 @@ def test_step7_plan_blocked_then_ready(lab: Path):
     assert ready.stdout.endswith("ready: every step can go ahead\n")
 
 
+@pytest.mark.slow
 def test_step7_write_makes_exactly_the_lab_edit(lab: Path):
     set_budget(lab, 3)  # step 7 (2) is a decision about the workload: done by hand
     before = snapshot(lab)
@@ -149,6 +152,7 @@ def test_write_refuses_while_the_budget_blocks(lab: Path):
     assert snapshot(lab) == before
 
 
+@pytest.mark.slow
 def test_step8_report(lab: Path):
     with open(lab / "support-matrix.csv", "a") as matrix:
         matrix.write(STEP7_ROW)

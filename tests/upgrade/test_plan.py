@@ -44,6 +44,7 @@ def test_a_quiet_cluster_is_ready(tmp_path: Path):
     assert doc["written"] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "text"),
     [
@@ -147,6 +148,7 @@ BARE_POD = (
 )
 
 
+@pytest.mark.slow
 def test_unmanaged_pod_blocks_the_drain_only_when_it_must_be_here(tmp_path: Path):
     gpu_cluster(tmp_path, 2)
     write(tmp_path, "pod.yaml", BARE_POD + "  nodeName: gpu-0\n")
@@ -197,6 +199,7 @@ def test_two_part_version_empties_the_revision(tmp_path: Path):
     assert "nvidia.com/cuda.driver-version.revision= " in relabel["summary"] + " "
 
 
+@pytest.mark.slow
 def test_output_is_deterministic(tmp_path: Path):
     gpu_cluster(tmp_path, 3)
     write(tmp_path, "trainer.yaml", deployment("trainer", 3))

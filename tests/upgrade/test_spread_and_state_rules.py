@@ -17,6 +17,7 @@ from tests.upgrade.conftest import (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("replicas", "nodes", "severity", "text"),
     [
@@ -42,6 +43,7 @@ def test_gpu021_per_node(tmp_path: Path, replicas: int, nodes: int, severity, te
 ZONES = {"gpu-0": {"zone": "a"}, "gpu-1": {"zone": "a"}, "gpu-2": {"zone": "b"}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("replicas", "zones", "severity"),
     [
@@ -85,6 +87,7 @@ def node_with(tmp_path: Path, labels: str) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("labels", "needle", "severity", "text"),
     [
@@ -121,6 +124,7 @@ def test_gpu022(tmp_path: Path, labels: str, needle: str, severity: str, text: s
     assert text in messages(root, "GPU022")[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("state", ["upgrade-done", "drain-required", "validation-required"])
 def test_gpu022_known_states_are_quiet(tmp_path: Path, state: str):
     root = node_with(tmp_path, f"    nvidia.com/gpu-driver-upgrade-state: {state}\n")
@@ -157,6 +161,7 @@ HELM_RELEASE = helm_release(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [("", True), ('        podSelector: "app=trainer"\n', False)],

@@ -1,10 +1,14 @@
-"""One module per command; each takes the parsed arguments and returns the exit code."""
+"""One module per command; each takes its typed options (cli/options.py) and returns the
+exit code."""
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpudrv_check.cli.options import Options
 
 _MODULES = {
     "check": "check",
@@ -16,11 +20,13 @@ _MODULES = {
     "plan": "plan",
     "rehearse": "rehearse",
     "rules": "rules",
+    "inventory": "inventory",
     "explain": "rules",
+    "completion": "completion",
 }
 
 
-def dispatch(args: argparse.Namespace) -> int:
+def dispatch(options: Options) -> int:
     # The cyclic garbage collector is off for the run (and in the worker processes forked
     # from it). A run builds millions of long-lived objects (located trees, the model) and
     # frees almost nothing before it ends, so every collection would scan them for nothing:
@@ -30,8 +36,8 @@ def dispatch(args: argparse.Namespace) -> int:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        module = importlib.import_module(f"gpudrv_check.cli.commands.{_MODULES[args.command]}")
-        return module.run(args)
+        module = importlib.import_module(f"gpudrv_check.cli.commands.{_MODULES[options.command]}")
+        return module.run(options)
     finally:
         if enabled:
             gc.enable()

@@ -15,38 +15,55 @@ for a ClusterPolicy over GPU nodes of several OS releases one more line per node
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.cli.options import RepoOptions
 from gpudrv_check.core.finding import printable
 from gpudrv_check.model.driver import audit_entries
+from gpudrv_check.model.repo import Repo
 from gpudrv_check.read.config import ConfigError
 
 
-def run(args: argparse.Namespace) -> int:
-    check_run = load_run(args)
-    repo = check_run.repo
-    if repo.matrix is None:
-        raise ConfigError("audit needs a support matrix (--matrix FILE or `matrix:` in config)")
+def run(options: RepoOptions) -> int:
+    check_run = load_run(options)
+    runs = check_run.clusters or [check_run]
     lines = []
-    for entry in audit_entries(repo):
-        if entry.missing:
-            line = f"{entry.node.name} MISSING {entry.result.tag}"
-            lines.append(f"{line} {entry.reference}" if entry.reference else line)
-        elif not entry.result.ok:
-            what = ",".join(entry.result.missing) or "tag"
-            lines.append(f"{entry.node.name} MISSING-LABEL {what}")
-        if entry.other_os_tags:
-            # the node's own OS tag: the matrix row's, since an OS tag may hold "-" (sles15-SP6)
-            key = entry.planned.matrix_key if entry.planned is not None else None
-            tags = sorted({*entry.other_os_tags, *([key[2]] if key else [])})
-            lines.append(f"{entry.node.name} OS-CONFLICT {','.join(tags)}")
-    for problem in repo.matrix.problems:
-        sys.stderr.write(f"{problem.location}: {problem.severity.value} {problem.message}\n")
+    matrices: set[str] = set()
+    for one in runs:
+        # in a repo of several clusters each line names its cluster: `<cluster>/<node> ...`
+        prefix = f"{one.cluster.name}/" if len(runs) > 1 and one.cluster is not None else ""
+        lines += _lines(one.repo, prefix)
+        assert one.repo.matrix is not None
+        if one.repo.matrix.file not in matrices:  # a shared matrix says its problems once
+            matrices.add(one.repo.matrix.file)
+            for problem in one.repo.matrix.problems:
+                sys.stderr.write(
+                    f"{problem.location}: {problem.severity.value} {problem.message}\n"
+                )
     if lines:
         # node names and tags come from the repo: no control characters reach the terminal
         sys.stdout.write("\n".join(printable(line) for line in lines) + "\n")
         return 1
     sys.stdout.write("OK\n")
     return 0
+
+
+def _lines(repo: Repo, prefix: str) -> list[str]:
+    if repo.matrix is None:
+        raise ConfigError("audit needs a support matrix (--matrix FILE or `matrix:` in config)")
+    lines = []
+    for entry in audit_entries(repo):
+        name = prefix + entry.node.name
+        if entry.missing:
+            line = f"{name} MISSING {entry.result.tag}"
+            lines.append(f"{line} {entry.reference}" if entry.reference else line)
+        elif not entry.result.ok:
+            what = ",".join(entry.result.missing) or "tag"
+            lines.append(f"{name} MISSING-LABEL {what}")
+        if entry.other_os_tags:
+            # the node's own OS tag: the matrix row's, since an OS tag may hold "-" (sles15-SP6)
+            key = entry.planned.matrix_key if entry.planned is not None else None
+            tags = sorted({*entry.other_os_tags, *([key[2]] if key else [])})
+            lines.append(f"{name} OS-CONFLICT {','.join(tags)}")
+    return lines

@@ -14,7 +14,7 @@ REV, matched by fingerprint (engine/compare.py); the summary counts new, fixed a
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import os
 import sys
 from collections import Counter
@@ -22,12 +22,15 @@ from pathlib import Path
 
 from gpudrv_check import __version__
 from gpudrv_check.cli.commands.common import load_source, make_source
+from gpudrv_check.cli.options import CheckOptions, cache_key
 from gpudrv_check.core.finding import Finding, terminal_text
+from gpudrv_check.engine.cache.inputs import RunInputs
 from gpudrv_check.engine.run import Run, evaluate
 from gpudrv_check.read.config import ConfigError
 
 # formats a person reads as they come (JSON, SARIF, JUnit, GitLab escape in their own syntax)
-_TERMINAL_FORMATS = frozenset(("text", "markdown", "github"))
+_TERMINAL_FORMATS = frozenset(("text", "concise", "markdown", "github"))
+_COLOUR_FORMATS = frozenset(("text", "concise"))
 _THRESHOLD = {"error": 3, "warning": 2, "info": 1, "never": 99}
 STDOUT = "-"
 
@@ -74,15 +77,15 @@ def pair_outputs(sequence: list[tuple[str, str]], default: str) -> list[tuple[st
     return [(fmt, dest) for fmt, dest in pairs]
 
 
-def _apply_baselines(run: Run, args: argparse.Namespace) -> str | None:
+def _apply_baselines(run: Run, options: CheckOptions) -> str | None:
     """--write-baseline records the findings; --baseline (or the one just written) then
     moves the recorded ones to `run.suppressed`. Returns the baseline file in use."""
     from gpudrv_check.engine.baseline import apply_baseline, read_baseline, render_baseline
 
-    root = _checked_root(args)
-    baseline = getattr(args, "baseline", None)
+    root = _checked_root(options)
+    baseline = options.baseline
     accepted = read_baseline(baseline, root) if baseline else None
-    written = getattr(args, "write_baseline", None)
+    written = options.write_baseline
     if written:
         write_output(written, render_baseline(run.findings), "baseline ", root)
         sys.stderr.write(f"gpudrv-check: wrote {len(run.findings)} finding(s) to {written}\n")
@@ -94,29 +97,63 @@ def _apply_baselines(run: Run, args: argparse.Namespace) -> str | None:
     return baseline
 
 
-def base_findings(args: argparse.Namespace, base: str) -> list[Finding]:
+def base_findings(options: CheckOptions, base: str) -> list[Finding]:
     """The findings at the base revision. A revision that cannot be read is a usage error; a
     base that has no PATH yet, or cannot be checked (no matrix yet, a broken config), has no
     findings: everything at the head counts as new, and stderr says why."""
     from gpudrv_check.read.git import NotAtRevision
 
     try:
-        source = make_source(args, rev=base)
+        source = make_source(options, rev=base)
     except NotAtRevision as err:
         reason = str(err).split(";")[0]
     else:
         try:
-            base_run = load_source(args, source)
+            base_run = load_source(options, source)
         except ConfigError as err:
             reason = str(err)
         else:
             evaluate(base_run)
+            select_rules(base_run, options)
             return base_run.findings
     sys.stderr.write(
         f"gpudrv-check: warning: the base {base} cannot be checked ({reason}); every finding "
         "counts as new\n"
     )
     return []
+
+
+def stdout_width() -> int:
+    """The width the text format wraps to on stdout (report/text.py `terminal_width`)."""
+    from gpudrv_check.report.text import terminal_width
+
+    return terminal_width(sys.stdout)
+
+
+def select_rules(run: Run, options: CheckOptions) -> None:
+    """--select and --ignore (rule ids or names, built-in or custom): the findings of the
+    rules left out are dropped, reported and suppressed alike; an unknown rule is an error."""
+    if not options.select and not options.ignore:
+        return
+    from gpudrv_check.read.policy import find_rule
+
+    def ids(flag: str, keys: tuple[str, ...]) -> set[str]:
+        found = set()
+        for key in keys:
+            policy = find_rule(key, run.rules)
+            if policy is None:
+                raise ConfigError(f"{flag} {key}: unknown rule (see `gpudrv-check rules`)")
+            found.add(policy.id)
+        return found
+
+    selected = ids("--select", options.select) if options.select else None
+    ignored = ids("--ignore", options.ignore)
+
+    def wanted(f: Finding) -> bool:
+        return (selected is None or f.rule in selected) and f.rule not in ignored
+
+    run.findings = [f for f in run.findings if wanted(f)]
+    run.suppressed = [f for f in run.suppressed if wanted(f)]
 
 
 def build_report(run: Run, code: int, baseline: str | None, root: str, comparison=None):
@@ -137,6 +174,16 @@ def build_report(run: Run, code: int, baseline: str | None, root: str, compariso
         baseline=baseline,
     )
     _say_what_was_not_checked(run, summary)
+    summary.clusters = [
+        {
+            "name": sub.cluster.name,
+            "files": len(sub.cluster.files),
+            "nodes": len(sub.repo.nodes),
+            "found_by": sub.cluster.how,
+        }
+        for sub in run.clusters
+        if sub.cluster is not None
+    ]
     if comparison is not None:
         summary.base = comparison.base
         summary.new = len(comparison.new)
@@ -174,12 +221,12 @@ def _say_what_was_not_checked(run: Run, summary) -> None:
     summary.skipped_rules = [group.as_dict() for group in run.skipped_rules]
 
 
-def run(args: argparse.Namespace) -> int:
+def run(options: CheckOptions) -> int:
     from gpudrv_check.report.text import use_colour
 
-    pairs = pair_outputs(list(getattr(args, "report_args", None) or []), default_format())
-    colour = use_colour(sys.stdout)
-    reuse = _result_cache(args, pairs, colour)
+    pairs = pair_outputs(list(options.report_args), default_format())
+    colour = use_colour(sys.stdout, options.color)
+    reuse = _result_cache(options, pairs, colour)
     if reuse is not None and reuse.hit is not None:
         return _replay(reuse.hit, pairs, reuse.fail_on)
     actions: list[tuple[str, str, str]] = []
@@ -190,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
     findings: list[Finding] = []
     try:
         code = _check(
-            args,
+            options,
             pairs,
             colour,
             actions,
@@ -202,14 +249,14 @@ def run(args: argparse.Namespace) -> int:
     finally:
         sys.stderr = stderr
     for kind, dest, text in actions:
-        _perform(kind, dest, text, _checked_root(args))
+        _perform(kind, dest, text, _checked_root(options))
     if reuse is not None and tee is not None:
         reuse.store(findings, tee.text, actions)
     return code
 
 
 def _check(
-    args: argparse.Namespace,
+    options: CheckOptions,
     pairs: list[tuple[str, str]],
     colour: bool,
     actions: list[tuple[str, str, str]],
@@ -225,36 +272,39 @@ def _check(
     from gpudrv_check.report import render
     from gpudrv_check.report.text import render_summary
 
-    source = reuse_source if reuse_source is not None else make_source(args)
-    check_run = load_source(args, source, data, context)
-    if getattr(args, "verbose", False):
+    source = reuse_source if reuse_source is not None else make_source(options)
+    check_run = load_source(options, source, data, context)
+    if options.verbose:
         print_listing(check_run)
     evaluate(check_run)
-    baseline = _apply_baselines(check_run, args)
+    select_rules(check_run, options)
+    baseline = _apply_baselines(check_run, options)
     comparison = None
-    base = getattr(args, "base", None)
+    base = options.base
     if base is not None:
         from gpudrv_check.engine.compare import compare
 
-        comparison = compare(base_findings(args, base), check_run.findings, base)
+        comparison = compare(base_findings(options, base), check_run.findings, base)
         check_run.findings = comparison.new  # only what this change introduces, and gates
     code = exit_code(check_run.findings, check_run.repo.config.fail_on)
     if gating is not None:
         gating.extend(check_run.findings)
-    report = build_report(check_run, code, baseline, args.path, comparison)
-    if getattr(args, "verbose", False):
+    report = build_report(check_run, code, baseline, options.path, comparison)
+    report.quiet = options.quiet
+    if options.verbose:
         for f in report.suppressed:
             sys.stderr.write(f"suppressed {f.location}: {f.rule} {f.message} ({f.suppressed_by})\n")
     for fmt, dest in pairs:
         if dest == STDOUT:
-            text = render(fmt, report, colour=fmt == "text" and colour)
+            coloured = fmt in _COLOUR_FORMATS and colour
+            text = render(fmt, dataclasses.replace(report, width=stdout_width()), coloured)
             if fmt in _TERMINAL_FORMATS:  # read on a terminal: no raw control character
-                text = terminal_text(text, colour=fmt == "text" and colour)
+                text = terminal_text(text, colour=coloured)
             actions.append(("stdout", "", text))
         else:
             actions.append(("file", dest, render(fmt, report)))
-    if all(dest != STDOUT for _, dest in pairs):
-        actions.append(("stdout", "", render_summary(report) + "\n"))
+    if all(dest != STDOUT for _, dest in pairs):  # the summary, or nothing with --quiet
+        actions.append(("stdout", "", "" if options.quiet else render_summary(report) + "\n"))
     return code
 
 
@@ -267,9 +317,9 @@ def _perform(kind: str, dest: str, text: str, root: str = "") -> None:
         write_output(dest, text, root=root)
 
 
-def _checked_root(args: argparse.Namespace) -> str:
+def _checked_root(options: CheckOptions) -> str:
     """The directory on disk that is checked (links below it may not direct a write out)."""
-    path = getattr(args, "path", None) or "."
+    path = options.path or "."
     return "" if path == "-" else path
 
 
@@ -362,62 +412,56 @@ class _Reuse:
     def __init__(
         self,
         cache,
-        name: str,
-        key: str,
-        data: dict[str, bytes],
-        context: str | None = None,
+        inputs: RunInputs,
         source=None,
         pairs: list[tuple[str, str]] | None = None,
         fail_on: str = "error",
     ) -> None:
-        self.cache, self.name, self.key, self.data = cache, name, key, data
-        self.context = context  # every input but the manifest files (engine/cache/partition.py)
+        self.cache, self.inputs = cache, inputs
+        self.name, self.key, self.data = inputs.name, inputs.result_key, inputs.data
+        # every input but the manifest files (engine/cache/partition.py)
+        self.context = inputs.context_key
         self.source = source  # the source listed and read for the key
         self.pairs, self.fail_on = pairs or [], fail_on
-        found = cache.load("result", name, key)
+        found = cache.load("result", self.name, self.key)
         self.hit = Outcome.unpack(found, self.pairs) if found is not None else None
 
     def store(self, findings: list[Finding], stderr: str, actions) -> None:
         self.cache.store("result", self.name, self.key, Outcome.pack(findings, stderr, actions))
 
 
-def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | None:
+def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     """The cache of whole results, for a plain check of a directory on disk: keyed by every
     input (tool version, arguments, the environment that picks formats and colour, config,
     matrix, inventory, baseline, and every file's path and digest). None when it does not
-    apply (--no-cache, stdin, --rev, --base, --kustomize, --verbose, --write-baseline)."""
+    apply (--no-cache, stdin, --rev, --staged, --base, --kustomize, --verbose,
+    --write-baseline)."""
     if (
-        getattr(args, "no_cache", False)
-        or args.path == "-"
-        or any(
-            getattr(args, name, None)
-            for name in ("rev", "base", "kustomize", "verbose", "write_baseline")
-        )
+        options.no_cache
+        or options.path == "-"
+        or any((options.rev, options.staged, options.base, options.kustomize, options.verbose))
+        or options.write_baseline
     ):
         return None
-    import hashlib
-
     from gpudrv_check.cli.commands.common import repo_config
-    from gpudrv_check.engine.cache.store import Cache, default_dir, digest
+    from gpudrv_check.engine.cache.inputs import manifest_inputs
+    from gpudrv_check.engine.cache.store import Cache, default_dir
     from gpudrv_check.read.exclude import from_config
     from gpudrv_check.read.policies import policy_files
     from gpudrv_check.read.safe_io import read_named
 
-    source = make_source(args)
+    source = make_source(options)
     root = Path(source.disk_root).resolve()
-    _, config = repo_config(args, source)
+    _, config = repo_config(options, source)
     listing = source.list_manifests(from_config(config))
     parts: list[object] = [
         __version__,
         os.getcwd(),
         str(root),
-        sorted(
-            (k, repr(v))
-            for k, v in vars(args).items()
-            if k not in ("jobs", "cache_dir", "no_cache")
-        ),
+        cache_key(options),
         pairs,
         colour,
+        stdout_width(),
         default_format(),
         config.model_dump_json(),
         [(s.rel, s.reason) for s in listing.skipped],
@@ -432,9 +476,8 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         except OSError:
             parts.append((path, None))
 
-    def inside(rel: str | None) -> None:
+    def inside(rel: str | None, limit: int = config.max_file_bytes) -> None:
         try:
-            limit = config.max_file_bytes
             if rel and source.exists(rel):
                 parts.append((rel, source.read(rel, limit, follow_inside=True)))
             else:
@@ -442,36 +485,22 @@ def _result_cache(args: argparse.Namespace, pairs, colour: bool) -> _Reuse | Non
         except (OSError, ValueError):
             parts.append((rel, None))
 
-    outside(getattr(args, "matrix", None))
-    outside(getattr(args, "baseline", None))
-    outside(getattr(args, "config", None))
-    for given in getattr(args, "inventory", None) or ():
+    outside(options.matrix)
+    outside(options.baseline)
+    outside(options.config)
+    for given in options.inventory or ():
         outside(given)
     inside(config.matrix)
     for rel in config.inventory:
-        inside(rel)
+        inside(rel, config.max_inventory_bytes)
+    for name in sorted(config.clusters):  # a cluster's own inventory and matrix
+        for rel in config.clusters[name].inventory:
+            inside(rel, config.max_inventory_bytes)
+        inside(config.clusters[name].matrix)
     for rel in policy_files(root, config, source):
         inside(rel)
-    context = digest(*parts)
-    data: dict[str, bytes] = {}
-    budget = config.max_total_bytes  # as read_repo spends it: what is over it is not read
-    for ref in listing.files:
-        if ref.error is not None or ref.size > config.max_file_bytes:
-            parts.append((ref.rel, ref.size, ref.error))
-            continue
-        if ref.size > budget:
-            budget = 0
-            parts.append((ref.rel, "over the input budget"))
-            continue
-        budget -= ref.size
-        try:
-            blob = source.read(ref.rel, config.max_file_bytes)
-        except OSError as err:
-            parts.append((ref.rel, "unreadable", err.strerror))
-            continue
-        data[ref.rel] = blob
-        parts.append((ref.rel, hashlib.sha256(blob).hexdigest()))
-    cache_dir = getattr(args, "cache_dir", None)
+    files, data = manifest_inputs(source, listing, config.max_file_bytes, config.max_total_bytes)
+    inputs = RunInputs(str(root), os.getcwd(), tuple(parts), files, data)
+    cache_dir = options.cache_dir
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
-    name = digest(str(root), os.getcwd())
-    return _Reuse(cache, name, digest(*parts), data, context, source, pairs, config.fail_on)
+    return _Reuse(cache, inputs, source, pairs, config.fail_on)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpudrv_check.cli.options import CheckOptions, RepoOptions
 from gpudrv_check.core.finding import printable
 from gpudrv_check.engine.run import Run, load, validate_rule_keys
 from gpudrv_check.read.config import Config, ConfigError, load_config
@@ -19,15 +19,19 @@ if TYPE_CHECKING:
     from gpudrv_check.read.manifests import ReadOptions
 
 
-def make_source(args: argparse.Namespace, rev: str | None = None) -> Source:
-    """Where the files come from: PATH on disk, PATH at a git revision, or stdin (`-`)."""
-    path = args.path
-    rev = rev if rev is not None else getattr(args, "rev", None)
-    kustomize = getattr(args, "kustomize", False)
-    stdin_name = getattr(args, "stdin_name", None)
+def make_source(options: RepoOptions, rev: str | None = None) -> Source:
+    """Where the files come from: PATH on disk, at a git revision, in the index, or stdin."""
+    path = options.path
+    staged = options.staged and rev is None
+    rev = rev if rev is not None else options.rev
+    kustomize = options.kustomize
+    stdin_name = options.stdin_name
+    base = options.base if isinstance(options, CheckOptions) else None
+    if options.staged and options.rev is not None:
+        raise ConfigError("--staged checks the index, --rev a commit: give one of them")
     if path == "-":
-        if rev is not None or getattr(args, "base", None):
-            raise ConfigError("--rev/--base read a git revision; they cannot read from stdin (-)")
+        if rev is not None or base or options.staged:
+            raise ConfigError("--rev/--base/--staged read git; they cannot read from stdin (-)")
         if kustomize:
             raise ConfigError(
                 "--kustomize renders the repo itself; with stdin (-) pipe the rendered stream "
@@ -47,7 +51,11 @@ def make_source(args: argparse.Namespace, rev: str | None = None) -> Source:
     if not root.is_dir():
         raise ConfigError(f"not a directory: {path}")
     source: Source
-    if rev is not None:
+    if staged:
+        from gpudrv_check.read.git import IndexTree
+
+        source = IndexTree(root)
+    elif rev is not None:
         from gpudrv_check.read.git import GitTree
 
         source = GitTree(root, rev)
@@ -62,53 +70,63 @@ def make_source(args: argparse.Namespace, rev: str | None = None) -> Source:
     return source
 
 
-def repo_config(args: argparse.Namespace, source: Source | None = None) -> tuple[Path, Config]:
+def repo_config(options: RepoOptions, source: Source | None = None) -> tuple[Path, Config]:
     """The config of the checked source (of its revision, with --rev), with flag overrides."""
     if source is None:
-        source = make_source(args)
+        source = make_source(options)
     root = Path(source.disk_root)
-    config = load_config(root, getattr(args, "config", None), source=source)
+    config = load_config(root, options.config, source=source)
     validate_rule_keys(config)
-    version = getattr(args, "operator_version", None)
-    if version:
-        config.operator.version = version
-    fail_on = getattr(args, "fail_on", None)
-    if fail_on:
-        config.fail_on = fail_on
+    if options.operator_version:
+        config.operator.version = options.operator_version
+    if isinstance(options, CheckOptions) and options.fail_on:
+        config.fail_on = options.fail_on
     return root, config
 
 
-def load_run(args: argparse.Namespace, rev: str | None = None) -> Run:
-    """Load the repo the arguments name; `rev` overrides --rev (the base in PR mode)."""
-    run = load_source(args, make_source(args, rev))
-    if getattr(args, "verbose", False) and rev is None:
+def load_run(options: RepoOptions, rev: str | None = None) -> Run:
+    """Load the repo the options name; `rev` overrides --rev (the base in PR mode)."""
+    run = load_source(options, make_source(options, rev))
+    if options.verbose and rev is None:
         print_listing(run)
     return run
 
 
 def load_source(
-    args: argparse.Namespace,
+    options: RepoOptions,
     source: Source,
     data: dict[str, bytes] | None = None,
     context: str | None = None,
 ) -> Run:
-    _, config = repo_config(args, source)
-    inventory = getattr(args, "inventory", None) or ()
+    _, config = repo_config(options, source)
     progress = Progress.on_terminal()
-    options = read_options(args, progress, data, context)
+    reading = read_options(options, progress, data, context)
     try:
-        optional = getattr(args, "command", None) == "check"
-        return load(source, config, getattr(args, "matrix", None), inventory, options, optional)
+        optional = isinstance(options, CheckOptions)
+        run = load(
+            source, config, options.matrix, options.inventory, reading, optional, options.cluster
+        )
     finally:
         if progress is not None:
             progress.done()
+    if run.clusters and options.command not in MULTI_CLUSTER_COMMANDS:
+        if len(run.clusters) > 1:
+            names = ", ".join(sub.cluster.name for sub in run.clusters if sub.cluster)
+            raise ConfigError(
+                f"the repo holds several clusters ({names}): choose one with --cluster NAME"
+            )
+        return run.clusters[0]
+    return run
 
 
-def jobs_wanted(args: argparse.Namespace) -> int:
+#: the commands that report on every cluster of a repo at once (the others take --cluster)
+MULTI_CLUSTER_COMMANDS = frozenset(("check", "audit"))
+
+
+def jobs_wanted(options: RepoOptions) -> int:
     """--jobs N, else the number of cores this process may use."""
-    jobs = getattr(args, "jobs", None)
-    if jobs:
-        return jobs
+    if options.jobs:
+        return options.jobs
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
@@ -116,7 +134,7 @@ def jobs_wanted(args: argparse.Namespace) -> int:
 
 
 def read_options(
-    args: argparse.Namespace,
+    options: RepoOptions,
     progress: Progress | None = None,
     data: dict | None = None,
     context: str | None = None,
@@ -128,17 +146,17 @@ def read_options(
     from gpudrv_check.read.manifests import ReadOptions
 
     cache = None
-    if getattr(args, "command", None) == "check" and not getattr(args, "no_cache", False):
+    if isinstance(options, CheckOptions) and not options.no_cache:
+        from gpudrv_check.engine.cache.files import FilesCache
         from gpudrv_check.engine.cache.store import Cache, default_dir
 
-        cache_dir = getattr(args, "cache_dir", None)
-        cache = Cache(Path(cache_dir) if cache_dir else default_dir())
+        cache_dir = options.cache_dir
+        cache = FilesCache(Cache(Path(cache_dir) if cache_dir else default_dir()), context)
     return ReadOptions(
-        jobs=jobs_wanted(args),
+        jobs=jobs_wanted(options),
         cache=cache,
         progress=progress.update if progress is not None else None,
         data=data,
-        context=context if cache is not None else None,
     )
 
 
@@ -210,22 +228,33 @@ def print_listing(run: Run) -> None:
     out.write(f"driver  {_plan_text(plan)}\n")
     for note in plan.notes:
         out.write(f"driver note: {note}\n")
-    for copies in run.copies:
-        out.write(f"copies  {printable(copies.describe())}\n")
+    for one in run.clusters or [run]:
+        where = f"[{one.cluster.name}] " if one.cluster is not None and run.clusters else ""
+        for copies in one.copies:
+            out.write(f"copies  {where}{printable(copies.describe())}\n")
     from gpudrv_check.model.coverage import unmodelled_gpu_workloads
+    from gpudrv_check.model.workload_kinds import workload_kinds
 
-    unmodelled = unmodelled_gpu_workloads(run.repo.manifests)
+    table = workload_kinds(run.repo.config)
+    modelled = {id(w.manifest) for w in run.repo.workloads}
+    unmodelled = unmodelled_gpu_workloads(run.repo.manifests, table, modelled)
     if unmodelled:
         names = ", ".join(str(m.ref) for m in unmodelled)
         out.write(
             f"unmodelled {len(unmodelled)} object(s) request GPUs in kinds not modelled yet "
             f"(their placement and drivers are not checked): {printable(names)}\n"
         )
+    for sub in run.clusters:
+        assert sub.cluster is not None
+        out.write(
+            f"cluster {printable(sub.cluster.name)}: {len(sub.cluster.files)} file(s), "
+            f"{len(sub.repo.nodes)} node(s); {sub.cluster.how}\n"
+        )
     skipped_docs = run.content.skipped_documents
     out.write(
         f"total   {run.content.file_count} file(s), {run.content.object_count} object(s), "
         f"{skipped_docs} document(s) skipped, {len(run.listing.skipped)} path(s) skipped, "
-        f"{len(run.repo.nodes)} node(s)\n"
+        f"{sum(len(one.repo.nodes) for one in run.clusters or [run])} node(s)\n"
     )
 
 

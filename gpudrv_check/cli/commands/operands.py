@@ -8,12 +8,12 @@ of that count. Exit 1 when a node has a broken chain (GPU030), else 0.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any
 
 from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.cli.options import FormatOptions
 from gpudrv_check.core.finding import terminal_text
 from gpudrv_check.model.operands import (
     MODE_BOTH,
@@ -25,12 +25,6 @@ from gpudrv_check.model.operands import (
     config_name,
     taint_text,
 )
-
-
-def _chain(placement: OperandPlacement, node: str) -> str:
-    if placement.breaks.get(node):
-        return "broken"
-    return "ok" if placement.running(node) else "none"
 
 
 def _source_line(placement: OperandPlacement) -> str:
@@ -64,7 +58,7 @@ def render_text(placement: OperandPlacement) -> str:
     rows = [["NODE", *columns, "CHAIN"]]
     for node in placement.rows:
         cells = placement.cells[node.name]
-        rows.append([node.name, *(cells[op].text for op in columns), _chain(placement, node.name)])
+        rows.append([node.name, *(cells[op].text for op in columns), placement.chain(node.name)])
     out.extend(_table(rows))
     if placement.hidden_nodes:
         out.append(
@@ -146,7 +140,7 @@ def render_json(placement: OperandPlacement) -> str:
             {
                 "name": node.name,
                 "gpu": node.is_gpu,
-                "chain": _chain(placement, node.name),
+                "chain": placement.chain(node.name),
                 "operands": {
                     op: {
                         "state": "yes"
@@ -187,11 +181,9 @@ def render_json(placement: OperandPlacement) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.matrix is None:
-        args.matrix = "none"  # placement needs no matrix
-    placement = load_run(args).repo.operand_placement
-    if args.format == "json":
+def run(options: FormatOptions) -> int:
+    placement = load_run(options.without_matrix()).repo.operand_placement  # needs no matrix
+    if options.format == "json":
         sys.stdout.write(render_json(placement))
     else:
         sys.stdout.write(terminal_text(render_text(placement)))

@@ -8,7 +8,6 @@ would report and why no node is left; and how its CUDA images fit those nodes' d
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Mapping
@@ -16,6 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.cli.options import PlaceOptions
 from gpudrv_check.core.finding import quoted, terminal_text
 from gpudrv_check.model.cuda import CudaFit, cuda_fits
 from gpudrv_check.model.pending import (
@@ -30,6 +30,7 @@ from gpudrv_check.model.pending import (
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import Workload
 from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.policy import builtin
 from gpudrv_check.rules.context import Context
 
 NAMES_SHOWN = 10
@@ -107,6 +108,8 @@ def _entry(
         "replicas": workload.replicas,
         "gpus": workload.gpus,
     }
+    if workload.role:  # a template of a custom resource (policies/workloads.yaml)
+        entry["role"] = workload.role
     if workload.api_rejects:
         entry.update(status="rejected", nodes=[])
         return entry, []
@@ -168,7 +171,8 @@ def _amounts_text(amounts: Mapping[str, str] | None) -> str:
 
 def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
     loc = entry["location"]
-    lines = [f"{entry['workload']}  {loc['file']}:{loc['line']}:{loc['column']}"]
+    who = f"{entry['workload']} {entry['role']}" if entry.get("role") else entry["workload"]
+    lines = [f"{who}  {loc['file']}:{loc['line']}:{loc['column']}"]
     status = entry["status"]
     if status == "rejected":
         lines.append("  not placed: the API server rejects this object (see GPU040 in `check`)")
@@ -203,24 +207,26 @@ def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
     return lines
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.matrix is None:
-        args.matrix = "none"  # placement needs no matrix
-    check_run = load_run(args)
+def run(options: PlaceOptions) -> int:
+    check_run = load_run(options.without_matrix())  # placement needs no matrix
     repo = check_run.repo
     if not repo.nodes:
         raise ConfigError(
-            f"no nodes in {args.path}: placement needs `kind: Node` objects or a NodeInventory"
+            f"no nodes in {options.path}: placement needs `kind: Node` objects or a NodeInventory"
         )
-    workloads = _select(repo, args.workload)
-    minor_compat = Context(repo).params("GPU011").get("minor_version_compatibility", True)
+    workloads = _select(repo, options.workload)
+    minor_compat = (
+        Context(repo)
+        .params(builtin("cuda-driver-too-old").id)
+        .get("minor_version_compatibility", True)
+    )
     minor_compat = minor_compat is not False
-    verbose = args.workload is not None
+    verbose = options.workload is not None
     results = [_entry(repo, w, minor_compat, verbose) for w in workloads]
     entries = [entry for entry, _ in results]
     pending = [e for e in entries if e["status"] == "pending" and e["replicas"] != 0]
     code = 1 if pending else 0
-    if args.format == "json":
+    if options.format == "json":
         doc = {
             "nodes": len(repo.nodes),
             "workloads": entries,

@@ -13,7 +13,6 @@ write leaves every file as it was (exit 2).
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.cli.options import PlanOptions
 from gpudrv_check.core.finding import terminal_text
 from gpudrv_check.edit.safe_write import EditError, FileEdit, apply_edits, read_unchanged
 from gpudrv_check.engine.run import Run
@@ -137,27 +137,29 @@ def prepare_edits(run: Run, plan: Plan) -> list[FileEdit]:
     return edits
 
 
-def run(args: argparse.Namespace) -> int:
-    version = DriverVersion.parse(args.driver)
+def run(options: PlanOptions) -> int:
+    version = DriverVersion.parse(options.driver)
     if version is None:
-        raise ConfigError(f"--driver {args.driver!r}: give the full driver version, e.g. 550.90.07")
-    if not _DURATION_RE.match(args.timeout):
-        raise ConfigError(f"--timeout {args.timeout!r}: give a duration like 300s or 5m")
-    check_run = load_run(args)
+        raise ConfigError(
+            f"--driver {options.driver!r}: give the full driver version, e.g. 550.90.07"
+        )
+    if not _DURATION_RE.match(options.timeout):
+        raise ConfigError(f"--timeout {options.timeout!r}: give a duration like 300s or 5m")
+    check_run = load_run(options)
     repo = check_run.repo
     if repo.matrix is None:
         raise ConfigError("plan needs a support matrix (--matrix FILE or `matrix:` in config)")
-    node = repo.node_by_name.get(args.node)
+    node = repo.node_by_name.get(options.node)
     if node is None:
         known = ", ".join(sorted(repo.node_by_name)) or "none"
-        raise ConfigError(f"no node {args.node!r} in {args.path} (nodes: {known})")
-    plan = plan_upgrade(repo, node, version, args.timeout)
+        raise ConfigError(f"no node {options.node!r} in {options.path} (nodes: {known})")
+    plan = plan_upgrade(repo, node, version, options.timeout)
     written: list[str] = []
-    if args.write:
+    if options.write:
         remaining = plan.blockers_write_cannot_fix()
         if remaining:
             steps = sorted({step.number for step, _ in remaining})
-            _emit(plan, [], args.format)
+            _emit(plan, [], options.format)
             sys.stderr.write(
                 f"gpudrv-check: --write refused: step{'s' if len(steps) > 1 else ''} "
                 f"{', '.join(map(str, steps))} {'are' if len(steps) > 1 else 'is'} blocked by "
@@ -168,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
             edits = prepare_edits(check_run, plan)
             apply_edits(edits)
         except EditError as err:
-            _emit(plan, [], args.format)
+            _emit(plan, [], options.format)
             sys.stderr.write(
                 f"gpudrv-check: error: --write: {err}\n"
                 "Nothing was written; make the changes of steps 1 and 4 above by hand.\n"
@@ -176,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         written = [edit.summary for edit in edits]
         plan = plan.with_fixes_written()
-    _emit(plan, written, args.format)
+    _emit(plan, written, options.format)
     return 0 if plan.ready else 1
 
 

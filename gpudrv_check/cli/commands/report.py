@@ -19,13 +19,13 @@ knowing the node's name; `NODE=` says which node they are about. Without a matri
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from typing import Any
 
 from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.cli.options import FormatOptions
 from gpudrv_check.core.finding import terminal_text
 from gpudrv_check.model.driver import audit_entries, node_tag
 from gpudrv_check.model.repo import Repo
@@ -83,10 +83,10 @@ def render_text(facts: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(args: argparse.Namespace) -> int:
-    check_run = load_run(args)
-    facts = report_facts(check_run.repo, args.node)
-    if args.format == "json":
+def run(options: FormatOptions) -> int:
+    check_run = load_run(options)
+    facts = report_facts(check_run.repo, options.node)
+    if options.format == "json":
         sys.stdout.write(json.dumps(facts, indent=2) + "\n")
     else:
         sys.stdout.write(terminal_text(render_text(facts)))

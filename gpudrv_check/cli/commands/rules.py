@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from gpudrv_check.cli.options import RulesOptions
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.read.policy import RulePolicy, by_id_or_name, catalog
 
@@ -29,15 +29,15 @@ def explain_text(policy: RulePolicy) -> str:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.command == "explain":
-        policy = by_id_or_name(args.rule)
+def run(options: RulesOptions) -> int:
+    if options.command == "explain":
+        policy = by_id_or_name(options.rule or "")
         if policy is None:
-            sys.stderr.write(f"gpudrv-check: error: unknown rule {quoted(args.rule)}\n")
+            sys.stderr.write(f"gpudrv-check: error: unknown rule {quoted(options.rule)}\n")
             return 2
         sys.stdout.write(explain_text(policy))
         return 0
-    if args.format == "markdown":
+    if options.format == "markdown":
         sys.stdout.write(rules_table_markdown())
         return 0
     for policy in catalog().values():

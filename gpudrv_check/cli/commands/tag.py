@@ -8,24 +8,22 @@ says (stdout keeps the one line).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from gpudrv_check.cli.commands.common import load_run
+from gpudrv_check.cli.options import NodeOptions
 from gpudrv_check.core.finding import printable
 from gpudrv_check.model.driver import node_tag, planned_driver
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.matrix is None:
-        args.matrix = "none"  # the tag needs no matrix
-    check_run = load_run(args)
+def run(options: NodeOptions) -> int:
+    check_run = load_run(options.without_matrix())  # the tag needs no matrix
     repo = check_run.repo
-    node = repo.node_by_name.get(args.node)
+    node = repo.node_by_name.get(options.node)
     if node is None:
         known = printable(", ".join(sorted(repo.node_by_name)) or "none")
         sys.stderr.write(
-            f"gpudrv-check: error: no node {args.node!r} in {args.path} (nodes: {known})\n"
+            f"gpudrv-check: error: no node {options.node!r} in {options.path} (nodes: {known})\n"
         )
         return 2
     result = node_tag(node, repo)

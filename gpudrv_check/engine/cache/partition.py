@@ -1,17 +1,21 @@
 """One changed file, one namespace checked again: the partition cache of `check`.
 
-What a finding about a namespaced workload (Deployment, StatefulSet, ReplicaSet,
-ReplicationController, Job, CronJob, Pod) or a PodDisruptionBudget says depends on that object,
+What a finding about a namespaced workload or a PodDisruptionBudget says depends on that object,
 on the other such objects of its namespace (which budgets cover which pods), and on the
 cluster-wide objects: nodes, the support matrix, the operator configuration, DaemonSets,
-Namespaces. It depends on another namespace's workloads only through the nodes' capacity they
-share (model/occupancy.py): so every partition's key also digests every file's *capacity
-demand* (what its workloads request, how many pods, where they may go, in which order), and a
-change of anyone's demand makes the run a full one; other edits (an image, a label the placement
-does not read) stay within their partition. A budget covers pods of its own namespace, and an
-anti-affinity term is read only for the replicas of its own workload. What is said about
-anything else (nodes, operands, the operator, the matrix) depends only on the cluster-wide
-objects.
+Namespaces, as long as no rule reads that kind across namespaces, and on the other namespaces'
+workloads only through the nodes' capacity they share (model/occupancy.py). Which kinds
+qualify is derived from the rules' declarations (`partition_kinds`, rules/plan.py): read at
+`scope: namespace` and by nothing at `scope: cluster`. A rule may read them across namespaces
+only `when:` a condition holds (GPU025: an endless waitForCompletion selector, over the
+Deployments, StatefulSets, ... of every namespace); in a run where it holds, the engine reads every
+namespace (engine/run.py `load`), so the cache never hides an object from such a rule.
+
+Shared capacity: every partition's key also digests every file's *capacity demand* (what its
+workloads request, how many pods, where they may go, in which order), so a change of anyone's
+demand makes the run a full one, while other edits (an image, a label the placement does not
+read) stay within their partition. A partial run takes the capacity outcome (who runs, who stays
+Pending) of the last full run with the same demands; without one it is a full run.
 
 So a file whose objects are all of those kinds and all in one namespace belongs to that
 namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or
@@ -33,21 +37,17 @@ applied, and merged back in the order a full run sorts them (see tests/performan
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple
 
-#: the kinds whose findings depend only on their own namespace (and the shared objects)
-PARTITION_KINDS = frozenset(
-    (
-        "CronJob",
-        "Deployment",
-        "Job",
-        "Pod",
-        "PodDisruptionBudget",
-        "ReplicaSet",
-        "ReplicationController",
-        "StatefulSet",
-    )
-)
+
+def partition_kinds() -> frozenset[str]:
+    """The kinds whose findings depend only on their own namespace (and the shared objects):
+    derived from what the rules declare they read, and at which scope (rules/plan.py)."""
+    from gpudrv_check.rules.plan import partition_kinds as declared
+
+    return declared()
+
+
 #: a namespace holding one of these is shared as a whole
 SHARED_NAMESPACE_KINDS = frozenset(("DaemonSet",))
 CACHE_KIND = "partitions"
@@ -80,12 +80,16 @@ _DEMAND_FIELDS = (
 
 
 def _demand(manifest: Any) -> Any:
-    """What of one workload the shared capacity depends on."""
+    """What of one workload the shared capacity depends on: for a core kind, the parts of its
+    pod spec that decide room and place; for a kind of the workload table, its whole spec (its
+    templates and replica counts sit at kind-specific paths)."""
     from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
 
+    identity = (manifest.kind, manifest.namespace, manifest.name, manifest.api_version)
     path = POD_SPEC_PATHS.get(manifest.kind)
     if path is None:
-        return None
+        spec = manifest.get("spec")
+        return (*identity, spec) if isinstance(spec, dict) else None
     spec = manifest.get(*path)
     if not isinstance(spec, dict):
         return None
@@ -97,16 +101,7 @@ def _demand(manifest: Any) -> Any:
                 containers.append((kind, c.get("resources"), c.get("restartPolicy")))
     labels = manifest.get(*path[:-1], "metadata", "labels") if len(path) > 1 else None
     scale = manifest.get("spec", "replicas"), manifest.get("spec", "parallelism")
-    return (
-        manifest.kind,
-        manifest.namespace,
-        manifest.name,
-        manifest.api_version,
-        scale,
-        labels,
-        [spec.get(f) for f in _DEMAND_FIELDS],
-        containers,
-    )
+    return (*identity, scale, labels, [spec.get(f) for f in _DEMAND_FIELDS], containers)
 
 
 def capacity_digest(manifests: list[Any]) -> str | None:
@@ -115,7 +110,8 @@ def capacity_digest(manifests: list[Any]) -> str | None:
 
     from gpudrv_check.engine.cache.store import digest
 
-    demands = [_demand(m) for m in manifests if m.kind in PARTITION_KINDS]
+    kinds = partition_kinds()
+    demands = [_demand(m) for m in manifests if m.kind in kinds]
     if not any(d is not None for d in demands):
         return None
     return digest(json.dumps(demands, sort_keys=True, default=str))
@@ -149,18 +145,41 @@ def valid_summary(summary: Any) -> bool:
     )
 
 
-def valid_files_entry(value: Any) -> bool:
-    """Whether a cached `files` value is {path: (digest, helm, encoded result, summary)}."""
-    return isinstance(value, dict) and all(
-        isinstance(rel, str)
-        and isinstance(e, tuple)
-        and len(e) == 4
-        and isinstance(e[0], str)
-        and isinstance(e[1], bool)
-        and isinstance(e[2], bytes)
-        and valid_summary(e[3])
-        for rel, e in value.items()
-    )
+class PartitionEntry(NamedTuple):
+    """What the cache holds for one namespace: the key it was evaluated under and its findings
+    (and suppressed findings) as JSON dumps, after severities and exemptions were applied."""
+
+    key: str
+    findings: list[Any]
+    suppressed: list[Any]
+
+    @classmethod
+    def loaded(cls, value: Any) -> PartitionEntry | None:
+        """The entry of a stored value, or None when it has not the shape of one."""
+        if not (isinstance(value, tuple) and len(value) == 3):
+            return None
+        key, findings, suppressed = value
+        if not (
+            isinstance(key, str) and isinstance(findings, list) and isinstance(suppressed, list)
+        ):
+            return None
+        return cls(key, findings, suppressed)
+
+    def stored(self) -> tuple[str, list[Any], list[Any]]:
+        """As `marshal` stores it: a plain tuple."""
+        return (self.key, self.findings, self.suppressed)
+
+    def validated(self) -> tuple[list, list] | None:
+        """The (findings, suppressed) as Findings, or None if they do not validate."""
+        from gpudrv_check.core.finding import Finding
+
+        try:
+            return (
+                [Finding.model_validate(d) for d in self.findings],
+                [Finding.model_validate(d) for d in self.suppressed],
+            )
+        except ValueError:  # pydantic's ValidationError: not an entry of ours
+            return None
 
 
 def _namespace(kind: str, namespace: Any) -> str:
@@ -175,7 +194,7 @@ class Plan:
     name: str
     partition_of: dict[str, str] = field(default_factory=dict)  # rel -> namespace
     keys: dict[str, str] = field(default_factory=dict)  # namespace -> key of this run
-    stored: dict[str, Any] = field(default_factory=dict)  # namespace -> cached entry
+    stored: dict[str, PartitionEntry] = field(default_factory=dict)  # namespace -> cached entry
     clean: set[str] = field(default_factory=set)  # namespaces taken from the cache
     findings: dict[str, tuple[list, list]] = field(default_factory=dict)  # of the clean ones
     #: digest of the context, the shared files and every file's capacity demand
@@ -211,13 +230,12 @@ def plan(
     # of the same identity), so they must all be read with it
     shared_namespaces: set[str] = set()
     demands: list[tuple[str, str]] = []
+    kinds = partition_kinds()
     for rel, _, summary in files:
         for kind, ns in summary[0] if summary is not None else ():
             if kind == CAPACITY:
                 demands.append((rel, str(ns)))
-            elif kind in SHARED_NAMESPACE_KINDS or (
-                kind in PARTITION_KINDS and candidate[rel] is None
-            ):
+            elif kind in SHARED_NAMESPACE_KINDS or (kind in kinds and candidate[rel] is None):
                 shared_namespaces.add(_namespace(kind, ns))
     out = Plan(cache, name)
     shared: list[tuple[str, str]] = []
@@ -239,9 +257,9 @@ def plan(
         return out
     stored = cache.load(CACHE_KIND, name, "", valid=lambda v: isinstance(v, dict)) or {}
     for ns, key in out.keys.items():
-        entry = stored.get(ns)
-        if _valid(entry) and entry[0] == key:
-            findings = _findings(entry)
+        entry = PartitionEntry.loaded(stored.get(ns))
+        if entry is not None and entry.key == key:
+            findings = entry.validated()
             if findings is not None:
                 out.stored[ns] = entry
                 out.findings[ns] = findings
@@ -249,41 +267,19 @@ def plan(
     return out
 
 
-def _findings(entry: tuple) -> tuple[list, list] | None:
-    """The cached (findings, suppressed) of a partition, or None if they do not validate."""
-    from gpudrv_check.core.finding import Finding
-
-    try:
-        return (
-            [Finding.model_validate(d) for d in entry[1]],
-            [Finding.model_validate(d) for d in entry[2]],
-        )
-    except ValueError:  # pydantic's ValidationError: not an entry of ours
-        return None
-
-
 def _single_namespace(summary: Summary | None) -> str | None:
     """The namespace of a file whose objects are all workloads or budgets of one namespace."""
     if summary is None or not summary[0]:
         return None
     namespaces = set()
+    kinds = partition_kinds()
     for kind, ns in summary[0]:
         if kind == CAPACITY:
             continue
-        if kind not in PARTITION_KINDS:
+        if kind not in kinds:
             return None
         namespaces.add(_namespace(kind, ns))
     return namespaces.pop() if len(namespaces) == 1 else None
-
-
-def _valid(entry: Any) -> TypeGuard[tuple[str, list[Any], list[Any]]]:
-    return (
-        isinstance(entry, tuple)
-        and len(entry) == 3
-        and isinstance(entry[0], str)
-        and isinstance(entry[1], list)
-        and isinstance(entry[2], list)
-    )
 
 
 def merge(run: Any) -> None:
@@ -302,9 +298,9 @@ def merge(run: Any) -> None:
             ns = plan_.partition_of.get(finding.location.file)
             if ns in evaluated:
                 evaluated[ns][index].append(finding.model_dump(mode="json"))
-    entries: dict[str, Any] = {ns: plan_.stored[ns] for ns in plan_.clean}
+    entries = {ns: plan_.stored[ns] for ns in plan_.clean}
     for ns, (found, suppressed) in evaluated.items():
-        entries[ns] = (plan_.keys[ns], found, suppressed)
+        entries[ns] = PartitionEntry(plan_.keys[ns], found, suppressed)
     if plan_.clean:
         for ns in sorted(plan_.clean):
             found, suppressed = plan_.findings[ns]
@@ -313,6 +309,7 @@ def merge(run: Any) -> None:
         run.findings.sort(key=Finding.sort_key)
         run.suppressed.sort(key=Finding.sort_key)
     if evaluated or len(entries) != len(plan_.stored):
-        plan_.cache.store(CACHE_KIND, plan_.name, "", entries)
+        stored = {ns: entry.stored() for ns, entry in entries.items()}
+        plan_.cache.store(CACHE_KIND, plan_.name, "", stored)
     if not plan_.partial and plan_.base:
         plan_.cache.store(OCCUPANCY_KIND, plan_.name, plan_.base, run.repo.occupancy.records())

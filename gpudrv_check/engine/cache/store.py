@@ -4,13 +4,15 @@ Where: `--cache-dir DIR`, else `$XDG_CACHE_HOME/gpudrv-check`, else `~/.cache/gp
 (created with mode 0700: it is the user's own). `--no-cache` neither reads nor writes it.
 
 Three kinds of entry, one file each per checked repo root:
-- `files-*`: per file, its path, the SHA-256 of its bytes and its FileResult (read/codec.py),
-  valid for one tool version and one reading configuration (max_file_bytes);
-- `partitions-*`: the findings of each namespace (engine/cache/partition.py);
-- `result-*`: the findings and rendered reports of the last `check`, keyed by the digest of
-  every input (tool version, arguments, environment that picks formats and colour, config,
-  matrix, every file's path and digest; see cli/commands/check.py). It directs no write: where the
-  reports go and the exit code are decided by the run that reads it.
+- `files-*`: per file, a `FileEntry` (engine/cache/files.py): the SHA-256 of its bytes and
+  its FileResult (read/codec.py), valid for one tool version and one way of reading
+  (max_file_bytes, chart template directories, skim plan);
+- `partitions-*`: a `PartitionEntry` per namespace, its findings (engine/cache/partition.py),
+  keyed from `RunInputs.context_key` (engine/cache/inputs.py);
+- `result-*`: the findings and rendered reports of the last `check`, keyed by
+  `RunInputs.result_key`, the digest of every input (tool version, arguments, environment
+  that picks formats and colour, config, matrix, every file's path and digest). It directs no
+  write: where the reports go and the exit code are decided by the run that reads it.
 
 An entry is `MAGIC | HMAC-SHA256(secret, payload) | payload`, the payload a `marshal` dump of
 (tool version, key, value). The secret is 32 random bytes in `DIR/.key`, created mode 0600 on

@@ -1,34 +1,40 @@
-"""The operand matrix: which GPU Operator operands run on each GPU node.
+"""The operand matrix: which GPU Operator operands run on each GPU node, and the chain.
 
-Shown when the repo states the operator's configuration (ClusterPolicy, HelmRelease or Argo CD
-Application of the gpu-operator chart) or a GPU node carries a `nvidia.com/gpu.deploy.*` label.
-A cell is ✓ when the operand's DaemonSet selects the node once the operator has relabelled it
-(its deploy label is exactly "true" and the operand is enabled cluster-wide); taints are not
-considered here.
+Read from the model's operand placement (`repo.operand_placement`, model/operands.py), the
+same facts `gpudrv-check operands` prints and rule GPU030 reports: the operand DaemonSets in
+the repo or derived from the operator configuration, node labels as the operator rewrites
+them, node selectors, affinity and taints. Shown when there is an operand DaemonSet or an
+operator configuration. A cell is ✓ (runs), `host` (the driver is pre-installed) or · (not
+there: `gpudrv-check operands` says why); an operand that runs on no GPU node shown is left
+out; CHAIN is `broken` when a link of the operand chain is missing on the node (GPU030).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpudrv_check.nvidia.operands import (
-    CLUSTERPOLICY,
-    DEPLOY_LABEL_PREFIX,
-    HELM,
-    OPERAND_NAMES,
-    default_workload,
-    expected_deploy_labels,
-    operands_from_operator_config,
-    operands_on_node,
-    sandbox_workloads_enabled,
-)
+from gpudrv_check.model.operands import MODE_NONE
 
 if TYPE_CHECKING:
+    from gpudrv_check.model.operands import Cell, OperandPlacement
     from gpudrv_check.report import Report
 
 ORDER = 50
 TITLE = "Operands per GPU node"
 MAX_NODES = 100
+
+
+def _mark(cell: Cell | None) -> str:
+    if cell is None:
+        return ""
+    if cell.running:
+        return "✓"
+    return "host" if cell.preinstalled else "·"
+
+
+def _runs(placement: OperandPlacement, node: str, operand: str) -> bool:
+    found = placement.cells.get(node, {}).get(operand)
+    return found is not None and found.running
 
 
 def render(report: Report) -> str | None:
@@ -37,36 +43,23 @@ def render(report: Report) -> str | None:
     repo = report.repo
     if repo is None or not repo.gpu_nodes:
         return None
-    operator = repo.operator
-    has_labels = any(
-        key.startswith(DEPLOY_LABEL_PREFIX) for n in repo.gpu_nodes for key in n.labels
-    )
-    if operator is None and not has_labels:
+    placement = repo.operand_placement
+    if placement.mode == MODE_NONE:
         return None
-    source = CLUSTERPOLICY if operator is None or operator.source == "clusterpolicy" else HELM
-    values = operator.values if operator is not None else {}
-    enabled = operands_from_operator_config(values, source) if operator is not None else None
-    sandbox = sandbox_workloads_enabled(values, source)
-    default = default_workload(values)
-    rows = []
-    used: set[str] = set()
-    for node in sorted(repo.gpu_nodes, key=lambda n: n.name)[:MAX_NODES]:
-        labels = {k: v for k, v in node.labels.items() if not k.startswith(DEPLOY_LABEL_PREFIX)}
-        labels.update(expected_deploy_labels(node.labels, sandbox, default))
-        on = set(operands_on_node(labels, enabled))
-        used |= on
-        rows.append((node.name, on))
-    columns = [name for name in OPERAND_NAMES if name in used]
-    if not columns:
+    rows = placement.gpu_rows[:MAX_NODES]
+    # an operand that runs on none of them (switched off, say) is left out
+    columns = [op for op in placement.operands if any(_runs(placement, n.name, op) for n in rows)]
+    if not rows or not columns:
         return "No operand runs on any GPU node."
     lines = [
-        "| node | " + " | ".join(columns) + " |",
-        "|---|" + "---|" * len(columns),
+        "| node | " + " | ".join(columns) + " | chain |",
+        "|---|" + "---|" * (len(columns) + 1),
     ]
-    for name, on in rows:
-        marks = " | ".join("✓" if c in on else "·" for c in columns)
-        lines.append(f"| {cell(name)} | {marks} |")
-    more = len(repo.gpu_nodes) - MAX_NODES
+    for node in rows:
+        cells = placement.cells.get(node.name, {})
+        marks = " | ".join(_mark(cells.get(c)) for c in columns)
+        lines.append(f"| {cell(node.name)} | {marks} | {placement.chain(node.name)} |")
+    more = len(placement.gpu_rows) - MAX_NODES
     if more > 0:
         lines += ["", f"… and {more} more nodes."]
     return "\n".join(lines)

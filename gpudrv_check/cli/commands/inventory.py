@@ -1,0 +1,135 @@
+"""`inventory import`: a `kubectl get nodes` export → the repo's compact NodeInventory.
+
+The checker stays offline: a job that can reach the cluster runs `kubectl get nodes -o json`
+and pipes it here (see docs/inventory.md). Standard output by default; `--output FILE` writes
+a file; `--write` updates the inventory file the repo's config names, keeping its comments.
+Both writes are atomic, and a file whose content would not change is not touched.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from gpudrv_check.cli.options import InventoryOptions
+from gpudrv_check.core.finding import terminal_text
+from gpudrv_check.edit.inventory_import import ImportError_, read_export, render, update
+from gpudrv_check.read.config import Config, ConfigError, load_config
+from gpudrv_check.read.safe_io import TooLarge, read_named, write_atomic
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+#: a 20,000-node `kubectl get nodes -o json` is about 12 MB with its images lists
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+
+
+def _usage(message: str) -> int:
+    sys.stderr.write(f"gpudrv-check: error: {message}\n")
+    return EXIT_USAGE
+
+
+def _read_stdin(limit: int) -> bytes:
+    """Standard input, refused past `limit` bytes (a pipe has no size to check first)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = stream.read(1 << 20) if stream is not None else sys.stdin.read(1 << 20).encode()
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(size, limit, "<stdin>")
+        chunks.append(chunk)
+
+
+def _read_input(given: str, limit: int) -> bytes:
+    return _read_stdin(limit) if given == "-" else read_named(given, limit)
+
+
+def _target(args: InventoryOptions) -> tuple[Path, Path] | str:
+    """(repo root, inventory file) for `--write`, or the usage error."""
+    root = Path(args.root or ".")
+    try:
+        config = load_config(root, args.config)
+        files = _cluster_inventory(root, config, args.cluster) if args.cluster else config.inventory
+    except ConfigError as err:
+        return str(err)
+    files = sorted(set(files))
+    if len(files) != 1:
+        found = ", ".join(files) if files else "none"
+        where = f"cluster {args.cluster}" if args.cluster else "the config (`inventory:`)"
+        return (
+            f"--write updates the one inventory file of {where}, found {found}; "
+            "use --output FILE instead"
+        )
+    return root, root / files[0]
+
+
+def _cluster_inventory(root: Path, config: Config, name: str) -> list[str]:
+    """The NodeInventory files of one cluster: those its paths hold and its config names."""
+    from gpudrv_check.engine.run import load
+    from gpudrv_check.model.inventory import is_inventory
+
+    run = load(root, config, matrix_optional=True, cluster=name)
+    one = run.clusters[0] if run.clusters else run
+    held = {m.file for m in one.repo.manifests if is_inventory(m)}
+    named = one.cluster.inventory if one.cluster is not None else []
+    return [*held, *named]
+
+
+def run(args: InventoryOptions) -> int:
+    if args.action != "import":
+        return _usage(f"unknown inventory action {args.action!r}")
+    limit = args.max_bytes or DEFAULT_MAX_BYTES
+    name = args.source_name or ("standard input" if args.file == "-" else Path(args.file).name)
+    try:
+        data = _read_input(args.file, limit)
+    except TooLarge as err:
+        return _usage(f"{args.file} is {err.size} bytes, over --max-bytes ({limit})")
+    except OSError as err:
+        return _usage(f"cannot read {args.file}: {err.strerror or type(err).__name__}")
+    try:
+        imported = read_export(name, data)
+    except ImportError_ as err:
+        return _usage(terminal_text(str(err)))
+    prefixes = tuple(args.labels_prefix or ())
+    errors = 0
+    for finding in imported.findings:
+        errors += finding.severity.value == "error"
+        sys.stderr.write(
+            terminal_text(
+                f"{finding.location}: {finding.severity.value} {finding.rule} {finding.message}"
+            )
+            + "\n"
+        )
+    if imported.skipped_items:
+        sys.stderr.write(f"gpudrv-check: {imported.skipped_items} item(s) that are not Nodes\n")
+    if args.write:
+        target = _target(args)
+        if isinstance(target, str):
+            return _usage(target)
+        root, path = target
+        try:
+            old = read_named(path, limit, root).decode("utf-8")
+        except FileNotFoundError:
+            old = ""
+        except (OSError, UnicodeDecodeError) as err:
+            return _usage(f"cannot read {path}: {getattr(err, 'strerror', None) or err}")
+        text = update(old, imported, prefixes) if old else render(imported, prefixes)
+        if text == old:
+            sys.stderr.write(f"gpudrv-check: {path} is up to date\n")
+        else:
+            write_atomic(path, text.encode(), root)
+            sys.stderr.write(f"gpudrv-check: wrote {path} ({len(imported.nodes)} nodes)\n")
+    else:
+        text = render(imported, prefixes)
+        if args.output:
+            try:
+                old_bytes = read_named(args.output, limit)
+            except OSError:
+                old_bytes = None
+            if old_bytes != text.encode():
+                write_atomic(args.output, text.encode())
+        else:
+            sys.stdout.write(text)
+    return EXIT_FINDINGS if errors else EXIT_OK

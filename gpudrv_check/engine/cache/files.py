@@ -1,0 +1,140 @@
+"""The per-file cache `read_repo` consults (its protocol: read/manifests.py `FileCache`).
+
+The reader never knows how entries are keyed or stored: it asks this object whether the bytes
+of a file are known, hands it what it parsed, and asks it which files this run must decode
+(the partition plan, engine/cache/partition.py). One `files-*` entry per repo holds, by path,
+a `FileEntry`: valid for one tool version and one way of reading (max_file_bytes, the Helm
+chart template directories, the skim plan).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gpudrv_check.engine.cache.partition import (
+    Plan,
+    Summary,
+    object_count,
+    plan,
+    summarize,
+    valid_summary,
+)
+from gpudrv_check.engine.cache.store import Cache, digest
+
+if TYPE_CHECKING:
+    from gpudrv_check.read.manifests import FileResult
+
+KIND = "files"
+
+
+class FileEntry(NamedTuple):
+    """What one file yielded: the SHA-256 of its bytes, whether it was read as a Helm chart
+    template, its FileResult encoded (read/codec.py), and its partition summary."""
+
+    digest: str
+    helm: bool
+    blob: bytes
+    summary: Summary
+
+    @classmethod
+    def loaded(cls, value: Any) -> FileEntry | None:
+        """The entry of a stored value, or None when it has not the shape of one (a cache
+        entry is checked, never trusted to be of the right type)."""
+        if not (isinstance(value, tuple) and len(value) == 4):
+            return None
+        file_digest, helm, blob, summary = value
+        if not (
+            isinstance(file_digest, str)
+            and isinstance(helm, bool)
+            and isinstance(blob, bytes)
+            and valid_summary(summary)
+        ):
+            return None
+        return cls(file_digest, helm, blob, summary)
+
+    def stored(self) -> tuple[str, bool, bytes, Summary]:
+        """As `marshal` stores it: a plain tuple (it refuses tuple subclasses)."""
+        return (self.digest, self.helm, self.blob, self.summary)
+
+
+def load_entries(value: Any) -> dict[str, FileEntry] | None:
+    """The entries of a stored `files` value, or None when any of them is malformed."""
+    if not isinstance(value, dict):
+        return None
+    out = {}
+    for rel, stored in value.items():
+        entry = FileEntry.loaded(stored)
+        if not isinstance(rel, str) or entry is None:
+            return None
+        out[rel] = entry
+    return out
+
+
+class FilesCache:
+    """The per-file cache and the partition plan of one run. `context`: the digest of every
+    input but the manifest files (engine/cache/inputs.py `RunInputs.context_key`); None: no
+    partition plan, every file is decoded and evaluated."""
+
+    def __init__(self, cache: Cache, context: str | None = None) -> None:
+        self.cache = cache
+        self.context = context
+        self.name = self.key = ""
+        self.cached: dict[str, FileEntry] = {}
+        self.fresh: dict[str, FileEntry] = {}
+        self._added = False
+
+    def open(self, source: Any, reading: tuple[object, ...]) -> None:
+        """Load the entries of `source` stored for this way of `reading`."""
+        self.name = digest(getattr(source, "disk_root", ""), type(source).__name__)
+        self.key = digest(*reading)
+        stored = self.cache.load(KIND, self.name, self.key)
+        self.cached = load_entries(stored) or {}
+
+    def hit(self, rel: str, file_digest: str, helm: bool) -> bool:
+        """Whether the cache holds what these bytes yield (`result` decodes it)."""
+        entry = self.cached.get(rel)
+        if entry is None or (entry.digest, entry.helm) != (file_digest, helm):
+            return False
+        self.fresh[rel] = entry
+        return True
+
+    def result(self, rel: str) -> FileResult | None:
+        """The FileResult of a hit, or None when its entry does not decode."""
+        from gpudrv_check.read.codec import CodecError, decode
+
+        try:
+            return decode(self.fresh[rel].blob)
+        except CodecError:
+            return None
+
+    def add(self, result: FileResult, helm: bool, blob: bytes | None, placeholders: bool) -> None:
+        """What a file freshly parsed yields (`blob`: already encoded by a worker, or None)."""
+        from gpudrv_check.read.codec import encode
+
+        encoded = blob if blob is not None else encode(result)
+        entry = FileEntry(result.digest, helm, encoded, summarize(result, placeholders))
+        self.fresh[result.rel] = entry
+        self._added = True
+
+    def save(self) -> None:
+        """Store this run's entries when they differ from what was loaded."""
+        if self._added or len(self.fresh) != len(self.cached):
+            stored = {rel: entry.stored() for rel, entry in self.fresh.items()}
+            self.cache.store(KIND, self.name, self.key, stored)
+
+    def partitions(self, reads: list[tuple[str, str]]) -> Plan | None:
+        """Which files this run decodes, given how each was read (path, what it was read as:
+        its digest and Helm flag, a Kustomize patch, why it was not read); None: all."""
+        if self.context is None:
+            return None
+        metas = []
+        for rel, how in reads:
+            entry = self.fresh.get(rel)
+            metas.append((rel, how, entry.summary if entry is not None else None))
+        return plan(self.cache, self.name, self.context, metas)
+
+    def unread(self, rel: str) -> tuple[int, int]:
+        """The objects and skipped documents of a file this run does not decode (it was read or
+        hit: it has a summary)."""
+        summary = self.fresh[rel].summary
+        return object_count(summary), summary[1]

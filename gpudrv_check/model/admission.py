@@ -1,0 +1,187 @@
+"""What the API server and the queue add to a pod before the scheduler sees it.
+
+Three sources of tolerations and node selectors that are not in the manifest:
+
+- the ExtendedResourceToleration admission plugin, when ``cluster.admission`` lists it (GKE and
+  EKS run it): for each extended resource a container or init container requests it adds the
+  toleration ``{key: <resource>, operator: Exists, effect: NoSchedule}`` unless an identical
+  one is there (kubernetes plugin/pkg/admission/extendedresourcetoleration/admission.go Admit,
+  pkg/apis/core/helper AddOrUpdateTolerationInPod);
+- the RuntimeClass admission plugin, for a pod whose ``runtimeClassName`` names a RuntimeClass
+  in the repo with ``scheduling``: its nodeSelector is merged into the pod's and its
+  tolerations are added (plugin/pkg/admission/runtimeclass/admission.go setScheduling);
+- Kueue, for a workload labelled ``kueue.x-k8s.io/queue-name``: when the LocalQueue, its
+  ClusterQueue and the ResourceFlavor it would assign are in the repo, the flavor's
+  nodeLabels join the nodeSelector and its tolerations are added (kueue pkg/podset/podset.go
+  Merge; the flavor is the first of the ClusterQueue's flavors for the pod's resources whose
+  nodeLabels the pod's nodeSelector does not contradict and whose nodeTaints the pod
+  tolerates, pkg/scheduler/flavorassigner).
+
+Each workload's ``pod_spec`` is replaced by a copy with them; ``admitted`` says who added what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from gpudrv_check.core.located import LMap, LSeq
+from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.model.workload import Workload
+from gpudrv_check.read.config import Config
+
+EXTENDED_RESOURCE_TOLERATION = "ExtendedResourceToleration"
+#: pkg/apis/core/helper IsNativeResource: no domain, or a kubernetes.io one
+_NATIVE_DOMAIN = "kubernetes.io"
+
+
+def is_extended_resource(name: str) -> bool:
+    """pkg/apis/core/helper IsExtendedResourceName: a domain-qualified name outside
+    ``kubernetes.io`` that is not a quota ``requests.`` name."""
+    if "/" not in name or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0]
+    return domain != _NATIVE_DOMAIN and not domain.endswith("." + _NATIVE_DOMAIN)
+
+
+def extended_resources(workload: Workload) -> list[str]:
+    """The extended resources its containers and init containers request, sorted (limits
+    count: the API server defaults a missing request to the limit)."""
+    found: set[str] = set()
+    for container in workload.containers:
+        resources = workload.manifest.get(*container.path, "resources")
+        if not isinstance(resources, Mapping):
+            continue
+        for section in ("requests", "limits"):
+            amounts = resources.get(section)
+            if isinstance(amounts, Mapping):
+                found.update(k for k in amounts if isinstance(k, str) and is_extended_resource(k))
+    return sorted(found)
+
+
+def copy_pod_spec(spec: Mapping[str, Any]) -> LMap:
+    """A shallow copy that keeps the positions (the values are shared)."""
+    out = LMap(getattr(spec, "pos", (1, 1)))
+    out.update(spec)
+    out.kpos = dict(getattr(spec, "kpos", {}))
+    raw = getattr(spec, "raw", None)
+    out.raw = dict(raw) if raw else None
+    return out
+
+
+def _with_tolerations(spec: LMap, added: list[dict[str, Any]]) -> None:
+    current = spec.get("tolerations")
+    seq = LSeq(getattr(current, "pos", spec.key_pos("tolerations")))
+    if isinstance(current, list):
+        seq.extend(current)
+        seq.ipos = list(getattr(current, "ipos", [seq.pos] * len(current)))
+    for toleration in added:
+        item = LMap(seq.pos)
+        item.update(toleration)
+        seq.append(item)
+        seq.ipos.append(seq.pos)
+    spec["tolerations"] = seq
+
+
+def _with_selector(spec: LMap, labels: Mapping[str, str]) -> bool:
+    """Merge ``labels`` into the nodeSelector; False on a conflicting value (rejected)."""
+    current = spec.get("nodeSelector")
+    merged = LMap(getattr(current, "pos", spec.key_pos("nodeSelector")))
+    if isinstance(current, Mapping):
+        merged.update(current)
+        merged.kpos = dict(getattr(current, "kpos", {}))
+    for key, value in labels.items():
+        if key in merged and merged[key] != value:
+            return False
+        merged.setdefault(key, value)
+    spec["nodeSelector"] = merged
+    return True
+
+
+def _missing(existing: object, wanted: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    have = [dict(t) for t in existing] if isinstance(existing, list) else []
+    out = []
+    for toleration in wanted:
+        if dict(toleration) not in have and dict(toleration) not in out:
+            out.append(dict(toleration))
+    return out
+
+
+class Admission:
+    """The admission sources of one repo, applied workload by workload."""
+
+    def __init__(self, manifests: list[Manifest], config: Config) -> None:
+        self.extended = EXTENDED_RESOURCE_TOLERATION in config.cluster.admission
+        self.runtime_classes = {
+            m.name: m
+            for m in manifests
+            if m.kind == "RuntimeClass" and m.api_version.startswith("node.k8s.io/") and m.name
+        }
+        from gpudrv_check.model.kueue import Kueue
+
+        self.kueue = Kueue(manifests)
+
+    def apply(self, workload: Workload) -> None:
+        if not isinstance(workload.pod_spec, Mapping) or not self._may_apply(workload):
+            return
+        spec = copy_pod_spec(workload.pod_spec)
+        changed = self._extended(workload, spec)
+        changed = self._runtime_class(workload, spec) or changed
+        changed = self.kueue.apply(workload, spec) or changed
+        if changed:
+            workload.pod_spec = spec
+
+    def _may_apply(self, workload: Workload) -> bool:
+        """Cheap test first: most workloads meet none of the sources."""
+        spec = workload.pod_spec
+        return (
+            self.extended
+            or (bool(self.runtime_classes) and "runtimeClassName" in spec)
+            or (bool(self.kueue.local) and self.kueue.queue_of(workload) is not None)
+        )
+
+    def _extended(self, workload: Workload, spec: LMap) -> bool:
+        if not self.extended:
+            return False
+        wanted = [
+            {"key": name, "operator": "Exists", "effect": "NoSchedule"}
+            for name in extended_resources(workload)
+        ]
+        added = _missing(spec.get("tolerations"), wanted)
+        if not added:
+            return False
+        _with_tolerations(spec, added)
+        keys = ", ".join(t["key"] for t in added)
+        workload.admitted.append(f"{EXTENDED_RESOURCE_TOLERATION} tolerates {keys}:NoSchedule")
+        return True
+
+    def _runtime_class(self, workload: Workload, spec: LMap) -> bool:
+        name = spec.get("runtimeClassName")
+        rc = self.runtime_classes.get(name) if isinstance(name, str) else None
+        scheduling = rc.get("scheduling") if rc is not None else None
+        if not isinstance(scheduling, Mapping):
+            return False
+        changed = False
+        selector = scheduling.get("nodeSelector")
+        if isinstance(selector, Mapping) and selector:
+            if not _with_selector(spec, {str(k): str(v) for k, v in selector.items()}):
+                return False  # the API server rejects the pod; GPU040 is not ours to guess
+            changed = True
+        tolerations = scheduling.get("tolerations")
+        if isinstance(tolerations, list):
+            listed = [t for t in tolerations if isinstance(t, Mapping)]
+            added = _missing(spec.get("tolerations"), listed)
+            if added:
+                _with_tolerations(spec, added)
+                changed = True
+        if changed:
+            workload.admitted.append(f"RuntimeClass {name} scheduling")
+            workload.admitted_at = workload.admitted_at or (*workload.spec_path, "runtimeClassName")
+        return changed
+
+
+def admit(workloads: list[Workload], manifests: list[Manifest], config: Config) -> None:
+    """Apply every admission source to every workload's pod spec, in place."""
+    admission = Admission(manifests, config)
+    for workload in workloads:
+        admission.apply(workload)

@@ -1,0 +1,25 @@
+"""Documents shipped with the tool (`policies/`, `schemas/`): read here, handed to the model
+as data (the model never parses text)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def packaged_yaml(directory: str, name: str) -> Any:
+    """The first document of a shipped YAML file; a broken one is a packaging bug (raises)."""
+    from gpudrv_check.core.resources import read_resource
+    from gpudrv_check.read.yaml_docs import parse_text
+
+    parsed = parse_text(read_resource(directory, name))
+    if parsed.problems:
+        raise RuntimeError(f"broken built-in {directory}/{name}: {parsed.problems}")
+    return parsed.docs[0].data if parsed.docs else None
+
+
+def packaged_json(directory: str, name: str) -> Any:
+    """A shipped JSON file (a schema), as plain data."""
+    from gpudrv_check.core.resources import read_resource
+
+    return json.loads(read_resource(directory, name))

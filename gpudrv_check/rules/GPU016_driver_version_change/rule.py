@@ -1,0 +1,18 @@
+"""GPU016 driver-version-change: nodes the next reconcile moves to another driver branch.
+
+Its user documentation is `docs:` in rule.yaml, next to this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.core.finding import Finding
+from gpudrv_check.rules.context import Context
+from gpudrv_check.rules.driver_plan_findings import plan_findings
+
+ID = "GPU016"
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    yield from plan_findings(ctx, ID)

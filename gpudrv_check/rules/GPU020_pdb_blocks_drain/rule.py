@@ -1,0 +1,114 @@
+"""GPU020 pdb-blocks-drain: a PodDisruptionBudget allows 0 disruptions even at full health.
+
+Its user documentation is `docs:` in rule.yaml, next to this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.core.finding import Finding
+from gpudrv_check.k8s.disruption import (
+    EVICTION_BUDGET_VIOLATION_MESSAGE,
+    EVICTION_BUDGET_VIOLATION_STATUS,
+)
+from gpudrv_check.model.disruption import Coverage, WorkloadPods
+from gpudrv_check.rules.context import Context
+from gpudrv_check.rules.wording import names, plural
+
+ID = "GPU020"
+
+
+def workload_title(member: WorkloadPods) -> str:
+    return member.workload.short_title
+
+
+def pending_note(coverage: Coverage) -> str:
+    """Why some covered pods can never be healthy, or ''."""
+    notes = []
+    for member in coverage.members:
+        missing = member.pods - member.healthy
+        if missing <= 0:
+            continue
+        spread = member.spread
+        if spread is None or spread.capacity >= member.pods:
+            notes.append(
+                f"{missing} of {member.pods} pods of {workload_title(member)} stay Pending: the "
+                "nodes they may use have no room left for them (GPU010)"
+            )
+            continue
+        unit = "node" if spread.per_node else f"{spread.term.topology_key} domain"
+        notes.append(
+            f"{missing} of {member.pods} replicas of {workload_title(member)} can never be "
+            f"scheduled: required pod anti-affinity on {spread.term.topology_key} allows one "
+            f"per {unit} and only {plural(spread.capacity, 'eligible ' + unit)} exist (GPU021)"
+        )
+    return "; ".join(notes)
+
+
+def _gpu_node_names(drained: list[WorkloadPods], memo: dict) -> list[str]:
+    """The sorted names of the GPU nodes any of ``drained`` can land on. Members share few
+    distinct GPU-node sets (one per constraint set): union those, once per combination."""
+    distinct = {id(m.gpu_names): m.gpu_names for m in drained if m.gpu_names}
+    key = frozenset(distinct)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = sorted(frozenset().union(*distinct.values()))
+    return found
+
+
+def _controller_message(pdb_title: str, budget: str, covered: str, gpu_nodes: str) -> str:
+    return (
+        f"{pdb_title} allows 0 disruptions even with every covered pod healthy ({budget}). "
+        f"It covers {covered}, which the GPU Operator's upgrade controller evicts from GPU "
+        f"node(s) {gpu_nodes}: each eviction is refused with HTTP "
+        f'{EVICTION_BUDGET_VIOLATION_STATUS} "{EVICTION_BUDGET_VIOLATION_MESSAGE}" until '
+        "podDeletion.timeoutSeconds, then the node goes to drain-required (drain.enable) or "
+        "upgrade-failed; with timeoutSeconds 0 it waits in pod-deletion-required for ever"
+    )
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    from gpudrv_check.model.upgrade_flow import CONTROLLER, upgrade_flow
+
+    disruption = ctx.repo.disruption
+    flow = upgrade_flow(ctx.repo)
+    memo: dict = {}
+    for coverage in disruption.coverages:
+        if not coverage.blocks:
+            continue
+        drained = [
+            m
+            for m in coverage.members
+            if m.evicted_by_drain and m.healthy > 0 and flow.evicts(m.workload)
+        ]
+        gpu_nodes = _gpu_node_names(drained, memo)
+        if not gpu_nodes:
+            continue
+        pdb = coverage.pdb
+        covered = names([workload_title(m) for m in drained])
+        pending = pending_note(coverage)
+        message = (
+            f"{pdb.title} allows 0 disruptions even with every "
+            f"{'schedulable ' if pending else ''}covered pod healthy "
+            f"({coverage.budget.describe()}). It covers {covered}, which can run on GPU "
+            f"node(s) {names(gpu_nodes)}: a driver-upgrade drain of those nodes is refused "
+            f'with HTTP {EVICTION_BUDGET_VIOLATION_STATUS} "{EVICTION_BUDGET_VIOLATION_MESSAGE}" '
+            "and, without --timeout, kubectl drain retries forever with the node cordoned"
+        )
+        if flow.kind == CONTROLLER:
+            message = _controller_message(
+                pdb.title, coverage.budget.describe(), covered, names(gpu_nodes)
+            )
+        if pending:
+            message += f". Note: {pending}"
+        change = coverage.change()
+        if change is not None:
+            hint = (
+                f"Set {change.describe()}: at full health that lets "
+                f"{plural(change.allowed, 'pod')} be evicted at a "
+                "time, so a drain can proceed node by node."
+            )
+        else:
+            hint = None
+        yield ctx.finding(ID, pdb.manifest, pdb.rule_path, message, hint=hint)

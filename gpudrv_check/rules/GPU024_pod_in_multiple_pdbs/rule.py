@@ -1,0 +1,44 @@
+"""GPU024 pod-in-multiple-pdbs: a pod is covered by two PodDisruptionBudgets.
+
+Its user documentation is `docs:` in rule.yaml, next to this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.core.finding import Finding
+from gpudrv_check.k8s.disruption import (
+    EVICTION_MULTIPLE_PDBS_MESSAGE,
+    EVICTION_MULTIPLE_PDBS_STATUS,
+)
+from gpudrv_check.rules.context import Context
+
+ID = "GPU024"
+
+
+def labels_path(kind: str, spec_path: tuple) -> tuple:
+    if kind == "Pod":
+        return ("metadata", "labels")
+    return (*spec_path[:-1], "metadata", "labels")
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    disruption = ctx.repo.disruption
+    for workload in ctx.repo.workloads:
+        pdbs = disruption.covering(workload)
+        if len(pdbs) < 2 or disruption.pods(workload).pods == 0:
+            continue
+        listed = ", ".join(f"{p.namespace}/{p.name} ({p.location_text()})" for p in pdbs)
+        title = workload.short_title
+        yield ctx.finding(
+            ID,
+            workload.manifest,
+            workload.labels_path or labels_path(workload.kind, workload.spec_path),
+            f"the pods of {title} are covered by {len(pdbs)} PodDisruptionBudgets ({listed}): "
+            f"the eviction API refuses them with HTTP {EVICTION_MULTIPLE_PDBS_STATUS} "
+            f'"{EVICTION_MULTIPLE_PDBS_MESSAGE}", so no drain of a node running them can '
+            "finish",
+            hint=f"Keep one PodDisruptionBudget for {title}: narrow the other selectors so they "
+            "no longer match its pod labels, or merge the budgets.",
+        )

@@ -1,0 +1,92 @@
+"""GPU032 operand-taint-not-tolerated: an operand DaemonSet does not tolerate a taint that GPU
+nodes carry.
+
+Its user documentation is `docs:` in rule.yaml, next to this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpudrv_check.core.finding import Finding
+from gpudrv_check.model.operands import (
+    OPERATOR,
+    OperandDaemonSet,
+    config_name,
+    default_toleration_replaced,
+    taint_text,
+)
+from gpudrv_check.rules.context import Context
+
+ID = "GPU032"
+
+
+def _toleration(taint: Mapping[str, Any]) -> str:
+    parts = [f"key: {taint.get('key')}", "operator: Exists"]
+    if taint.get("effect"):
+        parts.append(f"effect: {taint.get('effect')}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    repo = ctx.repo
+    placement = repo.operand_placement
+    nodes = repo.node_by_name
+    groups: dict[tuple, tuple[list[OperandDaemonSet], list[str], Mapping[str, Any]]] = {}
+    for ds in placement.daemonsets:
+        for node_name, taint in ds.tainted_out:
+            node = nodes.get(node_name)
+            if node is None or not node.is_gpu:
+                continue
+            where = (ds.key, ds.operand) if ds.source != OPERATOR else (OPERATOR,)
+            key = (*where, taint_text(taint))
+            dss, names, _ = groups.setdefault(key, ([], [], taint))
+            if not any(d is ds for d in dss):
+                dss.append(ds)
+            if node_name not in names:
+                names.append(node_name)
+    for dss, names, taint in groups.values():
+        ds = dss[0]
+        shown = taint_text(taint)
+        nodes_text = ", ".join(names)
+        if ds.source == OPERATOR and placement.config is not None:
+            config = placement.config
+            operands = ", ".join(d.operand for d in dss)
+            replaced = default_toleration_replaced(config)
+            why = (
+                "daemonsets.tolerations replaces the default nvidia.com/gpu:NoSchedule "
+                "toleration instead of adding to it"
+                if replaced
+                else "the operands carry only the default nvidia.com/gpu:NoSchedule toleration"
+            )
+            message = (
+                f"the operand DaemonSets of the {config_name(config)} ({operands}) do not "
+                f"tolerate taint {shown} on GPU node(s) {nodes_text}: {why}; the DaemonSet "
+                "controller does not count those nodes and no operand runs there"
+            )
+            hint = f"Add {_toleration(taint)} to daemonsets.tolerations" + (
+                "."
+                if replaced
+                else ", together with {key: nvidia.com/gpu, operator: Exists, effect: "
+                "NoSchedule}, since the list replaces the default."
+            )
+        else:
+            message = (
+                f"DaemonSet {ds.key} ({ds.operand}) does not tolerate taint {shown} on GPU "
+                f"node(s) {nodes_text}: the DaemonSet controller does not count them in "
+                f"desiredNumberScheduled, so {ds.operand} never runs there"
+            )
+            hint = (
+                f"Add {_toleration(taint)} to the DaemonSet's pod tolerations, or remove the "
+                "taint from the node(s)."
+            )
+        yield ctx.finding(
+            ID,
+            ds.about,
+            ds.tolerations_path,
+            message,
+            hint=hint,
+            location=ds.tolerations_location,
+            obj=ds.about.ref if ds.source == OPERATOR else ds.workload.ref,
+        )

@@ -1,0 +1,285 @@
+"""What the rules read, as they declare it: the skim plan and the partition kinds.
+
+Every rule.yaml (and the model's own `model/reads.yaml`) says which kinds it reads, which
+fields of them and at which scope. From those declarations, and nothing the parser knows:
+
+- `skim_plan()`: what the reader may leave out. A kind of SKIM_CANDIDATES no declaration names;
+  a key of a Node's `status` (NODE_STATUS_FIELDS) or of a container (CONTAINER_FIELDS) no
+  declaration reads. A rule that starts reading one declares it, which takes it out of the plan.
+- `partition_kinds()`: the kinds whose findings depend only on their own namespace (and
+  cluster-wide objects), which the namespace cache (engine/cache/partition.py) may reuse: read
+  by some declaration of scope `namespace` and by none of scope `cluster` (but one that reads
+  them only `when:` a condition holds, which the engine checks on every run).
+
+A field path is dotted: `*` is any key or item, `{podspec}` the pod spec of a workload kind
+(k8s/podspec.py), `{template}` the pod template holding it (the Pod itself for a Pod). The kind
+`workloads` names every kind with a pod template; `*` is every kind as far as the reader builds
+it, so it names no kind (keeps none from being skimmed) and holds no field of the plan.
+`apiVersion`, `kind` and `metadata` are always read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+
+from gpudrv_check.core.reads import SkimPlan
+from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
+from gpudrv_check.k8s.scope import CLUSTER_SCOPED_KINDS
+from gpudrv_check.read.policy import Reads, catalog
+
+ALWAYS_READ = frozenset(("apiVersion", "kind", "metadata"))
+ANY = "*"
+
+
+def _table_kinds() -> tuple[str, ...]:
+    """The kinds of the workload-kinds table (policies/workloads.yaml): workloads too."""
+    from gpudrv_check.model.workload_kinds import builtin_kind_table
+
+    return tuple(sorted({k.kind for k in builtin_kind_table().kinds}))
+
+
+@cache
+def _table_prefixes(kind: str) -> tuple[tuple[str, ...], ...]:
+    """Where the table's templates of `kind` sit: the fixed head of each template path (a list
+    of templates: the list), or the whole `spec` when a template has no path of its own."""
+    from gpudrv_check.model.workload_kinds import builtin_kind_table
+
+    out: set[tuple[str, ...]] = set()
+    for entry in builtin_kind_table().kinds:
+        if entry.kind != kind:
+            continue
+        for rule in entry.templates:
+            path = rule.each or rule.template or rule.pod_spec or ("spec",)
+            head = tuple(str(p) for p in path if isinstance(p, str) and p != ANY)
+            out.add(head[: len(path)] if head else ("spec",))
+        if entry.uses is not None or entry.overrides:
+            out.add(("spec",))  # a TrainJob: its own spec reaches into the runtime's templates
+    return tuple(sorted(out))
+
+
+@cache
+def table_names() -> frozenset[str]:
+    """Every kind name of the table, also those a core kind shares (Volcano's and batch's Job).
+    Read when first asked, not at import: importing the plan costs no file."""
+    return frozenset(_table_kinds())
+
+
+def table_kinds() -> tuple[str, ...]:
+    """The table's kinds that no core kind shares a name with."""
+    return tuple(sorted(table_names() - set(POD_SPEC_PATHS)))
+
+
+def kind_groups() -> dict[str, tuple[str, ...]]:
+    """A `kinds:` name that stands for several: `workloads`, every kind with a pod template."""
+    return {"workloads": (*POD_SPEC_PATHS, *table_kinds())}
+
+
+#: kinds worth leaving out when nothing reads them: large or numerous in GitOps repos (CRDs are
+#: most of the bytes of a typical one), and of no use to the checker unless a rule says so
+SKIM_CANDIDATES = frozenset(
+    (
+        "APIService",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "Endpoints",
+        "EndpointSlice",
+        "HorizontalPodAutoscaler",
+        "Ingress",
+        "IngressClass",
+        "MutatingWebhookConfiguration",
+        "NetworkPolicy",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+        "StorageClass",
+        "ValidatingWebhookConfiguration",
+    )
+)
+#: the fields of a Node's status (k8s.io/api core/v1 types.go `NodeStatus`); a `kubectl get
+#: nodes -o yaml` export lists every cached image of every node, often most of the file
+NODE_STATUS_FIELDS = frozenset(
+    (
+        "addresses",
+        "allocatable",
+        "capacity",
+        "conditions",
+        "config",
+        "daemonEndpoints",
+        "features",
+        "images",
+        "nodeInfo",
+        "phase",
+        "runtimeHandlers",
+        "volumesAttached",
+        "volumesInUse",
+    )
+)
+#: the fields of a container (k8s.io/api core/v1 types.go `Container`)
+CONTAINER_FIELDS = frozenset(
+    (
+        "args",
+        "command",
+        "env",
+        "envFrom",
+        "image",
+        "imagePullPolicy",
+        "lifecycle",
+        "livenessProbe",
+        "name",
+        "ports",
+        "readinessProbe",
+        "resizePolicy",
+        "resources",
+        "restartPolicy",
+        "securityContext",
+        "startupProbe",
+        "stdin",
+        "stdinOnce",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "tty",
+        "volumeDevices",
+        "volumeMounts",
+        "workingDir",
+    )
+)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One `reads:` entry of a rule (or of the model), its scope settled."""
+
+    owner: str  # a rule id, or "model"
+    kinds: frozenset[str]  # groups expanded; `*` left as is
+    fields: tuple[str, ...]
+    scope: str
+    when: str | None = None
+
+
+def expand_kinds(kinds: Iterable[str]) -> frozenset[str]:
+    return frozenset(k for kind in kinds for k in kind_groups().get(kind, (kind,)))
+
+
+@cache
+def model_reads() -> tuple[Reads, ...]:
+    """The model's own declaration (gpudrv_check/model/reads.yaml)."""
+    from importlib import resources
+
+    from gpudrv_check.read.yaml_docs import parse_text
+
+    text = (
+        resources.files("gpudrv_check").joinpath("model").joinpath("reads.yaml").read_text("utf-8")
+    )
+    parsed = parse_text(text)
+    if parsed.problems or not parsed.docs:
+        raise RuntimeError(f"broken model/reads.yaml: {parsed.problems}")
+    return tuple(Reads.model_validate(r) for r in parsed.docs[0].data["reads"])
+
+
+@cache
+def declarations() -> tuple[Declared, ...]:
+    """Every `reads:` entry of the built-in rules and of the model."""
+    out = [
+        Declared(policy.id, expand_kinds(r.kinds), tuple(r.fields), r.scope or policy.scope, r.when)
+        for policy in catalog().values()
+        for r in policy.reads
+    ]
+    out += [
+        Declared("model", expand_kinds(r.kinds), tuple(r.fields), r.scope or "cluster")
+        for r in model_reads()
+    ]
+    return tuple(out)
+
+
+def field_paths(kind: str, fields: Iterable[str]) -> Iterator[tuple[str, ...]]:
+    """The declared paths as key paths inside an object of `kind` (`{podspec}` resolved; a
+    path through a pod spec the kind does not have is dropped)."""
+    spec = POD_SPEC_PATHS.get(kind)
+    for text in fields:
+        steps: list[str] = []
+        if kind in table_names() and text.startswith(("{podspec}", "{template}")):
+            # a table kind's templates sit where its table entry says (model/workload_kinds.py),
+            # several to an object: a path through them reads the subtree that holds them
+            # a kind of its own reads its whole spec (counts, fallbacks and defaults sit beside
+            # the templates); one a core kind shares (Volcano's Job) the template subtrees only,
+            # so the core kind's own paths stay as narrow as they were
+            yield from _table_prefixes(kind) if spec is not None else [("spec",)]
+            if spec is None:
+                continue
+        for step in text.split("."):
+            if step in ("{podspec}", "{template}"):
+                if spec is None:
+                    break
+                steps.extend(spec if step == "{podspec}" else spec[:-1])
+            else:
+                steps.append(step)
+        else:
+            yield tuple(steps)
+
+
+def _read_keys(prefixes: Iterable[tuple[str, ...]], under: tuple[str, ...], universe) -> set[str]:
+    """The keys of `universe` read below `under` by paths starting there (all of them for a
+    path that ends at `under` or above it, or that steps through `*`)."""
+    out: set[str] = set()
+    for path in prefixes:
+        head, rest = path[: len(under)], path[len(under) :]
+        if not all(p in (ANY, u) for p, u in zip(head, under, strict=False)):
+            continue
+        if len(path) <= len(under) or rest[0] == ANY:
+            return set(universe)
+        out.add(rest[0])
+    return out & set(universe)
+
+
+def _paths(kinds: Iterable[str]) -> list[tuple[str, ...]]:
+    wanted = set(kinds)
+    return [
+        path
+        for d in declarations()
+        if ANY not in d.kinds
+        for kind in sorted(d.kinds & wanted)
+        for path in field_paths(kind, d.fields)
+    ]
+
+
+@cache
+def skim_plan() -> SkimPlan:
+    """What the reader may leave out, derived from what every rule and the model read."""
+    named = {k for d in declarations() for k in d.kinds if k != ANY}
+    status = _read_keys(_paths(["Node"]), ("status",), NODE_STATUS_FIELDS)
+    container: set[str] = set()
+    for kind, spec in POD_SPEC_PATHS.items():
+        for lst in sorted(CONTAINER_LISTS):
+            container |= _read_keys(_paths([kind]), (*spec, lst, ANY), CONTAINER_FIELDS)
+    return SkimPlan(
+        kinds=frozenset(SKIM_CANDIDATES - named),
+        node_status=frozenset(NODE_STATUS_FIELDS - status),
+        container=frozenset(CONTAINER_FIELDS - container),
+    )
+
+
+@cache
+def partition_kinds() -> frozenset[str]:
+    """Namespaced kinds read at namespace scope and by no declaration at cluster scope, but
+    those read at cluster scope only `when:` a condition holds: in a run where it does, the
+    engine reads every namespace (rules `reads_all_namespaces`, engine/run.py `load`)."""
+    by_scope: dict[str, set[str]] = {"namespace": set(), "cluster": set()}
+    for d in declarations():
+        if d.scope == "cluster" and d.when is not None:
+            continue
+        by_scope[d.scope] |= d.kinds - {ANY}
+    # the table's kinds stay out: a Kueue-admitted or runtime-backed template reads objects of
+    # other kinds and namespaces (ResourceFlavors, ClusterTrainingRuntimes)
+    namespaced = by_scope["namespace"] - by_scope["cluster"] - CLUSTER_SCOPED_KINDS
+    return frozenset(namespaced - set(table_kinds()))
+
+
+def current_plan() -> SkimPlan:
+    """The plan the engine hands to the reader (engine/run.py): the one derived above."""
+    return skim_plan()

@@ -299,13 +299,33 @@ def _blocked_path(workload: Workload) -> Path:
     return workload.spec_path
 
 
+_BINARY = (
+    ("Ei", 1 << 60),
+    ("Pi", 1 << 50),
+    ("Ti", 1 << 40),
+    ("Gi", 1 << 30),
+    ("Mi", 1 << 20),
+    ("Ki", 1 << 10),
+)
+
+
 def amount_text(resource: str, amount: Fraction) -> str:
-    """An amount as a quantity reads: ``2``, ``500m`` (cpu), ``1.5`` elsewhere."""
+    """An amount as a quantity reads: ``2``, ``500m`` (cpu), ``512Gi`` (a whole number of bytes
+    of memory, storage or hugepages with a binary suffix, as resource.Quantity prints
+    BinarySI), ``1.5`` elsewhere."""
     if amount.denominator == 1:
+        if amount.numerator > 0 and _bytes(resource):
+            for suffix, size in _BINARY:
+                if amount.numerator % size == 0:
+                    return f"{amount.numerator // size}{suffix}"
         return str(amount.numerator)
     if resource == "cpu":
         return f"{math.ceil(amount * 1000)}m"
     return f"{float(amount):g}"
+
+
+def _bytes(resource: str) -> bool:
+    return resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
 
 
 def _short_resources(verdicts: Mapping[str, Verdict], nodes: list[Node]) -> list[str]:

@@ -180,7 +180,7 @@ def test_too_many_pods(tmp_path: Path) -> None:
         (
             "{limits: {amd.com/gpu: 0.5}}",
             "amd.com/gpu",
-            'resources.limits[amd.com/gpu]: Invalid value: "0.5": must be an integer',
+            'resources.limits[amd.com/gpu]: Invalid value: "500m": must be an integer',
         ),
     ],
 )

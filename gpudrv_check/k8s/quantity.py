@@ -115,6 +115,8 @@ def parse_quantity(text: str) -> tuple[Fraction | None, str | None]:
     if interpreted is None:
         return None, SUFFIX
     base, exponent = interpreted
+    if not _fast(num, denom, base, exponent) and not _DIGITS & set(text[: -len(suffix) or None]):
+        return None, NUMERIC  # inf.Dec.SetString refuses a number without digits ("Pi")
     mantissa = Fraction(int(num + denom), 10 ** len(denom)) if len(num + denom) < 400 else None
     if mantissa is None or (base == 10 and len(num.lstrip("0")) + exponent > _MAX_MAGNITUDE):
         magnitude = Fraction(_INT64_MAX) if num.strip("0") or denom.strip("0") else Fraction(0)
@@ -144,17 +146,25 @@ def _format(suffix: str) -> tuple[int, int, str] | None:
     return None if interpreted is None else (10, _int32(interpreted[1]), "DecimalExponent")
 
 
-def _kept(num: str, denom: str, base: int, exponent: int, scale_limit: int) -> bool:
-    """``ParseQuantity``'s fast path keeps the text as written when it is already canonical
-    (and ``RoundUp(scale_limit)`` does not change it)."""
+def _fast(num: str, denom: str, base: int, exponent: int) -> bool:
+    """Whether ``ParseQuantity`` takes its int64 fast path (else ``inf.Dec.SetString``)."""
     shifted = num + denom
     if base == 2:
         precision = 15 - len(num) - int(exponent * 3 / 10) - 1
-        if denom or precision < 0 or int(shifted) << exponent > _INT64_MAX:
-            return False
+        return not denom and exponent >= 0 and precision >= 0 and int(num) << exponent <= _INT64_MAX
+    return 18 - len(shifted) >= 0 and exponent - len(denom) >= -9
+
+
+def _kept(num: str, denom: str, base: int, exponent: int, scale_limit: int) -> bool:
+    """``ParseQuantity``'s fast path keeps the text as written when it is already canonical
+    (and ``RoundUp(scale_limit)`` does not change it)."""
+    if not _fast(num, denom, base, exponent):
+        return False
+    shifted = num + denom
+    if base == 2:
         return exponent % 10 == 0 and int(shifted) & 7 != 0
     scale = exponent - len(denom)
-    if 18 - len(shifted) < 0 or scale < max(-9, scale_limit) or int(shifted) > _INT64_MAX:
+    if scale < scale_limit:
         return False
     return scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
 
@@ -187,7 +197,9 @@ def canonical(text: str, scale_limit: int = -9) -> str | None:
     quantity (or is too long to be one worth printing)."""
     if text == "0":
         return text
-    split = _split(text) if text and len(text) < 400 else FORMAT_WRONG
+    if len(text) >= 400 or parse_quantity(text)[0] is None:
+        return None
+    split = _split(text)
     if isinstance(split, str):
         return None
     positive, num, denom, suffix = split

@@ -146,6 +146,8 @@ def _invalid(where: str, shown: str, why: str) -> str:
 
 def _server_text(value: object) -> str | None:
     """The text the API server parses for a quantity as written (``UnmarshalJSON``)."""
+    if value is None:
+        return "0"  # JSON null: the zero quantity
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

@@ -5,9 +5,10 @@ rejects, each reported at its key (GPU040).
   summed, sidecar init containers added, ordinary init containers as a peak; requests default to
   limits). A RuntimeClass ``overhead.podFixed`` is added by the placement (model/placement.py),
   which knows the repo's RuntimeClasses.
-- Resources: pkg/apis/core/validation ``validateResourceRequirements`` per container (names,
-  quantities, integers for extended resources, requests equal to limits where overcommit is not
-  allowed, a limit for every such request).
+- Resources: pkg/apis/core/validation ``validateResourceRequirements`` per container, on the
+  container as ``SetDefaults_Pod`` leaves it (names, quantities, integers for extended resources,
+  hugepage sizes, requests equal to limits where overcommit is not allowed, a limit for every
+  such request); k8s/resources.py ``validate_resources``.
 - Controller selectors: pkg/apis/apps/validation ``ValidateDeploymentSpec``,
   ``ValidateReplicaSetSpec``, ``ValidateStatefulSetSpec``, ``ValidateDaemonSetSpec`` and core
   ``ValidateReplicationControllerSpec``: a selector must not be empty and must match the

@@ -37,6 +37,10 @@ _RESOURCES_HINT = (
     "write the same count under limits (and requests, if you write them), e.g. "
     "`limits: {nvidia.com/gpu: 1}`."
 )
+_HUGEPAGES_HINT = (
+    "Huge pages come in whole pages: write a multiple of the page size (hugepages-2Mi: 2Mi, 4Mi, "
+    "...), the same under limits and requests, and request cpu or memory in the same container."
+)
 _SELECTOR_HINT = (
     "Make spec.selector match the labels of spec.template.metadata (every matchLabels pair "
     "present there): the API server rejects the object, so none of its pods is ever created."
@@ -104,10 +108,15 @@ def resource_findings(manifest: Manifest, containers: list[tuple[Path, object]])
                     manifest,
                     (*base, *path),
                     f"{field_path_text(base)}{joiner}{message}",
-                    _RESOURCES_HINT,
+                    _hint(path, message),
                 )
             )
     return findings
+
+
+def _hint(path: Path, message: str) -> str:
+    hugepages = bool(path) and str(path[-1]).startswith("hugepages-")
+    return _HUGEPAGES_HINT if hugepages or "HugePages" in message else _RESOURCES_HINT
 
 
 def _template_labels(manifest: Manifest) -> dict[str, str]:

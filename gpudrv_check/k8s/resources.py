@@ -22,13 +22,22 @@ Reproduces (not copies):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.located import Path
 from gpudrv_check.k8s.labels import Problem, json_type_name, label_key_errors
-from gpudrv_check.k8s.quantity import FORMAT_WRONG, quantity_value
+from gpudrv_check.k8s.quantity import (
+    canonical,
+    go_float_text,
+    milli_value,
+    parse_quantity,
+    quantity_value,
+    value,
+)
 
 __all__ = [
     "CPU",
@@ -50,6 +59,14 @@ CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "po
 _NATIVE_DOMAIN = "kubernetes.io/"
 _HUGEPAGES = "hugepages-"
 _STANDARD_CONTAINER = frozenset((CPU, MEMORY, EPHEMERAL_STORAGE))
+#: pkg/apis/core/helper ``standardResources`` (the names a resource quota may also use)
+_STANDARD = frozenset(
+    (CPU, MEMORY, EPHEMERAL_STORAGE, PODS, "services", "replicationcontrollers", "resourcequotas")
+    + ("secrets", "configmaps", "persistentvolumeclaims", "storage", "requests.storage")
+    + ("services.nodeports", "services.loadbalancers")
+    + tuple(f"{p}.{r}" for p in ("requests", "limits") for r in (CPU, MEMORY, EPHEMERAL_STORAGE))
+)
+_QUOTA_HUGEPAGES = ("hugepages-", "requests.hugepages-")
 _POD_LEVEL = frozenset((CPU, MEMORY))
 _REQUESTS_PREFIX = "requests."
 NOT_INTEGER = "must be an integer"
@@ -81,39 +98,114 @@ def is_integer_resource(name: str) -> bool:
     return name == PODS or is_extended(name)
 
 
+#: k8s/labels.py shortens apimachinery ``RegexError`` texts; the API server prints them whole
+_WORDING = (
+    (
+        "(e.g. 'MyName', 'my.name' or '123-abc')",
+        "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+    ),
+    (
+        "(e.g. 'example.com')",
+        "(e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    ),
+    (", with an optional DNS subdomain prefix", " with an optional DNS subdomain prefix"),
+)
+
+
+def _upstream_wording(message: str) -> str:
+    for short, whole in _WORDING:
+        message = message.replace(short, whole)
+    return message
+
+
 def resource_name_problems(name: object) -> list[str]:
-    """``validateContainerResourceName``: why ``name`` is not a container resource name."""
+    """``validateContainerResourceName``: why ``name`` is not a container resource name.
+
+    ``validateResourceName`` first (a qualified name; an unprefixed name must be a standard
+    resource: "must be a standard resource type or fully qualified"), then the container's own
+    check, whose error is added to the first's.
+    """
     if not isinstance(name, str):
         return [f"resource name must be a string, not {json_type_name(name)}"]
-    errors = label_key_errors(name)
-    if errors:
-        return errors
+    errors = [_upstream_wording(e) for e in label_key_errors(name)]
     if "/" not in name:
+        if not errors and name not in _STANDARD and not name.startswith(_QUOTA_HUGEPAGES):
+            errors.append("must be a standard resource type or fully qualified")
         if name not in _STANDARD_CONTAINER and not is_hugepages(name):
-            return ["must be a standard resource for containers"]
+            errors.append("must be a standard resource for containers")
     elif not is_native(name) and not is_extended(name):
-        return ["doesn't follow extended resource name standard"]
-    return []
+        errors.append("doesn't follow extended resource name standard")
+    return errors
 
 
-def _invalid(where: str, value: object, why: str) -> str:
-    return f"{where}: Invalid value: {_shown(value)}: {why}"
+def _invalid(where: str, shown: str, why: str) -> str:
+    return f"{where}: Invalid value: {shown}: {why}"
+
+
+def _server_text(value: object) -> str | None:
+    """The text the API server parses for a quantity as written (``UnmarshalJSON``)."""
+    if value is None:
+        return "0"  # JSON null: the zero quantity
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return go_float_text(value) if math.isfinite(value) else None
+    return value.strip() if isinstance(value, str) else None
+
+
+def milli_up(amount: Fraction) -> Fraction:
+    """``SetDefaults_ResourceList``: every amount rounded up (away from zero) to thousandths."""
+    return Fraction(milli_value(amount), 1000)
 
 
 def _shown(value: object) -> str:
-    """A value as the API server quotes it (``"500m"``), bounded."""
-    text = quoted(value if isinstance(value, str) else str(value))
+    """A value as the API server quotes it: a quantity's ``String()`` after defaulting rounded
+    it to thousandths (``0.5`` → ``"500m"``, ``1n`` → ``"1m"``)."""
+    text = _server_text(value)
+    form = canonical(text, -3) if text is not None else None
+    if form is None:
+        form = value if isinstance(value, str) else str(value)
+    text = quoted(form)
     return '"' + text[1:-1] + '"' if text[:1] in "'\"" and text[-1:] in "'\"" else text
 
 
-def _amounts(
-    section: object, name: str, problems: list[Problem]
-) -> dict[str, tuple[Fraction, object]]:
-    """One of ``limits``/``requests``: resource → (value, as written); problems at the keys.
+def _hugepage_divisible(name: str, amount: Fraction) -> bool:
+    """pkg/apis/core/helper ``IsHugePageResourceValueDivisible``."""
+    size, _ = parse_quantity(name[len(_HUGEPAGES) :])
+    if size is None or size <= 0 or milli_value(size) % 1000:
+        return False
+    return _go_rem(value(amount), value(size)) == 0
 
-    Messages start with the field path relative to ``resources`` as upstream prints it
-    (``limits[nvidia.com/gpu]: Invalid value: "500m": must be an integer``).
-    """
+
+def _go_rem(a: int, b: int) -> int:
+    return abs(a) % abs(b) * (1 if a >= 0 else -1)
+
+
+Amounts = dict[str, tuple[Fraction, object, Path]]
+
+
+def _amount_problems(where: str, key: str, amount: Fraction, raw: object) -> list[str]:
+    """``ValidateResourceQuantityValue`` and ``validateResourceQuantityHugePageValue``."""
+    out: list[str] = []
+    if amount < 0:
+        out.append(_invalid(where, _shown(raw), NEGATIVE))
+    if is_integer_resource(key) and milli_value(amount) % 1000:
+        out.append(_invalid(where, _shown(raw), NOT_INTEGER))
+    if is_hugepages(key) and not _hugepage_divisible(key, amount):
+        shown = _shown(raw)
+        why = f"{shown[1:-1]} is not positive integer multiple of {key}"
+        out.append(_invalid(where, shown, why))
+    return out
+
+
+def _amounts(section: object, name: str, problems: list[Problem]) -> Amounts:
+    """One of ``limits``/``requests``: resource → (value, as written, key path); problems at
+    the keys. Messages start with the field path relative to ``resources`` as upstream prints
+    it (``limits[nvidia.com/gpu]: Invalid value: "500m": must be an integer``)."""
     if section is None:
         return {}
     if not isinstance(section, Mapping):
@@ -121,26 +213,48 @@ def _amounts(
             Problem((name,), f"{name}: must be a map of quantities, not {json_type_name(section)}")
         )
         return {}
-    out: dict[str, tuple[Fraction, object]] = {}
+    out: Amounts = {}
     for key, raw in section.items():
         text = key if isinstance(key, str) else str(key)
-        path, where = (name, text), f"{name}[{text}]"
-        for error in resource_name_problems(key):
-            problems.append(Problem(path, _invalid(where, key, error)))
+        path: Path = (name, text)
         amount, why = quantity_value(raw)
         if amount is None:
-            problems.append(Problem(path, _invalid(where, raw, why or FORMAT_WRONG)))
+            problems.append(Problem(path, _invalid(f"{name}[{text}]", _shown(raw), why or "")))
             continue
-        if amount < 0:
-            problems.append(Problem(path, _invalid(where, raw, NEGATIVE)))
-        elif is_integer_resource(text) and amount * 1000 % 1000:
-            problems.append(Problem(path, _invalid(where, raw, NOT_INTEGER)))
-        out[text] = (amount, raw)
+        out[text] = (milli_up(amount), raw, path)
     return out
 
 
+def _checked(section: str, amounts: Amounts, problems: list[Problem]) -> None:
+    for key, (amount, raw, path) in amounts.items():
+        where = f"{section}[{key}]"
+        for error in resource_name_problems(key):
+            problems.append(Problem(path, _invalid(where, _shown(key), error)))
+        for message in _amount_problems(where, key, amount, raw):
+            problems.append(Problem(path, message))
+
+
+def _versus_limit(key: str, request: tuple[Fraction, object, Path], limits: Amounts) -> str | None:
+    """A request against its limit: equal where overcommit is not allowed, else not above."""
+    amount, raw, _ = request
+    limit = limits.get(key)
+    if limit is None:
+        return None if overcommit_allowed(key) else f"limits: Required value: {LIMIT_REQUIRED}"
+    if amount != limit[0] and not overcommit_allowed(key):
+        why = f"must be equal to {key} limit of {_shown(limit[1])[1:-1]}"
+    elif amount > limit[0]:
+        why = f"must be less than or equal to {key} limit of {_shown(limit[1])[1:-1]}"
+    else:
+        return None
+    return _invalid("requests", _shown(raw), why)
+
+
 def validate_resources(resources: object) -> list[Problem]:
-    """A container's ``resources`` as ``validateResourceRequirements`` checks it.
+    """A container's ``resources`` as the API server checks it: ``SetDefaults_Pod`` first (a
+    missing request takes its limit; amounts rounded up to thousandths), then
+    ``validateResourceRequirements``. Deliberate: a request defaulted from a bad limit is not
+    reported again (upstream repeats the limit's error under ``requests[<name>]``; here it would
+    be a second finding at the same key, saying the same).
 
     Paths are relative to ``resources`` and point at the offending key (for a missing limit, the
     request's key, although upstream names ``limits``); messages start with upstream's field path.
@@ -151,21 +265,17 @@ def validate_resources(resources: object) -> list[Problem]:
         return [Problem((), f"must be an object, not {json_type_name(resources)}")]
     problems: list[Problem] = []
     limits = _amounts(resources.get("limits"), "limits", problems)
-    requests = _amounts(resources.get("requests"), "requests", problems)
-    for key, (amount, raw) in requests.items():
-        path = ("requests", key)
-        limit = limits.get(key)
-        if limit is None:
-            if not overcommit_allowed(key):
-                problems.append(Problem(path, f"limits: Required value: {LIMIT_REQUIRED}"))
-            continue
-        if amount != limit[0] and not overcommit_allowed(key):
-            why = f"must be equal to {key} limit of {_shown(limit[1])[1:-1]}"
-        elif amount > limit[0]:
-            why = f"must be less than or equal to {key} limit of {_shown(limit[1])[1:-1]}"
-        else:
-            continue
-        problems.append(Problem(path, _invalid("requests", raw, why)))
+    written = _amounts(resources.get("requests"), "requests", problems)
+    _checked("limits", limits, problems)
+    _checked("requests", written, problems)
+    requests = {**limits, **written}
+    for key, request in requests.items():
+        message = _versus_limit(key, request, limits)
+        if message is not None:
+            problems.append(Problem(request[2], message))
+    keys = set(limits) | set(requests)
+    if any(is_hugepages(k) for k in keys) and not keys & _POD_LEVEL:
+        problems.append(Problem((), "Forbidden: HugePages require cpu or memory"))
     return problems
 
 
@@ -175,7 +285,7 @@ def _quantities(section: object) -> Resources:
         for key, raw in section.items():
             amount, _ = quantity_value(raw)
             if isinstance(key, str) and amount is not None and amount >= 0:
-                out[key] = amount
+                out[key] = milli_up(amount)
     return out
 
 
@@ -203,6 +313,27 @@ def _containers(pod_spec: Mapping[str, Any], field: str) -> Iterable[Mapping[str
     return [c for c in items if isinstance(c, Mapping)] if isinstance(items, list) else []
 
 
+def _pod_level_requests(pod_level: object, containers: Mapping[str, Fraction]) -> Resources:
+    """Pod-level ``resources.requests`` (cpu, memory, hugepages) that replace the containers'
+    sum, as ``SetDefaults_Pod`` (``defaultPodRequests``) leaves them: a pod-level limit without
+    a request gives the request, unless the containers request that cpu or memory (then the
+    request is their sum, which changes nothing)."""
+    if not isinstance(pod_level, Mapping):
+        return {}
+    requests = {k: v for k, v in _quantities(pod_level.get("requests")).items() if _pod_key(k)}
+    for key, limit in _quantities(pod_level.get("limits")).items():
+        if _pod_key(key) and key not in requests:
+            if key in _POD_LEVEL and key in containers:
+                continue
+            requests[key] = limit
+    return requests
+
+
+def _pod_key(name: str) -> bool:
+    """component-helpers ``IsSupportedPodLevelResource``."""
+    return name in _POD_LEVEL or is_hugepages(name)
+
+
 def pod_requests(pod_spec: object, overhead: Mapping[str, Fraction] | None = None) -> Resources:
     """``PodRequests(pod)``: the resources the scheduler requires a node to have free."""
     if not isinstance(pod_spec, Mapping):
@@ -223,10 +354,6 @@ def pod_requests(pod_spec: object, overhead: Mapping[str, Fraction] | None = Non
             _add(running, wanted)
             _max(peak, running)
     _max(total, peak)
-    pod_level = pod_spec.get("resources")
-    if isinstance(pod_level, Mapping):
-        for key, amount in _quantities(pod_level.get("requests")).items():
-            if key in _POD_LEVEL or is_hugepages(key):
-                total[key] = amount
+    total.update(_pod_level_requests(pod_spec.get("resources"), total))
     _add(total, overhead or {})
     return {k: v for k, v in total.items() if v}

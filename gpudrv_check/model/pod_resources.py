@@ -5,9 +5,10 @@ rejects, each reported at its key (GPU040).
   summed, sidecar init containers added, ordinary init containers as a peak; requests default to
   limits). A RuntimeClass ``overhead.podFixed`` is added by the placement (model/placement.py),
   which knows the repo's RuntimeClasses.
-- Resources: pkg/apis/core/validation ``validateResourceRequirements`` per container (names,
-  quantities, integers for extended resources, requests equal to limits where overcommit is not
-  allowed, a limit for every such request).
+- Resources: pkg/apis/core/validation ``validateResourceRequirements`` per container, on the
+  container as ``SetDefaults_Pod`` leaves it (names, quantities, integers for extended resources,
+  hugepage sizes, requests equal to limits where overcommit is not allowed, a limit for every
+  such request); k8s/resources.py ``validate_resources``.
 - Controller selectors: pkg/apis/apps/validation ``ValidateDeploymentSpec``,
   ``ValidateReplicaSetSpec``, ``ValidateStatefulSetSpec``, ``ValidateDaemonSetSpec`` and core
   ``ValidateReplicationControllerSpec``: a selector must not be empty and must match the
@@ -35,6 +36,10 @@ _RESOURCES_HINT = (
     "Extended resources such as nvidia.com/gpu are whole numbers and cannot be overcommitted: "
     "write the same count under limits (and requests, if you write them), e.g. "
     "`limits: {nvidia.com/gpu: 1}`."
+)
+_HUGEPAGES_HINT = (
+    "Huge pages come in whole pages: write a multiple of the page size (hugepages-2Mi: 2Mi, 4Mi, "
+    "...), the same under limits and requests, and request cpu or memory in the same container."
 )
 _SELECTOR_HINT = (
     "Make spec.selector match the labels of spec.template.metadata (every matchLabels pair "
@@ -103,10 +108,15 @@ def resource_findings(manifest: Manifest, containers: list[tuple[Path, object]])
                     manifest,
                     (*base, *path),
                     f"{field_path_text(base)}{joiner}{message}",
-                    _RESOURCES_HINT,
+                    _hint(path, message),
                 )
             )
     return findings
+
+
+def _hint(path: Path, message: str) -> str:
+    hugepages = bool(path) and str(path[-1]).startswith("hugepages-")
+    return _HUGEPAGES_HINT if hugepages or "HugePages" in message else _RESOURCES_HINT
 
 
 def _template_labels(manifest: Manifest) -> dict[str, str]:

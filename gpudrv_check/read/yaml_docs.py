@@ -17,6 +17,7 @@ code hosts count them (libyaml also breaks lines at a lone CR, NEL, LS and PS).
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from dataclasses import dataclass, field
@@ -137,9 +138,11 @@ def resolve_plain(text: str) -> Any:
         return value if _INT_MIN <= value <= _INT_MAX else text
     if _FLOAT.match(text):
         try:
-            return float(text.replace("_", ""))
+            number = float(text.replace("_", ""))
         except ValueError:
             return text
+        # strconv.ParseFloat refuses `1e400` (out of range): go-yaml keeps the string
+        return number if math.isfinite(number) else text
     return text
 
 

@@ -130,8 +130,13 @@ def test_resource_name_classes() -> None:
             ],
         ),
         (
-            {"limits": {GPU: "0.5"}},
-            [(("limits", GPU), 'limits[nvidia.com/gpu]: Invalid value: "0.5": must be an integer')],
+            {"limits": {GPU: "0.5"}},  # the server prints the quantity's String()
+            [
+                (
+                    ("limits", GPU),
+                    'limits[nvidia.com/gpu]: Invalid value: "500m": must be an integer',
+                )
+            ],
         ),
         (
             {"limits": {GPU: "500m"}},
@@ -167,8 +172,13 @@ def test_resource_name_classes() -> None:
             [
                 (
                     ("limits", "gpu"),
+                    'limits[gpu]: Invalid value: "gpu": must be a standard resource type or '
+                    "fully qualified",
+                ),
+                (
+                    ("limits", "gpu"),
                     'limits[gpu]: Invalid value: "gpu": must be a standard resource for containers',
-                )
+                ),
             ],
         ),
         (

@@ -180,7 +180,7 @@ def test_too_many_pods(tmp_path: Path) -> None:
         (
             "{limits: {amd.com/gpu: 0.5}}",
             "amd.com/gpu",
-            'resources.limits[amd.com/gpu]: Invalid value: "0.5": must be an integer',
+            'resources.limits[amd.com/gpu]: Invalid value: "500m": must be an integer',
         ),
     ],
 )
@@ -328,3 +328,17 @@ def test_dra_claims_are_unknown_not_wrong(tmp_path: Path) -> None:
     root = repo(tmp_path, node("n1"), deployment("w", 1, "{claims: [{name: gpu}]}", claims))
     [f] = found(root, "GPU010")
     assert "its DRA resource claims (spec.resourceClaims) were not evaluated" in f.message
+
+
+def test_hugepages_the_api_server_rejects(tmp_path: Path) -> None:
+    """validation.go validateResourceQuantityHugePageValue and "HugePages require cpu or
+    memory" (values from the real v1.35.4 code); the fix speaks of pages, not of GPUs."""
+    text = deployment("w", 1, "{limits: {hugepages-2Mi: 1Mi}}")
+    root = repo(tmp_path, node("n1", '{nvidia.com/gpu: "8"}'), text)
+    messages = sorted(f.message for f in found(root, "GPU040"))
+    assert messages == [
+        "spec.template.spec.containers[0].resources.limits[hugepages-2Mi]: Invalid value: "
+        '"1Mi": 1Mi is not positive integer multiple of hugepages-2Mi',
+        "spec.template.spec.containers[0].resources: Forbidden: HugePages require cpu or memory",
+    ]
+    assert all("whole pages" in (f.hint or "") for f in found(root, "GPU040"))

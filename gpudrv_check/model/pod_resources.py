@@ -30,7 +30,7 @@ from gpudrv_check.k8s.numbers import INT64_MAX, TOO_LARGE, too_large
 from gpudrv_check.k8s.resources import validate_resources
 from gpudrv_check.read.policy import builtin
 
-__all__ = ["resource_findings", "selector_findings", "field_path_text"]
+__all__ = ["resource_findings", "selector_findings", "field_path_text", "invalid_field"]
 
 _RESOURCES_HINT = (
     "Extended resources such as nvidia.com/gpu are whole numbers and cannot be overcommitted: "
@@ -62,7 +62,8 @@ def field_path_text(path: Path) -> str:
     return text
 
 
-def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding:
+def invalid_field(manifest: Manifest, path: Path, message: str, hint: str) -> Finding:
+    """A GPU040 finding at `path` of the manifest."""
     return Finding(
         rule=builtin("invalid-field").id,
         severity=builtin("invalid-field").severity,
@@ -104,7 +105,7 @@ def resource_findings(manifest: Manifest, containers: list[tuple[Path, object]])
         for path, message in oversized + [p for p in problems if p[0] not in skip]:
             joiner = "." if path else ": "
             findings.append(
-                _finding(
+                invalid_field(
                     manifest,
                     (*base, *path),
                     f"{field_path_text(base)}{joiner}{message}",
@@ -151,7 +152,7 @@ def selector_findings(manifest: Manifest) -> list[Finding]:
     )
     if empty:
         message = f"spec.selector: Invalid value: {{}}: empty selector is invalid for {noun}"
-        return [_finding(manifest, ("spec", "selector"), message, _SELECTOR_HINT)]
+        return [invalid_field(manifest, ("spec", "selector"), message, _SELECTOR_HINT)]
     labels = _template_labels(manifest)
     if selector_key(selector).matches_clean(labels):
         return []
@@ -165,7 +166,7 @@ def _mismatch(manifest: Manifest, labels: Mapping[str, str]) -> Finding:
         f"spec.template.metadata.labels: Invalid value: {_labels_text(labels)}: `selector` does "
         "not match template `labels`"
     )
-    return _finding(manifest, path, message, _SELECTOR_HINT)
+    return invalid_field(manifest, path, message, _SELECTOR_HINT)
 
 
 def _rc_selector_findings(manifest: Manifest) -> list[Finding]:

@@ -15,6 +15,7 @@ from gpudrv_check.k8s.quantity import value
 from gpudrv_check.k8s.resources import container_requests, pod_requests
 from gpudrv_check.model.pod_resources import (
     field_path_text,
+    invalid_field,
     resource_findings,
     selector_findings,
 )
@@ -194,18 +195,6 @@ class Workload(BaseModel):
         return best[1] if best else None
 
 
-def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding:
-    return Finding(
-        rule=builtin("invalid-field").id,
-        severity=builtin("invalid-field").severity,
-        message=message,
-        hint=hint,
-        location=manifest.location(path),
-        object=manifest.ref,
-        path=list(path),
-    )
-
-
 _PLACEMENT_HINT = (
     "Fix the field at this line: the API server rejects the whole object, so none of its pods "
     "is ever created."
@@ -233,7 +222,7 @@ def _placement_findings(
     findings = []
     for problem in problems:
         path = (*spec_path, *problem.path)
-        finding = _finding(
+        finding = invalid_field(
             manifest,
             path,
             f"{field_path_text(path)}: {problem.message}",
@@ -315,11 +304,11 @@ def _containers(
                 out.append(_container(path, items, source))
             else:
                 hint = "Write the container as a mapping."
-                findings.append(_finding(manifest, path, f"{field} must be a mapping", hint))
+                findings.append(invalid_field(manifest, path, f"{field} must be a mapping", hint))
             continue
         if not isinstance(items, list):
             findings.append(
-                _finding(
+                invalid_field(
                     manifest,
                     path,
                     f"{field} must be a list, not a {type_name(items)}",
@@ -331,7 +320,7 @@ def _containers(
             cpath = (*path, index)
             if not isinstance(item, dict):
                 findings.append(
-                    _finding(
+                    invalid_field(
                         manifest,
                         cpath,
                         f"{field}[{index}] must be a mapping",
@@ -353,7 +342,7 @@ def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
             return 1  # the API default
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             findings.append(
-                _finding(
+                invalid_field(
                     manifest,
                     ("spec", "replicas"),
                     f"spec.replicas must be a non-negative integer, not "
@@ -375,7 +364,7 @@ def _pod_spec(manifest: Manifest, spec_path: Path, findings: list[Finding]) -> A
     pod_spec = manifest.get(*spec_path)
     if pod_spec is not None and not isinstance(pod_spec, dict):
         findings.append(
-            _finding(
+            invalid_field(
                 manifest,
                 spec_path,
                 f"pod spec must be a mapping, not a {type_name(pod_spec)}",
@@ -398,7 +387,7 @@ def _labels(
                 labels[key] = text
     elif labels_value is not None and labels_path is not None:
         findings.append(
-            _finding(
+            invalid_field(
                 manifest,
                 labels_path,
                 f"labels must be a mapping of strings, not a {type_name(labels_value)}",

@@ -96,6 +96,15 @@ def _unit(resource: str, amount: Fraction) -> int:
     return milli_value(amount) if resource == "cpu" else value(amount)
 
 
+def counted(resource: str, amount: Fraction) -> Fraction:
+    """What one pod's request adds to a node's requested total: framework ``NodeInfo``
+    keeps whole units per pod (``MilliValue()`` of cpu, ``Value()`` of the rest), so two pods of
+    ``500m`` bytes of memory hold 2 bytes, not 1."""
+    if resource == "cpu":
+        return Fraction(milli_value(amount), 1000)
+    return Fraction(value(amount))
+
+
 def fits_request(
     requests: Mapping[str, Fraction],
     allocatable: Mapping[str, Fraction],

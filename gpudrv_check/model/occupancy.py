@@ -33,7 +33,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.k8s.resources import is_extended
-from gpudrv_check.k8s.scheduler import Insufficient, fit_error_message, fits_request
+from gpudrv_check.k8s.scheduler import Insufficient, counted, fit_error_message, fits_request
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.placement import Placement
 from gpudrv_check.model.spread import namespace_labels, workload_spread
@@ -205,7 +205,7 @@ class Occupancy:
         used = self.used[node]
         for resource, amount in requests.items():
             if resource in allocatable:
-                used[resource] = used.get(resource, Fraction(0)) + amount
+                used[resource] = used.get(resource, Fraction(0)) + counted(resource, amount)
                 if used[resource] >= allocatable[resource]:
                     self._full.setdefault(resource, set()).add(node)
         self.pods[node] += 1

@@ -76,10 +76,11 @@ def finding_line(f: Finding, colour: bool = False) -> str:
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    """textwrap.wrap without cutting words (or at hyphens). Text of printable ASCII (the
-    findings of a large repo: thousands of them) takes `_wrap_spaces`, which gives the same
-    lines at a fraction of textwrap's cost; anything else takes textwrap itself."""
-    if text.isascii() and text.isprintable() and min(width - len(first), width - len(rest)) > 0:
+    """textwrap.wrap without cutting words (or at hyphens). Printable text (the findings of a
+    large repo: thousands of them) takes `_wrap_spaces`, which gives the same lines at a
+    fraction of textwrap's cost: `str.isprintable` is false for every whitespace character but
+    the space (categories Cc, Zs, Zl, Zp). Anything else takes textwrap itself."""
+    if text.isprintable() and min(width - len(first), width - len(rest)) > 0:
         return _wrap_spaces(text, width, first, rest) or [first.rstrip()]
     return textwrap.wrap(
         text,

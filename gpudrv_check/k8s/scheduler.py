@@ -70,7 +70,8 @@ REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 #: the DynamicResources PostFilter for a pod without claims (DRA on by default since 1.34)
 DRA_POSTFILTER = "no new claims to deallocate"
 #: the resources NodeResourcesFit checks by name before the scalar (extended) ones
-_NAMED = ("cpu", "memory", "ephemeral-storage")
+NAMED_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+_NAMED = NAMED_RESOURCES
 
 _KUBELET_TAINT = "node(s) had taints that the pod didn't tolerate"
 

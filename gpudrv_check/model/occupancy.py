@@ -115,6 +115,7 @@ class Occupancy:
         # per (verdicts, requests): what their usable nodes lack, as of `seen` entries of the log
         # of nodes given a pod
         self._lacking: dict[tuple[int, int], _Lacking] = {}
+        self._tracked_memo: dict[tuple[int, int], tuple[list[Node], bool]] = {}
         self._log: list[str] = []
         if records is not None:
             self._restore(repo, records)
@@ -149,8 +150,15 @@ class Occupancy:
         return self._replicas.get(id(workload))
 
     # --- placing ----------------------------------------------------------------------------
-    def _tracked(self, requests: Mapping[str, Fraction], nodes: list[Node]) -> bool:
+    def _tracked(self, requests: Mapping[str, Fraction], nodes: list[Node], rid: int) -> bool:
         """Whether any of the nodes keeps count of something one pod takes."""
+        key = (id(nodes), rid)  # the list is kept with the answer: the id is its own
+        known = self._tracked_memo.get(key)
+        if known is None:
+            known = self._tracked_memo[key] = (nodes, self._tracks(requests, nodes))
+        return known[1]
+
+    def _tracks(self, requests: Mapping[str, Fraction], nodes: list[Node]) -> bool:
         for node in nodes:
             allocatable = self._alloc[node.name] or {}
             if "pods" in allocatable or any(r in allocatable for r in requests):
@@ -167,11 +175,11 @@ class Occupancy:
             # the kubelet drops the extended resources its node does not list
             allocatable = self._alloc[eligible[0].name] or {}
             requests = {r: v for r, v in requests.items() if r in allocatable or not is_extended(r)}
-        if not self._tracked(requests, eligible):
+        rid = self._request_id(requests)
+        if not self._tracked(requests, eligible, rid):
             return  # nothing a node counts: every pod runs where the placement allows
         record = Replicas(workload)
         domain_of = _domains(repo, workload, namespaces)
-        rid = self._request_id(requests)
         if workload.kind == "DaemonSet":
             record.nodes = [
                 self._take(n.name, workload, requests, i, rid) for i, n in enumerate(eligible)
@@ -210,7 +218,8 @@ class Occupancy:
         hopeless = (id(eligible), rid)
         if hopeless in self._hopeless:
             return None, cursor
-        skip = set().union(*(self._full.get(r, set()) for r in (*requests, "pods")))
+        fulls = [f for f in (self._full.get(r) for r in (*requests, "pods")) if f]
+        skip = fulls[0] if len(fulls) == 1 else set().union(*fulls)  # one set: not copied
         total = len(eligible)
         for step in range(total):
             node = eligible[(cursor + step) % total].name

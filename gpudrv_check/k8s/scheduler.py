@@ -133,9 +133,10 @@ def fits_request(
 
 def reasons_histogram(reasons: Iterable[str]) -> str:
     """``"<count> <reason>"`` per distinct reason, sorted as strings (Go ``sort.Strings``: so
-    ``"10 …"`` sorts before ``"2 …"``), joined by ``", "``."""
-    counts = Counter(reasons)
-    return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
+    ``"10 …"`` sorts before ``"2 …"``), joined by ``", "``. ``reasons``: one per node, or a
+    Counter of them (model/occupancy.py counts as nodes fill)."""
+    counts = reasons if isinstance(reasons, Counter) else Counter(reasons)  # counted already
+    return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items() if n > 0))
 
 
 def fit_error_message(

@@ -115,6 +115,7 @@ class Occupancy:
         # per (verdicts, requests): what their usable nodes lack, as of `seen` entries of the log
         # of nodes given a pod
         self._lacking: dict[tuple[int, int], _Lacking] = {}
+        self._static_counted: dict[int, Counter[str]] = {}
         self._tracked_memo: dict[tuple[int, int], tuple[list[Node], bool]] = {}
         self._log: list[str] = []
         if records is not None:
@@ -292,8 +293,8 @@ class Occupancy:
             postfilter = placement.release.postfilter(
                 total, workload.preemption_policy, lacking.victims
             )
-            reasons = [*static, *lacking.reasons.elements()]
-            message = fit_error_message(total, reasons, postfilter_message=postfilter)
+            counted = self._static_counts(verdicts, static) + lacking.reasons
+            message = fit_error_message(total, counted, postfilter_message=postfilter)
             return message, lacking.short()
         held = {domain_of[n] for n in record.nodes if n is not None} if domain_of else set()
         reasons = list(static)  # the message counts reasons: their order does not matter
@@ -333,6 +334,13 @@ class Occupancy:
             lacking.update(node, self._short(node, requests, rid))
         lacking.seen = len(self._log)
         return lacking
+
+    def _static_counts(self, verdicts: dict[str, Verdict], static: list[str]) -> Counter[str]:
+        """The static reasons counted (once per constraint set)."""
+        found = self._static_counted.get(id(verdicts))  # kept with _static: the id is theirs
+        if found is None:
+            found = self._static_counted[id(verdicts)] = Counter(static)
+        return found
 
     def _static_reasons(self, verdicts: dict[str, Verdict]) -> tuple[list[str], list[str]]:
         """The reasons of the nodes these verdicts rule out, and the nodes they allow, in node

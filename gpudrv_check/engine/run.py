@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Finding, Location, Severity
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.engine.phases import phase, say_workers
 from gpudrv_check.model.clusters import Cluster, discover
 from gpudrv_check.model.coverage import SkippedRules
 from gpudrv_check.model.disruption import build_pdbs
@@ -300,7 +301,9 @@ def load(
         plan = replace(plan, kinds=plan.kinds - read_kinds)
         options = replace(options or ReadOptions(), skim=plan)
     options = replace(options or ReadOptions(), max_total_bytes=config.max_total_bytes)
-    content = read_repo(source, listing.files, config.max_file_bytes, options)
+    with phase("read"):
+        content = read_repo(source, listing.files, config.max_file_bytes, options)
+    say_workers()
     content.files.extend(
         _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
     )
@@ -310,9 +313,10 @@ def load(
     every = discover(config.clusters, [f.rel for f in content.files], read, kustomizations)
     clusters = _chosen(every, cluster)
     if not clusters:
-        run = _model(
-            source, config, content, listing, matrix, matrix_missing, custom, rules, unknowns
-        )
+        with phase("model"):
+            run = _model(
+                source, config, content, listing, matrix, matrix_missing, custom, rules, unknowns
+            )
         if content.plan is not None and content.plan.clean and _reads_all_namespaces(run.repo):
             # a rule reads every namespace in this run (a `reads:` entry with `when:`): read
             # the namespaces the partition cache would have answered for too
@@ -583,18 +587,21 @@ def evaluate(run: Run) -> None:
     not_run = {r for group in run.skipped_rules for r in group.rules}
     for rule_id, check in checks.items():
         if rule_id not in not_run:
-            run.findings.extend(check(ctx))
+            with phase(f"rule {rule_id}"):
+                run.findings.extend(check(ctx))
     for policy in run.custom_policies:
         if rule_enabled(config, policy.id, run.rules):
             run.findings.extend(check_within_budget(ctx, policy))
-    run.findings = run.unknowns.filter(run.findings)
-    settled = settle(_note_origins(run, run.findings), config, run.rules)
-    run.findings, suppressed = apply_exemptions(settled, run.repo, run.rules)
-    run.suppressed.extend(suppressed)
+    with phase("settle"):
+        run.findings = run.unknowns.filter(run.findings)
+        settled = settle(_note_origins(run, run.findings), config, run.rules)
+        run.findings, suppressed = apply_exemptions(settled, run.repo, run.rules)
+        run.suppressed.extend(suppressed)
     if run.content.plan is not None:
         from gpudrv_check.engine.cache.partition import merge
 
-        merge(run)  # the findings of the namespaces this run did not read again
+        with phase("partition cache"):
+            merge(run)  # the findings of the namespaces this run did not read again
 
 
 def _evaluate_clusters(run: Run) -> None:

@@ -70,7 +70,8 @@ REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 #: the DynamicResources PostFilter for a pod without claims (DRA on by default since 1.34)
 DRA_POSTFILTER = "no new claims to deallocate"
 #: the resources NodeResourcesFit checks by name before the scalar (extended) ones
-_NAMED = ("cpu", "memory", "ephemeral-storage")
+NAMED_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+_NAMED = NAMED_RESOURCES
 
 _KUBELET_TAINT = "node(s) had taints that the pod didn't tolerate"
 
@@ -141,9 +142,10 @@ def fits_request(
 
 def reasons_histogram(reasons: Iterable[str]) -> str:
     """``"<count> <reason>"`` per distinct reason, sorted as strings (Go ``sort.Strings``: so
-    ``"10 …"`` sorts before ``"2 …"``), joined by ``", "``."""
-    counts = Counter(reasons)
-    return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
+    ``"10 …"`` sorts before ``"2 …"``), joined by ``", "``. ``reasons``: one per node, or a
+    Counter of them (model/occupancy.py counts as nodes fill)."""
+    counts = reasons if isinstance(reasons, Counter) else Counter(reasons)  # counted already
+    return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items() if n > 0))
 
 
 def fit_error_message(

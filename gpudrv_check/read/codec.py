@@ -20,7 +20,7 @@ from typing import Any
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import LMap, LSeq
 from gpudrv_check.core.manifest import Manifest
-from gpudrv_check.read.yaml_docs import POSITIONS
+from gpudrv_check.read.yaml_docs import LAYOUTS, POSITIONS, shared_layout
 
 FORMAT = 1  # bump when the encoding changes
 
@@ -69,12 +69,15 @@ def _dec_map(value: tuple) -> LMap:
         elif c is list:
             items[k] = _dec_seq(v)
     shared = POSITIONS.get
-    for k, p in kpos.items():  # the parser's shared position tuples (see yaml_docs)
-        kpos[k] = shared(p, p)
+    layout = LAYOUTS.get((*kpos, *kpos.values()))
+    if layout is None:  # a layout not seen yet: its positions as the shared tuples (yaml_docs)
+        for k, p in kpos.items():
+            kpos[k] = shared(p, p)
+        layout = shared_layout(kpos)
     node = LMap.__new__(LMap)
     node.update(items)
     node.pos = shared(pos, pos)
-    node.kpos = kpos
+    node.kpos = layout
     node.raw = raw
     return node
 

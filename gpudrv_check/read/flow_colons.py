@@ -91,6 +91,8 @@ def _restore(root: Any) -> Any:
 
 def _restore_map(node: LMap) -> None:
     keys = [k for k in node if STAND_IN in k]
+    if keys:  # the parser shares kpos dicts between mappings (yaml_docs.LAYOUTS): a copy
+        node.kpos = dict(node.kpos)
     for key in keys:
         value, pos = node.pop(key), node.kpos.pop(key, node.pos)
         raw = node.raw.pop(key, None) if node.raw else None

@@ -129,3 +129,36 @@ def test_deep_block_nesting_is_refused_without_recursion():
 def test_non_scalar_key_is_reported():
     parsed = parse_text("? [a, b]\n: v\n")
     assert parsed.problems and parsed.problems[0].rule == "GPU000"
+
+
+_SAME_SHAPE = (
+    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: ml\n"
+    "spec:\n  containers:\n  - name: main\n    image: nvcr.io/nvidia/pytorch:24.07-py3\n"
+)
+
+
+def test_files_of_one_shape_share_key_positions_and_strings():
+    """Memory (issue 22): mappings laid out alike share one kpos dict, and equal texts are one
+    string object, across files; positions and values are still each file's own."""
+    a = parse_text(_SAME_SHAPE.format(name="a")).docs[0].data
+    b = parse_text(_SAME_SHAPE.format(name="b")).docs[0].data
+    assert a["metadata"].kpos is b["metadata"].kpos
+    assert a["metadata"].key_pos("namespace") == (5, 3)
+    image_a = a["spec"]["containers"][0]["image"]
+    image_b = b["spec"]["containers"][0]["image"]
+    assert image_a == image_b and image_a is image_b
+    assert (a["metadata"]["name"], b["metadata"]["name"]) == ("a", "b")
+    other = parse_text("metadata:\n  name: c\n\n  namespace: ml\n").docs[0].data
+    assert other["metadata"].kpos is not a["metadata"].kpos  # another layout: its own
+    assert other["metadata"].key_pos("namespace") == (4, 3)
+
+
+def test_a_key_renamed_after_parsing_keeps_the_other_mappings_positions():
+    """read/flow_colons.py renames keys after the parse (`d:e:f`): in a copy of the shared
+    kpos, so another mapping of the same layout keeps its own keys and positions."""
+    first = parse_text("c: {a: b:c, d:e:f}\n").docs[0].data["c"]
+    second = parse_text("c: {a: b:c, d:e:f}\n").docs[0].data["c"]
+    for c in (first, second):
+        assert dict(c.kpos) == {"a": (1, 5), "d:e:f": (1, 13)}
+    plain = parse_text("c: {a: 1, x: 2}\n").docs[0].data["c"]
+    assert dict(plain.kpos) == {"a": (1, 5), "x": (1, 11)}

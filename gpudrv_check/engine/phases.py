@@ -1,0 +1,49 @@
+"""Where one run's time goes: CPU and wall seconds per phase, on stderr when the environment
+sets GPUDRV_CHECK_PHASES (issue 22 profiles large repos with it); nothing otherwise.
+
+    GPUDRV_CHECK_PHASES=1 gpudrv-check check big-repo --jobs 2
+
+Each line is `gpudrv-check: phase NAME cpu C wall W`, in the order the phases ended, then the
+CPU of the worker processes (they parse files while this process does too). Timers read the
+clocks only when asked to: a run without the variable pays one dictionary lookup per phase.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+ENV = "GPUDRV_CHECK_PHASES"
+
+
+def enabled() -> bool:
+    return bool(os.environ.get(ENV))
+
+
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Time the block as phase `name` (said when it ends) if GPUDRV_CHECK_PHASES is set."""
+    if not enabled():
+        yield
+        return
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        yield
+    finally:
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        sys.stderr.write(f"gpudrv-check: phase {name} cpu {cpu:.3f} wall {wall:.3f}\n")
+
+
+def say_workers() -> None:
+    """The CPU seconds of the worker processes this run waited for, if asked for."""
+    if not enabled():
+        return
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sys.stderr.write(f"gpudrv-check: phase workers cpu {usage.ru_utime + usage.ru_stime:.3f}\n")

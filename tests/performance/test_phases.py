@@ -1,0 +1,44 @@
+"""GPUDRV_CHECK_PHASES (engine/phases.py): per-phase timings on stderr when asked, nothing
+otherwise. Only the shape of the lines is pinned, never a time."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+LAB = Path(__file__).resolve().parents[2] / "examples" / "lab"
+LINE = re.compile(r"gpudrv-check: phase (\S+(?: \S+)?) cpu \d+\.\d{3}( wall \d+\.\d{3})?")
+
+
+def _check(env: dict[str, str]) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k != "GPUDRV_CHECK_PHASES"}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpudrv_check",
+            "check",
+            str(LAB),
+            "--no-cache",
+            "--fail-on",
+            "never",
+        ],
+        capture_output=True,
+        text=True,
+        env={**base, **env},
+        check=True,
+    )
+
+
+def test_phases_are_said_when_asked_and_the_report_is_unchanged():
+    quiet, timed = _check({}), _check({"GPUDRV_CHECK_PHASES": "1"})
+    assert "phase" not in quiet.stderr
+    assert timed.stdout == quiet.stdout
+    lines = [line for line in timed.stderr.splitlines() if line.startswith("gpudrv-check: phase")]
+    assert all(LINE.fullmatch(line) for line in lines), lines
+    names = [LINE.fullmatch(line).group(1) for line in lines]
+    assert names[:3] == ["read", "workers", "model"]
+    assert "rule GPU001" in names and names[-1] == "settle"

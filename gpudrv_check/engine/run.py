@@ -502,6 +502,11 @@ def _model(
         embedded=EmbeddedYaml(),
     )
     repo.extras["gpu_presence"] = gpu_presence
+    from gpudrv_check.engine.cache.partition import Plan
+
+    if isinstance(content.plan, Plan) and content.plan.partial:
+        # the capacity outcome of the full run this partial one stands for (partition.py)
+        repo.extras["occupancy_records"] = content.plan.occupancy
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
     run = Run(
         repo=repo,

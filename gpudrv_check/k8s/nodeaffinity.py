@@ -485,6 +485,13 @@ def node_selector_map_matches(node_selector: object, labels: object) -> bool:
     return all(k in node_labels and node_labels[k] == v for k, v in pairs)
 
 
+def selector_value(value: object) -> object:
+    """A ``nodeSelector`` value as the API server decodes it: JSON ``null`` (YAML ``~``,
+    ``null`` or nothing) into a ``map[string]string`` entry is the empty string (encoding/json
+    stores the zero value)."""
+    return "" if value is None else value
+
+
 def _selector_pairs(node_selector: object) -> tuple[tuple[str, str], ...] | None:
     """The nodeSelector as pairs; None when it is malformed (and so matches nothing)."""
     if node_selector is None:
@@ -492,7 +499,8 @@ def _selector_pairs(node_selector: object) -> tuple[tuple[str, str], ...] | None
     if not isinstance(node_selector, Mapping):
         return None
     pairs: list[tuple[str, str]] = []
-    for key, value in node_selector.items():
+    for key, raw in node_selector.items():
+        value = selector_value(raw)
         if not isinstance(key, str) or not isinstance(value, str):
             return None
         pairs.append((key, value))
@@ -653,7 +661,8 @@ def validate_node_selector_map(node_selector: object) -> list[Problem]:
     if not isinstance(node_selector, Mapping):
         return [_wrong_type((), "a map of label keys to string values", node_selector)]
     problems: list[Problem] = []
-    for key, value in node_selector.items():
+    for key, raw in node_selector.items():
+        value = selector_value(raw)
         path: Path = (key if isinstance(key, str) else str(key),)
         key_errors = label_key_errors(key)
         if key_errors:
@@ -776,7 +785,8 @@ def node_selector_map_explanations(node_selector: object, labels: object) -> lis
         return [_invalid((), validate_node_selector_map(node_selector))]
     node_labels = _label_map(labels)
     checks = []
-    for key, want in node_selector.items():
+    for key, raw in node_selector.items():
+        want = selector_value(raw)
         path: Path = (key if isinstance(key, str) else str(key),)
         if not isinstance(key, str) or not isinstance(want, str):
             checks.append(

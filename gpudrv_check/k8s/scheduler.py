@@ -19,14 +19,19 @@ Upstream, read and reproduced (not copied):
 Version notes. Since PR 134740 (1.35, backported to 1.34) the taint reason no longer names the
 taint (it used to read ``node(s) had untolerated taint {key: value}``). Since PR 131345 (1.34) a
 request larger than a node's allocatable is unresolvable, so preemption is "not helpful" for
-it too. Clusters with dynamic resource allocation enabled add ``no new claims to deallocate, ``
-before ``preemption:``. We reproduce current upstream without the DRA clause.
+it too. With dynamic resource allocation (on by default since 1.34) the DynamicResources
+PostFilter adds ``no new claims to deallocate, `` before ``preemption:``. ``SchedulerRelease``
+chooses the wording (the ``scheduler_version`` parameter of GPU010; default: current upstream).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from gpudrv_check.k8s.quantity import milli_value, value
 
 __all__ = [
     "REASON_UNSCHEDULABLE",
@@ -38,9 +43,16 @@ __all__ = [
     "PREEMPTION_NOT_HELPFUL",
     "PREEMPTION_NEVER",
     "insufficient",
+    "Insufficient",
+    "fits_request",
+    "REASON_TOO_MANY_PODS",
+    "REASON_NO_VICTIMS",
+    "DRA_POSTFILTER",
     "reasons_histogram",
     "fit_error_message",
     "preemption_message",
+    "SchedulerRelease",
+    "scheduler_release",
     "kubelet_rejection",
 ]
 
@@ -52,6 +64,13 @@ REASON_PREFILTER_AFFINITY = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 REASON_AFFINITY_CONFLICT = "pod affinity terms conflict"
 PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 PREEMPTION_NEVER = "not eligible due to preemptionPolicy=Never."
+REASON_TOO_MANY_PODS = "Too many pods"
+#: SelectVictimsOnNode when no pod on the node has a lower priority (every pod here: priority 0)
+REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+#: the DynamicResources PostFilter for a pod without claims (DRA on by default since 1.34)
+DRA_POSTFILTER = "no new claims to deallocate"
+#: the resources NodeResourcesFit checks by name before the scalar (extended) ones
+_NAMED = ("cpu", "memory", "ephemeral-storage")
 
 _KUBELET_TAINT = "node(s) had taints that the pod didn't tolerate"
 
@@ -59,6 +78,56 @@ _KUBELET_TAINT = "node(s) had taints that the pod didn't tolerate"
 def insufficient(resource: str) -> str:
     """NodeResourcesFit's reason for one resource (``Insufficient nvidia.com/gpu``)."""
     return f"Insufficient {resource}"
+
+
+@dataclass(frozen=True, slots=True)
+class Insufficient:
+    """fit.go ``InsufficientResource``: one resource the node cannot give the pod."""
+
+    resource: str
+    reason: str
+    requested: int  # in the scheduler's unit: millicores for cpu, else whole units
+    used: int
+    capacity: int
+    unresolvable: bool  # the request exceeds allocatable: evicting pods never helps
+
+
+def _unit(resource: str, amount: Fraction) -> int:
+    return milli_value(amount) if resource == "cpu" else value(amount)
+
+
+def fits_request(
+    requests: Mapping[str, Fraction],
+    allocatable: Mapping[str, Fraction],
+    used: Mapping[str, Fraction] | None = None,
+    pods_on_node: int = 0,
+) -> list[Insufficient]:
+    """fit.go ``fitsRequest``: every resource the node lacks for the pod, in upstream's order.
+
+    ``allocatable`` is what the node lists. A standard resource (cpu, memory,
+    ephemeral-storage, pods) it does not list is not checked: an inventory that leaves it out
+    says nothing about it (a Node object exported with kubectl always lists all four). A
+    resource with a ``/`` or a hugepages size it does not list has 0, as upstream.
+    """
+    used = used or {}
+    out: list[Insufficient] = []
+    if "pods" in allocatable:
+        allowed = value(allocatable["pods"])
+        if pods_on_node + 1 > allowed:
+            out.append(Insufficient("pods", REASON_TOO_MANY_PODS, 1, pods_on_node, allowed, False))
+    named = [r for r in _NAMED if r in requests]
+    scalar = sorted(r for r in requests if r not in _NAMED and r != "pods")
+    for resource in named + scalar:
+        if resource in _NAMED and resource not in allocatable:
+            continue
+        want = _unit(resource, requests[resource])
+        have = _unit(resource, allocatable.get(resource, Fraction(0)))
+        taken = _unit(resource, used.get(resource, Fraction(0)))
+        if want > 0 and want > have - taken:
+            out.append(
+                Insufficient(resource, insufficient(resource), want, taken, have, want > have)
+            )
+    return out
 
 
 def reasons_histogram(reasons: Iterable[str]) -> str:
@@ -91,25 +160,78 @@ def fit_error_message(
     return message
 
 
-def preemption_message(num_nodes: int, preemption_policy: object = None) -> str:
-    """The DefaultPreemption PostFilter message when every node failed unresolvably.
+def preemption_message(
+    num_nodes: int, preemption_policy: object = None, no_victims: int = 0
+) -> str:
+    """The DefaultPreemption PostFilter message.
 
-    Every reason this checker reproduces is UnschedulableAndUnresolvable (a GPU request larger
-    than the node's allocatable included), so evicting pods never helps.
+    Nodes that failed UnschedulableAndUnresolvable (every static reason here, a request larger
+    than allocatable included) read "Preemption is not helpful for scheduling"; the
+    ``no_victims`` nodes that failed only for want of what other pods hold read
+    ``SelectVictimsOnNode``'s "No preemption victims found for incoming pod" (every pod of a repo
+    has the same priority, so none is a victim).
     """
     if preemption_policy == "Never":
         return f"preemption: {PREEMPTION_NEVER}"
-    inner = fit_error_message(num_nodes, [PREEMPTION_NOT_HELPFUL] * num_nodes)
-    return f"preemption: {inner}"
+    reasons = [REASON_NO_VICTIMS] * no_victims
+    reasons += [PREEMPTION_NOT_HELPFUL] * (num_nodes - no_victims)
+    return f"preemption: {fit_error_message(num_nodes, reasons)}"
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerRelease:
+    """The kube-scheduler minor release whose wording is reproduced (``scheduler_version``).
+
+    - 1.34 and later: dynamic resource allocation is on by default, so the DynamicResources
+      PostFilter adds "no new claims to deallocate" before the preemption message
+      (framework ``RunPostFilterPlugins`` joins the reasons with ", "); a request larger than a
+      node's allocatable is unresolvable (PR 131345); the taint reason does not name the taint
+      (PR 134740, backported to 1.34).
+    - before 1.34: none of the three: no DRA clause, an insufficient resource is resolvable
+      (preemption finds no victims), and the taint reads "node(s) had untolerated taint {k: v}".
+    """
+
+    minor: int = 35
+
+    @property
+    def dra(self) -> bool:
+        return self.minor >= 34
+
+    @property
+    def resources_unresolvable(self) -> bool:
+        return self.minor >= 34
+
+    def taint_reason(self, taint: Mapping[str, object] | None) -> str:
+        if self.minor >= 34 or taint is None:
+            return REASON_TAINT
+        key, val = taint.get("key") or "", taint.get("value") or ""
+        return f"node(s) had untolerated taint {{{key}: {val}}}"
+
+    def postfilter(self, num_nodes: int, preemption_policy: object, no_victims: int = 0) -> str:
+        """What follows the filter reasons: the DRA clause (1.34+) and the preemption message."""
+        preemption = preemption_message(num_nodes, preemption_policy, no_victims)
+        return f"{DRA_POSTFILTER}, {preemption}" if self.dra else preemption
+
+
+def scheduler_release(text: object) -> SchedulerRelease | None:
+    """``"1.33"`` or ``"v1.33.2"`` → the release; None when it names no 1.x release."""
+    if not isinstance(text, str):
+        return None
+    parts = text.strip().lstrip("v").split(".")
+    if len(parts) < 2 or parts[0] != "1" or not parts[1].isascii() or not parts[1].isdigit():
+        return None
+    minor = int(parts[1]) if len(parts[1]) <= 3 else None
+    return SchedulerRelease(minor) if minor is not None else None
 
 
 def kubelet_rejection(
-    reason: str, resource: str | None = None, requested: int = 0, capacity: int = 0
+    reason: str, resource: str | None = None, requested: int = 0, capacity: int = 0, used: int = 0
 ) -> str:
     """What the kubelet writes into a bound pod's status when it refuses to admit it.
 
     ``reason`` is ``"affinity"``, ``"taint"`` or ``"resource"`` (then ``resource``,
-    ``requested`` and ``capacity`` say what was short; nothing else runs there, so used is 0).
+    ``requested``, ``capacity`` and ``used`` say what was short, in the scheduler's units:
+    millicores for cpu; lifecycle/predicate.go ``InsufficientResourceError.Error``).
     """
     if reason == "affinity":
         detail = "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
@@ -117,7 +239,7 @@ def kubelet_rejection(
         detail = f"Predicate TaintToleration failed: {_KUBELET_TAINT}"
     else:
         detail = (
-            f"Node didn't have enough resource: {resource}, requested: {requested}, used: 0, "
+            f"Node didn't have enough resource: {resource}, requested: {requested}, used: {used}, "
             f"capacity: {capacity}"
         )
     return f"Pod was rejected: {detail}"

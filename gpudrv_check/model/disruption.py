@@ -35,6 +35,7 @@ from gpudrv_check.k8s.disruption import (
 from gpudrv_check.k8s.labels import Problem
 from gpudrv_check.k8s.labelselector import EVERYTHING, SelectorKey, selector_key
 from gpudrv_check.model.node import Node
+from gpudrv_check.model.occupancy import pod_count
 from gpudrv_check.model.spread import DomainCache, Spread, namespace_labels, workload_spread
 from gpudrv_check.model.workload import SCALABLE_KINDS, Workload
 from gpudrv_check.read.policy import builtin
@@ -229,22 +230,6 @@ class Coverage:
         return self.budget.disruptions_allowed == 0 and self.budget.current_healthy > 0
 
 
-def _pod_count(workload: Workload, eligible: int) -> int:
-    if workload.template_only:
-        return 0  # pods come from the objects that use it
-    if workload.owner_kind:
-        return workload.replicas or 0
-    kind = workload.kind
-    if kind == "DaemonSet":
-        return eligible
-    if kind == "CronJob":
-        value = workload.manifest.get("spec", "jobTemplate", "spec", "parallelism")
-        return value if isinstance(value, int) and not isinstance(value, bool) else 1
-    if kind == "Job":
-        return workload.replicas if workload.replicas is not None else 1
-    return workload.replicas or 0
-
-
 class _LabelIndex:
     """Workloads by namespace and by label pair, so a PDB is matched against few of them."""
 
@@ -298,11 +283,14 @@ class Disruption:
                     frozenset(n.name for n in gpu),
                 )
             _, eligible, gpu, gpu_names = entry
-            pods = _pod_count(workload, len(eligible))
+            pods = pod_count(workload, len(eligible))
             spread = workload_spread(repo, workload, namespaces, domain_cache)
             healthy = 0 if not eligible else pods
             if spread is not None:
                 healthy = min(healthy, spread.capacity)
+            running = repo.occupancy.replicas(workload)
+            if running is not None:  # the nodes' room, shared with the other pods
+                healthy = min(healthy, running.placed)
             self._pods[id(workload)] = WorkloadPods(
                 workload, pods, healthy, eligible, spread, gpu, gpu_names
             )

@@ -37,6 +37,8 @@ class EmbeddedReader(Protocol):
 
     def mapping(self, text: str) -> dict[str, Any] | None: ...
 
+    def documents(self, text: str) -> list[Any] | None: ...
+
 
 CHART = "gpu-operator"
 DEFAULT_VALUES_KEY = "values.yaml"

@@ -9,9 +9,11 @@ highest in inventory is 550 on lab-node-0, lab-node-2``), and which key to point
 from __future__ import annotations
 
 import difflib
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.core.located import Path
@@ -20,21 +22,23 @@ from gpudrv_check.k8s.nodeaffinity import (
     parse_int64,
     prefilter_node_names,
     required_node_affinity,
+    selector_value,
     term_explanations,
     term_problems,
 )
+from gpudrv_check.k8s.quantity import quantity_value
 from gpudrv_check.k8s.scheduler import (
     REASON_AFFINITY_CONFLICT,
     fit_error_message,
+    fits_request,
     kubelet_rejection,
-    preemption_message,
     reasons_histogram,
 )
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.placement import (
     AFFINITY,
     AFFINITY_CONFLICT,
-    INSUFFICIENT_GPU,
+    INSUFFICIENT,
     PREFILTER,
     TAINT,
     UNSCHEDULABLE,
@@ -61,6 +65,7 @@ class Pending:
     path: Path  # the key to point at, relative to the manifest
     cause: str  # CAUSE_*: what to change
     taint: Mapping[str, Any] | None = None  # a taint (or the cordon) that keeps the pods off
+    resource: str | None = None  # CAUSE_GPU: the resource no admitted node has enough of
 
 
 def node_names(nodes: Iterable[Node | str], limit: int = NAMES_SHOWN) -> str:
@@ -178,7 +183,8 @@ def _selector_details(selector: object, failed: list[Node], everyone: list[Node]
     if not isinstance(selector, Mapping):
         return []
     out = []
-    for key, want in selector.items():
+    for key, raw in selector.items():
+        want = selector_value(raw)
         removed = [n for n in failed if n.labels.get(key) != want]
         if not removed:
             continue
@@ -252,7 +258,7 @@ def _affinity_details(
 def _selector_matches(selector: object, node: Node) -> bool:
     if not isinstance(selector, Mapping):
         return True
-    return all(node.labels.get(k) == v for k, v in selector.items())
+    return all(node.labels.get(k) == selector_value(v) for k, v in selector.items())
 
 
 def _required_terms(spec: Mapping[str, Any]) -> list | None:
@@ -273,7 +279,9 @@ def _affinity_path(workload: Workload, spec: Mapping[str, Any], everyone: list[N
     if isinstance(selector, Mapping) and selector:
         if not any(_selector_matches(selector, n) for n in everyone):
             dead = [
-                k for k, v in selector.items() if not any(n.labels.get(k) == v for n in everyone)
+                k
+                for k, v in selector.items()
+                if not any(n.labels.get(k) == selector_value(v) for n in everyone)
             ]
             return (*base, "nodeSelector", dead[0]) if len(dead) == 1 else (*base, "nodeSelector")
     terms = _required_terms(spec)
@@ -291,15 +299,46 @@ def _blocked_path(workload: Workload) -> Path:
     return workload.spec_path
 
 
-def _gpu_details(workload: Workload, placement: Placement, nodes: list[Node]) -> str:
-    counts = {n.name: placement.gpu_count(n) for n in nodes}
-    known = {name: c for name, c in counts.items() if c is not None}
-    best = max(known.values(), default=0)
-    where = [name for name, c in known.items() if c == best]
-    return (
-        f"each pod requests {workload.gpus} {GPU_RESOURCE}; the most any node offers is {best}"
-        + (f" (on {node_names(where)})" if best else "")
-    )
+def amount_text(resource: str, amount: Fraction) -> str:
+    """An amount as a quantity reads: ``2``, ``500m`` (cpu), ``1.5`` elsewhere."""
+    if amount.denominator == 1:
+        return str(amount.numerator)
+    if resource == "cpu":
+        return f"{math.ceil(amount * 1000)}m"
+    return f"{float(amount):g}"
+
+
+def _short_resources(verdicts: Mapping[str, Verdict], nodes: list[Node]) -> list[str]:
+    """The resources some node lacks, pods first, then as fitsRequest checks them."""
+    seen: dict[str, None] = {}
+    for node in nodes:
+        for short in verdicts[node.name].short:
+            seen.setdefault(short.resource, None)
+    return list(seen)
+
+
+def _resource_details(
+    workload: Workload, placement: Placement, resources: list[str], nodes: list[Node]
+) -> list[str]:
+    requests = placement.requests(workload)
+    out = []
+    for resource in resources:
+        if resource == "pods":
+            out.append("the nodes hold as many pods as their allocatable pods allows")
+            continue
+        offered = {
+            n.name: a.get(resource, Fraction(0))
+            for n in nodes
+            if (a := placement.allocatable(n)) is not None
+        }
+        best = max(offered.values(), default=Fraction(0))
+        where = [name for name, amount in offered.items() if amount == best]
+        want = amount_text(resource, requests.get(resource, Fraction(0)))
+        out.append(
+            f"each pod requests {want} {resource}; the most any node offers is "
+            f"{amount_text(resource, best)}" + (f" (on {node_names(where)})" if best else "")
+        )
+    return out
 
 
 def _details(
@@ -336,9 +375,26 @@ def _details(
         out.append(f"untolerated taint {text} on {node_names(taints[text])}")
     if by_reason.get(AFFINITY):
         out.extend(_affinity_details(spec, by_reason[AFFINITY], nodes))
-    if by_reason.get(INSUFFICIENT_GPU):
-        out.append(_gpu_details(workload, placement, nodes))
+    if by_reason.get(INSUFFICIENT):
+        resources = _short_resources(verdicts, by_reason[INSUFFICIENT])
+        out.extend(_resource_details(workload, placement, resources, nodes))
+    if dra_claims(spec):
+        out.append(DRA_NOT_EVALUATED)
     return out
+
+
+#: pods with DRA ResourceClaims: the DynamicResources filter's verdict needs the cluster's
+#: DeviceClasses and ResourceSlices, which a repo does not hold
+DRA_NOT_EVALUATED = (
+    "its DRA resource claims (spec.resourceClaims) were not evaluated: which nodes their "
+    "devices allow is unknown here"
+)
+
+
+def dra_claims(spec: object) -> list:
+    """The pod's ``spec.resourceClaims`` (dynamic resource allocation), or []."""
+    claims = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
+    return claims if isinstance(claims, list) else []
 
 
 def _cause(workload: Workload, spec: Mapping[str, Any], placement: Placement) -> str:
@@ -352,17 +408,21 @@ def _cause(workload: Workload, spec: Mapping[str, Any], placement: Placement) ->
     blocked = [n for n in admitted if verdicts[n.name].reason in (TAINT, UNSCHEDULABLE)]
     if len(blocked) == len(admitted):
         return CAUSE_TAINT
-    # the rest lack GPUs, and a tainted one has enough: the taint is what to change, not the
+    # the rest lack room, and a tainted one has enough: the taint is what to change, not the
     # request
-    if all(verdicts[n.name].reason == INSUFFICIENT_GPU for n in admitted if n not in blocked):
-        if any(_enough_gpus(n, workload, placement) for n in blocked):
+    if all(verdicts[n.name].reason == INSUFFICIENT for n in admitted if n not in blocked):
+        if any(_enough_room(n, workload, placement) for n in blocked):
             return CAUSE_TAINT
     return CAUSE_GPU
 
 
-def _enough_gpus(node: Node, workload: Workload, placement: Placement) -> bool:
-    count = placement.gpu_count(node)
-    return count >= workload.gpus if count is not None else node.is_gpu
+def _enough_room(node: Node, workload: Workload, placement: Placement) -> bool:
+    """Whether the node's allocatable holds one pod (a node the inventory gives none for: when
+    it has GPUs or the pod asks for none)."""
+    allocatable = placement.allocatable(node)
+    if allocatable is None:
+        return node.is_gpu or workload.gpus == 0
+    return not fits_request(placement.requests(workload), allocatable)
 
 
 def _path_for(cause: str, workload: Workload, spec: Mapping[str, Any], nodes: list[Node]) -> Path:
@@ -373,6 +433,21 @@ def _path_for(cause: str, workload: Workload, spec: Mapping[str, Any], nodes: li
     if cause == CAUSE_NODE_NAME:
         return (*workload.spec_path, "nodeName")
     return workload.gpu_request_path() or workload.spec_path
+
+
+def resource_request_path(workload: Workload, resource: str) -> Path | None:
+    """Where ``resource`` is written in the template: the largest amount, limits first."""
+    if resource == GPU_RESOURCE:
+        return workload.gpu_request_path()
+    best: tuple[Fraction, Path] | None = None
+    for c in workload.containers:
+        for section in ("limits", "requests"):
+            path = (*c.path, "resources", section, resource)
+            amount, _ = quantity_value(workload.manifest.get(*path))
+            if workload.manifest.get(*path) is not None and amount is not None:
+                if best is None or amount > best[0]:
+                    best = (amount, path)
+    return best[1] if best else None
 
 
 def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
@@ -398,8 +473,8 @@ def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
     pending = placement.memo.get(key)
     if pending is None:
         pending = placement.memo[key] = _explain(workload, placement)
-    if pending.cause == CAUSE_GPU:
-        path = workload.gpu_request_path() or workload.spec_path
+    if pending.cause == CAUSE_GPU and pending.resource is not None:
+        path = resource_request_path(workload, pending.resource) or pending.path
         if path != pending.path:
             pending = replace(pending, path=path)
     return pending
@@ -419,18 +494,33 @@ def _explain(workload: Workload, placement: Placement) -> Pending:
     taint = next((v.taint for v in verdicts.values() if v.reason == TAINT), None) or next(
         (v.taint for v in verdicts.values() if v.reason == UNSCHEDULABLE), None
     )
-    reasons = [verdicts[n.name].wording for n in nodes]
+    reasons = [r for n in nodes for r in placement.node_reasons(verdicts[n.name])]
     if workload.kind == "DaemonSet":
         message = f"0/{len(nodes)} nodes run a pod of this DaemonSet: {reasons_histogram(reasons)}."
         return Pending(message, tuple(details), path, cause, taint)
     conflict = any(verdicts[n.name].reason == AFFINITY_CONFLICT for n in nodes)
+    release = placement.release
+    # before 1.34 an insufficient resource was resolvable: preemption looked for victims there
+    no_victims = 0
+    if not release.resources_unresolvable:
+        no_victims = sum(verdicts[n.name].reason == INSUFFICIENT for n in nodes)
     message = fit_error_message(
         len(nodes),
         reasons,
         prefilter_message=REASON_AFFINITY_CONFLICT if conflict else None,
-        postfilter_message=preemption_message(len(nodes), workload.preemption_policy),
+        postfilter_message=release.postfilter(len(nodes), workload.preemption_policy, no_victims),
     )
-    return Pending(message, tuple(details), path, cause, taint)
+    resource = _first_short(verdicts, nodes) if cause == CAUSE_GPU else None
+    if resource is not None:
+        path = resource_request_path(workload, resource) or path
+    return Pending(message, tuple(details), path, cause, taint, resource)
+
+
+def _first_short(verdicts: Mapping[str, Verdict], nodes: list[Node]) -> str | None:
+    resources = _short_resources(verdicts, nodes)
+    requested = [r for r in resources if r != "pods"]
+    chosen = requested or resources
+    return chosen[0] if chosen else None
 
 
 def _explain_bound(
@@ -459,7 +549,12 @@ def _explain_bound(
         detail = f"untolerated NoExecute taint {taint_text(verdict.taint or {})} on {bound}"
         message = prefix + kubelet_rejection("taint")
         return Pending(message, (detail,), _blocked_path(workload), CAUSE_TAINT, verdict.taint)
-    offered = placement.gpu_count(node) or 0
-    message = prefix + kubelet_rejection("resource", GPU_RESOURCE, workload.gpus, offered)
-    path = workload.gpu_request_path() or name_path
-    return Pending(message, (), path, CAUSE_GPU)
+    # the kubelet reports the first resource its admission check finds short
+    short = verdict.short[0]
+    message = prefix + kubelet_rejection(
+        "resource", short.resource, short.requested, short.capacity, short.used
+    )
+    if short.resource == "pods":
+        return Pending(message, (), name_path, CAUSE_GPU, resource="pods")
+    path = resource_request_path(workload, short.resource) or name_path
+    return Pending(message, (), path, CAUSE_GPU, resource=short.resource)

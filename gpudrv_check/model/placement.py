@@ -16,16 +16,20 @@ costs a few hundred class evaluations, not millions of node checks.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
+from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.nodeaffinity import (
     RequiredNodeAffinity,
     prefilter_node_names,
     required_node_affinity,
 )
 from gpudrv_check.k8s.numbers import gpu_count
+from gpudrv_check.k8s.quantity import quantity_value
+from gpudrv_check.k8s.resources import is_extended
 from gpudrv_check.k8s.scheduler import (
     REASON_AFFINITY,
     REASON_AFFINITY_CONFLICT,
@@ -33,7 +37,9 @@ from gpudrv_check.k8s.scheduler import (
     REASON_PREFILTER_AFFINITY,
     REASON_TAINT,
     REASON_UNSCHEDULABLE,
-    insufficient,
+    Insufficient,
+    SchedulerRelease,
+    fits_request,
 )
 from gpudrv_check.k8s.taints import (
     daemonset_pod_tolerations,
@@ -52,7 +58,8 @@ UNSCHEDULABLE = "unschedulable"  # NodeUnschedulable: cordoned, cordon taint not
 NODE_NAME = "node_name"  # NodeName: spec.nodeName names another node
 TAINT = "taint"  # TaintToleration: an untolerated NoSchedule/NoExecute taint
 AFFINITY = "affinity"  # NodeAffinity: nodeSelector / required node affinity
-INSUFFICIENT_GPU = "insufficient_gpu"  # NodeResourcesFit: more nvidia.com/gpu than allocatable
+INSUFFICIENT = "insufficient"  # NodeResourcesFit: a request larger than allocatable
+INSUFFICIENT_GPU = INSUFFICIENT  # the name callers used when only nvidia.com/gpu was checked
 
 #: the scheduler's wording per reason (FitError messages)
 SCHEDULER_WORDING = {
@@ -62,7 +69,6 @@ SCHEDULER_WORDING = {
     NODE_NAME: REASON_NODE_NAME,
     TAINT: REASON_TAINT,
     AFFINITY: REASON_AFFINITY,
-    INSUFFICIENT_GPU: insufficient(GPU_RESOURCE),
 }
 
 
@@ -70,17 +76,46 @@ SCHEDULER_WORDING = {
 class Verdict:
     reason: str
     taint: Mapping[str, Any] | None = None  # the untolerated taint (TAINT, UNSCHEDULABLE)
+    short: tuple[Insufficient, ...] = ()  # INSUFFICIENT: every resource the node lacks
+    # OK for a bound pod: extended resources the node does not list, which the kubelet drops
+    # from the request (lifecycle/predicate.go removeMissingExtendedResources)
+    dropped: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
         return self.reason == OK
 
     @property
+    def reasons(self) -> tuple[str, ...]:
+        """The filter's reasons for this node, as the FitError histogram counts them."""
+        if self.reason == INSUFFICIENT:
+            return tuple(s.reason for s in self.short)
+        wording = SCHEDULER_WORDING.get(self.reason)
+        return (wording,) if wording else ()
+
+    @property
     def wording(self) -> str:
-        return SCHEDULER_WORDING.get(self.reason, "")
+        return ", ".join(self.reasons)
 
 
 _OK = Verdict(OK)
+
+
+def node_allocatable(node: Node) -> dict[str, Fraction] | None:
+    """What the scheduler may allocate on the node; None when the inventory gives neither.
+
+    ``status.allocatable``, defaulted to ``status.capacity`` when absent (pkg/apis/core/v1
+    ``SetDefaults_NodeStatus``, "Allocatable ... Defaults to Capacity"). A quantity that does not
+    parse (reported by the inventory reader) counts as 0.
+    """
+    source = node.allocatable or node.capacity
+    if not source:
+        return None
+    out: dict[str, Fraction] = {}
+    for key, raw in source.items():
+        amount, _ = quantity_value(raw)
+        out[key] = amount if amount is not None and amount > 0 else Fraction(0)
+    return out
 
 
 def node_gpu_count(node: Node) -> int | None:
@@ -94,6 +129,26 @@ def node_gpu_count(node: Node) -> int | None:
             count, _ = gpu_count(source.get(GPU_RESOURCE, "0"))
             return count or 0  # not a count (reported by the inventory reader): none offered
     return None
+
+
+def runtime_class_overheads(manifests: Iterable[Manifest]) -> dict[str, dict[str, Fraction]]:
+    """RuntimeClass name → ``overhead.podFixed`` for the RuntimeClasses in the repo
+    (node.k8s.io/v1; the RuntimeClass admission controller copies it into each pod's
+    ``spec.overhead``, which ``PodRequests`` adds)."""
+    out: dict[str, dict[str, Fraction]] = {}
+    for manifest in manifests:
+        if manifest.kind != "RuntimeClass" or not manifest.api_version.startswith("node.k8s.io/"):
+            continue
+        fixed = manifest.get("overhead", "podFixed")
+        if manifest.name and isinstance(fixed, Mapping):
+            amounts = {k: quantity_value(v)[0] for k, v in fixed.items() if isinstance(k, str)}
+            out[manifest.name] = {k: v for k, v in amounts.items() if v is not None and v > 0}
+    return out
+
+
+def _amounts(amounts: Mapping[str, Fraction] | None) -> tuple | None:
+    """Resource amounts as a hashable key."""
+    return None if amounts is None else tuple(sorted((k, str(v)) for k, v in amounts.items()))
 
 
 def _signature(value: Any) -> str:
@@ -137,14 +192,33 @@ class _Constraints:
     tolerations: object
     bound: str | None  # spec.nodeName: no scheduler, the kubelet admits
     prefilter: frozenset[str] | None  # NodeAffinity PreFilter node names; None: every node
-    gpus: int
+    requests: dict[str, Fraction]  # one pod's requests, RuntimeClass overhead included
 
 
 class Placement:
     """Placement of pod templates over one inventory of nodes, with memoisation."""
 
-    def __init__(self, nodes: list[Node]) -> None:
+    def __init__(
+        self,
+        nodes: list[Node],
+        overheads: Mapping[str, Mapping[str, Fraction]] | None = None,
+        release: SchedulerRelease | None = None,
+        derived: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
         self.nodes = sorted(nodes, key=lambda n: n.name)
+        #: whose wording the FitError messages reproduce (GPU010's scheduler_version)
+        self.release = release or SchedulerRelease()
+        #: RuntimeClass name -> overhead.podFixed (the RuntimeClass admission controller sets
+        #: a pod's spec.overhead from it)
+        self.overheads = dict(overheads or {})
+        # a node the inventory gives no allocatable for may have one derived from its MIG config
+        derived = derived or {}
+        self._alloc = {
+            n.name: node_allocatable(n)
+            if n.name not in derived
+            else {k: Fraction(v) for k, v in derived[n.name].items()}
+            for n in self.nodes
+        }
         self._taints = {n.name: node_taints({"taints": n.taints}) for n in self.nodes}
         self._cordon = {
             n.name: node_taints({"unschedulable": True})[-1] for n in self.nodes if n.unschedulable
@@ -153,7 +227,7 @@ class Placement:
         base_ids: dict[tuple, int] = {}
         self._base = {
             n.name: base_ids.setdefault(
-                (_signature(self._taints[n.name]), n.unschedulable, self._gpus[n.name]),
+                (_signature(self._taints[n.name]), n.unschedulable, _amounts(self._alloc[n.name])),
                 len(base_ids),
             )
             for n in self.nodes
@@ -169,6 +243,28 @@ class Placement:
 
     def gpu_count(self, node: Node) -> int | None:
         return self._gpus.get(node.name)
+
+    def node_reasons(self, verdict: Verdict) -> tuple[str, ...]:
+        """The FitError reasons of one node's verdict in this release's wording."""
+        if verdict.reason == TAINT:
+            return (self.release.taint_reason(verdict.taint),)
+        return verdict.reasons
+
+    def allocatable(self, node: Node) -> dict[str, Fraction] | None:
+        """What the node offers (do not mutate the result); None when the inventory says nothing."""
+        return self._alloc.get(node.name)
+
+    def requests(self, workload: Workload) -> dict[str, Fraction]:
+        """One pod's requests as the scheduler sums them: the template's plus the overhead of
+        its RuntimeClass when the repo holds that RuntimeClass."""
+        runtime = workload.spec_get("runtimeClassName")
+        overhead = self.overheads.get(runtime) if isinstance(runtime, str) else None
+        if not overhead:
+            return workload.requests
+        total = dict(workload.requests)
+        for key, amount in overhead.items():
+            total[key] = total.get(key, Fraction(0)) + amount
+        return total
 
     def constraint_key(self, workload: Workload, daemonset: bool | None = None) -> tuple:
         """What the verdicts depend on: equal keys, equal verdicts on every node."""
@@ -191,7 +287,7 @@ class Placement:
             workload.node_name,
             is_ds,
             workload.host_network if is_ds else False,
-            workload.gpus,
+            _amounts(self.requests(workload)),
         )
 
     def verdicts(self, workload: Workload, daemonset: bool | None = None) -> dict[str, Verdict]:
@@ -221,7 +317,7 @@ class Placement:
         # the PreFilter is the scheduler's; bound pods and the DaemonSet controller skip it
         prefilter = None if (bound or daemonset) else prefilter_node_names(spec)
         return _Constraints(
-            required_node_affinity(spec), tolerations, bound, prefilter, workload.gpus
+            required_node_affinity(spec), tolerations, bound, prefilter, self.requests(workload)
         )
 
     def _evaluate(self, workload: Workload, daemonset: bool) -> dict[str, Verdict]:
@@ -270,8 +366,14 @@ class Placement:
                 return Verdict(TAINT, taint)
             if not c.affinity.matches(node.name, node.labels):
                 return Verdict(AFFINITY)
-        if c.gpus:
-            offered = self._gpus[node.name]
-            if offered is not None and offered < c.gpus:
-                return Verdict(INSUFFICIENT_GPU)
-        return _OK
+        allocatable = self._alloc[node.name]
+        if allocatable is None:
+            return _OK
+        requests, dropped = c.requests, tuple[str, ...]()
+        if c.bound is not None:
+            dropped = tuple(sorted(r for r in requests if is_extended(r) and r not in allocatable))
+            requests = {r: v for r, v in requests.items() if r not in dropped}
+        short = fits_request(requests, allocatable)
+        if short:
+            return Verdict(INSUFFICIENT, short=tuple(short))
+        return Verdict(OK, dropped=dropped) if dropped else _OK

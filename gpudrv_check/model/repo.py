@@ -12,6 +12,7 @@ from gpudrv_check.read.config import Config
 
 if TYPE_CHECKING:
     from gpudrv_check.model.disruption import PDB, Disruption
+    from gpudrv_check.model.occupancy import Occupancy
     from gpudrv_check.model.operands import OperandPlacement
     from gpudrv_check.model.operator import EmbeddedReader, OperatorConfig
     from gpudrv_check.model.placement import Placement
@@ -47,9 +48,17 @@ class Repo:
 
     @cached_property
     def placement(self) -> Placement:
-        from gpudrv_check.model.placement import Placement
+        from gpudrv_check.k8s.scheduler import scheduler_release
+        from gpudrv_check.model.mig import mig_allocatable
+        from gpudrv_check.model.placement import Placement, runtime_class_overheads
+        from gpudrv_check.read.policy import builtin, rule_params
 
-        return Placement(self.nodes)
+        version = rule_params(self.config, builtin("workload-unschedulable").id).get(
+            "scheduler_version"
+        )
+        overheads = runtime_class_overheads(self.manifests)
+        derived = mig_allocatable(self)
+        return Placement(self.nodes, overheads, scheduler_release(version), derived)
 
     @cached_property
     def cuda_table(self) -> CudaTable:
@@ -59,18 +68,31 @@ class Repo:
         return cuda_table(self.config)
 
     @cached_property
+    def occupancy(self) -> Occupancy:
+        """The repo's pods over the nodes' allocatable: who runs, who stays Pending."""
+        from gpudrv_check.model.occupancy import Occupancy
+
+        return Occupancy(self, self.extras.get("occupancy_records"))
+
+    @cached_property
     def disruption(self) -> Disruption:
         """PodDisruptionBudget coverage and budgets over the workloads (computed on first use)."""
         from gpudrv_check.model.disruption import Disruption
 
         return Disruption(self)
 
+    @property
+    def embedded_reader(self) -> EmbeddedReader:
+        """What reads the YAML written inside strings (the engine's, else a new one)."""
+        from gpudrv_check.read.embedded import EmbeddedYaml
+
+        return self.embedded or EmbeddedYaml()
+
     @cached_property
     def operator_configs(self) -> list[OperatorConfig]:
         from gpudrv_check.model.operator import find_operator_configs
-        from gpudrv_check.read.embedded import EmbeddedYaml
 
-        return find_operator_configs(self.manifests, self.embedded or EmbeddedYaml())
+        return find_operator_configs(self.manifests, self.embedded_reader)
 
     @property
     def operator(self) -> OperatorConfig | None:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpudrv_check.core.finding import Finding, Location, ObjectRef, quoted
+from gpudrv_check.core.finding import Finding, Location, ObjectRef
 from gpudrv_check.core.located import Path, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
-from gpudrv_check.k8s.numbers import TOO_LARGE, gpu_count
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
+from gpudrv_check.k8s.quantity import value
+from gpudrv_check.k8s.resources import container_requests, pod_requests
+from gpudrv_check.model.pod_resources import (
+    field_path_text,
+    resource_findings,
+    selector_findings,
+)
 from gpudrv_check.model.workload_kinds import (
     DEFAULT_CONTAINERS,
     ContainerSource,
@@ -54,6 +61,8 @@ class Container(BaseModel):
     path: Path  # relative to the manifest
     gpus: int = 0
     resources_key: str = "resources"  # TrainJob's trainer writes them as resourcesPerNode
+    resources: Any = None  # the located resources mapping, as written
+    restart_policy: Any = None  # an init container with `Always` is a sidecar
 
 
 class Workload(BaseModel):
@@ -69,6 +78,8 @@ class Workload(BaseModel):
     replicas: int | None = None  # pods it asks for; None when the count is not a fixed number
     containers: list[Container] = Field(default_factory=list)
     gpus: int = 0  # nvidia.com/gpu per pod (the scheduler's effective request)
+    # every resource one pod requests (k8s/resources.py pod_requests; no RuntimeClass overhead)
+    requests: dict[str, Fraction] = Field(default_factory=dict)
     # the API server would refuse the object (a GPU040 error that is not scheduler-only):
     # it never gets pods, so the placement rules leave it to GPU040
     api_rejects: bool = False
@@ -195,14 +206,6 @@ def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding
     )
 
 
-def field_path_text(path: Path) -> str:
-    """A key path as the API server prints it: ``spec.tolerations[0].operator``."""
-    text = ""
-    for step in path:
-        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
-    return text
-
-
 _PLACEMENT_HINT = (
     "Fix the field at this line: the API server rejects the whole object, so none of its pods "
     "is ever created."
@@ -245,35 +248,23 @@ def _placement_findings(
     return findings, any(not p.scheduler_only for p in problems)
 
 
-def _gpu_amount(manifest: Manifest, cpath: Path, item: dict, findings: list[Finding]) -> int:
-    """The container's nvidia.com/gpu (limits or requests, the larger); a bad amount is GPU040."""
-    gpus = 0
-    resources = item.get("resources")
-    if not isinstance(resources, dict):
-        return gpus
-    for section in ("limits", "requests"):
-        amounts = resources.get(section)
-        if isinstance(amounts, dict) and GPU_RESOURCE in amounts:
-            count, why = gpu_count(amounts[GPU_RESOURCE])
-            if count is None:
-                shown = quoted(scalar_text(amounts, GPU_RESOURCE))
-                findings.append(
-                    _finding(
-                        manifest,
-                        (*cpath, "resources", section, GPU_RESOURCE),
-                        f"{GPU_RESOURCE} must be a whole number of GPUs, not "
-                        f"{shown}" + (f" ({why})" if why == TOO_LARGE else ""),
-                        "Extended resources cannot be fractional: write e.g. `1`.",
-                    )
-                )
-            else:
-                gpus = max(gpus, count)
-    return gpus
+def pod_requests_of(containers: list[Container], pod_spec: Any) -> dict[str, Fraction]:
+    """What one pod requests, from its containers as found (core paths or a kind's own) and the
+    pod-level resources: k8s/resources.py ``pod_requests`` over the same shape."""
+    view: dict[str, Any] = {
+        "initContainers": [
+            {"resources": c.resources, "restartPolicy": c.restart_policy}
+            for c in containers
+            if c.init
+        ],
+        "containers": [{"resources": c.resources} for c in containers if not c.init],
+    }
+    if isinstance(pod_spec, dict) and "resources" in pod_spec:
+        view["resources"] = pod_spec["resources"]
+    return pod_requests(view)
 
 
-def _container(
-    manifest: Manifest, cpath: Path, item: dict, source: ContainerSource, findings: list[Finding]
-) -> Container:
+def _container(cpath: Path, item: dict, source: ContainerSource) -> Container:
     image = item.get("image")
     if source.image_repository is not None:
         image = _split_image(item, source)
@@ -283,7 +274,9 @@ def _container(
         image=image if isinstance(image, str) else None,
         init=source.init,
         path=cpath,
-        gpus=_gpu_amount(manifest, cpath, item, findings),
+        gpus=value(container_requests(item).get(GPU_RESOURCE, Fraction(0))),
+        resources=item.get("resources"),
+        restart_policy=item.get("restartPolicy"),
     )
 
 
@@ -319,7 +312,7 @@ def _containers(
         field = str(source.path[-1]) if source.path else "container"
         if source.single:
             if isinstance(items, dict):
-                out.append(_container(manifest, path, items, source, findings))
+                out.append(_container(path, items, source))
             else:
                 hint = "Write the container as a mapping."
                 findings.append(_finding(manifest, path, f"{field} must be a mapping", hint))
@@ -346,7 +339,7 @@ def _containers(
                     )
                 )
                 continue
-            out.append(_container(manifest, cpath, item, source, findings))
+            out.append(_container(cpath, item, source))
     return out
 
 
@@ -426,8 +419,8 @@ def _build(
     pod_spec = _pod_spec(manifest, spec_path, findings)
     labels = _labels(manifest, labels_path, findings)
     containers = _containers(manifest, spec_path, findings, sources)
-    main = sum(c.gpus for c in containers if not c.init)
-    init = max((c.gpus for c in containers if c.init), default=0)
+    findings += resource_findings(manifest, [(c.path, c.resources) for c in containers])
+    requests = pod_requests_of(containers, pod_spec)
     workload = Workload(
         manifest=manifest,
         spec_path=spec_path,
@@ -435,7 +428,8 @@ def _build(
         pod_labels=labels,
         labels_path=labels_path,
         containers=containers,
-        gpus=max(main, init),
+        gpus=value(requests.get(GPU_RESOURCE, Fraction(0))),
+        requests=requests,
     )
     return workload, findings
 
@@ -450,6 +444,7 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
     workload, findings = _build(
         manifest, spec_path, _pod_labels_path(manifest.kind), DEFAULT_CONTAINERS, findings
     )
+    findings += selector_findings(manifest)
     workload.replicas = _replicas(manifest, findings)
     placement_findings, placement_rejected = _placement_findings(
         manifest, spec_path, workload.pod_spec

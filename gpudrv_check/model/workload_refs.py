@@ -13,11 +13,12 @@ findings). A runtime not in the repo gives nothing to check (``-v`` lists such o
 
 from __future__ import annotations
 
-from typing import Any
+from fractions import Fraction
 
 from gpudrv_check.core.manifest import Manifest
-from gpudrv_check.k8s.numbers import gpu_count
-from gpudrv_check.model.workload import GPU_RESOURCE, Container, Workload
+from gpudrv_check.k8s.quantity import value
+from gpudrv_check.k8s.resources import container_requests
+from gpudrv_check.model.workload import GPU_RESOURCE, Container, Workload, pod_requests_of
 from gpudrv_check.model.workload_kinds import KindTable, TrainerOverride, Uses, WorkloadKind
 
 
@@ -37,19 +38,6 @@ def _runtime(user: Manifest, uses: Uses, manifests: list[Manifest]) -> Manifest 
     return None
 
 
-def _gpus(resources: Any) -> int | None:
-    if not isinstance(resources, dict):
-        return None
-    best = None
-    for section in ("limits", "requests"):
-        amounts = resources.get(section)
-        if isinstance(amounts, dict) and GPU_RESOURCE in amounts:
-            count, _ = gpu_count(amounts[GPU_RESOURCE])
-            if count is not None:
-                best = max(best or 0, count)
-    return best
-
-
 def _count(user: Manifest, override: TrainerOverride | None) -> int | None:
     value = user.get(*override.count) if override and override.count else None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
@@ -67,7 +55,9 @@ def _containers(
             continue
         image = user.get(*override.image) if override.image else None
         resources = user.get(*override.resources) if override.resources else None
-        gpus = _gpus(resources)
+        # the controller sets the container's resources to resourcesPerNode when it is given
+        resources = resources if isinstance(resources, dict) else c.resources
+        gpus = value(container_requests({"resources": resources}).get(GPU_RESOURCE, Fraction(0)))
         trainer = override.image[:-1] if override.image else ("spec",)
         out.append(
             Container(
@@ -75,8 +65,10 @@ def _containers(
                 image=image if isinstance(image, str) else c.image,
                 init=False,
                 path=tuple(override.resources[:-1]) if override.resources else trainer,
-                gpus=c.gpus if gpus is None else gpus,
+                gpus=gpus,
                 resources_key=str(override.resources[-1]) if override.resources else "resources",
+                resources=resources,
+                restart_policy=c.restart_policy,
             )
         )
     return out
@@ -87,8 +79,7 @@ def _workload(
 ) -> Workload:
     override = next((o for o in entry.overrides if o.template == runtime.role), None)
     containers = _containers(user, runtime, override)
-    main = sum(c.gpus for c in containers if not c.init)
-    init = max((c.gpus for c in containers if c.init), default=0)
+    requests = pod_requests_of(containers, runtime.pod_spec)
     count = _count(user, override)
     of = f"{runtime_manifest.kind} {runtime_manifest.name}"
     return Workload(
@@ -99,7 +90,8 @@ def _workload(
         labels_path=None,
         replicas=count if count is not None else (1 if override is None else None),
         containers=containers,
-        gpus=max(main, init),
+        gpus=value(requests.get(GPU_RESOURCE, Fraction(0))),
+        requests=requests,
         api_rejects=runtime.api_rejects,
         role=f"{runtime.role} (from {of})" if runtime.role else f"(from {of})",
         completes=entry.completes,

@@ -61,8 +61,8 @@ class FileCache(Protocol):
     def partitions(self, reads: list[tuple[str, str]]) -> Decoding | None:
         """Which files this run decodes, from how each was read; None: all of them."""
 
-    def unread(self, rel: str) -> tuple[tuple[tuple[str, Any], ...], int]:
-        """(kind, namespace) per object and the documents skipped, of a file not decoded."""
+    def unread(self, rel: str) -> tuple[int, int]:
+        """The objects a file not decoded holds, and the documents it skipped."""
         ...
 
 
@@ -798,7 +798,7 @@ def read_repo(
             objects, skipped = cache.unread(ref.rel)
             results[i] = None
             content.unread_files += 1
-            content.unread_objects += len(objects)
+            content.unread_objects += objects
             content.unread_skipped += skipped
         elif i in hits:
             assert cache is not None

@@ -51,7 +51,9 @@ _SPECIAL: dict[str, bool | None] = {
 }
 _NUMBER_START = frozenset("0123456789-+.")
 _INT_DEC = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)\Z")
-_INT_OTHER = re.compile(r"[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0[0-7_]+)\Z")
+# go-yaml v2 strips "_" and calls strconv.ParseInt(text, 0, 64): Go's base prefixes 0b, 0o and
+# 0x (either case, so plain `0o17` is the number 15) and a leading 0 for octal
+_INT_OTHER = re.compile(r"[-+]?(?:0[bB][01_]+|0[oO][0-7_]+|0[xX][0-9a-fA-F_]+|0[0-7_]+)\Z")
 _FLOAT = re.compile(
     r"[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?\Z"
     r"|[-+]?\.(?:inf|Inf|INF)\Z|\.(?:nan|NaN|NAN)\Z"
@@ -121,11 +123,15 @@ def resolve_plain(text: str) -> Any:
         return float(digits)
     if _INT_OTHER.match(text):
         sign = -1 if text[0] == "-" else 1
-        body = text.lstrip("+-").replace("_", "")
+        body = text.lstrip("+-").replace("_", "").lower()
+        if body in ("0b", "0o", "0x"):
+            return text  # a prefix without digits: ParseInt fails, go-yaml keeps the string
         if body.startswith("0b"):
             value = sign * int(body[2:], 2)
         elif body.startswith("0x"):
             value = sign * int(body[2:], 16)
+        elif body.startswith("0o"):
+            value = sign * int(body[2:], 8)
         else:
             value = sign * int(body, 8)
         return value if _INT_MIN <= value <= _INT_MAX else text

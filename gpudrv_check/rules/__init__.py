@@ -36,6 +36,8 @@ FOLDERS: tuple[str, ...] = (
     "GPU030_operand_chain_broken",
     "GPU031_gpu_node_missing_operands",
     "GPU032_operand_taint_not_tolerated",
+    "GPU033_gpu_sharing_config",
+    "GPU034_mig_config",
     "GPU020_pdb_blocks_drain",
     "GPU021_anti_affinity_no_spare_domain",
     "GPU022_driver_upgrade_state",

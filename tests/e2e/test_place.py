@@ -10,14 +10,17 @@ import pytest
 
 from tests.conftest import run_cli, write
 
-NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
+NOT_HELPFUL = (
+    "no new claims to deallocate, preemption: 0/{n} nodes are available: {n} Preemption is not "
+    "helpful for scheduling."
+)
 
 PLACE_LAB = """\
 Pod/gpu-drv/cuda12-job  k8s/cuda12-job.yaml:5:3
   lands on 1 of 3 nodes: lab-node-0
   CUDA 12.5.1 (nvcr.io/nvidia/pytorch:24.07-py3) needs driver 555.42.06, from branch 525 with limits: limited on lab-node-0
 Pod/gpu-drv/cuda13-job  k8s/cuda13-job.yaml:5:3
-  lands on no node: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.
+  lands on no node: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.
   - the affinity term requires nvidia.com/cuda.driver.major Gt 560, which removes lab-node-0, lab-node-1, lab-node-2; highest in inventory is 550 on lab-node-0, lab-node-2
   CUDA 12.8.1 (nvcr.io/nvidia/pytorch:25.03-py3) needs driver 570.124.06, from branch 525 with limits
 Deployment/gpu-drv/trainer  k8s/trainer.yaml:5:3

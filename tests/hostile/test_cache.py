@@ -185,7 +185,7 @@ def test_an_authentic_entry_of_the_wrong_type_is_a_miss(tmp_path: Path, value: o
         secret = (cache / cache_mod.SECRET).read_bytes()
         mac = hmac.new(secret, payload, hashlib.sha256).digest()
         entry.write_bytes(blob[:8] + mac + payload)
-        assert kind in ("files", "partitions", "result")
+        assert kind in ("files", "occupancy", "partitions", "result")
     assert store.load("result", "x", "y") is None
     proc = _check(root, cache)
     assert (proc.returncode, proc.stdout) == (cold.returncode, cold.stdout), proc.stderr

@@ -48,6 +48,7 @@ def test_the_lab_cuda13_job() -> None:
     pending = explain(required(term(expr(MAJOR, "Gt", "560"))))
     assert pending.message == (
         "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     assert pending.details == (
@@ -159,7 +160,8 @@ def test_conflicting_name_pins() -> None:
     fields = [expr("metadata.name", "In", "lab-node-0"), expr("metadata.name", "In", "lab-node-1")]
     pending = explain(required(term(fields=fields)))
     assert pending.message == "0/3 nodes are available: pod affinity terms conflict. " + (
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not "
+        "helpful for scheduling."
     )
 
 
@@ -189,7 +191,8 @@ def test_insufficient_gpu_points_at_the_request() -> None:
     spec = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 4}}}]}
     pending = explain(spec, nodes, kind="Deployment")
     assert pending.message == (
-        "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are "
+        "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. no new claims to deallocate, "
+        "preemption: 0/3 nodes are "
         "available: 3 Preemption is not helpful for scheduling."
     )
     assert pending.details == (
@@ -202,7 +205,8 @@ def test_insufficient_gpu_points_at_the_request() -> None:
 def test_preemption_policy_never() -> None:
     pending = explain({"preemptionPolicy": "Never", "nodeSelector": {"x": "y"}})
     assert pending.message.endswith(
-        "selector. preemption: not eligible due to preemptionPolicy=Never."
+        "selector. no new claims to deallocate, preemption: not eligible due to "
+        "preemptionPolicy=Never."
     )
 
 

@@ -193,15 +193,14 @@ def test_only_the_edited_namespace_is_read_again(repo, tmp_path):
     assert not first.plan.clean  # nothing cached yet: every partition is evaluated
     namespaces = set(first.plan.partition_of.values())
     assert "team-0" in namespaces and "gpu-operator" not in namespaces  # DaemonSets: shared
-    # store what a run would: every partition evaluated, no findings (enough for the plan)
-    first.plan.cache.store(
-        "partitions", first.plan.name, "", {ns: (k, [], []) for ns, k in first.plan.keys.items()}
-    )
-    _replicas(repo)
+    # store what a run would: every partition evaluated, no findings (enough for the plan),
+    # and the shared-capacity outcome of that full run
+    _store_full_run(first)
+    _exempt(repo)  # team-4: an annotation, not a capacity demand
     second = _read(repo, cache)
-    assert second.plan.clean == namespaces - {"team-0"}
+    assert second.plan.clean == namespaces - {"team-4"}
     read = {f.rel for f in second.files}
-    assert any(rel.startswith("apps/team-0/") for rel in read)
+    assert any(rel.startswith("apps/team-4/") for rel in read)
     assert not any(rel.startswith("apps/team-1/") for rel in read)
     assert any(rel.startswith("inventory/") for rel in read)  # shared files are always read
     # counted all the same
@@ -209,14 +208,23 @@ def test_only_the_edited_namespace_is_read_again(repo, tmp_path):
     assert second.object_count == first.object_count
     # another context (arguments, config, matrix...) and every partition is evaluated again
     assert not _read(repo, cache, "other").plan.clean
+    # a replica count moves the nodes' shared capacity (model/occupancy.py): every partition
+    _replicas(repo)
+    assert not _read(repo, cache).plan.clean
+
+
+def _store_full_run(result) -> None:
+    """What a full run stores for the plan: every partition evaluated (no findings) and the
+    capacity outcome under the plan's base."""
+    plan = result.plan
+    plan.cache.store("partitions", plan.name, "", {ns: (k, [], []) for ns, k in plan.keys.items()})
+    plan.cache.store("occupancy", plan.name, plan.base, {})
 
 
 def test_a_shared_edit_evaluates_every_partition(repo, tmp_path):
     cache = tmp_path / "cache"
     first = _read(repo, cache)
-    first.plan.cache.store(
-        "partitions", first.plan.name, "", {ns: (k, [], []) for ns, k in first.plan.keys.items()}
-    )
+    _store_full_run(first)
     assert _read(repo, cache).plan.clean  # unchanged: all from the cache
     _node_label(repo)
     assert not _read(repo, cache).plan.clean

@@ -189,7 +189,8 @@ def test_gpu010_at_the_affinity_term_with_nearest_values(tmp_path: Path) -> None
     assert where(f) == ("pod.yaml", *at(text, "matchExpressions"))
     assert f.message == (
         "Pod ml/p stays Pending: 0/3 nodes are available: 3 node(s) didn't match Pod's node "
-        "affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful "
+        "affinity/selector. no new claims to deallocate, preemption: 0/3 nodes are available: 3 "
+        "Preemption is not helpful "
         "for scheduling. Why: the affinity term requires nvidia.com/cuda.driver.major Gt 560, "
         "which removes cpu-1, gpu-515, gpu-550; highest in inventory is 550 on gpu-550."
     )

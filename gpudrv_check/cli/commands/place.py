@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.cli.commands.common import load_run
 from gpudrv_check.cli.options import PlaceOptions
 from gpudrv_check.core.finding import quoted, terminal_text
 from gpudrv_check.model.cuda import CudaFit, cuda_fits
-from gpudrv_check.model.pending import Pending, explain_pending, node_names, taint_text
+from gpudrv_check.model.pending import (
+    DRA_NOT_EVALUATED,
+    Pending,
+    amount_text,
+    dra_claims,
+    explain_pending,
+    node_names,
+    taint_text,
+)
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import Workload
 from gpudrv_check.read.config import ConfigError
@@ -121,7 +131,16 @@ def _entry(
         placement.constraint_key(workload),
     )
     entry["cuda"] = [_cuda_json(f) for f in fits]
+    if dra_claims(workload.pod_spec):
+        entry["dra"] = DRA_NOT_EVALUATED
+    replicas = repo.occupancy.replicas(workload)
+    if replicas is not None and replicas.pending:
+        entry["pending_pods"] = {
+            "pods": [replicas.pod_name(i) for i in replicas.pending],
+            "message": replicas.message or None,
+        }
     if verbose:
+        entry["requests"] = _amounts(placement.requests(workload))
         verdicts = placement.verdicts(workload)
         entry["verdicts"] = [
             {
@@ -129,10 +148,25 @@ def _entry(
                 "fits": verdicts[n.name].ok,
                 "reason": verdicts[n.name].wording or None,
                 "taint": taint_text(taint) if (taint := verdicts[n.name].taint) else None,
+                "offers": _amounts(placement.allocatable(n)),
+                "holds": repo.occupancy.holders.get(n.name, []),
             }
             for n in placement.nodes
         ]
     return entry, fits
+
+
+def _amounts(amounts: Mapping[str, Fraction] | None) -> dict[str, str] | None:
+    """Resource amounts as quantities read (``8``, ``500m``); None when the node says nothing."""
+    if amounts is None:
+        return None
+    return {k: amount_text(k, v) for k, v in sorted(amounts.items())}
+
+
+def _amounts_text(amounts: Mapping[str, str] | None) -> str:
+    if amounts is None:
+        return "no allocatable or capacity given"
+    return ", ".join(f"{k} {v}" for k, v in amounts.items()) or "nothing"
 
 
 def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
@@ -152,12 +186,24 @@ def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
     else:
         lines.append(f"  lands on no node{scaled}: {entry['message']}")
         lines.extend(f"  - {why}" for why in entry["why"])
+    if entry.get("dra"):
+        lines.append(f"  {entry['dra']}")
+    pending = entry.get("pending_pods")
+    if pending:
+        names = node_names(pending["pods"], NAMES_SHOWN)
+        why = f": {pending['message']}" if pending["message"] else ""
+        lines.append(f"  {len(pending['pods'])} pod(s) Pending, no room left ({names}){why}")
     lines.extend(f"  {_cuda_line(fit)}" for fit in fits)
+    if entry.get("requests"):
+        lines.append(f"  asks per pod: {_amounts_text(entry['requests'])}")
     for verdict in entry.get("verdicts", []):
         reason = "fits" if verdict["fits"] else verdict["reason"]
         if verdict["taint"]:
             reason += f" ({verdict['taint']})"
-        lines.append(f"    {verdict['node']}: {reason}")
+        offers = f"; offers {_amounts_text(verdict['offers'])}" if verdict["offers"] else ""
+        holds = verdict["holds"]
+        held = f"; holds {node_names(holds, 3)}" if holds else ""
+        lines.append(f"    {verdict['node']}: {reason}{offers}{held}")
     return lines
 
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gpudrv_check.engine.cache.partition import Plan, Summary, plan, summarize, valid_summary
+from gpudrv_check.engine.cache.partition import (
+    Plan,
+    Summary,
+    object_count,
+    plan,
+    summarize,
+    valid_summary,
+)
 from gpudrv_check.engine.cache.store import Cache, digest
 
 if TYPE_CHECKING:
@@ -126,6 +133,8 @@ class FilesCache:
             metas.append((rel, how, entry.summary if entry is not None else None))
         return plan(self.cache, self.name, self.context, metas)
 
-    def unread(self, rel: str) -> Summary:
-        """The summary of a file this run does not decode (it was read or hit: it has one)."""
-        return self.fresh[rel].summary
+    def unread(self, rel: str) -> tuple[int, int]:
+        """The objects and skipped documents of a file this run does not decode (it was read or
+        hit: it has a summary)."""
+        summary = self.fresh[rel].summary
+        return object_count(summary), summary[1]

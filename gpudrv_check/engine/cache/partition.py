@@ -3,12 +3,19 @@
 What a finding about a namespaced workload or a PodDisruptionBudget says depends on that object,
 on the other such objects of its namespace (which budgets cover which pods), and on the
 cluster-wide objects: nodes, the support matrix, the operator configuration, DaemonSets,
-Namespaces, as long as no rule reads that kind across namespaces. Which kinds qualify is derived
-from the rules' declarations (`partition_kinds`, rules/plan.py): read at `scope: namespace`
-and by nothing at `scope: cluster`. A rule may read them across namespaces only `when:` a
-condition holds (GPU025: an endless waitForCompletion selector, over the Deployments,
-StatefulSets, ... of every namespace); in a run where it holds, the engine reads every
+Namespaces, as long as no rule reads that kind across namespaces, and on the other namespaces'
+workloads only through the nodes' capacity they share (model/occupancy.py). Which kinds
+qualify is derived from the rules' declarations (`partition_kinds`, rules/plan.py): read at
+`scope: namespace` and by nothing at `scope: cluster`. A rule may read them across namespaces
+only `when:` a condition holds (GPU025: an endless waitForCompletion selector, over the
+Deployments, StatefulSets, ... of every namespace); in a run where it holds, the engine reads every
 namespace (engine/run.py `load`), so the cache never hides an object from such a rule.
+
+Shared capacity: every partition's key also digests every file's *capacity demand* (what its
+workloads request, how many pods, where they may go, in which order), so a change of anyone's
+demand makes the run a full one, while other edits (an image, a label the placement does not
+read) stay within their partition. A partial run takes the capacity outcome (who runs, who stays
+Pending) of the last full run with the same demands; without one it is a full run.
 
 So a file whose objects are all of those kinds and all in one namespace belongs to that
 namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or
@@ -44,6 +51,8 @@ def partition_kinds() -> frozenset[str]:
 #: a namespace holding one of these is shared as a whole
 SHARED_NAMESPACE_KINDS = frozenset(("DaemonSet",))
 CACHE_KIND = "partitions"
+#: the shared-capacity outcome of the last full run, keyed by everything it depends on
+OCCUPANCY_KIND = "occupancy"
 
 # per file: ((kind, namespace or None) per object, documents skipped); None when unknown
 Summary = tuple[tuple[tuple[str, Any], ...], int]
@@ -55,12 +64,73 @@ Summary = tuple[tuple[tuple[str, Any], ...], int]
 PLACEHOLDERS = ("${}", None)
 
 
+#: the pseudo-kind of a summary entry holding the digest of the file's capacity demand
+CAPACITY = "#capacity"
+#: the parts of a pod spec that decide how much room its pods take and where
+_DEMAND_FIELDS = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "nodeName",
+    "runtimeClassName",
+    "resources",
+    "overhead",
+    "priorityClassName",
+)
+
+
+def _demand(manifest: Any) -> Any:
+    """What of one workload the shared capacity depends on: for a core kind, the parts of its
+    pod spec that decide room and place; for a kind of the workload table, its whole spec (its
+    templates and replica counts sit at kind-specific paths)."""
+    from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
+
+    identity = (manifest.kind, manifest.namespace, manifest.name, manifest.api_version)
+    path = POD_SPEC_PATHS.get(manifest.kind)
+    if path is None:
+        spec = manifest.get("spec")
+        return (*identity, spec) if isinstance(spec, dict) else None
+    spec = manifest.get(*path)
+    if not isinstance(spec, dict):
+        return None
+    containers = []
+    for kind in ("initContainers", "containers"):
+        items = spec.get(kind)
+        for c in items if isinstance(items, list) else []:
+            if isinstance(c, dict):
+                containers.append((kind, c.get("resources"), c.get("restartPolicy")))
+    labels = manifest.get(*path[:-1], "metadata", "labels") if len(path) > 1 else None
+    scale = manifest.get("spec", "replicas"), manifest.get("spec", "parallelism")
+    return (*identity, scale, labels, [spec.get(f) for f in _DEMAND_FIELDS], containers)
+
+
+def capacity_digest(manifests: list[Any]) -> str | None:
+    """The digest of a file's workloads' capacity demand; None when it holds no workload."""
+    import json
+
+    from gpudrv_check.engine.cache.store import digest
+
+    kinds = partition_kinds()
+    demands = [_demand(m) for m in manifests if m.kind in kinds]
+    if not any(d is not None for d in demands):
+        return None
+    return digest(json.dumps(demands, sort_keys=True, default=str))
+
+
 def summarize(result: Any, placeholders: bool = False) -> Summary:
     """What planning needs of a FileResult, without its trees."""
     objects = tuple((m.kind, m.namespace) for m in result.manifests)
     if placeholders:
         objects += (PLACEHOLDERS,)
+    demand = capacity_digest(result.manifests)
+    if demand is not None:
+        objects += ((CAPACITY, demand),)
     return (objects, len(result.skipped))
+
+
+def object_count(summary: Summary) -> int:
+    """The objects a summarized file holds (its pseudo-entries left out)."""
+    return sum(1 for kind, _ in summary[0] if kind not in (CAPACITY, PLACEHOLDERS[0]))
 
 
 def valid_summary(summary: Any) -> bool:
@@ -127,6 +197,14 @@ class Plan:
     stored: dict[str, PartitionEntry] = field(default_factory=dict)  # namespace -> cached entry
     clean: set[str] = field(default_factory=set)  # namespaces taken from the cache
     findings: dict[str, tuple[list, list]] = field(default_factory=dict)  # of the clean ones
+    #: digest of the context, the shared files and every file's capacity demand
+    base: str = ""
+    #: the capacity outcome stored under ``base`` (model/occupancy.py records), when reused
+    occupancy: dict | None = None
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.clean)
 
     def decode(self, rel: str) -> bool:
         """Whether this run needs the file's objects."""
@@ -151,10 +229,13 @@ def plan(
     # involve the namespace's other objects (a budget covering them, an annotation on an object
     # of the same identity), so they must all be read with it
     shared_namespaces: set[str] = set()
+    demands: list[tuple[str, str]] = []
     kinds = partition_kinds()
     for rel, _, summary in files:
         for kind, ns in summary[0] if summary is not None else ():
-            if kind in SHARED_NAMESPACE_KINDS or (kind in kinds and candidate[rel] is None):
+            if kind == CAPACITY:
+                demands.append((rel, str(ns)))
+            elif kind in SHARED_NAMESPACE_KINDS or (kind in kinds and candidate[rel] is None):
                 shared_namespaces.add(_namespace(kind, ns))
     out = Plan(cache, name)
     shared: list[tuple[str, str]] = []
@@ -166,8 +247,14 @@ def plan(
         else:
             out.partition_of[rel] = namespace
             members.setdefault(namespace, []).append((rel, file_digest))
-    base = digest(context, shared)
+    base = digest(context, shared, sorted(demands))
+    out.base = base
     out.keys = {ns: digest(base, ns, listed) for ns, listed in members.items()}
+    # a partial run cannot share the nodes' capacity among workloads it does not read: it
+    # takes the outcome of the full run with the same demands, and without one it is full
+    out.occupancy = cache.load(OCCUPANCY_KIND, name, base, valid=lambda v: isinstance(v, dict))
+    if out.occupancy is None:
+        return out
     stored = cache.load(CACHE_KIND, name, "", valid=lambda v: isinstance(v, dict)) or {}
     for ns, key in out.keys.items():
         entry = PartitionEntry.loaded(stored.get(ns))
@@ -187,6 +274,8 @@ def _single_namespace(summary: Summary | None) -> str | None:
     namespaces = set()
     kinds = partition_kinds()
     for kind, ns in summary[0]:
+        if kind == CAPACITY:
+            continue
         if kind not in kinds:
             return None
         namespaces.add(_namespace(kind, ns))
@@ -222,3 +311,5 @@ def merge(run: Any) -> None:
     if evaluated or len(entries) != len(plan_.stored):
         stored = {ns: entry.stored() for ns, entry in entries.items()}
         plan_.cache.store(CACHE_KIND, plan_.name, "", stored)
+    if not plan_.partial and plan_.base:
+        plan_.cache.store(OCCUPANCY_KIND, plan_.name, plan_.base, run.repo.occupancy.records())

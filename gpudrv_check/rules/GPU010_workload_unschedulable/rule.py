@@ -18,6 +18,7 @@ from gpudrv_check.model.pending import (
     CAUSE_TAINT,
     Pending,
     explain_pending,
+    resource_request_path,
 )
 from gpudrv_check.model.workload import GPU_RESOURCE, Workload
 from gpudrv_check.rules.context import Context
@@ -129,12 +130,35 @@ def finding_for(ctx: Context, workload: Workload) -> Finding | None:
     return ctx.finding(ID, workload.manifest, path, message, _hint(workload, pending))
 
 
+def pending_replicas_finding(ctx: Context, workload: Workload) -> Finding | None:
+    """Some replicas run, the others find every node's room taken (model/occupancy.py)."""
+    replicas = ctx.repo.occupancy.replicas(workload)
+    if replicas is None or not replicas.pending or not replicas.short:
+        return None  # anti-affinity alone: GPU021's finding
+    pending = replicas.pending
+    names = ", ".join(replicas.pod_name(i) for i in pending[:3])
+    names += f" and {len(pending) - 3} more" if len(pending) > 3 else ""
+    resource = replicas.short[0]
+    message = (
+        f"{workload.title}: {len(pending)} of "
+        f"{len(replicas.nodes)} pods stay Pending ({names}), the nodes they may use being full: "
+        f"{replicas.message}"
+    )
+    path = resource_request_path(workload, resource) or workload.spec_path
+    hint = (
+        f"Lower the replicas or the {resource} each pod requests, or add nodes: the pods that run "
+        f"already hold the {resource} of every node this one may use (`gpudrv-check place "
+        f"--workload {workload.key}` shows who holds what)."
+    )
+    return ctx.finding(ID, workload.manifest, path, message, hint)
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     if not ctx.repo.nodes:
         return
     for workload in ctx.repo.workloads:
         if not workload.placeable:
             continue
-        finding = finding_for(ctx, workload)
+        finding = finding_for(ctx, workload) or pending_replicas_finding(ctx, workload)
         if finding is not None:
             yield finding

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpudrv_check.core.finding import Finding
+from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.model.node import GPU_PRESENT, Node
 from gpudrv_check.model.pending import node_names
 from gpudrv_check.model.placement import Placement
-from gpudrv_check.model.workload import GPU_RESOURCE
+from gpudrv_check.model.workload import GPU_RESOURCE, Workload
 from gpudrv_check.rules.context import Context
 
 ID = "GPU012"
@@ -21,6 +21,25 @@ ID = "GPU012"
 def has_gpu(node: Node, placement: Placement) -> bool:
     count = placement.gpu_count(node)
     return count > 0 if count is not None else node.is_gpu
+
+
+def _bound_finding(ctx: Context, workload: Workload, who: str) -> Finding:
+    """A pod bound to a node that does not list the GPU resource: the kubelet admits it."""
+    node = workload.node_name
+    return ctx.finding(
+        ID,
+        workload.manifest,
+        workload.gpu_request_path() or (*workload.spec_path, "nodeName"),
+        f"{who} requests {workload.gpus} {GPU_RESOURCE} per pod and is bound with spec.nodeName "
+        f"to {node}, whose allocatable does not list {GPU_RESOURCE}: the kubelet admits it "
+        "anyway (it drops extended resources the node does not list, "
+        "lifecycle/predicate.go removeMissingExtendedResources) and it runs without a GPU",
+        hint=(
+            "Bind the pod to a GPU node (or drop spec.nodeName and let the scheduler choose); a "
+            "node without a running device plugin advertises no GPU."
+        ),
+        severity=Severity.WARNING,
+    )
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -35,6 +54,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         if not nodes or any(has_gpu(n, placement) for n in nodes):
             continue
         who = workload.title
+        if workload.node_name is not None and placement.allocatable(nodes[0]) is not None:
+            yield _bound_finding(ctx, workload, who)
+            continue
         yield ctx.finding(
             ID,
             workload.manifest,

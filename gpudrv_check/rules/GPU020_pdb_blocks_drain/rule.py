@@ -28,9 +28,15 @@ def pending_note(coverage: Coverage) -> str:
     notes = []
     for member in coverage.members:
         missing = member.pods - member.healthy
-        if missing <= 0 or member.spread is None:
+        if missing <= 0:
             continue
         spread = member.spread
+        if spread is None or spread.capacity >= member.pods:
+            notes.append(
+                f"{missing} of {member.pods} pods of {workload_title(member)} stay Pending: the "
+                "nodes they may use have no room left for them (GPU010)"
+            )
+            continue
         unit = "node" if spread.per_node else f"{spread.term.topology_key} domain"
         notes.append(
             f"{missing} of {member.pods} replicas of {workload_title(member)} can never be "

@@ -1,0 +1,168 @@
+"""What a pod template asks of a node, and the resource and selector fields the API server
+rejects, each reported at its key (GPU040).
+
+- Requests: k8s/resources.py ``pod_requests`` (component-helpers ``PodRequests``: containers
+  summed, sidecar init containers added, ordinary init containers as a peak; requests default to
+  limits). A RuntimeClass ``overhead.podFixed`` is added by the placement (model/placement.py),
+  which knows the repo's RuntimeClasses.
+- Resources: pkg/apis/core/validation ``validateResourceRequirements`` per container (names,
+  quantities, integers for extended resources, requests equal to limits where overcommit is not
+  allowed, a limit for every such request).
+- Controller selectors: pkg/apis/apps/validation ``ValidateDeploymentSpec``,
+  ``ValidateReplicaSetSpec``, ``ValidateStatefulSetSpec``, ``ValidateDaemonSetSpec`` and core
+  ``ValidateReplicationControllerSpec``: a selector must not be empty and must match the
+  template's labels ("`selector` does not match template `labels`"). A ReplicationController
+  defaults an empty selector to the template's labels (``SetDefaults_ReplicationController``).
+  A missing ``spec.selector`` (required by apps/v1) is not reported: manifests written as
+  snippets often leave it out, and what their pods would do is still worth checking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gpudrv_check.core.finding import Finding, quoted
+from gpudrv_check.core.located import Path
+from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.k8s.labelselector import selector_key, validate_label_selector
+from gpudrv_check.k8s.numbers import INT64_MAX, TOO_LARGE, too_large
+from gpudrv_check.k8s.resources import validate_resources
+from gpudrv_check.read.policy import builtin
+
+__all__ = ["resource_findings", "selector_findings", "field_path_text"]
+
+_RESOURCES_HINT = (
+    "Extended resources such as nvidia.com/gpu are whole numbers and cannot be overcommitted: "
+    "write the same count under limits (and requests, if you write them), e.g. "
+    "`limits: {nvidia.com/gpu: 1}`."
+)
+_SELECTOR_HINT = (
+    "Make spec.selector match the labels of spec.template.metadata (every matchLabels pair "
+    "present there): the API server rejects the object, so none of its pods is ever created."
+)
+#: kinds whose spec.selector is a label selector the template's labels must match
+_SELECTOR_KINDS = {
+    "Deployment": "deployment",
+    "ReplicaSet": "deployment",  # upstream's ValidateReplicaSetSpec says "deployment" too
+    "StatefulSet": "statefulset",
+    "DaemonSet": "daemonset",
+}
+
+
+def field_path_text(path: Path) -> str:
+    """A key path as the API server prints it: ``spec.tolerations[0].operator``."""
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
+    return text
+
+
+def _finding(manifest: Manifest, path: Path, message: str, hint: str) -> Finding:
+    return Finding(
+        rule=builtin("invalid-field").id,
+        severity=builtin("invalid-field").severity,
+        message=message,
+        hint=hint,
+        location=manifest.location(path),
+        object=manifest.ref,
+        path=list(path),
+    )
+
+
+def _oversized(resources: object) -> list[tuple[Path, str]]:
+    """Amounts past int64 (a 5,000-digit count): said as such, not as a parse error."""
+    out: list[tuple[Path, str]] = []
+    if not isinstance(resources, Mapping):
+        return out
+    for section in ("limits", "requests"):
+        amounts = resources.get(section)
+        for key, raw in amounts.items() if isinstance(amounts, Mapping) else ():
+            big = (isinstance(raw, int) and not isinstance(raw, bool) and raw > INT64_MAX) or (
+                isinstance(raw, float) and raw == float("inf")
+            )
+            if big or (isinstance(raw, str) and too_large(raw)):
+                out.append(((section, str(key)), f"{section}[{key}]: {TOO_LARGE}"))
+    return out
+
+
+def resource_findings(manifest: Manifest, containers: list[tuple[Path, object]]) -> list[Finding]:
+    """GPU040 per container resource field the API server rejects, at its key (``containers``:
+    each container's path in the manifest and its ``resources`` as written)."""
+    findings = []
+    for cpath, resources in containers:
+        if resources is None:
+            continue
+        base: Path = (*cpath, "resources")
+        oversized = _oversized(resources)
+        skip = {path for path, _ in oversized}
+        problems = [(p.path, p.message) for p in validate_resources(resources)]
+        for path, message in oversized + [p for p in problems if p[0] not in skip]:
+            joiner = "." if path else ": "
+            findings.append(
+                _finding(
+                    manifest,
+                    (*base, *path),
+                    f"{field_path_text(base)}{joiner}{message}",
+                    _RESOURCES_HINT,
+                )
+            )
+    return findings
+
+
+def _template_labels(manifest: Manifest) -> dict[str, str]:
+    labels = manifest.get("spec", "template", "metadata", "labels")
+    if not isinstance(labels, Mapping):
+        return {}
+    return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _labels_text(labels: Mapping[str, str]) -> str:
+    inner = ", ".join(f"{quoted(k)}: {quoted(v)}" for k, v in sorted(labels.items()))
+    return "{" + inner + "}"
+
+
+def selector_findings(manifest: Manifest) -> list[Finding]:
+    """GPU040 when a controller's selector is missing, empty or misses its template's labels."""
+    kind = manifest.kind
+    if kind == "ReplicationController":
+        return _rc_selector_findings(manifest)
+    noun = _SELECTOR_KINDS.get(kind)
+    if noun is None or manifest.get("spec", "template") is None:
+        return []
+    selector = manifest.get("spec", "selector")
+    if selector is None:
+        # apps/v1 requires it ("spec.selector: Required value"); a snippet that leaves it out
+        # is still checked for what its pods would do (the old API versions default it)
+        return []
+    if validate_label_selector(selector):
+        return []  # a malformed selector is not this check's to report
+    empty = isinstance(selector, Mapping) and not (
+        selector.get("matchLabels") or selector.get("matchExpressions")
+    )
+    if empty:
+        message = f"spec.selector: Invalid value: {{}}: empty selector is invalid for {noun}"
+        return [_finding(manifest, ("spec", "selector"), message, _SELECTOR_HINT)]
+    labels = _template_labels(manifest)
+    if selector_key(selector).matches_clean(labels):
+        return []
+    return [_mismatch(manifest, labels)]
+
+
+def _mismatch(manifest: Manifest, labels: Mapping[str, str]) -> Finding:
+    where: Path = ("spec", "template", "metadata", "labels")
+    path = where if manifest.get(*where) is not None else ("spec", "selector")
+    message = (
+        f"spec.template.metadata.labels: Invalid value: {_labels_text(labels)}: `selector` does "
+        "not match template `labels`"
+    )
+    return _finding(manifest, path, message, _SELECTOR_HINT)
+
+
+def _rc_selector_findings(manifest: Manifest) -> list[Finding]:
+    selector = manifest.get("spec", "selector")
+    if not isinstance(selector, Mapping) or not selector:
+        return []  # defaulted to the template's labels
+    labels = _template_labels(manifest)
+    if all(isinstance(v, str) and labels.get(k) == v for k, v in selector.items()):
+        return []
+    return [_mismatch(manifest, labels)]

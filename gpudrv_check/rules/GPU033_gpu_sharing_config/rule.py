@@ -1,0 +1,176 @@
+"""GPU033 gpu-sharing-config: the device plugin's time-slicing/MPS configuration breaks a node,
+or does not do what a workload expects of it.
+
+Its user documentation is `docs:` in rule.yaml, next to this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpudrv_check.core.finding import Finding, Severity
+from gpudrv_check.model.pending import node_names
+from gpudrv_check.model.sharing import Sharing, build_sharing
+from gpudrv_check.model.workload import GPU_RESOURCE, Workload
+from gpudrv_check.nvidia.device_plugin import (
+    CONFIG_LABEL,
+    PRODUCT_LABEL,
+    TOO_LARGE,
+    shared_product,
+)
+from gpudrv_check.rules.context import Context
+
+ID = "GPU033"
+
+
+def _config_findings(ctx: Context, sharing: Sharing) -> Iterator[Finding]:
+    if sharing.missing:
+        yield ctx.config_finding(
+            ID,
+            sharing.operator,
+            ("devicePlugin", "config", "name"),
+            f"devicePlugin.config.name is {sharing.name}, but no ConfigMap of that name is in "
+            f'the repo: the device plugin and GFD pods cannot mount it (configmap "{sharing.name}" '
+            "not found) and stay ContainerCreating on every GPU node",
+            hint=f"Add the ConfigMap {sharing.name} with one key per config (e.g. `any: |` with "
+            "a `version: v1` config), or set devicePlugin.config.create with data.",
+            severity=Severity.WARNING,
+        )
+        return
+    users = _users(sharing)
+    for key, entry in sharing.entries.items():
+        if entry.error is None:
+            continue
+        nodes = users.get(key, [])
+        who = f" ({len(nodes)} node(s) select it: {node_names(nodes)})" if nodes else ""
+        message = (
+            f"device-plugin config {key} of ConfigMap {sharing.name} is refused: {entry.error}; "
+            f"the device plugin exits on the nodes that select it{who}"
+        )
+        hint = "A sharing config needs `resources: [{name: nvidia.com/gpu, replicas: N}]`, N >= 2."
+        if sharing.manifest is not None:
+            yield ctx.finding(ID, sharing.manifest, entry.path, message, hint)
+        else:
+            yield ctx.config_finding(ID, sharing.operator, entry.path, message, hint)
+
+
+def _users(sharing: Sharing) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for state in sharing.nodes.values():
+        if state.key is not None:
+            out.setdefault(state.key, []).append(state.node.name)
+    return out
+
+
+def _node_findings(ctx: Context, sharing: Sharing) -> Iterator[Finding]:
+    if sharing.missing:
+        return
+    keys = ", ".join(sorted(sharing.entries)) or "none"
+    defaults_missing: list[str] = []
+    for state in sharing.nodes.values():
+        if state.config is not None or state.error is None or state.key is None:
+            continue
+        if state.key not in sharing.entries and not state.from_label:
+            defaults_missing.append(state.node.name)
+            continue
+        if state.key in sharing.entries:
+            continue  # a refused config: reported at its key
+        node = state.node
+        yield ctx.finding(
+            ID,
+            node,
+            node.label_path(CONFIG_LABEL),
+            f"node {node.name} selects device-plugin config {state.key} ({CONFIG_LABEL}), which "
+            f"ConfigMap {sharing.name} does not have (keys: {keys}): the config manager fails "
+            f'("{state.error}") and takes the device plugin and GFD down on this node, so its '
+            "GPUs are not advertised",
+            hint=f"Set {CONFIG_LABEL} to one of {keys}, or add the key to the ConfigMap.",
+        )
+    if defaults_missing:
+        yield ctx.config_finding(
+            ID,
+            sharing.operator,
+            ("devicePlugin", "config", "default"),
+            f"devicePlugin.config.default is {sharing.default}, which ConfigMap {sharing.name} "
+            f"does not have (keys: {keys}): on the nodes without {CONFIG_LABEL} "
+            f'({node_names(defaults_missing)}) the config manager fails ("specified config  does '
+            'not exist") and takes the device plugin and GFD down',
+            hint=f"Set devicePlugin.config.default to one of {keys}.",
+        )
+
+
+def _request_finding(ctx: Context, sharing: Sharing, workload: Workload) -> Finding | None:
+    if workload.gpus <= 1 or not workload.has_pods:
+        return None
+    shared = []
+    failing = False
+    for node in ctx.repo.placement.eligible(workload):
+        state = sharing.of(node)
+        config = state.config if state is not None else None
+        if config is not None and config.replicated(GPU_RESOURCE) is not None:
+            shared.append(node.name)
+            failing = failing or config.fail_requests_greater_than_one
+    if not shared:
+        return None
+    who = workload.title
+    if failing:
+        message = (
+            f"{who} requests {workload.gpus} {GPU_RESOURCE} per pod on shared GPUs "
+            f"({node_names(shared)}): the device plugin refuses the allocation "
+            f'("{TOO_LARGE.format(n=workload.gpus)}") and the pod fails to start'
+        )
+        severity = Severity.ERROR
+    else:
+        message = (
+            f"{who} requests {workload.gpus} {GPU_RESOURCE} per pod on time-sliced GPUs "
+            f"({node_names(shared)}): replicas of one GPU give it no more compute or memory, "
+            "only more claims on the same devices"
+        )
+        severity = Severity.WARNING
+    path = workload.gpu_request_path() or workload.spec_path
+    hint = "Request 1 shared GPU per pod, or run the workload on nodes without sharing."
+    return ctx.finding(ID, workload.manifest, path, message, hint, severity=severity)
+
+
+def _product_finding(ctx: Context, sharing: Sharing, workload: Workload) -> Finding | None:
+    selector = workload.spec_get("nodeSelector")
+    wanted = selector.get(PRODUCT_LABEL) if isinstance(selector, dict) else None
+    if not isinstance(wanted, str) or not workload.has_pods:
+        return None
+    renamed = []
+    for state in sharing.nodes.values():
+        config = state.config
+        product = state.node.labels.get(PRODUCT_LABEL)
+        if config is None or product != wanted:
+            continue
+        if shared_product(config, product) != product:
+            renamed.append(state.node.name)
+    if not renamed:
+        return None
+    who = workload.title
+    return ctx.finding(
+        ID,
+        workload.manifest,
+        (*workload.spec_path, "nodeSelector", PRODUCT_LABEL),
+        f"{who} selects {PRODUCT_LABEL}={wanted}, but GPU sharing makes GFD label "
+        f"{node_names(renamed)} {wanted}-SHARED: once the config applies, the selector matches "
+        "none of them",
+        hint=f"Select {wanted}-SHARED as well (a node affinity `In` with both values), or set "
+        "renameByDefault so the product label keeps its name.",
+        severity=Severity.WARNING,
+    )
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    sharing = build_sharing(ctx.repo)
+    if sharing is None:
+        return
+    yield from _config_findings(ctx, sharing)
+    yield from _node_findings(ctx, sharing)
+    for workload in ctx.repo.workloads:
+        for finding in (
+            _request_finding(ctx, sharing, workload),
+            _product_finding(ctx, sharing, workload),
+        ):
+            if finding is not None:
+                yield finding

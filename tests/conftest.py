@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -61,6 +62,57 @@ def run_cli(
         timeout=timeout,
         env=env,
     )
+
+
+def run_main(
+    *args: str,
+    cwd: Path | None = None,
+    input: str | None = None,
+    env: dict | None = None,
+    timeout: float = 120,  # noqa: ARG001 (run_cli's signature: the call sites stay the same)
+) -> subprocess.CompletedProcess:
+    """`run_cli` in this process: the CLI's `main()` with the same arguments, working
+    directory, environment, standard input and captured output, and its exit code.
+
+    For tests whose subject is what a command answers (output, exit code), not the process
+    (console script, signals, hash seed, locale, a TTY): those use `run_cli`. It spares a
+    Python start-up and every import per call, most of the suite's time (issue 22). The
+    console script differs only in `run()`: the collector off and `os._exit` at the end
+    (tests/cli/test_startup.py runs that one as a process)."""
+    from gpudrv_check.cli import main
+
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    streams = sys.stdin, sys.stdout, sys.stderr
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.BytesIO(), io.BytesIO()
+    stdout = io.TextIOWrapper(out, encoding="utf-8", newline="")
+    stderr = io.TextIOWrapper(err, encoding="utf-8", newline="")
+    stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:  # argparse's usage errors and --help
+            code = exit_.code if isinstance(exit_.code, int) else 2
+        stdout.flush()
+        stderr.flush()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = streams
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(list(args), code, _text(out), _text(err))
+
+
+def _text(data: io.BytesIO) -> str:
+    """Captured bytes as `subprocess.run(text=True)` decodes them (universal newlines)."""
+    data.seek(0)
+    return io.TextIOWrapper(data, encoding="utf-8").read()
 
 
 def write(root: Path, rel: str, text: str) -> Path:

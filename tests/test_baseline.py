@@ -10,7 +10,7 @@ import pytest
 from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity, unique_fingerprints
 from gpudrv_check.engine.run import check
 from gpudrv_check.read.config import load_config
-from tests.conftest import gpu_node, run_cli, write
+from tests.conftest import gpu_node, run_main, write
 
 EMPTY_MATRIX = "driver_branch,kernel,os_tag\n"
 
@@ -108,7 +108,7 @@ def _repo(tmp_path: Path) -> Path:
 def test_baseline_end_to_end(tmp_path):
     root = _repo(tmp_path / "repo")
     baseline = tmp_path / "baseline.json"
-    wrote = run_cli("check", str(root), "--write-baseline", str(baseline))
+    wrote = run_main("check", str(root), "--write-baseline", str(baseline))
     assert wrote.returncode == 0, wrote.stderr
     assert "wrote 2 finding(s)" in wrote.stderr
     assert wrote.stdout.rstrip().endswith(
@@ -118,7 +118,7 @@ def test_baseline_end_to_end(tmp_path):
     assert [e["object"] for e in doc["findings"]] == ["Node/gpu-1", "Node/gpu-2"]
 
     # unchanged repo: nothing new
-    same = run_cli("check", str(root), "--baseline", str(baseline))
+    same = run_main("check", str(root), "--baseline", str(baseline))
     assert same.returncode == 0 and "error GPU" not in same.stdout
 
     # lines shift (a comment and a label above the offending key): still known
@@ -126,14 +126,14 @@ def test_baseline_end_to_end(tmp_path):
     (root / "nodes/gpu-1.yaml").write_text(
         "# moved down\n\n" + node.replace("  labels:\n", "  labels:\n    team: ml\n")
     )
-    shifted = run_cli("check", str(root), "--baseline", str(baseline), "--format", "json")
+    shifted = run_main("check", str(root), "--baseline", str(baseline), "--format", "json")
     assert shifted.returncode == 0, shifted.stdout
     result = json.loads(shifted.stdout)
     assert result["findings"] == [] and result["summary"]["suppressed_by"] == {"baseline": 2}
 
     # a new node with a missing image: only it is reported, and it fails
     write(root, "nodes/gpu-3.yaml", gpu_node("gpu-3"))
-    new = run_cli("check", str(root), "--baseline", str(baseline), "--format", "concise")
+    new = run_main("check", str(root), "--baseline", str(baseline), "--format", "concise")
     assert new.returncode == 1
     assert "nodes/gpu-3.yaml:9:5: error GPU001 node gpu-3" in new.stdout
     assert "gpu-1" not in new.stdout and "gpu-2" not in new.stdout
@@ -143,11 +143,11 @@ def test_baseline_end_to_end(tmp_path):
 def test_baseline_is_deterministic_and_bad_baselines_are_usage_errors(tmp_path):
     root = _repo(tmp_path / "repo")
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    run_cli("check", str(root), "--write-baseline", str(a))
-    run_cli("check", str(root), "--write-baseline", str(b))
+    run_main("check", str(root), "--write-baseline", str(a))
+    run_main("check", str(root), "--write-baseline", str(b))
     assert a.read_bytes() == b.read_bytes()
-    missing = run_cli("check", str(root), "--baseline", str(tmp_path / "nope.json"))
+    missing = run_main("check", str(root), "--baseline", str(tmp_path / "nope.json"))
     assert missing.returncode == 2 and "baseline not found" in missing.stderr
     (tmp_path / "bad.json").write_text("{\n  nope\n")
-    bad = run_cli("check", str(root), "--baseline", str(tmp_path / "bad.json"))
+    bad = run_main("check", str(root), "--baseline", str(tmp_path / "bad.json"))
     assert bad.returncode == 2 and "bad.json:2:3: baseline is not JSON" in bad.stderr

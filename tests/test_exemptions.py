@@ -11,7 +11,7 @@ from gpudrv_check.engine.exemptions import parse_ignore
 from gpudrv_check.engine.run import check
 from gpudrv_check.read.config import ConfigError, load_config
 from gpudrv_check.read.policy import catalog
-from tests.conftest import gpu_node, run_cli, write
+from tests.conftest import gpu_node, run_main, write
 
 MATRIX = "driver_branch,kernel,os_tag\n"  # empty: every GPU node is GPU001
 
@@ -81,17 +81,17 @@ def test_annotation_suppresses_only_the_named_rule_on_that_object(tmp_path):
 @pytest.mark.slow
 def test_annotation_exemption_end_to_end(tmp_path):
     root = _repo(tmp_path)
-    text = run_cli("check", str(root))
+    text = run_main("check", str(root))
     assert text.returncode == 1  # gpu-2 still fails
     assert "gpu-1" not in text.stdout and "gpu-3" not in text.stdout
     assert text.stdout.rstrip().endswith("1 error, 0 warnings; 2 suppressed")
-    doc = json.loads(run_cli("check", str(root), "--format", "json").stdout)
+    doc = json.loads(run_main("check", str(root), "--format", "json").stdout)
     assert doc["summary"]["suppressed"] == 2
     assert doc["summary"]["suppressed_by"] == {"annotation": 2}
     assert [f["object"]["name"] for f in doc["suppressed"]] == ["gpu-3", "gpu-1"]
     # everything exempted: exit 0
     write(root, "nodes/gpu-2.yaml", "")
-    assert run_cli("check", str(root)).returncode == 0
+    assert run_main("check", str(root)).returncode == 0
 
 
 CONFIG_EXEMPTIONS = """
@@ -112,7 +112,7 @@ def test_config_exemption_end_to_end(tmp_path):
     write(root, ".gpudrv-check.yaml", CONFIG_EXEMPTIONS)
     write(root, "charts/x/templates/a.yaml", "kind: {{ .Values.kind }}\n")
     write(root, "charts/x/Chart.yaml", "name: x\n")
-    result = run_cli("check", str(root), "--format", "json")
+    result = run_main("check", str(root), "--format", "json")
     assert result.returncode == 0, result.stdout
     doc = json.loads(result.stdout)
     assert doc["findings"] == []
@@ -160,6 +160,6 @@ def test_namespace_glob_and_cluster_scoped_objects(tmp_path):
 @pytest.mark.slow
 def test_verbose_lists_suppressed_findings_and_why(tmp_path):
     root = _repo(tmp_path)
-    result = run_cli("check", str(root), "-v")
+    result = run_main("check", str(root), "-v")
     assert "suppressed nodes/gpu-1.yaml:11:5: GPU001 node gpu-1 needs driver image" in result.stderr
     assert "(annotation gpudrv-check.io/ignore: image built next sprint)" in result.stderr

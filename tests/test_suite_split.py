@@ -14,6 +14,8 @@ def test_the_readme_test_command_is_the_one_ci_runs_and_it_runs_everything():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     [command] = re.findall(r"&& (python -m pytest [^\n]*)\n", readme)
     assert "--run-slow" in command
+    # the slow tests spread over every core (issue 22): workers, and work stealing between them
+    assert "-n auto" in command and "--dist worksteal" in command
     assert f"\n{command}\n" in ci
 
 

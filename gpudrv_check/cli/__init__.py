@@ -37,6 +37,9 @@ REPORT_FORMATS = (
     "markdown",
     "html",
 )
+#: `inventory import --max-bytes` default: a 20,000-node `kubectl get nodes -o json` is about
+#: 12 MB with its images lists (here, so that building the parser imports no command module)
+INVENTORY_MAX_BYTES = 256 * 1024 * 1024
 
 
 def _parser_classes() -> tuple[type, type]:
@@ -226,8 +229,6 @@ HELP: dict[str, tuple[str, str]] = {
 
 
 def _inventory_parser(p: argparse.ArgumentParser) -> None:
-    from gpudrv_check.cli.commands.inventory import DEFAULT_MAX_BYTES
-
     p.add_argument("action", choices=("import",), help="what to do (import)")
     p.add_argument("file", metavar="FILE", help="the export; - reads standard input")
     p.add_argument(
@@ -261,7 +262,7 @@ def _inventory_parser(p: argparse.ArgumentParser) -> None:
         "--max-bytes",
         metavar="N",
         type=_positive_int,
-        help=f"largest export read (default: {DEFAULT_MAX_BYTES})",
+        help=f"largest export read (default: {INVENTORY_MAX_BYTES})",
     )
 
 

@@ -41,6 +41,42 @@ BY_DEFAULT = "excluded by default (set default_exclude: [] or exclude: ['!DIR/']
 BY_GITIGNORE = "ignored by {file}"
 
 
+def _plain(pattern: str) -> bool:
+    """A plain name, or a folder name with its trailing slash (`vendor/`, `steps`): no glob,
+    escape, negation, comment, inner slash or dot-only name."""
+    name = pattern[:-1] if pattern.endswith("/") else pattern
+    return bool(name) and name.strip(".") != "" and all(c in _NAME_CHARS for c in name)
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+@dataclass(frozen=True)
+class _Hit:
+    include: bool
+    index: int
+
+
+class _Names:
+    """Patterns that are all plain names (the defaults, `exclude: [steps/]`): in gitignore a
+    name without an inner slash matches at any depth, and a trailing slash matches folders
+    only, so a path's components answer without importing pathspec (start-up time)."""
+
+    def __init__(self, patterns: list[str]) -> None:
+        self.patterns = patterns
+
+    def check_file(self, path: str) -> _Hit | None:
+        *folders, last = path.split("/")
+        hit = None
+        for index, pattern in enumerate(self.patterns):
+            if pattern.endswith("/"):
+                if pattern[:-1] in folders:
+                    hit = index
+            elif pattern in folders or pattern == last:
+                hit = index
+        return None if hit is None else _Hit(True, hit)
+
+
 class _Spec:
     """A gitignore spec and one regular expression of all its patterns: most paths match no
     pattern, and one match answers that ~10x faster than asking each pattern in turn."""
@@ -67,6 +103,8 @@ class _Spec:
 
 def valid(pattern: str) -> bool:
     """Whether the gitignore matcher can read `pattern`."""
+    if _plain(pattern):
+        return True
     from pathspec import GitIgnoreSpec
 
     try:
@@ -76,8 +114,11 @@ def valid(pattern: str) -> bool:
     return True
 
 
-def _spec(lines: Iterable[str]) -> _Spec:
-    return _Spec(lines)
+def _spec(lines: Iterable[str]) -> _Spec | _Names:
+    patterns = [_anchor(line) for line in lines]
+    if all(_plain(p) for p in patterns):
+        return _Names(patterns)
+    return _Spec(patterns)
 
 
 def _anchor(pattern: str) -> str:

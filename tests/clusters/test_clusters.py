@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from gpudrv_check.core.finding import Finding, Location, Severity
-from tests.conftest import EXAMPLES, ROOT, run_cli, write
+from tests.conftest import EXAMPLES, ROOT, run_main, write
 
 MULTI = EXAMPLES / "multi-cluster"
 
@@ -27,7 +27,7 @@ def _findings(out: str) -> list[dict]:
 
 
 def test_each_cluster_problem_is_reported_once_in_its_cluster() -> None:
-    result = run_cli("check", str(MULTI), "--format", "json")
+    result = run_main("check", str(MULTI), "--format", "json")
     assert result.returncode == 1, result.stderr
     found = [(f["cluster"], f["rule"], f["location"]["file"]) for f in _findings(result.stdout)]
     assert found == [
@@ -59,7 +59,7 @@ def test_each_cluster_problem_is_reported_once_in_its_cluster() -> None:
 
 
 def test_audit_names_the_cluster_of_each_node() -> None:
-    result = run_cli("audit", str(MULTI))
+    result = run_main("audit", str(MULTI))
     assert result.returncode == 1
     assert result.stdout == (
         "production/gpu-1 MISSING 550-6.8.0-49-generic-ubuntu24.04\n"
@@ -68,7 +68,7 @@ def test_audit_names_the_cluster_of_each_node() -> None:
 
 
 def test_cluster_option_checks_one_cluster_as_a_repo_of_one() -> None:
-    result = run_cli("check", str(MULTI), "--cluster", "staging", "--format", "concise")
+    result = run_main("check", str(MULTI), "--cluster", "staging", "--format", "concise")
     assert result.returncode == 1
     lines = [line for line in result.stdout.splitlines() if " error " in line]
     assert lines == [
@@ -76,25 +76,25 @@ def test_cluster_option_checks_one_cluster_as_a_repo_of_one() -> None:
         "550-6.8.0-52-generic-ubuntu24.04, which is not in the support matrix "
         "(support-matrix.csv); its driver pod would fail to pull and its GPUs vanish"
     ]
-    assert run_cli("audit", str(MULTI), "--cluster", "staging").stdout == (
+    assert run_main("audit", str(MULTI), "--cluster", "staging").stdout == (
         "gpu-1 MISSING 550-6.8.0-52-generic-ubuntu24.04\n"
     )
-    unknown = run_cli("check", str(MULTI), "--cluster", "qa")
+    unknown = run_main("check", str(MULTI), "--cluster", "qa")
     assert unknown.returncode == 2
     assert "no cluster named 'qa' (clusters: production, staging)" in unknown.stderr
 
 
 def test_one_node_commands_need_a_cluster_when_there_are_several() -> None:
-    result = run_cli("place", str(MULTI))
+    result = run_main("place", str(MULTI))
     assert result.returncode == 2
     assert "several clusters (production, staging): choose one with --cluster" in result.stderr
-    result = run_cli("place", str(MULTI), "--cluster", "production", "--format", "json")
+    result = run_main("place", str(MULTI), "--cluster", "production", "--format", "json")
     assert result.returncode == 1
     assert "trainer" in result.stdout
 
 
 def test_verbose_says_how_each_cluster_was_found() -> None:
-    result = run_cli("check", str(MULTI), "-v")
+    result = run_main("check", str(MULTI), "-v")
     assert (
         "cluster production: 7 file(s), 2 node(s); Flux: clusters/production/ and the paths "
         "its Kustomizations apply\n" in result.stderr
@@ -107,7 +107,7 @@ def test_a_shared_problem_is_said_once_naming_every_cluster(tmp_path: Path) -> N
     shutil.copytree(MULTI, repo)
     deployment = repo / "apps" / "base" / "inference" / "deployment.yaml"
     deployment.write_text(deployment.read_text().replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 9"))
-    result = run_cli("check", str(repo), "--format", "json")
+    result = run_main("check", str(repo), "--format", "json")
     shared = [f for f in _findings(result.stdout) if f["location"]["file"].startswith("apps/base")]
     assert len(shared) == 1
     assert shared[0]["cluster"] == "production,staging"
@@ -152,7 +152,7 @@ spec:
 
 
 def _gpu010(repo: Path, *args: str) -> list[tuple]:
-    result = run_cli("check", str(repo), "--matrix", "none", "--format", "json", *args)
+    result = run_main("check", str(repo), "--matrix", "none", "--format", "json", *args)
     assert result.returncode in (0, 1), result.stderr
     return [
         (f.get("cluster"), f["location"]["file"])
@@ -247,7 +247,7 @@ def test_a_kustomize_overlay_folds_its_base_into_the_cluster(tmp_path: Path) -> 
 
 def test_a_repo_of_one_cluster_is_unchanged() -> None:
     flux = EXAMPLES / "flux"
-    result = run_cli("check", str(flux), "--format", "json")
+    result = run_main("check", str(flux), "--format", "json")
     assert all("cluster" not in f for f in _findings(result.stdout))
     assert "[" not in "".join(f["message"][:1] for f in _findings(result.stdout))
 

@@ -14,7 +14,7 @@ import pytest
 from gpudrv_check.model.operator import find_operator_configs
 from gpudrv_check.read.embedded import EmbeddedYaml
 from gpudrv_check.read.manifests import parse_manifest_bytes
-from tests.conftest import gpu_node, helm_release, run_cli, write
+from tests.conftest import gpu_node, helm_release, run_main, write
 
 HR_HEAD = helm_release("v25.10.0")
 
@@ -201,7 +201,7 @@ def test_chart_version_selects_the_os_tag_rule(
     if config:
         write(tmp_path, ".gpudrv-check.yaml", f"operator: {{version: {config}}}\n")
     args = ["tag", "r", str(tmp_path)] + (["--operator-version", flag] if flag else [])
-    result = run_cli(*args)
+    result = run_main(*args)
     assert (result.returncode, result.stdout) == (
         0,
         f"550-5.14.0-427.13.1.el9_4.x86_64-{tag_os}\n",
@@ -211,7 +211,7 @@ def test_chart_version_selects_the_os_tag_rule(
 def test_verbose_says_which_rule_and_why(tmp_path: Path):
     write(tmp_path, "nodes/r.yaml", RHEL_NODE)
     write(tmp_path, "flux/hr.yaml", HR_HEAD.replace("v25.10.0", "v26.7.0"))
-    result = run_cli("tag", "r", str(tmp_path), "-v")
+    result = run_main("tag", "r", str(tmp_path), "-v")
     assert "os-tag  rule of operator 26.7 (chart version v26.7.0 of HelmRelease" in result.stderr
 
 
@@ -273,7 +273,7 @@ def test_audit_names_the_full_image_when_the_registry_is_known(
     repo = _lab_with_node3(lab_repo)
     if operator_doc:
         write(repo, "k8s/gpu-operator.yaml", operator_doc)
-    result = run_cli("audit", str(repo))
+    result = run_main("audit", str(repo))
     assert (result.returncode, result.stdout, result.stderr) == (1, expected, "")
 
 
@@ -285,12 +285,12 @@ def test_gpu001_names_the_full_image(lab_repo: Path):
         HR_HEAD + "  values:\n    driver:\n      repository: registry.example/nvidia\n"
         "      usePrecompiled: true\n",
     )
-    result = run_cli("check", str(repo), "--format", "concise")
+    result = run_main("check", str(repo), "--format", "concise")
     assert result.returncode == 1
     assert (
         f"k8s/node3.yaml:14:5: error GPU001 node lab-node-3 needs driver image {REF}, which is "
         "not in the support matrix"
     ) in result.stdout
     wide = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"} | {"COLUMNS": "400"}
-    text = run_cli("check", str(repo), env=wide).stdout  # the fix under it, on one line
+    text = run_main("check", str(repo), env=wide).stdout  # the fix under it, on one line
     assert f"      fix: Build and push the driver image {REF}, then add the row" in text

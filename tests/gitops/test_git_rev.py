@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.conftest import MATRIX, gpu_node, run_main, write
 from tests.gitops.conftest import commit, git
 
 NEW_KERNEL = "6.8.0-52-generic"
@@ -37,8 +37,8 @@ def test_rev_reads_the_commit_not_the_working_tree_or_the_index(git_repo: Path):
     index = (git_repo / ".git" / "index").read_bytes()
     status = git(git_repo, "status", "--porcelain")
 
-    at_head = run_cli("check", str(git_repo), "--rev", "HEAD", "--format", "json")
-    on_disk = run_cli("check", str(git_repo), "--format", "json")
+    at_head = run_main("check", str(git_repo), "--rev", "HEAD", "--format", "json")
+    on_disk = run_main("check", str(git_repo), "--format", "json")
 
     assert at_head.returncode == 0, at_head.stderr
     assert _findings(at_head) == []
@@ -61,9 +61,9 @@ def test_rev_uses_the_config_and_matrix_of_that_revision(git_repo: Path):
     # the working tree now points elsewhere: --rev must not read it
     write(git_repo, ".gpudrv-check.yaml", "matrix: gone.csv\n")
 
-    at_old = run_cli("audit", str(git_repo), "--rev", old)
-    at_new = run_cli("audit", str(git_repo), "--rev", "HEAD")
-    on_disk = run_cli("audit", str(git_repo))
+    at_old = run_main("audit", str(git_repo), "--rev", old)
+    at_new = run_main("audit", str(git_repo), "--rev", "HEAD")
+    on_disk = run_main("audit", str(git_repo))
 
     assert (at_old.returncode, at_old.stdout) == (1, f"a MISSING 550-{NEW_KERNEL}-ubuntu22.04\n")
     assert (at_new.returncode, at_new.stdout) == (0, "OK\n")
@@ -76,7 +76,7 @@ def test_rev_checks_a_subdirectory_as_the_root(git_repo: Path):
     write(git_repo, "clusters/prod/nodes.yaml", gpu_node("p", kernel=NEW_KERNEL))
     write(git_repo, "clusters/dev/nodes.yaml", "not: [valid\n")
     commit(git_repo, "two clusters")
-    result = run_cli(
+    result = run_main(
         "check", str(git_repo / "clusters" / "prod"), "--rev", "HEAD", "--format", "json"
     )
     assert result.returncode == 1, result.stderr
@@ -91,7 +91,7 @@ def test_rev_skips_symlinks_and_honours_exclude(git_repo: Path):
     write(git_repo, "real/n.yaml", gpu_node("r"))
     os.symlink("../vendor/n.yaml", git_repo / "real" / "link.yaml")
     commit(git_repo, "links")
-    result = run_cli("check", str(git_repo), "--rev", "HEAD", "-v")
+    result = run_main("check", str(git_repo), "--rev", "HEAD", "-v")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "skipped real/link.yaml: symbolic link, not followed" in result.stderr
     assert "skipped vendor/: excluded by config" in result.stderr
@@ -132,7 +132,7 @@ def test_git_errors_exit_2_with_what_to_do(
             capture_output=True,
         )
     command = "check"
-    result = run_cli(command, str(target), *args)
+    result = run_main(command, str(target), *args)
     assert result.returncode == 2, result.stdout + result.stderr
     assert needle in result.stderr
     assert "Traceback" not in result.stderr
@@ -173,10 +173,10 @@ def test_a_clean_checkout_reads_the_same_at_head(git_repo: Path):
     write(git_repo, "k8s/broken.yaml", "apiVersion: v1\nkind: [\n")
     commit(git_repo, "lab")
     for command in ("check", "audit"):
-        disk = run_cli(
+        disk = run_main(
             command, str(git_repo), "-v", *(("--format", "json") if command == "check" else ())
         )
-        head = run_cli(
+        head = run_main(
             command,
             str(git_repo),
             "-v",
@@ -206,8 +206,8 @@ def test_rev_reads_custom_policies_of_that_revision(git_repo: Path):
     write(git_repo, "n.yaml", gpu_node("old-branch", branch="535"))
     commit(git_repo, "policy")
     shutil.rmtree(git_repo / "custom")  # gone from the working tree, still in the commit
-    at_head = run_cli("check", str(git_repo), "--rev", "HEAD", "--format", "concise")
-    on_disk = run_cli("check", str(git_repo))
+    at_head = run_main("check", str(git_repo), "--rev", "HEAD", "--format", "concise")
+    on_disk = run_main("check", str(git_repo))
     assert at_head.returncode == 1, at_head.stderr
     assert "n.yaml:8:5: error ORG002 GPU node old-branch: driver branch '535'" in at_head.stdout
     assert on_disk.returncode == 2 and "policies: 'custom/' not found" in on_disk.stderr
@@ -224,7 +224,7 @@ def test_a_damaged_blob_at_the_revision_is_a_finding_at_its_file(git_repo: Path)
     loose = git_repo / ".git" / "objects" / sha[:2] / sha[2:]
     loose.chmod(0o644)
     loose.write_bytes(b"not zlib at all")
-    result = run_cli("check", str(git_repo), "--rev", "HEAD", "--format", "json")
+    result = run_main("check", str(git_repo), "--rev", "HEAD", "--format", "json")
     assert result.returncode == 1, result.stderr
     assert "internal error" not in result.stderr
     findings = json.loads(result.stdout)["findings"]

@@ -10,7 +10,7 @@ import pytest
 
 from gpudrv_check.read.kustomize import kustomize_command, plan
 from gpudrv_check.read.tree import WorkingTree
-from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.conftest import MATRIX, gpu_node, run_main, write
 from tests.gitops.conftest import commit
 
 NEW_KERNEL = "6.8.0-52-generic"
@@ -118,7 +118,7 @@ def test_rendered_objects_are_located_in_the_repo_files_they_come_from(tmp_path:
     """kustomize's origin annotations (`config.kubernetes.io/origin`) name the file; the key
     is the one of the object's own document, or of the root's patch that sets it."""
     build_repo(tmp_path)
-    result = run_cli("check", str(tmp_path), "--kustomize", "--format", "json")
+    result = run_main("check", str(tmp_path), "--kustomize", "--format", "json")
     assert result.returncode == 1, result.stderr
     doc = json.loads(result.stdout)
     got = sorted(
@@ -154,7 +154,7 @@ def test_ci_formats_name_repo_files_only(tmp_path: Path):
     args = ["check", str(tmp_path), "--kustomize", "--fail-on", "never"]
     for fmt in ("sarif", "gitlab", "github"):
         args += ["--format", fmt, "--output", str(out / fmt)]
-    assert run_cli(*args).returncode == 0
+    assert run_main(*args).returncode == 0
     sarif = json.loads((out / "sarif").read_text())
     uris = {
         r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
@@ -187,7 +187,7 @@ def test_a_kustomization_may_read_files_of_the_root_outside_its_folder_as_flux_d
         f"apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  labels:\n"
         f"    {KERNEL_KEY}: {NEW_KERNEL}\n",
     )
-    result = run_cli("check", str(tmp_path), "--kustomize", "--format", "json")
+    result = run_main("check", str(tmp_path), "--kustomize", "--format", "json")
     findings = json.loads(result.stdout)["findings"]
     assert [(f["rule"], f["location"]["file"], f["location"]["line"]) for f in findings] == [
         ("GPU001", "patches/kernel.yaml", 6)
@@ -201,7 +201,7 @@ def test_kustomize_at_a_git_revision(git_repo: Path):
     commit(git_repo, "repo")
     # the working tree loses the overlay; the revision still has it
     (git_repo / "overlays" / "prod" / "kernel.yaml").unlink()
-    result = run_cli("check", str(git_repo), "--kustomize", "--rev", "HEAD", "--format", "json")
+    result = run_main("check", str(git_repo), "--kustomize", "--rev", "HEAD", "--format", "json")
     names = sorted(
         f["object"]["name"] for f in json.loads(result.stdout)["findings"] if f["object"]
     )
@@ -215,14 +215,14 @@ def test_a_broken_kustomization_is_reported_and_its_files_still_read(git_repo: P
     write(git_repo, "app/kustomization.yaml", "resources: [missing.yaml, n.yaml]\n")
     write(git_repo, "app/n.yaml", gpu_node("n", kernel=NEW_KERNEL))
     commit(git_repo, "broken")
-    result = run_cli("check", str(git_repo), "--kustomize", "--format", "concise")
+    result = run_main("check", str(git_repo), "--kustomize", "--format", "concise")
     assert result.returncode == 1
     assert "app/kustomization.yaml:1:1: warning GPU009 kustomize build app failed:" in result.stdout
     assert "app/n.yaml:9:5: error GPU001 node n" in result.stdout
     assert str(git_repo) not in result.stdout  # kustomize's paths are shown relative
     # the same bytes from a revision (rendered from a temporary copy), run after run
     for _ in range(2):
-        at_head = run_cli(
+        at_head = run_main(
             "check", str(git_repo), "--kustomize", "--rev", "HEAD", "--format", "concise"
         )
         assert (at_head.returncode, at_head.stdout) == (1, result.stdout)
@@ -232,6 +232,6 @@ def test_kustomize_without_a_binary_is_a_usage_error(tmp_path: Path):
     import os
 
     write(tmp_path, "support-matrix.csv", MATRIX)
-    result = run_cli("check", str(tmp_path), "--kustomize", env={**os.environ, "PATH": ""})
+    result = run_main("check", str(tmp_path), "--kustomize", env={**os.environ, "PATH": ""})
     assert result.returncode == 2
     assert "--kustomize needs `kustomize` or `kubectl` on PATH" in result.stderr

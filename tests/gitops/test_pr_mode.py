@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.conftest import MATRIX, gpu_node, run_main, write
 from tests.gitops.conftest import commit, git
 
 OLD_KERNEL = "5.4.0-200-generic"  # legacy's kernel: never built (an old, known finding)
@@ -73,10 +73,10 @@ def _json(result) -> dict:
 @pytest.mark.slow
 def test_pr_mode_reports_exactly_the_new_finding(pr_repo: tuple[Path, str]):
     root, base = pr_repo
-    full = _json(run_cli("check", str(root), "--format", "json"))
+    full = _json(run_main("check", str(root), "--format", "json"))
     assert len(full["findings"]) == 5  # four old ones, moved, and the new one
 
-    result = run_cli("check", str(root), "--base", base, "--format", "json")
+    result = run_main("check", str(root), "--base", base, "--format", "json")
     assert result.returncode == 1, result.stderr
     doc = _json(result)
     got = [
@@ -91,7 +91,7 @@ def test_pr_mode_reports_exactly_the_new_finding(pr_repo: tuple[Path, str]):
 
 def test_pr_mode_text_summary_and_gate(pr_repo: tuple[Path, str]):
     root, base = pr_repo
-    result = run_cli("check", str(root), "--base", base, "--format", "concise")
+    result = run_main("check", str(root), "--base", base, "--format", "concise")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0].startswith(
@@ -107,7 +107,7 @@ def test_a_change_that_only_fixes_passes_and_counts_the_fix(pr_repo: tuple[Path,
     with open(root / "support-matrix.csv", "a") as matrix:
         matrix.write(f"550,{NEW_KERNEL},ubuntu22.04\n550,{OLD_KERNEL},ubuntu22.04\n")
     commit(root, "images built")
-    result = run_cli("check", str(root), "--base", "HEAD~1")
+    result = run_main("check", str(root), "--base", "HEAD~1")
     assert result.returncode == 0, result.stdout
     assert result.stdout.splitlines()[-1] == "0 new, 3 fixed, 2 unchanged (base HEAD~1)"
 
@@ -117,10 +117,10 @@ def test_head_can_be_a_revision_too(pr_repo: tuple[Path, str]):
     root, base = pr_repo
     # a dirty working tree does not matter when the head is --rev
     write(root, "nodes/dirty.yaml", gpu_node("dirty", kernel="9.9.9-1-generic"))
-    result = run_cli("check", str(root), "--rev", "HEAD", "--base", base, "--format", "json")
+    result = run_main("check", str(root), "--rev", "HEAD", "--base", base, "--format", "json")
     names = [f["object"]["name"] for f in _json(result)["findings"]]
     assert names == ["inv-new"]
-    same = run_cli("check", str(root), "--rev", base, "--base", base)
+    same = run_main("check", str(root), "--rev", base, "--base", base)
     assert same.returncode == 0 and same.stdout.splitlines()[-1].startswith("0 new, 0 fixed, 4")
 
 
@@ -131,7 +131,7 @@ def test_pr_mode_in_a_subdirectory_and_a_branch_name(git_repo: Path):
     commit(git_repo, "base")
     git(git_repo, "checkout", "-q", "-b", "feature")
     write(root, "m.yaml", gpu_node("b", kernel=NEW_KERNEL))
-    result = run_cli("check", str(root), "--base", "main", "--format", "concise")
+    result = run_main("check", str(root), "--base", "main", "--format", "concise")
     assert result.returncode == 1
     assert result.stdout.startswith("m.yaml:9:5: error GPU001 node b needs driver image")
     assert result.stdout.splitlines()[-1] == "1 new, 0 fixed, 0 unchanged (base main)"
@@ -139,7 +139,7 @@ def test_pr_mode_in_a_subdirectory_and_a_branch_name(git_repo: Path):
 
 def test_base_needs_a_git_repository(tmp_path: Path):
     write(tmp_path, "support-matrix.csv", MATRIX)
-    result = run_cli("check", str(tmp_path), "--base", "main")
+    result = run_main("check", str(tmp_path), "--base", "main")
     assert result.returncode == 2
     assert "is not inside a git repository" in result.stderr
 
@@ -150,7 +150,7 @@ def test_pr_mode_json_follows_the_output_schema(pr_repo: tuple[Path, str]):
     from tests.conftest import ROOT
 
     root, base = pr_repo
-    doc = _json(run_cli("check", str(root), "--base", base, "--format", "json"))
+    doc = _json(run_main("check", str(root), "--base", base, "--format", "json"))
     schema = json.loads((ROOT / "schemas" / "output.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(doc)
     assert set(schema["properties"]["summary"]["properties"]) >= {"base", "new", "fixed"}
@@ -164,7 +164,7 @@ def test_a_base_without_the_matrix_is_checked_without_it(git_repo: Path):
     base = commit(git_repo, "base")
     write(root, "support-matrix.csv", MATRIX)
     write(root, "m.yaml", gpu_node("b", kernel=NEW_KERNEL))
-    result = run_cli("check", str(root), "--base", base)
+    result = run_main("check", str(root), "--base", base)
     assert result.returncode == 1
     assert result.stdout.splitlines()[-1] == f"1 new, 1 fixed, 0 unchanged (base {base})"
     assert "cannot be checked" not in result.stderr
@@ -177,7 +177,7 @@ def test_a_base_that_cannot_be_checked_counts_everything_as_new(git_repo: Path, 
     base = commit(git_repo, "base")
     write(root, "support-matrix.csv", MATRIX)
     write(root, "m.yaml", gpu_node("b", kernel=NEW_KERNEL))
-    result = run_cli("check", str(root), "--base", base)
+    result = run_main("check", str(root), "--base", base)
     assert result.returncode == 1
     assert result.stdout.splitlines()[-1] == f"1 new, 0 fixed, 0 unchanged (base {base})"
     assert result.stderr.startswith(f"gpudrv-check: warning: the base {base} cannot be checked (")

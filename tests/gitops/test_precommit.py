@@ -76,7 +76,15 @@ def test_the_documented_rev_is_this_release():
 
 @pytest.fixture(scope="session")
 def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("pre-commit-home")
+    """One pre-commit store for the whole run, shared by the xdist workers (their base
+    temporary folders sit side by side): the hook's environment, a pip install of this
+    checkout, is built once, not once per worker. pre-commit locks its store while it installs
+    (pre_commit/store.py `Store.exclusive_lock`), so two workers may use it at once."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    home = shared / "pre-commit-home"
+    home.mkdir(exist_ok=True)
+    return home
 
 
 def _try_repo(repo: Path, home: Path) -> subprocess.CompletedProcess:

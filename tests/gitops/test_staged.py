@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.conftest import MATRIX, gpu_node, run_main, write
 from tests.gitops.conftest import commit, git
 
 NEW_KERNEL = "6.8.0-52-generic"
 
 
 def _nodes(root: Path, *args: str) -> list[str]:
-    result = run_cli("check", str(root), "--staged", "--format", "json", "--no-cache", *args)
+    result = run_main("check", str(root), "--staged", "--format", "json", "--no-cache", *args)
     assert result.returncode in (0, 1), result.stderr
     return sorted(f["object"]["name"] for f in json.loads(result.stdout)["findings"] if f["object"])
 
@@ -35,7 +35,7 @@ def test_the_index_not_the_working_tree(git_repo: Path):
     assert _nodes(git_repo) == []
     git(git_repo, "add", "k8s/untracked.yaml")
     assert _nodes(git_repo) == ["u"]
-    on_disk = run_cli("check", str(git_repo), "--format", "json", "--no-cache")
+    on_disk = run_main("check", str(git_repo), "--format", "json", "--no-cache")
     names = {f["object"]["name"] for f in json.loads(on_disk.stdout)["findings"] if f["object"]}
     assert names == {"u"}  # .gitignore keeps tmp/ out on disk too; b is gone from disk
 
@@ -46,25 +46,25 @@ def test_a_directory_inside_the_repository_and_its_config(git_repo: Path):
     write(root, "n.yaml", gpu_node("node-n", kernel=NEW_KERNEL))
     write(git_repo, "elsewhere/n.yaml", gpu_node("other", kernel=NEW_KERNEL))
     git(git_repo, "add", "-A")
-    result = run_cli("check", str(root), "--staged", "--format", "concise", "--no-cache")
+    result = run_main("check", str(root), "--staged", "--format", "concise", "--no-cache")
     assert result.returncode == 1
     assert result.stdout.startswith("n.yaml:9:5: error GPU001 node node-n ")  # paths from PATH
     assert "other" not in result.stdout
     # the staged matrix is the one read: a row only on disk does not count
     with open(root / "support-matrix.csv", "a") as matrix:
         matrix.write(f"550,{NEW_KERNEL},ubuntu22.04\n")
-    assert run_cli("check", str(root), "--staged", "--no-cache").returncode == 1
+    assert run_main("check", str(root), "--staged", "--no-cache").returncode == 1
     git(git_repo, "add", "-A")
-    assert run_cli("check", str(root), "--staged", "--no-cache").returncode == 0
+    assert run_main("check", str(root), "--staged", "--no-cache").returncode == 0
 
 
 def test_usage_errors(git_repo: Path, tmp_path: Path):
-    both = run_cli("check", str(git_repo), "--staged", "--rev", "HEAD")
+    both = run_main("check", str(git_repo), "--staged", "--rev", "HEAD")
     assert both.returncode == 2 and "give one of them" in both.stderr
-    stdin = run_cli("check", "-", "--staged", input="kind: Node\n")
+    stdin = run_main("check", "-", "--staged", input="kind: Node\n")
     assert stdin.returncode == 2 and "cannot read from stdin" in stdin.stderr
     outside = tmp_path / "not-a-repo"
     outside.mkdir()
-    nogit = run_cli("check", str(outside), "--staged")
+    nogit = run_main("check", str(outside), "--staged")
     assert nogit.returncode == 2 and "not inside a git repository" in nogit.stderr
     assert "Traceback" not in both.stderr + stdin.stderr + nogit.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.conftest import MATRIX, gpu_node, run_main, write
 
 NEW_KERNEL = "6.8.0-52-generic"
 
@@ -25,7 +25,7 @@ def test_stream_with_inventory_flags_and_stdin_name(tmp_path: Path):
     write(tmp_path, "inv/old.yaml", gpu_node("old"))
     write(tmp_path, "inv/new.yaml", gpu_node("new", kernel=NEW_KERNEL))
     stream = WORKLOAD + gpu_node("streamed", kernel=NEW_KERNEL)
-    result = run_cli(
+    result = run_main(
         "check",
         "-",
         "--stdin-name",
@@ -57,14 +57,14 @@ def test_inventory_and_matrix_from_the_config(tmp_path: Path):
     write(tmp_path, ".gpudrv-check.yaml", "matrix: ledger.csv\ninventory: [cluster/nodes.yaml]\n")
     write(tmp_path, "ledger.csv", MATRIX)
     write(tmp_path, "cluster/nodes.yaml", gpu_node("n", kernel=NEW_KERNEL))
-    result = run_cli("audit", "-", cwd=tmp_path, input=WORKLOAD)
+    result = run_main("audit", "-", cwd=tmp_path, input=WORKLOAD)
     assert (result.returncode, result.stdout) == (1, f"n MISSING 550-{NEW_KERNEL}-ubuntu22.04\n")
-    fixed = run_cli("audit", "-", "--matrix", "none", cwd=tmp_path, input=WORKLOAD)
+    fixed = run_main("audit", "-", "--matrix", "none", cwd=tmp_path, input=WORKLOAD)
     assert fixed.returncode == 2 and "audit needs a support matrix" in fixed.stderr
 
 
 def test_default_stdin_name_and_yaml_errors_located(tmp_path: Path):
-    result = run_cli(
+    result = run_main(
         "check",
         "-",
         "--matrix",
@@ -95,7 +95,7 @@ def test_default_stdin_name_and_yaml_errors_located(tmp_path: Path):
     ],
 )
 def test_stdin_usage_errors(tmp_path: Path, args: tuple[str, ...], needle: str):
-    result = run_cli(*args, cwd=tmp_path, input="")
+    result = run_main(*args, cwd=tmp_path, input="")
     assert result.returncode == 2
     assert needle in result.stderr and "Traceback" not in result.stderr
 
@@ -110,7 +110,7 @@ def test_helm_templates_are_reported_once_not_as_yaml_errors(tmp_path: Path):
         "{{- if .Values.x }}\nspec: {}\n{{- end }}\n",
     )
     write(tmp_path, "raw/templated.yaml", "kind: {{ .Values.kind }}\nmetadata: {{ x }}: y\n")
-    result = run_cli("check", str(tmp_path), "--format", "json")
+    result = run_main("check", str(tmp_path), "--format", "json")
     doc = json.loads(result.stdout)
     got = sorted((f["rule"], f["location"]["file"], f["location"]["line"]) for f in doc["findings"])
     assert got == [

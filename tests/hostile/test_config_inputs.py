@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, run_cli
+from tests.conftest import EXAMPLES, run_main
 from tests.hostile import corpus
 
 SECRET = "TOP-SECRET-do-not-print"
 
 
 def _error(root: Path, *args: str) -> str:
-    result = run_cli("check", str(root), *args, timeout=120)
+    result = run_main("check", str(root), *args, timeout=120)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
@@ -128,7 +128,7 @@ def test_malformed_matrix_rows_are_findings_at_their_line(tmp_path: Path):
     corpus.copy_lab(EXAMPLES / "lab", root)
     (root / "k8s" / "node3.yaml").unlink()
     (root / "support-matrix.csv").write_bytes(MALFORMED_MATRIX)
-    result = run_cli("check", str(root), "--format", "json", timeout=120)
+    result = run_main("check", str(root), "--format", "json", timeout=120)
     assert "Traceback" not in result.stderr
     found = {
         (f["rule"], f["location"]["file"], f["location"]["line"])
@@ -137,7 +137,7 @@ def test_malformed_matrix_rows_are_findings_at_their_line(tmp_path: Path):
     }
     assert found == {("GPU006", "support-matrix.csv", n) for n in (3, 4, 5, 6, 7, 10)}
     # the good rows (2, 8, 9) are still used: every lab node has its image
-    audit = run_cli("audit", str(root), timeout=120)
+    audit = run_main("audit", str(root), timeout=120)
     assert (audit.returncode, audit.stdout) == (0, "OK\n")
     assert "support-matrix.csv:3:1:" in audit.stderr
 
@@ -150,7 +150,7 @@ def test_malformed_matrix_rows_are_findings_at_their_line(tmp_path: Path):
 )
 def test_unusable_matrix_is_one_finding_not_a_crash(tmp_path: Path, data: bytes):
     (tmp_path / "support-matrix.csv").write_bytes(data)
-    result = run_cli("check", str(tmp_path), "--format", "json", timeout=120)
+    result = run_main("check", str(tmp_path), "--format", "json", timeout=120)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     [finding] = json.loads(result.stdout)["findings"]
     assert finding["rule"] == "GPU006" and finding["location"]["line"] >= 1

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, run_cli
+from tests.conftest import EXAMPLES, run_main
 
 # OSC 52 (set the clipboard), clear screen, a carriage return that rewrites the line, then
 # markdown that would render live
@@ -68,7 +68,7 @@ def test_no_command_prints_a_raw_control_character(evil_repo: Path, evil_operand
     args = [
         a.replace("{root}", str(evil_repo)).replace("{operands}", str(evil_operands)) for a in argv
     ]
-    result = run_cli(*args, "--no-cache" if args[0] == "check" else "--jobs=1")
+    result = run_main(*args, "--no-cache" if args[0] == "check" else "--jobs=1")
     assert result.returncode in (0, 1), result.stderr
     assert "Traceback" not in result.stderr
     if args[0] not in ("tag", "report") or "--node" in args:
@@ -78,7 +78,7 @@ def test_no_command_prints_a_raw_control_character(evil_repo: Path, evil_operand
 
 
 def test_markdown_carries_no_live_syntax_from_the_repo(evil_repo: Path):
-    result = run_cli("check", str(evil_repo), "--no-cache", "--format", "markdown")
+    result = run_main("check", str(evil_repo), "--no-cache", "--format", "markdown")
     assert result.returncode == 1, result.stderr
     md = result.stdout
     rows = [line for line in md.splitlines() if "evil" in line]

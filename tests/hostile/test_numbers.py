@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.k8s import numbers
-from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.conftest import MATRIX, gpu_node, run_main, write
 
 HUGE = "9" * 5001
 BIG = "9" * 25  # within int() limits, past int64
@@ -77,7 +77,7 @@ def test_huge_numbers_are_findings_or_usage_errors(tmp_path: Path, place: str, d
     for rel, text in files.items():
         write(tmp_path, rel, text.replace("{n}", digits))
     write(tmp_path, "support-matrix.csv", MATRIX)
-    proc = run_cli(
+    proc = run_main(
         "check",
         str(tmp_path),
         "--no-cache",
@@ -135,5 +135,5 @@ def test_gpu_count():
 
 
 def test_a_jobs_flag_past_the_digit_limit_is_a_usage_error(tmp_path: Path):
-    proc = run_cli("check", str(tmp_path), "--jobs", HUGE)
+    proc = run_main("check", str(tmp_path), "--jobs", HUGE)
     assert proc.returncode == 2 and "--jobs" in proc.stderr and len(proc.stderr) < 2000

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, run_cli
+from tests.conftest import EXAMPLES, run_main
 from tests.gitops.conftest import commit, git
 
 
@@ -57,7 +57,7 @@ NOT_A_COMMIT = [
 @pytest.mark.slow
 @pytest.mark.parametrize("rev", RESOLVING)
 def test_a_revision_git_resolves_is_checked(lab_history: Path, rev: str):
-    result = run_cli("check", str(lab_history), f"--rev={rev}")
+    result = run_main("check", str(lab_history), f"--rev={rev}")
     assert result.returncode in (0, 1), result.stderr
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
     assert "read;" in result.stdout
@@ -66,7 +66,7 @@ def test_a_revision_git_resolves_is_checked(lab_history: Path, rev: str):
 @pytest.mark.slow
 @pytest.mark.parametrize("rev", NOT_A_COMMIT)
 def test_a_revision_that_names_no_commit_is_a_usage_error(lab_history: Path, rev: str):
-    result = run_cli("check", str(lab_history), f"--rev={rev}")
+    result = run_main("check", str(lab_history), f"--rev={rev}")
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
     assert result.stderr.startswith("gpudrv-check: error: unknown revision "), result.stderr
@@ -74,7 +74,7 @@ def test_a_revision_that_names_no_commit_is_a_usage_error(lab_history: Path, rev
 
 def test_the_reflog_time_syntax_reads_that_commit(lab_history: Path):
     """`HEAD@{1}` is the commit before the last one: the lab without lab-node-3."""
-    head = run_cli("audit", str(lab_history), "--rev=HEAD")
-    before = run_cli("audit", str(lab_history), "--rev=HEAD@{1}")
+    head = run_main("audit", str(lab_history), "--rev=HEAD")
+    before = run_main("audit", str(lab_history), "--rev=HEAD@{1}")
     assert (head.returncode, before.returncode) == (1, 0), (head.stderr, before.stderr)
     assert "lab-node-3 MISSING" in head.stdout and before.stdout == "OK\n"

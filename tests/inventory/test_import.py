@@ -14,7 +14,7 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 from gpudrv_check.edit.inventory_import import read_export, render, update
-from tests.conftest import EXAMPLES, run_cli
+from tests.conftest import EXAMPLES, run_main
 
 EXPECTED = Path(__file__).parent / "expected"
 LAB_NODES = EXAMPLES / "lab" / "k8s" / "nodes.yaml"
@@ -44,7 +44,7 @@ def _lab_export(heartbeat: str = "2026-12-01T03:17:00Z", version: str = "1") -> 
 
 
 def test_import_of_the_lab_nodes_is_pinned_bytes(tmp_path: Path) -> None:
-    result = run_cli("inventory", "import", str(LAB_NODES), "--source-name", "lab")
+    result = run_main("inventory", "import", str(LAB_NODES), "--source-name", "lab")
     assert result.returncode == 0, result.stderr
     assert result.stdout == (EXPECTED / "lab-nodes.yaml").read_text()
 
@@ -52,7 +52,7 @@ def test_import_of_the_lab_nodes_is_pinned_bytes(tmp_path: Path) -> None:
 def test_a_json_export_keeps_only_what_the_checker_reads(tmp_path: Path) -> None:
     export = tmp_path / "nodes.json"
     export.write_text(json.dumps(_lab_export(), indent=2))
-    result = run_cli("inventory", "import", str(export), "--source-name", "production")
+    result = run_main("inventory", "import", str(export), "--source-name", "production")
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert text == (EXPECTED / "lab-export.yaml").read_text()
@@ -74,11 +74,11 @@ def test_reimporting_an_unchanged_cluster_gives_the_same_bytes(tmp_path: Path) -
 def test_the_imported_inventory_gives_the_lab_the_same_verdicts(tmp_path: Path) -> None:
     repo = tmp_path / "lab"
     shutil.copytree(EXAMPLES / "lab", repo)
-    before = run_cli("check", str(repo), "--format", "json")
-    imported = run_cli("inventory", "import", str(repo / "k8s" / "nodes.yaml"))
+    before = run_main("check", str(repo), "--format", "json")
+    imported = run_main("inventory", "import", str(repo / "k8s" / "nodes.yaml"))
     assert imported.returncode == 0, imported.stderr
     (repo / "k8s" / "nodes.yaml").write_text(imported.stdout)
-    after = run_cli("check", str(repo), "--format", "json")
+    after = run_main("check", str(repo), "--format", "json")
     assert (before.returncode, after.returncode) == (1, 1)
 
     def verdicts(out: str) -> list[tuple]:
@@ -86,8 +86,8 @@ def test_the_imported_inventory_gives_the_lab_the_same_verdicts(tmp_path: Path) 
         return sorted((f["rule"], json.dumps(f.get("object")), f["message"]) for f in findings)
 
     assert verdicts(before.stdout) == verdicts(after.stdout)
-    audit_before = run_cli("audit", str(EXAMPLES / "lab")).stdout
-    assert run_cli("audit", str(repo)).stdout == audit_before
+    audit_before = run_main("audit", str(EXAMPLES / "lab")).stdout
+    assert run_main("audit", str(repo)).stdout == audit_before
 
 
 def test_keys_and_values_yaml_would_misread_round_trip(tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ def test_write_updates_the_configured_file_keeping_comments(tmp_path: Path) -> N
     export = tmp_path / "nodes.json"
     export.write_text(json.dumps(_lab_export()))
     args = ("inventory", "import", str(export), "--write", "--root", str(repo))
-    assert run_cli(*args, "--source-name", "prod").returncode == 0
+    assert run_main(*args, "--source-name", "prod").returncode == 0
     target = repo / "inventory" / "nodes.yaml"
     text = target.read_text()
     text = text.replace("apiVersion:", "# owned by the platform team\napiVersion:", 1)
@@ -130,7 +130,7 @@ def test_write_updates_the_configured_file_keeping_comments(tmp_path: Path) -> N
     )
     target.write_text(text)
     before = os.stat(target)
-    result = run_cli(*args, "--source-name", "prod")
+    result = run_main(*args, "--source-name", "prod")
     assert result.returncode == 0 and "up to date" in result.stderr
     after = os.stat(target)
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
@@ -139,7 +139,7 @@ def test_write_updates_the_configured_file_keeping_comments(tmp_path: Path) -> N
     changed["items"][1]["metadata"]["labels"]["nvidia.com/cuda.driver.minor"] = "184"
     del changed["items"][2]
     export.write_text(json.dumps(changed))
-    assert run_cli(*args, "--source-name", "prod").returncode == 0
+    assert run_main(*args, "--source-name", "prod").returncode == 0
     updated = target.read_text()
     assert "# owned by the platform team\napiVersion:" in updated
     assert "# the node that lags\n- name: lab-node-1\n" in updated
@@ -160,16 +160,16 @@ def test_update_of_a_file_it_did_not_write_keeps_the_top_comments() -> None:
 def test_bad_input_is_a_usage_error_with_its_reason(tmp_path: Path) -> None:
     not_nodes = tmp_path / "pods.yaml"
     not_nodes.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
-    result = run_cli("inventory", "import", str(not_nodes))
+    result = run_main("inventory", "import", str(not_nodes))
     assert result.returncode == 2 and "no Node object found" in result.stderr
     broken = tmp_path / "broken.json"
     broken.write_text('{"kind": "List", "items": [')
-    result = run_cli("inventory", "import", str(broken))
+    result = run_main("inventory", "import", str(broken))
     assert result.returncode == 2 and "broken.json:" in result.stderr
     assert "Traceback" not in result.stderr
-    result = run_cli("inventory", "import", str(LAB_NODES), "--max-bytes", "100")
+    result = run_main("inventory", "import", str(LAB_NODES), "--max-bytes", "100")
     assert result.returncode == 2 and "over --max-bytes (100)" in result.stderr
-    result = run_cli("inventory", "import", "-", "--max-bytes", "10", input="x" * 100)
+    result = run_main("inventory", "import", "-", "--max-bytes", "10", input="x" * 100)
     assert result.returncode == 2 and "over --max-bytes (10)" in result.stderr
 
 
@@ -178,7 +178,7 @@ def test_findings_in_the_export_are_printed_and_the_rest_imported(tmp_path: Path
     doc["items"][0]["spec"]["taints"] = [{"key": "a", "effect": "Sometimes"}]
     export = tmp_path / "nodes.json"
     export.write_text(json.dumps(doc, indent=1))
-    result = run_cli("inventory", "import", str(export))
+    result = run_main("inventory", "import", str(export))
     assert result.returncode == 1
     assert "nodes.json:" in result.stderr and "GPU040" in result.stderr
     assert result.stdout.count("- name: lab-node-") == 3
@@ -186,7 +186,7 @@ def test_findings_in_the_export_are_printed_and_the_rest_imported(tmp_path: Path
 
 
 def test_stdin_is_read(tmp_path: Path) -> None:
-    result = run_cli("inventory", "import", "-", input=json.dumps(_lab_export()))
+    result = run_main("inventory", "import", "-", input=json.dumps(_lab_export()))
     assert result.returncode == 0, result.stderr
     assert "imported from standard input" in result.stdout
 
@@ -197,14 +197,14 @@ def test_write_with_cluster_updates_that_clusters_inventory(tmp_path: Path) -> N
     staging = repo / "clusters" / "staging" / "nodes.yaml"
     production = (repo / "clusters" / "production" / "nodes.yaml").read_bytes()
     args = ("inventory", "import", str(LAB_NODES), "--write", "--root", str(repo))
-    result = run_cli(*args, "--cluster", "staging")
+    result = run_main(*args, "--cluster", "staging")
     assert result.returncode == 0, result.stderr
     text = staging.read_text()
     assert text.count("- name: lab-node-") == 3
     # a file import did not write keeps the comments above apiVersion, after the header
     assert "\n# The staging cluster's GPU nodes" in text
     assert (repo / "clusters" / "production" / "nodes.yaml").read_bytes() == production
-    result = run_cli(*args)  # the repo's config names no inventory file
+    result = run_main(*args)  # the repo's config names no inventory file
     assert result.returncode == 2 and "found none" in result.stderr
-    result = run_cli(*args, "--cluster", "qa")
+    result = run_main(*args, "--cluster", "qa")
     assert result.returncode == 2 and "no cluster named 'qa'" in result.stderr

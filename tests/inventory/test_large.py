@@ -10,7 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.conftest import EXAMPLES, run_cli
+from tests.conftest import EXAMPLES, run_main
 
 
 def _repo(tmp_path: Path, config: str) -> Path:
@@ -27,21 +27,21 @@ def _repo(tmp_path: Path, config: str) -> Path:
 
 def test_a_named_inventory_over_max_file_bytes_is_read(tmp_path: Path) -> None:
     repo = _repo(tmp_path, "max_file_bytes: 4000\ninventory: [inventory/nodes.yaml]\n")
-    result = run_cli("check", str(repo), "--format", "json")
+    result = run_main("check", str(repo), "--format", "json")
     assert result.returncode == 1, result.stderr
     findings = json.loads(result.stdout)["findings"]
     assert not [f for f in findings if f["rule"] == "GPU000"]
-    lab = json.loads(run_cli("check", str(EXAMPLES / "lab"), "--format", "json").stdout)
+    lab = json.loads(run_main("check", str(EXAMPLES / "lab"), "--format", "json").stdout)
     # the nodes were read: the same verdicts as the lab
     assert sorted((f["rule"], f["message"]) for f in findings) == sorted(
         (f["rule"], f["message"]) for f in lab["findings"]
     )
-    assert run_cli("audit", str(repo)).stdout == run_cli("audit", str(EXAMPLES / "lab")).stdout
+    assert run_main("audit", str(repo)).stdout == run_main("audit", str(EXAMPLES / "lab")).stdout
 
 
 def test_an_unnamed_file_over_max_file_bytes_is_still_a_finding(tmp_path: Path) -> None:
     repo = _repo(tmp_path, "max_file_bytes: 4000\n")
-    result = run_cli("check", str(repo), "--format", "json")
+    result = run_main("check", str(repo), "--format", "json")
     rules = [f["rule"] for f in json.loads(result.stdout)["findings"]]
     assert "GPU000" in rules and "GPU021" not in rules
 
@@ -49,7 +49,7 @@ def test_an_unnamed_file_over_max_file_bytes_is_still_a_finding(tmp_path: Path) 
 def test_max_inventory_bytes_bounds_the_named_inventory(tmp_path: Path) -> None:
     config = "max_file_bytes: 4000\nmax_inventory_bytes: 5000\ninventory: [inventory/nodes.yaml]\n"
     repo = _repo(tmp_path, config)
-    result = run_cli("check", str(repo))
+    result = run_main("check", str(repo))
     assert result.returncode == 2
     assert "over max_inventory_bytes (5000)" in result.stderr
     extra = tmp_path / "extra.yaml"
@@ -57,6 +57,6 @@ def test_max_inventory_bytes_bounds_the_named_inventory(tmp_path: Path) -> None:
     (repo / ".gpudrv-check.yaml").write_text(
         "max_file_bytes: 4000\nmax_inventory_bytes: 5000\nexclude: [steps/, inventory/]\n"
     )
-    result = run_cli("check", str(repo), "--inventory", str(extra))
+    result = run_main("check", str(repo), "--inventory", str(extra))
     assert result.returncode == 2
     assert "over max_inventory_bytes (5000)" in result.stderr

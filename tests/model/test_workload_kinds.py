@@ -437,3 +437,11 @@ def test_argo_templates_take_the_workflow_scheduling() -> None:
     assert own.pod_spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]
     assert plain.admitted == ["the Workflow's spec.nodeSelector, spec.tolerations"]
     assert plain.admitted_at == ("spec", "nodeSelector")
+
+
+def test_the_shipped_table_conforms_to_its_schema():
+    # start-up no longer validates the shipped table (issue 22): this test does, so a broken
+    # policies/workloads.yaml still cannot ship
+    from gpudrv_check.read.workload_table import builtin_table_error
+
+    assert builtin_table_error() is None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, run_cli, write
+from tests.conftest import EXAMPLES, run_main, write
 from tests.operands.build import all_labels, lab_daemonsets, node
 
 TABLE_ROWS = [
@@ -34,7 +34,7 @@ def operands_repo(tmp_path: Path) -> Path:
 
 
 def test_example_table_and_exit_code(operands_repo: Path):
-    result = run_cli("operands", str(operands_repo))
+    result = run_main("operands", str(operands_repo))
     assert (result.returncode, result.stderr) == (1, "")
     out = result.stdout
     assert out.startswith(
@@ -52,7 +52,7 @@ def test_example_table_and_exit_code(operands_repo: Path):
 
 
 def test_example_check_has_exactly_one_gpu030(operands_repo: Path):
-    result = run_cli("check", str(operands_repo), "--format", "json")
+    result = run_main("check", str(operands_repo), "--format", "json")
     data = json.loads(result.stdout)
     assert result.returncode == 1
     assert [
@@ -75,10 +75,10 @@ def test_example_fixed_by_the_missing_label(operands_repo: Path):
             "      nvidia.com/gpu.deploy.device-plugin",
         )
     )
-    result = run_cli("operands", str(operands_repo))
+    result = run_main("operands", str(operands_repo))
     assert result.returncode == 0
     assert "broken" not in result.stdout
-    check = run_cli("check", str(operands_repo))
+    check = run_main("check", str(operands_repo))
     assert (check.returncode, check.stdout.splitlines()[-1]) == (
         0,
         "7 files, 10 objects read; 0 errors, 0 warnings",
@@ -92,7 +92,7 @@ def test_example_steps_new_node_and_tainted_node(operands_repo: Path):
         operands_repo / "steps" / "node-4-tainted.yaml",
         operands_repo / "k8s" / "node-4-tainted.yaml",
     )
-    result = run_cli("operands", str(operands_repo), "--format", "json")
+    result = run_main("operands", str(operands_repo), "--format", "json")
     data = json.loads(result.stdout)
     nodes = {n["name"]: n for n in data["nodes"]}
     assert nodes["gpu-node-3"]["chain"] == "ok"
@@ -114,15 +114,15 @@ def test_example_steps_new_node_and_tainted_node(operands_repo: Path):
             "column": 5,
         }
     ]
-    check = run_cli("check", str(operands_repo), "--format", "json")
+    check = run_main("check", str(operands_repo), "--format", "json")
     rules = sorted(f["rule"] for f in json.loads(check.stdout)["findings"])
     assert rules == ["GPU030", "GPU031", "GPU032", "GPU032", "GPU032", "GPU032", "GPU032"]
 
 
 @pytest.mark.slow
 def test_json_is_deterministic_and_complete(operands_repo: Path):
-    first = run_cli("operands", str(operands_repo), "--format", "json")
-    second = run_cli("operands", str(operands_repo), "--format", "json")
+    first = run_main("operands", str(operands_repo), "--format", "json")
+    second = run_main("operands", str(operands_repo), "--format", "json")
     assert first.stdout == second.stdout
     data = json.loads(first.stdout)
     assert data["mode"] == "daemonsets" and data["config"] is None
@@ -166,7 +166,7 @@ def test_operator_config_table(tmp_path: Path):
         """,
     )
     write(tmp_path, "a.yaml", node("gpu-a"))
-    result = run_cli("operands", str(tmp_path), "--matrix", "none")
+    result = run_main("operands", str(tmp_path), "--matrix", "none")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(
         "operands from the ClusterPolicy cluster-policy (cp.yaml:1); node labels as the "
@@ -182,7 +182,7 @@ def test_operator_config_table(tmp_path: Path):
 
 def test_nothing_to_show(tmp_path: Path):
     write(tmp_path, "a.yaml", node("gpu-a", all_labels()))
-    result = run_cli("operands", str(tmp_path))
+    result = run_main("operands", str(tmp_path))
     assert (result.returncode, result.stdout) == (
         0,
         "no operand DaemonSets and no GPU Operator configuration in the repo\n",
@@ -192,23 +192,23 @@ def test_nothing_to_show(tmp_path: Path):
 def test_operands_false_note_without_operator(tmp_path: Path):
     lab_daemonsets(tmp_path)
     write(tmp_path, "a.yaml", node("gpu-a", {**all_labels(), "operands": "false"}))
-    result = run_cli("operands", str(tmp_path))
+    result = run_main("operands", str(tmp_path))
     assert result.returncode == 0
     assert "note: gpu-a: nvidia.com/gpu.deploy.operands=false has no effect here" in result.stdout
 
 
 def test_usage_errors(tmp_path: Path):
-    assert run_cli("operands", str(tmp_path / "missing")).returncode == 2
-    assert run_cli("operands", str(tmp_path), "--format", "yaml").returncode == 2
+    assert run_main("operands", str(tmp_path / "missing")).returncode == 2
+    assert run_main("operands", str(tmp_path), "--format", "yaml").returncode == 2
 
 
 @pytest.mark.slow
 def test_example_readme_shows_the_real_output():
     readme = (EXAMPLES / "operands" / "README.md").read_text()
     root = EXAMPLES.parent
-    table = run_cli("operands", "examples/operands", cwd=root)
+    table = run_main("operands", "examples/operands", cwd=root)
     assert table.stdout + "exit 1\n" in readme
     # the text format wraps to COLUMNS, else 100 columns: the README shows the default
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "GITHUB_ACTIONS")}
-    check = run_cli("check", "examples/operands", cwd=root, env=env)
+    check = run_main("check", "examples/operands", cwd=root, env=env)
     assert check.stdout in readme

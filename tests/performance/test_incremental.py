@@ -17,7 +17,7 @@ from gpudrv_check.engine.cache.store import Cache
 from gpudrv_check.read.config import load_config
 from gpudrv_check.read.manifests import ReadOptions, parse_manifest_bytes, read_repo
 from gpudrv_check.read.tree import WorkingTree
-from tests.conftest import run_cli, write
+from tests.conftest import run_main, write
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,8 +44,8 @@ def repo(corpus: Path, tmp_path: Path) -> Path:
 def _both(root: Path, cache: Path, fmt: str = "text") -> tuple[str, str]:
     """(cached run, run without any cache): stdout of each."""
     args = ("check", str(root), "--fail-on", "never", "--format", fmt)
-    cached = run_cli(*args, "--cache-dir", str(cache))
-    fresh = run_cli(*args, "--no-cache")
+    cached = run_main(*args, "--cache-dir", str(cache))
+    fresh = run_main(*args, "--no-cache")
     assert cached.returncode == 0, cached.stderr
     assert fresh.returncode == 0, fresh.stderr
     return cached.stdout, fresh.stdout

@@ -11,7 +11,7 @@ import pytest
 
 from gpudrv_check.engine.run import check
 from gpudrv_check.read.config import ConfigError, load_config
-from tests.conftest import MATRIX, ROOT, gpu_node, run_cli, write
+from tests.conftest import MATRIX, ROOT, gpu_node, run_main, write
 
 EXAMPLES = ROOT / "policies" / "examples"
 
@@ -461,20 +461,20 @@ def test_config_can_disable_or_reseverity_a_custom_policy_by_id_or_name(tmp_path
 @pytest.mark.slow
 def test_custom_policy_end_to_end(tmp_path):
     root = _repo(tmp_path, ZONE_POLICY, ("nodes/gpu-1.yaml", gpu_node("gpu-1")))
-    result = run_cli("check", str(root), "--format", "json")
+    result = run_main("check", str(root), "--format", "json")
     assert result.returncode == 0, result.stderr  # a warning does not fail by default
     doc = json.loads(result.stdout)
     [f] = [f for f in doc["findings"] if f["rule"] == "ACME001"]
     assert f["location"] == {"file": "nodes/gpu-1.yaml", "line": 5, "column": 3}
     assert f["severity"] == "warning"
-    failed = run_cli("check", str(root), "--fail-on", "warning", "--format", "concise")
+    failed = run_main("check", str(root), "--fail-on", "warning", "--format", "concise")
     assert failed.returncode == 1
     assert "nodes/gpu-1.yaml:5:3: warning ACME001 GPU node gpu-1 has no zone" in failed.stdout
 
 
 def test_malformed_policy_end_to_end_exits_2_with_its_location(tmp_path):
     root = _repo(tmp_path, ZONE_POLICY.replace("severity: warning", "severity: loud"))
-    result = run_cli("check", str(root))
+    result = run_main("check", str(root))
     assert result.returncode == 2
     assert result.stderr.startswith("gpudrv-check: error: policy.yaml:3:1: policy: severity:")
     assert "Traceback" not in result.stderr

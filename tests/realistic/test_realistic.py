@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_main
 
 HERE = Path(__file__).resolve().parent
 MATRIX_WARNING = ("GPU001", "support-matrix.csv", 1)
@@ -109,7 +109,7 @@ def _copy(shape: str, dest: Path) -> Path:
 
 
 def _check(root: Path, *args: str):
-    result = run_cli("check", str(root), "--no-cache", *args)
+    result = run_main("check", str(root), "--no-cache", *args)
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result
     return result
 
@@ -278,7 +278,7 @@ def test_first_run_without_matrix_or_inventory(tmp_path: Path):
     assert 'no node inventory: rules skipped; see README "Where the nodes come from"' in texts
     assert NO_NODES in texts
     # audit still needs the matrix
-    assert run_cli("audit", str(root)).returncode == 2
+    assert run_main("audit", str(root)).returncode == 2
 
 
 def test_unmodelled_gpu_workloads_are_named_in_verbose(tmp_path: Path):
@@ -296,7 +296,7 @@ KIND_SHAPES = sorted(shape for shape in SHAPES if shape.startswith("kind-"))
 def test_each_kind_has_a_gpu_workload_that_lands(shape: str, tmp_path: Path):
     """The other half of each kind repo: `place` puts a GPU template of it on the A100 nodes."""
     root = _copy(shape, tmp_path / shape)
-    result = run_cli("place", str(root), "--format", "json")
+    result = run_main("place", str(root), "--format", "json")
     doc = json.loads(result.stdout)
     placed = [w for w in doc["workloads"] if w["status"] == "placed" and w["gpus"]]
     assert any(set(w["nodes"]) == {"gpu-a100-1", "gpu-a100-2"} for w in placed), doc

@@ -13,7 +13,7 @@ import pytest
 from gpudrv_check.cli.commands.check import pair_outputs
 from gpudrv_check.read.config import ConfigError
 from gpudrv_check.report.github import escape_data, escape_property
-from tests.conftest import run_cli
+from tests.conftest import run_main
 
 FORMATS = {
     "json": "r.json",
@@ -42,7 +42,7 @@ def _run_all(root: Path, out: Path, *extra: str, cwd: Path | None = None):
     args = ["check", str(root), "--format", "concise"]
     for fmt, name in FORMATS.items():
         args += ["--format", fmt, "--output", str(out / name)]
-    result = run_cli(*args, *extra, cwd=cwd, env=_env())
+    result = run_main(*args, *extra, cwd=cwd, env=_env())
     return result, {fmt: (out / name).read_text(encoding="utf-8") for fmt, name in FORMATS.items()}
 
 
@@ -158,12 +158,12 @@ def test_sarif_with_a_baseline_has_the_new_findings_only_and_still_validates(ci_
     from jsonschema import Draft4Validator
 
     baseline = tmp_path / "b.json"
-    run_cli("check", str(ci_repo), "--write-baseline", str(baseline), env=_env())
+    run_main("check", str(ci_repo), "--write-baseline", str(baseline), env=_env())
     (ci_repo / "nodes/gpu-4.yaml").write_text(
         (ci_repo / "nodes/gpu-1.yaml").read_text().replace("gpu-1", "gpu-4")
     )
     sarif = tmp_path / "r.sarif"
-    result = run_cli(
+    result = run_main(
         "check",
         str(ci_repo),
         "--baseline",
@@ -217,7 +217,7 @@ def test_github_escaping(text, data, prop):
 
 @pytest.mark.slow
 def test_github_format_is_chosen_on_github_actions(ci_repo: Path):
-    auto = run_cli("check", str(ci_repo), env=_env(GITHUB_ACTIONS="true"))
+    auto = run_main("check", str(ci_repo), env=_env(GITHUB_ACTIONS="true"))
     lines = auto.stdout.splitlines()
     assert lines[0].startswith(
         "::error file=nodes/gpu-1.yaml,line=11,col=5,title=GPU001::node gpu-1 needs driver image"
@@ -229,7 +229,7 @@ def test_github_format_is_chosen_on_github_actions(ci_repo: Path):
     )
     assert any(line.startswith("::notice ") for line in lines)
     assert lines[-1].startswith("4 files, 4 objects read")
-    explicit = run_cli("check", str(ci_repo), "--format", "text", env=_env(GITHUB_ACTIONS="true"))
+    explicit = run_main("check", str(ci_repo), "--format", "text", env=_env(GITHUB_ACTIONS="true"))
     assert not explicit.stdout.startswith("::")
 
 
@@ -272,7 +272,7 @@ def test_markdown_summary(ci_repo: Path, tmp_path: Path):
 
 def test_markdown_links_to_the_commit_on_github(ci_repo: Path, tmp_path: Path):
     md = tmp_path / "r.md"
-    run_cli(
+    run_main(
         "check",
         str(ci_repo),
         "--format",
@@ -350,9 +350,9 @@ def test_format_output_pairing_errors(args, text):
 
 
 def test_pairing_errors_exit_2_through_the_cli(ci_repo: Path):
-    result = run_cli("check", str(ci_repo), "--format", "text", "--format", "json", env=_env())
+    result = run_main("check", str(ci_repo), "--format", "text", "--format", "json", env=_env())
     assert result.returncode == 2 and "would all go to stdout" in result.stderr
-    bad = run_cli("check", str(ci_repo), "--format", "yaml", env=_env())
+    bad = run_main("check", str(ci_repo), "--format", "yaml", env=_env())
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
 
 
@@ -361,7 +361,7 @@ def test_pairing_errors_exit_2_through_the_cli(ci_repo: Path):
     ("fail_on", "code"), [("error", 1), ("warning", 1), ("info", 1), ("never", 0)]
 )
 def test_fail_on(ci_repo: Path, fail_on: str, code: int):
-    assert run_cli("check", str(ci_repo), "--fail-on", fail_on, env=_env()).returncode == code
+    assert run_main("check", str(ci_repo), "--fail-on", fail_on, env=_env()).returncode == code
 
 
 @pytest.mark.slow
@@ -371,7 +371,7 @@ def test_fail_on_levels_with_warnings_only(ci_repo: Path):
         (ci_repo / "policies/zone.yaml").read_text().replace("severity: info", "severity: warning")
     )
     codes = {
-        level: run_cli("check", str(ci_repo), "--fail-on", level, env=_env()).returncode
+        level: run_main("check", str(ci_repo), "--fail-on", level, env=_env()).returncode
         for level in ("error", "warning", "info", "never")
     }
     assert codes == {"error": 0, "warning": 1, "info": 1, "never": 0}
@@ -405,7 +405,7 @@ def test_json_formats_escape_bidi_and_line_separators(tmp_path: Path, fmt: str):
         f'apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  labels:\n    "{escaped}": [x]\n',
     )
     write(tmp_path, "support-matrix.csv", MATRIX)
-    proc = run_cli("check", str(tmp_path), "--no-cache", "--format", fmt, "--fail-on", "never")
+    proc = run_main("check", str(tmp_path), "--no-cache", "--format", fmt, "--fail-on", "never")
     assert proc.returncode == 0, proc.stderr
     raw = re.findall("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]", proc.stdout)
     assert raw == []

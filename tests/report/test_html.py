@@ -15,7 +15,7 @@ import pytest
 from gpudrv_check.core.finding import Finding, Location, Severity
 from gpudrv_check.report import Report, Summary
 from gpudrv_check.report.html import render
-from tests.conftest import EXAMPLES, run_cli
+from tests.conftest import EXAMPLES, run_main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
@@ -44,7 +44,7 @@ def lab_page(lab_repo: Path, tmp_path: Path) -> Path:
     """The lab with lab-node-3, whose image was never built, as an HTML report."""
     shutil.copy(lab_repo / "steps" / "node3.yaml", lab_repo / "k8s" / "node3.yaml")
     page = tmp_path / "report.html"
-    result = run_cli("check", str(lab_repo), "--format", "html", "--output", str(page))
+    result = run_main("check", str(lab_repo), "--format", "html", "--output", str(page))
     assert result.returncode == 1, result.stderr
     return page
 
@@ -107,7 +107,7 @@ def test_a_screenshot_of_the_page(lab_page: Path):
 
 def test_operand_chains_in_the_page(tmp_path: Path):
     page = tmp_path / "operands.html"
-    run_cli("check", str(EXAMPLES / "operands"), "--format", "html", "--output", str(page))
+    run_main("check", str(EXAMPLES / "operands"), "--format", "html", "--output", str(page))
     text = page.read_text(encoding="utf-8")
     assert 'id="operands"' in text
     assert re.search(r"<tr><td>gpu-node-2</td>.*<td class=\"broken\">broken</td></tr>", text)
@@ -128,9 +128,9 @@ def test_the_rehearsal_timeline_when_the_operator_config_sets_a_driver_version(l
         )
     )
     page = lab_repo / "r.html"
-    run_cli("check", str(lab_repo), "--format", "html", "--output", str(page))
+    run_main("check", str(lab_repo), "--format", "html", "--output", str(page))
     text = page.read_text(encoding="utf-8")
-    rehearsed = run_cli("rehearse", str(lab_repo), "--format", "json")
+    rehearsed = run_main("rehearse", str(lab_repo), "--format", "json")
     doc = json.loads(rehearsed.stdout)
     assert 'id="rehearsal"' in text
     assert text.count('<tr class="wave">') == len(doc["waves"]) > 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import json
 
-from tests.conftest import EXAMPLES, ROOT, run_cli
+from tests.conftest import EXAMPLES, ROOT, run_main
 
 SECTION = ROOT / "gpudrv_check" / "report" / "sections" / "operands.py"
 MARKS = {"yes": "✓", "pre-installed": "host", "no": "·"}
@@ -27,9 +27,9 @@ def _table(markdown: str) -> dict[str, dict[str, str]]:
 
 def test_operand_table_agrees_with_the_operands_command_and_gpu030():
     example = str(EXAMPLES / "operands")
-    markdown = run_cli("check", example, "--format", "markdown", "--no-cache").stdout
-    facts = json.loads(run_cli("operands", example, "--format", "json").stdout)
-    findings = json.loads(run_cli("check", example, "--format", "json", "--no-cache").stdout)
+    markdown = run_main("check", example, "--format", "markdown", "--no-cache").stdout
+    facts = json.loads(run_main("operands", example, "--format", "json").stdout)
+    findings = json.loads(run_main("check", example, "--format", "json", "--no-cache").stdout)
     table = _table(markdown)
     gpu_nodes = [n for n in facts["nodes"] if n["gpu"]]
     assert sorted(table) == sorted(n["name"] for n in gpu_nodes)

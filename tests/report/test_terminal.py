@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.report.text import terminal_width, use_colour
-from tests.conftest import run_cli
+from tests.conftest import run_main
 
 ANSI = re.compile("\x1b\\[[0-9;]*m")
 
@@ -23,13 +23,13 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _findings(lab: Path, *args: str) -> list[dict]:
-    result = run_cli("check", str(lab), "--format", "json", "--no-cache", *args, env=_env())
+    result = run_main("check", str(lab), "--format", "json", "--no-cache", *args, env=_env())
     return json.loads(result.stdout)["findings"]
 
 
 def test_text_groups_by_file_and_wraps_message_and_fix_under_the_location(lab_repo: Path):
     findings = _findings(lab_repo)
-    result = run_cli("check", str(lab_repo), "--no-cache", env=_env(COLUMNS="72"))
+    result = run_main("check", str(lab_repo), "--no-cache", env=_env(COLUMNS="72"))
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     headings = [line for line in lines if line and not line.startswith(" ")][:-1]  # summary
@@ -54,7 +54,7 @@ def test_text_groups_by_file_and_wraps_message_and_fix_under_the_location(lab_re
 
 def test_concise_is_one_line_per_finding(lab_repo: Path):
     findings = _findings(lab_repo)
-    result = run_cli("check", str(lab_repo), "--format", "concise", "--no-cache", env=_env())
+    result = run_main("check", str(lab_repo), "--format", "concise", "--no-cache", env=_env())
     expected = [
         "{file}:{line}:{column}: ".format(**f["location"])
         + f"{f['severity']} {f['rule']} {f['message']}"
@@ -68,11 +68,11 @@ def test_concise_is_one_line_per_finding(lab_repo: Path):
 
 def test_quiet_shows_errors_only_and_no_summary(lab_repo: Path):
     for fmt in ("text", "concise"):
-        result = run_cli("check", str(lab_repo), "-q", "--format", fmt, "--no-cache", env=_env())
+        result = run_main("check", str(lab_repo), "-q", "--format", fmt, "--no-cache", env=_env())
         assert result.returncode == 1  # the exit code still counts every finding
         assert " info " not in result.stdout and "GPU011" not in result.stdout
         assert "GPU010" in result.stdout and "objects read" not in result.stdout
-    only_files = run_cli(
+    only_files = run_main(
         "check", str(lab_repo), "-q", "--format", "json", "--output", str(lab_repo / "r.json"),
         env=_env(),
     )  # fmt: skip
@@ -86,9 +86,9 @@ def test_select_and_ignore_rules_by_id_or_name(lab_repo: Path):
     assert rules("--select", "GPU010", "--select", "GPU011") == ["GPU010", "GPU011"]
     assert rules("--ignore", "GPU011") == ["GPU010", "GPU020", "GPU021"]
     assert rules("--select", "GPU010,GPU011", "--ignore", "GPU011") == ["GPU010"]
-    quiet = run_cli("check", str(lab_repo), "--select", "GPU011", "--no-cache", env=_env())
+    quiet = run_main("check", str(lab_repo), "--select", "GPU011", "--no-cache", env=_env())
     assert quiet.returncode == 0  # only infos left: nothing at or above --fail-on error
-    wrong = run_cli("check", str(lab_repo), "--ignore", "GPU999", env=_env())
+    wrong = run_main("check", str(lab_repo), "--ignore", "GPU999", env=_env())
     assert wrong.returncode == 2
     assert "--ignore GPU999: unknown rule" in wrong.stderr and "Traceback" not in wrong.stderr
 
@@ -116,14 +116,16 @@ def test_colour_choice(choice: str, environ: dict, tty: bool, expected: bool):
 
 
 def test_colour_on_the_command_line_and_from_the_environment(lab_repo: Path):
-    forced = run_cli("check", str(lab_repo), "--no-cache", env=_env(FORCE_COLOR="1"))
+    forced = run_main("check", str(lab_repo), "--no-cache", env=_env(FORCE_COLOR="1"))
     assert "\x1b[31merror\x1b[0m" in forced.stdout
     assert not ANSI.search(ANSI.sub("", forced.stdout))  # only the severities are coloured
-    never = run_cli("check", str(lab_repo), "--color", "never", env=_env(FORCE_COLOR="1"))
+    never = run_main("check", str(lab_repo), "--color", "never", env=_env(FORCE_COLOR="1"))
     assert "\x1b" not in never.stdout
-    always = run_cli("check", str(lab_repo), "--format", "concise", "--color", "always", env=_env())
+    always = run_main(
+        "check", str(lab_repo), "--format", "concise", "--color", "always", env=_env()
+    )
     assert "\x1b[36minfo\x1b[0m" in always.stdout
-    piped = run_cli("check", str(lab_repo), env=_env())
+    piped = run_main("check", str(lab_repo), env=_env())
     assert "\x1b" not in piped.stdout
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.conftest import MATRIX, gpu_node, run_main, write
 
 
 def where(root: Path, rel: str, needle: str, nth: int = 1) -> tuple[int, int]:
@@ -21,7 +21,7 @@ def where(root: Path, rel: str, needle: str, nth: int = 1) -> tuple[int, int]:
 
 
 def findings(root: Path, *args: str) -> list[dict]:
-    result = run_cli("check", str(root), "--format", "json", "--fail-on", "never", *args)
+    result = run_main("check", str(root), "--format", "json", "--fail-on", "never", *args)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)["findings"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_main
 from tests.upgrade.conftest import located, messages, where
 
 STEP4_ROW = "550,6.8.0-52-generic,ubuntu24.04\n"
@@ -80,7 +80,7 @@ def test_gpu021_in_each_lab_state(lab_repo: Path, lab: Path):
 
 
 def test_step7_plan_blocked_then_ready(lab: Path):
-    blocked = run_cli("plan", "lab-node-1", "--driver", "550.90.07", str(lab))
+    blocked = run_main("plan", "lab-node-1", "--driver", "550.90.07", str(lab))
     assert blocked.returncode == 1, blocked.stderr
     out = blocked.stdout
     assert out.startswith("plan lab-node-1: driver 535.183.06 → 550.90.07\n")
@@ -109,7 +109,7 @@ def test_step7_plan_blocked_then_ready(lab: Path):
     with open(lab / "support-matrix.csv", "a") as matrix:
         matrix.write(STEP7_ROW)
     set_budget(lab, 3)
-    ready = run_cli("plan", "lab-node-1", "--driver", "550.90.07", str(lab))
+    ready = run_main("plan", "lab-node-1", "--driver", "550.90.07", str(lab))
     assert ready.returncode == 0, ready.stdout
     assert (
         "1. image: ready - 550-5.15.0-107-generic-ubuntu22.04 is in the support matrix"
@@ -125,7 +125,7 @@ def test_step7_plan_blocked_then_ready(lab: Path):
 def test_step7_write_makes_exactly_the_lab_edit(lab: Path):
     set_budget(lab, 3)  # step 7 (2) is a decision about the workload: done by hand
     before = snapshot(lab)
-    result = run_cli("plan", "lab-node-1", "--driver", "550.90.07", str(lab), "--write")
+    result = run_main("plan", "lab-node-1", "--driver", "550.90.07", str(lab), "--write")
     assert result.returncode == 0, result.stdout + result.stderr
     after = snapshot(lab)
     expected = dict(before)
@@ -137,16 +137,16 @@ def test_step7_write_makes_exactly_the_lab_edit(lab: Path):
     assert "wrote support-matrix.csv: appended `550,5.15.0-107-generic,ubuntu22.04` (line 6)" in (
         result.stdout
     )
-    assert run_cli("audit", str(lab)).stdout == "OK\n"
+    assert run_main("audit", str(lab)).stdout == "OK\n"
     # a second run has nothing left to write
-    again = run_cli("plan", "lab-node-1", "--driver", "550.90.07", str(lab), "--write")
+    again = run_main("plan", "lab-node-1", "--driver", "550.90.07", str(lab), "--write")
     assert again.returncode == 0 and "wrote" not in again.stdout
     assert snapshot(lab) == expected
 
 
 def test_write_refuses_while_the_budget_blocks(lab: Path):
     before = snapshot(lab)
-    result = run_cli("plan", "lab-node-1", "--driver", "550.90.07", str(lab), "--write")
+    result = run_main("plan", "lab-node-1", "--driver", "550.90.07", str(lab), "--write")
     assert result.returncode == 1
     assert "--write refused: step 2 is blocked" in result.stderr
     assert snapshot(lab) == before
@@ -165,7 +165,7 @@ def test_step8_report(lab: Path):
         "      nvidia.com/gpu-driver-upgrade-state: upgrade-done\n",
     )
     nodes.write_text(text)
-    result = run_cli("report", str(lab), "--node", "lab-node-1")
+    result = run_main("report", str(lab), "--node", "lab-node-1")
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == (
         "NODES=4\n"
@@ -177,7 +177,7 @@ def test_step8_report(lab: Path):
         "UPGRADE_STATE=upgrade-done\n"
     )
     as_json = json.loads(
-        run_cli("report", str(lab), "--node", "lab-node-1", "--format", "json").stdout
+        run_main("report", str(lab), "--node", "lab-node-1", "--format", "json").stdout
     )
     assert as_json == {
         "nodes": 4,

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.conftest import MATRIX, gpu_node, run_main, write
 from tests.upgrade.conftest import deployment, gpu_cluster, gpu_node_with, pdb, where
 
 NEW_ROW = "550,5.15.0-119-generic,ubuntu22.04"  # MATRIX already has it
 
 
 def plan(root: Path, node: str = "gpu-0", *extra: str) -> tuple[int, str, str]:
-    result = run_cli("plan", node, "--driver", "550.90.07", str(root), *extra)
+    result = run_main("plan", node, "--driver", "550.90.07", str(root), *extra)
     return result.returncode, result.stdout, result.stderr
 
 
@@ -57,7 +57,7 @@ def test_a_quiet_cluster_is_ready(tmp_path: Path):
 )
 def test_usage_errors(tmp_path: Path, args: tuple, text: str):
     gpu_cluster(tmp_path, 1)
-    result = run_cli(*args, str(tmp_path))
+    result = run_main(*args, str(tmp_path))
     assert result.returncode == 2 and text in result.stderr and "Traceback" not in result.stderr
 
 
@@ -194,7 +194,7 @@ def test_two_part_version_empties_the_revision(tmp_path: Path):
     write(tmp_path, "support-matrix.csv", MATRIX)
     extra = '    nvidia.com/cuda.driver-version.revision: "06"\n'
     write(tmp_path, "nodes.yaml", gpu_node_with("gpu-0", extra, branch="535"))
-    result = run_cli("plan", "gpu-0", "--driver", "550.120", str(tmp_path), "--format", "json")
+    result = run_main("plan", "gpu-0", "--driver", "550.120", str(tmp_path), "--format", "json")
     relabel = step(json.loads(result.stdout), "relabel")
     assert "nvidia.com/cuda.driver-version.revision= " in relabel["summary"] + " "
 

@@ -18,7 +18,7 @@ from gpudrv_check.edit.safe_write import (
     replace_atomically,
     resolve_inside,
 )
-from tests.conftest import run_cli
+from tests.conftest import run_main
 
 HEADER = "driver_branch,kernel,os_tag\n"
 OLD_ROW = "535,5.15.0-107-generic,ubuntu22.04\n"
@@ -70,7 +70,7 @@ def repo(tmp_path: Path, rel: str, text: str, matrix: str = HEADER + OLD_ROW) ->
 
 
 def write_plan(root: Path, node: str = "gpu-1", *extra: str):
-    return run_cli("plan", node, "--driver", "550.90.07", str(root), "--write", *extra)
+    return run_main("plan", node, "--driver", "550.90.07", str(root), "--write", *extra)
 
 
 def test_single_node_crlf_comments_and_quotes(tmp_path: Path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run_cli, write
+from tests.conftest import run_main, write
 from tests.upgrade.conftest import gpu_cluster
 
 
@@ -21,7 +21,7 @@ def test_state_counts_in_flow_order_and_unknown_last(tmp_path: Path):
         },
     )
     write(tmp_path, "cpu.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: cpu-0\n")
-    result = run_cli("report", str(tmp_path))
+    result = run_main("report", str(tmp_path))
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == (
         "NODES=5\n"
@@ -42,14 +42,14 @@ def test_skew_counts_missing_images_and_missing_labels(tmp_path: Path):
         '    nvidia.com/gpu.present: "true"\n',
     )
     write(tmp_path, "support-matrix.csv", "driver_branch,kernel,os_tag\n# none built yet\n\n")
-    result = run_cli("report", str(tmp_path))
+    result = run_main("report", str(tmp_path))
     assert result.stdout == "NODES=2\nSKEW=2\nMATRIX_ROWS=0\n"
-    assert run_cli("audit", str(tmp_path)).stdout.count("MISSING") == 2
+    assert run_main("audit", str(tmp_path)).stdout.count("MISSING") == 2
 
 
 def test_without_a_matrix_and_for_an_unlabelled_node(tmp_path: Path):
     gpu_cluster(tmp_path, 1)
-    result = run_cli("report", str(tmp_path), "--matrix", "none", "--node", "gpu-0")
+    result = run_main("report", str(tmp_path), "--matrix", "none", "--node", "gpu-0")
     assert result.stdout == (
         "NODES=1\nNODE=gpu-0\nTAG=550-5.15.0-119-generic-ubuntu22.04\nUPGRADE_STATE=\n"
     )
@@ -57,5 +57,5 @@ def test_without_a_matrix_and_for_an_unlabelled_node(tmp_path: Path):
 
 def test_unknown_node_is_a_usage_error(tmp_path: Path):
     gpu_cluster(tmp_path, 1)
-    result = run_cli("report", str(tmp_path), "--node", "gpu-7")
+    result = run_main("report", str(tmp_path), "--node", "gpu-7")
     assert result.returncode == 2 and "no node 'gpu-7'" in result.stderr

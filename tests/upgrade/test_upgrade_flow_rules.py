@@ -72,12 +72,12 @@ def test_labels_the_controller_clears_are_not_errors(lab_repo: Path, tmp_path: P
 
 
 def test_plan_counts_only_what_the_controller_evicts(lab_repo: Path) -> None:
-    from tests.conftest import run_cli
+    from tests.conftest import run_main
 
-    before = run_cli("plan", "lab-node-1", "--driver", "535.183.06", str(lab_repo))
+    before = run_main("plan", "lab-node-1", "--driver", "535.183.06", str(lab_repo))
     assert before.returncode == 1 and "2. headroom: blocked" in before.stdout
     _policy(lab_repo, "      autoUpgrade: true\n      podDeletion: {}")
-    after = run_cli("plan", "lab-node-1", "--driver", "535.183.06", str(lab_repo))
+    after = run_main("plan", "lab-node-1", "--driver", "535.183.06", str(lab_repo))
     assert "2. headroom: ready" in after.stdout
     assert "flow: the GPU Operator's upgrade controller" in after.stdout
 

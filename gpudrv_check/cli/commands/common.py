@@ -109,6 +109,8 @@ def load_source(
     finally:
         if progress is not None:
             progress.done()
+    if not isinstance(options, CheckOptions) and not options.verbose:
+        say_unread(run, config.max_file_bytes)
     if run.clusters and options.command not in MULTI_CLUSTER_COMMANDS:
         if len(run.clusters) > 1:
             names = ", ".join(sub.cluster.name for sub in run.clusters if sub.cluster)
@@ -117,6 +119,20 @@ def load_source(
             )
         return run.clusters[0]
     return run
+
+
+def say_unread(run: Run, max_bytes: int) -> None:
+    """Files over max_file_bytes, once on stderr: `check` reports each as GPU000, but a command
+    without findings would otherwise answer as if they did not exist (`audit`: OK)."""
+    over = sorted(f.rel for f in run.listing.files if f.size > max_bytes)
+    if not over:
+        return
+    shown = ", ".join(printable(rel) for rel in over[:3]) + (", ..." if len(over) > 3 else "")
+    sys.stderr.write(
+        f"gpudrv-check: note: {len(over)} file(s) over max_file_bytes ({max_bytes}) not read: "
+        f"{shown}; a node export: name it under `inventory:` in .gpudrv-check.yaml (read up to "
+        "max_inventory_bytes), else raise max_file_bytes\n"
+    )
 
 
 #: the commands that report on every cluster of a repo at once (the others take --cluster)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from gpudrv_check.cli import INVENTORY_MAX_BYTES
 from gpudrv_check.cli.options import InventoryOptions
 from gpudrv_check.core.finding import terminal_text
 from gpudrv_check.edit.inventory_import import ImportError_, read_export, render, update
@@ -18,8 +19,7 @@ from gpudrv_check.read.config import Config, ConfigError, load_config
 from gpudrv_check.read.safe_io import TooLarge, read_named, write_atomic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-#: a 20,000-node `kubectl get nodes -o json` is about 12 MB with its images lists
-DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+DEFAULT_MAX_BYTES = INVENTORY_MAX_BYTES
 
 
 def _usage(message: str) -> int:

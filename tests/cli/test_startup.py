@@ -1,0 +1,120 @@
+"""Start-up and exit of the console script (issue 22): what a run imports and collects, shown
+by behaviour (the modules loaded, the collections the interpreter reports), never by time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, MATRIX, gpu_node, run_cli, write
+
+# runs the console script's own entry point (`cli.run`) with a gc callback that records every
+# collection the interpreter starts from then on, printed from a hook on `os._exit` (which the
+# forked worker processes end with too)
+_PROBE = r"""
+import gc, json, os, sys
+collections = []
+gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
+real_exit = os._exit
+def exit_(code):
+    sys.__stderr__.write("\nPROBE " + json.dumps({"collections": collections,
+        "modules": sorted(m for m in sys.modules if m.startswith("gpudrv_check"))}) + "\n")
+    sys.__stderr__.flush()
+    real_exit(code)
+os._exit = exit_
+sys.argv = ["gpudrv-check", *sys.argv[1:]]
+from gpudrv_check import cli
+collections.clear()  # from the entry point on: imports before it are not the run's
+cli.run()
+"""
+
+
+def probe(*args: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    # one line per process that ends with os._exit: the run's, after its workers' (if any)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("PROBE ")]
+    found = [json.loads(line.removeprefix("PROBE ")) for line in lines]
+    assert found, proc.stderr
+    return {
+        "collections": [g for one in found for g in one["collections"]],
+        "modules": found[-1]["modules"],
+        "processes": len(found),
+    }
+
+
+def test_a_check_run_and_its_exit_start_no_collection():
+    """`dispatch` once re-enabled the collector, and the first allocation before `os._exit`
+    then collected the youngest generation, which after a run without collections holds every
+    object the run made (4-5 % of every run): no collection of any generation runs from the
+    entry point to the exit."""
+    seen = probe("check", str(EXAMPLES / "lab"), "--no-cache", "--fail-on", "never")
+    assert seen["collections"] == []
+    assert "gpudrv_check.engine.run" in seen["modules"]  # the probe saw a whole run
+
+
+def test_a_large_repo_run_with_workers_starts_no_collection(tmp_path: Path):
+    # 200 files or more are parsed by worker processes: their results arrive in bulk
+    repo = tmp_path / "repo"
+    write(repo, "support-matrix.csv", MATRIX)
+    for i in range(210):
+        write(repo, f"nodes/n{i}.yaml", gpu_node(f"n{i}"))
+    seen = probe("check", str(repo), "--no-cache", "--jobs", "2", "--fail-on", "never")
+    assert seen["processes"] >= 2  # the run and its workers, each probed to its exit
+    assert seen["collections"] == []
+
+
+def test_version_and_parsing_import_no_command():
+    seen = probe("--version")
+    assert seen["modules"] == ["gpudrv_check", "gpudrv_check.cli"]
+    # building the parser for `rules` imports that command only, not `inventory` (whose module
+    # pulled in the export reader and jsonschema just for its --max-bytes default)
+    seen = probe("rules")
+    assert "gpudrv_check.cli.commands.inventory" not in seen["modules"]
+    assert "gpudrv_check.edit.inventory_import" not in seen["modules"]
+
+
+def test_a_check_run_does_not_import_jsonschema():
+    """The shipped workload table is validated by a test (tests/model/test_workload_kinds.py),
+    not at every start-up; a repo without custom policies or inventories needs no schema."""
+    code = (
+        "import sys\n"
+        "from gpudrv_check.cli import main\n"
+        f"main(['check', {str(EXAMPLES / 'lab')!r}, '--no-cache', '--fail-on', 'never'])\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip().splitlines()[-1] == "False", proc.stderr
+
+
+def _oversized_node_export(repo: Path, limit: int) -> None:
+    write(repo, "support-matrix.csv", MATRIX)
+    write(repo, ".gpudrv-check.yaml", f"max_file_bytes: {limit}\n")
+    nodes = "---\n".join(gpu_node(f"n{i}") for i in range(20))
+    write(repo, "nodes.yaml", nodes)
+
+
+def test_a_file_over_max_file_bytes_is_named_by_every_repo_command(tmp_path: Path):
+    """`check` reports such a file as GPU000; the other commands printed results as if it did
+    not exist (`audit`: OK, `report`: NODES=0). They now say so once, on stderr."""
+    repo = tmp_path / "repo"
+    _oversized_node_export(repo, 2000)
+    for args in (("audit",), ("report",), ("operands",), ("place",)):
+        proc = run_cli(*args, str(repo))
+        notes = [ln for ln in proc.stderr.splitlines() if "max_file_bytes" in ln]
+        assert len(notes) == 1, (args, proc.stderr)
+        assert "nodes.yaml" in notes[0] and "not read" in notes[0]
+        assert "inventory:" in notes[0]  # the way to read a large node export
+    check = run_cli("check", str(repo), "--no-cache", "--format", "concise")
+    assert "GPU000" in check.stdout and "max_file_bytes" not in check.stderr
+
+
+def test_no_note_when_every_file_is_read(tmp_path: Path):
+    repo = tmp_path / "repo"
+    _oversized_node_export(repo, 1_000_000)
+    proc = run_cli("audit", str(repo))
+    assert "max_file_bytes" not in proc.stderr

@@ -184,8 +184,10 @@ def preemption_message(
     """
     if preemption_policy == "Never":
         return f"preemption: {PREEMPTION_NEVER}"
-    reasons = [REASON_NO_VICTIMS] * no_victims
-    reasons += [PREEMPTION_NOT_HELPFUL] * (num_nodes - no_victims)
+    # counted, not listed: one entry per node would be counted again for every Pending pod
+    reasons = Counter(
+        {REASON_NO_VICTIMS: no_victims, PREEMPTION_NOT_HELPFUL: num_nodes - no_victims}
+    )
     return f"preemption: {fit_error_message(num_nodes, reasons)}"
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from importlib.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # importlib.abc.Traversable is deprecated from 3.12 on
+    from importlib.abc import Traversable
 
 
 @cache

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from sys import intern
 from typing import Any
@@ -446,7 +447,7 @@ def _event_classes() -> _EventClasses:
         module = None
     if _light_ok is None:
         _light_ok = module is not None and _probe_light(module)
-    if _light_ok:
+    if _light_ok and module is not None:
         return _EventClasses(module, _LIGHT)
     import ruamel.yaml.events as stock
 
@@ -479,6 +480,19 @@ def _probe_light(module: Any) -> bool:
         and (seen[1].explicit, seen[1].version, seen[12].anchor) == (True, (1, 1), "x")
         and (seen[3].start_mark.line, seen[3].start_mark.column) == (2, 0)
     )
+
+
+def _event_source(text: str | bytes) -> Callable[[], Any]:
+    """The next-event function of the libyaml C parser (ruamel.yaml.clib); without that
+    extension (a platform it has no wheel for), of ruamel.yaml's pure-Python parser: the same
+    event classes, marks and errors, several times slower."""
+    try:
+        from ruamel.yaml.cyaml import CParser
+    except ImportError:
+        from ruamel.yaml import YAML
+
+        return iter(YAML(typ="safe", pure=True).parse(text)).__next__
+    return CParser(text).get_event
 
 
 def parse_text(text: str | bytes, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFile:
@@ -652,7 +666,6 @@ class _Builder:
         self.get_event: Any = None
 
     def build(self) -> ParsedFile:
-        from ruamel.yaml.cyaml import CParser
         from ruamel.yaml.error import MarkedYAMLError, YAMLError
         from ruamel.yaml.reader import ReaderError
 
@@ -662,7 +675,7 @@ class _Builder:
             self.problems.append(too_deep)
             result.failed = True
             return result
-        self.get_event = CParser(text).get_event
+        self.get_event = _event_source(text)
         try:
             self._run()
         except MarkedYAMLError as err:

@@ -3,9 +3,10 @@ sets GPUDRV_CHECK_PHASES (issue 22 profiles large repos with it); nothing otherw
 
     GPUDRV_CHECK_PHASES=1 gpudrv-check check big-repo --jobs 2
 
-Each line is `gpudrv-check: phase NAME cpu C wall W`, in the order the phases ended, then the
-CPU of the worker processes (they parse files while this process does too). Timers read the
-clocks only when asked to: a run without the variable pays one dictionary lookup per phase.
+Each line is `gpudrv-check: phase NAME cpu C wall W peak P MB` (P: the largest resident size of
+this process so far), in the order the phases ended, then the CPU of the worker processes (they
+parse files while this process does too). Timers read the clocks only when asked to: a run
+without the variable pays one dictionary lookup per phase.
 """
 
 from __future__ import annotations
@@ -34,7 +35,18 @@ def phase(name: str) -> Iterator[None]:
         yield
     finally:
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        sys.stderr.write(f"gpudrv-check: phase {name} cpu {cpu:.3f} wall {wall:.3f}\n")
+        sys.stderr.write(f"gpudrv-check: phase {name} cpu {cpu:.3f} wall {wall:.3f}{_peak()}\n")
+
+
+def _peak() -> str:
+    """` peak N MB`: the largest resident size of this process so far (where the peak of a run
+    is reached), or nothing where the platform does not say."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return ""
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return f" peak {kib / (1 << 20 if sys.platform == 'darwin' else 1 << 10):.0f} MB"
 
 
 def say_workers() -> None:

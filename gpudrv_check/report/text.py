@@ -140,17 +140,27 @@ def _fill(text: str, at: int, room: int) -> int:
     return len(text) if space < 0 else space
 
 
-def finding_block(f: Finding, width: int, colour: bool = False) -> list[str]:
+def finding_block(
+    f: Finding, width: int, colour: bool = False, fixes: dict[str, list[str]] | None = None
+) -> list[str]:
     """One finding under its file's heading: location, severity and rule, then the message
-    and the fix wrapped to `width` (colour codes do not count: they take no column)."""
+    and the fix wrapped to `width` (colour codes do not count: they take no column).
+    `fixes`: the wrapped lines of each fix text seen so far at this width (a large repo's
+    findings share a few dozen fixes among thousands of findings)."""
     loc = f.location
     head = f"  {loc.line}:{loc.column} {f.severity.value} {f.rule} "
     lines = _wrap(head + f.message, width, "", _MESSAGE_INDENT)
     if colour:
         plain = f"{f.severity.value} "
         lines[0] = lines[0].replace(plain, _severity(f, True) + " ", 1)
-    if f.hint:
-        lines += _wrap(f"fix: {f.hint}", width, _MESSAGE_INDENT, _FIX_INDENT)
+    hint = f.hint
+    if hint:
+        fix = fixes.get(hint) if fixes is not None else None
+        if fix is None:
+            fix = _wrap(f"fix: {hint}", width, _MESSAGE_INDENT, _FIX_INDENT)
+            if fixes is not None:
+                fixes[hint] = fix
+        lines += fix
     return lines
 
 
@@ -160,13 +170,14 @@ def render_findings(
     width = width or DEFAULT_WIDTH
     lines: list[str] = []
     current: str | None = None
+    fixes: dict[str, list[str]] = {}
     for f in findings:
         if f.location.file != current:
             if current is not None:
                 lines.append("")
             current = f.location.file
             lines.append(current)
-        lines += finding_block(f, width, colour)
+        lines += finding_block(f, width, colour, fixes)
     if summary is not None:
         if lines:
             lines.append("")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 LAB = Path(__file__).resolve().parents[2] / "examples" / "lab"
-LINE = re.compile(r"gpudrv-check: phase (\S+(?: \S+)?) cpu \d+\.\d{3}( wall \d+\.\d{3})?")
+LINE = re.compile(r"gpudrv-check: phase (\S+(?: \S+)?) cpu \d+\.\d{3}( wall \d+\.\d{3}( peak \d+ MB)?)?")
 
 
 def _check(env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -40,5 +40,5 @@ def test_phases_are_said_when_asked_and_the_report_is_unchanged():
     lines = [line for line in timed.stderr.splitlines() if line.startswith("gpudrv-check: phase")]
     assert all(LINE.fullmatch(line) for line in lines), lines
     names = [LINE.fullmatch(line).group(1) for line in lines]
-    assert names[:3] == ["read", "workers", "model"]
-    assert "rule GPU001" in names and names[-1] == "settle"
+    assert names[:4] == ["inputs", "read", "workers", "model"]
+    assert "rule GPU001" in names and names[-2:] == ["settle", "render"]

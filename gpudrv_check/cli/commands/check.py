@@ -25,6 +25,7 @@ from gpudrv_check.cli.commands.common import load_source, make_source
 from gpudrv_check.cli.options import CheckOptions, cache_key
 from gpudrv_check.core.finding import Finding, terminal_text
 from gpudrv_check.engine.cache.inputs import RunInputs
+from gpudrv_check.engine.phases import phase
 from gpudrv_check.engine.run import Run, evaluate
 from gpudrv_check.read.config import ConfigError
 
@@ -226,7 +227,8 @@ def run(options: CheckOptions) -> int:
 
     pairs = pair_outputs(list(options.report_args), default_format())
     colour = use_colour(sys.stdout, options.color)
-    reuse = _result_cache(options, pairs, colour)
+    with phase("inputs"):
+        reuse = _result_cache(options, pairs, colour)
     if reuse is not None and reuse.hit is not None:
         return _replay(reuse.hit, pairs, reuse.fail_on)
     actions: list[tuple[str, str, str]] = []
@@ -251,7 +253,8 @@ def run(options: CheckOptions) -> int:
     for kind, dest, text in actions:
         _perform(kind, dest, text, _checked_root(options))
     if reuse is not None and tee is not None:
-        reuse.store(findings, tee.text, actions)
+        with phase("result cache"):
+            reuse.store(findings, tee.text, actions)
     return code
 
 
@@ -269,8 +272,6 @@ def _check(
     With `context` (the digest of every input but the manifest files), namespaces whose files
     did not change take their findings from the partition cache (engine/cache/partition.py)."""
     from gpudrv_check.cli.commands.common import load_source, print_listing
-    from gpudrv_check.report import render
-    from gpudrv_check.report.text import render_summary
 
     source = reuse_source if reuse_source is not None else make_source(options)
     check_run = load_source(options, source, data, context)
@@ -294,6 +295,16 @@ def _check(
     if options.verbose:
         for f in report.suppressed:
             sys.stderr.write(f"suppressed {f.location}: {f.rule} {f.message} ({f.suppressed_by})\n")
+    with phase("render"):
+        _render_all(report, pairs, colour, actions, options.quiet)
+    return code
+
+
+def _render_all(report, pairs: list[tuple[str, str]], colour: bool, actions, quiet: bool) -> None:
+    """Every requested format of the report, as actions (stdout or a file)."""
+    from gpudrv_check.report import render
+    from gpudrv_check.report.text import render_summary
+
     for fmt, dest in pairs:
         if dest == STDOUT:
             coloured = fmt in _COLOUR_FORMATS and colour
@@ -304,8 +315,7 @@ def _check(
         else:
             actions.append(("file", dest, render(fmt, report)))
     if all(dest != STDOUT for _, dest in pairs):  # the summary, or nothing with --quiet
-        actions.append(("stdout", "", "" if options.quiet else render_summary(report) + "\n"))
-    return code
+        actions.append(("stdout", "", "" if quiet else render_summary(report) + "\n"))
 
 
 def _perform(kind: str, dest: str, text: str, root: str = "") -> None:

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 LAB = Path(__file__).resolve().parents[2] / "examples" / "lab"
-LINE = re.compile(r"gpudrv-check: phase (\S+(?: \S+)?) cpu \d+\.\d{3}( wall \d+\.\d{3}( peak \d+ MB)?)?")
+LINE = re.compile(
+    r"gpudrv-check: phase (\S+(?: \S+)?) cpu \d+\.\d{3}( wall \d+\.\d{3}( peak \d+ MB)?)?"
+)
 
 
 def _check(env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -35,7 +35,16 @@ def phase(name: str) -> Iterator[None]:
         yield
     finally:
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        sys.stderr.write(f"gpudrv-check: phase {name} cpu {cpu:.3f} wall {wall:.3f}{_peak()}\n")
+        _say(f"gpudrv-check: phase {name} cpu {cpu:.3f} wall {wall:.3f}{_peak()}\n")
+
+
+def _say(line: str) -> None:
+    """Write a timing line to the process's own stderr: never into what `check` captures of
+    its stderr for the result cache (a warm run would replay the timings of the run that
+    filled it)."""
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    stream.write(line)
+    stream.flush()
 
 
 def _peak() -> str:
@@ -58,4 +67,4 @@ def say_workers() -> None:
     except ImportError:  # not on this platform
         return
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    sys.stderr.write(f"gpudrv-check: phase workers cpu {usage.ru_utime + usage.ru_stime:.3f}\n")
+    _say(f"gpudrv-check: phase workers cpu {usage.ru_utime + usage.ru_stime:.3f}\n")

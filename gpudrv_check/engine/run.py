@@ -730,9 +730,3 @@ def check(
     run = load(root, config, matrix_override, inventory)
     evaluate(run)
     return run
-
-
-def validate_rule_keys(config: Config) -> None:
-    """Config `rules:` keys name a built-in rule (custom policies are checked once loaded)."""
-    if not config.policies:
-        validate_rule_settings(config)

@@ -175,6 +175,12 @@ def _same_type(default: Any, value: Any) -> bool:
     return True
 
 
+def validate_rule_keys(config: Config) -> None:
+    """Config `rules:` keys name a built-in rule (custom policies are checked once loaded)."""
+    if not config.policies:
+        validate_rule_settings(config)
+
+
 def validate_rule_settings(config: Config, rules: Mapping[str, RulePolicy] | None = None) -> None:
     """Config `rules:` keys name a rule (by id or name) once; params exist and have their type.
 

@@ -44,3 +44,18 @@ def test_phases_are_said_when_asked_and_the_report_is_unchanged():
     names = [LINE.fullmatch(line).group(1) for line in lines]
     assert names[:4] == ["inputs", "read", "workers", "model"]
     assert "rule GPU001" in names and names[-2:] == ["settle", "render"]
+
+
+def test_timings_are_not_replayed_by_the_result_cache(tmp_path):
+    """The run that fills the whole-result cache is timed; the warm run that replays its
+    stderr (warnings, notes) must not say that run's timings as its own."""
+    cache = {"XDG_CACHE_HOME": str(tmp_path)}
+    argv = [sys.executable, "-m", "gpudrv_check", "check", str(LAB), "--fail-on", "never"]
+    env = {k: v for k, v in os.environ.items() if k != "GPUDRV_CHECK_PHASES"}
+    timed = subprocess.run(
+        argv, capture_output=True, text=True, env={**env, **cache, "GPUDRV_CHECK_PHASES": "1"}
+    )
+    warm = subprocess.run(argv, capture_output=True, text=True, env={**env, **cache})
+    assert "gpudrv-check: phase read" in timed.stderr
+    assert warm.stdout == timed.stdout and warm.stdout
+    assert "phase" not in warm.stderr

@@ -19,6 +19,7 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudrv_check import __version__
 from gpudrv_check.cli.commands.common import load_source, make_source
@@ -26,8 +27,10 @@ from gpudrv_check.cli.options import CheckOptions, cache_key
 from gpudrv_check.core.finding import Finding, terminal_text
 from gpudrv_check.engine.cache.inputs import RunInputs
 from gpudrv_check.engine.phases import phase
-from gpudrv_check.engine.run import Run, evaluate
 from gpudrv_check.read.config import ConfigError
+
+if TYPE_CHECKING:
+    from gpudrv_check.engine.run import Run
 
 # formats a person reads as they come (JSON, SARIF, JUnit, GitLab escape in their own syntax)
 _TERMINAL_FORMATS = frozenset(("text", "concise", "markdown", "github"))
@@ -114,6 +117,8 @@ def base_findings(options: CheckOptions, base: str) -> list[Finding]:
         except ConfigError as err:
             reason = str(err)
         else:
+            from gpudrv_check.engine.run import evaluate
+
             evaluate(base_run)
             select_rules(base_run, options)
             return base_run.findings
@@ -277,6 +282,8 @@ def _check(
     check_run = load_source(options, source, data, context)
     if options.verbose:
         print_listing(check_run)
+    from gpudrv_check.engine.run import evaluate
+
     evaluate(check_run)
     select_rules(check_run, options)
     baseline = _apply_baselines(check_run, options)

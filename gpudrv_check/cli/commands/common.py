@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 from gpudrv_check.cli.options import CheckOptions, RepoOptions
 from gpudrv_check.core.finding import printable
-from gpudrv_check.engine.run import Run, load, validate_rule_keys
 from gpudrv_check.read.config import Config, ConfigError, load_config
+from gpudrv_check.read.policy import validate_rule_keys
 from gpudrv_check.read.source import Source
 
 if TYPE_CHECKING:
+    from gpudrv_check.engine.run import Run
     from gpudrv_check.model.driver_plan import DriverPlan
     from gpudrv_check.read.manifests import ReadOptions
 
@@ -98,6 +99,8 @@ def load_source(
     data: dict[str, bytes] | None = None,
     context: str | None = None,
 ) -> Run:
+    from gpudrv_check.engine.run import load
+
     _, config = repo_config(options, source)
     progress = Progress.on_terminal()
     reading = read_options(options, progress, data, context)

@@ -168,21 +168,24 @@ def render_findings(
     findings: Iterable[Finding], summary: str | None, colour: bool = False, width: int = 0
 ) -> str:
     width = width or DEFAULT_WIDTH
+    # one text per file's block, its lines joined as soon as the block is complete: the lines
+    # of a large repo's report (hundreds of thousands of small strings) are never all held
+    blocks: list[str] = []
     lines: list[str] = []
     current: str | None = None
     fixes: dict[str, list[str]] = {}
     for f in findings:
         if f.location.file != current:
             if current is not None:
-                lines.append("")
+                blocks.append("\n".join(lines))
             current = f.location.file
-            lines.append(current)
+            lines = [current]
         lines += finding_block(f, width, colour, fixes)
+    if current is not None:
+        blocks.append("\n".join(lines))
     if summary is not None:
-        if lines:
-            lines.append("")
-        lines.append(summary)
-    return "\n".join(lines) + "\n" if lines else ""
+        blocks.append(summary)
+    return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
 def summary_line(files: int, objects: int, counts: dict[str, int], suppressed: int = 0) -> str:

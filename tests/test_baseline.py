@@ -47,8 +47,8 @@ def test_fingerprint_identity(change, same):
 
 def test_objectless_findings_use_file_and_message_not_line():
     a = _finding(object=None, path=[], message="YAML syntax error")
-    moved = a.model_copy(update={"location": Location(file="a.yaml", line=9, column=1)})
-    other_file = a.model_copy(update={"location": Location(file="b.yaml", line=3, column=5)})
+    moved = a.copy_with(location=Location(file="a.yaml", line=9, column=1))
+    other_file = a.copy_with(location=Location(file="b.yaml", line=3, column=5))
     assert a.fingerprint() == moved.fingerprint() != other_file.fingerprint()
 
 

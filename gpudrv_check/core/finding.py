@@ -6,9 +6,9 @@ import hashlib
 import re
 import reprlib
 from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from enum import Enum
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Any
 
 # control, line-separator and bidi-override characters: from a hostile repo they could forge
 # report lines, terminal escapes or CI annotations, or hide text ("Trojan source")
@@ -124,45 +124,65 @@ class Severity(str, Enum):
 _RANK = {Severity.ERROR: 3, Severity.WARNING: 2, Severity.INFO: 1}
 
 
-class Location(BaseModel):
-    """File (relative to the checked root, POSIX separators), 1-based line and column."""
+def _line_of_text(value: str) -> str:
+    """A message or fix as one printable line, cut to MAX_MESSAGE characters (a message
+    quoting a hostile value must not carry megabytes into every report)."""
+    if not value.isprintable():  # str.isprintable is false for every _UNPRINTABLE character
+        value = printable(value, line_breaks=" ")
+    return value if len(value) <= MAX_MESSAGE else value[: MAX_MESSAGE - 1] + "…"
 
-    model_config = ConfigDict(frozen=True)
+
+def _shown(value: str | None) -> str | None:
+    return value if value is None or value.isprintable() else printable(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """File (relative to the checked root, POSIX separators), 1-based line and column."""
 
     file: str
     line: int = 1
     column: int = 1
 
-    @field_validator("file")
-    @classmethod
-    def _printable_file(cls, value: str) -> str:
-        return printable(value)
+    def __post_init__(self) -> None:
+        if not self.file.isprintable():
+            object.__setattr__(self, "file", printable(self.file))
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-class ObjectRef(BaseModel):
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
     """The Kubernetes object a finding is about."""
-
-    model_config = ConfigDict(frozen=True)
 
     kind: str
     name: str | None = None
     namespace: str | None = None
 
-    @field_validator("kind", "name", "namespace")
-    @classmethod
-    def _printable(cls, value: str | None) -> str | None:
-        return value if value is None else printable(value)
+    def __post_init__(self) -> None:
+        for key in ("kind", "name", "namespace"):
+            value = getattr(self, key)
+            if value is not None and not value.isprintable():
+                object.__setattr__(self, key, printable(value))
 
     def __str__(self) -> str:
         ns = f"{self.namespace}/" if self.namespace else ""
         return f"{self.kind}/{ns}{self.name or '?'}"
 
 
-class Finding(BaseModel):
-    """One problem: a stable rule id, a severity, a message a person can act on, and a fix hint."""
+#: one finding as `Finding.record` writes it (marshal-able builtins, for the caches)
+Record = tuple[Any, ...]
+
+
+@dataclass(slots=True, kw_only=True)
+class Finding:
+    """One problem: a stable rule id, a severity, a message a person can act on, and a fix hint.
+
+    A plain slotted class rather than a pydantic model: a large repo has tens of thousands of
+    findings, each made by the checker itself (pydantic validates the files people write:
+    config, policies, matrix), and what a finding quotes from a repo is made printable and cut
+    here, whoever builds it."""
 
     rule: str
     severity: Severity
@@ -172,20 +192,75 @@ class Finding(BaseModel):
     object: ObjectRef | None = None
     # key path inside the object (e.g. ["metadata", "labels", "x"]): identity that survives
     # line shifts, used by baselines and pull-request mode
-    path: list[str | int] = Field(default_factory=list)
+    path: list[str | int] = field(default_factory=list)
     suppressed_by: str | None = None
     # the cluster(s) the finding is about, in a repo of several (model/clusters.py); None: the
     # repo is one cluster, or the finding is about a file, whatever cluster applies it
     cluster: str | None = None
 
-    @field_validator("message", "hint")
+    def __post_init__(self) -> None:
+        if self.severity.__class__ is not Severity:
+            self.severity = Severity(self.severity)
+        self.message = _line_of_text(self.message)
+        if self.hint is not None:
+            self.hint = _line_of_text(self.hint)
+        if self.path.__class__ is not list:
+            self.path = list(self.path)
+
+    def copy_with(self, **changes: Any) -> Finding:
+        """A copy with `changes` (field=value), made printable and cut as a new one is."""
+        return replace(self, **changes)
+
+    def record(self) -> Record:
+        """The finding as marshal-able builtins (`from_record` reads them back)."""
+        loc, obj = self.location, self.object
+        return (
+            self.rule,
+            self.severity.value,
+            self.message,
+            self.hint,
+            loc.file,
+            loc.line,
+            loc.column,
+            None if obj is None else (obj.kind, obj.name, obj.namespace),
+            tuple(self.path),
+            self.suppressed_by,
+            self.cluster,
+        )
+
     @classmethod
-    def _one_printable_line(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        value = printable(value, line_breaks=" ")
-        # a message quoting a hostile value must not carry megabytes into every report
-        return value if len(value) <= MAX_MESSAGE else value[: MAX_MESSAGE - 1] + "…"
+    def from_record(cls, value: Any) -> Finding:
+        """The finding `record` wrote; ValueError for anything else (a cache entry is checked,
+        never trusted to be of the right shape)."""
+        if not (isinstance(value, tuple) and len(value) == 11):
+            raise ValueError("not a finding record")
+        rule, severity, message, hint, file, line, column, obj, path, by, cluster = value
+        if not (
+            _all(str, rule, severity, message, file)
+            and _all(_STR_OR_NONE, hint, by, cluster)
+            and _all(int, line, column)
+            and isinstance(path, tuple)
+            and all(isinstance(p, (str, int)) for p in path)
+        ):
+            raise ValueError("not a finding record")
+        ref = None
+        if obj is not None:
+            if not (isinstance(obj, tuple) and len(obj) == 3 and isinstance(obj[0], str)):
+                raise ValueError("not a finding record")
+            if not _all(_STR_OR_NONE, obj[1], obj[2]):
+                raise ValueError("not a finding record")
+            ref = ObjectRef(kind=obj[0], name=obj[1], namespace=obj[2])
+        return cls(
+            rule=rule,
+            severity=Severity(severity),
+            message=message,
+            hint=hint,
+            location=Location(file=file, line=line, column=column),
+            object=ref,
+            path=list(path),
+            suppressed_by=by,
+            cluster=cluster,
+        )
 
     def sort_key(self) -> tuple:
         loc = self.location
@@ -211,6 +286,13 @@ class Finding(BaseModel):
         if self.cluster is not None:  # the same object in two clusters is two findings
             raw += "\x1fcluster\x1f" + self.cluster
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+_STR_OR_NONE = (str, type(None))
+
+
+def _all(types: type | tuple[type, ...], *values: object) -> bool:
+    return all(isinstance(v, types) for v in values)
 
 
 def unique_fingerprints(findings: list[Finding]) -> list[str]:

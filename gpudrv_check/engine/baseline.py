@@ -83,7 +83,7 @@ def apply_baseline(
         fingerprint = finding.fingerprint()
         if left[fingerprint] > 0:
             left[fingerprint] -= 1
-            known.append(finding.model_copy(update={"suppressed_by": f"{BY_BASELINE} {shown}"}))
+            known.append(finding.copy_with(suppressed_by=f"{BY_BASELINE} {shown}"))
         else:
             new.append(finding)
     return new, known

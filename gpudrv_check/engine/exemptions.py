@@ -162,7 +162,7 @@ def apply_exemptions(
         if not by:
             by = _config_exemption(finding, repo.config, ids_per)
         if by:
-            suppressed.append(finding.model_copy(update={"suppressed_by": by}))
+            suppressed.append(finding.copy_with(suppressed_by=by))
         else:
             kept.append(finding)
     return kept, suppressed

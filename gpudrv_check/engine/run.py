@@ -624,11 +624,9 @@ def _evaluate_clusters(run: Run) -> None:
                 alike.setdefault(key, (f, []))[1].append(sub.cluster.name)
         several = len(run.clusters) > 1
         named = [
-            f.model_copy(
-                update={
-                    "cluster": ",".join(names),
-                    "message": f"[{', '.join(names)}] {f.message}" if several else f.message,
-                }
+            f.copy_with(
+                cluster=",".join(names),
+                message=f"[{', '.join(names)}] {f.message}" if several else f.message,
             )
             for f, names in alike.values()
         ]
@@ -671,11 +669,9 @@ def _note_origins(run: Run, findings: list[Finding]) -> list[Finding]:
             name = f.object.name if f.object else None
             file, line, column = locate(f.location.file, doc[1] if doc else -1, kind, name, f.path)
             root = posixpath.dirname(file_of_root(f.location.file)) or "."
-            f = f.model_copy(
-                update={
-                    "location": Location(file=file, line=line, column=column),
-                    "message": f"{f.message} (as rendered by kustomize build {root})",
-                }
+            f = f.copy_with(
+                location=Location(file=file, line=line, column=column),
+                message=f"{f.message} (as rendered by kustomize build {root})",
             )
         out.append(f)
     return out
@@ -705,13 +701,13 @@ def settle(
     for finding in findings:
         if not finding.hint and finding.rule in policies:
             # every finding carries a fix hint: the rule's own when the producer had none
-            finding = finding.model_copy(update={"hint": policies[finding.rule].fix})
+            finding = finding.copy_with(hint=policies[finding.rule].fix)
         settings = rule_settings(config, finding.rule, rules)
         if settings is not None:
             if not settings.enabled:
                 continue
             if settings.severity is not None:
-                finding = finding.model_copy(update={"severity": settings.severity})
+                finding = finding.copy_with(severity=settings.severity)
         key = (finding.rule, finding.location, finding.message)
         if key in seen:
             continue

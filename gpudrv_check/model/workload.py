@@ -230,8 +230,8 @@ def _placement_findings(
         )
         if problem.scheduler_only:
             # the object is valid; only this term is dead (GPU010 says so when nothing is left)
-            finding = finding.model_copy(
-                update={"severity": builtin("invalid-field").severity_of("scheduler-only")}
+            finding = finding.copy_with(
+                severity=builtin("invalid-field").severity_of("scheduler-only")
             )
         findings.append(finding)
     return findings, any(not p.scheduler_only for p in problems)

@@ -4,7 +4,7 @@ Pickling located trees costs about as much as parsing them (a Python call per ma
 file's result travels as builtin containers in `marshal` format instead: a mapping is the tuple
 ``(items, pos, key positions, raw texts)``, a sequence the list ``[pos, item positions, raw
 texts, *items]``; scalars are themselves (never a tuple or a list, so the shapes cannot be
-confused). Findings travel as their JSON dump and are validated again when decoded.
+confused). Findings travel as their `Finding.record` tuples and are checked again when decoded.
 
 `marshal` builds only builtin values: it never imports or calls anything named by the data, so
 a forged entry cannot run code (the cache still checks a digest before decoding, see
@@ -22,7 +22,7 @@ from gpudrv_check.core.located import LMap, LSeq
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.read.yaml_docs import LAYOUTS, POSITIONS, shared_layout
 
-FORMAT = 1  # bump when the encoding changes
+FORMAT = 2  # bump when the encoding changes
 
 
 class CodecError(ValueError):
@@ -104,7 +104,7 @@ def encode(result: Any) -> bytes:
         (m.file, m.doc, _enc(m.data), m.api_version, m.kind, m.name, m.namespace, m.item)
         for m in result.manifests
     ]
-    problems = [f.model_dump(mode="json") for f in result.problems]
+    problems = [f.record() for f in result.problems]
     skipped = [(s.rel, s.reason) for s in result.skipped]
     return marshal.dumps((FORMAT, result.rel, result.digest, manifests, problems, skipped))
 
@@ -124,7 +124,7 @@ def decode(data: bytes) -> Any:
             Manifest(file, doc, _dec(tree), api, kind, name, ns, item)
             for file, doc, tree, api, kind, name, ns, item in manifests
         ]
-        result.problems = [Finding.model_validate(p) for p in problems]
+        result.problems = [Finding.from_record(p) for p in problems]
         result.skipped = [Skipped(r, why) for r, why in skipped]
     except (CodecError, MemoryError):  # running out of memory is not a malformed entry
         raise

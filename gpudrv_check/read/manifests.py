@@ -181,7 +181,7 @@ def chart_findings(files: list[FileRef], templates: list[str]) -> dict[str, Find
             f"chart {name}: {count} template{'s' if count != 1 else ''} not rendered; pipe "
             "`helm template` into `gpudrv-check check -`",
             CHART_HINT,
-        ).model_copy(update={"path": ["templates"]})  # its fingerprint survives a new template
+        ).copy_with(path=["templates"])  # its fingerprint survives a new template
     return out
 
 
@@ -380,7 +380,7 @@ def parse_manifest_bytes(
                 1,
                 "Terraform template (%{ … } / ${ … }): not checkable unless rendered",
                 TERRAFORM_HINT,
-            ).model_copy(update={"severity": builtin("not-checkable").severity_of("terraform")})
+            ).copy_with(severity=builtin("not-checkable").severity_of("terraform"))
         )
         return result
     if _is_templated(text, parsed):

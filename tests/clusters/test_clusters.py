@@ -122,8 +122,8 @@ def test_the_cluster_is_part_of_the_fingerprint() -> None:
         location=Location(file="f", line=1, column=1),
         path=["a"],
     )
-    staging = base.model_copy(update={"cluster": "staging"})
-    production = base.model_copy(update={"cluster": "production"})
+    staging = base.copy_with(cluster="staging")
+    production = base.copy_with(cluster="production")
     assert len({base.fingerprint(), staging.fingerprint(), production.fingerprint()}) == 3
 
 

@@ -187,7 +187,7 @@ def _findings(root: Path, monkeypatch, rule: str | None = None) -> list[str]:
         return [f"config error: {err}"]
     finally:
         monkeypatch.setattr(engine, "one_per_identity", real)
-    return [f.model_dump_json() for f in [*run.findings, *run.suppressed]]
+    return [repr(f.record()) for f in [*run.findings, *run.suppressed]]
 
 
 def _same_when_stripped(root: Path, monkeypatch) -> None:

@@ -396,7 +396,7 @@ class Outcome:
     @staticmethod
     def pack(findings: list[Finding], stderr: str, actions: list[tuple[str, str, str]]) -> tuple:
         reports = [text for kind, _, text in actions]
-        return ([f.model_dump(mode="json") for f in findings], stderr, reports)
+        return ([f.record() for f in findings], stderr, reports)
 
     @classmethod
     def unpack(cls, value: object, pairs: list[tuple[str, str]]) -> Outcome | None:
@@ -416,8 +416,8 @@ class Outcome:
         if (len(texts) == len(pairs) + 1) != summary_wanted:
             return None
         try:
-            findings = [Finding.model_validate(d) for d in dumps]
-        except ValueError:  # pydantic's ValidationError: not a finding of ours
+            findings = [Finding.from_record(d) for d in dumps]
+        except ValueError:  # not a finding of ours
             return None
         reports = texts[: len(pairs)]  # one per --format, in order: the pairs are in the key
         return cls(findings, stderr, reports, texts[-1] if summary_wanted else None)

@@ -175,10 +175,10 @@ class PartitionEntry(NamedTuple):
 
         try:
             return (
-                [Finding.model_validate(d) for d in self.findings],
-                [Finding.model_validate(d) for d in self.suppressed],
+                [Finding.from_record(d) for d in self.findings],
+                [Finding.from_record(d) for d in self.suppressed],
             )
-        except ValueError:  # pydantic's ValidationError: not an entry of ours
+        except ValueError:  # not an entry of ours
             return None
 
 
@@ -297,7 +297,7 @@ def merge(run: Any) -> None:
         for finding in findings:
             ns = plan_.partition_of.get(finding.location.file)
             if ns in evaluated:
-                evaluated[ns][index].append(finding.model_dump(mode="json"))
+                evaluated[ns][index].append(finding.record())
     entries = {ns: plan_.stored[ns] for ns in plan_.clean}
     for ns, (found, suppressed) in evaluated.items():
         entries[ns] = PartitionEntry(plan_.keys[ns], found, suppressed)

@@ -43,3 +43,48 @@ def test_messages_and_hints_are_one_line():
 def test_a_huge_message_is_cut():
     f = Finding(rule="GPU005", severity="error", message="x" * 10**6, location=Location(file="a"))
     assert len(f.message) == MAX_MESSAGE and f.message.endswith("…")
+
+
+def _finding(**changes) -> Finding:
+    base = {
+        "rule": "GPU010",
+        "severity": "warning",
+        "message": "m",
+        "hint": "h",
+        "location": Location(file="a.yaml", line=3, column=5),
+        "object": ObjectRef(kind="Deployment", name="x", namespace="ml"),
+        "path": ("spec", "replicas", 0),
+        "cluster": "prod",
+    }
+    return Finding(**{**base, **changes})
+
+
+def test_a_record_reads_back_as_the_same_finding():
+    for f in (_finding(), _finding(object=None, hint=None, cluster=None, suppressed_by="b")):
+        again = Finding.from_record(f.record())
+        assert again == f and again.path == ["spec", "replicas", 0]
+        assert again.severity.value == f.severity.value == f.record()[1]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        None,
+        (),
+        ("GPU010",) * 11,  # line and column are not numbers
+        _finding().record()[:10],
+        _finding().record()[:5] + ("3",) + _finding().record()[6:],
+        _finding().record()[:7] + (("Deployment",),) + _finding().record()[8:],
+        _finding().record()[:8] + ((1.5,),) + _finding().record()[9:],
+        _finding().record()[:1] + ("fatal",) + _finding().record()[2:],
+    ],
+)
+def test_what_is_not_a_record_is_refused(record):
+    with pytest.raises(ValueError):
+        Finding.from_record(record)
+
+
+def test_a_copy_is_made_printable_and_cut_as_a_new_finding():
+    f = _finding().copy_with(message="x\n" + "y" * (MAX_MESSAGE * 2), severity="error")
+    assert f.message.startswith("x y") and len(f.message) == MAX_MESSAGE
+    assert f.severity.value == "error" and f.path == ["spec", "replicas", 0]

@@ -69,6 +69,11 @@ class Run:
     clusters: list[Run] = field(default_factory=list)
     cluster: Cluster | None = None  # the cluster this run is, in a repo of several
 
+    def forget_models(self) -> None:
+        """Done with the model of this run and of its clusters: see `Repo.forget`."""
+        for run in (self, *self.clusters):
+            run.repo.forget()
+
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Severity}
         for f in self.findings:

@@ -35,6 +35,15 @@ class Repo:
     #: reads the YAML embedded in strings (Helm values): read/embedded.py, passed by the engine
     embedded: EmbeddedReader | None = None
 
+    def forget(self) -> None:
+        """Drop the models derived from this repo and cached on it (placement, occupancy,
+        disruption…). Some of them refer back to the repo; without this, a run's whole model
+        and trees wait for a garbage collection the command never makes (the collector is
+        off, cli/__init__.py), and the reports rendered after it add to them."""
+        for name, value in type(self).__dict__.items():
+            if isinstance(value, cached_property):
+                self.__dict__.pop(name, None)
+
     @cached_property
     def gpu_nodes(self) -> list[Node]:
         return [n for n in self.nodes if n.is_gpu]

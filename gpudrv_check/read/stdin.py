@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from gpudrv_check.read.exclude import Exclusions
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT
@@ -19,9 +20,18 @@ DEFAULT_STDIN_NAME = "<stdin>"
 
 
 class StdinSource:
-    def __init__(self, name: str, data: bytes, cwd: Path | None = None) -> None:
+    """Standard input as the only manifest file, read once, when first listed or read, and
+    never more than `limit` bytes of it (set to the config's max_file_bytes once the config is
+    read: a stream over it is reported, not held in memory)."""
+
+    def __init__(
+        self, name: str, data: bytes | None, cwd: Path | None = None, stream: Any = None
+    ) -> None:
         self.name = name
-        self.data = data
+        self._data = data
+        self._stream = stream
+        self._over = False  # the stream went on past `limit`
+        self.limit = DEFAULT_LIMIT
         self.disk_root = cwd or Path(".")
         self.label = "standard input"
         self._disk = WorkingTree(self.disk_root)
@@ -31,11 +41,35 @@ class StdinSource:
     @classmethod
     def from_stdin(cls, name: str, cwd: Path | None = None) -> StdinSource:
         stream = getattr(sys.stdin, "buffer", None)
-        data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
-        return cls(name, data, cwd)
+        if stream is None:  # a text stream without bytes below it (tests, embedding)
+            return cls(name, sys.stdin.read().encode("utf-8"), cwd)
+        return cls(name, None, cwd, stream)
+
+    @property
+    def data(self) -> bytes:
+        """The bytes of the stream, at most `limit` of them (see `over_limit`)."""
+        if self._data is None:
+            chunks, size = [], 0
+            while size <= self.limit:
+                chunk = self._stream.read(min(1 << 20, self.limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            data = b"".join(chunks)
+            self._over = len(data) > self.limit
+            self._data = data[: self.limit] if self._over else data
+        return self._data
 
     def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
-        return Listing(files=[FileRef(self.name, len(self.data))])
+        data = self.data
+        if self._over:
+            why = (
+                f"standard input is over the max_file_bytes limit of {self.limit} bytes; not "
+                "read (raise max_file_bytes in .gpudrv-check.yaml, or check the stream in parts)"
+            )
+            return Listing(files=[FileRef(self.name, self.limit + 1, why)])
+        return Listing(files=[FileRef(self.name, len(data))])
 
     def read(self, rel: str, limit: int = DEFAULT_LIMIT, follow_inside: bool = False) -> bytes:
         if rel == self.name:

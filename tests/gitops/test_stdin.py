@@ -118,3 +118,45 @@ def test_helm_templates_are_reported_once_not_as_yaml_errors(tmp_path: Path):
         ("GPU009", "raw/templated.yaml", 1),
     ]
     assert result.returncode == 0  # a warning: the rest of the repo is checked
+
+
+class _Stream:
+    """A byte stream that counts what is read from it, and never ends on its own."""
+
+    def __init__(self, size: int) -> None:
+        self.left, self.taken = size, 0
+
+    def read(self, n: int = -1) -> bytes:
+        assert n >= 0, "an unbounded read of standard input"
+        n = min(n, self.left)
+        self.left -= n
+        self.taken += n
+        return b"#" * n
+
+
+def test_standard_input_is_read_up_to_the_limit_only():
+    from gpudrv_check.read.stdin import StdinSource
+
+    stream = _Stream(50 * 1024 * 1024)
+    source = StdinSource("<stdin>", None, Path("."), stream)
+    source.limit = 1000
+    (ref,) = source.list_manifests([]).files
+    assert stream.taken == 1001  # one byte past the limit says it is over; nothing more is held
+    assert ref.error is not None and "over the max_file_bytes limit of 1000 bytes" in ref.error
+    small = StdinSource("<stdin>", None, Path("."), _Stream(10))
+    small.limit = 1000
+    (ref,) = small.list_manifests([]).files
+    assert (ref.size, ref.error, small.read("<stdin>")) == (10, None, b"#" * 10)
+
+
+def test_a_stream_over_max_file_bytes_is_a_finding_and_the_rest_is_checked(tmp_path: Path):
+    write(tmp_path, ".gpudrv-check.yaml", "max_file_bytes: 200\n")
+    stream = WORKLOAD + "# " + "x" * 500 + "\n"
+    result = run_main(
+        "check", "-", "--matrix", "none", "--format", "json", cwd=tmp_path, input=stream
+    )
+    report = json.loads(result.stdout)
+    (finding,) = [f for f in report["findings"] if f["rule"] == "GPU000"]
+    assert "standard input is over the max_file_bytes limit of 200 bytes" in finding["message"]
+    assert finding["location"] == {"file": "<stdin>", "line": 1, "column": 1}
+    assert result.returncode == 1

@@ -102,6 +102,10 @@ def load_source(
     from gpudrv_check.engine.run import load
 
     _, config = repo_config(options, source)
+    from gpudrv_check.read.stdin import StdinSource
+
+    if isinstance(source, StdinSource):  # read up to the limit the config sets
+        source.limit = config.max_file_bytes
     progress = Progress.on_terminal()
     reading = read_options(options, progress, data, context)
     try:

@@ -126,6 +126,10 @@ class NotAtRevision(ConfigError):
     """PATH is not a directory at the revision (e.g. a pull request adds it)."""
 
 
+#: what `materialize` writes at most in all (the default max_total_bytes of a run)
+MATERIALIZE_TOTAL = 512 * 1024 * 1024
+
+
 class GitTree:
     """The subtree at PATH of the commit REV, listed with `git ls-tree` and read from the odb."""
 
@@ -291,14 +295,24 @@ class GitTree:
             if rel.startswith(start) and entry.mode not in (_SYMLINK, _SUBMODULE)
         )
 
-    def materialize(self, dest: Path) -> None:
-        """Write the regular files of the subtree under `dest` (for tools that read from disk)."""
-        for rel, entry in self.entries.items():
+    def materialize(
+        self, dest: Path, limit: int = DEFAULT_LIMIT, total: int = MATERIALIZE_TOTAL
+    ) -> list[str]:
+        """Write the regular files of the subtree under `dest` (for tools that read from disk):
+        none over `limit` bytes, and no more than `total` bytes in all (in path order). Returns
+        the files left out for their size; a tool that needs one fails on it, and says so."""
+        left_out = []
+        for rel, entry in sorted(self.entries.items()):
             if entry.mode in (_SYMLINK, _SUBMODULE) or clean_rel(rel) != rel:
                 continue  # never write outside dest, never create links
+            if entry.size > min(limit, total):
+                left_out.append(rel)
+                continue
+            total -= entry.size
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(self._blob(rel, entry))
+        return left_out
 
     def close(self) -> None:
         self.repo.close()

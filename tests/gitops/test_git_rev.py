@@ -232,3 +232,26 @@ def test_a_damaged_blob_at_the_revision_is_a_finding_at_its_file(git_repo: Path)
     assert [f["rule"] for f in damaged] == ["GPU000"]
     assert "damaged" in damaged[0]["message"]
     assert any(f["location"]["file"] == "nodes/b.yaml" for f in findings)  # the rest is checked
+
+
+def test_a_revision_written_out_for_kustomize_is_bounded(git_repo: Path, tmp_path: Path):
+    """`--rev --kustomize` writes the revision's files out for kustomize to read: never a file
+    over the limit, never more than the total (in path order); what is left out is said."""
+    from gpudrv_check.read.git import GitTree
+
+    write(git_repo, "a.yaml", "a: 1\n")
+    write(git_repo, "big.yaml", "x: " + "y" * 500 + "\n")
+    write(git_repo, "c.yaml", "c: " + "z" * 60 + "\n")
+    write(git_repo, "d.yaml", "d: 4\n")
+    commit(git_repo, "files of several sizes")
+    tree = GitTree(git_repo, "HEAD")
+    dest = tmp_path / "out"
+    try:
+        left_out = tree.materialize(dest, limit=100, total=60)
+    finally:
+        tree.close()
+    written = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+    # big.yaml (504 bytes) is over the limit; c.yaml (64) over the 55 left after a.yaml (5)
+    assert left_out == ["big.yaml", "c.yaml"]
+    assert written == ["a.yaml", "d.yaml"]
+    assert (dest / "a.yaml").read_text() == "a: 1\n"

@@ -208,17 +208,19 @@ def test_only_the_edited_namespace_is_read_again(repo, tmp_path):
     assert second.object_count == first.object_count
     # another context (arguments, config, matrix...) and every partition is evaluated again
     assert not _read(repo, cache, "other").plan.clean
-    # a replica count moves the nodes' shared capacity (model/occupancy.py): every partition
+    # a replica count is planned as any edit: its partition alone (whether the nodes' shared
+    # capacity then goes otherwise for another partition is for the run to find, below)
     _replicas(repo)
-    assert not _read(repo, cache).plan.clean
+    assert _read(repo, cache).plan.clean == namespaces - {"team-0", "team-4"}
 
 
 def _store_full_run(result) -> None:
-    """What a full run stores for the plan: every partition evaluated (no findings) and the
-    capacity outcome under the plan's base."""
+    """What a full run stores for the plan: every partition evaluated (no findings, no
+    workload the nodes' capacity concerns) with its simulation inputs (none)."""
     plan = result.plan
-    plan.cache.store("partitions", plan.name, "", {ns: (k, [], []) for ns, k in plan.keys.items()})
-    plan.cache.store("occupancy", plan.name, plan.base, {})
+    keys = plan.keys.items()
+    plan.cache.store("partitions", plan.name, "", {ns: (k, [], [], {}) for ns, k in keys})
+    plan.cache.store("occupancy", plan.name, "", (((), (), ()), {ns: (k, ()) for ns, k in keys}))
 
 
 def test_a_shared_edit_evaluates_every_partition(repo, tmp_path):

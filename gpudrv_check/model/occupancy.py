@@ -362,10 +362,14 @@ class Occupancy:
         total = len(placement.nodes)
         if domain_of is None:  # what the nodes lack alone decides: kept up to date, not redone
             lacking = self._lacking_for(nodes, requests, rid)
+            asked = (lacking.changes, demand.preemption)
+            if lacking.said is not None and lacking.said[0] == asked:
+                return lacking.said[1]  # nothing changed on these nodes since it was said
             postfilter = placement.release.postfilter(total, demand.preemption, lacking.victims)
             counts = nodes.static + lacking.reasons
             message = fit_error_message(total, counts, postfilter_message=postfilter)
-            return message, lacking.short()
+            lacking.said = (asked, (message, lacking.short()))
+            return lacking.said[1]
         held = {domain_of[n] for n in record.nodes if n is not None} if domain_of else set()
         reasons = Counter(nodes.static)  # the message counts reasons: their order does not matter
         no_victims = 0
@@ -423,11 +427,15 @@ class _Lacking:
     reasons: Counter[str] = field(default_factory=Counter)
     first: dict[str, int] = field(default_factory=dict)  # resource -> first node lacking it
     victims: int = 0  # nodes lacking something
+    changes: int = 0  # updates that changed what they lack
+    #: ((changes, preemption policy), (message, short)) of the last Pending replica told
+    said: tuple[tuple[int, Any], tuple[str, tuple[str, ...]]] | None = None
 
     def update(self, node: str, lacks: list[Insufficient]) -> None:
         old = self.per_node.get(node, [])
         if lacks is old or (not lacks and not old):
             return
+        self.changes += 1
         if lacks and not old:
             self.victims += 1
         self.reasons.subtract(s.reason for s in old)

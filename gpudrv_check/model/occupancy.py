@@ -23,6 +23,12 @@ rules" on the nodes its own replicas hold.
 Resources are tracked where a node lists them (model/placement.py ``node_allocatable``); a pod
 that requests nothing a node tracks takes none of its room, and a node that lists no ``pods``
 holds any number of pods.
+
+The simulation runs on one `Demand` per workload that takes room: everything it reads of the
+workload (order, pod count, eligible nodes, requests, anti-affinity domains, the static reasons
+of the nodes it can never use), built from the model, or decoded from the partition cache for
+the workloads a partial run did not read (engine/cache/partition.py): the same demands give the
+same outcome whichever way they came.
 """
 
 from __future__ import annotations
@@ -147,11 +153,11 @@ class Occupancy:
         self._version: dict[str, int] = {n: 0 for n in self._alloc}
         # (nodes, requests) for which no node had room: no later replica finds any
         self._hopeless: set[tuple[int, int]] = set()
-        # per (nodes, requests): what their usable nodes lack, as of `seen` entries of the log
-        # of nodes given a pod
+        # per (nodes, requests): what their usable nodes lack, and per node the ones to tell
+        # when it is given a pod
         self._lacking: dict[tuple[int, int], _Lacking] = {}
+        self._watchers: dict[str, list[_Lacking]] = {}
         self._tracked_memo: dict[tuple[int, int], bool] = {}
-        self._log: list[str] = []
         # per verdicts of the placement (it keeps them: the id is theirs) and per stored
         # table entry: one Nodes, so the memos above see one constraint set once
         self._nodes: dict[int, tuple[Any, Nodes]] = {}
@@ -339,7 +345,8 @@ class Occupancy:
         if (demand.daemonset or demand.bound) and self._short(node, requests, rid):
             return None
         self._version[node] += 1
-        self._log.append(node)
+        for lacking in self._watchers.get(node, ()):
+            lacking.changed[node] = None
         allocatable = self._alloc[node] or {}
         used = self.used[node]
         for resource, amount in requests.items():
@@ -392,16 +399,16 @@ class Occupancy:
         since it was last asked for."""
         key = (id(nodes), rid)
         lacking = self._lacking.get(key)
-        usable = nodes.eligible
         if lacking is None:
+            usable = nodes.eligible
             lacking = self._lacking[key] = _Lacking({n: i for i, n in enumerate(usable)})
+            for node in usable:
+                self._watchers.setdefault(node, []).append(lacking)
             changed: Iterable[str] = usable
         else:
-            index = lacking.index
-            changed = list(dict.fromkeys(n for n in self._log[lacking.seen :] if n in index))
+            changed, lacking.changed = lacking.changed, {}
         for node in changed:
             lacking.update(node, self._short(node, requests, rid))
-        lacking.seen = len(self._log)
         return lacking
 
 
@@ -422,7 +429,7 @@ class _Lacking:
     more node with no room, and where each resource first shows (the order of `short`)."""
 
     index: dict[str, int]
-    seen: int = 0  # entries of Occupancy._log applied
+    changed: dict[str, None] = field(default_factory=dict)  # nodes given a pod since asked
     per_node: dict[str, list[Insufficient]] = field(default_factory=dict)
     reasons: Counter[str] = field(default_factory=Counter)
     first: dict[str, int] = field(default_factory=dict)  # resource -> first node lacking it

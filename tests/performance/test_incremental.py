@@ -485,7 +485,7 @@ def test_a_replica_edit_that_keeps_the_other_outcomes_is_a_partial_run(
 ):
     root, cache = tmp_path / "repo", tmp_path / "cache"
     _gpu_repo(root)
-    cold = _both(root, cache)[0]
+    _both(root, cache)
     assert clean_partitions[-1] == set()  # the cold run evaluates every partition
     _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 5")  # no GPU: nobody moves
     cached, fresh = _both(root, cache)

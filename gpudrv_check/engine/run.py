@@ -327,6 +327,12 @@ def load(
             # the namespaces the partition cache would have answered for too
             again = _every_namespace(options)
             return load(source, config, matrix_override, inventory, again, matrix_optional)
+        redo = _capacity_changed(run)
+        if redo:
+            # the nodes' shared capacity went otherwise for some clean partitions: read them
+            # too (or every file, when the cached inputs are unusable), as a full run would
+            again = _evaluating_again(options, None if redo is True else redo)
+            return load(source, config, matrix_override, inventory, again, matrix_optional)
         return run
     if content.plan is not None:  # the partition cache does not know clusters: read all
         content = read_repo(source, listing.files, config.max_file_bytes, _every_namespace(options))
@@ -375,6 +381,32 @@ def _every_namespace(options: ReadOptions) -> ReadOptions:
     if isinstance(cache, FilesCache):
         cache = FilesCache(cache.cache, None)
     return replace(options, cache=cache)
+
+
+def _evaluating_again(options: ReadOptions, redo: frozenset[str] | None) -> ReadOptions:
+    """The same reading with a plan that does not take these namespaces (None: any) from the
+    cache: they are decoded, evaluated and stored again."""
+    from gpudrv_check.engine.cache.files import FilesCache
+
+    cache = options.cache
+    assert isinstance(cache, FilesCache)  # a partial run has a plan: it came from one
+    prior = cache.redo
+    combined = None if redo is None or prior is None else prior | redo
+    return replace(options, cache=FilesCache(cache.cache, cache.context, combined))
+
+
+def _capacity_changed(run: Run) -> frozenset[str] | bool:
+    """After a partial run's model: the clean partitions whose workloads' capacity outcome
+    (model/occupancy.py) differs from the one cached with their findings; True when the cached
+    inputs are unusable; an empty set (falsy) when the cache answers for them all."""
+    from gpudrv_check.engine.cache.partition import Plan, verify
+
+    plan = run.content.plan
+    if not isinstance(plan, Plan) or not plan.partial:
+        return frozenset()
+    with phase("capacity"):
+        differ = verify(run)
+    return True if differ is None else differ
 
 
 def _kustomizations(source: Source, content: RepoContent, limit: int) -> dict[str, list[Any]]:
@@ -514,8 +546,8 @@ def _model(
     from gpudrv_check.engine.cache.partition import Plan
 
     if isinstance(content.plan, Plan) and content.plan.partial:
-        # the capacity outcome of the full run this partial one stands for (partition.py)
-        repo.extras["occupancy_records"] = content.plan.occupancy
+        # what the nodes' shared capacity needs of the workloads this run did not read
+        repo.extras["occupancy_inputs"] = content.plan.cached_inputs()
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
     run = Run(
         repo=repo,

@@ -23,12 +23,18 @@ rules" on the nodes its own replicas hold.
 Resources are tracked where a node lists them (model/placement.py ``node_allocatable``); a pod
 that requests nothing a node tracks takes none of its room, and a node that lists no ``pods``
 holds any number of pods.
+
+The simulation runs on one `Demand` per workload that takes room: everything it reads of the
+workload (order, pod count, eligible nodes, requests, anti-affinity domains, the static reasons
+of the nodes it can never use), built from the model, or decoded from the partition cache for
+the workloads a partial run did not read (engine/cache/partition.py): the same demands give the
+same outcome whichever way they came.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -41,9 +47,8 @@ from gpudrv_check.k8s.scheduler import (
     fit_error_message,
     fits_request,
 )
-from gpudrv_check.model.node import Node
 from gpudrv_check.model.placement import Placement, Verdict
-from gpudrv_check.model.spread import namespace_labels, workload_spread
+from gpudrv_check.model.spread import DomainCache, namespace_labels, workload_spread
 from gpudrv_check.model.workload import Workload
 
 if TYPE_CHECKING:
@@ -69,14 +74,44 @@ def pod_count(workload: Workload, eligible: int) -> int:
     return workload.replicas or 0
 
 
+@dataclass(eq=False)
+class Nodes:
+    """What one constraint set allows: the nodes it may use, in node order, and the static
+    reasons of the nodes it can never use, counted (one entry per constraint set)."""
+
+    eligible: tuple[str, ...]
+    static: Counter[str]
+
+
+@dataclass(eq=False)
+class Demand:
+    """All the simulation needs of one workload (see the module docstring), built from the
+    model (`workload` set) or from the partition cache (engine/cache/partition.py)."""
+
+    order: tuple[str, int, int]  # file, document, item: the order pods take room in
+    key: str  # names its outcome (`record_key`)
+    daemonset: bool
+    bound: bool  # spec.nodeName: the kubelet admits it on that node only if it fits
+    count: int  # pods
+    nodes: Nodes
+    requests: dict[str, Fraction]  # one pod's (a bound pod's: those its node can admit)
+    domains: dict[str, str] | None  # node -> domain of its binding self anti-affinity term
+    preemption: str | None  # spec.preemptionPolicy
+    pods: str  # its pods' name without the index (`pod_name`)
+    rid: int  # its requests' number in the Occupancy that built it (`intern_requests`)
+    workload: Workload | None = None
+
+
 @dataclass
 class Replicas:
-    """Where one workload's pods run."""
+    """Where one workload's pods run. The findings read of it only what `outcome` holds (the
+    partition cache compares that, engine/cache/partition.py): not the nodes' names."""
 
-    workload: Workload
+    workload: Workload | None
     nodes: list[str | None] = field(default_factory=list)  # per replica; None: Pending
     message: str = ""  # the scheduler's message for the first Pending replica
     short: tuple[str, ...] = ()  # resources the Pending replica found taken on some node
+    prefix: str = ""  # its pods' name without the index
 
     @property
     def placed(self) -> int:
@@ -87,150 +122,207 @@ class Replicas:
         return [i for i, n in enumerate(self.nodes) if n is None]
 
     def pod_name(self, index: int) -> str:
-        return pod_name(self.workload, index)
+        return f"{self.prefix}{index}"
+
+    @property
+    def outcome(self) -> tuple:
+        """What a finding may say of it (marshal-able): pods, which are Pending, why."""
+        return (len(self.nodes), tuple(self.pending), self.message, self.short)
 
 
 class Occupancy:
-    """The repo's pods over the nodes' allocatable, computed once (see the module docstring)."""
+    """The repo's pods over the nodes' allocatable, computed once (see the module docstring).
+    `cached`: the stored inputs of workloads the run did not read (`decode_inputs`)."""
 
-    def __init__(self, repo: Repo, records: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, repo: Repo, cached: Any = None) -> None:
         self.placement: Placement = repo.placement
         self._alloc = {n.name: self.placement.allocatable(n) for n in self.placement.nodes}
         self.used: dict[str, dict[str, Fraction]] = {n: {} for n in self._alloc}
         self.pods: dict[str, int] = {n: 0 for n in self._alloc}
         self.holders: dict[str, list[str]] = {n: [] for n in self._alloc}
         self._full: dict[str, set[str]] = {}  # resource -> nodes with none of it left
-        self._replicas: dict[int, Replicas] = {}
+        self._replicas: dict[int, Replicas] = {}  # by id(workload), of the model's workloads
+        self.demands: list[Demand] = []
+        self.outcomes: dict[str, Replicas] = {}  # by Demand.key
         # Memos (a node's room only ever shrinks as pods take it, so what did not fit stays so):
         # per distinct requests, per node, (the node's version, what it lacks); a node's version
         # counts the pods put on it
         self._request_ids: dict[tuple, int] = {}
+        self._requests: list[dict[str, Fraction]] = []  # by request id: one dict per value
         self._fits: dict[int, dict[str, tuple[int, list[Insufficient]]]] = {}
         self._version: dict[str, int] = {n: 0 for n in self._alloc}
-        # (eligible nodes, requests) for which no node had room: no later replica finds any
-        # (the list is kept with its entry, so its id names it while the entry lives)
-        self._hopeless: dict[tuple[int, int], list[Node]] = {}
-        # per verdicts (one per constraint set): the reasons of the nodes it can never use, and
-        # the nodes it may use, in node order
-        self._static: dict[int, tuple[dict[str, Verdict], list[str], list[str]]] = {}
-        # per (verdicts, requests): what their usable nodes lack, as of `seen` entries of the log
-        # of nodes given a pod
+        # (nodes, requests) for which no node had room: no later replica finds any
+        self._hopeless: set[tuple[int, int]] = set()
+        # per (nodes, requests): what their usable nodes lack, and per node the ones to tell
+        # when it is given a pod
         self._lacking: dict[tuple[int, int], _Lacking] = {}
-        self._static_counted: dict[int, Counter[str]] = {}
-        self._tracked_memo: dict[tuple[int, int], tuple[list[Node], bool]] = {}
-        self._log: list[str] = []
-        if records is not None:
-            self._restore(repo, records)
-            return
-        namespaces = namespace_labels(repo)
-        ordered = sorted(repo.workloads, key=_order)
-        for workload in ordered:
-            if workload.kind == "DaemonSet":
-                self._place(workload, repo, namespaces)
-        for workload in ordered:
-            if workload.kind != "DaemonSet":
-                self._place(workload, repo, namespaces)
+        self._watchers: dict[str, list[_Lacking]] = {}
+        self._tracked_memo: dict[tuple[int, int], bool] = {}
+        # per verdicts of the placement (it keeps them: the id is theirs) and per stored
+        # table entry: one Nodes, so the memos above see one constraint set once
+        self._nodes: dict[int, tuple[Any, Nodes]] = {}
+        self._domain_cache: DomainCache = {}
+        self._domain_maps: dict[int, tuple[Any, dict[str, str]]] = {}
+        demands = self._fresh(repo)
+        if cached is not None:
+            demands.extend(decode_inputs(cached, self))
+            if len({d.key for d in demands}) != len(demands):
+                raise InputsError("two workloads of one key")
+        demands.sort(key=_demand_order)  # stable: a file's objects stay in their order
+        self.demands = demands
+        for demand in demands:
+            if demand.daemonset:
+                self._place(demand)
+        for demand in demands:
+            if not demand.daemonset:
+                self._place(demand)
 
     def records(self) -> dict[str, tuple]:
-        """The outcome per workload, for the partition cache (marshal-able builtins)."""
-        return {
-            _record_key(r.workload): (tuple(r.nodes), r.message, r.short)
-            for r in self._replicas.values()
-        }
-
-    def _restore(self, repo: Repo, records: Mapping[str, Any]) -> None:
-        for workload in repo.workloads:
-            record = records.get(_record_key(workload))
-            if not isinstance(record, tuple) or len(record) != 3:
-                continue
-            nodes, message, short = record
-            if isinstance(nodes, tuple) and isinstance(message, str) and isinstance(short, tuple):
-                self._replicas[id(workload)] = Replicas(workload, list(nodes), message, short)
+        """The outcome per workload (`Replicas.outcome`), by `Demand.key`."""
+        return {key: r.outcome for key, r in self.outcomes.items()}
 
     def replicas(self, workload: Workload) -> Replicas | None:
         """Where its pods run; None when it has no pods or no node could ever take one."""
         return self._replicas.get(id(workload))
 
-    # --- placing ----------------------------------------------------------------------------
-    def _tracked(self, requests: Mapping[str, Fraction], nodes: list[Node], rid: int) -> bool:
-        """Whether any of the nodes keeps count of something one pod takes."""
-        key = (id(nodes), rid)  # the list is kept with the answer: the id is its own
-        known = self._tracked_memo.get(key)
-        if known is None:
-            known = self._tracked_memo[key] = (nodes, self._tracks(requests, nodes))
-        return known[1]
+    # --- what the simulation reads of each workload -----------------------------------------
+    def _fresh(self, repo: Repo) -> list[Demand]:
+        namespaces = namespace_labels(repo)
+        out = []
+        for workload in repo.workloads:
+            demand = self._demand(repo, workload, namespaces)
+            if demand is not None:
+                out.append(demand)
+        return out
 
-    def _tracks(self, requests: Mapping[str, Fraction], nodes: list[Node]) -> bool:
-        for node in nodes:
-            allocatable = self._alloc[node.name] or {}
-            if "pods" in allocatable or any(r in allocatable for r in requests):
-                return True
-        return False
-
-    def _place(self, workload: Workload, repo: Repo, namespaces: dict) -> None:
-        eligible = self.placement.eligible(workload)
+    def _demand(self, repo: Repo, workload: Workload, namespaces: dict) -> Demand | None:
+        placement = self.placement
+        eligible = placement.eligible(workload)
         count = pod_count(workload, len(eligible))
         if not eligible or count <= 0:
-            return
-        requests = self.placement.requests(workload)
+            return None
+        requests = placement.requests(workload)
         if workload.node_name is not None:
             # the kubelet drops the extended resources its node does not list
             allocatable = self._alloc[eligible[0].name] or {}
             requests = {r: v for r, v in requests.items() if r in allocatable or not is_extended(r)}
-        rid = self._request_id(requests)
-        if not self._tracked(requests, eligible, rid):
-            return  # nothing a node counts: every pod runs where the placement allows
-        record = Replicas(workload)
-        domain_of = _domains(repo, workload, namespaces)
-        if workload.kind == "DaemonSet":
-            record.nodes = [
-                self._take(n.name, workload, requests, i, rid) for i, n in enumerate(eligible)
-            ]
+        rid, requests = self.intern_requests(requests)
+        nodes = self._nodes_of(placement.verdicts(workload))
+        if not self._tracked(requests, nodes, rid):
+            return None  # nothing a node counts: every pod runs where the placement allows
+        return Demand(
+            _order(workload),
+            record_key(workload),
+            workload.kind == "DaemonSet",
+            workload.node_name is not None,
+            count,
+            nodes,
+            requests,
+            self._domains(repo, workload, namespaces),
+            workload.preemption_policy,
+            pod_name(workload, 0)[:-1],
+            rid,
+            workload,
+        )
+
+    def intern_requests(self, requests: Mapping[str, Fraction]) -> tuple[int, dict]:
+        """A small number per distinct requests (the memos' key), and one dict of them."""
+        key = tuple(sorted(requests.items()))
+        rid = self._request_ids.setdefault(key, len(self._request_ids))
+        if rid == len(self._requests):
+            self._requests.append(dict(requests))
+        return rid, self._requests[rid]
+
+    def _nodes_of(self, verdicts: Mapping[str, Verdict]) -> Nodes:
+        """The Nodes of one constraint set's verdicts (counted once per distinct verdict: the
+        placement shares one Verdict among the nodes of a class)."""
+        found = self._nodes.get(id(verdicts))
+        if found is None:
+            placement = self.placement
+            eligible = tuple(n.name for n in placement.nodes if verdicts[n.name].ok)
+            by_id: dict[int, Verdict] = {}
+            for verdict in verdicts.values():
+                by_id.setdefault(id(verdict), verdict)
+            static: Counter[str] = Counter()
+            for vid, n in Counter(map(id, verdicts.values())).items():
+                verdict = by_id[vid]
+                if not verdict.ok:
+                    for reason in placement.node_reasons(verdict):
+                        static[reason] += n
+            found = self._nodes[id(verdicts)] = (verdicts, Nodes(eligible, static))
+        return found[1]
+
+    def _domains(self, repo: Repo, workload: Workload, namespaces: dict) -> dict[str, str] | None:
+        """Node → topology domain of the workload's binding self anti-affinity term, if any."""
+        spread = workload_spread(repo, workload, namespaces, self._domain_cache)
+        if spread is None:
+            return None
+        found = self._domain_maps.get(id(spread.domains))
+        if found is None:
+            by_value = spread.domains.by_value
+            mapping = {n: value for value, nodes in by_value.items() for n in nodes}
+            found = self._domain_maps[id(spread.domains)] = (spread.domains, mapping)
+        return found[1]
+
+    # --- placing ----------------------------------------------------------------------------
+    def _tracked(self, requests: Mapping[str, Fraction], nodes: Nodes, rid: int) -> bool:
+        """Whether any of the nodes keeps count of something one pod takes."""
+        key = (id(nodes), rid)  # both kept while the Occupancy lives: the ids are theirs
+        known = self._tracked_memo.get(key)
+        if known is None:
+            known = self._tracked_memo[key] = self._tracks(requests, nodes.eligible)
+        return known
+
+    def _tracks(self, requests: Mapping[str, Fraction], nodes: tuple[str, ...]) -> bool:
+        for node in nodes:
+            allocatable = self._alloc[node] or {}
+            if "pods" in allocatable or any(r in allocatable for r in requests):
+                return True
+        return False
+
+    def _place(self, demand: Demand) -> None:
+        record = Replicas(demand.workload, prefix=demand.pods)
+        rid = demand.rid
+        eligible = demand.nodes.eligible
+        if demand.daemonset:
+            record.nodes = [self._take(n, demand, i, rid) for i, n in enumerate(eligible)]
         else:
             held: set[str] = set()
             cursor = 0
-            for index in range(count):
-                node, cursor = self._next(eligible, cursor, requests, domain_of, held, rid)
+            domain_of = demand.domains
+            for index in range(demand.count):
+                node, cursor = self._next(demand, cursor, held, rid)
                 if node is not None:
-                    self._take(node, workload, requests, index, rid)
+                    self._take(node, demand, index, rid)
                     if domain_of is not None:
                         held.add(domain_of[node])
                 record.nodes.append(node)
-        if record.pending and workload.kind != "DaemonSet":
-            record.message, record.short = self._pending_message(
-                workload, requests, domain_of, record, rid
-            )
-        self._replicas[id(workload)] = record
-
-    def _request_id(self, requests: Mapping[str, Fraction]) -> int:
-        """A small number per distinct requests (the memos' key)."""
-        key = tuple(sorted(requests.items()))
-        return self._request_ids.setdefault(key, len(self._request_ids))
+        if record.pending and not demand.daemonset:
+            record.message, record.short = self._pending_message(demand, record, rid)
+        self.outcomes[demand.key] = record
+        if demand.workload is not None:
+            self._replicas[id(demand.workload)] = record
 
     def _next(
-        self,
-        eligible: list[Node],
-        cursor: int,
-        requests: Mapping[str, Fraction],
-        domain_of: Mapping[str, str] | None,
-        held: set[str],
-        rid: int,
+        self, demand: Demand, cursor: int, held: set[str], rid: int
     ) -> tuple[str | None, int]:
         """The first node from ``cursor`` on (wrapping) with room; and where to start next."""
-        hopeless = (id(eligible), rid)
+        hopeless = (id(demand.nodes), rid)
         if hopeless in self._hopeless:
             return None, cursor
+        requests, domain_of = demand.requests, demand.domains
         fulls = [f for f in (self._full.get(r) for r in (*requests, "pods")) if f]
         skip = fulls[0] if len(fulls) == 1 else set().union(*fulls)  # one set: not copied
+        eligible = demand.nodes.eligible
         total = len(eligible)
         for step in range(total):
-            node = eligible[(cursor + step) % total].name
+            node = eligible[(cursor + step) % total]
             if node in skip or (domain_of is not None and domain_of.get(node) in held):
                 continue
             if not self._short(node, requests, rid):
                 return node, (cursor + step + 1) % total
         if domain_of is None or not held:  # no node has room, whatever its domain
-            self._hopeless[hopeless] = eligible
+            self._hopeless.add(hopeless)
         return None, cursor
 
     def _short(self, node: str, requests: Mapping[str, Fraction], rid: int) -> list[Insufficient]:
@@ -249,20 +341,14 @@ class Occupancy:
         fits[node] = (version, lacks)
         return lacks
 
-    def _take(
-        self,
-        node: str,
-        workload: Workload,
-        requests: Mapping[str, Fraction],
-        index: int,
-        rid: int,
-    ) -> str | None:
+    def _take(self, node: str, demand: Demand, index: int, rid: int) -> str | None:
         """Put one pod on ``node`` (a DaemonSet pod or a bound pod is admitted only if it fits)."""
-        bound = workload.kind == "DaemonSet" or workload.node_name is not None
-        if bound and self._short(node, requests, rid):
+        requests = demand.requests
+        if (demand.daemonset or demand.bound) and self._short(node, requests, rid):
             return None
         self._version[node] += 1
-        self._log.append(node)
+        for lacking in self._watchers.get(node, ()):
+            lacking.changed[node] = None
         allocatable = self._alloc[node] or {}
         used = self.used[node]
         for resource, amount in requests.items():
@@ -273,92 +359,59 @@ class Occupancy:
         self.pods[node] += 1
         if "pods" in allocatable and self.pods[node] >= allocatable["pods"]:
             self._full.setdefault("pods", set()).add(node)
-        self.holders[node].append(pod_name(workload, index))
+        self.holders[node].append(f"{demand.pods}{index}")
         return node
 
     # --- what the scheduler says about a Pending replica ------------------------------------
     def _pending_message(
-        self,
-        workload: Workload,
-        requests: Mapping[str, Fraction],
-        domain_of: Mapping[str, str] | None,
-        record: Replicas,
-        rid: int,
+        self, demand: Demand, record: Replicas, rid: int
     ) -> tuple[str, tuple[str, ...]]:
         placement = self.placement
-        verdicts = placement.verdicts(workload)
-        static, usable = self._static_reasons(verdicts)
+        nodes, requests, domain_of = demand.nodes, demand.requests, demand.domains
         total = len(placement.nodes)
         if domain_of is None:  # what the nodes lack alone decides: kept up to date, not redone
-            lacking = self._lacking_for(verdicts, usable, requests, rid)
-            postfilter = placement.release.postfilter(
-                total, workload.preemption_policy, lacking.victims
-            )
-            counts = self._static_counts(verdicts, static) + lacking.reasons
+            lacking = self._lacking_for(nodes, requests, rid)
+            asked = (lacking.changes, demand.preemption)
+            if lacking.said is not None and lacking.said[0] == asked:
+                return lacking.said[1]  # nothing changed on these nodes since it was said
+            postfilter = placement.release.postfilter(total, demand.preemption, lacking.victims)
+            counts = nodes.static + lacking.reasons
             message = fit_error_message(total, counts, postfilter_message=postfilter)
-            return message, lacking.short()
+            lacking.said = (asked, (message, lacking.short()))
+            return lacking.said[1]
         held = {domain_of[n] for n in record.nodes if n is not None} if domain_of else set()
-        reasons = list(static)  # the message counts reasons: their order does not matter
+        reasons = Counter(nodes.static)  # the message counts reasons: their order does not matter
         no_victims = 0
         short: dict[str, None] = {}
-        for node in usable:
+        for node in nodes.eligible:
             taken = self._short(node, requests, rid)
             if taken:
-                reasons.extend(s.reason for s in taken)
+                reasons.update(s.reason for s in taken)
                 short.update((s.resource, None) for s in taken)
             elif domain_of is not None and domain_of.get(node) in held:
-                reasons.append(REASON_ANTI_AFFINITY)
+                reasons[REASON_ANTI_AFFINITY] += 1
             else:
                 continue  # room left (a replica count past the bound nodes): not reported
             no_victims += 1
-        postfilter = placement.release.postfilter(total, workload.preemption_policy, no_victims)
+        postfilter = placement.release.postfilter(total, demand.preemption, no_victims)
         return fit_error_message(total, reasons, postfilter_message=postfilter), tuple(short)
 
-    def _lacking_for(
-        self,
-        verdicts: dict[str, Verdict],
-        usable: list[str],
-        requests: Mapping[str, Fraction],
-        rid: int,
-    ) -> _Lacking:
+    def _lacking_for(self, nodes: Nodes, requests: Mapping[str, Fraction], rid: int) -> _Lacking:
         """What the usable nodes lack for one pod, brought up to date with the pods taken
         since it was last asked for."""
-        key = (id(verdicts), rid)  # the verdicts are kept by _static_reasons: the id is theirs
+        key = (id(nodes), rid)
         lacking = self._lacking.get(key)
         if lacking is None:
+            usable = nodes.eligible
             lacking = self._lacking[key] = _Lacking({n: i for i, n in enumerate(usable)})
-            changed: list[str] = usable
+            for node in usable:
+                self._watchers.setdefault(node, []).append(lacking)
+            changed: Iterable[str] = usable
         else:
-            index = lacking.index
-            changed = list(dict.fromkeys(n for n in self._log[lacking.seen :] if n in index))
+            changed, lacking.changed = lacking.changed, {}
         for node in changed:
             lacking.update(node, self._short(node, requests, rid))
-        lacking.seen = len(self._log)
         return lacking
-
-    def _static_counts(self, verdicts: dict[str, Verdict], static: list[str]) -> Counter[str]:
-        """The static reasons counted (once per constraint set)."""
-        found = self._static_counted.get(id(verdicts))  # kept with _static: the id is theirs
-        if found is None:
-            found = self._static_counted[id(verdicts)] = Counter(static)
-        return found
-
-    def _static_reasons(self, verdicts: dict[str, Verdict]) -> tuple[list[str], list[str]]:
-        """The reasons of the nodes these verdicts rule out, and the nodes they allow, in node
-        order (one entry per constraint set: the placement keeps each verdicts dict)."""
-        found = self._static.get(id(verdicts))
-        if found is None:
-            placement = self.placement
-            reasons: list[str] = []
-            usable: list[str] = []
-            for node in placement.nodes:
-                verdict = verdicts[node.name]
-                if verdict.ok:
-                    usable.append(node.name)
-                else:
-                    reasons.extend(placement.node_reasons(verdict))
-            found = self._static[id(verdicts)] = (verdicts, reasons, usable)
-        return found[1], found[2]
 
 
 def _rank(resource: str) -> tuple:
@@ -378,16 +431,20 @@ class _Lacking:
     more node with no room, and where each resource first shows (the order of `short`)."""
 
     index: dict[str, int]
-    seen: int = 0  # entries of Occupancy._log applied
+    changed: dict[str, None] = field(default_factory=dict)  # nodes given a pod since asked
     per_node: dict[str, list[Insufficient]] = field(default_factory=dict)
     reasons: Counter[str] = field(default_factory=Counter)
     first: dict[str, int] = field(default_factory=dict)  # resource -> first node lacking it
     victims: int = 0  # nodes lacking something
+    changes: int = 0  # updates that changed what they lack
+    #: ((changes, preemption policy), (message, short)) of the last Pending replica told
+    said: tuple[tuple[int, Any], tuple[str, tuple[str, ...]]] | None = None
 
     def update(self, node: str, lacks: list[Insufficient]) -> None:
         old = self.per_node.get(node, [])
         if lacks is old or (not lacks and not old):
             return
+        self.changes += 1
         if lacks and not old:
             self.victims += 1
         self.reasons.subtract(s.reason for s in old)
@@ -410,19 +467,153 @@ def pod_name(workload: Workload, index: int) -> str:
     return f"{workload.kind}/{workload.namespace}/{workload.name or '?'}{role}#{index}"
 
 
-def _record_key(workload: Workload) -> str:
+def record_key(workload: Workload) -> str:
+    """Names one workload's outcome (its manifest's place and its identity)."""
     m = workload.manifest
     return f"{m.file}\0{m.doc}\0{m.item}\0{workload.key}\0{workload.role or ''}"
 
 
-def _order(workload: Workload) -> tuple:
+def _order(workload: Workload) -> tuple[str, int, int]:
     m = workload.manifest
     return (m.file, m.doc, -1 if m.item is None else m.item)
 
 
-def _domains(repo: Repo, workload: Workload, namespaces: dict) -> dict[str, str] | None:
-    """Node → topology domain of the workload's binding self anti-affinity term, if any."""
-    spread = workload_spread(repo, workload, namespaces)
-    if spread is None:
-        return None
-    return {n: value for value, nodes in spread.domains.by_value.items() for n in nodes}
+def _demand_order(demand: Demand) -> tuple[str, int, int]:
+    return demand.order
+
+
+# --- the inputs as the partition cache stores them (engine/cache/partition.py) ---------------
+
+
+class InputsError(ValueError):
+    """Stored inputs that do not decode against this run's nodes: not used."""
+
+
+class InputTables:
+    """Demands as marshal-able records, each distinct Nodes, requests and domains once in a
+    table the records index (thousands of workloads share a few constraint sets)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[tuple] = []
+        self.requests: list[tuple] = []
+        self.domains: list[tuple] = []
+        self._index: dict[int, int] = {}  # id of a Nodes, requests or domains (all kept alive)
+
+    def record(self, d: Demand) -> tuple:
+        """One demand: its order, key, kind, count, table entries, preemption, pod names."""
+        file, doc, item = d.order
+        nodes = self._add(self.nodes, d.nodes, lambda n: (n.eligible, tuple(n.static.items())))
+        requests = self._add(
+            self.requests,
+            d.requests,
+            lambda r: tuple((k, v.numerator, v.denominator) for k, v in r.items()),
+        )
+        domains = -1 if d.domains is None else self._add(self.domains, d.domains, _items)
+        return (
+            *(file, doc, item, d.key, d.daemonset, d.bound, d.count),
+            *(nodes, requests, domains, d.preemption, d.pods),
+        )
+
+    def _add(self, table: list[tuple], value: Any, encoded: Any) -> int:
+        index = self._index.get(id(value))
+        if index is None:
+            index = self._index[id(value)] = len(table)
+            table.append(encoded(value))
+        return index
+
+    def stored(self) -> tuple[tuple, tuple, tuple]:
+        return (tuple(self.nodes), tuple(self.requests), tuple(self.domains))
+
+
+def _items(mapping: Mapping[str, str]) -> tuple:
+    return tuple(mapping.items())
+
+
+def decode_inputs(value: Any, occupancy: Occupancy) -> list[Demand]:
+    """The demands of stored (tables, records); InputsError when any is malformed or names a
+    node this run does not have."""
+    if not (_tuple(value, 2) and _tuple(value[0], 3)):
+        raise InputsError("not (tables, records)")
+    nodes_t, requests_t, domains_t = value[0]
+    nodes = [_decode_nodes(v, occupancy._alloc) for v in _seq(nodes_t)]
+    requests = [occupancy.intern_requests(_decode_requests(v)) for v in _seq(requests_t)]
+    domains = [_decode_domains(v, occupancy._alloc) for v in _seq(domains_t)]
+    return [_decode_demand(r, nodes, requests, domains) for r in _seq(value[1])]
+
+
+def _tuple(value: Any, size: int) -> bool:
+    return isinstance(value, tuple) and len(value) == size
+
+
+def _seq(value: Any) -> tuple | list:
+    if not isinstance(value, (tuple, list)):
+        raise InputsError("not a sequence")
+    return value
+
+
+def _int(value: Any, low: int) -> int:
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
+        raise InputsError("not a count")
+    return value
+
+
+def _decode_nodes(value: Any, alloc: Mapping[str, Any]) -> Nodes:
+    if not _tuple(value, 2):
+        raise InputsError("not (eligible, static)")
+    eligible, static = _seq(value[0]), _seq(value[1])
+    if not eligible or not all(isinstance(n, str) and n in alloc for n in eligible):
+        raise InputsError("a node this run does not have")
+    counts: Counter[str] = Counter()
+    for entry in static:
+        if not (_tuple(entry, 2) and isinstance(entry[0], str)):
+            raise InputsError("not (reason, count)")
+        counts[entry[0]] = _int(entry[1], 1)
+    return Nodes(tuple(eligible), counts)
+
+
+def _decode_requests(value: Any) -> dict[str, Fraction]:
+    out = {}
+    for entry in _seq(value):
+        if not (_tuple(entry, 3) and isinstance(entry[0], str)):
+            raise InputsError("not (resource, numerator, denominator)")
+        numerator = entry[1]
+        if not isinstance(numerator, int) or isinstance(numerator, bool):
+            raise InputsError("not an amount")
+        out[entry[0]] = Fraction(numerator, _int(entry[2], 1))
+    return out
+
+
+def _decode_domains(value: Any, alloc: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for entry in _seq(value):
+        if not (_tuple(entry, 2) and isinstance(entry[1], str) and entry[0] in alloc):
+            raise InputsError("not (node, domain)")
+        out[entry[0]] = entry[1]
+    return out
+
+
+def _decode_demand(
+    r: Any, nodes: list[Nodes], requests: list[tuple[int, dict]], domains: list[dict]
+) -> Demand:
+    if not (_tuple(r, 12) and isinstance(r[0], str) and isinstance(r[3], str)):
+        raise InputsError("not a demand record")
+    daemonset, bound, preemption, pods = r[4], r[5], r[10], r[11]
+    if not (isinstance(daemonset, bool) and isinstance(bound, bool) and isinstance(pods, str)):
+        raise InputsError("not a demand record")
+    if preemption is not None and not isinstance(preemption, str):
+        raise InputsError("not a preemption policy")
+    n, q, d = _int(r[7], 0), _int(r[8], 0), _int(r[9], -1)
+    if n >= len(nodes) or q >= len(requests) or d >= len(domains):
+        raise InputsError("no such table entry")
+    group = nodes[n]
+    count = _int(r[6], 1)
+    if daemonset and count != len(group.eligible):
+        raise InputsError("a DaemonSet has one pod per eligible node")
+    rid, amounts = requests[q]
+    order = (r[0], _int(r[1], 0), _int(r[2], -1))
+    mapping = None if d < 0 else domains[d]
+    if mapping is not None and any(node not in mapping for node in group.eligible):
+        raise InputsError("a node without its domain")
+    return Demand(
+        order, r[3], daemonset, bound, count, group, amounts, mapping, preemption, pods, rid
+    )

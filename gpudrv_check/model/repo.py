@@ -81,7 +81,7 @@ class Repo:
         """The repo's pods over the nodes' allocatable: who runs, who stays Pending."""
         from gpudrv_check.model.occupancy import Occupancy
 
-        return Occupancy(self, self.extras.get("occupancy_records"))
+        return Occupancy(self, self.extras.get("occupancy_inputs"))
 
     @cached_property
     def disruption(self) -> Disruption:

@@ -208,17 +208,19 @@ def test_only_the_edited_namespace_is_read_again(repo, tmp_path):
     assert second.object_count == first.object_count
     # another context (arguments, config, matrix...) and every partition is evaluated again
     assert not _read(repo, cache, "other").plan.clean
-    # a replica count moves the nodes' shared capacity (model/occupancy.py): every partition
+    # a replica count is planned as any edit: its partition alone (whether the nodes' shared
+    # capacity then goes otherwise for another partition is for the run to find, below)
     _replicas(repo)
-    assert not _read(repo, cache).plan.clean
+    assert _read(repo, cache).plan.clean == namespaces - {"team-0", "team-4"}
 
 
 def _store_full_run(result) -> None:
-    """What a full run stores for the plan: every partition evaluated (no findings) and the
-    capacity outcome under the plan's base."""
+    """What a full run stores for the plan: every partition evaluated (no findings, no
+    workload the nodes' capacity concerns) with its simulation inputs (none)."""
     plan = result.plan
-    plan.cache.store("partitions", plan.name, "", {ns: (k, [], []) for ns, k in plan.keys.items()})
-    plan.cache.store("occupancy", plan.name, plan.base, {})
+    keys = plan.keys.items()
+    plan.cache.store("partitions", plan.name, "", {ns: (k, [], [], {}) for ns, k in keys})
+    plan.cache.store("occupancy", plan.name, "", (((), (), ()), {ns: (k, ()) for ns, k in keys}))
 
 
 def test_a_shared_edit_evaluates_every_partition(repo, tmp_path):
@@ -430,3 +432,136 @@ def test_every_finding_about_a_partition_object_sits_in_its_partition(repo, tmp_
             assert where is not None or ns not in partitions, finding
         elif where is not None:
             assert obj is None or (obj.namespace or "default") == where, finding
+
+
+# --- the nodes' shared capacity (model/occupancy.py): a demand edit is planned as any other ----
+
+GPU_NODE = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-0
+  labels: {kubernetes.io/hostname: gpu-0, nvidia.com/gpu.present: "true"}
+status:
+  allocatable: {cpu: "16", memory: 64Gi, pods: "110", nvidia.com/gpu: "2"}
+"""
+
+
+def _gpu_deployment(name: str, namespace: str, replicas: int) -> str:
+    return _deployment(name, namespace).replace("replicas: 2", f"replicas: {replicas}") + (
+        "        resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+
+
+def _gpu_repo(root: Path) -> None:
+    """One node of two GPUs; team-a and team-b each run one single-GPU replica; team-c's
+    Deployment requests no GPU."""
+    root.mkdir()
+    write(root, "nodes.yaml", GPU_NODE)
+    write(root, "team-a/a.yaml", _gpu_deployment("a", "team-a", 1))
+    write(root, "team-b/b.yaml", _gpu_deployment("b", "team-b", 1))
+    write(root, "team-c/c.yaml", _deployment("c", "team-c"))
+
+
+@pytest.fixture
+def clean_partitions(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+    """The namespaces each cached run took from the partition cache (as merge saw the plan;
+    a run without the cache has no plan and is not listed)."""
+    from gpudrv_check.engine.cache import partition
+
+    seen: list[set[str]] = []
+    merge = partition.merge
+
+    def spy(run) -> None:
+        seen.append(set(run.content.plan.clean) if run.content.plan is not None else set())
+        merge(run)
+
+    monkeypatch.setattr(partition, "merge", spy)
+    return seen
+
+
+def test_a_replica_edit_that_keeps_the_other_outcomes_is_a_partial_run(
+    tmp_path: Path, clean_partitions: list[set[str]]
+):
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    _gpu_repo(root)
+    _both(root, cache)
+    assert clean_partitions[-1] == set()  # the cold run evaluates every partition
+    _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 5")  # no GPU: nobody moves
+    cached, fresh = _both(root, cache)
+    assert cached == fresh
+    assert clean_partitions[-1] == {"team-a", "team-b"}  # team-c alone read again
+    # and a second run after it still answers from the cache
+    _edit(root / "team-c" / "c.yaml", "replicas: 5", "replicas: 4")
+    cached = _both(root, cache)[0]
+    assert clean_partitions[-1] == {"team-a", "team-b"}
+    assert cached == _both(root, tmp_path / "other")[0]
+
+
+def test_a_replica_edit_that_fills_the_nodes_reads_the_namespace_it_leaves_pending(
+    tmp_path: Path, clean_partitions: list[set[str]]
+):
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    _gpu_repo(root)
+    cold = _both(root, cache)[0]
+    assert "stay Pending" not in cold
+    # team-a's second replica takes the node's last GPU: team-b's replica stays Pending
+    _edit(root / "team-a" / "a.yaml", "replicas: 1", "replicas: 2")
+    cached, fresh = _both(root, cache)
+    assert cached == fresh
+    assert "Deployment team-b/b: 1 of 1 pods stay Pending" in " ".join(cached.split())
+    # planned partial (team-b, team-c clean); team-b's outcome differed: read again with team-a
+    assert clean_partitions[-1] == {"team-c"}
+    # undone: team-b runs again, from the cache as a full run says
+    _edit(root / "team-a" / "a.yaml", "replicas: 2", "replicas: 1")
+    cached, fresh = _both(root, cache)
+    assert cached == fresh == cold
+
+
+def _rewrite_entry(cache: Path, kind: str, change) -> None:
+    """Replace the value of the cache's `kind` entry by `change(value)`, authentically signed
+    (what only the cache's owner could write: the run still validates it)."""
+    import hashlib
+    import hmac
+    import marshal
+
+    from gpudrv_check.engine.cache import store
+
+    (entry,) = cache.glob(f"{kind}-*.bin")
+    blob = entry.read_bytes()
+    head = len(store.MAGIC) + 32
+    version, key, value = marshal.loads(blob[head:])
+    payload = marshal.dumps((version, key, change(value)))
+    mac = hmac.new((cache / store.SECRET).read_bytes(), payload, hashlib.sha256).digest()
+    entry.write_bytes(store.MAGIC + mac + payload)
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda r: (("team-b/b.yaml", *r[1:7], 99, *r[8:]),),  # no such table entry
+        lambda r: (("team-c/c.yaml", *r[1:]),),  # a file of another partition
+        lambda r: (r[:5],),  # not a record
+        lambda r: ((*r[:9], 0, *r[10:]),),  # anti-affinity domains the tables do not hold
+        lambda r: (r, r),  # one workload twice
+    ],
+    ids=["table-index", "other-partition", "shape", "domains", "twice"],
+)
+def test_a_tampered_input_record_is_a_full_run(
+    tmp_path: Path, clean_partitions: list[set[str]], tamper
+):
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    _gpu_repo(root)
+    _both(root, cache)
+
+    def change(value):
+        tables, by_namespace = value
+        key, records = by_namespace["team-b"]
+        assert len(records) == 1  # b's one Deployment
+        return (tables, {**by_namespace, "team-b": (key, tamper(records[0]))})
+
+    _rewrite_entry(cache, "occupancy", change)
+    _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 3")
+    cached, fresh = _both(root, cache)
+    assert cached == fresh
+    assert clean_partitions[-1] == set()  # planned partial, found unusable: every partition

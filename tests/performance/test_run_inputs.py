@@ -51,5 +51,7 @@ def test_typed_entries_refuse_values_of_another_shape():
     assert FileEntry.loaded(("d", "no", b"blob", ((), 0))) is None
     assert load_entries({"a.yaml": entry.stored()}) == {"a.yaml": entry}
     assert load_entries({"a.yaml": entry.stored(), "b.yaml": (1, 2)}) is None
-    assert PartitionEntry.loaded(("k", [], [])) == PartitionEntry("k", [], [])
-    assert PartitionEntry.loaded(("k", [], "x")) is None
+    assert PartitionEntry.loaded(("k", [], [], {})) == PartitionEntry("k", [], [], {})
+    assert PartitionEntry.loaded(("k", [], "x", {})) is None
+    assert PartitionEntry.loaded(("k", [], [], [])) is None  # the outcome: by record key
+    assert PartitionEntry.loaded(("k", [], [])) is None  # an entry without its outcome

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from gpudrv_check.read.manifests import FileResult
 
 KIND = "files"
+#: the layout of the entries (a Summary once held capacity digests)
+FORMAT = 2
 
 
 class FileEntry(NamedTuple):
@@ -73,11 +75,15 @@ def load_entries(value: Any) -> dict[str, FileEntry] | None:
 class FilesCache:
     """The per-file cache and the partition plan of one run. `context`: the digest of every
     input but the manifest files (engine/cache/inputs.py `RunInputs.context_key`); None: no
-    partition plan, every file is decoded and evaluated."""
+    partition plan, every file is decoded and evaluated. `redo`: the namespaces the plan may
+    not take from the cache; None: none (every partition is evaluated and stored again)."""
 
-    def __init__(self, cache: Cache, context: str | None = None) -> None:
+    def __init__(
+        self, cache: Cache, context: str | None = None, redo: frozenset[str] | None = frozenset()
+    ) -> None:
         self.cache = cache
         self.context = context
+        self.redo = redo
         self.name = self.key = ""
         self.cached: dict[str, FileEntry] = {}
         self.fresh: dict[str, FileEntry] = {}
@@ -86,7 +92,7 @@ class FilesCache:
     def open(self, source: Any, reading: tuple[object, ...]) -> None:
         """Load the entries of `source` stored for this way of `reading`."""
         self.name = digest(getattr(source, "disk_root", ""), type(source).__name__)
-        self.key = digest(*reading)
+        self.key = digest(FORMAT, *reading)
         stored = self.cache.load(KIND, self.name, self.key)
         self.cached = load_entries(stored) or {}
 
@@ -131,7 +137,7 @@ class FilesCache:
         for rel, how in reads:
             entry = self.fresh.get(rel)
             metas.append((rel, how, entry.summary if entry is not None else None))
-        return plan(self.cache, self.name, self.context, metas)
+        return plan(self.cache, self.name, self.context, metas, self.redo)
 
     def unread(self, rel: str) -> tuple[int, int]:
         """The objects and skipped documents of a file this run does not decode (it was read or

@@ -11,11 +11,20 @@ only `when:` a condition holds (GPU025: an endless waitForCompletion selector, o
 Deployments, StatefulSets, ... of every namespace); in a run where it holds, the engine reads every
 namespace (engine/run.py `load`), so the cache never hides an object from such a rule.
 
-Shared capacity: every partition's key also digests every file's *capacity demand* (what its
-workloads request, how many pods, where they may go, in which order), so a change of anyone's
-demand makes the run a full one, while other edits (an image, a label the placement does not
-read) stay within their partition. A partial run takes the capacity outcome (who runs, who stays
-Pending) of the last full run with the same demands; without one it is a full run.
+Shared capacity: a partition's findings read the nodes' shared capacity only through its own
+workloads' `Replicas.outcome` (model/occupancy.py: how many pods, which stay Pending, the
+scheduler's message), and that outcome depends on every other workload's demand. So the key does
+not digest anyone's demand (a `replicas:` edit is planned like an image edit: its partition
+alone); instead each partition's entry holds, with its findings, the outcome they were found
+with, and the `occupancy` entry holds, per partition under its key, what the simulation needs of
+its workloads (model/occupancy.py `Demand`: order, pods, eligible nodes, requests, anti-affinity
+domains, the static reasons of the nodes it can never use; exact by construction, since they
+depend only on the partition's files and the shared inputs its key covers). A partial run
+simulates the capacity over fresh demands for the workloads it decoded and the cached ones for
+the others, exactly as a full run does, and compares every clean partition's outcome with the
+stored one (engine/run.py `load`, `verify`): a partition whose outcome differs is read and
+evaluated again (a second reading, with those partitions taken out of the cache), and cached
+inputs that do not decode against this run's nodes make the run a full one.
 
 So a file whose objects are all of those kinds and all in one namespace belongs to that
 namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or
@@ -27,7 +36,8 @@ annotation on an object of the same identity).
 
 The key of a partition is the digest of the run's context (tool version, arguments, config,
 matrix, policies: everything but the manifest files), of every shared file, and of the
-partition's own files. A run reads (decodes) the shared files and the files of partitions whose
+partition's own files (a partition is clean when its findings and its simulation inputs are
+stored under that key). A run reads (decodes) the shared files and the files of partitions whose
 key changed, evaluates every rule on them exactly as a full run would, and takes the findings
 of the other partitions from the cache. Any change to a shared file or to the context changes
 every key, and the run is a full one. Findings are cached after severities and exemptions were
@@ -51,7 +61,7 @@ def partition_kinds() -> frozenset[str]:
 #: a namespace holding one of these is shared as a whole
 SHARED_NAMESPACE_KINDS = frozenset(("DaemonSet",))
 CACHE_KIND = "partitions"
-#: the shared-capacity outcome of the last full run, keyed by everything it depends on
+#: per partition, what the shared-capacity simulation needs of its workloads (model/occupancy.py)
 OCCUPANCY_KIND = "occupancy"
 
 # per file: ((kind, namespace or None) per object, documents skipped); None when unknown
@@ -64,73 +74,17 @@ Summary = tuple[tuple[tuple[str, Any], ...], int]
 PLACEHOLDERS = ("${}", None)
 
 
-#: the pseudo-kind of a summary entry holding the digest of the file's capacity demand
-CAPACITY = "#capacity"
-#: the parts of a pod spec that decide how much room its pods take and where
-_DEMAND_FIELDS = (
-    "nodeSelector",
-    "affinity",
-    "tolerations",
-    "nodeName",
-    "runtimeClassName",
-    "resources",
-    "overhead",
-    "priorityClassName",
-)
-
-
-def _demand(manifest: Any) -> Any:
-    """What of one workload the shared capacity depends on: for a core kind, the parts of its
-    pod spec that decide room and place; for a kind of the workload table, its whole spec (its
-    templates and replica counts sit at kind-specific paths)."""
-    from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
-
-    identity = (manifest.kind, manifest.namespace, manifest.name, manifest.api_version)
-    path = POD_SPEC_PATHS.get(manifest.kind)
-    if path is None:
-        spec = manifest.get("spec")
-        return (*identity, spec) if isinstance(spec, dict) else None
-    spec = manifest.get(*path)
-    if not isinstance(spec, dict):
-        return None
-    containers = []
-    for kind in ("initContainers", "containers"):
-        items = spec.get(kind)
-        for c in items if isinstance(items, list) else []:
-            if isinstance(c, dict):
-                containers.append((kind, c.get("resources"), c.get("restartPolicy")))
-    labels = manifest.get(*path[:-1], "metadata", "labels") if len(path) > 1 else None
-    scale = manifest.get("spec", "replicas"), manifest.get("spec", "parallelism")
-    return (*identity, scale, labels, [spec.get(f) for f in _DEMAND_FIELDS], containers)
-
-
-def capacity_digest(manifests: list[Any]) -> str | None:
-    """The digest of a file's workloads' capacity demand; None when it holds no workload."""
-    import json
-
-    from gpudrv_check.engine.cache.store import digest
-
-    kinds = partition_kinds()
-    demands = [_demand(m) for m in manifests if m.kind in kinds]
-    if not any(d is not None for d in demands):
-        return None
-    return digest(json.dumps(demands, sort_keys=True, default=str))
-
-
 def summarize(result: Any, placeholders: bool = False) -> Summary:
     """What planning needs of a FileResult, without its trees."""
     objects = tuple((m.kind, m.namespace) for m in result.manifests)
     if placeholders:
         objects += (PLACEHOLDERS,)
-    demand = capacity_digest(result.manifests)
-    if demand is not None:
-        objects += ((CAPACITY, demand),)
     return (objects, len(result.skipped))
 
 
 def object_count(summary: Summary) -> int:
     """The objects a summarized file holds (its pseudo-entries left out)."""
-    return sum(1 for kind, _ in summary[0] if kind not in (CAPACITY, PLACEHOLDERS[0]))
+    return sum(1 for kind, _ in summary[0] if kind != PLACEHOLDERS[0])
 
 
 def valid_summary(summary: Any) -> bool:
@@ -146,28 +100,34 @@ def valid_summary(summary: Any) -> bool:
 
 
 class PartitionEntry(NamedTuple):
-    """What the cache holds for one namespace: the key it was evaluated under and its findings
-    (and suppressed findings) as JSON dumps, after severities and exemptions were applied."""
+    """What the cache holds for one namespace: the key it was evaluated under, its findings
+    (and suppressed findings) as JSON dumps, after severities and exemptions were applied, and
+    the shared-capacity outcome of its workloads they were found with (`Replicas.outcome` by
+    record key, model/occupancy.py)."""
 
     key: str
     findings: list[Any]
     suppressed: list[Any]
+    outcome: dict[str, Any]
 
     @classmethod
     def loaded(cls, value: Any) -> PartitionEntry | None:
         """The entry of a stored value, or None when it has not the shape of one."""
-        if not (isinstance(value, tuple) and len(value) == 3):
+        if not (isinstance(value, tuple) and len(value) == 4):
             return None
-        key, findings, suppressed = value
+        key, findings, suppressed, outcome = value
         if not (
-            isinstance(key, str) and isinstance(findings, list) and isinstance(suppressed, list)
+            isinstance(key, str)
+            and isinstance(findings, list)
+            and isinstance(suppressed, list)
+            and isinstance(outcome, dict)
         ):
             return None
-        return cls(key, findings, suppressed)
+        return cls(key, findings, suppressed, outcome)
 
-    def stored(self) -> tuple[str, list[Any], list[Any]]:
+    def stored(self) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
         """As `marshal` stores it: a plain tuple."""
-        return (self.key, self.findings, self.suppressed)
+        return (self.key, self.findings, self.suppressed, self.outcome)
 
     def validated(self) -> tuple[list, list] | None:
         """The (findings, suppressed) as Findings, or None if they do not validate."""
@@ -197,10 +157,10 @@ class Plan:
     stored: dict[str, PartitionEntry] = field(default_factory=dict)  # namespace -> cached entry
     clean: set[str] = field(default_factory=set)  # namespaces taken from the cache
     findings: dict[str, tuple[list, list]] = field(default_factory=dict)  # of the clean ones
-    #: digest of the context, the shared files and every file's capacity demand
-    base: str = ""
-    #: the capacity outcome stored under ``base`` (model/occupancy.py records), when reused
-    occupancy: dict | None = None
+    #: the stored simulation inputs (model/occupancy.py `InputTables`): the tables, and the
+    #: records of each clean namespace
+    tables: Any = None
+    inputs: dict[str, tuple] = field(default_factory=dict)
 
     @property
     def partial(self) -> bool:
@@ -210,16 +170,23 @@ class Plan:
         """Whether this run needs the file's objects."""
         return self.partition_of.get(rel) not in self.clean
 
+    def cached_inputs(self) -> tuple[Any, list[tuple]]:
+        """(tables, records) of the workloads of the clean partitions, for `Occupancy`."""
+        records = [r for ns in sorted(self.clean) for r in self.inputs[ns]]
+        return (self.tables, records)
+
 
 def plan(
     cache: Any,
     name: str,
     context: str,
     files: list[tuple[str, str, Summary | None]],
+    redo: frozenset[str] | None = frozenset(),
 ) -> Plan:
     """Partition the files (path, how it was read, summary; summary None: shared) and find
-    which partitions the cache still answers for. "How it was read" is the content digest with
-    anything else that changes what the file yields (Helm template, Kustomize patch, error)."""
+    which partitions the cache still answers for (`redo`: namespaces it does not answer for,
+    None: none). "How it was read" is the content digest with anything else that changes what
+    the file yields (Helm template, Kustomize patch, error)."""
     from gpudrv_check.engine.cache.store import digest
 
     # a file of one namespace's workloads and budgets only: a candidate for that partition
@@ -229,13 +196,10 @@ def plan(
     # involve the namespace's other objects (a budget covering them, an annotation on an object
     # of the same identity), so they must all be read with it
     shared_namespaces: set[str] = set()
-    demands: list[tuple[str, str]] = []
     kinds = partition_kinds()
     for rel, _, summary in files:
         for kind, ns in summary[0] if summary is not None else ():
-            if kind == CAPACITY:
-                demands.append((rel, str(ns)))
-            elif kind in SHARED_NAMESPACE_KINDS or (kind in kinds and candidate[rel] is None):
+            if kind in SHARED_NAMESPACE_KINDS or (kind in kinds and candidate[rel] is None):
                 shared_namespaces.add(_namespace(kind, ns))
     out = Plan(cache, name)
     shared: list[tuple[str, str]] = []
@@ -247,24 +211,40 @@ def plan(
         else:
             out.partition_of[rel] = namespace
             members.setdefault(namespace, []).append((rel, file_digest))
-    base = digest(context, shared, sorted(demands))
-    out.base = base
+    base = digest(context, shared)
     out.keys = {ns: digest(base, ns, listed) for ns, listed in members.items()}
-    # a partial run cannot share the nodes' capacity among workloads it does not read: it
-    # takes the outcome of the full run with the same demands, and without one it is full
-    out.occupancy = cache.load(OCCUPANCY_KIND, name, base, valid=lambda v: isinstance(v, dict))
-    if out.occupancy is None:
-        return out
-    stored = cache.load(CACHE_KIND, name, "", valid=lambda v: isinstance(v, dict)) or {}
+    if redo is not None:
+        _take_clean(out, redo)
+    return out
+
+
+def _take_clean(out: Plan, redo: frozenset[str]) -> None:
+    """The partitions whose findings and simulation inputs the cache holds under this run's
+    key (a partition without its inputs is evaluated again)."""
+    inputs = out.cache.load(OCCUPANCY_KIND, out.name, "", valid=_valid_inputs)
+    if inputs is None:
+        return
+    stored = out.cache.load(CACHE_KIND, out.name, "", valid=lambda v: isinstance(v, dict)) or {}
+    out.tables, by_namespace = inputs
     for ns, key in out.keys.items():
         entry = PartitionEntry.loaded(stored.get(ns))
-        if entry is not None and entry.key == key:
-            findings = entry.validated()
-            if findings is not None:
-                out.stored[ns] = entry
-                out.findings[ns] = findings
-                out.clean.add(ns)
-    return out
+        records = by_namespace.get(ns)
+        if ns in redo or entry is None or entry.key != key or records is None:
+            continue
+        if not (isinstance(records, tuple) and len(records) == 2 and records[0] == key):
+            continue
+        findings = entry.validated()
+        if findings is not None and isinstance(records[1], tuple):
+            out.stored[ns] = entry
+            out.findings[ns] = findings
+            out.inputs[ns] = records[1]
+            out.clean.add(ns)
+
+
+def _valid_inputs(value: Any) -> bool:
+    """The shape of the stored inputs: (tables, {namespace: (key, records)}); the records
+    are checked as they are decoded (model/occupancy.py `decode_inputs`)."""
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict)
 
 
 def _single_namespace(summary: Summary | None) -> str | None:
@@ -274,17 +254,48 @@ def _single_namespace(summary: Summary | None) -> str | None:
     namespaces = set()
     kinds = partition_kinds()
     for kind, ns in summary[0]:
-        if kind == CAPACITY:
-            continue
         if kind not in kinds:
             return None
         namespaces.add(_namespace(kind, ns))
     return namespaces.pop() if len(namespaces) == 1 else None
 
 
+def verify(run: Any) -> frozenset[str] | None:
+    """After a partial run's model was built: the clean partitions whose workloads' capacity
+    outcome is not the one their cached findings were found with (the run must evaluate them
+    again), or None when the cached inputs are unusable (a full run)."""
+    from gpudrv_check.model.occupancy import InputsError
+
+    plan_ = run.content.plan
+    for ns in plan_.clean:
+        if not all(
+            isinstance(r, tuple) and r and plan_.partition_of.get(r[0]) == ns
+            for r in plan_.inputs[ns]
+        ):
+            return None  # a record of a file not in its partition
+    try:
+        outcomes = _outcomes(run, plan_.clean)
+    except InputsError:
+        return None
+    return frozenset(ns for ns in plan_.clean if outcomes.get(ns, {}) != plan_.stored[ns].outcome)
+
+
+def _outcomes(run: Any, namespaces: set[str]) -> dict[str, dict[str, Any]]:
+    """Per namespace of these, its workloads' `Replicas.outcome` by record key."""
+    occupancy = run.repo.occupancy
+    partition_of = run.content.plan.partition_of
+    out: dict[str, dict[str, Any]] = {}
+    for demand in occupancy.demands:
+        ns = partition_of.get(demand.order[0])
+        if ns in namespaces:
+            out.setdefault(ns, {})[demand.key] = occupancy.outcomes[demand.key].outcome
+    return out
+
+
 def merge(run: Any) -> None:
-    """After a run's evaluation: store the partitions it evaluated, add the cached findings of
-    the others, and sort as a full run does."""
+    """After a run's evaluation: store the partitions it evaluated (with their workloads'
+    capacity outcome and simulation inputs), add the cached findings of the others, and sort
+    as a full run does."""
     from gpudrv_check.core.finding import Finding
 
     plan_ = run.content.plan
@@ -299,8 +310,10 @@ def merge(run: Any) -> None:
             if ns in evaluated:
                 evaluated[ns][index].append(finding.record())
     entries = {ns: plan_.stored[ns] for ns in plan_.clean}
-    for ns, (found, suppressed) in evaluated.items():
-        entries[ns] = PartitionEntry(plan_.keys[ns], found, suppressed)
+    if evaluated:
+        outcomes = _outcomes(run, set(evaluated))
+        for ns, (found, suppressed) in evaluated.items():
+            entries[ns] = PartitionEntry(plan_.keys[ns], found, suppressed, outcomes.get(ns, {}))
     if plan_.clean:
         for ns in sorted(plan_.clean):
             found, suppressed = plan_.findings[ns]
@@ -311,5 +324,19 @@ def merge(run: Any) -> None:
     if evaluated or len(entries) != len(plan_.stored):
         stored = {ns: entry.stored() for ns, entry in entries.items()}
         plan_.cache.store(CACHE_KIND, plan_.name, "", stored)
-    if not plan_.partial and plan_.base:
-        plan_.cache.store(OCCUPANCY_KIND, plan_.name, plan_.base, run.repo.occupancy.records())
+        _store_inputs(run, plan_)
+
+
+def _store_inputs(run: Any, plan_: Plan) -> None:
+    """Every partition's simulation inputs under its key (the cached ones encoded again: one
+    set of tables for all)."""
+    from gpudrv_check.model.occupancy import InputTables
+
+    tables = InputTables()
+    records: dict[str, list[tuple]] = {ns: [] for ns in plan_.keys}
+    for demand in run.repo.occupancy.demands:
+        ns = plan_.partition_of.get(demand.order[0])
+        if ns is not None:
+            records[ns].append(tables.record(demand))
+    value = {ns: (plan_.keys[ns], tuple(listed)) for ns, listed in records.items()}
+    plan_.cache.store(OCCUPANCY_KIND, plan_.name, "", (tables.stored(), value))

@@ -3,12 +3,15 @@
 Where: `--cache-dir DIR`, else `$XDG_CACHE_HOME/gpudrv-check`, else `~/.cache/gpudrv-check`
 (created with mode 0700: it is the user's own). `--no-cache` neither reads nor writes it.
 
-Three kinds of entry, one file each per checked repo root:
+Four kinds of entry, one file each per checked repo root:
 - `files-*`: per file, a `FileEntry` (engine/cache/files.py): the SHA-256 of its bytes and
   its FileResult (read/codec.py), valid for one tool version and one way of reading
   (max_file_bytes, chart template directories, skim plan);
-- `partitions-*`: a `PartitionEntry` per namespace, its findings (engine/cache/partition.py),
-  keyed from `RunInputs.context_key` (engine/cache/inputs.py);
+- `partitions-*`: a `PartitionEntry` per namespace, its findings and its workloads' capacity
+  outcome (engine/cache/partition.py), keyed from `RunInputs.context_key`
+  (engine/cache/inputs.py);
+- `occupancy-*`: per namespace, under the same key, what the shared-capacity simulation needs
+  of its workloads (model/occupancy.py `InputTables`);
 - `result-*`: the findings and rendered reports of the last `check`, keyed by
   `RunInputs.result_key`, the digest of every input (tool version, arguments, environment
   that picks formats and colour, config, matrix, every file's path and digest). It directs no

@@ -6,8 +6,6 @@ an entry that is a link, a FIFO or a device is a miss, never a read."""
 from __future__ import annotations
 
 import hashlib
-import hmac
-import marshal
 import os
 import stat
 from pathlib import Path
@@ -35,10 +33,10 @@ def _forge(cache: Path, value: object) -> int:
     header, the value replaced, the unkeyed SHA-256 of the payload recomputed."""
     forged = 0
     for entry in cache.glob("result-*"):
-        blob = entry.read_bytes()
-        version, key, _ = marshal.loads(blob[40:])
-        payload = marshal.dumps((version, key, value))
-        entry.write_bytes(blob[:8] + hashlib.sha256(payload).digest() + payload)
+        _, key, _ = cache_mod.entry_fields(entry.read_bytes())
+        magic, _, head, payload = cache_mod.entry_bytes(b"not the secret", key, value)
+        rest = head + payload
+        entry.write_bytes(magic + hashlib.sha256(rest).digest() + rest)
         forged += 1
     return forged
 
@@ -78,7 +76,7 @@ def test_an_entry_with_a_valid_mac_still_directs_no_write(tmp_path: Path):
     assert value is None  # another name, another key: a miss
     # the stored value: findings, stderr, rendered texts; no destination, no exit code
     (entry,) = cache.glob("result-*")
-    stored = marshal.loads(entry.read_bytes()[40:])[2]
+    stored = cache_mod.entry_fields(entry.read_bytes())[2]
     assert str(out) not in repr(stored)
     assert not any(isinstance(v, int) for v in stored)
 
@@ -179,12 +177,9 @@ def test_an_authentic_entry_of_the_wrong_type_is_a_miss(tmp_path: Path, value: o
     store = Cache(cache)
     for entry in cache.glob("*-*.bin"):
         kind = entry.name.split("-")[0]
-        blob = entry.read_bytes()
-        version, key, _ = marshal.loads(blob[40:])
-        payload = marshal.dumps((version, key, value))
+        _, key, _ = cache_mod.entry_fields(entry.read_bytes())
         secret = (cache / cache_mod.SECRET).read_bytes()
-        mac = hmac.new(secret, payload, hashlib.sha256).digest()
-        entry.write_bytes(blob[:8] + mac + payload)
+        entry.write_bytes(b"".join(cache_mod.entry_bytes(secret, key, value)))
         assert kind in ("files", "occupancy", "partitions", "result")
     assert store.load("result", "x", "y") is None
     proc = _check(root, cache)
@@ -214,3 +209,26 @@ def test_no_home_directory_means_no_cache_not_an_internal_error(
     out = capsys.readouterr()
     assert (cli.main(["check", str(root)]), capsys.readouterr()) == (cached, out)
     assert cached == 1 and "internal error" not in out.err
+
+
+def test_an_entry_of_another_key_is_a_miss_from_its_first_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """An edit changes the whole-result key: the last run's large entry is a miss, read no
+    further than its header (engine/cache/store.py)."""
+    cache = Cache(tmp_path / "c")
+    cache.store("result", "repo", "old", ["x" * 1_000_000])
+    read: list[int] = []
+    real_read = cache_mod.os.read
+
+    def counted(fd: int, n: int) -> bytes:
+        data = real_read(fd, n)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(cache_mod.os, "read", counted)
+    assert cache.load("result", "repo", "new") is None
+    assert 0 < sum(read) < 200
+    read.clear()
+    assert cache.load("result", "repo", "old") == ["x" * 1_000_000]
+    assert sum(read) > 1_000_000

@@ -521,19 +521,12 @@ def test_a_replica_edit_that_fills_the_nodes_reads_the_namespace_it_leaves_pendi
 def _rewrite_entry(cache: Path, kind: str, change) -> None:
     """Replace the value of the cache's `kind` entry by `change(value)`, authentically signed
     (what only the cache's owner could write: the run still validates it)."""
-    import hashlib
-    import hmac
-    import marshal
-
     from gpudrv_check.engine.cache import store
 
     (entry,) = cache.glob(f"{kind}-*.bin")
-    blob = entry.read_bytes()
-    head = len(store.MAGIC) + 32
-    version, key, value = marshal.loads(blob[head:])
-    payload = marshal.dumps((version, key, change(value)))
-    mac = hmac.new((cache / store.SECRET).read_bytes(), payload, hashlib.sha256).digest()
-    entry.write_bytes(store.MAGIC + mac + payload)
+    _, key, value = store.entry_fields(entry.read_bytes())
+    secret = (cache / store.SECRET).read_bytes()
+    entry.write_bytes(b"".join(store.entry_bytes(secret, key, change(value))))
 
 
 @pytest.mark.parametrize(

@@ -17,11 +17,14 @@ Four kinds of entry, one file each per checked repo root:
   that picks formats and colour, config, matrix, every file's path and digest). It directs no
   write: where the reports go and the exit code are decided by the run that reads it.
 
-An entry is `MAGIC | HMAC-SHA256(secret, payload) | payload`, the payload a `marshal` dump of
-(tool version, key, value). The secret is 32 random bytes in `DIR/.key`, created mode 0600 on
+An entry is `MAGIC | HMAC-SHA256(secret, rest) | rest`, where rest is `length | header |
+payload`: the header a `marshal` dump of (tool version, key), its length in 4 bytes, the payload
+a `marshal` dump of the value. The secret is 32 random bytes in `DIR/.key`, created mode 0600 on
 first use: whoever cannot read it cannot forge an entry, even with write access to the
-directory. Before anything is decoded, the magic, the MAC, the tool version and the key are
-checked; a truncated, corrupt, foreign or stale entry is ignored (and rewritten by this run).
+directory. An entry stored under another key or version is a miss from its first bytes (the
+rest is not read: the last run's 30 MB result costs nothing when an edit changed its key);
+otherwise the MAC is checked before anything is decoded. A truncated, corrupt, foreign or stale
+entry is ignored (and rewritten by this run).
 `marshal` constructs only builtin values and calls nothing, unlike pickle; callers still check
 the shape of every value they load (`load(..., valid=...)`).
 
@@ -47,7 +50,8 @@ from typing import Any
 
 from gpudrv_check import __version__
 
-MAGIC = b"GPUDRVC\x02"
+MAGIC = b"GPUDRVC\x03"
+_LENGTH = 4  # bytes of the header length
 _DIGEST = 32
 SECRET = ".key"
 _OPEN = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -105,9 +109,10 @@ def _trust(path: Path, st: os.stat_result, private: bool) -> None:
         )
 
 
-def _read_regular(path: Path, private: bool = True) -> bytes | None:
+def _read_regular(path: Path, private: bool = True, head: bytes | None = None) -> bytes | None:
     """The bytes of `path` when it is a regular file the user alone can write; None when it is
-    missing, a link, a FIFO or a device. Raises Untrusted for another owner or loose modes."""
+    missing, a link, a FIFO or a device. Raises Untrusted for another owner or loose modes.
+    With `head`: None as soon as the bytes after the MAC are not `head` (nothing more read)."""
     try:
         fd = os.open(path, _OPEN)
     except OSError:  # missing, or a link (ELOOP under O_NOFOLLOW)
@@ -118,6 +123,12 @@ def _read_regular(path: Path, private: bool = True) -> bytes | None:
             return None
         _trust(path, st, private)
         chunks, left = [], st.st_size
+        if head is not None:
+            first = _read_exactly(fd, len(MAGIC) + _DIGEST + len(head))
+            if first[: len(MAGIC)] != MAGIC or first[len(MAGIC) + _DIGEST :] != head:
+                return None
+            chunks.append(first)
+            left -= len(first)
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 24))
             if not chunk:
@@ -129,6 +140,40 @@ def _read_regular(path: Path, private: bool = True) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    """Up to `size` bytes from `fd` (fewer at the end of the file)."""
+    chunks, left = [], size
+    while left > 0:
+        chunk = os.read(fd, left)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _head(key: str) -> bytes:
+    """What follows the MAC in an entry stored under `key` by this version: length, header."""
+    header = marshal.dumps((__version__, key))
+    return len(header).to_bytes(_LENGTH, "big") + header
+
+
+def entry_bytes(secret: bytes, key: str, value: Any) -> tuple[bytes, ...]:
+    """The parts of the entry of `value` under `key` (ValueError: not marshal-able)."""
+    head, payload = _head(key), marshal.dumps(value)
+    mac = hmac.new(secret, head, hashlib.sha256)
+    mac.update(payload)
+    return (MAGIC, mac.digest(), head, payload)
+
+
+def entry_fields(blob: bytes) -> tuple[Any, Any, Any]:
+    """(version, key, value) of an entry's bytes, unchecked (for tests and tools)."""
+    start = len(MAGIC) + _DIGEST
+    length = int.from_bytes(blob[start : start + _LENGTH], "big")
+    version, key = marshal.loads(blob[start + _LENGTH : start + _LENGTH + length])
+    return version, key, marshal.loads(blob[start + _LENGTH + length :])
 
 
 class Cache:
@@ -193,43 +238,42 @@ class Cache:
         if secret is None:
             return None
         path = self._path(kind, name)
+        head = _head(key)
         try:
-            blob = _read_regular(path)
+            blob = _read_regular(path, head=head)
         except Untrusted as why:
             _say_once(self.dir, path, str(why))
             return None
         if blob is None:
             return None
-        return _unpack(blob, secret, key, valid)
+        return _unpack(blob, secret, len(head), valid)
 
     def store(self, kind: str, name: str, key: str, value: Any) -> None:
-        try:
-            payload = marshal.dumps((__version__, key, value))
-        except ValueError:
-            return
         if not self._usable(create=True):
             return
         secret = self._key(create=True)
         if secret is None:
             return
-        mac = hmac.new(secret, payload, hashlib.sha256).digest()
+        try:
+            parts = entry_bytes(secret, key, value)
+        except ValueError:
+            return
         with contextlib.suppress(OSError):
-            _write_entry(self.dir, self._path(kind, name), (MAGIC, mac, payload))
+            _write_entry(self.dir, self._path(kind, name), parts)
 
 
-def _unpack(blob: bytes, secret: bytes, key: str, valid: Callable[[Any], bool] | None) -> Any:
-    head = len(MAGIC) + _DIGEST
-    if len(blob) < head or not blob.startswith(MAGIC):
+def _unpack(blob: bytes, secret: bytes, head: int, valid: Callable[[Any], bool] | None) -> Any:
+    """The value of an entry whose magic and head (version and key) were compared already."""
+    start = len(MAGIC) + _DIGEST
+    if len(blob) < start + head:
         return None
-    payload = memoryview(blob)[head:]  # no copy of a large entry
-    mac = hmac.new(secret, payload, hashlib.sha256).digest()
-    if not hmac.compare_digest(mac, blob[len(MAGIC) : head]):
+    rest = memoryview(blob)[start:]  # no copy of a large entry
+    mac = hmac.new(secret, rest, hashlib.sha256).digest()
+    if not hmac.compare_digest(mac, blob[len(MAGIC) : start]):
         return None
     try:
-        version, stored_key, value = marshal.loads(payload)
+        value = marshal.loads(rest[head:])
     except Exception:  # noqa: BLE001 - any undecodable payload is a miss
-        return None
-    if version != __version__ or stored_key != key:
         return None
     if valid is not None and not valid(value):
         return None

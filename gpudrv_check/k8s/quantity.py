@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 __all__ = [
     "FORMAT_WRONG",
@@ -103,6 +104,7 @@ def _exponent(suffix: str) -> tuple[int, int] | None:
     return None
 
 
+@lru_cache(maxsize=4096)  # a repo writes the same few amounts thousands of times
 def parse_quantity(text: str) -> tuple[Fraction | None, str | None]:
     """``ParseQuantity(text)``: (value, None) or (None, upstream's error)."""
     if not text:

@@ -25,17 +25,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import Path
 from gpudrv_check.k8s.labels import Problem, json_type_name, label_key_errors
 from gpudrv_check.k8s.quantity import (
+    FORMAT_WRONG,
     canonical,
     go_float_text,
     milli_value,
     parse_quantity,
-    quantity_value,
     value,
 )
 
@@ -162,6 +163,20 @@ def milli_up(amount: Fraction) -> Fraction:
     return Fraction(milli_value(amount), 1000)
 
 
+def defaulted_quantity(raw: object) -> tuple[Fraction | None, str | None]:
+    """``quantity_value(raw)`` as ``SetDefaults_ResourceList`` leaves it (``milli_up``)."""
+    text = _server_text(raw)
+    if text is None:
+        return None, FORMAT_WRONG
+    return _defaulted_text(str(text))
+
+
+@lru_cache(maxsize=4096)  # a repo writes the same few amounts thousands of times
+def _defaulted_text(text: str) -> tuple[Fraction | None, str | None]:
+    amount, why = parse_quantity(text)
+    return (None, why) if amount is None else (milli_up(amount), None)
+
+
 def _shown(value: object) -> str:
     """A value as the API server quotes it: a quantity's ``String()`` after defaulting rounded
     it to thousandths (``0.5`` → ``"500m"``, ``1n`` → ``"1m"``)."""
@@ -217,11 +232,11 @@ def _amounts(section: object, name: str, problems: list[Problem]) -> Amounts:
     for key, raw in section.items():
         text = key if isinstance(key, str) else str(key)
         path: Path = (name, text)
-        amount, why = quantity_value(raw)
+        amount, why = defaulted_quantity(raw)
         if amount is None:
             problems.append(Problem(path, _invalid(f"{name}[{text}]", _shown(raw), why or "")))
             continue
-        out[text] = (milli_up(amount), raw, path)
+        out[text] = (amount, raw, path)
     return out
 
 
@@ -283,9 +298,9 @@ def _quantities(section: object) -> Resources:
     out: Resources = {}
     if isinstance(section, Mapping):
         for key, raw in section.items():
-            amount, _ = quantity_value(raw)
+            amount, _ = defaulted_quantity(raw)
             if isinstance(key, str) and amount is not None and amount >= 0:
-                out[key] = milli_up(amount)
+                out[key] = amount
     return out
 
 
@@ -299,12 +314,12 @@ def container_requests(container: object) -> Resources:
 
 def _add(into: Resources, more: Mapping[str, Fraction]) -> None:
     for key, amount in more.items():
-        into[key] = into.get(key, Fraction(0)) + amount
+        into[key] = into[key] + amount if key in into else amount
 
 
 def _max(into: Resources, other: Mapping[str, Fraction]) -> None:
     for key, amount in other.items():
-        if amount > into.get(key, Fraction(0)):
+        if amount > into.get(key, 0):
             into[key] = amount
 
 

@@ -182,7 +182,7 @@ class WorkloadPods:
     gpu: tuple[Node, ...] = ()
     gpu_names: frozenset[str] = frozenset()
 
-    @property
+    @cached_property  # one per workload, not one per PDB matched against it
     def group(self) -> PodGroup:
         kind = self.workload.kind
         name = self.workload.name or "?"

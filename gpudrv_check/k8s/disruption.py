@@ -40,6 +40,7 @@ from gpudrv_check.k8s.intstr import (
     scaling_error,
     validate_int_or_percent,
 )
+from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.labelselector import (
     Problem,
     SelectorKey,
@@ -164,7 +165,7 @@ def _count(value: object) -> int | None:
 
 def _spec_of(pdb: object) -> object:
     """``pdb.spec`` of a whole PodDisruptionBudget object, None when absent."""
-    return pdb.get("spec") if isinstance(pdb, Mapping) else None
+    return pdb.get("spec") if isinstance(pdb, MAPPINGS) else None
 
 
 def _is_set(spec: Mapping[object, object], field: str) -> bool:
@@ -184,7 +185,7 @@ def validate_pdb_spec(spec: object) -> list[Problem]:
     """
     if spec is None:
         return []
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, MAPPINGS):
         return [Problem((), "spec must be an object")]
     problems: list[Problem] = []
     if _is_set(spec, "minAvailable") and _is_set(spec, "maxUnavailable"):
@@ -229,14 +230,14 @@ def pdb_covers(
 def pdb_scope(pdb: object, *, default_namespace: str = "default") -> tuple[str, SelectorKey] | None:
     """(namespace, canonical selector) of the PDB object ``pdb``, None when it covers no pod:
     what ``pdb_covers`` decides from, computed once per PDB by callers matching many pods."""
-    if not isinstance(pdb, Mapping):
+    if not isinstance(pdb, MAPPINGS):
         return None
     metadata = pdb.get("metadata")
-    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    namespace = metadata.get("namespace") if isinstance(metadata, MAPPINGS) else None
     if not isinstance(namespace, str) or not namespace:
         namespace = default_namespace
     spec = _spec_of(pdb)
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, MAPPINGS):
         return None
     return namespace, selector_key(spec.get("selector"))
 
@@ -287,7 +288,7 @@ def disruption_budget(pdb: object, groups: Iterable[PodGroup]) -> Budget:
     is *not Ready* may be evicted, and at full health every covered pod is Ready.
     """
     spec = _spec_of(pdb)
-    spec_map: Mapping[object, object] = spec if isinstance(spec, Mapping) else {}
+    spec_map: Mapping[object, object] = spec if isinstance(spec, MAPPINGS) else {}
     rule = _rule(spec_map)
     members = _groups(groups)
     pods = sum(_count(g.pods) or 0 for g in members)
@@ -392,7 +393,7 @@ def budget_change(pdb: object, budget: Budget, wanted: int = 1) -> BudgetChange 
     if wanted < 1 or healthy < wanted or budget.outcome == "invalid-spec":
         return None
     spec = _spec_of(pdb)
-    spec_map: Mapping[object, object] = spec if isinstance(spec, Mapping) else {}
+    spec_map: Mapping[object, object] = spec if isinstance(spec, MAPPINGS) else {}
     keep = healthy - wanted  # pods that must stay healthy
     has_min = _is_set(spec_map, "minAvailable")
     has_max = _is_set(spec_map, "maxUnavailable")

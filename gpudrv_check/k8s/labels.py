@@ -11,8 +11,13 @@ the finding shape shared by the other ``gpudrv_check.k8s`` validators.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import NamedTuple
+
+#: ``isinstance(x, MAPPINGS)`` is ``isinstance(x, Mapping)`` with a plain type check first for
+#: dicts (every mapping read from YAML or JSON), which skips the ABC's much slower one
+MAPPINGS = (dict, Mapping)
 
 __all__ = [
     "LABEL_NAME_MAX_LENGTH",

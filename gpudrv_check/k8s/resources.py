@@ -30,7 +30,7 @@ from typing import Any
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import Path
-from gpudrv_check.k8s.labels import Problem, json_type_name, label_key_errors
+from gpudrv_check.k8s.labels import MAPPINGS, Problem, json_type_name, label_key_errors
 from gpudrv_check.k8s.quantity import (
     FORMAT_WRONG,
     canonical,
@@ -223,7 +223,7 @@ def _amounts(section: object, name: str, problems: list[Problem]) -> Amounts:
     it (``limits[nvidia.com/gpu]: Invalid value: "500m": must be an integer``)."""
     if section is None:
         return {}
-    if not isinstance(section, Mapping):
+    if not isinstance(section, MAPPINGS):
         problems.append(
             Problem((name,), f"{name}: must be a map of quantities, not {json_type_name(section)}")
         )
@@ -276,7 +276,7 @@ def validate_resources(resources: object) -> list[Problem]:
     """
     if resources is None:
         return []
-    if not isinstance(resources, Mapping):
+    if not isinstance(resources, MAPPINGS):
         return [Problem((), f"must be an object, not {json_type_name(resources)}")]
     problems: list[Problem] = []
     limits = _amounts(resources.get("limits"), "limits", problems)
@@ -296,7 +296,7 @@ def validate_resources(resources: object) -> list[Problem]:
 
 def _quantities(section: object) -> Resources:
     out: Resources = {}
-    if isinstance(section, Mapping):
+    if isinstance(section, MAPPINGS):
         for key, raw in section.items():
             amount, _ = defaulted_quantity(raw)
             if isinstance(key, str) and amount is not None and amount >= 0:
@@ -306,8 +306,8 @@ def _quantities(section: object) -> Resources:
 
 def container_requests(container: object) -> Resources:
     """What the scheduler counts for one container: requests, defaulted from limits."""
-    resources = container.get("resources") if isinstance(container, Mapping) else None
-    if not isinstance(resources, Mapping):
+    resources = container.get("resources") if isinstance(container, MAPPINGS) else None
+    if not isinstance(resources, MAPPINGS):
         return {}
     return {**_quantities(resources.get("limits")), **_quantities(resources.get("requests"))}
 
@@ -325,7 +325,7 @@ def _max(into: Resources, other: Mapping[str, Fraction]) -> None:
 
 def _containers(pod_spec: Mapping[str, Any], field: str) -> Iterable[Mapping[str, Any]]:
     items = pod_spec.get(field)
-    return [c for c in items if isinstance(c, Mapping)] if isinstance(items, list) else []
+    return [c for c in items if isinstance(c, MAPPINGS)] if isinstance(items, list) else []
 
 
 def _pod_level_requests(pod_level: object, containers: Mapping[str, Fraction]) -> Resources:
@@ -333,7 +333,7 @@ def _pod_level_requests(pod_level: object, containers: Mapping[str, Fraction]) -
     sum, as ``SetDefaults_Pod`` (``defaultPodRequests``) leaves them: a pod-level limit without
     a request gives the request, unless the containers request that cpu or memory (then the
     request is their sum, which changes nothing)."""
-    if not isinstance(pod_level, Mapping):
+    if not isinstance(pod_level, MAPPINGS):
         return {}
     requests = {k: v for k, v in _quantities(pod_level.get("requests")).items() if _pod_key(k)}
     for key, limit in _quantities(pod_level.get("limits")).items():
@@ -351,7 +351,7 @@ def _pod_key(name: str) -> bool:
 
 def pod_requests(pod_spec: object, overhead: Mapping[str, Fraction] | None = None) -> Resources:
     """``PodRequests(pod)``: the resources the scheduler requires a node to have free."""
-    if not isinstance(pod_spec, Mapping):
+    if not isinstance(pod_spec, MAPPINGS):
         return {}
     total: Resources = {}
     for container in _containers(pod_spec, "containers"):

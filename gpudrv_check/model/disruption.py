@@ -32,7 +32,7 @@ from gpudrv_check.k8s.disruption import (
     pdb_scope,
     validate_pdb_spec,
 )
-from gpudrv_check.k8s.labels import Problem
+from gpudrv_check.k8s.labels import MAPPINGS, Problem
 from gpudrv_check.k8s.labelselector import EVERYTHING, SelectorKey, selector_key
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.occupancy import pod_count
@@ -67,7 +67,7 @@ class PDB:
     @property
     def spec(self) -> Mapping | None:
         spec = self.manifest.get("spec")
-        return spec if isinstance(spec, Mapping) else None
+        return spec if isinstance(spec, MAPPINGS) else None
 
     @property
     def valid(self) -> bool:

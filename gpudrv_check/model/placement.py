@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.nodeaffinity import (
     RequiredNodeAffinity,
     prefilter_node_names,
@@ -140,7 +141,7 @@ def runtime_class_overheads(manifests: Iterable[Manifest]) -> dict[str, dict[str
         if manifest.kind != "RuntimeClass" or not manifest.api_version.startswith("node.k8s.io/"):
             continue
         fixed = manifest.get("overhead", "podFixed")
-        if manifest.name and isinstance(fixed, Mapping):
+        if manifest.name and isinstance(fixed, MAPPINGS):
             amounts = {k: quantity_value(v)[0] for k, v in fixed.items() if isinstance(k, str)}
             out[manifest.name] = {k: v for k, v in amounts.items() if v is not None and v > 0}
     return out

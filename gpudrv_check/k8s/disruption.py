@@ -72,7 +72,7 @@ BARE_POD_KINDS = frozenset({"", "Pod"})
 UNHEALTHY_POD_EVICTION_POLICIES: tuple[str, ...] = ("IfHealthyBudget", "AlwaysAllow")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodGroup:
     """Pods a PDB selects that share one controlling owner.
 
@@ -106,7 +106,7 @@ class PodGroup:
 Outcome = Literal["computed", "no-expected-pods", "fail-safe", "invalid-spec"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Budget:
     """The PDB status the disruption controller would write, and why.
 
@@ -346,7 +346,7 @@ def _no_expected_reason(spec: Mapping[object, object], pods: int, bare: int) -> 
     return "the owning controllers are scaled to 0 replicas"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BudgetChange:
     """The smallest edit of a PDB spec that lets ``wanted`` covered pods be evicted.
 

@@ -168,7 +168,7 @@ def build_pdbs(manifests: list[Manifest]) -> tuple[list[PDB], list[Finding]]:
     return pdbs, findings
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkloadPods:
     """A workload's pods as a PDB sees them at full health."""
 
@@ -181,9 +181,18 @@ class WorkloadPods:
     #: same constraint set (computed once per set, not once per workload)
     gpu: tuple[Node, ...] = ()
     gpu_names: frozenset[str] = frozenset()
+    _group: PodGroup | None = field(default=None, init=False, repr=False, compare=False)
 
-    @cached_property  # one per workload, not one per PDB matched against it
+    @property
     def group(self) -> PodGroup:
+        """The pods as the disruption controller groups them (built once per workload, not
+        once per PDB matched against it)."""
+        if self._group is None:
+            object.__setattr__(self, "_group", self._owner_group())
+        assert self._group is not None
+        return self._group
+
+    def _owner_group(self) -> PodGroup:
         kind = self.workload.kind
         name = self.workload.name or "?"
         if self.workload.owner_kind:  # a custom resource's template (policies/workloads.yaml)

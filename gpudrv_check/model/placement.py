@@ -237,6 +237,7 @@ class Placement:
         self._keys: dict[int, tuple[Workload, tuple]] = {}  # constraint keys by identity
         self._eligible: dict[tuple, list[Node]] = {}
         self._partitions: dict[tuple[str, ...], tuple[list[int], list[Node]]] = {}
+        self._texts: dict[str, str] = {}
         #: memo for derived per-constraint-set results (model/pending.py, model/cuda.py)
         self.memo: dict[tuple, Any] = {}
         #: how much work memoisation left: constraint sets and node classes evaluated
@@ -287,8 +288,10 @@ class Placement:
             affinity.get("nodeAffinity") if isinstance(affinity, dict) else affinity,
             spec.get("tolerations"),
         )
+        # one JSON array, as distinct as three separate texts; one copy kept per distinct text
+        text = _signature(written)
         return (
-            _signature(written),  # one JSON array: as distinct as three separate texts
+            self._texts.setdefault(text, text),
             is_ds,
             workload.node_name,
             workload.host_network if is_ds else False,

@@ -44,6 +44,8 @@ WORKLOAD_API_VERSIONS = frozenset(
 SCALABLE_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"))
 
 
+_UNREAD = object()
+
 #: core kind names a custom kind may share (findings then add its group)
 _CORE_NAMES = frozenset((*POD_SPEC_PATHS, "Service"))
 
@@ -100,6 +102,8 @@ class Workload:
     # tolerations and node selectors added at admission, by whom (model/admission.py)
     admitted: list[str] = field(default_factory=list)
     admitted_at: Path | None = None  # the key that made them (the queue-name label, …)
+    # the pod spec as written (pod_spec may be admission's copy), found on first use
+    _written: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
@@ -154,7 +158,18 @@ class Workload:
         return self.manifest.location(path)
 
     def spec_get(self, *path: str | int) -> Any:
-        return self.manifest.get(*self.spec_path, *path)
+        """``manifest.get(*spec_path, *path)``: the pod spec as written, not as admitted."""
+        spec = self._written
+        if spec is _UNREAD:
+            spec = self._written = self.manifest.get(*self.spec_path)
+        for step in path:
+            if isinstance(step, str) and isinstance(spec, dict):
+                spec = spec.get(step)
+            elif isinstance(step, int) and isinstance(spec, list) and 0 <= step < len(spec):
+                spec = spec[step]
+            else:
+                return None
+        return spec
 
     @property
     def node_name(self) -> str | None:

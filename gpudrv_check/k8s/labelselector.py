@@ -269,6 +269,12 @@ def selector_key(selector: object) -> SelectorKey:
     return _compile(selector)[0]
 
 
+def checked_selector_key(selector: object) -> tuple[SelectorKey, list[Problem]]:
+    """``selector_key(selector)`` and ``validate_label_selector(selector)`` in one pass."""
+    key, fatal, strict = _compile(selector)
+    return key, fatal + strict
+
+
 def selector_matches(selector: object, labels: object) -> bool:
     """Whether ``selector`` (a metav1.LabelSelector as parsed JSON) selects ``labels``.
 

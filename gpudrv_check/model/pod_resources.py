@@ -26,7 +26,7 @@ from gpudrv_check.core.finding import Finding, quoted
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.labels import MAPPINGS
-from gpudrv_check.k8s.labelselector import selector_key, validate_label_selector
+from gpudrv_check.k8s.labelselector import checked_selector_key
 from gpudrv_check.k8s.numbers import INT64_MAX, TOO_LARGE, too_large
 from gpudrv_check.k8s.resources import validate_resources
 from gpudrv_check.read.policy import builtin
@@ -146,7 +146,8 @@ def selector_findings(manifest: Manifest) -> list[Finding]:
         # apps/v1 requires it ("spec.selector: Required value"); a snippet that leaves it out
         # is still checked for what its pods would do (the old API versions default it)
         return []
-    if validate_label_selector(selector):
+    key, problems = checked_selector_key(selector)
+    if problems:
         return []  # a malformed selector is not this check's to report
     empty = isinstance(selector, MAPPINGS) and not (
         selector.get("matchLabels") or selector.get("matchExpressions")
@@ -155,7 +156,7 @@ def selector_findings(manifest: Manifest) -> list[Finding]:
         message = f"spec.selector: Invalid value: {{}}: empty selector is invalid for {noun}"
         return [invalid_field(manifest, ("spec", "selector"), message, _SELECTOR_HINT)]
     labels = _template_labels(manifest)
-    if selector_key(selector).matches_clean(labels):
+    if key.matches_clean(labels):
         return []
     return [_mismatch(manifest, labels)]
 

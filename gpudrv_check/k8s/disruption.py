@@ -158,6 +158,8 @@ def _plural(number: int, noun: str) -> str:
 
 def _count(value: object) -> int | None:
     """A non-negative int count, or None for anything else (bools included)."""
+    if type(value) is int:  # the usual case, checked first
+        return value if value >= 0 else None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
@@ -277,6 +279,17 @@ def _groups(groups: object) -> list[PodGroup]:
     return [g for g in groups if isinstance(g, PodGroup)]
 
 
+def _pods_and_healthy(members: list[PodGroup]) -> tuple[int, int]:
+    """The selected pods, and of those the Ready ones (a group's ready is at most its pods)."""
+    pods = healthy = 0
+    for group in members:
+        count = _count(group.pods) or 0
+        pods += count
+        ready = _count(group.ready if group.ready is not None else group.pods) or 0
+        healthy += min(ready, count)
+    return pods, healthy
+
+
 def disruption_budget(pdb: object, groups: Iterable[PodGroup]) -> Budget:
     """What the disruption controller computes for the PDB object ``pdb`` (reads its ``spec``).
 
@@ -291,11 +304,7 @@ def disruption_budget(pdb: object, groups: Iterable[PodGroup]) -> Budget:
     spec_map: Mapping[object, object] = spec if isinstance(spec, MAPPINGS) else {}
     rule = _rule(spec_map)
     members = _groups(groups)
-    pods = sum(_count(g.pods) or 0 for g in members)
-    healthy = sum(
-        min(_count(g.ready if g.ready is not None else g.pods) or 0, _count(g.pods) or 0)
-        for g in members
-    )
+    pods, healthy = _pods_and_healthy(members)
     problems = validate_pdb_spec(spec) if spec is not None else [Problem((), "spec is missing")]
     if problems:
         where = ".".join(str(part) for part in problems[0].path)

@@ -221,6 +221,13 @@ def cuda_fits(
     return fits
 
 
+@lru_cache(maxsize=4096)  # a fleet runs a few driver versions
+def _branch(version: str) -> int:
+    """The branch (major) of a driver version, -1 when it is not a number."""
+    number = parse_digits(version.split(".")[0])
+    return -1 if number is None else number
+
+
 def excluding_expression(
     floor: str, excluded: list[Node], nodes: list[Node], memo: dict | None = None
 ) -> dict[str, object] | None:
@@ -245,9 +252,7 @@ def excluding_expression(
 
     def branch(name: str) -> int:
         driver = drivers.get(name)
-        value = driver.version.split(".")[0] if driver is not None else ""
-        number = parse_digits(value)
-        return -1 if number is None else number
+        return _branch(driver.version) if driver is not None else -1
 
     keys = {d.major_label for n in excluded_names if (d := drivers.get(n)) is not None}
     separable = all(branch(n) < floor_branch for n in excluded_names) and all(

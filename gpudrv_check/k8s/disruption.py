@@ -40,6 +40,7 @@ from gpudrv_check.k8s.intstr import (
     scaling_error,
     validate_int_or_percent,
 )
+from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.labelselector import (
     Problem,
     SelectorKey,
@@ -71,7 +72,7 @@ BARE_POD_KINDS = frozenset({"", "Pod"})
 UNHEALTHY_POD_EVICTION_POLICIES: tuple[str, ...] = ("IfHealthyBudget", "AlwaysAllow")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodGroup:
     """Pods a PDB selects that share one controlling owner.
 
@@ -105,7 +106,7 @@ class PodGroup:
 Outcome = Literal["computed", "no-expected-pods", "fail-safe", "invalid-spec"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Budget:
     """The PDB status the disruption controller would write, and why.
 
@@ -157,6 +158,8 @@ def _plural(number: int, noun: str) -> str:
 
 def _count(value: object) -> int | None:
     """A non-negative int count, or None for anything else (bools included)."""
+    if type(value) is int:  # the usual case, checked first
+        return value if value >= 0 else None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
@@ -164,7 +167,7 @@ def _count(value: object) -> int | None:
 
 def _spec_of(pdb: object) -> object:
     """``pdb.spec`` of a whole PodDisruptionBudget object, None when absent."""
-    return pdb.get("spec") if isinstance(pdb, Mapping) else None
+    return pdb.get("spec") if isinstance(pdb, MAPPINGS) else None
 
 
 def _is_set(spec: Mapping[object, object], field: str) -> bool:
@@ -184,7 +187,7 @@ def validate_pdb_spec(spec: object) -> list[Problem]:
     """
     if spec is None:
         return []
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, MAPPINGS):
         return [Problem((), "spec must be an object")]
     problems: list[Problem] = []
     if _is_set(spec, "minAvailable") and _is_set(spec, "maxUnavailable"):
@@ -229,14 +232,14 @@ def pdb_covers(
 def pdb_scope(pdb: object, *, default_namespace: str = "default") -> tuple[str, SelectorKey] | None:
     """(namespace, canonical selector) of the PDB object ``pdb``, None when it covers no pod:
     what ``pdb_covers`` decides from, computed once per PDB by callers matching many pods."""
-    if not isinstance(pdb, Mapping):
+    if not isinstance(pdb, MAPPINGS):
         return None
     metadata = pdb.get("metadata")
-    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    namespace = metadata.get("namespace") if isinstance(metadata, MAPPINGS) else None
     if not isinstance(namespace, str) or not namespace:
         namespace = default_namespace
     spec = _spec_of(pdb)
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, MAPPINGS):
         return None
     return namespace, selector_key(spec.get("selector"))
 
@@ -276,6 +279,17 @@ def _groups(groups: object) -> list[PodGroup]:
     return [g for g in groups if isinstance(g, PodGroup)]
 
 
+def _pods_and_healthy(members: list[PodGroup]) -> tuple[int, int]:
+    """The selected pods, and of those the Ready ones (a group's ready is at most its pods)."""
+    pods = healthy = 0
+    for group in members:
+        count = _count(group.pods) or 0
+        pods += count
+        ready = _count(group.ready if group.ready is not None else group.pods) or 0
+        healthy += min(ready, count)
+    return pods, healthy
+
+
 def disruption_budget(pdb: object, groups: Iterable[PodGroup]) -> Budget:
     """What the disruption controller computes for the PDB object ``pdb`` (reads its ``spec``).
 
@@ -287,14 +301,10 @@ def disruption_budget(pdb: object, groups: Iterable[PodGroup]) -> Budget:
     is *not Ready* may be evicted, and at full health every covered pod is Ready.
     """
     spec = _spec_of(pdb)
-    spec_map: Mapping[object, object] = spec if isinstance(spec, Mapping) else {}
+    spec_map: Mapping[object, object] = spec if isinstance(spec, MAPPINGS) else {}
     rule = _rule(spec_map)
     members = _groups(groups)
-    pods = sum(_count(g.pods) or 0 for g in members)
-    healthy = sum(
-        min(_count(g.ready if g.ready is not None else g.pods) or 0, _count(g.pods) or 0)
-        for g in members
-    )
+    pods, healthy = _pods_and_healthy(members)
     problems = validate_pdb_spec(spec) if spec is not None else [Problem((), "spec is missing")]
     if problems:
         where = ".".join(str(part) for part in problems[0].path)
@@ -345,7 +355,7 @@ def _no_expected_reason(spec: Mapping[object, object], pods: int, bare: int) -> 
     return "the owning controllers are scaled to 0 replicas"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BudgetChange:
     """The smallest edit of a PDB spec that lets ``wanted`` covered pods be evicted.
 
@@ -392,7 +402,7 @@ def budget_change(pdb: object, budget: Budget, wanted: int = 1) -> BudgetChange 
     if wanted < 1 or healthy < wanted or budget.outcome == "invalid-spec":
         return None
     spec = _spec_of(pdb)
-    spec_map: Mapping[object, object] = spec if isinstance(spec, Mapping) else {}
+    spec_map: Mapping[object, object] = spec if isinstance(spec, MAPPINGS) else {}
     keep = healthy - wanted  # pods that must stay healthy
     has_min = _is_set(spec_map, "minAvailable")
     has_max = _is_set(spec_map, "maxUnavailable")

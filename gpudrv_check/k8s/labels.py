@@ -11,7 +11,13 @@ the finding shape shared by the other ``gpudrv_check.k8s`` validators.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from functools import lru_cache
 from typing import NamedTuple
+
+#: ``isinstance(x, MAPPINGS)`` is ``isinstance(x, Mapping)`` with a plain type check first for
+#: dicts (every mapping read from YAML or JSON), which skips the ABC's much slower one
+MAPPINGS = (dict, Mapping)
 
 __all__ = [
     "LABEL_NAME_MAX_LENGTH",
@@ -122,6 +128,15 @@ def label_key_errors(key: object) -> list[str]:
     """
     if not isinstance(key, str):
         return _not_a_string(key)
+    return list(_key_errors(str(key)))
+
+
+@lru_cache(maxsize=4096)  # a repo writes the same few keys thousands of times
+def _key_errors(key: str) -> tuple[str, ...]:
+    return tuple(_qualified_name_errors(key))
+
+
+def _qualified_name_errors(key: str) -> list[str]:
     errors: list[str] = []
     parts = key.split("/")
     if len(parts) == 1:
@@ -154,12 +169,17 @@ def label_value_errors(value: object) -> list[str]:
     """
     if not isinstance(value, str):
         return _not_a_string(value)
+    return list(_value_errors(str(value)))
+
+
+@lru_cache(maxsize=4096)
+def _value_errors(value: str) -> tuple[str, ...]:
     errors = []
     if _byte_length(value) > LABEL_VALUE_MAX_LENGTH:
         errors.append(_max_len_error(LABEL_VALUE_MAX_LENGTH))
     if value and not _NAME_RE.fullmatch(value):
         errors.append(_VALUE_MSG)
-    return errors
+    return tuple(errors)
 
 
 def is_valid_label_key(key: object) -> bool:

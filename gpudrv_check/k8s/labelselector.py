@@ -28,6 +28,7 @@ from typing import Literal
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.k8s.labels import (
+    MAPPINGS,
     Problem,
     json_type_name,
     label_key_errors,
@@ -107,7 +108,7 @@ INVALID = SelectorKey("invalid")
 
 def _clean_labels(labels: object) -> dict[str, str]:
     """Keep only str -> str entries; the API server would not store anything else."""
-    if not isinstance(labels, Mapping):
+    if not isinstance(labels, MAPPINGS):
         return {}
     return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
 
@@ -123,7 +124,7 @@ def _compile(selector: object) -> tuple[SelectorKey, list[Problem], list[Problem
     """Convert a selector; returns (key, fatal problems, strict-decoding-only problems)."""
     if selector is None:
         return NOTHING, [], []
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, MAPPINGS):
         return INVALID, [Problem((), f"must be an object, not {json_type_name(selector)}")], []
     fatal: list[Problem] = []
     strict: list[Problem] = []
@@ -146,7 +147,7 @@ def _compile_match_labels(match_labels: object, fatal: list[Problem]) -> list[Re
     """``matchLabels`` entries as ``In`` requirements, recording problems in ``fatal``."""
     if match_labels is None:
         return []
-    if not isinstance(match_labels, Mapping):
+    if not isinstance(match_labels, MAPPINGS):
         fatal.append(
             Problem(("matchLabels",), f"must be an object, not {json_type_name(match_labels)}")
         )
@@ -183,7 +184,7 @@ def _compile_match_expressions(
     requirements: list[Requirement] = []
     for index, expr in enumerate(expressions):
         base: tuple[str | int, ...] = ("matchExpressions", index)
-        if not isinstance(expr, Mapping):
+        if not isinstance(expr, MAPPINGS):
             fatal.append(Problem(base, f"must be an object, not {json_type_name(expr)}"))
             continue
         for field in expr:
@@ -266,6 +267,12 @@ def selector_key(selector: object) -> SelectorKey:
     ``matchExpressions`` and ``values`` and duplicates do not matter).
     """
     return _compile(selector)[0]
+
+
+def checked_selector_key(selector: object) -> tuple[SelectorKey, list[Problem]]:
+    """``selector_key(selector)`` and ``validate_label_selector(selector)`` in one pass."""
+    key, fatal, strict = _compile(selector)
+    return key, fatal + strict
 
 
 def selector_matches(selector: object, labels: object) -> bool:

@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.k8s.labels import (
+    MAPPINGS,
     Path,
     Problem,
     dns1123_subdomain_errors,
@@ -139,7 +140,7 @@ def _read_list(obj: Mapping[str, object], name: str) -> tuple[list[object], list
 
 def _label_map(labels: object) -> dict[str, str]:
     """Node labels as ``str -> str``; anything else is dropped since no real Node carries it."""
-    if not isinstance(labels, Mapping):
+    if not isinstance(labels, MAPPINGS):
         return {}
     return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
 
@@ -217,7 +218,7 @@ def expression_problems(req: object) -> list[Problem]:
     scheduler-only one (a ``Gt``/``Lt`` value that is not an int64, which the API server lets
     through but which makes the whole term match no node). Paths are relative to ``req``.
     """
-    if not isinstance(req, Mapping):
+    if not isinstance(req, MAPPINGS):
         return [_wrong_type((), "an object with key, operator and values", req)]
     problems: list[Problem] = []
     values, value_problems = _read_values(req)
@@ -271,7 +272,7 @@ def expression_problems(req: object) -> list[Problem]:
 
 def _compile_expression(req: object) -> _Expression | None:
     """The scheduler's parse of one expression; None when it would be a parse error."""
-    if not isinstance(req, Mapping) or expression_problems(req):
+    if not isinstance(req, MAPPINGS) or expression_problems(req):
         return None
     values = tuple(str(v) for v in req.get("values") or ())
     operator = str(req["operator"])
@@ -314,7 +315,7 @@ class _Field:
 
 def _field_parse_problems(req: object) -> list[Problem]:
     """What the scheduler rejects in a matchFields entry (operator, exactly one value)."""
-    if not isinstance(req, Mapping):
+    if not isinstance(req, MAPPINGS):
         return [_wrong_type((), "an object with key, operator and values", req)]
     problems: list[Problem] = []
     values, value_problems = _read_values(req)
@@ -336,7 +337,7 @@ def field_requirement_problems(req: object) -> list[Problem]:
     Paths are relative to ``req``.
     """
     problems = _field_parse_problems(req)
-    if not isinstance(req, Mapping):
+    if not isinstance(req, MAPPINGS):
         return problems
     key = _text_field(req, "key")
     if key is not None and key != NODE_NAME_FIELD:
@@ -358,7 +359,7 @@ def field_requirement_problems(req: object) -> list[Problem]:
 
 
 def _compile_field(req: object) -> _Field | None:
-    if not isinstance(req, Mapping) or _field_parse_problems(req):
+    if not isinstance(req, MAPPINGS) or _field_parse_problems(req):
         return None
     values = req["values"]  # a one-string list, checked by _field_parse_problems
     return _Field(str(req.get("key") or ""), str(req["operator"]), str(values[0]))
@@ -376,7 +377,7 @@ def field_requirement_matches(req: object, node_name: object) -> bool:
 
 def _term_lists(term: object) -> tuple[list[object], list[object], list[Problem]]:
     """A term's expressions, fields and shape problems."""
-    if not isinstance(term, Mapping):
+    if not isinstance(term, MAPPINGS):
         return [], [], [_wrong_type((), "an object with matchExpressions and/or matchFields", term)]
     expressions, problems = _read_list(term, "matchExpressions")
     fields, field_problems = _read_list(term, "matchFields")
@@ -439,7 +440,7 @@ def _compile_term(term: object) -> _Term | None:
 
 def _compile_terms(node_selector: object) -> tuple[_Term, ...]:
     """The terms of a v1 NodeSelector that can match anything (LazyErrorNodeSelector)."""
-    if not isinstance(node_selector, Mapping):
+    if not isinstance(node_selector, MAPPINGS):
         return ()
     terms = node_selector.get("nodeSelectorTerms")
     if not isinstance(terms, list):
@@ -496,7 +497,7 @@ def _selector_pairs(node_selector: object) -> tuple[tuple[str, str], ...] | None
     """The nodeSelector as pairs; None when it is malformed (and so matches nothing)."""
     if node_selector is None:
         return ()
-    if not isinstance(node_selector, Mapping):
+    if not isinstance(node_selector, MAPPINGS):
         return None
     pairs: list[tuple[str, str]] = []
     for key, raw in node_selector.items():
@@ -540,12 +541,12 @@ def _required_selector(pod_spec: Mapping[str, object]) -> tuple[bool, object]:
     affinity = pod_spec.get("affinity")
     if affinity is None:
         return True, None
-    if not isinstance(affinity, Mapping):
+    if not isinstance(affinity, MAPPINGS):
         return False, None
     node_affinity = affinity.get("nodeAffinity")
     if node_affinity is None:
         return True, None
-    if not isinstance(node_affinity, Mapping):
+    if not isinstance(node_affinity, MAPPINGS):
         return False, None
     return True, node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
 
@@ -558,7 +559,7 @@ def required_node_affinity(pod_spec: object) -> RequiredNodeAffinity:
     """
     if pod_spec is None:
         return RequiredNodeAffinity(selector=(), terms=None)
-    if not isinstance(pod_spec, Mapping):
+    if not isinstance(pod_spec, MAPPINGS):
         return RequiredNodeAffinity(selector=(), terms=None, unmatchable=True)
     selector = _selector_pairs(pod_spec.get("nodeSelector"))
     ok, required = _required_selector(pod_spec)
@@ -582,10 +583,10 @@ def prefilter_node_names(pod_spec: object) -> frozenset[str] | None:
     means the terms conflict and the pod fits no node. A term without such a field, or a pod
     without required terms, leaves every node in play.
     """
-    if not isinstance(pod_spec, Mapping):
+    if not isinstance(pod_spec, MAPPINGS):
         return None
     ok, required = _required_selector(pod_spec)
-    if not ok or not isinstance(required, Mapping):
+    if not ok or not isinstance(required, MAPPINGS):
         return None
     terms = required.get("nodeSelectorTerms")
     if not isinstance(terms, list) or not terms:
@@ -593,9 +594,9 @@ def prefilter_node_names(pod_spec: object) -> frozenset[str] | None:
     names: set[str] = set()
     for term in terms:
         pinned: set[str] | None = None
-        fields = term.get("matchFields") if isinstance(term, Mapping) else None
+        fields = term.get("matchFields") if isinstance(term, MAPPINGS) else None
         for req in fields if isinstance(fields, list) else []:
-            if not isinstance(req, Mapping):
+            if not isinstance(req, MAPPINGS):
                 continue
             if req.get("key") != NODE_NAME_FIELD or req.get("operator") != "In":
                 continue
@@ -637,7 +638,7 @@ def validate_node_selector(node_selector: object) -> list[Problem]:
     name) and what it accepts but can never match (a non-integer ``Gt``/``Lt`` value, an empty
     term). Paths are relative to ``node_selector``.
     """
-    if not isinstance(node_selector, Mapping):
+    if not isinstance(node_selector, MAPPINGS):
         return [_wrong_type((), "an object with nodeSelectorTerms", node_selector)]
     terms = node_selector.get("nodeSelectorTerms")
     if terms is None or terms == []:
@@ -658,7 +659,7 @@ def validate_node_selector_map(node_selector: object) -> list[Problem]:
     """
     if node_selector is None:
         return []
-    if not isinstance(node_selector, Mapping):
+    if not isinstance(node_selector, MAPPINGS):
         return [_wrong_type((), "a map of label keys to string values", node_selector)]
     problems: list[Problem] = []
     for key, raw in node_selector.items():
@@ -693,7 +694,7 @@ def validate_preferred_terms(terms: object) -> list[Problem]:
         return [_wrong_type((), "a list of weighted terms", terms)]
     problems: list[Problem] = []
     for i, item in enumerate(terms):
-        if not isinstance(item, Mapping):
+        if not isinstance(item, MAPPINGS):
             problems.append(_wrong_type((i,), "an object with weight and preference", item))
             continue
         weight = item.get("weight", 0)
@@ -710,7 +711,7 @@ def validate_pod_node_placement(pod_spec: object) -> list[Problem]:
     """All node-placement problems of a pod spec; paths relative to the spec."""
     if pod_spec is None:
         return []
-    if not isinstance(pod_spec, Mapping):
+    if not isinstance(pod_spec, MAPPINGS):
         return [_wrong_type((), "an object", pod_spec)]
     problems = _prefixed(
         ("nodeSelector",), validate_node_selector_map(pod_spec.get("nodeSelector"))
@@ -718,12 +719,12 @@ def validate_pod_node_placement(pod_spec: object) -> list[Problem]:
     affinity = pod_spec.get("affinity")
     if affinity is None:
         return problems
-    if not isinstance(affinity, Mapping):
+    if not isinstance(affinity, MAPPINGS):
         return problems + [_wrong_type(("affinity",), "an object", affinity)]
     node_affinity = affinity.get("nodeAffinity")
     if node_affinity is None:
         return problems
-    if not isinstance(node_affinity, Mapping):
+    if not isinstance(node_affinity, MAPPINGS):
         return problems + [_wrong_type(("affinity", "nodeAffinity"), "an object", node_affinity)]
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if required is not None:
@@ -781,7 +782,7 @@ def node_selector_map_explanations(node_selector: object, labels: object) -> lis
     """Per ``spec.nodeSelector`` entry, whether the node's label equals it; paths ``(key,)``."""
     if node_selector is None:
         return []
-    if not isinstance(node_selector, Mapping):
+    if not isinstance(node_selector, MAPPINGS):
         return [_invalid((), validate_node_selector_map(node_selector))]
     node_labels = _label_map(labels)
     checks = []
@@ -811,7 +812,7 @@ def pod_placement_explanations(pod_spec: object, node_name: object, labels: obje
     """
     if pod_spec is None:
         return []
-    if not isinstance(pod_spec, Mapping):
+    if not isinstance(pod_spec, MAPPINGS):
         return [
             Check((), False, f"invalid: pod spec must be an object, not {json_type_name(pod_spec)}")
         ]
@@ -825,7 +826,7 @@ def pod_placement_explanations(pod_spec: object, node_name: object, labels: obje
         return checks
     if required is None:
         return checks
-    if not isinstance(required, Mapping):
+    if not isinstance(required, MAPPINGS):
         checks.append(_invalid(REQUIRED_AFFINITY_PATH, validate_node_selector(required)))
         return checks
     terms = required.get("nodeSelectorTerms")

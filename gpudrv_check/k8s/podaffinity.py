@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.labelselector import selector_matches
 
 #: The label every kubelet sets to the node's hostname (one domain per node).
@@ -77,20 +78,20 @@ def _strings(value: object) -> tuple[str, ...]:
 
 def required_anti_affinity_terms(pod_spec: object) -> list[AntiAffinityTerm]:
     """The well-formed required anti-affinity terms of a pod spec, in order."""
-    if not isinstance(pod_spec, Mapping):
+    if not isinstance(pod_spec, MAPPINGS):
         return []
     affinity = pod_spec.get("affinity")
-    anti = affinity.get("podAntiAffinity") if isinstance(affinity, Mapping) else None
+    anti = affinity.get("podAntiAffinity") if isinstance(affinity, MAPPINGS) else None
     required = (
         anti.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(anti, Mapping)
+        if isinstance(anti, MAPPINGS)
         else None
     )
     if not isinstance(required, list):
         return []
     terms = []
     for index, term in enumerate(required):
-        if not isinstance(term, Mapping):
+        if not isinstance(term, MAPPINGS):
             continue
         key = term.get("topologyKey")
         if not isinstance(key, str) or not key:
@@ -147,7 +148,7 @@ def topology_domains(topology_key: str, nodes: Iterable[tuple[str, Mapping[str, 
     by_value: dict[str, list[str]] = {}
     unconstrained: list[str] = []
     for name, labels in nodes:
-        value = labels.get(topology_key) if isinstance(labels, Mapping) else None
+        value = labels.get(topology_key) if isinstance(labels, MAPPINGS) else None
         if isinstance(value, str):
             by_value.setdefault(value, []).append(name)
         else:

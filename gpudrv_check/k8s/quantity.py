@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 __all__ = [
     "FORMAT_WRONG",
@@ -103,6 +104,7 @@ def _exponent(suffix: str) -> tuple[int, int] | None:
     return None
 
 
+@lru_cache(maxsize=4096)  # a repo writes the same few amounts thousands of times
 def parse_quantity(text: str) -> tuple[Fraction | None, str | None]:
     """``ParseQuantity(text)``: (value, None) or (None, upstream's error)."""
     if not text:
@@ -261,11 +263,22 @@ def _away_from_zero(amount: Fraction) -> int:
     return math.ceil(amount) if amount >= 0 else -math.ceil(-amount)
 
 
+def _ratio_away_from_zero(numerator: int, denominator: int) -> int:
+    """``numerator / denominator`` (denominator > 0) rounded up, away from zero."""
+    if numerator >= 0:
+        return -(-numerator // denominator)
+    return numerator // denominator
+
+
 def value(quantity: Fraction) -> int:
     """``Quantity.Value()``: rounded up, away from zero, to a whole number."""
+    if type(quantity) is Fraction or type(quantity) is int:  # exact integers, no new Fraction
+        return _ratio_away_from_zero(quantity.numerator, quantity.denominator)
     return _away_from_zero(quantity)
 
 
 def milli_value(quantity: Fraction) -> int:
     """``Quantity.MilliValue()``: thousandths, rounded up away from zero."""
+    if type(quantity) is Fraction or type(quantity) is int:
+        return _ratio_away_from_zero(quantity.numerator * 1000, quantity.denominator)
     return _away_from_zero(quantity * 1000)

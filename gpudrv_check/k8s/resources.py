@@ -25,17 +25,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import Path
-from gpudrv_check.k8s.labels import Problem, json_type_name, label_key_errors
+from gpudrv_check.k8s.labels import MAPPINGS, Problem, json_type_name, label_key_errors
 from gpudrv_check.k8s.quantity import (
+    FORMAT_WRONG,
     canonical,
     go_float_text,
     milli_value,
     parse_quantity,
-    quantity_value,
     value,
 )
 
@@ -162,6 +163,20 @@ def milli_up(amount: Fraction) -> Fraction:
     return Fraction(milli_value(amount), 1000)
 
 
+def defaulted_quantity(raw: object) -> tuple[Fraction | None, str | None]:
+    """``quantity_value(raw)`` as ``SetDefaults_ResourceList`` leaves it (``milli_up``)."""
+    text = _server_text(raw)
+    if text is None:
+        return None, FORMAT_WRONG
+    return _defaulted_text(str(text))
+
+
+@lru_cache(maxsize=4096)  # a repo writes the same few amounts thousands of times
+def _defaulted_text(text: str) -> tuple[Fraction | None, str | None]:
+    amount, why = parse_quantity(text)
+    return (None, why) if amount is None else (milli_up(amount), None)
+
+
 def _shown(value: object) -> str:
     """A value as the API server quotes it: a quantity's ``String()`` after defaulting rounded
     it to thousandths (``0.5`` → ``"500m"``, ``1n`` → ``"1m"``)."""
@@ -208,7 +223,7 @@ def _amounts(section: object, name: str, problems: list[Problem]) -> Amounts:
     it (``limits[nvidia.com/gpu]: Invalid value: "500m": must be an integer``)."""
     if section is None:
         return {}
-    if not isinstance(section, Mapping):
+    if not isinstance(section, MAPPINGS):
         problems.append(
             Problem((name,), f"{name}: must be a map of quantities, not {json_type_name(section)}")
         )
@@ -217,11 +232,11 @@ def _amounts(section: object, name: str, problems: list[Problem]) -> Amounts:
     for key, raw in section.items():
         text = key if isinstance(key, str) else str(key)
         path: Path = (name, text)
-        amount, why = quantity_value(raw)
+        amount, why = defaulted_quantity(raw)
         if amount is None:
             problems.append(Problem(path, _invalid(f"{name}[{text}]", _shown(raw), why or "")))
             continue
-        out[text] = (milli_up(amount), raw, path)
+        out[text] = (amount, raw, path)
     return out
 
 
@@ -261,7 +276,7 @@ def validate_resources(resources: object) -> list[Problem]:
     """
     if resources is None:
         return []
-    if not isinstance(resources, Mapping):
+    if not isinstance(resources, MAPPINGS):
         return [Problem((), f"must be an object, not {json_type_name(resources)}")]
     problems: list[Problem] = []
     limits = _amounts(resources.get("limits"), "limits", problems)
@@ -281,36 +296,36 @@ def validate_resources(resources: object) -> list[Problem]:
 
 def _quantities(section: object) -> Resources:
     out: Resources = {}
-    if isinstance(section, Mapping):
+    if isinstance(section, MAPPINGS):
         for key, raw in section.items():
-            amount, _ = quantity_value(raw)
+            amount, _ = defaulted_quantity(raw)
             if isinstance(key, str) and amount is not None and amount >= 0:
-                out[key] = milli_up(amount)
+                out[key] = amount
     return out
 
 
 def container_requests(container: object) -> Resources:
     """What the scheduler counts for one container: requests, defaulted from limits."""
-    resources = container.get("resources") if isinstance(container, Mapping) else None
-    if not isinstance(resources, Mapping):
+    resources = container.get("resources") if isinstance(container, MAPPINGS) else None
+    if not isinstance(resources, MAPPINGS):
         return {}
     return {**_quantities(resources.get("limits")), **_quantities(resources.get("requests"))}
 
 
 def _add(into: Resources, more: Mapping[str, Fraction]) -> None:
     for key, amount in more.items():
-        into[key] = into.get(key, Fraction(0)) + amount
+        into[key] = into[key] + amount if key in into else amount
 
 
 def _max(into: Resources, other: Mapping[str, Fraction]) -> None:
     for key, amount in other.items():
-        if amount > into.get(key, Fraction(0)):
+        if amount > into.get(key, 0):
             into[key] = amount
 
 
 def _containers(pod_spec: Mapping[str, Any], field: str) -> Iterable[Mapping[str, Any]]:
     items = pod_spec.get(field)
-    return [c for c in items if isinstance(c, Mapping)] if isinstance(items, list) else []
+    return [c for c in items if isinstance(c, MAPPINGS)] if isinstance(items, list) else []
 
 
 def _pod_level_requests(pod_level: object, containers: Mapping[str, Fraction]) -> Resources:
@@ -318,7 +333,7 @@ def _pod_level_requests(pod_level: object, containers: Mapping[str, Fraction]) -
     sum, as ``SetDefaults_Pod`` (``defaultPodRequests``) leaves them: a pod-level limit without
     a request gives the request, unless the containers request that cpu or memory (then the
     request is their sum, which changes nothing)."""
-    if not isinstance(pod_level, Mapping):
+    if not isinstance(pod_level, MAPPINGS):
         return {}
     requests = {k: v for k, v in _quantities(pod_level.get("requests")).items() if _pod_key(k)}
     for key, limit in _quantities(pod_level.get("limits")).items():
@@ -336,7 +351,7 @@ def _pod_key(name: str) -> bool:
 
 def pod_requests(pod_spec: object, overhead: Mapping[str, Fraction] | None = None) -> Resources:
     """``PodRequests(pod)``: the resources the scheduler requires a node to have free."""
-    if not isinstance(pod_spec, Mapping):
+    if not isinstance(pod_spec, MAPPINGS):
         return {}
     total: Resources = {}
     for container in _containers(pod_spec, "containers"):

@@ -93,6 +93,9 @@ class Insufficient:
     unresolvable: bool  # the request exceeds allocatable: evicting pods never helps
 
 
+_NONE = Fraction(0)
+
+
 def _unit(resource: str, amount: Fraction) -> int:
     return milli_value(amount) if resource == "cpu" else value(amount)
 
@@ -131,8 +134,8 @@ def fits_request(
         if resource in _NAMED and resource not in allocatable:
             continue
         want = _unit(resource, requests[resource])
-        have = _unit(resource, allocatable.get(resource, Fraction(0)))
-        taken = _unit(resource, used.get(resource, Fraction(0)))
+        have = _unit(resource, allocatable.get(resource, _NONE))
+        taken = _unit(resource, used.get(resource, _NONE))
         if want > 0 and want > have - taken:
             out.append(
                 Insufficient(resource, insufficient(resource), want, taken, have, want > have)

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.k8s.labels import (
+    MAPPINGS,
     Path,
     Problem,
     json_type_name,
@@ -87,7 +88,7 @@ def _text(obj: Mapping[str, object], name: str) -> str | None:
 
 def _taint_fields(taint: object) -> tuple[str, str, str] | None:
     """(key, value, effect) of a well-formed taint, else None."""
-    if not isinstance(taint, Mapping):
+    if not isinstance(taint, MAPPINGS):
         return None
     key, value, effect = _text(taint, "key"), _text(taint, "value"), _text(taint, "effect")
     if key is None or value is None or effect is None:
@@ -103,7 +104,7 @@ def tolerates(toleration: object, taint: object) -> bool:
     compares values. ``tolerationSeconds`` plays no part here: it only delays eviction.
     """
     fields = _taint_fields(taint)
-    if fields is None or not isinstance(toleration, Mapping):
+    if fields is None or not isinstance(toleration, MAPPINGS):
         return False
     key, value, effect = fields
     t_key, t_op = _text(toleration, "key"), _text(toleration, "operator")
@@ -137,7 +138,7 @@ def node_taints(node_spec: object) -> list[dict[str, object]]:
     tolerate that taint. It is added unless an identical taint is already listed. Malformed
     entries are dropped. The returned dicts are the caller's own; do not mutate them.
     """
-    if not isinstance(node_spec, Mapping):
+    if not isinstance(node_spec, MAPPINGS):
         return []
     raw = node_spec.get("taints")
     taints = [t for t in raw if _taint_fields(t) is not None] if isinstance(raw, list) else []
@@ -201,7 +202,7 @@ def daemonset_default_tolerations(host_network: bool) -> list[dict[str, str]]:
 
 def _same_toleration(a: object, b: Mapping[str, str]) -> bool:
     """Upstream ``MatchToleration``: equal key, effect, operator and value."""
-    if not isinstance(a, Mapping):
+    if not isinstance(a, MAPPINGS):
         return False
     return all(_text(a, f) == b.get(f, "") for f in ("key", "effect", "operator", "value"))
 
@@ -275,7 +276,7 @@ def validate_tolerations(tolerations: object) -> list[Problem]:
         return [_wrong_type((), "a list of tolerations", tolerations)]
     problems: list[Problem] = []
     for i, item in enumerate(tolerations):
-        if not isinstance(item, Mapping):
+        if not isinstance(item, MAPPINGS):
             problems.append(
                 _wrong_type((i,), "an object with key, operator, value and effect", item)
             )
@@ -346,7 +347,7 @@ def validate_taints(taints: object) -> list[Problem]:
     problems: list[Problem] = []
     seen: set[tuple[str, str]] = set()
     for i, item in enumerate(taints):
-        if not isinstance(item, Mapping):
+        if not isinstance(item, MAPPINGS):
             problems.append(_wrong_type((i,), "an object with key, value and effect", item))
             continue
         fields = _string_fields(item, i, ("key", "value", "effect"), problems)

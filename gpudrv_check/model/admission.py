@@ -27,6 +27,7 @@ from typing import Any
 
 from gpudrv_check.core.located import LMap, LSeq
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.model.workload import Workload
 from gpudrv_check.read.config import Config
 
@@ -50,11 +51,11 @@ def extended_resources(workload: Workload) -> list[str]:
     found: set[str] = set()
     for container in workload.containers:
         resources = workload.manifest.get(*container.path, "resources")
-        if not isinstance(resources, Mapping):
+        if not isinstance(resources, MAPPINGS):
             continue
         for section in ("requests", "limits"):
             amounts = resources.get(section)
-            if isinstance(amounts, Mapping):
+            if isinstance(amounts, MAPPINGS):
                 found.update(k for k in amounts if isinstance(k, str) and is_extended_resource(k))
     return sorted(found)
 
@@ -87,7 +88,7 @@ def _with_selector(spec: LMap, labels: Mapping[str, str]) -> bool:
     """Merge ``labels`` into the nodeSelector; False on a conflicting value (rejected)."""
     current = spec.get("nodeSelector")
     merged = LMap(getattr(current, "pos", spec.key_pos("nodeSelector")))
-    if isinstance(current, Mapping):
+    if isinstance(current, MAPPINGS):
         merged.update(current)
         merged.kpos = dict(getattr(current, "kpos", {}))
     for key, value in labels.items():
@@ -122,7 +123,7 @@ class Admission:
         self.kueue = Kueue(manifests)
 
     def apply(self, workload: Workload) -> None:
-        if not isinstance(workload.pod_spec, Mapping) or not self._may_apply(workload):
+        if not isinstance(workload.pod_spec, MAPPINGS) or not self._may_apply(workload):
             return
         spec = copy_pod_spec(workload.pod_spec)
         changed = self._extended(workload, spec)
@@ -159,17 +160,17 @@ class Admission:
         name = spec.get("runtimeClassName")
         rc = self.runtime_classes.get(name) if isinstance(name, str) else None
         scheduling = rc.get("scheduling") if rc is not None else None
-        if not isinstance(scheduling, Mapping):
+        if not isinstance(scheduling, MAPPINGS):
             return False
         changed = False
         selector = scheduling.get("nodeSelector")
-        if isinstance(selector, Mapping) and selector:
+        if isinstance(selector, MAPPINGS) and selector:
             if not _with_selector(spec, {str(k): str(v) for k, v in selector.items()}):
                 return False  # the API server rejects the pod; GPU040 is not ours to guess
             changed = True
         tolerations = scheduling.get("tolerations")
         if isinstance(tolerations, list):
-            listed = [t for t in tolerations if isinstance(t, Mapping)]
+            listed = [t for t in tolerations if isinstance(t, MAPPINGS)]
             added = _missing(spec.get("tolerations"), listed)
             if added:
                 _with_tolerations(spec, added)

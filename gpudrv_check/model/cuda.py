@@ -119,7 +119,7 @@ def node_driver(node: Node) -> NodeDriver | None:
     return None
 
 
-@dataclass
+@dataclass(slots=True)
 class CudaFit:
     """How one image of a workload fares on the nodes the workload can land on."""
 
@@ -152,28 +152,34 @@ def _fit(
     need: DriverRequirement,
     nodes: list[Node],
     minor_compat: bool,
-    drivers: dict[str, NodeDriver | None],
+    drivers: dict[str, tuple[Node, str] | None],
 ) -> CudaFit | None:
+    """``drivers``: node name → (the node, its driver version), None where it has no driver
+    label; filled in as nodes are met, so that every fit shares one pair per node."""
     floor = need.compat_branch if minor_compat and need.compat_branch else need.min_driver
     if floor is None:
         return None  # neither the release nor its major is in the table: nothing to compare
     fit = CudaFit(container, need, floor)
     for node in nodes:
         if node.name not in drivers:
-            drivers[node.name] = node_driver(node)
-        driver = drivers[node.name]
-        if driver is None:
+            driver = node_driver(node)
+            drivers[node.name] = (node, driver.version) if driver is not None else None
+        pair = drivers[node.name]
+        if pair is None:
             fit.unknown.append(node)
             continue
-        starts = _at_least(driver.version, floor)
+        if pair[0] is not node:  # another node of the same name: its driver, as by name
+            pair = (node, pair[1])
+        version = pair[1]
+        starts = _at_least(version, floor)
         if starts is None:
             fit.unknown.append(node)
         elif not starts:
-            fit.too_old.append((node, driver.version))
-        elif need.min_driver and _at_least(driver.version, need.min_driver) is False:
-            fit.limited.append((node, driver.version))
+            fit.too_old.append(pair)
+        elif need.min_driver and _at_least(version, need.min_driver) is False:
+            fit.limited.append(pair)
         else:
-            fit.fine.append((node, driver.version))
+            fit.fine.append(pair)
     return fit
 
 
@@ -192,7 +198,7 @@ def cuda_fits(
     workload's constraint key), images and node drivers are looked up once per run.
     """
     memo = {} if memo is None else memo
-    drivers = memo.setdefault(("cuda", "drivers"), {})
+    drivers = memo.setdefault(("cuda", "driver-pairs"), {})
     fits = []
     for container in workload.containers:
         if not container.image:
@@ -213,6 +219,13 @@ def cuda_fits(
             fits.append(replace(shared, container=container))
     fits.sort(key=lambda f: (-len(f.too_old), -len(f.limited), f.container.path))
     return fits
+
+
+@lru_cache(maxsize=4096)  # a fleet runs a few driver versions
+def _branch(version: str) -> int:
+    """The branch (major) of a driver version, -1 when it is not a number."""
+    number = parse_digits(version.split(".")[0])
+    return -1 if number is None else number
 
 
 def excluding_expression(
@@ -239,9 +252,7 @@ def excluding_expression(
 
     def branch(name: str) -> int:
         driver = drivers.get(name)
-        value = driver.version.split(".")[0] if driver is not None else ""
-        number = parse_digits(value)
-        return -1 if number is None else number
+        return _branch(driver.version) if driver is not None else -1
 
     keys = {d.major_label for n in excluded_names if (d := drivers.get(n)) is not None}
     separable = all(branch(n) < floor_branch for n in excluded_names) and all(

@@ -32,7 +32,7 @@ from gpudrv_check.k8s.disruption import (
     pdb_scope,
     validate_pdb_spec,
 )
-from gpudrv_check.k8s.labels import Problem
+from gpudrv_check.k8s.labels import MAPPINGS, Problem
 from gpudrv_check.k8s.labelselector import EVERYTHING, SelectorKey, selector_key
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.occupancy import pod_count
@@ -67,7 +67,7 @@ class PDB:
     @property
     def spec(self) -> Mapping | None:
         spec = self.manifest.get("spec")
-        return spec if isinstance(spec, Mapping) else None
+        return spec if isinstance(spec, MAPPINGS) else None
 
     @property
     def valid(self) -> bool:
@@ -168,7 +168,7 @@ def build_pdbs(manifests: list[Manifest]) -> tuple[list[PDB], list[Finding]]:
     return pdbs, findings
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkloadPods:
     """A workload's pods as a PDB sees them at full health."""
 
@@ -181,9 +181,18 @@ class WorkloadPods:
     #: same constraint set (computed once per set, not once per workload)
     gpu: tuple[Node, ...] = ()
     gpu_names: frozenset[str] = frozenset()
+    _group: PodGroup | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def group(self) -> PodGroup:
+        """The pods as the disruption controller groups them (built once per workload, not
+        once per PDB matched against it)."""
+        if self._group is None:
+            object.__setattr__(self, "_group", self._owner_group())
+        assert self._group is not None
+        return self._group
+
+    def _owner_group(self) -> PodGroup:
         kind = self.workload.kind
         name = self.workload.name or "?"
         if self.workload.owner_kind:  # a custom resource's template (policies/workloads.yaml)

@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.core.located import Path
+from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.nodeaffinity import (
     REQUIRED_AFFINITY_PATH,
     parse_int64,
@@ -180,7 +181,7 @@ def _field_nearest(req: Mapping[str, Any], nodes: list[Node]) -> str:
 
 
 def _selector_details(selector: object, failed: list[Node], everyone: list[Node]) -> list[str]:
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, MAPPINGS):
         return []
     out = []
     for key, raw in selector.items():
@@ -204,14 +205,14 @@ def _term_details(
     problems = term_problems(term)
     if problems:
         return [f"{name} can never match: {problems[0].message}"]
-    if not isinstance(term, Mapping) or not (
+    if not isinstance(term, MAPPINGS) or not (
         term.get("matchExpressions") or term.get("matchFields")
     ):
         return [f"{name} has neither matchExpressions nor matchFields, so it matches no node"]
     # nodes that agree on the keys the term reads (and on the name, if it reads that) fare alike
     expressions = term.get("matchExpressions")
     keys = sorted(
-        {str(r.get("key")) for r in expressions if isinstance(r, Mapping)}
+        {str(r.get("key")) for r in expressions if isinstance(r, MAPPINGS)}
         if isinstance(expressions, list)
         else set()
     )
@@ -256,7 +257,7 @@ def _affinity_details(
 
 
 def _selector_matches(selector: object, node: Node) -> bool:
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, MAPPINGS):
         return True
     return all(node.labels.get(k) == selector_value(v) for k, v in selector.items())
 
@@ -264,8 +265,8 @@ def _selector_matches(selector: object, node: Node) -> bool:
 def _required_terms(spec: Mapping[str, Any]) -> list | None:
     node: Any = spec
     for step in REQUIRED_AFFINITY_PATH:
-        node = node.get(step) if isinstance(node, Mapping) else None
-    terms = node.get("nodeSelectorTerms") if isinstance(node, Mapping) else None
+        node = node.get(step) if isinstance(node, MAPPINGS) else None
+    terms = node.get("nodeSelectorTerms") if isinstance(node, MAPPINGS) else None
     return terms if isinstance(terms, list) else None
 
 
@@ -276,7 +277,7 @@ def _affinity_path(workload: Workload, spec: Mapping[str, Any], everyone: list[N
     """The nodeSelector entry, nodeSelector, affinity term or terms that admit no node."""
     base = workload.spec_path
     selector = spec.get("nodeSelector")
-    if isinstance(selector, Mapping) and selector:
+    if isinstance(selector, MAPPINGS) and selector:
         if not any(_selector_matches(selector, n) for n in everyone):
             dead = [
                 k
@@ -288,7 +289,7 @@ def _affinity_path(workload: Workload, spec: Mapping[str, Any], everyone: list[N
     if terms is not None:
         terms_path = (*base, *REQUIRED_AFFINITY_PATH, "nodeSelectorTerms")
         return (*terms_path, 0) if len(terms) == 1 else terms_path
-    if isinstance(selector, Mapping) and selector:
+    if isinstance(selector, MAPPINGS) and selector:
         return (*base, "nodeSelector")
     return (*base, *REQUIRED_AFFINITY_PATH)
 
@@ -413,7 +414,7 @@ DRA_NOT_EVALUATED = (
 
 def dra_claims(spec: object) -> list:
     """The pod's ``spec.resourceClaims`` (dynamic resource allocation), or []."""
-    claims = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
+    claims = spec.get("resourceClaims") if isinstance(spec, MAPPINGS) else None
     return claims if isinstance(claims, list) else []
 
 

@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.nodeaffinity import (
     RequiredNodeAffinity,
     prefilter_node_names,
@@ -140,7 +141,7 @@ def runtime_class_overheads(manifests: Iterable[Manifest]) -> dict[str, dict[str
         if manifest.kind != "RuntimeClass" or not manifest.api_version.startswith("node.k8s.io/"):
             continue
         fixed = manifest.get("overhead", "podFixed")
-        if manifest.name and isinstance(fixed, Mapping):
+        if manifest.name and isinstance(fixed, MAPPINGS):
             amounts = {k: quantity_value(v)[0] for k, v in fixed.items() if isinstance(k, str)}
             out[manifest.name] = {k: v for k, v in amounts.items() if v is not None and v > 0}
     return out
@@ -151,8 +152,8 @@ def _amounts(amounts: Mapping[str, Fraction] | None) -> tuple | None:
     return None if amounts is None else tuple(sorted((k, str(v)) for k, v in amounts.items()))
 
 
-def _signature(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+# json.dumps(value, sort_keys=True, default=str), without building an encoder per call
+_signature = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 def _mentioned_keys(pod_spec: Any) -> tuple[tuple[str, ...], bool]:
@@ -235,6 +236,8 @@ class Placement:
         self._cache: dict[tuple, dict[str, Verdict]] = {}
         self._keys: dict[int, tuple[Workload, tuple]] = {}  # constraint keys by identity
         self._eligible: dict[tuple, list[Node]] = {}
+        self._partitions: dict[tuple[str, ...], tuple[list[int], list[Node]]] = {}
+        self._texts: dict[str, str] = {}
         #: memo for derived per-constraint-set results (model/pending.py, model/cuda.py)
         self.memo: dict[tuple, Any] = {}
         #: how much work memoisation left: constraint sets and node classes evaluated
@@ -280,12 +283,17 @@ class Placement:
         spec = workload.pod_spec if isinstance(workload.pod_spec, dict) else {}
         is_ds = workload.kind == "DaemonSet" if daemonset is None else daemonset
         affinity = spec.get("affinity")
+        written = (
+            spec.get("nodeSelector"),
+            affinity.get("nodeAffinity") if isinstance(affinity, dict) else affinity,
+            spec.get("tolerations"),
+        )
+        # one JSON array, as distinct as three separate texts; one copy kept per distinct text
+        text = _signature(written)
         return (
-            _signature(spec.get("nodeSelector")),
-            _signature(affinity.get("nodeAffinity") if isinstance(affinity, dict) else affinity),
-            _signature(spec.get("tolerations")),
-            workload.node_name,
+            self._texts.setdefault(text, text),
             is_ds,
+            workload.node_name,
             workload.host_network if is_ds else False,
             _amounts(self.requests(workload)),
         )
@@ -295,7 +303,7 @@ class Placement:
         key = self.constraint_key(workload, daemonset)
         cached = self._cache.get(key)
         if cached is None:
-            cached = self._evaluate(workload, key[4])
+            cached = self._evaluate(workload, key[1])
             self._cache[key] = cached
         return cached
 
@@ -327,22 +335,30 @@ class Placement:
             return {n.name: Verdict(AFFINITY_CONFLICT) for n in self.nodes}
         keys, uses_name = _mentioned_keys(workload.pod_spec)
         by_name = uses_name or constraints.bound is not None or constraints.prefilter is not None
-        classes: dict[tuple, Verdict] = {}
-        out: dict[str, Verdict] = {}
-        for node in self.nodes:
-            labels = node.labels
-            klass = (
-                self._base[node.name],
-                node.name if by_name else None,
-                tuple(labels.get(k) for k in keys),
-            )
-            verdict = classes.get(klass)
-            if verdict is None:
-                self.class_evaluations += 1
-                verdict = self._judge(node, constraints)
-                classes[klass] = verdict
-            out[node.name] = verdict
-        return out
+        if by_name:  # every node is a class of its own
+            self.class_evaluations += len(self.nodes)
+            return {node.name: self._judge(node, constraints) for node in self.nodes}
+        of_node, representatives = self._classes(keys)
+        self.class_evaluations += len(representatives)
+        judged = [self._judge(node, constraints) for node in representatives]
+        return {node.name: judged[i] for node, i in zip(self.nodes, of_node, strict=True)}
+
+    def _classes(self, keys: tuple[str, ...]) -> tuple[list[int], list[Node]]:
+        """Nodes that agree on their base class and on the labels `keys`: per node its class,
+        and each class's first node. The same for every constraint set reading these keys."""
+        found = self._partitions.get(keys)
+        if found is None:
+            index: dict[tuple, int] = {}
+            of_node: list[int] = []
+            representatives: list[Node] = []
+            for node in self.nodes:
+                klass = (self._base[node.name], tuple(map(node.labels.get, keys)))
+                number = index.setdefault(klass, len(representatives))
+                if number == len(representatives):
+                    representatives.append(node)
+                of_node.append(number)
+            found = self._partitions[keys] = (of_node, representatives)
+        return found
 
     def _judge(self, node: Node, c: _Constraints) -> Verdict:
         taints = self._taints[node.name]

@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from gpudrv_check.core.finding import Finding, quoted
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
-from gpudrv_check.k8s.labelselector import selector_key, validate_label_selector
+from gpudrv_check.k8s.labels import MAPPINGS
+from gpudrv_check.k8s.labelselector import checked_selector_key
 from gpudrv_check.k8s.numbers import INT64_MAX, TOO_LARGE, too_large
 from gpudrv_check.k8s.resources import validate_resources
 from gpudrv_check.read.policy import builtin
@@ -78,11 +79,11 @@ def invalid_field(manifest: Manifest, path: Path, message: str, hint: str) -> Fi
 def _oversized(resources: object) -> list[tuple[Path, str]]:
     """Amounts past int64 (a 5,000-digit count): said as such, not as a parse error."""
     out: list[tuple[Path, str]] = []
-    if not isinstance(resources, Mapping):
+    if not isinstance(resources, MAPPINGS):
         return out
     for section in ("limits", "requests"):
         amounts = resources.get(section)
-        for key, raw in amounts.items() if isinstance(amounts, Mapping) else ():
+        for key, raw in amounts.items() if isinstance(amounts, MAPPINGS) else ():
             big = (isinstance(raw, int) and not isinstance(raw, bool) and raw > INT64_MAX) or (
                 isinstance(raw, float) and raw == float("inf")
             )
@@ -122,7 +123,7 @@ def _hint(path: Path, message: str) -> str:
 
 def _template_labels(manifest: Manifest) -> dict[str, str]:
     labels = manifest.get("spec", "template", "metadata", "labels")
-    if not isinstance(labels, Mapping):
+    if not isinstance(labels, MAPPINGS):
         return {}
     return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
 
@@ -145,16 +146,17 @@ def selector_findings(manifest: Manifest) -> list[Finding]:
         # apps/v1 requires it ("spec.selector: Required value"); a snippet that leaves it out
         # is still checked for what its pods would do (the old API versions default it)
         return []
-    if validate_label_selector(selector):
+    key, problems = checked_selector_key(selector)
+    if problems:
         return []  # a malformed selector is not this check's to report
-    empty = isinstance(selector, Mapping) and not (
+    empty = isinstance(selector, MAPPINGS) and not (
         selector.get("matchLabels") or selector.get("matchExpressions")
     )
     if empty:
         message = f"spec.selector: Invalid value: {{}}: empty selector is invalid for {noun}"
         return [invalid_field(manifest, ("spec", "selector"), message, _SELECTOR_HINT)]
     labels = _template_labels(manifest)
-    if selector_key(selector).matches_clean(labels):
+    if key.matches_clean(labels):
         return []
     return [_mismatch(manifest, labels)]
 
@@ -171,7 +173,7 @@ def _mismatch(manifest: Manifest, labels: Mapping[str, str]) -> Finding:
 
 def _rc_selector_findings(manifest: Manifest) -> list[Finding]:
     selector = manifest.get("spec", "selector")
-    if not isinstance(selector, Mapping) or not selector:
+    if not isinstance(selector, MAPPINGS) or not selector:
         return []  # defaulted to the template's labels
     labels = _template_labels(manifest)
     if all(isinstance(v, str) and labels.get(k) == v for k, v in selector.items()):

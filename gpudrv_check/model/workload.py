@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from gpudrv_check.core.finding import Finding, Location, ObjectRef
 from gpudrv_check.core.located import Path, scalar_text, type_name
@@ -45,6 +44,8 @@ WORKLOAD_API_VERSIONS = frozenset(
 SCALABLE_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"))
 
 
+_UNREAD = object()
+
 #: core kind names a custom kind may share (findings then add its group)
 _CORE_NAMES = frozenset((*POD_SPEC_PATHS, "Service"))
 
@@ -55,7 +56,11 @@ def _pod_labels_path(kind: str) -> Path:
     return (*POD_SPEC_PATHS[kind][:-1], "metadata", "labels")
 
 
-class Container(BaseModel):
+# plain slotted classes, not pydantic models: they are built from documents already read (never
+# from user-written input to validate) once per pod template, and a large repo holds tens of
+# thousands of them
+@dataclass(slots=True, kw_only=True)
+class Container:
     name: str | None = None
     image: str | None = None
     init: bool = False
@@ -66,21 +71,20 @@ class Container(BaseModel):
     restart_policy: Any = None  # an init container with `Always` is a sidecar
 
 
-class Workload(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Workload:
     """A pod template and what the rules need to know about it."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     manifest: Manifest
     spec_path: Path
     pod_spec: Any = None  # the located pod spec mapping (LMap), or None
-    pod_labels: dict[str, str] = Field(default_factory=dict)
+    pod_labels: dict[str, str] = field(default_factory=dict)
     labels_path: Path | None = None  # where the template's labels are written
     replicas: int | None = None  # pods it asks for; None when the count is not a fixed number
-    containers: list[Container] = Field(default_factory=list)
+    containers: list[Container] = field(default_factory=list)
     gpus: int = 0  # nvidia.com/gpu per pod (the scheduler's effective request)
     # every resource one pod requests (k8s/resources.py pod_requests; no RuntimeClass overhead)
-    requests: dict[str, Fraction] = Field(default_factory=dict)
+    requests: dict[str, Fraction] = field(default_factory=dict)
     # the API server would refuse the object (a GPU040 error that is not scheduler-only):
     # it never gets pods, so the placement rules leave it to GPU040
     api_rejects: bool = False
@@ -96,8 +100,10 @@ class Workload(BaseModel):
     owner_replicas: int | None = None
     owner_scalable: bool = False
     # tolerations and node selectors added at admission, by whom (model/admission.py)
-    admitted: list[str] = Field(default_factory=list)
+    admitted: list[str] = field(default_factory=list)
     admitted_at: Path | None = None  # the key that made them (the queue-name label, …)
+    # the pod spec as written (pod_spec may be admission's copy), found on first use
+    _written: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
@@ -152,7 +158,18 @@ class Workload(BaseModel):
         return self.manifest.location(path)
 
     def spec_get(self, *path: str | int) -> Any:
-        return self.manifest.get(*self.spec_path, *path)
+        """``manifest.get(*spec_path, *path)``: the pod spec as written, not as admitted."""
+        spec = self._written
+        if spec is _UNREAD:
+            spec = self._written = self.manifest.get(*self.spec_path)
+        for step in path:
+            if isinstance(step, str) and isinstance(spec, dict):
+                spec = spec.get(step)
+            elif isinstance(step, int) and isinstance(spec, list) and 0 <= step < len(spec):
+                spec = spec[step]
+            else:
+                return None
+        return spec
 
     @property
     def node_name(self) -> str | None:

@@ -13,6 +13,7 @@ findings). A runtime not in the repo gives nothing to check (``-v`` lists such o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 from gpudrv_check.core.manifest import Manifest
@@ -51,7 +52,7 @@ def _containers(
     out = []
     for c in runtime.containers:
         if override is None or c.name != override.container or c.init:
-            out.append(c.model_copy(update={"path": ("spec", "runtimeRef")}))
+            out.append(replace(c, path=("spec", "runtimeRef")))
             continue
         image = user.get(*override.image) if override.image else None
         resources = user.get(*override.resources) if override.resources else None

@@ -551,6 +551,10 @@ def _seq(value: Any) -> tuple | list:
     return value
 
 
+def _all_str(values: tuple) -> bool:
+    return all(isinstance(v, str) for v in values)
+
+
 def _int(value: Any, low: int) -> int:
     if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
         raise InputsError("not a count")
@@ -586,7 +590,7 @@ def _decode_requests(value: Any) -> dict[str, Fraction]:
 def _decode_domains(value: Any, alloc: Mapping[str, Any]) -> dict[str, str]:
     out = {}
     for entry in _seq(value):
-        if not (_tuple(entry, 2) and isinstance(entry[1], str) and entry[0] in alloc):
+        if not (_tuple(entry, 2) and _all_str(entry) and entry[0] in alloc):
             raise InputsError("not (node, domain)")
         out[entry[0]] = entry[1]
     return out

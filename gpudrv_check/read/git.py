@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.config import DEFAULT_MAX_TOTAL_BYTES, ConfigError
 from gpudrv_check.read.exclude import Exclusions, exclusions_of
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT, TooLarge
 from gpudrv_check.read.source import clean_rel
@@ -124,10 +124,6 @@ def _git_detail(err: Exception) -> str:
 
 class NotAtRevision(ConfigError):
     """PATH is not a directory at the revision (e.g. a pull request adds it)."""
-
-
-#: what `materialize` writes at most in all (the default max_total_bytes of a run)
-MATERIALIZE_TOTAL = 512 * 1024 * 1024
 
 
 class GitTree:
@@ -296,7 +292,7 @@ class GitTree:
         )
 
     def materialize(
-        self, dest: Path, limit: int = DEFAULT_LIMIT, total: int = MATERIALIZE_TOTAL
+        self, dest: Path, limit: int = DEFAULT_LIMIT, total: int = DEFAULT_MAX_TOTAL_BYTES
     ) -> list[str]:
         """Write the regular files of the subtree under `dest` (for tools that read from disk):
         none over `limit` bytes, and no more than `total` bytes in all (in path order). Returns

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.config import DEFAULT_MAX_TOTAL_BYTES, ConfigError
 from gpudrv_check.read.exclude import Exclusions
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT
 from gpudrv_check.read.source import Source, clean_rel
@@ -348,6 +348,11 @@ class KustomizeSource:
         self.problems: list[RenderProblem] = []
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._origins: dict[str, list[str | None]] = {}
+        # a revision is written out for kustomize up to these (the config's max_file_bytes and
+        # max_total_bytes, set once the config is read); what is left out is named if a build
+        # fails
+        self.limit, self.total = DEFAULT_LIMIT, DEFAULT_MAX_TOTAL_BYTES
+        self.left_out: list[str] = []
 
     def _render_root(self) -> Path:
         """A directory on disk holding the files: the tree itself, or a revision written out."""
@@ -356,7 +361,7 @@ class KustomizeSource:
             return Path(self.disk_root)
         if self._tmp is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="gpudrv-check-kustomize-")
-            materialize(Path(self._tmp.name))
+            self.left_out = materialize(Path(self._tmp.name), self.limit, self.total)
         return Path(self._tmp.name)
 
     def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
@@ -374,9 +379,14 @@ class KustomizeSource:
                 continue
             out, error = run_kustomize(self.command, disk / root if root else disk, disk)
             if out is None:
-                self.problems.append(
-                    RenderProblem(k.file, 1, 1, f"kustomize build {root or '.'} failed: {error}")
-                )
+                message = f"kustomize build {root or '.'} failed: {error}"
+                if self.left_out:
+                    shown = ", ".join(self.left_out[:3]) + ("…" if len(self.left_out) > 3 else "")
+                    message += (
+                        f" (not written out for it, over max_file_bytes or max_total_bytes: "
+                        f"{shown})"
+                    )
+                self.problems.append(RenderProblem(k.file, 1, 1, message))
                 continue
             name = rendered_name(k.file)
             self.rendered[name] = out

@@ -236,7 +236,8 @@ def test_a_damaged_blob_at_the_revision_is_a_finding_at_its_file(git_repo: Path)
 
 def test_a_revision_written_out_for_kustomize_is_bounded(git_repo: Path, tmp_path: Path):
     """`--rev --kustomize` writes the revision's files out for kustomize to read: never a file
-    over the limit, never more than the total (in path order); what is left out is said."""
+    over the limit, never more than the total (in path order); what is left out is returned
+    (the kustomize source names it when a build fails)."""
     from gpudrv_check.read.git import GitTree
 
     write(git_repo, "a.yaml", "a: 1\n")

@@ -235,3 +235,28 @@ def test_kustomize_without_a_binary_is_a_usage_error(tmp_path: Path):
     result = run_main("check", str(tmp_path), "--kustomize", env={**os.environ, "PATH": ""})
     assert result.returncode == 2
     assert "--kustomize needs `kustomize` or `kubectl` on PATH" in result.stderr
+
+
+@needs_kustomize
+def test_a_revision_is_written_out_for_kustomize_up_to_the_configured_limits(git_repo: Path):
+    """`--rev --kustomize` writes the revision out for kustomize within max_file_bytes (as
+    raised by the config, not the default) and max_total_bytes; a build that fails for a file
+    left out names it."""
+    big = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: a}\n"
+    big += 'data:\n  x: "' + "a" * 3000 + '"\n'
+    write(git_repo, ".gpudrv-check.yaml", "max_file_bytes: 5000\n")
+    write(git_repo, "app/kustomization.yaml", "resources:\n- big.yaml\n")
+    write(git_repo, "app/big.yaml", big)
+    commit(git_repo, "a file under the configured limits")
+    args = ("check", str(git_repo), "--kustomize", "--matrix", "none", "--format", "json")
+    at_rev = json.loads(run_main(*args, "--rev", "HEAD").stdout)
+    on_disk = json.loads(run_main(*args).stdout)
+    assert at_rev["findings"] == on_disk["findings"] == []
+    assert at_rev["summary"]["objects"] == on_disk["summary"]["objects"] == 1
+    for config in ("max_file_bytes: 1000\n", "max_file_bytes: 5000\nmax_total_bytes: 1000\n"):
+        write(git_repo, ".gpudrv-check.yaml", config)
+        commit(git_repo, "a limit the file is over")
+        result = json.loads(run_main(*args, "--rev", "HEAD").stdout)
+        failed = [f for f in result["findings"] if "kustomize build app failed" in f["message"]]
+        assert failed and "not written out for it" in failed[0]["message"], config
+        assert "app/big.yaml" in failed[0]["message"]

@@ -537,8 +537,9 @@ def _rewrite_entry(cache: Path, kind: str, change) -> None:
         lambda r: (r[:5],),  # not a record
         lambda r: ((*r[:9], 0, *r[10:]),),  # anti-affinity domains the tables do not hold
         lambda r: (r, r),  # one workload twice
+        lambda r: (([r[0]], *r[1:]),),  # a file name that is no string (not even hashable)
     ],
-    ids=["table-index", "other-partition", "shape", "domains", "twice"],
+    ids=["table-index", "other-partition", "shape", "domains", "twice", "unhashable-file"],
 )
 def test_a_tampered_input_record_is_a_full_run(
     tmp_path: Path, clean_partitions: list[set[str]], tamper
@@ -558,3 +559,21 @@ def test_a_tampered_input_record_is_a_full_run(
     cached, fresh = _both(root, cache)
     assert cached == fresh
     assert clean_partitions[-1] == set()  # planned partial, found unusable: every partition
+
+
+def test_a_tampered_domain_table_is_a_full_run(tmp_path: Path, clean_partitions: list[set[str]]):
+    """An anti-affinity domain table naming a node by something that is no string (not even
+    hashable): unusable inputs, a full run, never an internal error."""
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    _gpu_repo(root)
+    _both(root, cache)
+
+    def change(value):
+        (nodes, requests, _), by_namespace = value
+        return ((nodes, requests, (((["gpu-a"], "zone-a"),),)), by_namespace)
+
+    _rewrite_entry(cache, "occupancy", change)
+    _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 3")
+    cached, fresh = _both(root, cache)
+    assert cached == fresh
+    assert clean_partitions[-1] == set()

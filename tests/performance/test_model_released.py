@@ -25,7 +25,7 @@ def test_the_model_is_gone_before_the_reports_are_rendered(monkeypatch, fmt, rel
     def keep_refs(run, *args, **kwargs):
         repo = run.repo
         seen["repo"], seen["disruption"] = weakref.ref(repo), weakref.ref(repo.disruption)
-        seen["workload"] = weakref.ref(repo.workloads[0])
+        seen["node"] = weakref.ref(repo.nodes[0])
         return build(run, *args, **kwargs)
 
     alive: dict[str, bool] = {}
@@ -44,6 +44,6 @@ def test_the_model_is_gone_before_the_reports_are_rendered(monkeypatch, fmt, rel
         if enabled:
             gc.enable()
     assert result.returncode == 0, result.stderr
-    assert set(alive) == {"repo", "disruption", "workload"}
+    assert set(alive) == {"repo", "disruption", "node"}
     # html renders sections of the model: it keeps it; the others let all of it go
     assert alive == dict.fromkeys(alive, not released)

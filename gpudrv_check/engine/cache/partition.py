@@ -269,7 +269,10 @@ def verify(run: Any) -> frozenset[str] | None:
     plan_ = run.content.plan
     for ns in plan_.clean:
         if not all(
-            isinstance(r, tuple) and r and plan_.partition_of.get(r[0]) == ns
+            isinstance(r, tuple)
+            and r
+            and isinstance(r[0], str)
+            and plan_.partition_of.get(r[0]) == ns
             for r in plan_.inputs[ns]
         ):
             return None  # a record of a file not in its partition

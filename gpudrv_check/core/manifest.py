@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpudrv_check.core.finding import Location, ObjectRef
 from gpudrv_check.core.located import Path, locate
+
+_MAPPINGS = (dict, Mapping)  # dict first: a located mapping is one, and the ABC check is slow
+
+
+def value_at(node: Any, path: Sequence[str | int]) -> Any:
+    """The value at `path` under `node` (keys of mappings, indexes of lists), or None when any
+    step is missing or of the wrong type."""
+    for step in path:
+        if isinstance(step, str) and isinstance(node, _MAPPINGS):
+            node = node.get(step)
+        elif isinstance(step, int) and isinstance(node, list) and 0 <= step < len(node):
+            node = node[step]
+        else:
+            return None
+    return node
 
 
 @dataclass(slots=True)
@@ -32,15 +48,7 @@ class Manifest:
 
     def get(self, *path: str | int) -> Any:
         """The value at `path`, or None when any step is missing or of the wrong type."""
-        node: Any = self.data
-        for step in path:
-            if isinstance(step, str) and isinstance(node, dict):
-                node = node.get(step)
-            elif isinstance(step, int) and isinstance(node, list) and 0 <= step < len(node):
-                node = node[step]
-            else:
-                return None
-        return node
+        return value_at(self.data, path)
 
     @property
     def labels(self) -> dict:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Location
 from gpudrv_check.core.located import Path
-from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.manifest import Manifest, value_at
 from gpudrv_check.k8s.nodeaffinity import (
     REQUIRED_AFFINITY_PATH,
     RequiredNodeAffinity,
@@ -506,14 +506,7 @@ def _selected_key(pod_spec: Mapping, path: Path) -> str | None:
     """The label key a failed nodeSelector entry or match expression reads."""
     if len(path) == 2 and path[0] == "nodeSelector":
         return str(path[1])
-    node: Any = pod_spec
-    for step in path:
-        if isinstance(node, Mapping) and isinstance(step, str):
-            node = node.get(step)
-        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
-            node = node[step]
-        else:
-            return None
+    node = value_at(pod_spec, path)
     key = node.get("key") if isinstance(node, Mapping) else None
     return key if isinstance(key, str) else None
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpudrv_check.core.finding import Finding, Location, ObjectRef
 from gpudrv_check.core.located import Path, scalar_text, type_name
-from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.manifest import Manifest, value_at
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
 from gpudrv_check.k8s.quantity import value
 from gpudrv_check.k8s.resources import container_requests, pod_requests
@@ -162,14 +162,7 @@ class Workload:
         spec = self._written
         if spec is _UNREAD:
             spec = self._written = self.manifest.get(*self.spec_path)
-        for step in path:
-            if isinstance(step, str) and isinstance(spec, dict):
-                spec = spec.get(step)
-            elif isinstance(step, int) and isinstance(spec, list) and 0 <= step < len(spec):
-                spec = spec[step]
-            else:
-                return None
-        return spec
+        return value_at(spec, path)
 
     @property
     def node_name(self) -> str | None:

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from gpudrv_check.core.located import Path
+from gpudrv_check.core.manifest import value_at
 from gpudrv_check.read.config import Config
 
 ROOT = "$"  # a path starting with this step is from the object's root, not the item
@@ -287,15 +288,7 @@ class PodTemplate:
 
 
 def _get(data: Any, path: Path) -> Any:
-    node = data
-    for step in path:
-        if isinstance(step, str) and isinstance(node, Mapping):
-            node = node.get(step)
-        elif isinstance(step, int) and isinstance(node, list) and 0 <= step < len(node):
-            node = node[step]
-        else:
-            return None
-    return node
+    return value_at(data, path)
 
 
 def _resolve(base: Path, path: Path) -> Path:

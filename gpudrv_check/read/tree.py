@@ -27,6 +27,9 @@ class FileRef:
     rel: str  # POSIX path relative to the root, printable (see display_name)
     size: int
     error: str | None = None  # why the path cannot be read (reported as a finding)
+    #: (size, mtime_ns, ctime_ns, inode, device) when walked on disk: what the whole-result
+    #: cache compares before it reads and hashes the file again (engine/cache/inputs.py)
+    stamp: tuple[int, ...] | None = field(default=None, compare=False)
 
 
 # characters a path must not carry into a report line (controls, line and bidi overrides)
@@ -191,7 +194,8 @@ class WorkingTree:
                         Skipped(rel, "not a regular file (FIFO, socket, device)")
                     )
                 else:
-                    listing.files.append(FileRef(rel, st.st_size))
+                    stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+                    listing.files.append(FileRef(rel, st.st_size, None, stamp))
                     self._remember(rel, disk)
             os.close(dir_fd)  # the entries stat relative to it: open until they are sorted
             pending.extend(reversed(subdirs))

@@ -3,6 +3,11 @@ context are both derived from it, so they cannot disagree about what an input is
 
 from __future__ import annotations
 
+import hashlib
+import os
+import time
+
+from gpudrv_check.engine.cache import inputs as inputs_mod
 from gpudrv_check.engine.cache.files import FileEntry, load_entries
 from gpudrv_check.engine.cache.inputs import RunInputs, manifest_inputs
 from gpudrv_check.engine.cache.partition import PartitionEntry
@@ -38,10 +43,10 @@ def test_manifest_inputs_digest_each_file_and_spend_the_budget_as_read_repo(tmp_
     write(tmp_path, "b.yaml", gpu_node("b"))
     source = WorkingTree(tmp_path)
     listing = source.list_manifests([])
-    files, data = manifest_inputs(source, listing, 1 << 20, 1 << 20)
+    files, data, _ = manifest_inputs(source, listing, 1 << 20, 1 << 20)
     assert [f[0] for f in files] == ["a.yaml", "b.yaml"] and set(data) == {"a.yaml", "b.yaml"}
     size_a = (tmp_path / "a.yaml").stat().st_size
-    files, data = manifest_inputs(source, listing, 1 << 20, size_a)  # room for one file only
+    files, data, _ = manifest_inputs(source, listing, 1 << 20, size_a)  # room for one file only
     assert files[1] == ("b.yaml", "over the input budget") and set(data) == {"a.yaml"}
 
 
@@ -55,3 +60,88 @@ def test_typed_entries_refuse_values_of_another_shape():
     assert PartitionEntry.loaded(("k", [], "x", {})) is None
     assert PartitionEntry.loaded(("k", [], [], [])) is None  # the outcome: by record key
     assert PartitionEntry.loaded(("k", [], [])) is None  # an entry without its outcome
+
+
+def _settle(path, seconds: float = 10) -> None:
+    """Date the file's mtime back (its ctime moves to now: user space cannot date it back)."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
+
+
+class _Reads(WorkingTree):
+    """A working tree that counts the files read."""
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.reads: list[str] = []
+
+    def read(self, rel, limit=1 << 20, follow_inside=False):
+        self.reads.append(rel)
+        return super().read(rel, limit, follow_inside)
+
+
+def test_a_file_whose_stamp_is_held_is_not_read_again(tmp_path, monkeypatch):
+    write(tmp_path, "a.yaml", gpu_node("a"))
+    write(tmp_path, "b.yaml", gpu_node("b"))
+    # every change counts as settled: ctime cannot be dated back from a test
+    monkeypatch.setattr(inputs_mod, "RACY_NS", -(10**18))
+    source = _Reads(tmp_path)
+    files, data, stamps = manifest_inputs(source, source.list_manifests([]), 1 << 20, 1 << 20)
+    assert set(stamps) == {"a.yaml", "b.yaml"} and source.reads == ["a.yaml", "b.yaml"]
+    again = _Reads(tmp_path)
+    listing = again.list_manifests([])
+    files2, data2, stamps2 = manifest_inputs(again, listing, 1 << 20, 1 << 20, stamps)
+    assert (files2, stamps2, again.reads, data2) == (files, stamps, [], {})
+
+
+def test_a_write_that_keeps_size_and_mtime_is_still_seen(tmp_path, monkeypatch):
+    """The same size, the mtime put back (`touch -r`): the ctime moved, so the stamp did."""
+    monkeypatch.setattr(inputs_mod, "RACY_NS", -(10**18))
+    path = tmp_path / "a.yaml"
+    write(tmp_path, "a.yaml", gpu_node("a"))
+    source = _Reads(tmp_path)
+    _, _, stamps = manifest_inputs(source, source.list_manifests([]), 1 << 20, 1 << 20)
+    before = path.stat()
+    time.sleep(0.01)
+    path.write_text(path.read_text().replace("name: a", "name: z"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    again = _Reads(tmp_path)
+    files, _, _ = manifest_inputs(again, again.list_manifests([]), 1 << 20, 1 << 20, stamps)
+    assert again.reads == ["a.yaml"]
+    assert files[0][1] == hashlib.sha256(path.read_bytes()).hexdigest() != stamps["a.yaml"][1]
+
+
+def test_a_file_changed_just_now_gets_no_stamp(tmp_path):
+    """Racily clean (git's term): a write in the same timestamp tick after the read would
+    leave the stamp as it is, so a file changed within RACY_NS is hashed again next time."""
+    write(tmp_path, "a.yaml", gpu_node("a"))
+    write(tmp_path, "old.yaml", gpu_node("old"))
+    _settle(tmp_path / "old.yaml")
+    source = WorkingTree(tmp_path)
+    _, _, stamps = manifest_inputs(source, source.list_manifests([]), 1 << 20, 1 << 20)
+    assert "a.yaml" not in stamps  # changed just now (mtime and ctime)
+    assert "old.yaml" not in stamps  # its ctime is now too: utime itself is a change
+
+
+def test_a_warm_check_after_a_same_size_edit_with_the_mtime_put_back(tmp_path, monkeypatch):
+    """End to end: stamps held for every file, one edited without changing its size or mtime:
+    the next check reports the edit (the result cache misses), as a check without cache does."""
+    from tests.conftest import MATRIX, run_main
+
+    monkeypatch.setattr(inputs_mod, "RACY_NS", -(10**18))
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    write(root, "support-matrix.csv", MATRIX)
+    write(root, "nodes/a.yaml", gpu_node("a", kernel="6.8.0-52-generic"))  # no image built
+    args = ("check", str(root), "--cache-dir", str(cache), "--format", "json")
+    first = run_main(*args)
+    path = root / "nodes" / "a.yaml"
+    before = path.stat()
+    time.sleep(0.01)
+    path.write_text(path.read_text().replace("name: a", "name: z"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    cached = run_main(*args)
+    fresh = run_main(*args[:2], "--no-cache", "--format", "json")
+    assert '"a"' in first.stdout or "node a" in first.stdout or " a " in first.stdout
+    assert cached.stdout == fresh.stdout != first.stdout
+    assert any(cache.glob("stamps-*.bin"))

@@ -371,13 +371,13 @@ def write_output(dest: str, text: str, what: str = "", root: str = "") -> None:
 
 def _replay(hit: Outcome, pairs: list[tuple[str, str]], fail_on: str) -> int:
     """A cached result: its stderr and reports, written where this run's arguments say; the
-    exit code worked out again from its findings and this run's --fail-on."""
+    exit code worked out again from its findings' severities and this run's --fail-on."""
     _perform("stderr", "", hit.stderr)
     for (_, dest), text in zip(pairs, hit.reports, strict=True):
         _perform("stdout" if dest == STDOUT else "file", dest, text)
     if hit.summary is not None:
         _perform("stdout", "", hit.summary)
-    return exit_code(hit.findings, fail_on)
+    return hit.exit_code(fail_on)
 
 
 class _Tee:
@@ -403,27 +403,33 @@ class _Tee:
 
 
 class Outcome:
-    """What a whole-result cache entry holds: findings and what was rendered from them, by
-    format, in the order of the arguments; never a destination or an exit code."""
+    """What a whole-result cache entry holds: how many findings of each severity the exit code
+    is worked out from, and what was rendered, by format, in the order of the arguments; never
+    a destination or an exit code (the run that replays it decides those)."""
 
     def __init__(
-        self, findings: list[Finding], stderr: str, reports: list[str], summary: str | None
+        self, severities: dict[str, int], stderr: str, reports: list[str], summary: str | None
     ) -> None:
-        self.findings, self.stderr, self.reports, self.summary = findings, stderr, reports, summary
+        self.severities, self.stderr, self.reports = severities, stderr, reports
+        self.summary = summary
 
     @staticmethod
     def pack(findings: list[Finding], stderr: str, actions: list[tuple[str, str, str]]) -> tuple:
         reports = [text for kind, _, text in actions]
-        return ([f.record() for f in findings], stderr, reports)
+        return (dict(Counter(f.severity.value for f in findings)), stderr, reports)
 
     @classmethod
     def unpack(cls, value: object, pairs: list[tuple[str, str]]) -> Outcome | None:
         """The outcome of a stored value, or None when it is not one for these outputs."""
         if not (isinstance(value, tuple) and len(value) == 3):
             return None
-        dumps, stderr, texts = value
+        severities, stderr, texts = value
         if not (
-            isinstance(dumps, list)
+            isinstance(severities, dict)
+            and all(
+                k in _THRESHOLD and k != "never" and isinstance(n, int) and n > 0
+                for k, n in severities.items()
+            )
             and isinstance(stderr, str)
             and isinstance(texts, list)
             and all(isinstance(t, str) for t in texts)
@@ -433,12 +439,13 @@ class Outcome:
         summary_wanted = all(dest != STDOUT for _, dest in pairs)
         if (len(texts) == len(pairs) + 1) != summary_wanted:
             return None
-        try:
-            findings = [Finding.from_record(d) for d in dumps]
-        except ValueError:  # not a finding of ours
-            return None
         reports = texts[: len(pairs)]  # one per --format, in order: the pairs are in the key
-        return cls(findings, stderr, reports, texts[-1] if summary_wanted else None)
+        return cls(severities, stderr, reports, texts[-1] if summary_wanted else None)
+
+    def exit_code(self, fail_on: str) -> int:
+        """As `exit_code` of the findings the counts were taken from."""
+        threshold = _THRESHOLD[fail_on]
+        return 1 if any(_THRESHOLD[k] >= threshold for k in self.severities) else 0
 
 
 class _Reuse:
@@ -479,8 +486,8 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     ):
         return None
     from gpudrv_check.cli.commands.common import repo_config
-    from gpudrv_check.engine.cache.inputs import manifest_inputs
-    from gpudrv_check.engine.cache.store import Cache, default_dir
+    from gpudrv_check.engine.cache.inputs import STAMPS, manifest_inputs, valid_stamps
+    from gpudrv_check.engine.cache.store import Cache, default_dir, digest
     from gpudrv_check.read.exclude import from_config
     from gpudrv_check.read.policies import policy_files
     from gpudrv_check.read.safe_io import read_named
@@ -534,8 +541,14 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         inside(config.clusters[name].matrix)
     for rel in policy_files(root, config, source):
         inside(rel)
-    files, data = manifest_inputs(source, listing, config.max_file_bytes, config.max_total_bytes)
-    inputs = RunInputs(str(root), os.getcwd(), tuple(parts), files, data)
     cache_dir = options.cache_dir
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
+    name = digest(str(root), os.getcwd())  # RunInputs.name
+    stamps = cache.load(STAMPS, name, "", valid=valid_stamps)
+    files, data, kept = manifest_inputs(
+        source, listing, config.max_file_bytes, config.max_total_bytes, stamps
+    )
+    if kept != stamps:
+        cache.store(STAMPS, name, "", kept)
+    inputs = RunInputs(str(root), os.getcwd(), tuple(parts), files, data)
     return _Reuse(cache, inputs, source, pairs, config.fail_on)

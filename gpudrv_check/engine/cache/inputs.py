@@ -9,6 +9,7 @@ Both cache keys of a run come from it, so they cannot disagree about what an inp
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,13 +46,36 @@ class RunInputs:
         return digest(*self.context, *self.files)
 
 
+#: a file changed less than this before it was read is hashed again next time, whatever its
+#: stamp says: a later write within the same timestamp tick would leave the stamp as it is
+#: (git's "racily clean" entries); 2 s covers the coarsest file system clocks (FAT)
+RACY_NS = 2_000_000_000
+
+#: the cache kind holding a repo's Stamps
+STAMPS = "stamps"
+#: per file: (its stamp when hashed, its SHA-256)
+Stamps = dict[str, tuple[tuple[int, ...], str]]
+
+
 def manifest_inputs(
-    source: Any, listing: Any, max_file_bytes: int, max_total_bytes: int
-) -> tuple[tuple[Any, ...], dict[str, bytes]]:
+    source: Any,
+    listing: Any,
+    max_file_bytes: int,
+    max_total_bytes: int,
+    stamps: Stamps | None = None,
+) -> tuple[tuple[Any, ...], dict[str, bytes], Stamps]:
     """Per manifest file of `listing`, its path and digest (or why it is not read), spending
-    the input budget as read_repo does; and the bytes read, by path."""
+    the input budget as read_repo does; the bytes read, by path; and the stamps to keep.
+
+    A file whose stamp (size, mtime, ctime, inode, device: FileRef.stamp) is the one `stamps`
+    holds for it is not read again: its digest is the one held. ctime cannot be set back from
+    user space, so any write changes the stamp, unless it falls in the timestamp tick of the
+    stamp itself: a stamp is kept only for a file last changed RACY_NS before it was read."""
     parts: list[Any] = []
     data: dict[str, bytes] = {}
+    kept: Stamps = {}
+    known = stamps or {}
+    settled = time.time_ns() - RACY_NS
     budget = max_total_bytes  # as read_repo spends it: what is over it is not read
     for ref in listing.files:
         if ref.error is not None or ref.size > max_file_bytes:
@@ -62,11 +86,34 @@ def manifest_inputs(
             parts.append((ref.rel, "over the input budget"))
             continue
         budget -= ref.size
+        stamp = ref.stamp
+        held = known.get(ref.rel)
+        if stamp is not None and held is not None and held[0] == stamp:
+            kept[ref.rel] = held
+            parts.append((ref.rel, held[1]))
+            continue
         try:
             blob = source.read(ref.rel, max_file_bytes)
         except OSError as err:
             parts.append((ref.rel, "unreadable", err.strerror))
             continue
         data[ref.rel] = blob
-        parts.append((ref.rel, hashlib.sha256(blob).hexdigest()))
-    return tuple(parts), data
+        file_digest = hashlib.sha256(blob).hexdigest()
+        parts.append((ref.rel, file_digest))
+        if stamp is not None and len(blob) == stamp[0] and max(stamp[1], stamp[2]) < settled:
+            kept[ref.rel] = (stamp, file_digest)
+    return tuple(parts), data, kept
+
+
+def valid_stamps(value: Any) -> bool:
+    """Whether a cached value has the shape of Stamps (checked, never trusted)."""
+    return isinstance(value, dict) and all(
+        isinstance(rel, str)
+        and isinstance(entry, tuple)
+        and len(entry) == 2
+        and isinstance(entry[0], tuple)
+        and len(entry[0]) == 5
+        and all(isinstance(n, int) for n in entry[0])
+        and isinstance(entry[1], str)
+        for rel, entry in value.items()
+    )

@@ -3,7 +3,7 @@
 Where: `--cache-dir DIR`, else `$XDG_CACHE_HOME/gpudrv-check`, else `~/.cache/gpudrv-check`
 (created with mode 0700: it is the user's own). `--no-cache` neither reads nor writes it.
 
-Four kinds of entry, one file each per checked repo root:
+Five kinds of entry, one file each per checked repo root:
 - `files-*`: per file, a `FileEntry` (engine/cache/files.py): the SHA-256 of its bytes and
   its FileResult (read/codec.py), valid for one tool version and one way of reading
   (max_file_bytes, chart template directories, skim plan);
@@ -12,10 +12,14 @@ Four kinds of entry, one file each per checked repo root:
   (engine/cache/inputs.py);
 - `occupancy-*`: per namespace, under the same key, what the shared-capacity simulation needs
   of its workloads (model/occupancy.py `InputTables`);
-- `result-*`: the findings and rendered reports of the last `check`, keyed by
-  `RunInputs.result_key`, the digest of every input (tool version, arguments, environment
-  that picks formats and colour, config, matrix, every file's path and digest). It directs no
-  write: where the reports go and the exit code are decided by the run that reads it.
+- `result-*`: the rendered reports of the last `check` and how many findings of each severity
+  it had, keyed by `RunInputs.result_key`, the digest of every input (tool version,
+  arguments, environment that picks formats and colour, config, matrix, every file's path and
+  digest). It directs no write: where the reports go and the exit code are decided by the run
+  that reads it;
+- `stamps-*`: per manifest file, its stamp (size, mtime, ctime, inode, device) when it was
+  last hashed and its digest (engine/cache/inputs.py `manifest_inputs`): a file with the same
+  stamp is not read again for the whole-result key.
 
 An entry is `MAGIC | HMAC-SHA256(secret, rest) | rest`, where rest is `length | header |
 payload`: the header a `marshal` dump of (tool version, key), its length in 4 bytes, the payload

@@ -82,6 +82,11 @@ def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
     the space (categories Cc, Zs, Zl, Zp). Anything else takes textwrap itself."""
     if text.isprintable() and min(width - len(first), width - len(rest)) > 0:
         return _wrap_spaces(text, width, first, rest) or [first.rstrip()]
+    return wrap_by_textwrap(text, width, first, rest)
+
+
+def wrap_by_textwrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    """The lines textwrap itself gives (what `_wrap_spaces` must equal: tests/report)."""
     return textwrap.wrap(
         text,
         width=width,

@@ -6,22 +6,11 @@ texts still take."""
 from __future__ import annotations
 
 import random
-import textwrap
 
 import pytest
 
 from gpudrv_check.report.text import _wrap, _wrap_spaces
-
-
-def _textwrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    return textwrap.wrap(
-        text,
-        width=width,
-        initial_indent=first,
-        subsequent_indent=rest,
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [first.rstrip()]
+from gpudrv_check.report.text import wrap_by_textwrap as _textwrap
 
 
 def _random_text(rng: random.Random) -> str:

@@ -348,11 +348,14 @@ class KustomizeSource:
         self.problems: list[RenderProblem] = []
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._origins: dict[str, list[str | None]] = {}
-        # a revision is written out for kustomize up to these (the config's max_file_bytes and
-        # max_total_bytes, set once the config is read); what is left out is named if a build
-        # fails
+        # a revision is written out for kustomize up to these (the config's limits: `bound`);
+        # what is left out is named if a build fails
         self.limit, self.total = DEFAULT_LIMIT, DEFAULT_MAX_TOTAL_BYTES
         self.left_out: list[str] = []
+
+    def bound(self, max_file_bytes: int, max_total_bytes: int) -> None:
+        """The config's limits, before a revision is written out for kustomize."""
+        self.limit, self.total = max_file_bytes, max_total_bytes
 
     def _render_root(self) -> Path:
         """A directory on disk holding the files: the tree itself, or a revision written out."""

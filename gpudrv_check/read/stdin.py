@@ -21,8 +21,8 @@ DEFAULT_STDIN_NAME = "<stdin>"
 
 class StdinSource:
     """Standard input as the only manifest file, read once, when first listed or read, and
-    never more than `limit` bytes of it (set to the config's max_file_bytes once the config is
-    read: a stream over it is reported, not held in memory)."""
+    never more than `limit` bytes of it (the config's max_file_bytes, given to `bound` once
+    the config is read: a stream over it is reported, not held in memory)."""
 
     def __init__(
         self, name: str, data: bytes | None, cwd: Path | None = None, stream: Any = None
@@ -44,6 +44,10 @@ class StdinSource:
         if stream is None:  # a text stream without bytes below it (tests, embedding)
             return cls(name, sys.stdin.read().encode("utf-8"), cwd)
         return cls(name, None, cwd, stream)
+
+    def bound(self, max_file_bytes: int, max_total_bytes: int) -> None:  # noqa: ARG002
+        """The config's limits, before the stream is first read: it is one file."""
+        self.limit = max_file_bytes
 
     @property
     def data(self) -> bytes:

@@ -486,8 +486,8 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     ):
         return None
     from gpudrv_check.cli.commands.common import repo_config
-    from gpudrv_check.engine.cache.inputs import STAMPS, manifest_inputs, valid_stamps
-    from gpudrv_check.engine.cache.store import Cache, default_dir, digest
+    from gpudrv_check.engine.cache.inputs import STAMPS, entry_name, manifest_inputs, valid_stamps
+    from gpudrv_check.engine.cache.store import Cache, default_dir
     from gpudrv_check.read.exclude import from_config
     from gpudrv_check.read.policies import policy_files
     from gpudrv_check.read.safe_io import read_named
@@ -543,7 +543,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         inside(rel)
     cache_dir = options.cache_dir
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
-    name = digest(str(root), os.getcwd())  # RunInputs.name
+    name = entry_name(str(root), os.getcwd())
     stamps = cache.load(STAMPS, name, "", valid=valid_stamps)
     files, data, kept = manifest_inputs(
         source, listing, config.max_file_bytes, config.max_total_bytes, stamps

@@ -102,13 +102,9 @@ def load_source(
     from gpudrv_check.engine.run import load
 
     _, config = repo_config(options, source)
-    from gpudrv_check.read.kustomize import KustomizeSource
-    from gpudrv_check.read.stdin import StdinSource
-
-    if isinstance(source, StdinSource):  # read up to the limit the config sets
-        source.limit = config.max_file_bytes
-    elif isinstance(source, KustomizeSource):  # a revision written out up to the limits
-        source.limit, source.total = config.max_file_bytes, config.max_total_bytes
+    bound = getattr(source, "bound", None)  # a source that reads ahead (stdin, kustomize)
+    if bound is not None:
+        bound(config.max_file_bytes, config.max_total_bytes)
     progress = Progress.on_terminal()
     reading = read_options(options, progress, data, context)
     try:

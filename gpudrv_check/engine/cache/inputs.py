@@ -33,7 +33,7 @@ class RunInputs:
     @property
     def name(self) -> str:
         """Names this repo's whole-result entry in the cache directory."""
-        return digest(self.root, self.cwd)
+        return entry_name(self.root, self.cwd)
 
     @property
     def context_key(self) -> str:
@@ -44,6 +44,11 @@ class RunInputs:
     def result_key(self) -> str:
         """The whole-result key: the digest of every input."""
         return digest(*self.context, *self.files)
+
+
+def entry_name(root: str, cwd: str) -> str:
+    """The name of a checked root's whole-result and stamps entries (RunInputs.name)."""
+    return digest(root, cwd)
 
 
 #: a file changed less than this before it was read is hashed again next time, whatever its

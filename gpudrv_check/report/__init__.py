@@ -31,6 +31,8 @@ FORMATS: dict[str, str] = {
     "markdown": "markdown",
     "html": "html",
 }
+#: the formats that render sections of the repo model (report/sections), not only findings
+MODEL_FORMATS = frozenset(("markdown", "html"))
 
 
 @dataclass

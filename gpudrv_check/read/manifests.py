@@ -14,6 +14,7 @@ from gpudrv_check.core.finding import Finding, Location
 from gpudrv_check.core.located import LMap, LSeq, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
+from gpudrv_check.read.block_yaml import forget as forget_lines
 from gpudrv_check.read.kustomization import PatchRef, is_kustomization, patch_refs
 from gpudrv_check.read.policy import builtin
 from gpudrv_check.read.safe_io import TooLarge
@@ -784,6 +785,7 @@ def read_repo(
     encoded: dict[int, bytes] = {}
     for i, parsed in _parse_all(todo, options.jobs, tick, options.skim, encoded).items():
         results[i] = parsed
+    forget_lines()  # the line reader's memo of this run's lines: not needed past the read
     if cache is not None:
         for i, rel, _, helm in todo:
             result = results[i]

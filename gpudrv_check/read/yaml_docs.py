@@ -255,19 +255,37 @@ def append_item(node: LSeq, value: Any, pos: Pos, raw: str | None) -> None:
     node.ipos.append(pos)
 
 
-def _in_container(stack: list[_Frame]) -> bool:
+def _in_container(stack: list[Any]) -> bool:
     """Whether the innermost open mapping is a container of the document's pod template."""
     from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
 
     if not stack[0].is_map:  # a top-level list (Ansible, JSON patches) has no pod template
         return False
-    path = POD_SPEC_PATHS.get(stack[0].node.get("kind"))
+    kind = stack[0].node.get("kind")
+    path = POD_SPEC_PATHS.get(kind) if kind.__class__ is str else None
     if path is None or len(stack) != len(path) + 3:
         return False
     for frame, key in zip(stack, path, strict=False):  # the stack is deeper than the path
         if frame.key != key:
             return False
     return stack[len(path)].key in CONTAINER_LISTS and not stack[len(path) + 1].is_map
+
+
+def skims(stack: list[Any], plan: SkimPlan) -> bool:
+    """Whether the collection starting under the innermost open one is one the plan skips: a
+    top-level value of a skimmed kind, a Node status key, a container field. `stack`: the
+    open collections, each with `node`, `is_map` and `key` (the key whose value is open), as
+    both readers keep them (this builder and read/block_yaml.py)."""
+    top = stack[-1]
+    key = top.key
+    if len(stack) == 1 and top.is_map and key is not None and key not in _KEPT_TOP_KEYS:
+        kind = top.node.get("kind")  # any value (`kind: [Pod]` is a list: no kind)
+        if kind.__class__ is str and kind in plan.kinds:
+            return True
+    if key in plan.node_status and len(stack) >= 2 and stack[-2].key == "status":
+        if stack[-2].node.get("kind") == "Node":
+            return True
+    return key in plan.container and _in_container(stack)
 
 
 def duplicate_key(key: str, pos: Pos) -> LoadProblem:
@@ -506,7 +524,20 @@ def parse_text(text: str | bytes, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFil
     document is built whole. The same holds for the keys of a Node's `status` in
     `skim.node_status`, in a Node of its own or in a List's items, and for the container fields
     in `skim.container` (env, args, probes...) in a workload's pod template.
+
+    A text in the plain block subset most manifests are written in is read line by line
+    (read/block_yaml.py), giving exactly what the event builder gives; any other goes to the
+    builder (`parse_events`).
     """
+    if isinstance(text, str):
+        fast = _block_yaml.parse_block(text, skim)
+        if fast is not None:
+            return fast
+    return parse_events(text, skim)
+
+
+def parse_events(text: str | bytes, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFile:
+    """`parse_text` by the libyaml event builder alone, whatever the text."""
     with _SWAP, _event_classes() as events:
 
         def parse(source: str | bytes) -> ParsedFile:
@@ -796,7 +827,7 @@ class _Builder:
             self.abandon(pos, f"nesting deeper than {MAX_DEPTH} levels; document not read")
             return
         mapping = event.__class__ is self.mapping_start
-        if self.skimming and event.anchor is None and stack and self._skims(stack):
+        if self.skimming and event.anchor is None and stack and skims(stack, self.plan):
             if self.drain(mapping):
                 self.attach(LMap(pos) if mapping else LSeq(pos), pos, 1)
             return
@@ -804,19 +835,6 @@ class _Builder:
         if event.anchor is not None:
             self.anchors[event.anchor] = (node, -1)  # usable once complete
         stack.append(_Frame(node, event.anchor))
-
-    def _skims(self, stack: list[_Frame]) -> bool:
-        """Whether the collection starting under the innermost open one is one the plan skips:
-        a top-level value of a skimmed kind, a Node status key, a container field."""
-        top = stack[-1]
-        key, plan = top.key, self.plan
-        if len(stack) == 1 and top.is_map and key is not None and key not in _KEPT_TOP_KEYS:
-            if top.node.get("kind") in plan.kinds:
-                return True
-        if key in plan.node_status and len(stack) >= 2 and stack[-2].key == "status":
-            if stack[-2].node.get("kind") == "Node":
-                return True
-        return key in plan.container and _in_container(stack)
 
     def end(self, event: Any) -> None:
         """The innermost open collection is complete: it goes where it belongs."""
@@ -1059,3 +1077,7 @@ def _reader_problem(err: Any, text: str | bytes) -> LoadProblem:
         "file not read",
         "Remove the character, or write it as an escape inside double quotes (\\u0007).",
     )
+
+
+# the line reader builds on this module's trees and sharing, so it is imported after them
+from gpudrv_check.read import block_yaml as _block_yaml  # noqa: E402

@@ -30,6 +30,7 @@ CRASH_DIR = Path(__file__).resolve().parent / "crashes"
 # which seeds feed which target
 _SUFFIXES = {
     "manifest": (".yaml", ".yml", ".json"),
+    "block": (".yaml", ".yml"),
     "json": (".json", ".yaml"),
     "repo": (".yaml", ".yml", ".json"),
     "lab": (".yaml", ".yml", ".json"),

@@ -442,3 +442,132 @@ def manifest_files(draw: st.DrawFn) -> dict[str, bytes]:
         else:
             files[f"m{i}.json"] = json.dumps(docs[0], ensure_ascii=draw(st.booleans())).encode()
     return files
+
+
+# ---- block YAML as people write it, for the line reader (read/block_yaml.py) ---------------
+
+_BLOCK_KEYS = (
+    "a", "b", "name", "kind", "spec", "status", "metadata", "containers", "env", "args",
+    "image", "images", "nodeInfo", "template", "labels", "nvidia.com/gpu", "x.y/z-w", "q'",
+    'k"', "a[0]", "a,b", "é", "k\xa0",
+)  # fmt: skip
+# keys the line reader leaves to the builder, or that libyaml reads in its own way
+_ODD_KEYS = (
+    "a b", "a:b", '"q r"', "'q: r'", "'it''s'", '"a\\"b"', "-k", "?k", "<<", "~", "null",
+    "Null", "1", "0x1F", "true", "yes", "k#x", "&a", "*a", "!a", '""', "''", "x" * 1030,
+)  # fmt: skip
+_BLOCK_VALUES = (
+    "v", "x y", "1", "-1", "+1", "0x1F", "0o17", "017", "08", "1_000", "1e3", ".5", "1.",
+    "-.inf", ".NaN", "0b101", "0b", "1e400", "9" * 25, "-0", "+", "yes", "No", "~", "null",
+    "True", "off", "y", '""', "''", "'a''b'", "'#x'", '"a b"', '"é"', "a #c", "a#c", "a:b",
+    "a ", "a  # c", "-a", "a,b", "a]", "a}", "a - b", "' a '", "a'", "[a, b]", "[]", "[ ]",
+    "{}", "{ }", "{a: b}", "{a: 1, b: '}'}", '["a]", \'b\', 3]', "é\u00a0", "\u3000x",
+    "nvcr.io/nvidia/cuda:12.4.1-base", "NoSchedule", '"550"', "'true'",
+)  # fmt: skip
+# values the line reader leaves to the builder, or that libyaml refuses
+_ODD_VALUES = (
+    '"a\\"b"', "a: b", "a:", ":a", "?a", "- a", "'", '"', "-", "[a,]", "[a:b]", "[a?b]",
+    "[[a]]", "{a}", "{a: }", "{a: b, a: c}", "{1: a}", "[a] x", "&x v", "*x", "!tag v",
+    "!!str 5", "|", ">-", "%x", "@x", "`x", "---", "...", "# c", "{image: a/b:1.0}",
+)  # fmt: skip
+_ODD_LINES = (
+    "---", "--- # c", "---x", "--- a", "...", "%YAML 1.1", "", "# c", "  # c", "   ", "-",
+    "- ", "- - a", "-  a", "\t- a", "a:\tb", "a: b\r", "\ufeffa: b", "- # c", "? a", ": a",
+)  # fmt: skip
+_SKIM_SKELETONS = (
+    ("kind: Node", "status:", "  images:", "  - names: [a, b]", "    sizeBytes: 1",
+     "  nodeInfo:", "    kernelVersion: 5.15", "  capacity:", "    cpu: 2"),
+    ("kind: Pod", "spec:", "  containers:", "  - name: c", "    env:", "    - name: A",
+     "      value: b", "    args: [x, y]", "    ports: []", "    image: i"),
+    ("kind: CustomResourceDefinition", "spec:", "  names: {kind: W, plural: ws}",
+     "  versions:", "  - name: v1", "    schema:", "      type: object"),
+    ("kind: Deployment", "spec:", "  template:", "    spec:", "      containers:",
+     "      - name: c", "        env: []", "        resources:", "          limits:",
+     "            nvidia.com/gpu: 1"),
+)  # fmt: skip
+
+
+def _block_value(rng: Any) -> str:
+    return rng.choice(_ODD_VALUES if rng.random() < 0.08 else _BLOCK_VALUES)
+
+
+def _block_node(
+    rng: Any, depth: int, indent: int, out: list[str], lead: str, mapping: bool
+) -> None:
+    """A random block mapping or sequence at `indent`; `lead` is written before its first line
+    (a sequence dash for a compact mapping, or the indentation)."""
+    pad = " " * indent
+    if mapping:
+        keys = rng.sample(_BLOCK_KEYS, rng.randint(1, 4))
+        for i, key in enumerate(keys):
+            head = lead if i == 0 else pad
+            if rng.random() < 0.04:
+                key = rng.choice(_ODD_KEYS)
+            shape = rng.random()
+            if depth < 5 and shape < 0.3:
+                out.append(f"{head}{key}:" + rng.choice(("", "", " # c", "  ")))
+                if rng.random() < 0.2:
+                    out.append(" " * rng.randint(0, indent + 4) + "# between")
+                child = rng.random() < 0.6
+                # a list may sit at its key's indentation; a mapping may not
+                step = rng.choice((1, 2, 2, 4)) if child or rng.random() < 0.6 else 0
+                _block_node(rng, depth + 1, indent + step, out, " " * (indent + step), child)
+            else:
+                out.append(f"{head}{key}: {_block_value(rng)}")
+        return
+    for i in range(rng.randint(1, 3)):
+        dash = rng.choice(("- ", "- ", "-  ", "-   "))
+        head = lead if i == 0 else pad
+        if depth < 5 and rng.random() < 0.4:
+            child = rng.random() < 0.85
+            _block_node(rng, depth + 1, indent + len(dash), out, head + dash, child)
+        else:
+            out.append(f"{head}{dash}{_block_value(rng)}")
+
+
+def _block_mutation(rng: Any, lines: list[str]) -> None:
+    """One line moved, dropped, doubled, re-indented, or an odd line put in."""
+    if not lines:
+        return
+    i = rng.randrange(len(lines))
+    op = rng.random()
+    if op < 0.3:
+        shift = rng.choice((-2, -1, 1, 2))
+        body = lines[i].lstrip(" ")
+        lines[i] = " " * max(0, len(lines[i]) - len(body) + shift) + body
+    elif op < 0.45:
+        del lines[i]
+    elif op < 0.6:
+        lines.insert(i, lines[i])
+    elif op < 0.8:
+        lines.insert(i, rng.choice(_ODD_LINES))
+    else:
+        j = rng.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+
+
+@st.composite
+def block_texts(draw: st.DrawFn) -> bytes:
+    """Block-style YAML as people write it (indentation widths, indentless and compact lists,
+    comments between lines, flow lists, quoted keys, several documents), now and then with a
+    line moved, dropped or re-indented, or one of the constructs the line reader declines."""
+    import random
+
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    docs = []
+    for _ in range(rng.randint(1, 3)):
+        lines: list[str] = []
+        if rng.random() < 0.4:
+            lines += ["apiVersion: v1", *rng.choice(_SKIM_SKELETONS)]
+        if lines:  # under a key of its own: the skeleton's keys stay unique
+            lines.append("extra:")
+            _block_node(rng, 1, 2, lines, "  ", rng.random() < 0.7)
+        elif rng.random() < 0.9:
+            indent = rng.choice((0, 0, 0, 2))
+            _block_node(rng, 0, indent, lines, " " * indent, rng.random() < 0.8)
+        for _ in range(rng.choice((0, 0, 0, 0, 1, 2))):
+            _block_mutation(rng, lines)
+        docs.append("\n".join(lines))
+    head = rng.choice(("", "", "---\n", "# c\n", "--- # c\n", "\n"))
+    tail = rng.choice(("", "\n", "\n\n", "\n---\n", "\n---"))
+    return (head + rng.choice(("\n---\n", "\n--- # d\n")).join(docs) + tail).encode("utf-8")

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 LAB = Path(__file__).resolve().parent.parent.parent / "examples" / "lab"
 
@@ -139,6 +140,59 @@ def target_manifest(data: bytes, name: str = "fuzz.yaml") -> None:
         assert "\n" not in problem.message
 
 
+def tree_difference(a: Any, b: Any, path: str = "$") -> str | None:
+    """Where two located trees differ (type, value, position, key order, raw text), or None.
+    Strict about types (`True` is not `1`) and float spellings (`-0.0` is not `0.0`)."""
+    from gpudrv_check.core.located import LMap, LSeq
+
+    if type(a) is not type(b):
+        return f"{path}: {type(a).__name__} {a!r} != {type(b).__name__} {b!r}"
+    if isinstance(a, LMap):
+        if a.pos != b.pos or list(a.kpos.items()) != list(b.kpos.items()):
+            return f"{path}: positions {a.pos} {a.kpos} != {b.pos} {b.kpos}"
+        if list(a) != list(b) or a.raw != b.raw:
+            return f"{path}: keys {list(a)} {a.raw} != {list(b)} {b.raw}"
+        pairs: list[tuple[Any, Any, str]] = [(a[k], b[k], f"{path}.{k}") for k in a]
+    elif isinstance(a, LSeq):
+        if a.pos != b.pos or a.ipos != b.ipos or len(a) != len(b) or a.raw != b.raw:
+            return f"{path}: list {a.pos} {a.ipos} {a.raw} != {b.pos} {b.ipos} {b.raw}"
+        pairs = [(x, y, f"{path}[{i}]") for i, (x, y) in enumerate(zip(a, b, strict=True))]
+    else:
+        return None if a == b and repr(a) == repr(b) else f"{path}: {a!r} != {b!r}"
+    for x, y, where in pairs:
+        found = tree_difference(x, y, where)
+        if found is not None:
+            return found
+    return None
+
+
+def target_block(data: bytes) -> None:
+    """The line reader (read/block_yaml.py) gives exactly what the event builder gives, or
+    declines: documents, their positions, every key, item, position and raw text, under the
+    skim plan and without it."""
+    from gpudrv_check.core.reads import NOTHING_SKIPPED
+    from gpudrv_check.read.block_yaml import parse_block
+    from gpudrv_check.read.yaml_docs import parse_events
+    from gpudrv_check.rules.plan import skim_plan
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    for plan in (skim_plan(), NOTHING_SKIPPED):
+        fast = parse_block(text, plan)
+        if fast is None:
+            continue
+        slow = parse_events(text, plan)
+        assert not slow.failed and not slow.problems and slow.flow_colon < 0, slow.problems
+        assert not fast.failed and not fast.problems
+        heads = [(d.index, d.pos) for d in fast.docs]
+        assert heads == [(d.index, d.pos) for d in slow.docs], (heads, slow.docs)
+        for mine, theirs in zip(fast.docs, slow.docs, strict=True):
+            difference = tree_difference(mine.data, theirs.data)
+            assert difference is None, difference
+
+
 def target_repo(data: bytes, name: str = "zz-fuzz/fuzz.yaml", lab: bool = False) -> None:
     """One file in a repo through the CLI (text and JSON): exit 0/1, same bytes twice."""
     with repo({name: data}, with_lab=lab) as root:
@@ -184,6 +238,7 @@ def target_pyproject(data: bytes) -> None:
 
 TARGETS = {
     "manifest": target_manifest,
+    "block": target_block,
     "json": lambda data: target_manifest(data, "fuzz.json"),
     "repo": target_repo,
     "lab": lambda data: target_repo(data, lab=True),

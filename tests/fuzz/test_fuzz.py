@@ -82,6 +82,18 @@ def test_token_soup_never_breaks_the_loader(data):
     targets.target_manifest(data)
 
 
+@fuzz(600)
+@given(st.one_of(fs.block_texts(), mutated(MANIFEST_SEEDS), fs.yaml_soup))
+def test_the_line_reader_reads_as_the_builder_or_declines(data):
+    targets.target_block(data)
+
+
+@fuzz(150)
+@given(fs.manifest_docs)
+def test_the_line_reader_on_dumped_manifests(docs):
+    targets.target_block(fs.dump_yaml(docs))
+
+
 @pytest.mark.slow
 @fuzz(200)
 @given(fs.json_values(40), st.booleans(), st.sampled_from([None, 1, "\t"]))

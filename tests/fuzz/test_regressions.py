@@ -8,7 +8,9 @@ A file's name starts with the target it broke (tests/fuzz/targets.py) and says w
 - `*-nel-line-break`, `*-line-separator-in-string`: libyaml counts NEL, LS, PS and a lone CR as
   line breaks, so every position after one was off by a line;
 - `matrix-nel-shifts-line-numbers`: the matrix split lines at NEL, VT and FF too;
-- `repo-tag-percent-escapes`: a `%0a%1b` tag put a newline and an escape into the report.
+- `repo-tag-percent-escapes`: a `%0a%1b` tag put a newline and an escape into the report;
+- `*-kind-not-a-string`: a `kind:` holding a list or a mapping, before a value the skim plan
+  looks at, raised TypeError (unhashable) in the reader: an internal error.
 """
 
 from __future__ import annotations

@@ -1,0 +1,498 @@
+"""The fast path of the YAML reader: block-style manifests read line by line.
+
+Almost every manifest in a GitOps repo is written in one plain subset of YAML: block mappings
+and sequences, one `key: value` or `- item` per line, plain or simply quoted scalars, comments,
+`---` between documents. For such a file one regular-expression match per line gives the same
+located tree as the libyaml event builder (read/yaml_docs.py), at a fraction of its cost: the
+builder runs Python code for each of the two or three events of a line, this reader once per
+line.
+
+It is exact or it declines: `parse_block` returns the ParsedFile the event builder returns for
+the same text and skim plan, or None, and the caller then runs the event builder. It declines
+what is outside the subset — anchors, aliases, tags, block scalars (`|`, `>`), scalars over
+several lines, escapes in double quotes, flow mappings with content, flow collections over
+several lines, directives, `...`, tabs, CR line ends, characters YAML refuses — and any file the
+builder reports a problem for (a duplicate key, a syntax error, nesting too deep), so it never
+words a problem itself. tests/read/test_block_yaml.py holds it to the builder, tree for tree and
+position for position, on every YAML file of the repository and on generated and mutated texts.
+"""
+
+from __future__ import annotations
+
+import re
+from sys import intern
+from typing import Any
+
+from gpudrv_check.core.located import LMap, LSeq, Pos
+from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
+from gpudrv_check.read.yaml_docs import (
+    _NULLS,
+    MAX_DEPTH,
+    POSITIONS,
+    Doc,
+    ParsedFile,
+    _share,
+    resolve_plain,
+    shared_layout,
+    skims,
+)
+
+# Characters the subset leaves to libyaml: tabs, CR (and the other line breaks libyaml counts
+# that editors do not: NEL, LS, PS), the BOM, and every character YAML does not allow.
+_OUTSIDE = re.compile(
+    "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
+# One line: indent, a sequence dash, a plain key and its colon, the rest. A plain key has no
+# blank, `:` or `#` and does not start with an indicator (a key starting with `-`, or one with a
+# blank or a colon inside, is not read as a key here: the line then declines).
+_LINE = re.compile(r"( *)(- +)?(?:([^ :#'\"&*!|>%@`{}\[\],?\-][^ :#]*):(?: +|\Z))?(.*)\Z")
+# A quoted key (`"a.b/c": x`, `'x': y`) and the rest after its colon
+_DQ_KEY = re.compile(r'"([^"\\]*)":(?: +|\Z)(.*)\Z')
+_SQ_KEY = re.compile(r"'((?:[^']|'')*)':(?: +|\Z)(.*)\Z")
+# what may follow a quoted scalar or a flow collection on its line: blanks, and a comment
+_TAIL = re.compile(r"(?: +(?:#.*)?)?\Z")
+# One-line flow collections: a scalar (double-quoted without escapes, single-quoted, or plain
+# with no `:`, `#`, `?` or flow indicator in it: this libyaml ends a flow plain scalar at `?`)
+# and the separator after it; for a mapping, a key scalar, `: ` and a value scalar.
+_FLOW_SCALAR = (
+    r"(?:\"([^\"\\]*)\"|'((?:[^']|'')*)'"
+    r"|([^ :#'\"&*!|>%@`{}\[\],?\-][^:#,\[\]{}?]*?|-[^ :#,\[\]{}?][^:#,\[\]{}?]*?))"
+)
+_FLOW_ITEM = re.compile(r" *" + _FLOW_SCALAR + r" *(,|\])")
+_FLOW_PAIR = re.compile(r" *" + _FLOW_SCALAR + r": +" + _FLOW_SCALAR + r" *(,|\})")
+_FLOW_EMPTY = re.compile(r"[\[{] *([\]}])")
+# characters that make a value more than a plain scalar on one line, at its start
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` ")
+#: a simple key is at most this long (libyaml: 1024 characters, then "could not find
+#: expected ':'"); longer keys decline
+_MAX_KEY = 1000
+_positions_get = POSITIONS.get
+
+# What a line holds, worked out once per distinct line text (most lines of a repo are written
+# many times: `      containers:`, `        operator: Exists`): a tuple
+# (indent, dash, column, what, key, value, raw), where `dash` says the line is a list item,
+# `column` is the 0-based column of the key (or of the item), `key` the key or None (a plain
+# item), and `what` one of:
+_SCALAR = 0  # the value is the scalar `value` (`raw`: its written text when it is typed)
+_OPEN = 1  # `key:` alone: the value is on the following lines
+_FLOW = 2  # a one-line flow collection: `value` is (is a list, column, items), see _flow
+_MARKER = 3  # `---`: a document starts
+_BLANK = None  # a blank line, or a comment
+#: lines by their text; bounded, and emptied when a run's reading ends (`forget`)
+_LINES: dict[str, tuple[Any, ...] | None] = {}
+_MAX_LINES = 200_000
+_lines_get = _LINES.get
+
+
+class _Decline(Exception):
+    """The text is outside the subset: the event builder reads it."""
+
+
+class _Frame:
+    """An open block collection: its node, the column of its keys or dashes, the key whose
+    value is open (a mapping's; kept until that value is complete, as the event builder keeps
+    it, since the skim plan reads the keys above a collection), and whether it is inside a
+    skimmed value (built to be checked, then dropped)."""
+
+    __slots__ = ("node", "is_map", "indent", "key", "key_pos", "skim")
+
+    def __init__(self, node: Any, is_map: bool, indent: int, skim: bool) -> None:
+        self.node = node
+        self.is_map = is_map
+        self.indent = indent
+        self.key: str | None = None
+        self.key_pos: Pos | None = None
+        self.skim = skim
+
+
+def forget() -> None:
+    """Drop the lines remembered (the end of a run's reading: their texts are not needed)."""
+    _LINES.clear()
+
+
+def _pos(line: int, column: int) -> Pos:
+    pos = (line, column)
+    return _positions_get(pos) or _share(pos)
+
+
+def _scalar(rest: str) -> tuple[Any, str | None]:
+    """The scalar written on one line as `rest` (a comment and trailing blanks after it):
+    (value, its written text when it is a plain scalar whose value is not a string), strings
+    interned as the event builder interns them. Declines what is no plain or simply quoted
+    scalar on one line."""
+    first = rest[0]
+    if first == '"' or first == "'":
+        value, tail = _quoted(rest)
+        if not _TAIL.match(tail):
+            raise _Decline
+        return value, None
+    if first in _INDICATORS and not (first == "-" and len(rest) > 1 and rest[1] != " "):
+        raise _Decline
+    text = rest
+    cut = text.find(" #")
+    if cut >= 0:
+        text = text[:cut]
+    text = text.rstrip(" ")
+    if ": " in text or text[-1] == ":":
+        raise _Decline  # `a: b: c`: libyaml refuses a mapping value here
+    value = resolve_plain(text)
+    if value.__class__ is str:
+        return intern(value), None
+    return value, None if value is None else text
+
+
+def _quoted(text: str) -> tuple[str, str]:
+    """The quoted scalar at the start of `text` (on one line): its value and what follows."""
+    if text[0] == '"':
+        end = text.find('"', 1)
+        if end < 0:
+            raise _Decline
+        body = text[1:end]
+        if "\\" in body:
+            raise _Decline
+        return intern(body), text[end + 1 :]
+    at = 1
+    while True:
+        end = text.find("'", at)
+        if end < 0:
+            raise _Decline
+        if text[end + 1 : end + 2] == "'":
+            at = end + 2
+            continue
+        return intern(text[1:end].replace("''", "'")), text[end + 1 :]
+
+
+def _flow_scalar(match: re.Match[str], group: int) -> tuple[Any, str | None, int]:
+    """The scalar of a `_FLOW_SCALAR` whose groups start at `group`: (value, raw, offset)."""
+    dq, sq, plain = match.group(group, group + 1, group + 2)
+    if dq is not None:
+        return intern(dq), None, match.start(group) - 1
+    if sq is not None:
+        return intern(sq.replace("''", "'")), None, match.start(group + 1) - 1
+    value, raw = _scalar(plain.rstrip(" "))
+    return value, raw, match.start(group + 2)
+
+
+def _flow_items(text: str, column: int) -> tuple[bool, int, tuple[Any, ...]]:
+    """A one-line flow collection of scalars at 0-based `column` (`["--epochs", "10"]`,
+    `{type: integer, minimum: 0}`, `[]`): (is a list, its column, items), an item being
+    (value, raw, column) in a list and (key, column, value, raw) in a mapping."""
+    is_list = text[0] == "["
+    empty = _FLOW_EMPTY.match(text)
+    if empty is not None:
+        if (empty.group(1) == "]") != is_list or not _TAIL.match(text, empty.end()):
+            raise _Decline
+        return is_list, column, ()
+    pattern = _FLOW_ITEM if is_list else _FLOW_PAIR
+    close = "]" if is_list else "}"
+    items: list[tuple[Any, ...]] = []
+    keys: set[str] = set()
+    at = 1
+    while True:
+        match = pattern.match(text, at)
+        if match is None:
+            raise _Decline
+        if is_list:
+            value, raw, start = _flow_scalar(match, 1)
+            items.append((value, raw, column + start))
+        else:
+            key, key_raw, key_start = _flow_scalar(match, 1)
+            if key_raw is not None:
+                key = intern(key_raw)  # a typed key is its written text, as the builder keeps it
+            if key.__class__ is not str or key in keys or key == "<<":
+                raise _Decline  # a null key, a duplicate, a merge: left to the builder
+            keys.add(key)
+            value, raw, start = _flow_scalar(match, 4)
+            items.append((key, column + key_start, value, raw))
+        at = match.end()
+        if match.group(4 if is_list else 7) == close:
+            break
+    if not _TAIL.match(text, at):
+        raise _Decline
+    return is_list, column, tuple(items)
+
+
+def _flow(spec: tuple[bool, int, tuple[Any, ...]], number: int, shared: bool) -> LMap | LSeq:
+    """The collection a `_flow_items` spec describes, on line `number`; `shared`: its
+    mapping layout is shared as the builder shares those it builds (not in a skimmed value)."""
+    is_list, column, items = spec
+    pos = _pos(number, column + 1)
+    if not is_list:
+        node = LMap(pos)
+        for key, at, value, raw in items:
+            node[key] = value
+            node.kpos[key] = _pos(number, at + 1)
+            if raw is not None:
+                if node.raw is None:
+                    node.raw = {}
+                node.raw[key] = raw
+        if shared:
+            node.kpos = shared_layout(node.kpos)
+        return node
+    seq = LSeq(pos)
+    for value, raw, at in items:
+        if raw is not None:
+            if seq.raw is None:
+                seq.raw = {}
+            seq.raw[len(seq)] = raw
+        seq.append(value)
+        seq.ipos.append(_pos(number, at + 1))
+    return seq
+
+
+def _quoted_key(text: str) -> tuple[str, str] | None:
+    """`"key": rest` or `'key': rest`: (key, rest); None when the text is no quoted key."""
+    if text[0] == '"':
+        match = _DQ_KEY.match(text)
+        if match is None:
+            return None
+        return intern(match.group(1)), match.group(2)
+    match = _SQ_KEY.match(text)
+    if match is None:
+        return None
+    return intern(match.group(1).replace("''", "'")), match.group(2)
+
+
+def _classify(line: str) -> tuple[Any, ...] | None:
+    """What a line holds (see _SCALAR), or _BLANK; declines a line outside the subset."""
+    indent_text, dash, key, rest = _LINE.match(line).groups()  # type: ignore[union-attr]
+    if dash is None and key is None and (not rest or rest[0] == "#"):
+        return _BLANK
+    indent = len(indent_text)
+    if indent == 0:
+        if line.startswith("---") and (len(line) == 3 or line[3] == " "):
+            rest = line[3:].lstrip(" ")
+            if rest and rest[0] != "#":
+                raise _Decline  # content after `---`
+            return (0, False, 0, _MARKER, None, None, None)
+        if line.startswith(("...", "%")):
+            raise _Decline  # a document end marker, a directive
+    column = indent
+    if dash is not None:
+        column = indent + len(dash)
+        if key is None:
+            if not rest or rest[0] == "#" or rest[0] == "-" and rest[1:2] in ("", " "):
+                raise _Decline  # an empty item, or `- - x`
+            quoted = _quoted_key(rest) if rest[0] in ("'", '"') else None
+            if quoted is None:
+                if rest[0] in ("[", "{"):
+                    flow = _flow_items(rest, column)
+                    return (indent, True, column, _FLOW, None, flow, None)
+                value, raw = _scalar(rest)
+                return (indent, True, column, _SCALAR, None, value, raw)
+            key, rest = quoted
+    elif key is None:
+        quoted = _quoted_key(rest) if rest[0] in ("'", '"') else None
+        if quoted is None:
+            raise _Decline  # no key where a mapping needs one
+        key, rest = quoted
+    if key in _NULLS or len(key) > _MAX_KEY or key == "<<":
+        raise _Decline  # a null key, a key libyaml finds too long, a merge
+    key = intern(key)
+    if not rest or rest[0] == "#":
+        return (indent, dash is not None, column, _OPEN, key, None, None)
+    if rest[0] in ("[", "{"):
+        flow = _flow_items(rest, len(line) - len(rest))
+        return (indent, dash is not None, column, _FLOW, key, flow, None)
+    value, raw = _scalar(rest)
+    return (indent, dash is not None, column, _SCALAR, key, value, raw)
+
+
+def parse_block(text: str, plan: SkimPlan = NOTHING_SKIPPED) -> ParsedFile | None:
+    """The located documents of `text` when it is in the subset this reader knows (exactly
+    what read/yaml_docs.parse_text gives for it), else None."""
+    if _OUTSIDE.search(text) is not None:
+        return None
+    try:
+        return _Reader(plan).read(text)
+    except _Decline:
+        return None
+
+
+class _Reader:
+    """One text, line by line: a stack of open block collections, opened and closed by
+    indentation as libyaml's scanner opens and closes them."""
+
+    def __init__(self, plan: SkimPlan) -> None:
+        self.plan = plan
+        # the keys whose collections the plan may skip below the top level, and whether it
+        # skips whole kinds (a top-level value): only for these is `skims` asked
+        self.skim_keys = plan.node_status | plan.container
+        self.skim_top = bool(plan.kinds)
+        self.result = ParsedFile()
+        self.stack: list[_Frame] = []
+        self.root: Any = None
+        self.doc_index = -1
+        self.doc_pos: Pos | None = None
+        self.in_doc = False
+
+    def skims(self, stack: list[_Frame], key: str | None) -> bool:
+        if key in self.skim_keys or (self.skim_top and len(stack) == 1):
+            return skims(stack, self.plan)
+        return False
+
+    def read(self, text: str) -> ParsedFile:
+        stack = self.stack
+        lines_get, positions_get = _lines_get, _positions_get
+        top: _Frame | None = None  # stack[-1]
+        pending = False  # the top mapping's key waits for its value on a later line
+        number = 0
+        for line in text.split("\n"):
+            number += 1
+            what: Any = lines_get(line, line)  # the line itself: not seen yet
+            if what is line:
+                what = _classify(line)
+                if len(_LINES) < _MAX_LINES:
+                    _LINES[line] = what
+            if what is _BLANK:
+                continue
+            indent, dash, column, kind, key, value, raw = what
+            if kind == _MARKER:
+                if pending:
+                    _null(stack[-1])
+                    pending = False
+                self._end_doc()
+                self._start_doc(_pos(number, 1))
+                top = None
+                continue
+            if pending:
+                pending = False
+                assert top is not None
+                if indent > top.indent or (dash and indent == top.indent):
+                    top = self._open(top, indent, dash, number)
+                else:
+                    _null(top)
+            # close the collections this line is outside of
+            while top is not None and (
+                top.indent > indent or (top.indent == indent and not dash and not top.is_map)
+            ):
+                stack.pop()
+                if top.is_map and not top.skim:
+                    top.node.kpos = shared_layout(top.node.kpos)
+                if stack:
+                    top = stack[-1]
+                    top.key = None  # its value is complete
+                else:
+                    top = None
+            if top is None:
+                top = self._root(indent, dash, number)
+            elif top.indent != indent:
+                raise _Decline  # a continuation line, or an indentation libyaml refuses
+            if dash:
+                if top.is_map:
+                    raise _Decline
+                seq = top.node
+                pos = (number, column + 1)
+                pos = positions_get(pos) or _share(pos)
+                if key is None:  # a scalar or flow item
+                    if kind == _FLOW:
+                        value = _flow(value, number, not top.skim)
+                        pos = value.pos
+                    elif raw is not None:
+                        if seq.raw is None:
+                            seq.raw = {}
+                        seq.raw[len(seq)] = raw
+                    seq.append(value)
+                    seq.ipos.append(pos)
+                    continue
+                # a compact mapping, `- name: x`: its keys at the item's column (never
+                # skimmed: the plan skips values of keys, and a list item has none)
+                if len(stack) >= MAX_DEPTH - 1:
+                    raise _Decline
+                node = LMap(pos)
+                seq.append(node)
+                seq.ipos.append(pos)
+                top = _Frame(node, True, column, top.skim)
+                stack.append(top)
+            elif not top.is_map:
+                raise _Decline
+            else:
+                pos = (number, column + 1)
+                pos = positions_get(pos) or _share(pos)
+                node = top.node
+            if key in node:
+                raise _Decline  # a duplicate key: the builder reports it
+            if kind == _SCALAR:
+                node[key] = value
+                node.kpos[key] = pos
+                if raw is not None:
+                    if node.raw is None:
+                        node.raw = {}
+                    node.raw[key] = raw
+            elif kind == _OPEN:
+                top.key = key
+                top.key_pos = pos
+                pending = True
+            else:
+                value = _flow(value, number, not top.skim)
+                if not top.skim:
+                    top.key = key
+                    if self.skims(stack, key):
+                        value = LSeq(value.pos) if value.__class__ is LSeq else LMap(value.pos)
+                    top.key = None
+                node[key] = value
+                node.kpos[key] = pos
+        if pending:
+            assert top is not None
+            _null(top)
+        self._end_doc()
+        return self.result
+
+    def _open(self, top: _Frame, indent: int, dash: bool, number: int) -> _Frame:
+        """The pending key of `top` gets a block collection opening on this line."""
+        stack = self.stack
+        if len(stack) >= MAX_DEPTH - 1:
+            raise _Decline  # the builder abandons the document: left to it
+        pos = _pos(number, indent + 1)
+        node: Any = LSeq(pos) if dash else LMap(pos)
+        value: Any = node
+        skim = top.skim
+        if not skim and self.skims(stack, top.key):
+            value = LSeq(pos) if dash else LMap(pos)  # kept empty, as the builder keeps it
+            skim = True
+        parent = top.node
+        parent[top.key] = value
+        parent.kpos[top.key] = top.key_pos
+        frame = _Frame(node, not dash, indent, skim)
+        stack.append(frame)
+        return frame
+
+    def _start_doc(self, pos: Pos | None) -> None:
+        self.doc_index += 1
+        self.in_doc = True
+        self.doc_pos = pos
+        self.root = None
+
+    def _end_doc(self) -> None:
+        if not self.in_doc:
+            return
+        stack = self.stack
+        while stack:
+            frame = stack.pop()
+            if frame.is_map and not frame.skim:
+                frame.node.kpos = shared_layout(frame.node.kpos)
+        pos = self.doc_pos if self.doc_pos is not None else self.root.pos
+        self.result.docs.append(Doc(self.doc_index, self.root, pos))
+        self.in_doc = False
+
+    def _root(self, indent: int, dash: bool, number: int) -> _Frame:
+        """The document's root collection opens at this line (a new implicit document when
+        none is open)."""
+        if not self.in_doc:
+            self._start_doc(None)
+        elif self.root is not None:
+            raise _Decline  # content after the root: libyaml refuses it
+        pos = _pos(number, indent + 1)
+        node = LSeq(pos) if dash else LMap(pos)
+        self.root = node
+        frame = _Frame(node, not dash, indent, False)
+        self.stack.append(frame)
+        return frame
+
+
+def _null(frame: _Frame) -> None:
+    """The pending key of `frame` has no value (`key:` and nothing under it)."""
+    key = frame.key
+    frame.key = None
+    frame.node[key] = None
+    frame.node.kpos[key] = frame.key_pos

@@ -1,0 +1,273 @@
+"""The line reader (read/block_yaml.py): exactly the event builder's trees, or it declines.
+
+Each accepted text is compared with `parse_events` (the libyaml event builder alone) tree for
+tree: documents and their start, every key and item with its position, key order, the raw text
+of typed scalars, value types; under the engine's skim plan and without one. The fuzz targets
+(tests/fuzz/test_fuzz.py `test_the_line_reader_*`) do the same on generated and mutated texts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check.core.reads import NOTHING_SKIPPED
+from gpudrv_check.read import block_yaml
+from gpudrv_check.read.block_yaml import parse_block
+from gpudrv_check.read.yaml_docs import LAYOUTS, POSITIONS, parse_events, parse_text
+from gpudrv_check.rules.plan import skim_plan
+from tests.fuzz.targets import target_block, tree_difference
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANS = pytest.mark.parametrize("plan", [skim_plan(), NOTHING_SKIPPED], ids=["skim", "whole"])
+
+
+def assert_same(text: str, plan) -> None:
+    """The line reader accepts `text` and gives exactly what the builder gives."""
+    fast = parse_block(text, plan)
+    assert fast is not None, "declined"
+    slow = parse_events(text, plan)
+    assert not slow.problems and not slow.failed
+    assert [(d.index, d.pos) for d in fast.docs] == [(d.index, d.pos) for d in slow.docs]
+    for mine, theirs in zip(fast.docs, slow.docs, strict=True):
+        assert tree_difference(mine.data, theirs.data) is None
+
+
+DEPLOYMENT = """\
+# a comment before the document
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: train   # a trailing comment
+  namespace: "team-a"
+  labels: {}
+spec:
+  replicas: 4
+  paused: false
+  template:
+    spec:
+      nodeSelector:
+        nvidia.com/gpu.present: 'true'
+      containers:
+      - name: main
+        image: nvcr.io/nvidia/cuda:12.4.1-base
+        args: ["--epochs", "10"]
+        env:
+        - name: A
+          value: b
+        resources:
+          limits:
+            nvidia.com/gpu: 8
+            memory: 512Gi
+      tolerations:
+        -   key: nvidia.com/gpu
+            operator: Exists
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions:
+              - {key: a, operator: In, value: '1', n: 2}
+"""
+
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-0
+  labels:
+    nvidia.com/cuda.driver-version.major: "535"
+    feature.node.kubernetes.io/system-os_release.VERSION_ID: 22.04
+status:
+  capacity:
+    cpu: "96"
+  images:
+  - names: [a, b]
+    sizeBytes: 1
+  nodeInfo:
+    kernelVersion: 5.15.0-125-generic
+"""
+
+CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  names: {kind: Widget, plural: widgets}
+  versions:
+  - name: v1
+    schema:
+      openAPIV3Schema:
+        properties:
+          count: {type: integer, minimum: 0}
+          name: {type: string, pattern: '^[a-z0-9-]+$'}
+"""
+
+
+@PLANS
+@pytest.mark.parametrize(
+    "text",
+    [
+        DEPLOYMENT,
+        NODE,
+        CRD,
+        DEPLOYMENT + "---\n" + NODE + "---\n" + CRD,
+        "a: 1\n---\nb: 2\n---\n",  # an empty last document
+        "---\n# only a comment\n",  # an explicit empty document
+        "--- # c\na: 1\n...x: 2\n".replace("...x: 2\n", ""),
+        "- a\n- b: 1\n  c:\n  - d\n-   e: [x]\n",  # a list at the root
+        "  a: 1\n  b:\n    c: 2\n",  # an indented root
+        "a:\nb: ~\nc: null\nd: ''\ne: \"\"\n",  # nulls and empty strings
+        "k: yes\nn: 0x1F\no: 017\nf: 1e3\ng: .5\nh: -.inf\ni: 1_000\nj: 99999999999999999999\n",
+        "'it''s': \"a: b\"\n\"x y\": 'z # not a comment'\n",  # quoted keys and values
+        "k: a#b\nl: a b  # c\nm: é\u00a0x\nn: -a\n",  # plain scalars with odd inner characters
+        "a: [ ]\nb: { }\nc: []   # c\n",  # empty flow collections
+        "a:\n  - x\n  -  y\nb:\n- z\n",  # indented and indentless lists
+    ],
+    ids=[
+        "deployment",
+        "node",
+        "crd",
+        "three-documents",
+        "empty-last-document",
+        "explicit-empty",
+        "marker-comment",
+        "root-list",
+        "indented-root",
+        "nulls",
+        "typed-scalars",
+        "quoted",
+        "plain-inner",
+        "empty-flow",
+        "lists",
+    ],
+)
+def test_these_are_read_by_the_line_reader_exactly_as_the_builder_reads_them(text, plan):
+    assert_same(text, plan)
+
+
+@PLANS
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("a: &x 1\nb: *x\n", "anchor and alias"),
+        ("a: !!str 1\n", "tag"),
+        ("a: |\n  text\n", "block scalar"),
+        ("a: >-\n  text\n", "folded scalar"),
+        ("a: one\n  two\n", "plain scalar over two lines"),
+        ("a: [1,\n  2]\n", "flow list over two lines"),
+        ('a: "x\\ty"\n', "escape in double quotes"),
+        ("a: 'x\n  y'\n", "quoted scalar over two lines"),
+        ("a: 1\na: 2\n", "duplicate key"),
+        ("a: {b: 1, b: 2}\n", "duplicate key in a flow mapping"),
+        ("<<: {a: 1}\n", "merge key"),
+        ("a:\tb\n", "tab"),
+        ("a: b\r\n", "CR line end"),
+        ("\ufeffa: b\n", "byte order mark"),
+        ("a: 1\n...\n", "document end marker"),
+        ("%YAML 1.1\n---\na: 1\n", "directive"),
+        ("? a\n: b\n", "complex key"),
+        ("- - a\n", "list in a list on one line"),
+        ("-\n", "empty item"),
+        ("a: {image: a/b:1.0}\n", "colon in a flow scalar (flow_colons reads it)"),
+        ("a: [b?c]\n", "question mark in a flow scalar (libyaml refuses it)"),
+        ("a: [b,]\n", "trailing comma"),
+        ("x" * 1001 + ": 1\n", "a key libyaml finds too long"),
+        ("~: 1\n", "null key"),
+        ("a: 1\n b: 2\n", "more indented than its mapping"),
+        ("a: b: c\n", "mapping value inside a plain scalar"),
+        ("a:\n  b: 1\n c: 2\n", "an indentation between two levels"),
+        ("a: 1\n- b\n", "list item where a key belongs"),
+        ("a: \x07\n", "a character YAML refuses"),
+        ("a:\n" + "".join("  " * i + "- x:\n" for i in range(130)), "nesting too deep"),
+    ],
+)
+def test_what_the_line_reader_leaves_to_the_builder(text, why, plan):
+    assert parse_block(text, plan) is None, why
+    # the reader's entry point still reads it, by the builder
+    via_entry = parse_text(text, plan)
+    built = parse_events(text, plan)
+    assert [p.message for p in via_entry.problems] == [p.message for p in built.problems]
+    assert len(via_entry.docs) == len(built.docs)
+    for mine, theirs in zip(via_entry.docs, built.docs, strict=True):
+        assert tree_difference(mine.data, theirs.data) is None
+
+
+def _repository_yaml() -> list[Path]:
+    skip = {".git", ".venv", "node_modules", "__pycache__"}
+    found = []
+    for folder in ("tests", "examples", "docs", "policies", "schemas", "gpudrv_check"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if skip & set(path.parts) or path.suffix not in (".yaml", ".yml"):
+                continue
+            if path.is_file() and not path.is_symlink():
+                found.append(path)
+    return found
+
+
+def test_every_yaml_file_of_the_repository_reads_as_the_builder_reads_it():
+    """Hundreds of real and hostile files (the lab, rule cases, the hostile corpus)."""
+    files = _repository_yaml()
+    assert len(files) > 300
+    accepted = 0
+    for path in files:
+        data = path.read_bytes()
+        target_block(data)  # asserts equality for each plan it accepts
+        try:
+            accepted += parse_block(data.decode("utf-8")) is not None
+        except UnicodeDecodeError:
+            pass
+    # most of what people write is in the subset (a hostile corpus is not)
+    assert accepted > len(files) // 3
+
+
+def test_the_benchmark_corpus_is_read_whole_by_the_line_reader(tmp_path):
+    """Every file of a generated corpus (benchmarks/gen_corpus.py: workloads, nodes, CRDs with
+    flow mappings, ConfigMaps) is in the subset, and reads as the builder reads it."""
+    out = tmp_path / "corpus"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(out)]
+        + ["--nodes", "20", "--workloads", "100"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    files = sorted(p for p in out.rglob("*.yaml"))
+    assert len(files) > 100
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for plan in (skim_plan(), NOTHING_SKIPPED):
+            assert_same(text, plan)
+
+
+def test_positions_and_layouts_are_the_shared_ones():
+    """As the builder shares them: one tuple per (line, column) and one key-position dict per
+    layout across files (the trees of a large repo are mostly the same shapes)."""
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: b\n"
+    first = parse_block(text)
+    again = parse_block(text.replace("name: a", "name: c"))
+    assert first is not None and again is not None
+    one, two = first.docs[0].data, again.docs[0].data
+    assert one["metadata"].kpos is two["metadata"].kpos
+    assert all(POSITIONS[pos] is pos for pos in one.kpos.values())
+    assert LAYOUTS[(*one.kpos, *one.kpos.values())] is one.kpos
+
+
+def test_skimmed_values_are_kept_empty_at_their_position():
+    parsed = parse_block(NODE, skim_plan())
+    assert parsed is not None
+    status = parsed.docs[0].data["status"]
+    assert status["images"] == [] and status["images"].pos == (12, 3)
+    assert status["nodeInfo"] == {} and status["nodeInfo"].pos == (15, 5)
+    assert status["capacity"] == {"cpu": "96"}  # read by the rules: built
+
+
+def test_the_lines_remembered_are_forgotten_when_reading_ends():
+    assert parse_block("a: 1\nb: two\n") is not None
+    assert block_yaml._LINES
+    block_yaml.forget()
+    assert not block_yaml._LINES
+    assert parse_block("a: 1\nb: two\n") is not None  # and read again the same way

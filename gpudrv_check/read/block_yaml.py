@@ -334,6 +334,7 @@ class _Reader:
     def read(self, text: str) -> ParsedFile:
         stack = self.stack
         lines_get, positions_get = _lines_get, _positions_get
+        skim_keys, skim_top, plan = self.skim_keys, self.skim_top, self.plan
         top: _Frame | None = None  # stack[-1]
         pending = False  # the top mapping's key waits for its value on a later line
         number = 0
@@ -359,7 +360,24 @@ class _Reader:
                 pending = False
                 assert top is not None
                 if indent > top.indent or (dash and indent == top.indent):
-                    top = self._open(top, indent, dash, number)
+                    # the pending key's value: a block collection opening on this line
+                    if len(stack) >= MAX_DEPTH - 1:
+                        raise _Decline  # the builder abandons the document: left to it
+                    at = (number, indent + 1)
+                    at = positions_get(at) or _share(at)
+                    opened = LSeq(at) if dash else LMap(at)
+                    kept = opened
+                    skim = top.skim
+                    held = top.key
+                    if not skim and (held in skim_keys or (skim_top and len(stack) == 1)):
+                        if skims(stack, plan):
+                            kept = LSeq(at) if dash else LMap(at)  # kept empty, as built
+                            skim = True
+                    parent = top.node
+                    parent[held] = kept
+                    parent.kpos[held] = top.key_pos
+                    top = _Frame(opened, not dash, indent, skim)
+                    stack.append(top)
                 else:
                     _null(top)
             # close the collections this line is outside of
@@ -437,25 +455,6 @@ class _Reader:
             _null(top)
         self._end_doc()
         return self.result
-
-    def _open(self, top: _Frame, indent: int, dash: bool, number: int) -> _Frame:
-        """The pending key of `top` gets a block collection opening on this line."""
-        stack = self.stack
-        if len(stack) >= MAX_DEPTH - 1:
-            raise _Decline  # the builder abandons the document: left to it
-        pos = _pos(number, indent + 1)
-        node: Any = LSeq(pos) if dash else LMap(pos)
-        value: Any = node
-        skim = top.skim
-        if not skim and self.skims(stack, top.key):
-            value = LSeq(pos) if dash else LMap(pos)  # kept empty, as the builder keeps it
-            skim = True
-        parent = top.node
-        parent[top.key] = value
-        parent.kpos[top.key] = top.key_pos
-        frame = _Frame(node, not dash, indent, skim)
-        stack.append(frame)
-        return frame
 
     def _start_doc(self, pos: Pos | None) -> None:
         self.doc_index += 1

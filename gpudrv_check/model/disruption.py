@@ -182,6 +182,8 @@ class WorkloadPods:
     gpu: tuple[Node, ...] = ()
     gpu_names: frozenset[str] = frozenset()
     _group: PodGroup | None = field(default=None, init=False, repr=False, compare=False)
+    #: evicted_by_drain, worked out once (a drain reads it once per PDB covering the pods)
+    _evicted: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def group(self) -> PodGroup:
@@ -217,9 +219,16 @@ class WorkloadPods:
     @property
     def evicted_by_drain(self) -> bool:
         """kubectl drain --ignore-daemonsets leaves DaemonSet and mirror pods alone."""
-        if self.workload.kind == "DaemonSet":
-            return False
-        return MIRROR_POD_ANNOTATION not in self.workload.manifest.annotations
+        if self._evicted is None:
+            object.__setattr__(self, "_evicted", evicted_by_drain(self.workload))
+        return bool(self._evicted)
+
+
+def evicted_by_drain(workload: Workload) -> bool:
+    """kubectl drain --ignore-daemonsets leaves DaemonSet and mirror pods alone."""
+    if workload.kind == "DaemonSet":
+        return False
+    return MIRROR_POD_ANNOTATION not in workload.manifest.annotations
 
 
 @dataclass(frozen=True)
@@ -249,6 +258,20 @@ class _LabelIndex:
             self.by_namespace.setdefault(workload.namespace, []).append(workload)
             for key, value in workload.pod_labels.items():
                 self.by_label.setdefault((workload.namespace, key, value), []).append(workload)
+
+    def exact(self, pdb: PDB) -> list[Workload] | None:
+        """The workloads ``pdb`` covers when its selector is one label (`matchLabels: {k: v}`,
+        as most are): the index lists exactly those, in repo order. None otherwise."""
+        scope = pdb._covering_scope
+        if scope is None or scope[0] != pdb.namespace or scope[1].kind != "requirements":
+            return None
+        requirements = scope[1].requirements
+        if len(requirements) != 1 or requirements[0].operator != "In":
+            return None
+        req = requirements[0]
+        if len(req.values) != 1:
+            return None
+        return self.by_label.get((pdb.namespace, req.key, req.values[0]), [])
 
     def candidates(self, pdb: PDB) -> list[Workload]:
         """A superset of the workloads ``pdb`` can cover, in repo order."""
@@ -310,8 +333,9 @@ class Disruption:
             if not pdb.valid:
                 continue
             members = []
-            for workload in index.candidates(pdb):
-                if pdb.covers(workload):
+            exact = index.exact(pdb)
+            for workload in index.candidates(pdb) if exact is None else exact:
+                if exact is not None or pdb.covers(workload):
                     members.append(self._pods[id(workload)])
                     self._covering[id(workload)].append(pdb)
             budget = disruption_budget(pdb.manifest.data, [m.group for m in members if m.pods])

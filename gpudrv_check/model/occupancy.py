@@ -153,6 +153,9 @@ class Occupancy:
         self._version: dict[str, int] = {n: 0 for n in self._alloc}
         # (nodes, requests) for which no node had room: no later replica finds any
         self._hopeless: set[tuple[int, int]] = set()
+        # per (nodes, requests): for each index of the eligible nodes, the next index whose
+        # node may still have room (see _next)
+        self._open: dict[tuple[int, int], list[int]] = {}
         # per (nodes, requests): what their usable nodes lack, and per node the ones to tell
         # when it is given a pod
         self._lacking: dict[tuple[int, int], _Lacking] = {}
@@ -306,23 +309,34 @@ class Occupancy:
     def _next(
         self, demand: Demand, cursor: int, held: set[str], rid: int
     ) -> tuple[str | None, int]:
-        """The first node from ``cursor`` on (wrapping) with room; and where to start next."""
-        hopeless = (id(demand.nodes), rid)
-        if hopeless in self._hopeless:
+        """The first node from ``cursor`` on (wrapping) with room; and where to start next.
+
+        A node that is full for one of the requests, or lacks room for one pod of them, stays
+        so for the rest of the run (pods are only ever added), so it is passed over for good
+        (`_open`: next-open pointers per nodes and requests) instead of being looked at again
+        by every later replica: the scan is the same, without the nodes it can never pick."""
+        key = (id(demand.nodes), rid)
+        if key in self._hopeless:
             return None, cursor
         requests, domain_of = demand.requests, demand.domains
         fulls = [f for f in (self._full.get(r) for r in (*requests, "pods")) if f]
-        skip = fulls[0] if len(fulls) == 1 else set().union(*fulls)  # one set: not copied
         eligible = demand.nodes.eligible
         total = len(eligible)
-        for step in range(total):
-            node = eligible[(cursor + step) % total]
-            if node in skip or (domain_of is not None and domain_of.get(node) in held):
-                continue
-            if not self._short(node, requests, rid):
-                return node, (cursor + step + 1) % total
+        open_ = self._open.get(key)
+        if open_ is None:
+            open_ = self._open[key] = list(range(total + 1))  # index total: none left
+        short = self._short
+        for start, stop in ((cursor, total), (0, cursor)):
+            at = _next_open(open_, start)
+            while at < stop:
+                node = eligible[at]
+                if any(node in full for full in fulls) or short(node, requests, rid):
+                    open_[at] = at + 1  # never room again for these requests
+                elif domain_of is None or domain_of.get(node) not in held:
+                    return node, (at + 1) % total
+                at = _next_open(open_, at + 1)
         if domain_of is None or not held:  # no node has room, whatever its domain
-            self._hopeless.add(hopeless)
+            self._hopeless.add(key)
         return None, cursor
 
     def _short(self, node: str, requests: Mapping[str, Fraction], rid: int) -> list[Insufficient]:
@@ -412,6 +426,14 @@ class Occupancy:
         for node in changed:
             lacking.update(node, self._short(node, requests, rid))
         return lacking
+
+
+def _next_open(open_: list[int], at: int) -> int:
+    """The first index from ``at`` on not passed over for good (path-halving lookup)."""
+    while open_[at] != at:
+        open_[at] = open_[open_[at]]
+        at = open_[at]
+    return at
 
 
 def _rank(resource: str) -> tuple:

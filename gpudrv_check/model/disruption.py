@@ -45,8 +45,6 @@ if TYPE_CHECKING:
 
 PDB_KIND = "PodDisruptionBudget"
 PDB_API_VERSIONS = frozenset(("policy/v1", "policy/v1beta1"))
-#: annotation the kubelet puts on the API mirror of a static pod; drain skips those
-MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 @dataclass
@@ -123,6 +121,11 @@ class PDB:
         return self._location_text
 
     @cached_property
+    def listing(self) -> str:
+        """``ns/name (file:line:column)``, as findings list the budgets covering a pod."""
+        return f"{self.namespace}/{self.name} ({self._location_text})"
+
+    @cached_property
     def _location_text(self) -> str:
         return str(self.manifest.location(self.rule_path))
 
@@ -182,8 +185,6 @@ class WorkloadPods:
     gpu: tuple[Node, ...] = ()
     gpu_names: frozenset[str] = frozenset()
     _group: PodGroup | None = field(default=None, init=False, repr=False, compare=False)
-    #: evicted_by_drain, worked out once (a drain reads it once per PDB covering the pods)
-    _evicted: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def group(self) -> PodGroup:
@@ -219,16 +220,7 @@ class WorkloadPods:
     @property
     def evicted_by_drain(self) -> bool:
         """kubectl drain --ignore-daemonsets leaves DaemonSet and mirror pods alone."""
-        if self._evicted is None:
-            object.__setattr__(self, "_evicted", evicted_by_drain(self.workload))
-        return bool(self._evicted)
-
-
-def evicted_by_drain(workload: Workload) -> bool:
-    """kubectl drain --ignore-daemonsets leaves DaemonSet and mirror pods alone."""
-    if workload.kind == "DaemonSet":
-        return False
-    return MIRROR_POD_ANNOTATION not in workload.manifest.annotations
+        return self.workload.kind != "DaemonSet" and not self.workload.mirror_pod
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 CONTROLLER, MANUAL = "controller", "manual"
 POLICY_PATH = ("driver", "upgradePolicy")
-MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 def policy_source(config: OperatorConfig) -> str:
@@ -63,7 +62,7 @@ class UpgradeFlow:
         """The pod-deletion step removes this workload's pods (GPU pods, not DaemonSets)."""
         if workload.kind == "DaemonSet":
             return False
-        if MIRROR_POD_ANNOTATION in workload.manifest.annotations:
+        if workload.mirror_pod:
             return False
         if self.kind == MANUAL:
             return True

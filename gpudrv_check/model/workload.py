@@ -45,6 +45,9 @@ SCALABLE_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "Replicat
 
 
 _UNREAD = object()
+#: annotation the kubelet puts on the API mirror of a static pod; a drain and the operator's
+#: pod deletion leave those pods alone
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
 #: core kind names a custom kind may share (findings then add its group)
 _CORE_NAMES = frozenset((*POD_SPEC_PATHS, "Service"))
@@ -104,6 +107,18 @@ class Workload:
     admitted_at: Path | None = None  # the key that made them (the queue-name label, …)
     # the pod spec as written (pod_spec may be admission's copy), found on first use
     _written: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
+    # whether it is a static pod's mirror, found on first use (read once per PDB and per
+    # upgrade step that looks at its pods)
+    _mirror: bool | None = field(default=None, init=False, repr=False, compare=False)
+    # short_title, made on first use (findings about budgets name a workload once per budget)
+    _short_title: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def mirror_pod(self) -> bool:
+        """A static pod's API mirror (MIRROR_POD_ANNOTATION), which nothing evicts."""
+        if self._mirror is None:
+            self._mirror = MIRROR_POD_ANNOTATION in self.manifest.annotations
+        return self._mirror
 
     @property
     def kind(self) -> str:
@@ -147,8 +162,10 @@ class Workload:
     @property
     def short_title(self) -> str:
         """``Deployment trainer``, ``RayCluster llm worker group gpu-workers``."""
-        who = f"{self.kind_text} {self.name or '?'}"
-        return f"{who} {self.role}" if self.role else who
+        if self._short_title is None:
+            who = f"{self.kind_text} {self.name or '?'}"
+            self._short_title = f"{who} {self.role}" if self.role else who
+        return self._short_title
 
     @property
     def key(self) -> str:

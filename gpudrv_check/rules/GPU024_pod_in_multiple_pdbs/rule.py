@@ -29,7 +29,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         pdbs = disruption.covering(workload)
         if len(pdbs) < 2 or disruption.pods(workload).pods == 0:
             continue
-        listed = ", ".join(f"{p.namespace}/{p.name} ({p.location_text()})" for p in pdbs)
+        listed = ", ".join(p.listing for p in pdbs)
         title = workload.short_title
         yield ctx.finding(
             ID,

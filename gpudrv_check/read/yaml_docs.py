@@ -536,8 +536,19 @@ def parse_text(text: str | bytes, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFil
     return parse_events(text, skim)
 
 
+#: bytes of text this process has had the event builder read (the line reader declined them):
+#: what tells the reader whether worker processes would pay (read/manifests.py `_parse_all`)
+_EVENT_BUILT = [0]
+
+
+def event_built_bytes() -> int:
+    """Bytes of text the event builder has read in this process so far."""
+    return _EVENT_BUILT[0]
+
+
 def parse_events(text: str | bytes, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFile:
     """`parse_text` by the libyaml event builder alone, whatever the text."""
+    _EVENT_BUILT[0] += len(text)
     with _SWAP, _event_classes() as events:
 
         def parse(source: str | bytes) -> ParsedFile:

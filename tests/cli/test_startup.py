@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import EXAMPLES, MATRIX, gpu_node, run_cli, write
+from gpudrv_check.read.manifests import PARALLEL_MIN_FILES, SAMPLE_FILES
+from tests.conftest import BUILDER_DOC, EXAMPLES, MATRIX, gpu_node, run_cli, write
 
 # runs the console script's own entry point (`cli.run`) with a gc callback that records every
 # collection the interpreter starts from then on, printed from a hook on `os._exit` (which the
@@ -58,11 +59,12 @@ def test_a_check_run_and_its_exit_start_no_collection():
 
 
 def test_a_large_repo_run_with_workers_starts_no_collection(tmp_path: Path):
-    # 200 files or more are parsed by worker processes: their results arrive in bulk
+    # files the line reader leaves to the event builder, enough of them for worker processes
+    # (read/manifests.py): their results arrive in bulk
     repo = tmp_path / "repo"
     write(repo, "support-matrix.csv", MATRIX)
-    for i in range(210):
-        write(repo, f"nodes/n{i}.yaml", gpu_node(f"n{i}"))
+    for i in range(SAMPLE_FILES + PARALLEL_MIN_FILES + 10):
+        write(repo, f"nodes/n{i}.yaml", gpu_node(f"n{i}") + BUILDER_DOC)
     seen = probe("check", str(repo), "--no-cache", "--jobs", "2", "--fail-on", "never")
     assert seen["processes"] >= 2  # the run and its workers, each probed to its exit
     assert seen["collections"] == []

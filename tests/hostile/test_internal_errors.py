@@ -13,13 +13,13 @@ import pytest
 from gpudrv_check.cli import main
 from gpudrv_check.read import codec
 from gpudrv_check.read import manifests as manifests_mod
-from gpudrv_check.read.manifests import PARALLEL_MIN_FILES, parse_manifest_bytes
-from tests.conftest import MATRIX, gpu_node, write
+from gpudrv_check.read.manifests import PARALLEL_MIN_FILES, SAMPLE_FILES, parse_manifest_bytes
+from tests.conftest import BUILDER_DOC, MATRIX, gpu_node, write
 
 
 def _repo(root: Path, count: int) -> Path:
     for i in range(count):
-        write(root, f"nodes/n{i:04d}.yaml", gpu_node(f"n{i}"))
+        write(root, f"nodes/n{i:04d}.yaml", gpu_node(f"n{i}") + BUILDER_DOC)
     write(root, "support-matrix.csv", MATRIX)
     return root
 
@@ -40,7 +40,7 @@ def test_decode_lets_memory_error_through(monkeypatch):
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_out_of_memory_is_reported_not_a_bug(tmp_path: Path, monkeypatch, capsys, jobs: str):
-    root = _repo(tmp_path / "repo", PARALLEL_MIN_FILES + 10)
+    root = _repo(tmp_path / "repo", SAMPLE_FILES + PARALLEL_MIN_FILES + 10)
 
     def exhausted(*args, **kwargs):
         raise MemoryError
@@ -56,7 +56,7 @@ def test_out_of_memory_is_reported_not_a_bug(tmp_path: Path, monkeypatch, capsys
 
 def test_out_of_memory_decoding_worker_results(tmp_path: Path, monkeypatch, capsys):
     """--jobs 2: the parent runs out of memory decoding what the workers sent back."""
-    root = _repo(tmp_path / "repo", PARALLEL_MIN_FILES + 10)
+    root = _repo(tmp_path / "repo", SAMPLE_FILES + PARALLEL_MIN_FILES + 10)
     real = codec.decode
 
     def decode(data):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_command, gpu_node
+from tests.conftest import BUILDER_DOC, cli_command, gpu_node
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/task").is_dir(), reason="finds the workers through /proc (Linux)"
@@ -29,7 +29,7 @@ def big_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i in range(FILES):
         path = root / f"nodes/{i // 100:03d}/node-{i:05d}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(gpu_node(f"node-{i:05d}"))
+        path.write_text(gpu_node(f"node-{i:05d}") + BUILDER_DOC)  # workers read them
     return root
 
 

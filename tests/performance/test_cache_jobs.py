@@ -13,14 +13,14 @@ import pytest
 from gpudrv_check.cli.commands.common import Progress
 from gpudrv_check.engine.cache.store import MAGIC, SECRET, Cache
 from gpudrv_check.read import codec
-from gpudrv_check.read.manifests import PARALLEL_MIN_FILES, parse_manifest_bytes
-from tests.conftest import gpu_node, run_cli, write
+from gpudrv_check.read.manifests import PARALLEL_MIN_FILES, SAMPLE_FILES, parse_manifest_bytes
+from tests.conftest import BUILDER_DOC, gpu_node, run_cli, write
 
 
 def _many(root: Path, count: int) -> Path:
     """A repo with enough files for worker processes, some broken."""
     for i in range(count):
-        write(root, f"nodes/n{i:04d}.yaml", gpu_node(f"node-{i}"))
+        write(root, f"nodes/n{i:04d}.yaml", gpu_node(f"node-{i}") + BUILDER_DOC)
     write(root, "apps/bad.yaml", "kind: [unclosed\n")
     write(root, "apps/dup.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n")
     write(root, "support-matrix.csv", "driver_branch,kernel,os_tag\n")
@@ -36,7 +36,7 @@ def _check(root: Path, *extra: str, cache: Path | None = None) -> tuple[int, str
 
 @pytest.mark.slow
 def test_same_bytes_for_any_jobs(tmp_path: Path):
-    root = _many(tmp_path / "repo", PARALLEL_MIN_FILES + 20)
+    root = _many(tmp_path / "repo", SAMPLE_FILES + PARALLEL_MIN_FILES + 20)
     one = _check(root, "--jobs", "1")
     assert _check(root, "--jobs", "2") == one
     assert _check(root, "--jobs", "3") == one
@@ -198,3 +198,31 @@ def test_the_console_script_exits_with_its_code_and_complete_output(tmp_path: Pa
     assert proc.returncode == 1
     assert proc.stdout.rstrip().endswith("}")
     assert '"GPU000"' in proc.stdout
+
+
+@pytest.mark.parametrize(("extra", "workers"), [("", False), (BUILDER_DOC, True)])
+def test_workers_read_only_what_the_line_reader_leaves_to_the_builder(monkeypatch, extra, workers):
+    """--jobs 2: a sample of the files is parsed first; worker processes take the rest only
+    when the event builder read a good share of it (read/manifests.py SAMPLE_FILES,
+    BUILT_SHARE). Either way the results are those of one process."""
+    from gpudrv_check.read import manifests
+
+    todo = [
+        (i, f"nodes/n{i:04d}.yaml", (gpu_node(f"node-{i}") + extra).encode(), False)
+        for i in range(SAMPLE_FILES + PARALLEL_MIN_FILES + 10)
+    ]
+    shared = []
+    real = manifests._share_out
+
+    def spy(*args, **kwargs):
+        shared.append(len(args[1]))  # the chunks handed to the workers
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(manifests, "_share_out", spy)
+    alone = manifests._parse_all(todo, 1, lambda: None)
+    assert not shared
+    both = manifests._parse_all(todo, 2, lambda: None)
+    assert bool(shared) is workers and (not workers or shared[0] > 0)
+    assert [codec.encode(both[i]) for i in sorted(both)] == [
+        codec.encode(alone[i]) for i in sorted(alone)
+    ]

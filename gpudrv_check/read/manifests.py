@@ -58,10 +58,13 @@ class FileCache(Protocol):
         ...
 
     def result(self, rel: str) -> FileResult | None:
-        """The cached FileResult of a hit; None when it does not decode."""
+        """The cached FileResult of a hit; None when it holds none or it does not decode."""
 
     def add(self, result: FileResult, helm: bool, blob: bytes | None, placeholders: bool) -> None:
         """What a freshly parsed file yields (`blob`: already encoded, or None)."""
+
+    def needed(self, result: FileResult) -> None:
+        """A hit's result, parsed again because `result` gave none: keep it from now on."""
 
     def save(self) -> None: ...
 
@@ -825,7 +828,6 @@ def read_repo(
             result = results[i]
             assert result is not None
             cache.add(result, helm, encoded.get(i), rel in content.placeholder_files)
-        cache.save()
         helm_of = {i: helm for i, _, _, helm in todo}
         content.plan = cache.partitions(_how_read(files, results, hits, helm_of, patches))
     for i, ref in enumerate(files):
@@ -839,12 +841,13 @@ def read_repo(
         elif i in hits:
             assert cache is not None
             decoded = cache.result(ref.rel)
-            _, helm, data = hits[i]
-            results[i] = (
-                decoded
-                if decoded is not None
-                else parse_manifest_bytes(ref.rel, data, helm, options.skim)
-            )
+            if decoded is None:  # not stored yet (or damaged): read, and stored from now on
+                _, helm, data = hits[i]
+                decoded = parse_manifest_bytes(ref.rel, data, helm, options.skim)
+                cache.needed(decoded)
+            results[i] = decoded
+    if cache is not None:
+        cache.save()
     content.files = [r for r in results if r is not None]
     charts = chart_findings(files, templates)
     for result in content.files:

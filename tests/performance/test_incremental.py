@@ -18,6 +18,7 @@ from gpudrv_check.read.config import load_config
 from gpudrv_check.read.manifests import ReadOptions, parse_manifest_bytes, read_repo
 from gpudrv_check.read.tree import WorkingTree
 from tests.conftest import run_main, write
+from tests.fuzz.targets import tree_difference
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -230,6 +231,59 @@ def test_a_shared_edit_evaluates_every_partition(repo, tmp_path):
     assert _read(repo, cache).plan.clean  # unchanged: all from the cache
     _node_label(repo)
     assert not _read(repo, cache).plan.clean
+
+
+def test_a_result_is_encoded_the_first_time_a_run_needs_it(repo, tmp_path, monkeypatch):
+    """A cold run stores each file's summary, not its encoded result (most files are never
+    decoded); a run that needs a file from the cache reads it again then and stores its result,
+    and the next run decodes it, with the same result."""
+    from gpudrv_check.engine.cache import files as files_mod
+    from gpudrv_check.read import manifests
+
+    cache = tmp_path / "cache"
+    stored: list[dict[str, bytes]] = []
+    real_store = Cache.store
+
+    def store(self, kind, name, key, value):
+        if kind == files_mod.KIND:
+            stored.append({rel: entry[2] for rel, entry in value.items()})
+        return real_store(self, kind, name, key, value)
+
+    monkeypatch.setattr(Cache, "store", store)
+    first = _read(repo, cache)
+    assert stored and not any(stored[-1].values())  # summaries only
+    _store_full_run(first)
+    _exempt(repo)  # team-4 changes: its files and the shared ones are decoded next
+    parsed: list[str] = []
+    real_parse = manifests.parse_manifest_bytes
+
+    def parse(rel, *args, **kwargs):
+        parsed.append(rel)
+        return real_parse(rel, *args, **kwargs)
+
+    monkeypatch.setattr(manifests, "parse_manifest_bytes", parse)
+    second = _read(repo, cache)
+    needed = {rel for rel, blob in stored[-1].items() if blob}
+    assert any(rel.startswith("inventory/") for rel in needed)  # shared: read again, stored
+    assert not any(rel.startswith("apps/team-1/") for rel in needed)  # clean: never needed
+    assert needed <= set(parsed)
+    _store_full_run(second)  # as the second run itself would: team-4 is clean from now on
+    parsed.clear()
+    third = _read(repo, cache)
+    assert not parsed  # what the second run stored is decoded now
+    as_read = {f.rel: f for f in second.files}
+    for decoded in third.files:  # the same results, decoded instead of parsed
+        again = as_read[decoded.rel]
+        assert [f.record() for f in decoded.problems] == [f.record() for f in again.problems]
+        assert len(decoded.manifests) == len(again.manifests)
+        for mine, theirs in zip(decoded.manifests, again.manifests, strict=True):
+            assert (mine.file, mine.doc, mine.kind, mine.name) == (
+                theirs.file,
+                theirs.doc,
+                theirs.kind,
+                theirs.name,
+            )
+            assert tree_difference(mine.data, theirs.data) is None
 
 
 def test_partitions_follow_kinds_and_namespaces(tmp_path):

@@ -335,6 +335,7 @@ class _Reader:
         stack = self.stack
         lines_get, positions_get = _lines_get, _positions_get
         skim_keys, skim_top, plan = self.skim_keys, self.skim_top, self.plan
+        new_map = dict.__new__
         top: _Frame | None = None  # stack[-1]
         pending = False  # the top mapping's key waits for its value on a later line
         number = 0
@@ -348,6 +349,25 @@ class _Reader:
             if what is _BLANK:
                 continue
             indent, dash, column, kind, key, value, raw = what
+            if (
+                kind == 0  # _SCALAR: `key: value` where its mapping's keys are (most lines)
+                and not pending
+                and not dash
+                and top is not None
+                and top.indent == indent
+                and top.is_map
+            ):
+                node = top.node
+                if key in node:
+                    raise _Decline  # a duplicate key: the builder reports it
+                pos = (number, column + 1)
+                node[key] = value
+                node.kpos[key] = positions_get(pos) or _share(pos)
+                if raw is not None:
+                    if node.raw is None:
+                        node.raw = {}
+                    node.raw[key] = raw
+                continue
             if kind == _MARKER:
                 if pending:
                     _null(stack[-1])
@@ -365,8 +385,13 @@ class _Reader:
                         raise _Decline  # the builder abandons the document: left to it
                     at = (number, indent + 1)
                     at = positions_get(at) or _share(at)
-                    opened = LSeq(at) if dash else LMap(at)
-                    kept = opened
+                    opened: Any
+                    if dash:
+                        opened = LSeq(at)
+                    else:  # LMap(at) without its __init__ call (a mapping per three lines)
+                        opened = new_map(LMap)
+                        opened.pos, opened.kpos, opened.raw = at, {}, None
+                    kept: Any = opened
                     skim = top.skim
                     held = top.key
                     if not skim and (held in skim_keys or (skim_top and len(stack) == 1)):
@@ -417,7 +442,8 @@ class _Reader:
                 # skimmed: the plan skips values of keys, and a list item has none)
                 if len(stack) >= MAX_DEPTH - 1:
                     raise _Decline
-                node = LMap(pos)
+                node = new_map(LMap)
+                node.pos, node.kpos, node.raw = pos, {}, None
                 seq.append(node)
                 seq.ipos.append(pos)
                 top = _Frame(node, True, column, top.skim)
@@ -442,13 +468,16 @@ class _Reader:
                 top.key_pos = pos
                 pending = True
             else:
-                value = _flow(value, number, not top.skim)
+                skimmed = False
                 if not top.skim:
-                    top.key = key
-                    if self.skims(stack, key):
-                        value = LSeq(value.pos) if value.__class__ is LSeq else LMap(value.pos)
+                    top.key = key  # the plan reads the key above a collection
+                    skimmed = self.skims(stack, key)
                     top.key = None
-                node[key] = value
+                if skimmed:  # kept empty, at its bracket, as the builder keeps it
+                    at = _pos(number, value[1] + 1)
+                    node[key] = LSeq(at) if value[0] else LMap(at)
+                else:
+                    node[key] = _flow(value, number, not top.skim)
                 node.kpos[key] = pos
         if pending:
             assert top is not None

@@ -335,7 +335,7 @@ class _Reader:
         stack = self.stack
         lines_get, positions_get = _lines_get, _positions_get
         skim_keys, skim_top, plan = self.skim_keys, self.skim_top, self.plan
-        new_map = dict.__new__
+        new_map, new_seq = dict.__new__, list.__new__
         top: _Frame | None = None  # stack[-1]
         pending = False  # the top mapping's key waits for its value on a later line
         number = 0
@@ -387,7 +387,8 @@ class _Reader:
                     at = positions_get(at) or _share(at)
                     opened: Any
                     if dash:
-                        opened = LSeq(at)
+                        opened = new_seq(LSeq)
+                        opened.pos, opened.ipos, opened.raw = at, [], None
                     else:  # LMap(at) without its __init__ call (a mapping per three lines)
                         opened = new_map(LMap)
                         opened.pos, opened.kpos, opened.raw = at, {}, None

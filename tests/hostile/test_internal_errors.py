@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# imported before any test patches the parser: it binds `parse_manifest_bytes` when first
+# imported, and a run inside a patched test would otherwise bind the patch for good
+import gpudrv_check.engine.run  # noqa: F401
 from gpudrv_check.cli import main
 from gpudrv_check.read import codec
 from gpudrv_check.read import manifests as manifests_mod

@@ -370,9 +370,14 @@ def _capped(problems: list[LoadProblem]) -> list[LoadProblem]:
 
 
 def parse_manifest_bytes(
-    rel: str, data: bytes, helm_template: bool = False, skim: SkimPlan = NOTHING_SKIPPED
+    rel: str,
+    data: bytes,
+    helm_template: bool = False,
+    skim: SkimPlan = NOTHING_SKIPPED,
+    digest: str | None = None,
 ) -> FileResult:
-    result = FileResult(rel, digest=hashlib.sha256(data).hexdigest())
+    """`digest`: the SHA-256 of `data` when the caller has it already."""
+    result = FileResult(rel, digest=digest or hashlib.sha256(data).hexdigest())
     text, problem = decode_text(data)
     if problem is not None:
         result.problems.append(problem_finding(rel, problem))
@@ -628,22 +633,25 @@ def _parse_all(
     tick,
     skim: SkimPlan = NOTHING_SKIPPED,
     encoded_out: dict[int, bytes] | None = None,
+    digests: dict[int, str] | None = None,
 ) -> dict[int, FileResult]:
     """Parse files (index, rel, bytes, helm template?), in worker processes when worth it;
-    the results are the same whatever the number of processes."""
+    the results are the same whatever the number of processes. `digests`: the SHA-256 of
+    some of them, by index, already computed."""
     out: dict[int, FileResult] = {}
+    known = digests or {}
     if jobs <= 1 or len(todo) < PARALLEL_MIN_FILES:
         for index, rel, data, helm in todo:
-            out[index] = parse_manifest_bytes(rel, data, helm, skim)
+            out[index] = parse_manifest_bytes(rel, data, helm, skim, known.get(index))
             tick()
         return out
     sample, todo = todo[:SAMPLE_FILES], todo[SAMPLE_FILES:]
     built = event_built_bytes()
-    out = _parse_all(sample, 1, tick, skim)
+    out = _parse_all(sample, 1, tick, skim, digests=known)
     built = event_built_bytes() - built
     if built < BUILT_SHARE * sum(len(data) for _, _, data, _ in sample):
         jobs = 1  # the line reader read them: this process reads the rest faster alone
-    out.update(_parse_workers(todo, jobs, tick, skim, encoded_out))
+    out.update(_parse_workers(todo, jobs, tick, skim, encoded_out, known))
     return out
 
 
@@ -653,11 +661,12 @@ def _parse_workers(
     tick,
     skim: SkimPlan,
     encoded_out: dict[int, bytes] | None,
+    digests: dict[int, str],
 ) -> dict[int, FileResult]:
     """`_parse_all` past the sample: with worker processes when asked and worth it."""
     out: dict[int, FileResult] = {}
     if jobs <= 1 or len(todo) < PARALLEL_MIN_FILES:
-        return _parse_all(todo, 1, tick, skim)
+        return _parse_all(todo, 1, tick, skim, digests=digests)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -787,6 +796,7 @@ def read_repo(
     budget = _Budget(options.max_total_bytes)
     hits: dict[int, tuple[str, bool, bytes]] = {}  # cache hits (digest, helm, bytes)
     todo: list[tuple[int, str, bytes, bool]] = []
+    digests: dict[int, str] = {}  # the SHA-256 computed for the cache, not computed again
     cache = options.cache
     if cache is not None:
         cache.open(source, (max_bytes, templates, *_plan_key(options.skim)))
@@ -818,9 +828,12 @@ def read_repo(
             hits[i] = (file_digest, helm, data)
             tick()
             continue
+        if file_digest:
+            digests[i] = file_digest
         todo.append((i, ref.rel, data, helm))
     encoded: dict[int, bytes] = {}
-    for i, parsed in _parse_all(todo, options.jobs, tick, options.skim, encoded).items():
+    parsed_all = _parse_all(todo, options.jobs, tick, options.skim, encoded, digests)
+    for i, parsed in parsed_all.items():
         results[i] = parsed
     forget_lines()  # the line reader's memo of this run's lines: not needed past the read
     if cache is not None:

@@ -59,8 +59,11 @@ def read_descriptor(fd: int, limit: int, name: str | None = None) -> bytes:
         raise TooLarge(info.st_size, limit, name)
     parts: list[bytes] = []
     total = 0
+    # the first read asks for one byte more than fstat said: os.read allocates what it is
+    # asked for, and a small file's bytes then take a small block (not a 1 MB one shrunk);
+    # when it gets exactly the size fstat gave, that is the end of the file
+    want = min(_CHUNK, limit + 1, info.st_size + 1)
     while True:
-        want = min(_CHUNK, limit + 1 - total)
         chunk = os.read(fd, want)
         if not chunk:
             return b"".join(parts)
@@ -69,9 +72,8 @@ def read_descriptor(fd: int, limit: int, name: str | None = None) -> bytes:
         if total > limit:  # grew since the fstat, or a file whose size lies (procfs)
             raise TooLarge(total, limit, name)
         if len(chunk) < want and total == info.st_size:
-            # the size fstat gave, in a short read: the end of the file, without the read
-            # that would only say so (one system call per file fewer)
             return parts[0] if len(parts) == 1 else b"".join(parts)
+        want = min(_CHUNK, limit + 1 - total)
 
 
 class Beneath:

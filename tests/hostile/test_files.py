@@ -294,3 +294,41 @@ def test_a_manifest_deeper_than_path_max_is_read(tmp_path: Path):
     assert len(deep) > 4096
     found = {(f["rule"], f["location"]["file"]) for f in json.loads(result.stdout)["findings"]}
     assert ("GPU040", deep) in found
+
+
+def test_a_file_is_read_whole_whatever_its_size_said(tmp_path: Path, monkeypatch):
+    """read_descriptor reads up to the end of the file: in one read when fstat's size is the
+    file's, on until the end when the file has more (it grew, or its size lies, as procfs
+    files say 0), and never past the limit."""
+    import os
+    import stat as stat_mod
+
+    from gpudrv_check.read import safe_io
+
+    path = tmp_path / "f.yaml"
+    path.write_bytes(b"a: 1\n" * 1000)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert safe_io.read_descriptor(fd, 10**6) == b"a: 1\n" * 1000
+    finally:
+        os.close(fd)
+
+    real_fstat = os.fstat
+    for said in (0, 7, 4999):  # a size that is less than what the file holds
+
+        def lying(fd, said=said):
+            info = real_fstat(fd)
+            fields = list(info)
+            fields[stat_mod.ST_SIZE] = said
+            return os.stat_result(fields)
+
+        monkeypatch.setattr(safe_io.os, "fstat", lying)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert safe_io.read_descriptor(fd, 10**6) == b"a: 1\n" * 1000
+            os.lseek(fd, 0, os.SEEK_SET)
+            with pytest.raises(safe_io.TooLarge):
+                safe_io.read_descriptor(fd, 4000)  # more than the limit: refused
+        finally:
+            os.close(fd)
+        monkeypatch.setattr(safe_io.os, "fstat", real_fstat)

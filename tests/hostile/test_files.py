@@ -300,7 +300,6 @@ def test_a_file_is_read_whole_whatever_its_size_said(tmp_path: Path, monkeypatch
     """read_descriptor reads up to the end of the file: in one read when fstat's size is the
     file's, on until the end when the file has more (it grew, or its size lies, as procfs
     files say 0), and never past the limit."""
-    import os
     import stat as stat_mod
 
     from gpudrv_check.read import safe_io

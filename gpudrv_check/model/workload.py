@@ -112,6 +112,8 @@ class Workload:
     _mirror: bool | None = field(default=None, init=False, repr=False, compare=False)
     # short_title, made on first use (findings about budgets name a workload once per budget)
     _short_title: str | None = field(default=None, init=False, repr=False, compare=False)
+    # node_name, read from the written spec on first use
+    _node_name: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
 
     @property
     def mirror_pod(self) -> bool:
@@ -183,8 +185,11 @@ class Workload:
 
     @property
     def node_name(self) -> str | None:
-        value = self.spec_get("nodeName")
-        return value if isinstance(value, str) and value else None
+        found = self._node_name
+        if found is _UNREAD:  # read once: placement and capacity ask for every workload
+            value = self.spec_get("nodeName")
+            found = self._node_name = value if isinstance(value, str) and value else None
+        return found
 
     @property
     def host_network(self) -> bool:

@@ -1,20 +1,22 @@
 """The fast path of the YAML reader: block-style manifests read line by line.
 
 Almost every manifest in a GitOps repo is written in one plain subset of YAML: block mappings
-and sequences, one `key: value` or `- item` per line, plain or simply quoted scalars, comments,
-`---` between documents. For such a file one regular-expression match per line gives the same
-located tree as the libyaml event builder (read/yaml_docs.py), at a fraction of its cost: the
-builder runs Python code for each of the two or three events of a line, this reader once per
-line.
+and sequences, one `key: value` or `- item` per line, plain or simply quoted scalars, one-line
+flow lists and mappings of scalars, comments, `---` between documents. For such a file, what
+each distinct line holds is worked out once with one regular-expression match (most lines of a
+repo are written many times over), and a stack of open collections follows the indentation:
+the same located tree as the libyaml event builder (read/yaml_docs.py) gives, at a fraction of
+its cost (the builder runs Python code for each of the two or three events of a line).
 
 It is exact or it declines: `parse_block` returns the ParsedFile the event builder returns for
 the same text and skim plan, or None, and the caller then runs the event builder. It declines
 what is outside the subset — anchors, aliases, tags, block scalars (`|`, `>`), scalars over
-several lines, escapes in double quotes, flow mappings with content, flow collections over
+several lines, escapes in double quotes, nested flow collections, flow collections over
 several lines, directives, `...`, tabs, CR line ends, characters YAML refuses — and any file the
 builder reports a problem for (a duplicate key, a syntax error, nesting too deep), so it never
-words a problem itself. tests/read/test_block_yaml.py holds it to the builder, tree for tree and
-position for position, on every YAML file of the repository and on generated and mutated texts.
+words a problem itself. tests/load/test_block_yaml.py holds it to the builder, tree for tree and
+position for position, on every YAML file of the repository and a generated corpus; the fuzz
+targets (tests/fuzz, `block`) on generated, mutated and dumped texts.
 """
 
 from __future__ import annotations

@@ -62,6 +62,10 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")  # a zombie runs nothing and holds no pipe
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_ends_the_run_and_its_workers(big_repo: Path, tmp_path: Path, signum, code):
     out = tmp_path / "report.json"
@@ -72,6 +76,9 @@ def test_a_signal_ends_the_run_and_its_workers(big_repo: Path, tmp_path: Path, s
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # a shell starts a background job with SIGINT ignored, and Python keeps an inherited
+        # SIG_IGN: the run under test gets the disposition a terminal gives it
+        preexec_fn=_default_sigint,
     )
     workers = _wait_for_workers(proc)
     if signum == signal.SIGINT:

@@ -64,17 +64,23 @@ class _Names:
 
     def __init__(self, patterns: list[str]) -> None:
         self.patterns = patterns
+        # name -> the last pattern naming it: `name/` (folders only), `name` (any component)
+        self.folders: dict[str, int] = {}
+        self.names: dict[str, int] = {}
+        for index, pattern in enumerate(patterns):
+            if pattern.endswith("/"):
+                self.folders[pattern[:-1]] = index
+            else:
+                self.names[pattern] = index
 
     def check_file(self, path: str) -> _Hit | None:
-        *folders, last = path.split("/")
-        hit = None
-        for index, pattern in enumerate(self.patterns):
-            if pattern.endswith("/"):
-                if pattern[:-1] in folders:
-                    hit = index
-            elif pattern in folders or pattern == last:
-                hit = index
-        return None if hit is None else _Hit(True, hit)
+        """The last pattern matching `path` (gitignore: the last match decides)."""
+        *parents, last = path.split("/")
+        folders, names = self.folders, self.names
+        hit = names.get(last, -1)
+        for part in parents:
+            hit = max(hit, folders.get(part, -1), names.get(part, -1))
+        return None if hit < 0 else _Hit(True, hit)
 
 
 class _Spec:

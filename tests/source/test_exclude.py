@@ -122,7 +122,13 @@ def test_lines_git_cannot_read_in_a_gitignore_match_nothing(tmp_path: Path):
     assert files == ["a.yaml"] and skipped == {"x/": "ignored by .gitignore"}
 
 
-PLAIN = [["vendor/", "third_party/", "steps/"], ["steps", "vendor/"], ["a", "a/"], ["x.yaml"]]
+PLAIN = [
+    ["vendor/", "third_party/", "steps/"],
+    ["steps", "vendor/"],
+    ["a", "a/"],
+    ["x.yaml"],
+    ["steps/", "x.yaml", "steps/", "x.yaml"],  # a name twice: the last pattern decides
+]
 PATHS = [
     *("vendor/", "vendor/x.yaml", "a/vendor/", "a/vendor/b/c.yaml", "vendor", "a/vendor"),
     *("steps/", "steps", "x/steps/y.yaml", "steps.yaml", "a", "a/", "b/a", "b/a/"),

@@ -251,9 +251,10 @@ class _LabelIndex:
             for key, value in workload.pod_labels.items():
                 self.by_label.setdefault((workload.namespace, key, value), []).append(workload)
 
-    def exact(self, pdb: PDB) -> list[Workload] | None:
-        """The workloads ``pdb`` covers when its selector is one label (`matchLabels: {k: v}`,
-        as most are): the index lists exactly those, in repo order. None otherwise."""
+    def label(self, pdb: PDB) -> tuple[str, str, str] | None:
+        """(namespace, key, value) when the selector of ``pdb`` is one label (`matchLabels:
+        {k: v}`, as most are): the index lists exactly the workloads it covers, in repo
+        order (`by_label`). None otherwise."""
         scope = pdb._covering_scope
         if scope is None or scope[0] != pdb.namespace or scope[1].kind != "requirements":
             return None
@@ -263,7 +264,7 @@ class _LabelIndex:
         req = requirements[0]
         if len(req.values) != 1:
             return None
-        return self.by_label.get((pdb.namespace, req.key, req.values[0]), [])
+        return (pdb.namespace, req.key, req.values[0])
 
     def candidates(self, pdb: PDB) -> list[Workload]:
         """A superset of the workloads ``pdb`` can cover, in repo order."""
@@ -282,6 +283,21 @@ class _LabelIndex:
                 }
                 return [w for w in everyone if id(w) in found]
         return everyone
+
+
+def _budget_key(pdb: PDB, label: tuple[str, str, str] | None) -> tuple | None:
+    """What a valid PDB's budget depends on when one label selects its pods: the label and
+    minAvailable and maxUnavailable as written (type and value); None otherwise."""
+    spec = pdb.spec
+    if label is None or spec is None:
+        return None
+    written = []
+    for field_name in ("minAvailable", "maxUnavailable"):
+        value = spec.get(field_name)
+        if value is not None and value.__class__ not in (int, str):
+            return None
+        written.append((value.__class__.__name__, value))
+    return (label, *written)
 
 
 class Disruption:
@@ -321,16 +337,32 @@ class Disruption:
         self._covering: dict[int, list[PDB]] = {id(w): [] for w in repo.workloads}
         index = _LabelIndex([w for w in repo.workloads if not w.template_only])
         self.coverages: list[Coverage] = []
+        # budgets of PDBs with one label and the same minAvailable and maxUnavailable: one
+        # computation (the budget reads nothing else of a valid spec, and the label names
+        # the covered pods)
+        budgets: dict[tuple, Budget] = {}
+        pods_of, covering = self._pods, self._covering
         for pdb in repo.pdbs:
             if not pdb.valid:
                 continue
             members = []
-            exact = index.exact(pdb)
-            for workload in index.candidates(pdb) if exact is None else exact:
-                if exact is not None or pdb.covers(workload):
-                    members.append(self._pods[id(workload)])
-                    self._covering[id(workload)].append(pdb)
-            budget = disruption_budget(pdb.manifest.data, [m.group for m in members if m.pods])
+            label = index.label(pdb)
+            if label is None:
+                for workload in index.candidates(pdb):
+                    if pdb.covers(workload):
+                        members.append(pods_of[id(workload)])
+                        covering[id(workload)].append(pdb)
+            else:
+                for workload in index.by_label.get(label, ()):
+                    members.append(pods_of[id(workload)])
+                    covering[id(workload)].append(pdb)
+            key = _budget_key(pdb, label)
+            budget = budgets.get(key) if key is not None else None
+            if budget is None:
+                groups = [m.group for m in members if m.pods]
+                budget = disruption_budget(pdb.manifest.data, groups)
+                if key is not None:
+                    budgets[key] = budget
             self.coverages.append(Coverage(pdb, tuple(members), budget))
         self._coverage = {id(c.pdb): c for c in self.coverages}
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.model.node import Node
@@ -16,6 +17,7 @@ from gpudrv_check.nvidia.driver_image import (
     driver_image_reference,
     driver_image_tag,
     operator_release,
+    tag_from_facts,
 )
 from gpudrv_check.read.config import Config
 
@@ -103,10 +105,12 @@ def node_tag(node: Node, repo: Repo) -> TagResult:
     memo = repo.extras.setdefault("node_tags", {})
     found = memo.get(id(node))
     if found is None or found[0] is not node:
-        found = memo[id(node)] = (
-            node,
-            driver_image_tag(node.labels, operator_version(repo), label_keys(repo.config)),
-        )
+        if isinstance(node.labels, Mapping):
+            facts, missing = _facts(node, repo)
+            tag = tag_from_facts(facts, missing, operator_version(repo))
+        else:
+            tag = driver_image_tag(node.labels, operator_version(repo), label_keys(repo.config))
+        found = memo[id(node)] = (node, tag)
     return found[1]
 
 
@@ -122,13 +126,19 @@ def planned_driver(node: Node, repo: Repo) -> NodeDriver | None:
 
 def node_facts(node: Node, repo: Repo):  # noqa: ANN201 - NodeDriverFacts, imported lazily
     """The node's driver, kernel and OS facts under the config's label keys (once per node)."""
+    return _facts(node, repo)[0]
+
+
+def _facts(node: Node, repo: Repo) -> tuple[Any, tuple[str, ...]]:
+    """`driver_facts` of the node's labels, read once per node: its facts and the tag facts
+    missing (node_tag and node_facts both need them)."""
     from gpudrv_check.nvidia.driver_image import driver_facts
 
     memo = repo.extras.setdefault("node_facts", {})
     found = memo.get(id(node))
     if found is None or found[0] is not node:
-        found = memo[id(node)] = (node, driver_facts(node.labels, label_keys(repo.config))[0])
-    return found[1]
+        found = memo[id(node)] = (node, *driver_facts(node.labels, label_keys(repo.config)))
+    return found[1], found[2]
 
 
 def driver_managed(node: Node) -> bool:

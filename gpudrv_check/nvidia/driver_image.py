@@ -371,6 +371,13 @@ def driver_image_tag(
     if not isinstance(labels, Mapping):
         return TagResult(None, error="node labels are not a mapping")
     facts, missing = driver_facts(labels, label_keys)
+    return tag_from_facts(facts, missing, operator_version)
+
+
+def tag_from_facts(
+    facts: NodeDriverFacts, missing: tuple[str, ...], operator_version: object = None
+) -> TagResult:
+    """``driver_image_tag`` from what ``driver_facts`` read of the labels (a mapping)."""
     if missing:
         return TagResult(None, missing=missing)
     ostag = os_tag(facts.os_id, facts.os_version_id, operator_version)

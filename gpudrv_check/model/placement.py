@@ -235,6 +235,7 @@ class Placement:
         }
         self._cache: dict[tuple, dict[str, Verdict]] = {}
         self._keys: dict[int, tuple[Workload, tuple]] = {}  # constraint keys by identity
+        self._requests: dict[int, tuple[Workload, dict[str, Fraction]]] = {}  # likewise
         self._eligible: dict[tuple, list[Node]] = {}
         self._partitions: dict[tuple[str, ...], tuple[list[int], list[Node]]] = {}
         self._texts: dict[str, str] = {}
@@ -259,14 +260,20 @@ class Placement:
 
     def requests(self, workload: Workload) -> dict[str, Fraction]:
         """One pod's requests as the scheduler sums them: the template's plus the overhead of
-        its RuntimeClass when the repo holds that RuntimeClass."""
+        its RuntimeClass when the repo holds that RuntimeClass (once per workload: the key,
+        the capacity and the messages each ask)."""
+        found = self._requests.get(id(workload))
+        if found is not None:
+            return found[1]
         runtime = workload.spec_get("runtimeClassName")
         overhead = self.overheads.get(runtime) if isinstance(runtime, str) else None
-        if not overhead:
-            return workload.requests
-        total = dict(workload.requests)
-        for key, amount in overhead.items():
-            total[key] = total.get(key, Fraction(0)) + amount
+        total = workload.requests
+        if overhead:
+            total = dict(workload.requests)
+            for key, amount in overhead.items():
+                total[key] = total.get(key, Fraction(0)) + amount
+        # by identity; the entry holds the workload, so its id cannot be reused meanwhile
+        self._requests[id(workload)] = (workload, total)
         return total
 
     def constraint_key(self, workload: Workload, daemonset: bool | None = None) -> tuple:

@@ -112,8 +112,9 @@ class Workload:
     _mirror: bool | None = field(default=None, init=False, repr=False, compare=False)
     # short_title, made on first use (findings about budgets name a workload once per budget)
     _short_title: str | None = field(default=None, init=False, repr=False, compare=False)
-    # node_name, read from the written spec on first use
+    # node_name and preemption_policy, read from the written spec on first use
     _node_name: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
+    _preemption: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
 
     @property
     def mirror_pod(self) -> bool:
@@ -213,8 +214,11 @@ class Workload:
 
     @property
     def preemption_policy(self) -> str | None:
-        value = self.spec_get("preemptionPolicy")
-        return value if isinstance(value, str) else None
+        found = self._preemption
+        if found is _UNREAD:  # read once (the capacity simulation asks per workload)
+            value = self.spec_get("preemptionPolicy")
+            found = self._preemption = value if isinstance(value, str) else None
+        return found
 
     def gpu_request_path(self) -> Path | None:
         """Where the largest ``nvidia.com/gpu`` amount is written (limits before requests)."""

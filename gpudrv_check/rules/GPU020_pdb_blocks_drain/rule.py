@@ -74,14 +74,21 @@ def check(ctx: Context) -> Iterator[Finding]:
     disruption = ctx.repo.disruption
     flow = upgrade_flow(ctx.repo)
     memo: dict = {}
+    # per workload (by its WorkloadPods, which a coverage shares with the others covering the
+    # same pods): whether an upgrade's drain evicts healthy pods of it
+    evicted: dict[int, bool] = {}
     for coverage in disruption.coverages:
         if not coverage.blocks:
             continue
-        drained = [
-            m
-            for m in coverage.members
-            if m.evicted_by_drain and m.healthy > 0 and flow.evicts(m.workload)
-        ]
+        drained = []
+        for m in coverage.members:
+            found = evicted.get(id(m))
+            if found is None:
+                found = evicted[id(m)] = (
+                    m.evicted_by_drain and m.healthy > 0 and flow.evicts(m.workload)
+                )
+            if found:
+                drained.append(m)
         gpu_nodes = _gpu_node_names(drained, memo)
         if not gpu_nodes:
             continue

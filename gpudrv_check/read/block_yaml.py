@@ -34,6 +34,7 @@ from gpudrv_check.read.yaml_docs import (
     Doc,
     ParsedFile,
     _share,
+    append_item,
     resolve_plain,
     shared_layout,
     skims,
@@ -233,12 +234,7 @@ def _flow(spec: tuple[bool, int, tuple[Any, ...]], number: int, shared: bool) ->
         return node
     seq = LSeq(pos)
     for value, raw, at in items:
-        if raw is not None:
-            if seq.raw is None:
-                seq.raw = {}
-            seq.raw[len(seq)] = raw
-        seq.append(value)
-        seq.ipos.append(_pos(number, at + 1))
+        append_item(seq, value, _pos(number, at + 1), raw)
     return seq
 
 
@@ -434,12 +430,7 @@ class _Reader:
                     if kind == _FLOW:
                         value = _flow(value, number, not top.skim)
                         pos = value.pos
-                    elif raw is not None:
-                        if seq.raw is None:
-                            seq.raw = {}
-                        seq.raw[len(seq)] = raw
-                    seq.append(value)
-                    seq.ipos.append(pos)
+                    append_item(seq, value, pos, raw)
                     continue
                 # a compact mapping, `- name: x`: its keys at the item's column (never
                 # skimmed: the plan skips values of keys, and a list item has none)

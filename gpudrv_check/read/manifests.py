@@ -836,12 +836,15 @@ def read_repo(
     for i, parsed in parsed_all.items():
         results[i] = parsed
     forget_lines()  # the line reader's memo of this run's lines: not needed past the read
+    # the bytes parsed are not needed past here: let them go (a large repo's are tens of MB)
+    parsed_files = [(i, rel, helm) for i, rel, _, helm in todo]
+    del todo, parsed_all
     if cache is not None:
-        for i, rel, _, helm in todo:
+        for i, rel, helm in parsed_files:
             result = results[i]
             assert result is not None
             cache.add(result, helm, encoded.get(i), rel in content.placeholder_files)
-        helm_of = {i: helm for i, _, _, helm in todo}
+        helm_of = {i: helm for i, _, helm in parsed_files}
         content.plan = cache.partitions(_how_read(files, results, hits, helm_of, patches))
     for i, ref in enumerate(files):
         if content.plan is not None and not content.plan.decode(ref.rel):

@@ -34,6 +34,7 @@ from gpudrv_check.read.yaml_docs import (
     Doc,
     ParsedFile,
     _share,
+    _too_deep,
     append_item,
     resolve_plain,
     shared_layout,
@@ -299,8 +300,8 @@ def _classify(line: str) -> tuple[Any, ...] | None:
 def parse_block(text: str, plan: SkimPlan = NOTHING_SKIPPED) -> ParsedFile | None:
     """The located documents of `text` when it is in the subset this reader knows (exactly
     what read/yaml_docs.parse_text gives for it), else None."""
-    if _OUTSIDE.search(text) is not None:
-        return None
+    if _OUTSIDE.search(text) is not None or _too_deep(text) is not None:
+        return None  # (a text with brackets nested too deep: the builder refuses it whole)
     try:
         return _Reader(plan).read(text)
     except _Decline:

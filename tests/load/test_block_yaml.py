@@ -184,6 +184,7 @@ def test_these_are_read_by_the_line_reader_exactly_as_the_builder_reads_them(tex
         ("a: 1\n- b\n", "list item where a key belongs"),
         ("a: \x07\n", "a character YAML refuses"),
         ("a:\n" + "".join("  " * i + "- x:\n" for i in range(130)), "nesting too deep"),
+        ("a: '" + "[" * 130 + "'\n", "brackets the builder counts as nested too deep"),
     ],
 )
 def test_what_the_line_reader_leaves_to_the_builder(text, why, plan):

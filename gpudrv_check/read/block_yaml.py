@@ -57,13 +57,17 @@ _SQ_KEY = re.compile(r"'((?:[^']|'')*)':(?: +|\Z)(.*)\Z")
 _TAIL = re.compile(r"(?: +(?:#.*)?)?\Z")
 # One-line flow collections: a scalar (double-quoted without escapes, single-quoted, or plain
 # with no `:`, `#`, `?` or flow indicator in it: this libyaml ends a flow plain scalar at `?`)
-# and the separator after it; for a mapping, a key scalar, `: ` and a value scalar.
+# and the separator after it; for a mapping, a key scalar, `: ` and a value scalar. A plain
+# scalar takes blanks only before another of its characters, so it never ends in blanks and
+# no run of blanks is tried twice (a lazy `.*?` before ` *,` is quadratic in a long run).
+_FLOW_CHAR = r"[^ :#,\[\]{}?]"
 _FLOW_SCALAR = (
     r"(?:\"([^\"\\]*)\"|'((?:[^']|'')*)'"
-    r"|([^ :#'\"&*!|>%@`{}\[\],?\-][^:#,\[\]{}?]*?|-[^ :#,\[\]{}?][^:#,\[\]{}?]*?))"
+    r"|((?:[^ :#'\"&*!|>%@`{}\[\],?\-]|-" + _FLOW_CHAR + r")"
+    r"(?:" + _FLOW_CHAR + r"| +(?=" + _FLOW_CHAR + r"))*))"
 )
 _FLOW_ITEM = re.compile(r" *" + _FLOW_SCALAR + r" *(,|\])")
-_FLOW_PAIR = re.compile(r" *" + _FLOW_SCALAR + r": +" + _FLOW_SCALAR + r" *(,|\})")
+_FLOW_PAIR = re.compile(r" *" + _FLOW_SCALAR + r" *: +" + _FLOW_SCALAR + r" *(,|\})")
 _FLOW_EMPTY = re.compile(r"[\[{] *([\]}])")
 # characters that make a value more than a plain scalar on one line, at its start
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` ")
@@ -82,9 +86,11 @@ _OPEN = 1  # `key:` alone: the value is on the following lines
 _FLOW = 2  # a one-line flow collection: `value` is (is a list, column, items), see _flow
 _MARKER = 3  # `---`: a document starts
 _BLANK = None  # a blank line, or a comment
-#: lines by their text; bounded, and emptied when a run's reading ends (`forget`)
+#: lines by their text, up to _MAX_LINES lines of at most _MAX_LINE characters (a long line
+#: is rarely written twice); emptied when a run's reading ends (`forget`)
 _LINES: dict[str, tuple[Any, ...] | None] = {}
 _MAX_LINES = 200_000
+_MAX_LINE = 200
 _lines_get = _LINES.get
 
 
@@ -201,6 +207,12 @@ def _flow_items(text: str, column: int) -> tuple[bool, int, tuple[Any, ...]]:
             items.append((value, raw, column + start))
         else:
             key, key_raw, key_start = _flow_scalar(match, 1)
+            # libyaml's limit on a simple key: from its first character to its `:`
+            written = (
+                match.end(3) if match.group(3) is not None else max(match.end(1), match.end(2)) + 1
+            )
+            if text.index(":", written) - key_start > _MAX_KEY:
+                raise _Decline
             if key_raw is not None:
                 key = intern(key_raw)  # a typed key is its written text, as the builder keeps it
             if key.__class__ is not str or key in keys or key == "<<":
@@ -240,16 +252,16 @@ def _flow(spec: tuple[bool, int, tuple[Any, ...]], number: int, shared: bool) ->
 
 
 def _quoted_key(text: str) -> tuple[str, str] | None:
-    """`"key": rest` or `'key': rest`: (key, rest); None when the text is no quoted key."""
-    if text[0] == '"':
-        match = _DQ_KEY.match(text)
-        if match is None:
-            return None
-        return intern(match.group(1)), match.group(2)
-    match = _SQ_KEY.match(text)
+    """`"key": rest` or `'key': rest`: (key, rest); None when the text is no quoted key.
+    Declines a key written longer than libyaml takes (`_MAX_KEY`, counted as written:
+    `''` is two characters there)."""
+    match = (_DQ_KEY if text[0] == '"' else _SQ_KEY).match(text)
     if match is None:
         return None
-    return intern(match.group(1).replace("''", "'")), match.group(2)
+    if match.end(1) > _MAX_KEY:
+        raise _Decline
+    key = match.group(1)
+    return intern(key if text[0] == '"' else key.replace("''", "'")), match.group(2)
 
 
 def _classify(line: str) -> tuple[Any, ...] | None:
@@ -343,7 +355,7 @@ class _Reader:
             what: Any = lines_get(line, line)  # the line itself: not seen yet
             if what is line:
                 what = _classify(line)
-                if len(_LINES) < _MAX_LINES:
+                if len(line) <= _MAX_LINE and len(_LINES) < _MAX_LINES:
                     _LINES[line] = what
             if what is _BLANK:
                 continue

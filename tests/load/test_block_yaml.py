@@ -127,6 +127,7 @@ spec:
         "k: a#b\nl: a b  # c\nm: é\u00a0x\nn: -a\n",  # plain scalars with odd inner characters
         "a: [ ]\nb: { }\nc: []   # c\n",  # empty flow collections
         "a:\n  - x\n  -  y\nb:\n- z\n",  # indented and indentless lists
+        "a: {k  : v, 'q' : w}\nb: [b c, d  e ,f]\n",  # blanks inside and around flow scalars
     ],
     ids=[
         "deployment",
@@ -144,6 +145,7 @@ spec:
         "plain-inner",
         "empty-flow",
         "lists",
+        "flow-blanks",
     ],
 )
 def test_these_are_read_by_the_line_reader_exactly_as_the_builder_reads_them(text, plan):
@@ -185,6 +187,10 @@ def test_these_are_read_by_the_line_reader_exactly_as_the_builder_reads_them(tex
         ("a: \x07\n", "a character YAML refuses"),
         ("a:\n" + "".join("  " * i + "- x:\n" for i in range(130)), "nesting too deep"),
         ("a: '" + "[" * 130 + "'\n", "brackets the builder counts as nested too deep"),
+        ("'" + "''" * 512 + "': 1\n", "a quoted key written longer than libyaml takes"),
+        ("- '" + "''" * 512 + "': x\n", "the same key in a list item"),
+        ("a: {" + "k" * 1025 + ": v}\n", "a flow mapping's key longer than libyaml takes"),
+        ("a: {" + "k" * 1020 + "      : v}\n", "the same, counted to its colon"),
     ],
 )
 def test_what_the_line_reader_leaves_to_the_builder(text, why, plan):
@@ -272,3 +278,22 @@ def test_the_lines_remembered_are_forgotten_when_reading_ends():
     block_yaml.forget()
     assert not block_yaml._LINES
     assert parse_block("a: 1\nb: two\n") is not None  # and read again the same way
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: [b" + " " * 200_000 + "c]\n",
+        "a: {k: b" + " " * 200_000 + "c}\n",
+        "- [b" + " " * 200_000 + "c\n",  # not closed: declined
+        "a: [b" + " " * 200_000 + ":]\n",  # a colon: declined
+    ],
+    ids=["list", "mapping", "unclosed", "colon"],
+)
+def test_a_long_run_of_blanks_in_a_flow_scalar_is_read_in_one_pass(text):
+    """Hostile input stays bounded (review of the line reader: a lazy scalar pattern before
+    ` *,` went back over the whole run of blanks for each character, quadratic: 200k blanks
+    would take minutes). Read as the builder reads it, or declined."""
+    for plan in (skim_plan(), NOTHING_SKIPPED):
+        if parse_block(text, plan) is not None:
+            assert_same(text, plan)

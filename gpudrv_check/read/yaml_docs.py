@@ -530,7 +530,10 @@ def parse_text(text: str | bytes, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFil
     builder (`parse_events`).
     """
     if isinstance(text, str):
-        fast = _block_yaml.parse_block(text, skim)
+        # imported here: the line reader builds on this module (no import cycle at load time)
+        from gpudrv_check.read.block_yaml import parse_block
+
+        fast = parse_block(text, skim)
         if fast is not None:
             return fast
     return parse_events(text, skim)
@@ -1088,7 +1091,3 @@ def _reader_problem(err: Any, text: str | bytes) -> LoadProblem:
         "file not read",
         "Remove the character, or write it as an escape inside double quotes (\\u0007).",
     )
-
-
-# the line reader builds on this module's trees and sharing, so it is imported after them
-from gpudrv_check.read import block_yaml as _block_yaml  # noqa: E402

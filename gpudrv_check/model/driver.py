@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -15,7 +14,6 @@ from gpudrv_check.nvidia.driver_image import (
     DEPLOY_OPERANDS_LABEL,
     TagResult,
     driver_image_reference,
-    driver_image_tag,
     operator_release,
     tag_from_facts,
 )
@@ -105,12 +103,8 @@ def node_tag(node: Node, repo: Repo) -> TagResult:
     memo = repo.extras.setdefault("node_tags", {})
     found = memo.get(id(node))
     if found is None or found[0] is not node:
-        if isinstance(node.labels, Mapping):
-            facts, missing = _facts(node, repo)
-            tag = tag_from_facts(facts, missing, operator_version(repo))
-        else:
-            tag = driver_image_tag(node.labels, operator_version(repo), label_keys(repo.config))
-        found = memo[id(node)] = (node, tag)
+        facts, missing = _facts(node, repo)  # Node.labels: a dict, validated as one
+        found = memo[id(node)] = (node, tag_from_facts(facts, missing, operator_version(repo)))
     return found[1]
 
 

@@ -338,6 +338,7 @@ class _Reader:
         self.in_doc = False
 
     def skims(self, stack: list[_Frame], key: str | None) -> bool:
+        """yaml_docs.skims for a collection under `key`, asked only where the plan can skip."""
         if key in self.skim_keys or (self.skim_top and len(stack) == 1):
             return skims(stack, self.plan)
         return False
@@ -345,7 +346,7 @@ class _Reader:
     def read(self, text: str) -> ParsedFile:
         stack = self.stack
         lines_get, positions_get = _lines_get, _positions_get
-        skim_keys, skim_top, plan = self.skim_keys, self.skim_top, self.plan
+        wants_skim = self.skims
         new_map, new_seq = dict.__new__, list.__new__
         top: _Frame | None = None  # stack[-1]
         pending = False  # the top mapping's key waits for its value on a later line
@@ -360,25 +361,6 @@ class _Reader:
             if what is _BLANK:
                 continue
             indent, dash, column, kind, key, value, raw = what
-            if (
-                kind == 0  # _SCALAR: `key: value` where its mapping's keys are (most lines)
-                and not pending
-                and not dash
-                and top is not None
-                and top.indent == indent
-                and top.is_map
-            ):
-                node = top.node
-                if key in node:
-                    raise _Decline  # a duplicate key: the builder reports it
-                pos = (number, column + 1)
-                node[key] = value
-                node.kpos[key] = positions_get(pos) or _share(pos)
-                if raw is not None:
-                    if node.raw is None:
-                        node.raw = {}
-                    node.raw[key] = raw
-                continue
             if kind == _MARKER:
                 if pending:
                     _null(stack[-1])
@@ -406,10 +388,9 @@ class _Reader:
                     kept: Any = opened
                     skim = top.skim
                     held = top.key
-                    if not skim and (held in skim_keys or (skim_top and len(stack) == 1)):
-                        if skims(stack, plan):
-                            kept = LSeq(at) if dash else LMap(at)  # kept empty, as built
-                            skim = True
+                    if not skim and wants_skim(stack, held):
+                        kept = LSeq(at) if dash else LMap(at)  # kept empty, as built
+                        skim = True
                     parent = top.node
                     parent[held] = kept
                     parent.kpos[held] = top.key_pos
@@ -478,7 +459,7 @@ class _Reader:
                 skimmed = False
                 if not top.skim:
                     top.key = key  # the plan reads the key above a collection
-                    skimmed = self.skims(stack, key)
+                    skimmed = wants_skim(stack, key)
                     top.key = None
                 if skimmed:  # kept empty, at its bracket, as the builder keeps it
                     at = _pos(number, value[1] + 1)

@@ -160,6 +160,8 @@ def _fit(
     if floor is None:
         return None  # neither the release nor its major is in the table: nothing to compare
     fit = CudaFit(container, need, floor)
+    # per driver version, the list its nodes go to (a fleet runs few distinct versions)
+    bucket: dict[str, list] = {}
     for node in nodes:
         if node.name not in drivers:
             driver = node_driver(node)
@@ -171,15 +173,19 @@ def _fit(
         if pair[0] is not node:  # another node of the same name: its driver, as by name
             pair = (node, pair[1])
         version = pair[1]
-        starts = _at_least(version, floor)
-        if starts is None:
-            fit.unknown.append(node)
-        elif not starts:
-            fit.too_old.append(pair)
-        elif need.min_driver and _at_least(version, need.min_driver) is False:
-            fit.limited.append(pair)
-        else:
-            fit.fine.append(pair)
+        listed = bucket.get(version)
+        if listed is None:
+            starts = _at_least(version, floor)
+            if starts is None:
+                listed = fit.unknown
+            elif not starts:
+                listed = fit.too_old
+            elif need.min_driver and _at_least(version, need.min_driver) is False:
+                listed = fit.limited
+            else:
+                listed = fit.fine
+            bucket[version] = listed
+        listed.append(node if listed is fit.unknown else pair)
     return fit
 
 

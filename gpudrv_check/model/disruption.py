@@ -341,21 +341,32 @@ class Disruption:
         # computation (the budget reads nothing else of a valid spec, and the label names
         # the covered pods)
         budgets: dict[tuple, Budget] = {}
+        # PDBs selecting by the same one label cover the same pods: one members tuple and one
+        # list of coverage lists for all of them (the same objects: rules memoise by identity)
+        by_label: dict[tuple[str, str, str], tuple[tuple[WorkloadPods, ...], list]] = {}
         pods_of, covering = self._pods, self._covering
         for pdb in repo.pdbs:
             if not pdb.valid:
                 continue
-            members = []
             label = index.label(pdb)
             if label is None:
+                listed = []
                 for workload in index.candidates(pdb):
                     if pdb.covers(workload):
-                        members.append(pods_of[id(workload)])
+                        listed.append(pods_of[id(workload)])
                         covering[id(workload)].append(pdb)
+                members = tuple(listed)
             else:
-                for workload in index.by_label.get(label, ()):
-                    members.append(pods_of[id(workload)])
-                    covering[id(workload)].append(pdb)
+                shared = by_label.get(label)
+                if shared is None:
+                    covered = index.by_label.get(label, ())
+                    shared = by_label[label] = (
+                        tuple(pods_of[id(w)] for w in covered),
+                        [covering[id(w)] for w in covered],
+                    )
+                members = shared[0]
+                for pdbs in shared[1]:
+                    pdbs.append(pdb)
             key = _budget_key(pdb, label)
             budget = budgets.get(key) if key is not None else None
             if budget is None:
@@ -363,7 +374,7 @@ class Disruption:
                 budget = disruption_budget(pdb.manifest.data, groups)
                 if key is not None:
                     budgets[key] = budget
-            self.coverages.append(Coverage(pdb, tuple(members), budget))
+            self.coverages.append(Coverage(pdb, members, budget))
         self._coverage = {id(c.pdb): c for c in self.coverages}
 
     def pods(self, workload: Workload) -> WorkloadPods:

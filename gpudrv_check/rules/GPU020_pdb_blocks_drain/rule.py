@@ -77,35 +77,44 @@ def check(ctx: Context) -> Iterator[Finding]:
     # per workload (by its WorkloadPods, which a coverage shares with the others covering the
     # same pods): whether an upgrade's drain evicts healthy pods of it
     evicted: dict[int, bool] = {}
+    # per members tuple (budgets selecting by the same label share one, model/disruption.py):
+    # the covered workloads' text, the GPU nodes' names and the pending note
+    described: dict[int, tuple[str, str, str]] = {}
     for coverage in disruption.coverages:
         if not coverage.blocks:
             continue
-        drained = []
-        for m in coverage.members:
-            found = evicted.get(id(m))
-            if found is None:
-                found = evicted[id(m)] = (
-                    m.evicted_by_drain and m.healthy > 0 and flow.evicts(m.workload)
-                )
-            if found:
-                drained.append(m)
-        gpu_nodes = _gpu_node_names(drained, memo)
+        found_text = described.get(id(coverage.members))
+        if found_text is None:
+            drained = []
+            for m in coverage.members:
+                found = evicted.get(id(m))
+                if found is None:
+                    found = evicted[id(m)] = (
+                        m.evicted_by_drain and m.healthy > 0 and flow.evicts(m.workload)
+                    )
+                if found:
+                    drained.append(m)
+            gpu_nodes = _gpu_node_names(drained, memo)
+            found_text = described[id(coverage.members)] = (
+                names([workload_title(m) for m in drained]) if gpu_nodes else "",
+                names(gpu_nodes),
+                pending_note(coverage) if gpu_nodes else "",
+            )
+        covered, gpu_nodes, pending = found_text
         if not gpu_nodes:
             continue
         pdb = coverage.pdb
-        covered = names([workload_title(m) for m in drained])
-        pending = pending_note(coverage)
         message = (
             f"{pdb.title} allows 0 disruptions even with every "
             f"{'schedulable ' if pending else ''}covered pod healthy "
             f"({coverage.budget.describe()}). It covers {covered}, which can run on GPU "
-            f"node(s) {names(gpu_nodes)}: a driver-upgrade drain of those nodes is refused "
+            f"node(s) {gpu_nodes}: a driver-upgrade drain of those nodes is refused "
             f'with HTTP {EVICTION_BUDGET_VIOLATION_STATUS} "{EVICTION_BUDGET_VIOLATION_MESSAGE}" '
             "and, without --timeout, kubectl drain retries forever with the node cordoned"
         )
         if flow.kind == CONTROLLER:
             message = _controller_message(
-                pdb.title, coverage.budget.describe(), covered, names(gpu_nodes)
+                pdb.title, coverage.budget.describe(), covered, gpu_nodes
             )
         if pending:
             message += f". Note: {pending}"

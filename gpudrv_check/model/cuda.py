@@ -136,6 +136,10 @@ class CudaFit:
         return bool(self.too_old) and not self.limited and not self.fine
 
 
+#: a driver version `_fit` has not judged yet
+_UNSEEN: list[tuple[Node, str]] = []
+
+
 @lru_cache(maxsize=4096)
 def _at_least(node_version: str, minimum: str) -> bool | None:
     """Whether a driver meets a minimum (None: undecidable); few distinct pairs per run."""
@@ -161,7 +165,7 @@ def _fit(
         return None  # neither the release nor its major is in the table: nothing to compare
     fit = CudaFit(container, need, floor)
     # per driver version, the list its nodes go to (a fleet runs few distinct versions)
-    bucket: dict[str, list] = {}
+    bucket: dict[str, list[tuple[Node, str]] | None] = {}
     for node in nodes:
         if node.name not in drivers:
             driver = node_driver(node)
@@ -173,11 +177,11 @@ def _fit(
         if pair[0] is not node:  # another node of the same name: its driver, as by name
             pair = (node, pair[1])
         version = pair[1]
-        listed = bucket.get(version)
-        if listed is None:
+        listed = bucket.get(version, _UNSEEN)
+        if listed is _UNSEEN:
             starts = _at_least(version, floor)
             if starts is None:
-                listed = fit.unknown
+                listed = None
             elif not starts:
                 listed = fit.too_old
             elif need.min_driver and _at_least(version, need.min_driver) is False:
@@ -185,7 +189,10 @@ def _fit(
             else:
                 listed = fit.fine
             bucket[version] = listed
-        listed.append(node if listed is fit.unknown else pair)
+        if listed is None:  # undecidable for this version
+            fit.unknown.append(node)
+        else:
+            listed.append(pair)
     return fit
 
 

@@ -349,23 +349,24 @@ class Disruption:
             if not pdb.valid:
                 continue
             label = index.label(pdb)
+            members: tuple[WorkloadPods, ...]
             if label is None:
-                listed = []
+                found: list[WorkloadPods] = []
                 for workload in index.candidates(pdb):
                     if pdb.covers(workload):
-                        listed.append(pods_of[id(workload)])
+                        found.append(pods_of[id(workload)])
                         covering[id(workload)].append(pdb)
-                members = tuple(listed)
+                members = tuple(found)
             else:
-                shared = by_label.get(label)
-                if shared is None:
-                    covered = index.by_label.get(label, ())
-                    shared = by_label[label] = (
+                same = by_label.get(label)
+                if same is None:
+                    covered = index.by_label.get(label, [])
+                    same = by_label[label] = (
                         tuple(pods_of[id(w)] for w in covered),
                         [covering[id(w)] for w in covered],
                     )
-                members = shared[0]
-                for pdbs in shared[1]:
+                members = same[0]
+                for pdbs in same[1]:
                     pdbs.append(pdb)
             key = _budget_key(pdb, label)
             budget = budgets.get(key) if key is not None else None

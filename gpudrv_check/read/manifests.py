@@ -66,6 +66,10 @@ class FileCache(Protocol):
     def needed(self, result: FileResult) -> None:
         """A hit's result, parsed again because `result` gave none: keep it from now on."""
 
+    def placeholders(self, rel: str) -> bool:
+        """Whether a hit's file holds `${` (as read when its entry was stored)."""
+        ...
+
     def save(self) -> None: ...
 
     def partitions(self, reads: list[tuple[str, str]]) -> Decoding | None:
@@ -591,6 +595,17 @@ def kustomize_patches(source: Source, files: list[FileRef], max_bytes: int) -> d
     return out
 
 
+class Prefetched(dict):
+    """Manifest bytes `check` read before the run (for the cache keys), by path; `held`: the
+    SHA-256 of the files it did not read because their stamps vouch for them
+    (engine/cache/inputs.py). `read_repo` reads a held file only when the per-file cache does
+    not answer for that digest, or when the run decodes a file whose result it holds none of."""
+
+    def __init__(self, data: dict[str, bytes], held: dict[str, str] | None = None) -> None:
+        super().__init__(data)
+        self.held: dict[str, str] = held or {}
+
+
 @dataclass
 class ReadOptions:
     """How `read_repo` reads: worker processes, the per-file cache, a progress line."""
@@ -749,7 +764,7 @@ def _plan_key(plan: SkimPlan) -> tuple[list[str], ...]:
 def _how_read(
     files: list[FileRef],
     results: list[FileResult | None],
-    hits: dict[int, tuple[str, bool, bytes]],
+    hits: dict[int, tuple[str, bool, bytes | None]],
     helm_of: dict[int, bool],
     patches: dict[str, PatchRef],
 ) -> list[tuple[str, str]]:
@@ -794,7 +809,9 @@ def read_repo(
 
     results: list[FileResult | None] = [None] * total
     budget = _Budget(options.max_total_bytes)
-    hits: dict[int, tuple[str, bool, bytes]] = {}  # cache hits (digest, helm, bytes)
+    # cache hits (digest, helm, bytes; None: a held file not read, see Prefetched)
+    hits: dict[int, tuple[str, bool, bytes | None]] = {}
+    held: dict[str, str] = getattr(options.data, "held", {})
     todo: list[tuple[int, str, bytes, bool]] = []
     digests: dict[int, str] = {}  # the SHA-256 computed for the cache, not computed again
     cache = options.cache
@@ -811,8 +828,15 @@ def read_repo(
         pre = options.data.pop(ref.rel, None) if options.data is not None else None
         fits = ref.error is None and ref.size <= max_bytes  # else not read: costs nothing
         spent = budget.take(ref.rel, len(pre) if pre is not None else ref.size if fits else 0)
+        known = held.get(ref.rel) if pre is None and fits and cache is not None else None
         if spent is not None:
             data: bytes | FileResult = spent
+        elif known is not None and cache is not None and cache.hit(ref.rel, known, helm):
+            if cache.placeholders(ref.rel):
+                content.placeholder_files.add(ref.rel)
+            hits[i] = (known, helm, None)  # read only if the run decodes it and has no result
+            tick()
+            continue
         elif pre is not None and len(pre) <= max_bytes and ref.error is None:
             data = pre
         else:
@@ -858,9 +882,14 @@ def read_repo(
             assert cache is not None
             decoded = cache.result(ref.rel)
             if decoded is None:  # not stored yet (or damaged): read, and stored from now on
-                _, helm, data = hits[i]
-                decoded = parse_manifest_bytes(ref.rel, data, helm, options.skim)
-                cache.needed(decoded)
+                file_digest, helm, kept = hits[i]
+                late = kept if kept is not None else _read_bytes(source, ref, max_bytes)
+                if isinstance(late, FileResult):
+                    decoded = late  # unreadable since its stamp was taken
+                else:
+                    decoded = parse_manifest_bytes(ref.rel, late, helm, options.skim)
+                    if decoded.digest == file_digest:  # not changed since its stamp either
+                        cache.needed(decoded)
             results[i] = decoded
     if cache is not None:
         cache.save()

@@ -631,3 +631,68 @@ def test_a_tampered_domain_table_is_a_full_run(tmp_path: Path, clean_partitions:
     cached, fresh = _both(root, cache)
     assert cached == fresh
     assert clean_partitions[-1] == set()
+
+
+def test_a_file_its_stamp_vouches_for_is_read_only_when_its_result_is_needed(
+    repo, tmp_path, monkeypatch
+):
+    """`check` hands read_repo the digests its stamps hold (read/manifests.py `Prefetched`):
+    a file the per-file cache answers for is not read again, unless the run decodes it and
+    the cache holds no result for it yet (the first run after a cold one reads the shared
+    files for that; the next one decodes them). Every run says what a run without cache says."""
+    from gpudrv_check.engine.cache import inputs as inputs_mod
+
+    monkeypatch.setattr(inputs_mod, "RACY_NS", -(10**18))  # every file counts as settled
+    reads: list[str] = []
+    real_read = WorkingTree.read
+
+    def read(self, rel, *args, **kwargs):
+        reads.append(rel)
+        return real_read(self, rel, *args, **kwargs)
+
+    monkeypatch.setattr(WorkingTree, "read", read)
+    manifests = {p.relative_to(repo).as_posix() for p in repo.rglob("*.yaml")}
+    args = ("check", str(repo), "--fail-on", "never")
+    cached_args = (*args, "--cache-dir", str(tmp_path / "cache"))
+
+    def cached_run() -> list[str]:
+        """A cached run (its output as a run without cache says it): the manifests it read."""
+        reads.clear()
+        out = run_main(*cached_args).stdout
+        read_now = [rel for rel in reads if rel in manifests]
+        assert out == run_main(*args, "--no-cache").stdout
+        return read_now
+
+    assert set(cached_run()) == manifests  # cold: every file
+    _replicas(repo)  # team-0: its files are read; the shared ones have no result stored yet
+    edited = _workload(repo, "team-0").relative_to(repo).as_posix()
+    second = cached_run()
+    assert edited in second
+    assert any(rel.startswith("inventory/") for rel in second)  # shared: needed now
+    assert not any(rel.startswith("apps/team-1/") for rel in second)  # clean: not read
+    path = _workload(repo, "team-0")
+    path.write_text(re.sub(r"replicas: \d+", "replicas: 8", path.read_text(), count=1))
+    assert cached_run() == [edited]  # the shared files decode what the second run stored
+
+
+def test_a_held_file_changed_since_its_stamp_is_parsed_as_it_is_now_and_not_stored(tmp_path):
+    """A file read late (its stamp vouched for it, the cache holds its summary but no result)
+    that changed in between: the run parses what is there now, and the cache does not store
+    that result under the digest the stamp held."""
+    from gpudrv_check.read.manifests import Prefetched
+    from tests.conftest import gpu_node
+
+    write(tmp_path / "repo", "nodes/a.yaml", gpu_node("a"))
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    first = _read(root, cache)  # stores the summary of a.yaml, no result
+    held = {"nodes/a.yaml": first.files[0].digest}
+    (root / "nodes" / "a.yaml").write_text(gpu_node("z"))
+    source = WorkingTree(root)
+    files = FilesCache(Cache(cache), None)  # no plan: every file is decoded
+    options = ReadOptions(cache=files, data=Prefetched({}, held))
+    max_bytes = load_config(root, None).max_file_bytes  # as _read: the entries' way of reading
+    again = read_repo(source, source.list_manifests([]).files, max_bytes, options)
+    assert [m.name for m in again.files[0].manifests] == ["z"]
+    entry = files.fresh["nodes/a.yaml"]
+    assert entry.digest == held["nodes/a.yaml"]  # a hit on the held digest, read late
+    assert not entry.blob  # what it parsed is not stored as what the old digest yields

@@ -554,5 +554,10 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     )
     if kept != stamps:
         cache.store(STAMPS, name, "", kept)
-    inputs = RunInputs(str(root), os.getcwd(), tuple(parts), files, data)
+    from gpudrv_check.read.manifests import Prefetched
+
+    # the files whose stamps vouch for their digest were not read: read_repo reads them only
+    # if the per-file cache does not answer for that digest
+    held = {rel: entry[1] for rel, entry in kept.items() if rel not in data}
+    inputs = RunInputs(str(root), os.getcwd(), tuple(parts), files, Prefetched(data, held))
     return _Reuse(cache, inputs, source, pairs, config.fail_on)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpudrv_check.engine.cache.partition import (
+    PLACEHOLDERS,
     Plan,
     Summary,
     object_count,
@@ -137,6 +138,10 @@ class FilesCache:
         entry = self.fresh[result.rel]
         self.fresh[result.rel] = entry._replace(blob=encode(result))
         self._added = True
+
+    def placeholders(self, rel: str) -> bool:
+        """Whether a hit's file holds `${` (its summary says so: partition.py PLACEHOLDERS)."""
+        return PLACEHOLDERS in self.fresh[rel].summary[0]
 
     def save(self) -> None:
         """Store this run's entries when they differ from what was loaded."""

@@ -94,11 +94,11 @@ def check(ctx: Context) -> Iterator[Finding]:
                     )
                 if found:
                     drained.append(m)
-            gpu_nodes = _gpu_node_names(drained, memo)
+            gpu_names = _gpu_node_names(drained, memo)
             found_text = described[id(coverage.members)] = (
-                names([workload_title(m) for m in drained]) if gpu_nodes else "",
-                names(gpu_nodes),
-                pending_note(coverage) if gpu_nodes else "",
+                names([workload_title(m) for m in drained]) if gpu_names else "",
+                names(gpu_names),
+                pending_note(coverage) if gpu_names else "",
             )
         covered, gpu_nodes, pending = found_text
         if not gpu_nodes:
@@ -113,9 +113,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             "and, without --timeout, kubectl drain retries forever with the node cordoned"
         )
         if flow.kind == CONTROLLER:
-            message = _controller_message(
-                pdb.title, coverage.budget.describe(), covered, gpu_nodes
-            )
+            message = _controller_message(pdb.title, coverage.budget.describe(), covered, gpu_nodes)
         if pending:
             message += f". Note: {pending}"
         change = coverage.change()

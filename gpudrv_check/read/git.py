@@ -225,6 +225,19 @@ class GitTree:
         self._wanted = [f.rel for f in listing.files if f.size <= _PREFETCH_FILE_BYTES]
         return listing
 
+    def blob_digest(self, rel: str) -> str | None:
+        """The content identity of a regular file: its git object id, as the tree or index
+        lists it (no byte is read). The caches key a git source's files by it."""
+        entry = self.entries.get(rel)
+        if entry is None or entry.mode in (_SYMLINK, _SUBMODULE):
+            return None
+        return "git:" + entry.sha.hex()
+
+    def expect(self, rels: list[str]) -> None:
+        """The files the run will read from now on: read in one batch at the next read, in
+        place of every listed file (a run the caches answer for reads few or none)."""
+        self._wanted = [r for r in rels if r in self.entries]
+
     def read(self, rel: str, limit: int = DEFAULT_LIMIT, follow_inside: bool = False) -> bytes:
         """A blob of the revision (links and submodules are never read); over `limit` it is
         refused before a byte is read."""
@@ -257,7 +270,8 @@ class GitTree:
 
     def _prefetch(self, rels: list[str]) -> None:
         """Read the listed files in one `git cat-file --batch` (one object at a time is slow)."""
-        if sum(self.entries[r].size for r in rels) > _PREFETCH_TOTAL_BYTES:
+        rels = [r for r in rels if self.entries[r].size <= _PREFETCH_FILE_BYTES]
+        if not rels or sum(self.entries[r].size for r in rels) > _PREFETCH_TOTAL_BYTES:
             return
         import tempfile
 

@@ -6,7 +6,7 @@ import hashlib
 import os
 import posixpath
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -68,6 +68,14 @@ class FileCache(Protocol):
 
     def placeholders(self, rel: str) -> bool:
         """Whether a hit's file holds `${` (as read when its entry was stored)."""
+        ...
+
+    def knows(self, rel: str, file_digest: str, helm: bool) -> bool:
+        """Whether `hit` would answer yes (and nothing is recorded)."""
+        ...
+
+    def has_result(self, rel: str) -> bool:
+        """Whether a hit's entry holds an encoded result (`result` may still not decode it)."""
         ...
 
     def save(self) -> None: ...
@@ -635,11 +643,14 @@ MAIN_SHARE = 0.8
 _CHUNK = 64
 
 
-def _parse_chunk(items: list[tuple[str, bytes, bool]], skim: SkimPlan) -> list[bytes]:
+def _parse_chunk(items: list[tuple[str, bytes, bool, str | None]], skim: SkimPlan) -> list[bytes]:
     """In a worker process: parse files, return each FileResult encoded (read/codec.py)."""
     from gpudrv_check.read.codec import encode
 
-    return [encode(parse_manifest_bytes(rel, data, helm, skim)) for rel, data, helm in items]
+    return [
+        encode(parse_manifest_bytes(rel, data, helm, skim, digest))
+        for rel, data, helm, digest in items
+    ]
 
 
 def _parse_all(
@@ -709,9 +720,9 @@ def _parse_workers(
             initargs=(os.getpid(),),
         )
     except (OSError, ValueError, NotImplementedError):
-        return _parse_all(todo, 1, tick, skim)
+        return _parse_all(todo, 1, tick, skim, digests=digests)
     try:
-        _share_out(pool, theirs, mine, out, tick, skim, encoded_out)
+        _share_out(pool, theirs, mine, out, tick, skim, encoded_out, digests)
     except BaseException:  # SIGINT/SIGTERM: the workers go now, not after their chunks
         kill_workers(pool)
         raise
@@ -727,19 +738,26 @@ def _share_out(
     tick: Any,
     skim: SkimPlan,
     encoded_out: dict[int, bytes] | None,
+    digests: dict[int, str],
 ) -> None:
-    """Hand `theirs` to the pool, parse `mine` here, and gather every result into `out`."""
+    """Hand `theirs` to the pool, parse `mine` here, and gather every result into `out`
+    (`digests`: the content digest the caches name a file by, where it is known)."""
     from gpudrv_check.core.signals import signals_held
     from gpudrv_check.read.codec import decode
 
     with signals_held():  # the workers forked here start with SIGINT/SIGTERM held
         futures = [
-            (chunk, pool.submit(_parse_chunk, [(r, d, h) for _, r, d, h in chunk], skim))
+            (
+                chunk,
+                pool.submit(
+                    _parse_chunk, [(r, d, h, digests.get(i)) for i, r, d, h in chunk], skim
+                ),
+            )
             for chunk in theirs
         ]
     for chunk in mine:
         for index, rel, data, helm in chunk:
-            out[index] = parse_manifest_bytes(rel, data, helm, skim)
+            out[index] = parse_manifest_bytes(rel, data, helm, skim, digests.get(index))
             tick()
     for chunk, future in futures:
         try:
@@ -752,7 +770,7 @@ def _share_out(
                 if encoded_out is not None:  # the cache stores these bytes as they are
                     encoded_out[index] = encoded[n]
             else:
-                out[index] = parse_manifest_bytes(rel, data, helm, skim)
+                out[index] = parse_manifest_bytes(rel, data, helm, skim, digests.get(index))
             tick()
 
 
@@ -787,6 +805,24 @@ def _how_read(
     return out
 
 
+def _helm(rel: str, templates: Iterable[str]) -> bool:
+    """Whether a file is read as a Helm chart template (below a chart's `templates/`)."""
+    return any(rel.startswith(prefix) for prefix in templates)
+
+
+def _digests(source: Source) -> Callable[[str, bytes], str]:
+    """How the caches name a file's content: its git object id for a git source (the id git
+    lists, without hashing the bytes again: read_repo reads them from that object), else the
+    SHA-256 of its bytes."""
+    blob_digest = getattr(source, "blob_digest", None)
+
+    def digest_of(rel: str, data: bytes) -> str:
+        found = blob_digest(rel) if blob_digest is not None else None
+        return found if found is not None else hashlib.sha256(data).hexdigest()
+
+    return digest_of
+
+
 def read_repo(
     source: Source,
     files: list[FileRef],
@@ -812,13 +848,27 @@ def read_repo(
     # cache hits (digest, helm, bytes; None: a held file not read, see Prefetched)
     hits: dict[int, tuple[str, bool, bytes | None]] = {}
     held: dict[str, str] = getattr(options.data, "held", {})
+    digest_of = _digests(source)
     todo: list[tuple[int, str, bytes, bool]] = []
-    digests: dict[int, str] = {}  # the SHA-256 computed for the cache, not computed again
+    digests: dict[int, str] = {}  # the digests computed for the cache, not computed again
     cache = options.cache
     if cache is not None:
         cache.open(source, (max_bytes, templates, *_plan_key(options.skim)))
+    expect = getattr(source, "expect", None)  # a git source reads what it is told in one batch
+    if cache is not None and expect is not None and held:
+        expect(
+            [
+                ref.rel
+                for ref in files
+                if ref.rel not in patches
+                and not (
+                    ref.rel in held
+                    and cache.knows(ref.rel, held[ref.rel], _helm(ref.rel, templates))
+                )
+            ]
+        )
     for i, ref in enumerate(files):
-        helm = any(ref.rel.startswith(prefix) for prefix in templates)
+        helm = _helm(ref.rel, templates)
         patch = patches.get(ref.rel)
         if patch is not None:
             results[i] = kustomize_patch_result(ref.rel, patch)
@@ -847,7 +897,7 @@ def read_repo(
             continue
         if b"${" in data:
             content.placeholder_files.add(ref.rel)
-        file_digest = hashlib.sha256(data).hexdigest() if cache is not None else ""
+        file_digest = digest_of(ref.rel, data) if cache is not None else ""
         if cache is not None and cache.hit(ref.rel, file_digest, helm):
             hits[i] = (file_digest, helm, data)
             tick()
@@ -870,6 +920,17 @@ def read_repo(
             cache.add(result, helm, encoded.get(i), rel in content.placeholder_files)
         helm_of = {i: helm for i, _, helm in parsed_files}
         content.plan = cache.partitions(_how_read(files, results, hits, helm_of, patches))
+    if expect is not None and cache is not None:  # the hits this run reads late: one batch
+        expect(
+            [
+                ref.rel
+                for i, ref in enumerate(files)
+                if i in hits
+                and hits[i][2] is None
+                and (content.plan is None or content.plan.decode(ref.rel))
+                and not cache.has_result(ref.rel)
+            ]
+        )
     for i, ref in enumerate(files):
         if content.plan is not None and not content.plan.decode(ref.rel):
             assert cache is not None  # a file with no summary is shared: always decoded
@@ -887,8 +948,9 @@ def read_repo(
                 if isinstance(late, FileResult):
                     decoded = late  # unreadable since its stamp was taken
                 else:
-                    decoded = parse_manifest_bytes(ref.rel, late, helm, options.skim)
-                    if decoded.digest == file_digest:  # not changed since its stamp either
+                    now = digest_of(ref.rel, late)
+                    decoded = parse_manifest_bytes(ref.rel, late, helm, options.skim, now)
+                    if now == file_digest:  # not changed since its stamp either
                         cache.needed(decoded)
             results[i] = decoded
     if cache is not None:

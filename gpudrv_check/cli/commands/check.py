@@ -477,20 +477,27 @@ class _Reuse:
 
 
 def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
-    """The cache of whole results, for a plain check of a directory on disk: keyed by every
-    input (tool version, arguments, the environment that picks formats and colour, config,
-    matrix, inventory, baseline, and every file's path and digest). None when it does not
-    apply (--no-cache, stdin, --rev, --staged, --base, --kustomize, --verbose,
-    --write-baseline)."""
+    """The cache of whole results, for a check of a directory on disk, of the git index
+    (--staged, the pre-commit hook) or of a revision (--rev): keyed by every input (tool
+    version, arguments, the environment that picks formats and colour, config, matrix,
+    inventory, baseline, and every file's path and digest: its SHA-256 on disk, its git
+    object id in the index or a revision). None when it does not apply (--no-cache, stdin,
+    --base, --kustomize, --verbose, --write-baseline)."""
     if (
         options.no_cache
         or options.path == "-"
-        or any((options.rev, options.staged, options.base, options.kustomize, options.verbose))
+        or any((options.base, options.kustomize, options.verbose))
         or options.write_baseline
     ):
         return None
     from gpudrv_check.cli.commands.common import repo_config
-    from gpudrv_check.engine.cache.inputs import STAMPS, entry_name, manifest_inputs, valid_stamps
+    from gpudrv_check.engine.cache.inputs import (
+        STAMPS,
+        blob_inputs,
+        entry_name,
+        manifest_inputs,
+        valid_stamps,
+    )
     from gpudrv_check.engine.cache.store import Cache, default_dir
     from gpudrv_check.read.exclude import from_config
     from gpudrv_check.read.policies import policy_files
@@ -500,6 +507,11 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     root = Path(source.disk_root).resolve()
     _, config = repo_config(options, source)
     listing = source.list_manifests(from_config(config))
+    # a git source: every file's digest is its object id, listed by git; nothing is read
+    # ahead (read_repo says which files it reads, after the per-file cache answered)
+    blobs = getattr(source, "blob_digest", None) is not None
+    if blobs:
+        source.expect([])  # type: ignore[attr-defined]
     parts: list[object] = [
         __version__,
         os.getcwd(),
@@ -547,17 +559,24 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         inside(rel)
     cache_dir = options.cache_dir
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
-    name = entry_name(str(root), os.getcwd())
-    stamps = cache.load(STAMPS, name, "", valid=valid_stamps)
-    files, data, kept = manifest_inputs(
-        source, listing, config.max_file_bytes, config.max_total_bytes, stamps
-    )
-    if kept != stamps:
-        cache.store(STAMPS, name, "", kept)
     from gpudrv_check.read.manifests import Prefetched
 
-    # the files whose stamps vouch for their digest were not read: read_repo reads them only
-    # if the per-file cache does not answer for that digest
-    held = {rel: entry[1] for rel, entry in kept.items() if rel not in data}
-    inputs = RunInputs(str(root), os.getcwd(), tuple(parts), files, Prefetched(data, held))
+    # the entries of a git source are its own: the index and the working tree of one root
+    # alternate (the pre-commit hook, the editor) without displacing each other's result
+    named = f"{root}\0{type(source).__name__}" if blobs else str(root)
+    if blobs:
+        files, held = blob_inputs(source, listing, config.max_file_bytes, config.max_total_bytes)
+        data: dict[str, bytes] = {}
+    else:
+        name = entry_name(named, os.getcwd())
+        stamps = cache.load(STAMPS, name, "", valid=valid_stamps)
+        files, data, kept = manifest_inputs(
+            source, listing, config.max_file_bytes, config.max_total_bytes, stamps
+        )
+        if kept != stamps:
+            cache.store(STAMPS, name, "", kept)
+        # the files whose stamps vouch for their digest were not read: read_repo reads them
+        # only if the per-file cache does not answer for that digest
+        held = {rel: entry[1] for rel, entry in kept.items() if rel not in data}
+    inputs = RunInputs(named, os.getcwd(), tuple(parts), files, Prefetched(data, held))
     return _Reuse(cache, inputs, source, pairs, config.fail_on)

@@ -106,6 +106,15 @@ class FilesCache:
         self.fresh[rel] = entry
         return True
 
+    def knows(self, rel: str, file_digest: str, helm: bool) -> bool:
+        """Whether `hit` would answer yes (nothing is recorded)."""
+        entry = self.cached.get(rel)
+        return entry is not None and (entry.digest, entry.helm) == (file_digest, helm)
+
+    def has_result(self, rel: str) -> bool:
+        """Whether a hit's entry holds an encoded result (`result` may still not decode it)."""
+        return bool(self.fresh[rel].blob)
+
     def result(self, rel: str) -> FileResult | None:
         """The FileResult of a hit, or None when its entry holds none (not encoded yet) or
         does not decode: the caller parses the bytes again and hands the result to `needed`."""

@@ -23,7 +23,7 @@ class RunInputs:
     matrix, inventory, baseline, policies, files skipped at the walk); `files`: per manifest
     file, its path and digest, or why it is not read."""
 
-    root: str  # the checked root on disk, resolved
+    root: str  # the checked root on disk, resolved (and the kind of a git source: its own entry)
     cwd: str
     context: tuple[Any, ...]
     files: tuple[Any, ...]
@@ -108,6 +108,32 @@ def manifest_inputs(
         if stamp is not None and len(blob) == stamp[0] and max(stamp[1], stamp[2]) < settled:
             kept[ref.rel] = (stamp, file_digest)
     return tuple(parts), data, kept
+
+
+def blob_inputs(
+    source: Any, listing: Any, max_file_bytes: int, max_total_bytes: int
+) -> tuple[tuple[Any, ...], dict[str, str]]:
+    """`manifest_inputs` for a git source (the index, a revision): per manifest file its path
+    and git object id (`blob_digest`), spending the input budget as read_repo does, and those
+    ids by path. Nothing is read: git lists every file's id (`git ls-files --stage`, `git
+    ls-tree`), and the id is the file's content as the source reads it."""
+    parts: list[Any] = []
+    held: dict[str, str] = {}
+    budget = max_total_bytes
+    for ref in listing.files:
+        if ref.error is not None or ref.size > max_file_bytes:
+            parts.append((ref.rel, ref.size, ref.error))
+            continue
+        if ref.size > budget:
+            budget = 0
+            parts.append((ref.rel, "over the input budget"))
+            continue
+        budget -= ref.size
+        file_digest = source.blob_digest(ref.rel)
+        parts.append((ref.rel, file_digest))
+        if file_digest is not None:
+            held[ref.rel] = file_digest
+    return tuple(parts), held
 
 
 def valid_stamps(value: Any) -> bool:

@@ -1,0 +1,153 @@
+"""The caches for a git source (read/git.py: the index with `--staged`, the pre-commit hook's
+source, and a revision with `--rev`): a file's digest is the object id git lists, so a run
+the whole-result cache answers for reads no blob, and after a staged edit only what the edit
+can affect is read again. Every cached run says what a run without the cache says, byte for
+byte (tests/performance/test_incremental.py holds the same rule for the working tree)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check.read.git import GitTree
+from tests.conftest import run_main
+from tests.gitops.conftest import commit, git
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def corpus_repo(git_repo: Path) -> Path:
+    """A generated GitOps repo (several namespaces, shared node files), committed."""
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(git_repo)]
+        + ["--nodes", "12", "--workloads", "90"],
+        check=True,
+        capture_output=True,
+    )
+    commit(git_repo, "corpus")
+    return git_repo
+
+
+@pytest.fixture
+def blob_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files a git source reads from the object store, one by one or in a batch."""
+    reads: list[str] = []
+    real_blob, real_prefetch = GitTree._blob, GitTree._prefetch
+
+    def blob(self, rel, entry):
+        reads.append(rel)
+        return real_blob(self, rel, entry)
+
+    def prefetch(self, rels):
+        reads.extend(rels)
+        return real_prefetch(self, rels)
+
+    monkeypatch.setattr(GitTree, "_blob", blob)
+    monkeypatch.setattr(GitTree, "_prefetch", prefetch)
+    return reads
+
+
+def _scalable(root: Path) -> list[Path]:
+    """A workload file that writes a replica count, one per namespace, in namespace order."""
+    found: dict[str, Path] = {}
+    for path in sorted((root / "apps").rglob("*.yaml")):
+        if path.parent.name not in found and re.search(r"replicas: \d+", path.read_text()):
+            found[path.parent.name] = path
+    assert len(found) >= 4, found
+    return [found[name] for name in sorted(found)]
+
+
+def _edit_replicas(path: Path, replicas: int) -> None:
+    path.write_text(re.sub(r"replicas: \d+", f"replicas: {replicas}", path.read_text(), count=1))
+
+
+def test_the_hook_reads_nothing_again_when_nothing_was_staged(corpus_repo, tmp_path, blob_reads):
+    args = ("check", str(corpus_repo), "--staged", "--fail-on", "never")
+    cached = (*args, "--cache-dir", str(tmp_path / "cache"))
+    fresh = run_main(*args, "--no-cache").stdout
+    assert run_main(*cached).stdout == fresh
+    manifests = {p.relative_to(corpus_repo).as_posix() for p in corpus_repo.rglob("*.yaml")}
+    assert manifests <= set(blob_reads)  # cold: every manifest
+    blob_reads.clear()
+    assert run_main(*cached).stdout == fresh
+    assert not set(blob_reads) & manifests  # the result cache answered: no manifest read
+    # an edit on disk that is not staged changes nothing the hook checks
+    _edit_replicas(_scalable(corpus_repo)[1], 7)
+    blob_reads.clear()
+    assert run_main(*cached).stdout == fresh
+    assert not set(blob_reads) & manifests
+
+
+def test_a_staged_edit_reads_its_namespace_and_says_what_a_fresh_run_says(
+    corpus_repo, tmp_path, blob_reads
+):
+    args = ("check", str(corpus_repo), "--staged", "--fail-on", "never")
+    cached = (*args, "--cache-dir", str(tmp_path / "cache"))
+    run_main(*cached)
+    edited, clean = _scalable(corpus_repo)[:2]
+    rel = edited.relative_to(corpus_repo).as_posix()
+    clean_dir = clean.parent.relative_to(corpus_repo).as_posix() + "/"
+    manifests = {p.relative_to(corpus_repo).as_posix() for p in corpus_repo.rglob("*.yaml")}
+    for replicas in (9, 3):
+        _edit_replicas(edited, replicas)
+        git(corpus_repo, "add", rel)
+        blob_reads.clear()
+        out = run_main(*cached).stdout
+        read = set(blob_reads) & manifests
+        assert out == run_main(*args, "--no-cache").stdout
+        assert rel in read
+        assert not any(r.startswith(clean_dir) for r in read)  # a clean namespace
+    # the second edit: the shared files decode what the first one stored, unread
+    assert read == {rel}
+
+
+def test_the_index_and_the_working_tree_keep_their_own_results(corpus_repo, tmp_path, blob_reads):
+    """The pre-commit hook (`--staged`) and a check of the files on disk alternate without
+    displacing each other's whole result."""
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    staged = ("check", str(corpus_repo), "--staged", "--fail-on", "never", *cache)
+    disk = ("check", str(corpus_repo), "--fail-on", "never", *cache)
+    (corpus_repo / "apps" / "untracked.yaml").write_text("kind: Pod\nmetadata: [\n")  # on disk
+    first_staged, first_disk = run_main(*staged).stdout, run_main(*disk).stdout
+    assert first_staged != first_disk
+    manifests = {p.relative_to(corpus_repo).as_posix() for p in corpus_repo.rglob("*.yaml")}
+    blob_reads.clear()
+    assert run_main(*staged).stdout == first_staged
+    assert run_main(*disk).stdout == first_disk
+    assert not set(blob_reads) & manifests  # the staged run was its result entry's
+
+
+def test_a_revision_is_cached_by_its_object_ids(corpus_repo, tmp_path, blob_reads):
+    first = git(corpus_repo, "rev-parse", "HEAD")
+    _edit_replicas(_scalable(corpus_repo)[3], 13)
+    second = commit(corpus_repo, "team-3 scaled")
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    for rev in (first, second, first):
+        args = ("check", str(corpus_repo), "--rev", rev, "--fail-on", "never")
+        assert run_main(*args, *cache).stdout == run_main(*args, "--no-cache").stdout
+    manifests = {p.relative_to(corpus_repo).as_posix() for p in corpus_repo.rglob("*.yaml")}
+    blob_reads.clear()
+    args = ("check", str(corpus_repo), "--rev", first, "--fail-on", "never", *cache)
+    run_main(*args)
+    assert not set(blob_reads) & manifests  # the same revision again: its whole result
+
+
+def test_worker_processes_name_files_by_the_digest_they_are_given():
+    """A git source's files are named by object id in the per-file cache: the parse in
+    worker processes keeps the digest the reader passes (read/manifests.py _parse_chunk)."""
+    from gpudrv_check.read import manifests
+    from tests.conftest import BUILDER_DOC, gpu_node
+
+    count = manifests.SAMPLE_FILES + manifests.PARALLEL_MIN_FILES + 10
+    todo = [
+        (i, f"nodes/n{i:04d}.yaml", (gpu_node(f"node-{i}") + BUILDER_DOC).encode(), False)
+        for i in range(count)
+    ]
+    digests = {i: f"git:{i:040x}" for i in range(count)}
+    both = manifests._parse_all(todo, 2, lambda: None, digests=digests)
+    assert {i: r.digest for i, r in both.items()} == digests

@@ -11,6 +11,8 @@ child process (CPU time of the process and its children, wall time, peak RSS of 
   (a) floor: the ruamel.yaml C parser's raw event stream over every manifest file;
   (b) `gpudrv-check check` cold (empty cache);  (c) warm (nothing changed);
   (d) warm after one workload file changed;  (n) warm after one node file changed;
+  (s) the pre-commit hook's `check --staged` on a git repo of the corpus, nothing staged since
+  its last run;  (e) the hook after one workload file was edited and staged;
   (k) `kubeconform` on the same folder, when a `kubeconform` binary is on PATH.
 And for a small repo: `check examples/lab` against `python -c "import pydantic, ruamel.yaml"`,
 and `gpudrv-check --version` against `python -c pass` (medians of --runs runs).
@@ -160,6 +162,29 @@ class Editor:
         self.path.write_text(self.original)
 
 
+def git(repo: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "bench"}
+    env.update(GIT_AUTHOR_EMAIL="bench@example.invalid", GIT_COMMITTER_NAME="bench")
+    env.update(GIT_COMMITTER_EMAIL="bench@example.invalid")
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, stdout=subprocess.DEVNULL)
+
+
+class StagedEdit(Editor):
+    """An Editor whose edit is staged (`git add`) before each run, undone and staged back."""
+
+    def __init__(self, repo: Path, path: Path, old: str, new: Callable[[int], str]) -> None:
+        super().__init__(path, old, new)
+        self.repo = repo
+
+    def __call__(self, i: int) -> None:
+        super().__call__(i)
+        git(self.repo, "add", str(self.path.relative_to(self.repo)))
+
+    def undo(self) -> None:
+        super().undo()
+        git(self.repo, "add", str(self.path.relative_to(self.repo)))
+
+
 @dataclass
 class Size:
     """The figures of one corpus size."""
@@ -169,6 +194,7 @@ class Size:
     mb: float
     rows: dict[str, dict] = field(default_factory=dict)
     kubeconform_note: str = ""
+    hook_note: str = ""
 
 
 @dataclass
@@ -222,7 +248,31 @@ class Bench:
         size.rows["d"] = self.edited(n, path, *workload_edit(path))
         size.rows["n"] = self.edited(n, path, *node_edit(path))
         self.clear()
+        self.hook(size, path, n)
         return size
+
+    def hook(self, size: Size, path: Path, n: int) -> None:
+        """(s) and (e): the pre-commit hook's `check --staged` on a git repo of the corpus, with
+        nothing staged since its last run, and after one workload file was edited and staged
+        (`git add`) before each run. Skipped, and said, without a `git` command."""
+        if shutil.which("git") is None:
+            size.hook_note = "no `git` command on PATH: the hook rows are skipped"
+            return
+        repo = self.work / f"g{size.workloads}"
+        if not repo.exists():
+            shutil.copytree(path, repo)
+            for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "corpus")):
+                git(repo, *args)
+        staged = [*self.check(repo), "--staged"]
+        best(1, lambda i: staged)  # cold: the cache of the index
+        size.rows["s"] = best(n, lambda i: staged)
+        target, old, new = workload_edit(repo)
+        edit = StagedEdit(repo, target, old, new)
+        try:
+            size.rows["e"] = best(n, lambda i: staged, edit)
+        finally:
+            edit.undo()
+        self.clear()
 
     def edited(self, n: int, path: Path, target: Path, old: str, new) -> dict:
         edit = Editor(target, old, new)
@@ -378,11 +428,15 @@ def print_size(size: Size) -> None:
         "c": "(c) check, warm (nothing changed)",
         "d": "(d) one workload file changed",
         "n": "(n) one node file changed",
+        "s": "(s) hook --staged, nothing new",
+        "e": "(e) hook, one workload file staged",
         "k": "(k) kubeconform",
     }
     for key, name in names.items():
         if key in size.rows:
             print(row(name, size.rows[key]))
+    if size.hook_note:
+        print(f"  (s), (e): {size.hook_note}")
     if "k" not in size.rows:
         print(f"  (k) kubeconform: {size.kubeconform_note}")
 

@@ -605,9 +605,10 @@ def kustomize_patches(source: Source, files: list[FileRef], max_bytes: int) -> d
 
 class Prefetched(dict):
     """Manifest bytes `check` read before the run (for the cache keys), by path; `held`: the
-    SHA-256 of the files it did not read because their stamps vouch for them
-    (engine/cache/inputs.py). `read_repo` reads a held file only when the per-file cache does
-    not answer for that digest, or when the run decodes a file whose result it holds none of."""
+    digests of the files it did not read, because their stamps vouch for them (the working
+    tree, engine/cache/inputs.py) or git lists them (the index, a revision: their object ids).
+    `read_repo` reads a held file only when the per-file cache does not answer for that digest,
+    or when the run decodes a file whose result it holds none of."""
 
     def __init__(self, data: dict[str, bytes], held: dict[str, str] | None = None) -> None:
         super().__init__(data)
@@ -833,6 +834,23 @@ def read_repo(
     options = options or ReadOptions()
     content = RepoContent()
     templates = chart_template_dirs(files)
+    held: dict[str, str] = getattr(options.data, "held", {})
+    cache = options.cache
+    if cache is not None:
+        cache.open(source, (max_bytes, templates, *_plan_key(options.skim)))
+    expect = getattr(source, "expect", None)  # a git source reads what it is told in one batch
+    if cache is not None and expect is not None and held:
+        # before any read (the kustomizations are read next): what the cache does not answer
+        expect(
+            [
+                ref.rel
+                for ref in files
+                if not (
+                    ref.rel in held
+                    and cache.knows(ref.rel, held[ref.rel], _helm(ref.rel, templates))
+                )
+            ]
+        )
     patches = kustomize_patches(source, files, max_bytes)
     total = len(files)
     done = 0
@@ -847,26 +865,9 @@ def read_repo(
     budget = _Budget(options.max_total_bytes)
     # cache hits (digest, helm, bytes; None: a held file not read, see Prefetched)
     hits: dict[int, tuple[str, bool, bytes | None]] = {}
-    held: dict[str, str] = getattr(options.data, "held", {})
     digest_of = _digests(source)
     todo: list[tuple[int, str, bytes, bool]] = []
     digests: dict[int, str] = {}  # the digests computed for the cache, not computed again
-    cache = options.cache
-    if cache is not None:
-        cache.open(source, (max_bytes, templates, *_plan_key(options.skim)))
-    expect = getattr(source, "expect", None)  # a git source reads what it is told in one batch
-    if cache is not None and expect is not None and held:
-        expect(
-            [
-                ref.rel
-                for ref in files
-                if ref.rel not in patches
-                and not (
-                    ref.rel in held
-                    and cache.knows(ref.rel, held[ref.rel], _helm(ref.rel, templates))
-                )
-            ]
-        )
     for i, ref in enumerate(files):
         helm = _helm(ref.rel, templates)
         patch = patches.get(ref.rel)

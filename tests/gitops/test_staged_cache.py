@@ -151,3 +151,27 @@ def test_worker_processes_name_files_by_the_digest_they_are_given():
     digests = {i: f"git:{i:040x}" for i in range(count)}
     both = manifests._parse_all(todo, 2, lambda: None, digests=digests)
     assert {i: r.digest for i, r in both.items()} == digests
+
+
+def test_reading_a_kustomization_first_does_not_read_every_blob(corpus_repo, tmp_path, blob_reads):
+    """read_repo reads the repo's kustomization files before the manifests (their patches
+    are not checked alone): it tells a git source what it will read before that, or the first
+    read would fetch every listed blob in one batch, cache or not."""
+    (corpus_repo / "apps" / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
+    )
+    commit(corpus_repo, "a kustomization")
+    args = ("check", str(corpus_repo), "--staged", "--fail-on", "never")
+    cached = (*args, "--cache-dir", str(tmp_path / "cache"))
+    run_main(*cached)
+    edited = _scalable(corpus_repo)[0]
+    rel = edited.relative_to(corpus_repo).as_posix()
+    manifests = {p.relative_to(corpus_repo).as_posix() for p in corpus_repo.rglob("*.yaml")}
+    for replicas in (9, 3):
+        _edit_replicas(edited, replicas)
+        git(corpus_repo, "add", rel)
+        blob_reads.clear()
+        out = run_main(*cached).stdout
+        read = set(blob_reads) & manifests
+        assert out == run_main(*args, "--no-cache").stdout
+    assert read == {rel, "apps/kustomization.yaml"}

@@ -56,7 +56,7 @@ def test_cache_miss_hit_and_change(tmp_path: Path):
     cold = _check(root, cache=cache)
     assert cold == _check(root)  # the same as without a cache
     assert oct(cache.stat().st_mode & 0o777) == "0o700"
-    kinds = sorted(p.name.split("-")[0] for p in cache.iterdir() if p.name != SECRET)
+    kinds = sorted({p.name.split("-")[0] for p in cache.iterdir() if p.name != SECRET})
     assert kinds == ["files", "occupancy", "partitions", "result", "stamps"]
     assert _check(root, cache=cache) == cold  # warm: the stored result
     write(root, "nodes/n0000.yaml", gpu_node("node-renamed"))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.engine.cache.files import FilesCache
-from gpudrv_check.engine.cache.partition import plan, summarize
+from gpudrv_check.engine.cache.partition import PartitionEntry, plan, store_entry, summarize
 from gpudrv_check.engine.cache.store import Cache
 from gpudrv_check.read.config import load_config
 from gpudrv_check.read.manifests import ReadOptions, parse_manifest_bytes, read_repo
@@ -220,7 +220,8 @@ def _store_full_run(result) -> None:
     workload the nodes' capacity concerns) with its simulation inputs (none)."""
     plan = result.plan
     keys = plan.keys.items()
-    plan.cache.store("partitions", plan.name, "", {ns: (k, [], [], {}) for ns, k in keys})
+    for ns, k in keys:
+        store_entry(plan.cache, plan.name, ns, PartitionEntry(k, [], [], {}))
     plan.cache.store("occupancy", plan.name, "", (((), (), ()), {ns: (k, ()) for ns, k in keys}))
 
 
@@ -696,3 +697,27 @@ def test_a_held_file_changed_since_its_stamp_is_parsed_as_it_is_now_and_not_stor
     entry = files.fresh["nodes/a.yaml"]
     assert entry.digest == held["nodes/a.yaml"]  # a hit on the held digest, read late
     assert not entry.blob  # what it parsed is not stored as what the old digest yields
+
+
+def test_an_edit_run_writes_the_entry_of_its_namespace_alone(repo, tmp_path):
+    """Each namespace's findings are an entry of their own (partition.py `entry_name`): a run
+    after an edit of one namespace rewrites that namespace's entry and leaves the others as
+    they were, and the next run still says what a run without cache says."""
+    cache = tmp_path / "cache"
+    first, fresh = _both(repo, cache)
+    assert first == fresh
+
+    def entries() -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in cache.glob("partitions-*.bin")}
+
+    before = entries()
+    assert len(before) > 2  # one per namespace
+    _exempt(repo)  # team-4 only
+    second, fresh = _both(repo, cache)
+    assert second == fresh
+    after = entries()
+    changed = {name for name in after if before.get(name) != after[name]}
+    assert len(changed) == 1 and set(before) == set(after)
+    _replicas(repo)  # team-0
+    third, fresh = _both(repo, cache)
+    assert third == fresh

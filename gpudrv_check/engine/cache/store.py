@@ -3,13 +3,14 @@
 Where: `--cache-dir DIR`, else `$XDG_CACHE_HOME/gpudrv-check`, else `~/.cache/gpudrv-check`
 (created with mode 0700: it is the user's own). `--no-cache` neither reads nor writes it.
 
-Five kinds of entry, one file each per checked repo root:
+Five kinds of entry, one file each per checked repo root (`partitions`: one per namespace):
 - `files-*`: per file, a `FileEntry` (engine/cache/files.py): the SHA-256 of its bytes and
   its FileResult (read/codec.py), valid for one tool version and one way of reading
   (max_file_bytes, chart template directories, skim plan);
 - `partitions-*`: a `PartitionEntry` per namespace, its findings and its workloads' capacity
-  outcome (engine/cache/partition.py), keyed from `RunInputs.context_key`
-  (engine/cache/inputs.py);
+  outcome (engine/cache/partition.py), stored under the partition's key (derived from
+  `RunInputs.context_key`, engine/cache/inputs.py): a run writes the entries of the
+  namespaces it evaluated, no other;
 - `occupancy-*`: per namespace, under the same key, what the shared-capacity simulation needs
   of its workloads (model/occupancy.py `InputTables`);
 - `result-*`: the rendered reports of the last `check` and how many findings of each severity

@@ -111,6 +111,9 @@ class RepoContent:
     plan: Decoding | None = None  # which files this run decodes (the partition plan), or None
     # files whose bytes hold `${`: the only ones with placeholders (model/placeholders.py)
     placeholder_files: set[str] = field(default_factory=set)
+    # a file the caches had taken at one content was read with another (written while the run
+    # was under way): what this run finds is not stored under the keys it planned with
+    unsettled: bool = False
 
     @property
     def manifests(self) -> list[Manifest]:
@@ -613,6 +616,9 @@ class Prefetched(dict):
     def __init__(self, data: dict[str, bytes], held: dict[str, str] | None = None) -> None:
         super().__init__(data)
         self.held: dict[str, str] = held or {}
+        #: set by read_repo when a held file was read with other content than its digest:
+        #: the whole-result key no longer names what the run read (see RepoContent.unsettled)
+        self.unsettled = False
 
 
 @dataclass
@@ -806,6 +812,15 @@ def _how_read(
     return out
 
 
+def _unsettled(content: RepoContent, options: ReadOptions) -> None:
+    """A file was read with other content than the caches took it at (an editor saved it
+    while the run was under way): the run reports what it read, and stores nothing under the
+    keys it planned with (the partition, capacity and whole-result entries)."""
+    content.unsettled = True
+    if isinstance(options.data, Prefetched):
+        options.data.unsettled = True
+
+
 def _helm(rel: str, templates: Iterable[str]) -> bool:
     """Whether a file is read as a Helm chart template (below a chart's `templates/`)."""
     return any(rel.startswith(prefix) for prefix in templates)
@@ -899,6 +914,8 @@ def read_repo(
         if b"${" in data:
             content.placeholder_files.add(ref.rel)
         file_digest = digest_of(ref.rel, data) if cache is not None else ""
+        if file_digest and ref.rel in held and file_digest != held[ref.rel]:
+            _unsettled(content, options)  # changed since the key was taken
         if cache is not None and cache.hit(ref.rel, file_digest, helm):
             hits[i] = (file_digest, helm, data)
             tick()
@@ -948,11 +965,14 @@ def read_repo(
                 late = kept if kept is not None else _read_bytes(source, ref, max_bytes)
                 if isinstance(late, FileResult):
                     decoded = late  # unreadable since its stamp was taken
+                    _unsettled(content, options)
                 else:
                     now = digest_of(ref.rel, late)
                     decoded = parse_manifest_bytes(ref.rel, late, helm, options.skim, now)
                     if now == file_digest:  # not changed since its stamp either
                         cache.needed(decoded)
+                    else:
+                        _unsettled(content, options)
             results[i] = decoded
     if cache is not None:
         cache.save()

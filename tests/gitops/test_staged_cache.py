@@ -175,3 +175,33 @@ def test_reading_a_kustomization_first_does_not_read_every_blob(corpus_repo, tmp
         read = set(blob_reads) & manifests
         assert out == run_main(*args, "--no-cache").stdout
     assert read == {rel, "apps/kustomization.yaml"}
+
+
+@pytest.mark.parametrize("staged", [True, False], ids=["index", "working-tree"])
+def test_a_spent_input_budget_replays_no_whole_result(corpus_repo, tmp_path, staged):
+    """The whole-result key charges every listed file to `max_total_bytes`; the run does not
+    charge Kustomize patches or policy files. When the key's budget is spent, the files the
+    run reads are not all named by the key: such a run takes no whole result from the cache,
+    and an edit of the last file is reported (found by review: a cached run replayed the
+    output from before the edit)."""
+    root = corpus_repo
+    (root / "apps" / "team-0" / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "patches:\n- path: big-patch.yaml\n"
+    )
+    (root / "apps" / "team-0" / "big-patch.yaml").write_text(
+        "kind: ReplicaSet\n" + "# pad\n" * 3000
+    )
+    last = root / "zz" / "w.yaml"
+    last.parent.mkdir()
+    last.write_text(_scalable(root)[0].read_text().replace("namespace: ", "namespace: zz-", 1))
+    total = sum(p.stat().st_size for p in root.rglob("*.yaml") if ".git" not in p.parts)
+    (root / ".gpudrv-check.yaml").write_text(f"max_total_bytes: {total - 1}\n")
+    commit(root, "a budget the patch spends")
+    args = ("check", str(root), "--fail-on", "never", *(("--staged",) if staged else ()))
+    cached = (*args, "--cache-dir", str(tmp_path / "cache"))
+    assert run_main(*cached).stdout == run_main(*args, "--no-cache").stdout
+    _edit_replicas(last, 5)
+    git(root, "add", "zz/w.yaml")
+    after = run_main(*args, "--no-cache").stdout
+    assert run_main(*cached).stdout == after

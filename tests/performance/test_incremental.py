@@ -721,3 +721,55 @@ def test_an_edit_run_writes_the_entry_of_its_namespace_alone(repo, tmp_path):
     _replicas(repo)  # team-0
     third, fresh = _both(repo, cache)
     assert third == fresh
+
+
+def test_a_file_saved_while_the_run_reads_it_leaves_no_stale_entry(repo, tmp_path, monkeypatch):
+    """An editor saves a file between the moment its stamp vouched for it and the moment the
+    run reads it (late: its namespace is decoded and the cache holds no result for it). The
+    run reports what it read, and stores nothing under the keys it planned with the old
+    content: later runs say what a run without cache says (read/manifests.py `_unsettled`)."""
+    from gpudrv_check.engine.cache import inputs as inputs_mod
+    from gpudrv_check.read import manifests
+
+    monkeypatch.setattr(inputs_mod, "RACY_NS", -(10**18))  # every file counts as settled
+    cache = tmp_path / "cache"
+    args = ("check", str(repo), "--fail-on", "never")
+    run_main(*args, "--cache-dir", str(cache))
+    saved, other = _scalable_pair(repo)
+    original = saved.read_text()
+    rewritten = re.sub(r"replicas: \d+", "replicas: 2", original, count=1)
+    assert rewritten != original
+    rel = saved.relative_to(repo).as_posix()
+    real = manifests._read_bytes
+
+    def read_bytes(source, ref, max_bytes):
+        if ref.rel == rel:  # the editor's save lands just before the read
+            saved.write_text(rewritten)
+        return real(source, ref, max_bytes)
+
+    monkeypatch.setattr(manifests, "_read_bytes", read_bytes)
+    _set_replicas(other, 1)  # the namespace of both files is read again
+    racing = run_main(*args, "--cache-dir", str(cache)).stdout
+    monkeypatch.setattr(manifests, "_read_bytes", real)
+    assert racing == run_main(*args, "--no-cache").stdout  # what it read: the saved content
+    saved.write_text(original)
+    _set_replicas(_workload(repo, "team-4"), 3)  # another namespace: no whole result to replay
+    assert run_main(*args, "--cache-dir", str(cache)).stdout == run_main(*args, "--no-cache").stdout
+
+
+def _scalable_pair(root: Path) -> tuple[Path, Path]:
+    """Two workload files of one namespace that write a replica count."""
+    for namespace in sorted(p.name for p in (root / "apps").iterdir()):
+        found = [
+            p
+            for p in sorted((root / "apps" / namespace).glob("*.yaml"))
+            if re.search(r"replicas: \d+", p.read_text())
+        ]
+        if len(found) >= 2:
+            return found[0], found[1]
+    raise AssertionError("no namespace with two scalable workloads")
+
+
+def _set_replicas(path: Path, replicas: int) -> None:
+    text = path.read_text()
+    path.write_text(re.sub(r"replicas: \d+", f"replicas: {replicas}", text, count=1))

@@ -273,7 +273,8 @@ def run(options: CheckOptions) -> int:
         sys.stderr = stderr
     for kind, dest, text in actions:
         _perform(kind, dest, text, _checked_root(options))
-    if reuse is not None and tee is not None:
+    # not when a file changed while the run read it: the key names content it did not read
+    if reuse is not None and tee is not None and not getattr(reuse.data, "unsettled", False):
         with phase("result cache"):
             reuse.store(findings, tee.text, actions)
     return code
@@ -578,5 +579,10 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         # the files whose stamps vouch for their digest were not read: read_repo reads them
         # only if the per-file cache does not answer for that digest
         held = {rel: entry[1] for rel, entry in kept.items() if rel not in data}
+    if any(part[1:] == ("over the input budget",) for part in files):
+        # the input budget is spent: which files the run reads then depends on what it
+        # charges (it does not charge Kustomize patches or policy files, which the key's
+        # budget counts), so the key may not name every file read: no whole result
+        return None
     inputs = RunInputs(named, os.getcwd(), tuple(parts), files, Prefetched(data, held))
     return _Reuse(cache, inputs, source, pairs, config.fail_on)

@@ -225,6 +225,23 @@ class GitTree:
         self._wanted = [f.rel for f in listing.files if f.size <= _PREFETCH_FILE_BYTES]
         return listing
 
+    #: check's whole-result cache (`watch`, as read/tree.py WorkingTree): what the run read or
+    #: looked for that the cache key does not name, by path; None: not watched
+    outside: dict[str, str] | None = None
+    _named: frozenset[str] = frozenset()
+
+    def watch(self, named: set[str]) -> None:
+        """From now on, record every file read or looked for outside `named`."""
+        self.outside, self._named = {}, frozenset(named)
+
+    def state_of(self, rel: str, read: bool = True) -> str:
+        """What a run found at `rel`: its object id, or "" when there is no such file."""
+        return self.blob_digest(rel) or ""
+
+    def _saw(self, rel: str) -> None:
+        if self.outside is not None and rel not in self._named:
+            self.outside[rel] = self.state_of(rel)
+
     def blob_digest(self, rel: str) -> str | None:
         """The content identity of a regular file: its git object id, as the tree or index
         lists it (no byte is read). The caches key a git source's files by it."""
@@ -241,6 +258,7 @@ class GitTree:
     def read(self, rel: str, limit: int = DEFAULT_LIMIT, follow_inside: bool = False) -> bytes:
         """A blob of the revision (links and submodules are never read); over `limit` it is
         refused before a byte is read."""
+        self._saw(rel)
         entry = self.entries.get(rel)
         if entry is None or entry.mode in (_SYMLINK, _SUBMODULE):
             raise FileNotFoundError(2, "No such file at revision " + self.rev, rel)
@@ -293,6 +311,7 @@ class GitTree:
                 self._cache[rel] = by_sha[sha]
 
     def exists(self, rel: str) -> bool:
+        self._saw(rel)
         entry = self.entries.get(rel)
         return entry is not None and entry.mode not in (_SYMLINK, _SUBMODULE)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
@@ -116,6 +117,33 @@ class WorkingTree:
         self._on_disk: dict[str, str] = {}
         self._listings: dict[tuple[str, ...], Listing] = {}
         self._files = Beneath(self.root)
+        #: check's whole-result cache (`watch`): what the run read or looked for that the
+        #: cache key does not name, by path (`state_of`); None: not watched
+        self.outside: dict[str, str] | None = None
+        self._named: frozenset[str] = frozenset()
+
+    def watch(self, named: set[str]) -> None:
+        """From now on, record every file read or looked for outside `named` (the files the
+        whole-result key holds): a kustomization a Flux scope reads (model/placeholders.py)
+        may be a file no listing names (`Kustomization`, or in an excluded directory)."""
+        self.outside, self._named = {}, frozenset(named)
+
+    def state_of(self, rel: str, read: bool) -> str:
+        """What a run found at `rel` as `outside` records it: the SHA-256 of its bytes (or
+        "unreadable") when it was read, else "present" or "" (absent)."""
+        if not read:
+            return "present" if (self.root / rel).is_file() else ""
+        try:
+            return hashlib.sha256(self.read(rel)).hexdigest()
+        except (OSError, ValueError):
+            return "unreadable"
+
+    def _saw(self, rel: str, state: str, read: bool) -> None:
+        if self.outside is not None and rel not in self._named:
+            if read:
+                self.outside[rel] = state
+            else:
+                self.outside.setdefault(rel, state)
 
     def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
         """Every manifest file under the root, in path order (walked once per instance and
@@ -211,13 +239,22 @@ class WorkingTree:
         """The bytes of a file below the root (read/safe_io.py): no link is followed (with
         `follow_inside`, links that stay inside the root are: paths the config names), only a
         regular file of at most `limit` bytes is read."""
-        if follow_inside:
-            return read_inside(self.root, rel, limit)
-        return self._files.read(self._on_disk.get(rel, rel), limit)
+        try:
+            if follow_inside:
+                data = read_inside(self.root, rel, limit)
+            else:
+                data = self._files.read(self._on_disk.get(rel, rel), limit)
+        except OSError:
+            self._saw(rel, "unreadable", True)
+            raise
+        if self.outside is not None and rel not in self._named:
+            self._saw(rel, hashlib.sha256(data).hexdigest(), True)
+        return data
 
     def exists(self, rel: str) -> bool:
-        path = self.root / rel
-        return path.is_file()
+        found = (self.root / rel).is_file()
+        self._saw(rel, "present" if found else "", False)
+        return found
 
     def resolve_inside(self, rel: str) -> Path | None:
         """The real path of `rel` when it stays inside the root after resolving links."""

@@ -205,3 +205,56 @@ def test_a_spent_input_budget_replays_no_whole_result(corpus_repo, tmp_path, sta
     git(root, "add", "zz/w.yaml")
     after = run_main(*args, "--no-cache").stdout
     assert run_main(*cached).stdout == after
+
+
+FLUX_APPS = """apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: flux-system}
+spec:
+  path: ./apps
+  postBuild:
+    substitute: {REPLICAS: "3", GPUS: "9"}
+"""
+
+PLACEHOLDER_DEPLOY = """apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  replicas: ${{REPLICAS}}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+      - name: c
+        image: nvcr.io/nvidia/pytorch:24.07-py3
+        resources: {{limits: {{nvidia.com/gpu: "${{GPUS}}"}}}}
+"""
+
+
+@pytest.mark.parametrize("staged", [True, False], ids=["index", "working-tree"])
+def test_a_kustomization_no_listing_names_is_part_of_the_whole_result(git_repo, tmp_path, staged):
+    """A Flux Kustomization's scope is the files its folder's kustomization lists
+    (model/placeholders.py), and kustomize also reads a file named `Kustomization`, which is
+    no manifest: the whole-result key does not name it. The source records what the run read
+    outside the key (`watch`) and the entry holds only while each such file is as it was
+    (found by review: an edit of that file replayed the output from before it)."""
+    root = git_repo
+    (root / "clusters").mkdir()
+    (root / "clusters" / "apps.yaml").write_text(FLUX_APPS)
+    (root / "apps").mkdir()
+    for name in ("web", "other"):
+        (root / "apps" / f"{name}.yaml").write_text(PLACEHOLDER_DEPLOY.format(name=name))
+    (root / "apps" / "Kustomization").write_text("resources:\n- web.yaml\n")
+    commit(root, "a Flux scope")
+    args = ("check", str(root), "--matrix", "none", *(("--staged",) if staged else ()))
+    cached = (*args, "--cache-dir", str(tmp_path / "cache"))
+    before = run_main(*args, "--no-cache").stdout
+    assert run_main(*cached).stdout == before
+    assert "placeholders ${GPUS}, ${REPLICAS}" in before  # other.yaml: outside the scope
+    (root / "apps" / "Kustomization").write_text("resources:\n- web.yaml\n- other.yaml\n")
+    git(root, "add", "-A")
+    after = run_main(*args, "--no-cache").stdout
+    assert after != before
+    assert run_main(*cached).stdout == after
+    assert run_main(*cached).stdout == after  # and the entry stored after the edit holds

@@ -20,7 +20,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpudrv_check import __version__
 from gpudrv_check.cli.commands.common import load_source, make_source
@@ -414,22 +414,53 @@ class Outcome:
     a destination or an exit code (the run that replays it decides those)."""
 
     def __init__(
-        self, severities: dict[str, int], stderr: str, reports: list[str], summary: str | None
+        self,
+        severities: dict[str, int],
+        stderr: str,
+        reports: list[str],
+        summary: str | None,
+        outside: dict[str, str] | None = None,
     ) -> None:
         self.severities, self.stderr, self.reports = severities, stderr, reports
         self.summary = summary
+        #: what the run found at the files it read or looked for that the key does not name
+        #: (the source's `outside`): the entry holds only while each is found so again
+        self.outside = outside or {}
 
     @staticmethod
-    def pack(findings: list[Finding], stderr: str, actions: list[tuple[str, str, str]]) -> tuple:
+    def pack(
+        findings: list[Finding],
+        stderr: str,
+        actions: list[tuple[str, str, str]],
+        outside: dict[str, str] | None = None,
+    ) -> tuple:
         reports = [text for kind, _, text in actions]
-        return (dict(Counter(f.severity.value for f in findings)), stderr, reports)
+        severities = dict(Counter(f.severity.value for f in findings))
+        return (severities, stderr, reports, dict(outside or {}))
+
+    def holds(self, source: Any) -> bool:
+        """Whether every file outside the key is found as the run found it."""
+        state_of = getattr(source, "state_of", None)
+        if not self.outside:
+            return True
+        if state_of is None:
+            return False
+        return all(
+            state_of(rel, state not in ("present", "")) == state
+            for rel, state in self.outside.items()
+        )
 
     @classmethod
     def unpack(cls, value: object, pairs: list[tuple[str, str]]) -> Outcome | None:
         """The outcome of a stored value, or None when it is not one for these outputs."""
-        if not (isinstance(value, tuple) and len(value) == 3):
+        if not (isinstance(value, tuple) and len(value) == 4):
             return None
-        severities, stderr, texts = value
+        severities, stderr, texts, outside = value
+        if not (
+            isinstance(outside, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in outside.items())
+        ):
+            return None
         if not (
             isinstance(severities, dict)
             and all(
@@ -446,7 +477,7 @@ class Outcome:
         if (len(texts) == len(pairs) + 1) != summary_wanted:
             return None
         reports = texts[: len(pairs)]  # one per --format, in order: the pairs are in the key
-        return cls(severities, stderr, reports, texts[-1] if summary_wanted else None)
+        return cls(severities, stderr, reports, texts[-1] if summary_wanted else None, outside)
 
     def exit_code(self, fail_on: str) -> int:
         """As `exit_code` of the findings the counts were taken from."""
@@ -463,7 +494,11 @@ class _Reuse:
         source=None,
         pairs: list[tuple[str, str]] | None = None,
         fail_on: str = "error",
+        named: set[str] | None = None,
     ) -> None:
+        """`named`: the files whose content the key holds (the source records reads of any
+        other file from now on, `watch`, and the entry stores what they held)."""
+        named = named or set()
         self.cache, self.inputs = cache, inputs
         self.name, self.key, self.data = inputs.name, inputs.result_key, inputs.data
         # every input but the manifest files (engine/cache/partition.py)
@@ -472,9 +507,16 @@ class _Reuse:
         self.pairs, self.fail_on = pairs or [], fail_on
         found = cache.load("result", self.name, self.key)
         self.hit = Outcome.unpack(found, self.pairs) if found is not None else None
+        if self.hit is not None and not self.hit.holds(source):
+            self.hit = None  # a file the key does not name changed since
+        watch = getattr(source, "watch", None)
+        if self.hit is None and watch is not None:
+            watch(named)
 
     def store(self, findings: list[Finding], stderr: str, actions) -> None:
-        self.cache.store("result", self.name, self.key, Outcome.pack(findings, stderr, actions))
+        outside = getattr(self.source, "outside", None)
+        value = Outcome.pack(findings, stderr, actions, outside)
+        self.cache.store("result", self.name, self.key, value)
 
 
 def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
@@ -535,7 +577,11 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         except OSError:
             parts.append((path, None))
 
+    named = {ref.rel for ref in listing.files}  # the files whose content the key holds
+
     def inside(rel: str | None, limit: int = config.max_file_bytes) -> None:
+        if rel:
+            named.add(rel)
         try:
             if rel and source.exists(rel):
                 parts.append((rel, source.read(rel, limit, follow_inside=True)))
@@ -564,12 +610,12 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
 
     # the entries of a git source are its own: the index and the working tree of one root
     # alternate (the pre-commit hook, the editor) without displacing each other's result
-    named = f"{root}\0{type(source).__name__}" if blobs else str(root)
+    entry_root = f"{root}\0{type(source).__name__}" if blobs else str(root)
     if blobs:
         files, held = blob_inputs(source, listing, config.max_file_bytes, config.max_total_bytes)
         data: dict[str, bytes] = {}
     else:
-        name = entry_name(named, os.getcwd())
+        name = entry_name(entry_root, os.getcwd())
         stamps = cache.load(STAMPS, name, "", valid=valid_stamps)
         files, data, kept = manifest_inputs(
             source, listing, config.max_file_bytes, config.max_total_bytes, stamps
@@ -584,5 +630,5 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         # charges (it does not charge Kustomize patches or policy files, which the key's
         # budget counts), so the key may not name every file read: no whole result
         return None
-    inputs = RunInputs(named, os.getcwd(), tuple(parts), files, Prefetched(data, held))
-    return _Reuse(cache, inputs, source, pairs, config.fail_on)
+    inputs = RunInputs(entry_root, os.getcwd(), tuple(parts), files, Prefetched(data, held))
+    return _Reuse(cache, inputs, source, pairs, config.fail_on, named)

@@ -860,7 +860,9 @@ def read_repo(
             [
                 ref.rel
                 for ref in files
-                if not (
+                if ref.error is None
+                and ref.size <= max_bytes
+                and not (
                     ref.rel in held
                     and cache.knows(ref.rel, held[ref.rel], _helm(ref.rel, templates))
                 )

@@ -773,3 +773,22 @@ def _scalable_pair(root: Path) -> tuple[Path, Path]:
 def _set_replicas(path: Path, replicas: int) -> None:
     text = path.read_text()
     path.write_text(re.sub(r"replicas: \d+", f"replicas: {replicas}", text, count=1))
+
+
+def test_the_entry_of_a_namespace_gone_from_the_repo_is_dropped(repo, tmp_path):
+    """A namespace deleted from the repo (a preview environment, say): the next run that
+    stores its own entries drops that namespace's, so the cache does not keep one entry for
+    every namespace that ever was (partition.py `Plan.gone`, store.py `Cache.drop`)."""
+    from gpudrv_check.engine.cache.partition import entry_name
+    from gpudrv_check.engine.cache.store import Cache
+
+    cache = tmp_path / "cache"
+    _both(repo, cache)
+    name = _read(repo, cache).plan.name
+    gone = Cache(cache)._path("partitions", entry_name(name, "team-4"))
+    kept = Cache(cache)._path("partitions", entry_name(name, "team-1"))
+    assert gone.exists() and kept.exists()
+    shutil.rmtree(repo / "apps" / "team-4")
+    cached, fresh = _both(repo, cache)
+    assert cached == fresh
+    assert not gone.exists() and kept.exists()

@@ -161,6 +161,8 @@ class Plan:
     #: records of each clean namespace
     tables: Any = None
     inputs: dict[str, tuple] = field(default_factory=dict)
+    #: namespaces the cached inputs name that this run has not: their entries go (`merge`)
+    gone: list[str] = field(default_factory=list)
 
     @property
     def partial(self) -> bool:
@@ -236,6 +238,9 @@ def _take_clean(out: Plan, redo: frozenset[str]) -> None:
     if inputs is None:
         return
     out.tables, by_namespace = inputs
+    # the namespaces of the run that stored these inputs which this run has no longer (a
+    # preview namespace deleted, say): their entries are dropped when this run stores its own
+    out.gone = sorted(ns for ns in by_namespace if isinstance(ns, str) and ns not in out.keys)
     for ns, key in out.keys.items():
         records = by_namespace.get(ns)
         if ns in redo or records is None:
@@ -325,12 +330,14 @@ def merge(run: Any) -> None:
             ns = plan_.partition_of.get(finding.location.file)
             if ns in evaluated:
                 evaluated[ns][index].append(finding.record())
-    if evaluated and not getattr(run.content, "unsettled", False):
+    if (evaluated or plan_.gone) and not getattr(run.content, "unsettled", False):
         outcomes = _outcomes(run, set(evaluated))
         for ns, (found, suppressed) in evaluated.items():
             entry = PartitionEntry(plan_.keys[ns], found, suppressed, outcomes.get(ns, {}))
             store_entry(plan_.cache, plan_.name, ns, entry)
         _store_inputs(run, plan_)
+        for ns in plan_.gone:
+            plan_.cache.drop(CACHE_KIND, entry_name(plan_.name, ns))
     if plan_.clean:
         for ns in sorted(plan_.clean):
             found, suppressed = plan_.findings[ns]

@@ -253,6 +253,14 @@ class Cache:
             return None
         return _unpack(blob, secret, len(head), valid)
 
+    def drop(self, kind: str, name: str) -> None:
+        """Remove the entry of (kind, name), if any: one no run will ask for again (a
+        namespace gone from the repo). The name is unlinked, never followed."""
+        if not self._usable(create=False):
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self._path(kind, name))
+
     def store(self, kind: str, name: str, key: str, value: Any) -> None:
         if not self._usable(create=True):
             return

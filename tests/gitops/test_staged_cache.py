@@ -83,27 +83,37 @@ def test_the_hook_reads_nothing_again_when_nothing_was_staged(corpus_repo, tmp_p
     assert not set(blob_reads) & manifests
 
 
+def _staged_edits(root: Path, cache: Path, edited: Path, reads: list[str]) -> list[set[str]]:
+    """Two staged edits of `edited`, each followed by a cached hook run that must say what a
+    run without cache says: per run, the manifest blobs it read (`reads`: blob_reads)."""
+    args = ("check", str(root), "--staged", "--fail-on", "never")
+    rel = edited.relative_to(root).as_posix()
+    manifests = {p.relative_to(root).as_posix() for p in root.rglob("*.yaml")}
+    read_per_run = []
+    for replicas in (9, 3):
+        _edit_replicas(edited, replicas)
+        git(root, "add", rel)
+        reads.clear()
+        out = run_main(*args, "--cache-dir", str(cache)).stdout
+        read_per_run.append(set(reads) & manifests)
+        assert out == run_main(*args, "--no-cache").stdout
+    return read_per_run
+
+
 def test_a_staged_edit_reads_its_namespace_and_says_what_a_fresh_run_says(
     corpus_repo, tmp_path, blob_reads
 ):
-    args = ("check", str(corpus_repo), "--staged", "--fail-on", "never")
-    cached = (*args, "--cache-dir", str(tmp_path / "cache"))
-    run_main(*cached)
+    cache = tmp_path / "cache"
+    run_main("check", str(corpus_repo), "--staged", "--fail-on", "never", "--cache-dir", str(cache))
     edited, clean = _scalable(corpus_repo)[:2]
     rel = edited.relative_to(corpus_repo).as_posix()
     clean_dir = clean.parent.relative_to(corpus_repo).as_posix() + "/"
-    manifests = {p.relative_to(corpus_repo).as_posix() for p in corpus_repo.rglob("*.yaml")}
-    for replicas in (9, 3):
-        _edit_replicas(edited, replicas)
-        git(corpus_repo, "add", rel)
-        blob_reads.clear()
-        out = run_main(*cached).stdout
-        read = set(blob_reads) & manifests
-        assert out == run_main(*args, "--no-cache").stdout
+    first, second = _staged_edits(corpus_repo, cache, edited, blob_reads)
+    for read in (first, second):
         assert rel in read
         assert not any(r.startswith(clean_dir) for r in read)  # a clean namespace
     # the second edit: the shared files decode what the first one stored, unread
-    assert read == {rel}
+    assert second == {rel}
 
 
 def test_the_index_and_the_working_tree_keep_their_own_results(corpus_repo, tmp_path, blob_reads):
@@ -137,11 +147,20 @@ def test_a_revision_is_cached_by_its_object_ids(corpus_repo, tmp_path, blob_read
     assert not set(blob_reads) & manifests  # the same revision again: its whole result
 
 
-def test_worker_processes_name_files_by_the_digest_they_are_given():
+def test_worker_processes_name_files_by_the_digest_they_are_given(monkeypatch):
     """A git source's files are named by object id in the per-file cache: the parse in
     worker processes keeps the digest the reader passes (read/manifests.py _parse_chunk)."""
     from gpudrv_check.read import manifests
     from tests.conftest import BUILDER_DOC, gpu_node
+
+    handed: list[int] = []
+    real = manifests._share_out
+
+    def share_out(pool, theirs, *args, **kwargs):
+        handed.append(len(theirs))  # the chunks the worker processes parse
+        return real(pool, theirs, *args, **kwargs)
+
+    monkeypatch.setattr(manifests, "_share_out", share_out)
 
     count = manifests.SAMPLE_FILES + manifests.PARALLEL_MIN_FILES + 10
     todo = [
@@ -150,6 +169,7 @@ def test_worker_processes_name_files_by_the_digest_they_are_given():
     ]
     digests = {i: f"git:{i:040x}" for i in range(count)}
     both = manifests._parse_all(todo, 2, lambda: None, digests=digests)
+    assert handed and handed[0] > 0  # workers parsed some of them
     assert {i: r.digest for i, r in both.items()} == digests
 
 
@@ -161,20 +181,12 @@ def test_reading_a_kustomization_first_does_not_read_every_blob(corpus_repo, tmp
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
     )
     commit(corpus_repo, "a kustomization")
-    args = ("check", str(corpus_repo), "--staged", "--fail-on", "never")
-    cached = (*args, "--cache-dir", str(tmp_path / "cache"))
-    run_main(*cached)
+    cache = tmp_path / "cache"
+    run_main("check", str(corpus_repo), "--staged", "--fail-on", "never", "--cache-dir", str(cache))
     edited = _scalable(corpus_repo)[0]
     rel = edited.relative_to(corpus_repo).as_posix()
-    manifests = {p.relative_to(corpus_repo).as_posix() for p in corpus_repo.rglob("*.yaml")}
-    for replicas in (9, 3):
-        _edit_replicas(edited, replicas)
-        git(corpus_repo, "add", rel)
-        blob_reads.clear()
-        out = run_main(*cached).stdout
-        read = set(blob_reads) & manifests
-        assert out == run_main(*args, "--no-cache").stdout
-    assert read == {rel, "apps/kustomization.yaml"}
+    second = _staged_edits(corpus_repo, cache, edited, blob_reads)[1]
+    assert second == {rel, "apps/kustomization.yaml"}
 
 
 @pytest.mark.parametrize("staged", [True, False], ids=["index", "working-tree"])

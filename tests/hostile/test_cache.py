@@ -232,3 +232,16 @@ def test_an_entry_of_another_key_is_a_miss_from_its_first_bytes(
     read.clear()
     assert cache.load("result", "repo", "old") == ["x" * 1_000_000]
     assert sum(read) > 1_000_000
+
+
+@pytest.mark.parametrize("rel", ["../outside.yaml", "/etc/passwd", "a/../../b", "nul\0.yaml", ""])
+def test_a_result_entry_naming_a_path_outside_the_root_is_a_miss(rel: str):
+    """The files a run read outside its key (`Outcome.outside`) are looked at again before an
+    entry is taken: a path that leaves the root (or no path at all) makes the entry a miss,
+    so nothing outside the root is ever read for it."""
+    from gpudrv_check.cli.commands.check import STDOUT, Outcome
+
+    pairs = [("text", STDOUT)]
+    good = ({"error": 1}, "", ["report"], {"apps/Kustomization": ""})
+    assert Outcome.unpack(good, pairs) is not None
+    assert Outcome.unpack(({"error": 1}, "", ["report"], {rel: ""}), pairs) is None

@@ -29,6 +29,7 @@ from gpudrv_check.core.finding import Finding, terminal_text
 from gpudrv_check.engine.cache.inputs import RunInputs
 from gpudrv_check.engine.phases import phase
 from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.source import clean_rel
 from gpudrv_check.report import MODEL_FORMATS
 
 if TYPE_CHECKING:
@@ -458,9 +459,12 @@ class Outcome:
         severities, stderr, texts, outside = value
         if not (
             isinstance(outside, dict)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in outside.items())
+            and all(
+                isinstance(k, str) and "\0" not in k and clean_rel(k) == k and isinstance(v, str)
+                for k, v in outside.items()
+            )
         ):
-            return None
+            return None  # a path that leaves the root is never looked at again
         if not (
             isinstance(severities, dict)
             and all(
@@ -537,6 +541,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     from gpudrv_check.engine.cache.inputs import (
         STAMPS,
         blob_inputs,
+        budget_spent,
         entry_name,
         manifest_inputs,
         valid_stamps,
@@ -625,7 +630,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         # the files whose stamps vouch for their digest were not read: read_repo reads them
         # only if the per-file cache does not answer for that digest
         held = {rel: entry[1] for rel, entry in kept.items() if rel not in data}
-    if any(part[1:] == ("over the input budget",) for part in files):
+    if budget_spent(files):
         # the input budget is spent: which files the run reads then depends on what it
         # charges (it does not charge Kustomize patches or policy files, which the key's
         # budget counts), so the key may not name every file read: no whole result

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,32 @@ STAMPS = "stamps"
 Stamps = dict[str, tuple[tuple[int, ...], str]]
 
 
+#: why a file is not read once the input budget (`max_total_bytes`) is spent
+OVER_BUDGET = "over the input budget"
+
+
+def _charged(
+    listing: Any, max_file_bytes: int, max_total_bytes: int, parts: list[Any]
+) -> Iterator[Any]:
+    """The files of `listing` a run reads, spending the input budget as read_repo does; the
+    others go to `parts` with why they are not read (an error, their size, the budget)."""
+    budget = max_total_bytes
+    for ref in listing.files:
+        if ref.error is not None or ref.size > max_file_bytes:
+            parts.append((ref.rel, ref.size, ref.error))
+        elif ref.size > budget:
+            budget = 0
+            parts.append((ref.rel, OVER_BUDGET))
+        else:
+            budget -= ref.size
+            yield ref
+
+
+def budget_spent(parts: tuple[Any, ...]) -> bool:
+    """Whether some file of these inputs was left unread for the budget (`_charged`)."""
+    return any(part[1:] == (OVER_BUDGET,) for part in parts)
+
+
 def manifest_inputs(
     source: Any,
     listing: Any,
@@ -81,16 +108,7 @@ def manifest_inputs(
     kept: Stamps = {}
     known = stamps or {}
     settled = time.time_ns() - RACY_NS
-    budget = max_total_bytes  # as read_repo spends it: what is over it is not read
-    for ref in listing.files:
-        if ref.error is not None or ref.size > max_file_bytes:
-            parts.append((ref.rel, ref.size, ref.error))
-            continue
-        if ref.size > budget:
-            budget = 0
-            parts.append((ref.rel, "over the input budget"))
-            continue
-        budget -= ref.size
+    for ref in _charged(listing, max_file_bytes, max_total_bytes, parts):
         stamp = ref.stamp
         held = known.get(ref.rel)
         if stamp is not None and held is not None and held[0] == stamp:
@@ -119,16 +137,7 @@ def blob_inputs(
     ls-tree`), and the id is the file's content as the source reads it."""
     parts: list[Any] = []
     held: dict[str, str] = {}
-    budget = max_total_bytes
-    for ref in listing.files:
-        if ref.error is not None or ref.size > max_file_bytes:
-            parts.append((ref.rel, ref.size, ref.error))
-            continue
-        if ref.size > budget:
-            budget = 0
-            parts.append((ref.rel, "over the input budget"))
-            continue
-        budget -= ref.size
+    for ref in _charged(listing, max_file_bytes, max_total_bytes, parts):
         file_digest = source.blob_digest(ref.rel)
         parts.append((ref.rel, file_digest))
         if file_digest is not None:

@@ -330,7 +330,7 @@ def merge(run: Any) -> None:
             ns = plan_.partition_of.get(finding.location.file)
             if ns in evaluated:
                 evaluated[ns][index].append(finding.record())
-    if (evaluated or plan_.gone) and not getattr(run.content, "unsettled", False):
+    if (evaluated or plan_.gone) and not run.content.unsettled:
         outcomes = _outcomes(run, set(evaluated))
         for ns, (found, suppressed) in evaluated.items():
             entry = PartitionEntry(plan_.keys[ns], found, suppressed, outcomes.get(ns, {}))

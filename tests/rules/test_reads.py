@@ -167,7 +167,9 @@ def _corpora() -> list[Path]:
 
 
 def _realistic() -> list[Path]:
-    return sorted(p for p in (ROOT / "tests" / "realistic").iterdir() if p.is_dir())
+    folder = ROOT / "tests" / "realistic"
+    # the repos, not the bytecode a run of this package writes beside them
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
 
 
 def _findings(root: Path, monkeypatch, rule: str | None = None) -> list[str]:

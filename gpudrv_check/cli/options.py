@@ -9,8 +9,9 @@ and code that runs a command without a command line (tests, embedding) builds on
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from gpudrv_check.core.records import record
 
 if TYPE_CHECKING:
     import argparse
@@ -20,14 +21,14 @@ _Repo = TypeVar("_Repo", bound="RepoOptions")
 FailOn = Literal["error", "warning", "info", "never"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Options:
     """What every command has: its name."""
 
     command: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RepoOptions(Options):
     """Where the repo comes from and how it is read: every command that reads one."""
 
@@ -50,7 +51,7 @@ class RepoOptions(Options):
         return self if self.matrix is not None else dataclasses.replace(self, matrix="none")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CheckOptions(RepoOptions):
     """`check`: which rules, which reports, what gates the exit code, the cache."""
 
@@ -68,14 +69,14 @@ class CheckOptions(RepoOptions):
     color: str = "auto"  # auto | always | never
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodeOptions(RepoOptions):
     """`tag NODE`."""
 
     node: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FormatOptions(RepoOptions):
     """`operands` and `report`: a repo and an output format (`report --node` too)."""
 
@@ -83,7 +84,7 @@ class FormatOptions(RepoOptions):
     node: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PlaceOptions(RepoOptions):
     """`place`."""
 
@@ -91,7 +92,7 @@ class PlaceOptions(RepoOptions):
     format: str = "text"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PlanOptions(RepoOptions):
     """`plan NODE --driver VERSION`."""
 
@@ -102,7 +103,7 @@ class PlanOptions(RepoOptions):
     format: str = "text"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RehearseOptions(RepoOptions):
     """`rehearse`."""
 
@@ -111,7 +112,7 @@ class RehearseOptions(RepoOptions):
     format: str = "text"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RulesOptions(Options):
     """`rules` and `explain RULE`."""
 
@@ -119,7 +120,7 @@ class RulesOptions(Options):
     rule: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class InventoryOptions(Options):
     """`inventory import FILE`."""
 
@@ -135,7 +136,7 @@ class InventoryOptions(Options):
     max_bytes: int | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CompletionOptions(Options):
     """`completion SHELL`."""
 

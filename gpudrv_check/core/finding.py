@@ -6,9 +6,11 @@ import hashlib
 import re
 import reprlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import Enum
 from typing import Any
+
+from gpudrv_check.core.records import record
 
 # control, line-separator and bidi-override characters: from a hostile repo they could forge
 # report lines, terminal escapes or CI annotations, or hide text ("Trojan source")
@@ -136,7 +138,7 @@ def _shown(value: str | None) -> str | None:
     return value if value is None or value.isprintable() else printable(value)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Location:
     """File (relative to the checked root, POSIX separators), 1-based line and column."""
 
@@ -152,7 +154,7 @@ class Location:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ObjectRef:
     """The Kubernetes object a finding is about."""
 
@@ -175,7 +177,7 @@ class ObjectRef:
 Record = tuple[Any, ...]
 
 
-@dataclass(slots=True, kw_only=True)
+@record(slots=True, kw_only=True)
 class Finding:
     """One problem: a stable rule id, a severity, a message a person can act on, and a fix hint.
 

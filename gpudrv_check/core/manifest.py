@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gpudrv_check.core.finding import Location, ObjectRef
 from gpudrv_check.core.located import Path, locate
+from gpudrv_check.core.records import record
 
 _MAPPINGS = (dict, Mapping)  # dict first: a located mapping is one, and the ABC check is slow
 
@@ -25,7 +25,7 @@ def value_at(node: Any, path: Sequence[str | int]) -> Any:
     return node
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Manifest:
     """One object: a document of a file, or one item of a `kind: List` document."""
 

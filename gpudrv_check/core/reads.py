@@ -8,10 +8,10 @@ reads one must declare it, which takes it out of the plan.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gpudrv_check.core.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SkimPlan:
     #: kinds whose content past `metadata` nothing reads: parsed for syntax, nesting, duplicate
     #: keys and tags, but not built

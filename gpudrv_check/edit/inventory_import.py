@@ -22,10 +22,11 @@ import json
 import re
 import textwrap
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from gpudrv_check.core.finding import Finding
+from gpudrv_check.core.records import record
 from gpudrv_check.model.inventory import (
     INVENTORY_API,
     INVENTORY_KIND,
@@ -72,7 +73,7 @@ class ImportError_(Exception):
     """The input is not a node export; nothing is written."""
 
 
-@dataclass
+@record
 class Imported:
     """The nodes of one export, and what the reader found wrong in it."""
 

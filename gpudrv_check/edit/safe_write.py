@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
+
+from gpudrv_check.core.records import record
 
 
 class EditError(Exception):
     """An edit cannot be made safely; nothing was written."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileEdit:
     """New bytes for one repo file, and the bytes they were computed from."""
 

@@ -9,12 +9,13 @@ finding with a fingerprint than the base, exactly one of them is new (the last i
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gpudrv_check.core.finding import Finding
+from gpudrv_check.core.records import record
 
 
-@dataclass
+@record
 class Comparison:
     base: str = ""  # the base revision, as given
     new: list[Finding] = field(default_factory=list)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from gpudrv_check.core.finding import Finding, ObjectRef, quoted
 from gpudrv_check.core.located import scalar_text
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.scope import effective_namespace
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.read.config import Config
@@ -38,7 +38,7 @@ def object_key(ref: ObjectRef) -> ObjectKey:
     return (ref.kind, effective_namespace(ref.kind, ref.namespace) or "", ref.name or "")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Ignore:
     rules: frozenset[str]  # rule ids
     reason: str | None

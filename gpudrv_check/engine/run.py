@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Finding, Location, Severity
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.engine.phases import phase, say_workers
 from gpudrv_check.model.clusters import Cluster, discover
 from gpudrv_check.model.coverage import SkippedRules
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from gpudrv_check.read.custom_policy import CustomPolicy
 
 
-@dataclass
+@record
 class Run:
     """Everything one run read and found."""
 

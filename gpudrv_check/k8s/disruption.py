@@ -30,10 +30,10 @@ Inputs are plain JSON-like data and may have wrong types; nothing here raises.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.intstr import (
     parse_int_or_percent,
     scaled_value,
@@ -72,7 +72,7 @@ BARE_POD_KINDS = frozenset({"", "Pod"})
 UNHEALTHY_POD_EVICTION_POLICIES: tuple[str, ...] = ("IfHealthyBudget", "AlwaysAllow")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PodGroup:
     """Pods a PDB selects that share one controlling owner.
 
@@ -106,7 +106,7 @@ class PodGroup:
 Outcome = Literal["computed", "no-expected-pods", "fail-safe", "invalid-spec"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Budget:
     """The PDB status the disruption controller would write, and why.
 
@@ -355,7 +355,7 @@ def _no_expected_reason(spec: Mapping[object, object], pods: int, bare: int) -> 
     return "the owning controllers are scaled to 0 replicas"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BudgetChange:
     """The smallest edit of a PDB spec that lets ``wanted`` covered pods be evicted.
 

@@ -23,10 +23,10 @@ Inputs are plain JSON-like data and may have wrong types; nothing here raises.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import (
     MAPPINGS,
     Problem,
@@ -45,7 +45,7 @@ _SELECTOR_FIELDS = frozenset({"matchLabels", "matchExpressions"})
 _REQUIREMENT_FIELDS = frozenset({"key", "operator", "values"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Requirement:
     """One ANDed condition of a selector; ``values`` is sorted and deduplicated."""
 
@@ -69,7 +69,7 @@ class Requirement:
 SelectorKind = Literal["nothing", "everything", "requirements", "invalid"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SelectorKey:
     """Canonical, hashable form of a selector: equal keys select exactly the same objects.
 

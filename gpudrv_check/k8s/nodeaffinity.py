@@ -29,10 +29,10 @@ nothing. Node labels that are not ``str -> str`` are ignored, as no real Node ca
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import (
     MAPPINGS,
     Path,
@@ -168,7 +168,7 @@ def _operator_problem(operator: object, allowed: tuple[str, ...], what: str) -> 
 # --- matchExpressions ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Expression:
     """A matchExpressions entry the scheduler accepted."""
 
@@ -292,7 +292,7 @@ def requirement_matches(req: object, labels: object) -> bool:
 # --- matchFields --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Field:
     """A matchFields entry the scheduler accepted."""
 
@@ -404,7 +404,7 @@ def term_problems(term: object) -> list[Problem]:
     return problems
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Term:
     """A non-empty term the scheduler parsed."""
 
@@ -511,7 +511,7 @@ def _selector_pairs(node_selector: object) -> tuple[tuple[str, str], ...] | None
 # --- the pod's whole required placement ---------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class RequiredNodeAffinity:
     """A pod's ``spec.nodeSelector`` and required node affinity, parsed once for many nodes.
 

@@ -23,8 +23,9 @@ term (no ``topologyKey``, wrong types) is skipped: the API server would reject t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.labelselector import selector_matches
 
@@ -34,7 +35,7 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AntiAffinityTerm:
     """One ``requiredDuringSchedulingIgnoredDuringExecution`` anti-affinity term."""
 
@@ -47,7 +48,7 @@ class AntiAffinityTerm:
     mismatch_label_keys: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Domains:
     """Topology domains of a set of nodes for one key.
 

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.quantity import milli_value, value
 
 __all__ = [
@@ -81,7 +81,7 @@ def insufficient(resource: str) -> str:
     return f"Insufficient {resource}"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Insufficient:
     """fit.go ``InsufficientResource``: one resource the node cannot give the pod."""
 
@@ -194,7 +194,7 @@ def preemption_message(
     return f"preemption: {fit_error_message(num_nodes, reasons)}"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SchedulerRelease:
     """The kube-scheduler minor release whose wording is reproduced (``scheduler_version``).
 

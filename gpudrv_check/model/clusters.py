@@ -27,11 +27,12 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from gpudrv_check.core.located import LMap, LSeq
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.read.kustomize import RENDERED_SUFFIX
 
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io/"
@@ -41,7 +42,7 @@ KUSTOMIZE_LISTS = ("resources", "bases", "components")
 CLUSTERS_DIR = "clusters"
 
 
-@dataclass
+@record
 class Cluster:
     name: str
     files: set[str] = field(default_factory=set)  # repo-relative paths of its manifests

@@ -11,11 +11,11 @@ pass.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import printable
 from gpudrv_check.core.located import LMap, containers
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.numbers import parse_digits
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 MAX_VISITED = 20_000
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SkippedRules:
     """Rules a run did not evaluate, the reason, and where to read how to give them input."""
 

@@ -17,11 +17,12 @@ Two floors, chosen by the GPU011 parameter ``minor_version_compatibility``:
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.numbers import parse_digits
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.workload import Container, Workload
@@ -90,7 +91,7 @@ def _problem_path(problem: str) -> tuple[str | int, ...]:
     return ("images", int(found.group(1)), *key)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodeDriver:
     version: str  # "550.90.07", or a branch alone ("550") when only the major is labelled
     major_label: str  # the label key holding the branch, for affinity suggestions
@@ -119,7 +120,7 @@ def node_driver(node: Node) -> NodeDriver | None:
     return None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class CudaFit:
     """How one image of a workload fares on the nodes the workload can land on."""
 

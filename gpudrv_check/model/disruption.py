@@ -16,13 +16,14 @@ while a run is active); DaemonSet one per eligible node; a bare Pod one, with no
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from gpudrv_check.core.finding import Finding, ObjectRef
 from gpudrv_check.core.located import Path, locate
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.disruption import (
     Budget,
     BudgetChange,
@@ -47,7 +48,7 @@ PDB_KIND = "PodDisruptionBudget"
 PDB_API_VERSIONS = frozenset(("policy/v1", "policy/v1beta1"))
 
 
-@dataclass
+@record
 class PDB:
     """One PodDisruptionBudget object and the problems the API server would reject it for."""
 
@@ -171,7 +172,7 @@ def build_pdbs(manifests: list[Manifest]) -> tuple[list[PDB], list[Finding]]:
     return pdbs, findings
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class WorkloadPods:
     """A workload's pods as a PDB sees them at full health."""
 
@@ -223,7 +224,7 @@ class WorkloadPods:
         return self.workload.kind != "DaemonSet" and not self.workload.mirror_pod
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Coverage:
     """A PDB in force, the workloads it covers, and its budget at full health."""
 

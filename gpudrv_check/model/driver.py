@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.records import record
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.nvidia.driver_image import (
@@ -143,7 +143,7 @@ def driver_managed(node: Node) -> bool:
     )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AuditEntry:
     node: Node
     result: TagResult
@@ -237,7 +237,7 @@ def _split(result: TagResult, node: Node, repo: Repo) -> tuple[str, str, str]:
     return facts.driver_major or "", facts.kernel or "", ostag
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FleetCell:
     """GPU nodes that need the same driver image: one cell of the fleet picture."""
 

@@ -19,12 +19,13 @@ Nodes whose driver the operator does not install (``gpu.deploy.driver=false``,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from gpudrv_check.core.finding import Location
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.driver_image import (
     DEPLOY_DRIVER_LABEL,
@@ -86,7 +87,7 @@ MIXED_OS_FIX = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DriverSource:
     """Where a node's driver spec is written: a config's ``driver`` section or an NVIDIADriver."""
 
@@ -107,7 +108,7 @@ class DriverSource:
         return self.manifest.location(self.path(*key))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodeDriver:
     """What the operator installs on one GPU node."""
 
@@ -137,7 +138,7 @@ class NodeDriver:
         )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DriverProblem:
     """A finding the plan makes: rule id, the object and key it is about, text."""
 
@@ -149,7 +150,7 @@ class DriverProblem:
     hint: str | None = None
 
 
-@dataclass
+@record
 class DriverPlan:
     mode: str
     nodes: dict[str, NodeDriver] = field(default_factory=dict)  # GPU node name -> plan

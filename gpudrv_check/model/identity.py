@@ -13,16 +13,17 @@ each apply creates a new one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.read.policy import builtin
 
 WHY = "deepest path first, as an overlay sits below its base; then path order"
 
 
-@dataclass
+@record
 class Copies:
     """An identity written more than once: the copy used, and the others."""
 

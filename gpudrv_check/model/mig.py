@@ -9,11 +9,12 @@ Semantics: nvidia/mig.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.mig import MIG_CONFIG_LABEL, advertised_mig, mig_configs
 
@@ -26,7 +27,7 @@ DEFAULT_CONFIG_MAP = "default-mig-parted-config"
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 
 
-@dataclass
+@record
 class MigState:
     strategy: str
     source: str  # where the profiles come from, for messages

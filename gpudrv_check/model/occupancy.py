@@ -35,10 +35,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.resources import is_extended
 from gpudrv_check.k8s.scheduler import (
     NAMED_RESOURCES,
@@ -74,7 +75,7 @@ def pod_count(workload: Workload, eligible: int) -> int:
     return workload.replicas or 0
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Nodes:
     """What one constraint set allows: the nodes it may use, in node order, and the static
     reasons of the nodes it can never use, counted (one entry per constraint set)."""
@@ -83,7 +84,7 @@ class Nodes:
     static: Counter[str]
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Demand:
     """All the simulation needs of one workload (see the module docstring), built from the
     model (`workload` set) or from the partition cache (engine/cache/partition.py)."""
@@ -102,7 +103,7 @@ class Demand:
     workload: Workload | None = None
 
 
-@dataclass
+@record
 class Replicas:
     """Where one workload's pods run. The findings read of it only what `outcome` holds (the
     partition cache compares that, engine/cache/partition.py): not the nodes' names."""
@@ -445,7 +446,7 @@ def _rank(resource: str) -> tuple:
     return (9, resource)
 
 
-@dataclass
+@record
 class _Lacking:
     """What some nodes (node -> its place in node order) lack for one pod, as the loop over
     them in `_pending_message` would count it. A node only ever lacks more as pods take its

@@ -30,12 +30,13 @@ taints (it does not look at resources), so a node with an untolerated taint is n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Location
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest, value_at
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.nodeaffinity import (
     REQUIRED_AFFINITY_PATH,
     RequiredNodeAffinity,
@@ -109,7 +110,7 @@ _SOURCE_NAMES = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Cause:
     """One reason an operand does not run on a node, and where it is written."""
 
@@ -123,7 +124,7 @@ class Cause:
         return f"{self.detail} ({self.location.file}:{self.location.line})"
 
 
-@dataclass
+@record
 class OperandDaemonSet:
     """An operand DaemonSet, from the repo or derived from the operator configuration."""
 
@@ -166,7 +167,7 @@ class OperandDaemonSet:
         return self.about.location(self.tolerations_path)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Cell:
     """One operand on one node."""
 
@@ -188,7 +189,7 @@ class Cell:
         return f"no ({kind})"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ChainBreak:
     """Operands running on a node while one they depend on does not."""
 
@@ -199,7 +200,7 @@ class ChainBreak:
     waits: bool  # the dependents are operator pods whose init containers wait for `missing`
 
 
-@dataclass
+@record
 class OperandPlacement:
     mode: str
     config: OperatorConfig | None

@@ -23,12 +23,13 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 from gpudrv_check.core.finding import Location, quoted
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.numbers import parse_digits, parse_int64
 
 
@@ -44,7 +45,7 @@ CHART = "gpu-operator"
 DEFAULT_VALUES_KEY = "values.yaml"
 
 
-@dataclass
+@record
 class ValuesLayer:
     """One source of chart values; a config's layers are in merge order (last wins)."""
 
@@ -60,7 +61,7 @@ class ValuesLayer:
         return self.manifest.location((*self.values_path, *path))
 
 
-@dataclass
+@record
 class OperatorConfig:
     manifest: Manifest
     source: str  # "clusterpolicy" | "helmrelease" | "application"

@@ -12,11 +12,12 @@ import difflib
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.core.located import Path
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.nodeaffinity import (
     REQUIRED_AFFINITY_PATH,
@@ -57,7 +58,7 @@ CAUSE_GPU = "gpu"
 CAUSE_NODE_NAME = "node_name"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pending:
     """Why no node takes the workload's pods."""
 

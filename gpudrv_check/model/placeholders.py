@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.located import LMap, LSeq, containers
+from gpudrv_check.core.records import record
 from gpudrv_check.read.policy import builtin
 from gpudrv_check.read.yaml_docs import resolve_plain
 
@@ -45,7 +46,7 @@ MAX_NAMES_SAID = 8
 MAX_KUSTOMIZATIONS = 200
 
 
-@dataclass
+@record
 class Scope:
     """The files a Flux Kustomization applies and its variables: with a kustomization file in
     its path, the files that kustomization and those it builds on list; without one, every
@@ -81,7 +82,7 @@ def _kustomize_files(source: Any, directory: str) -> set[str] | None:
     return files
 
 
-@dataclass
+@record
 class Unknowns:
     """What the run could not know: per object, its unknown placeholders."""
 

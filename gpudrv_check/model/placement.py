@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.nodeaffinity import (
     RequiredNodeAffinity,
@@ -73,7 +73,7 @@ SCHEDULER_WORDING = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Verdict:
     reason: str
     taint: Mapping[str, Any] | None = None  # the untolerated taint (TAINT, UNSCHEDULABLE)
@@ -185,7 +185,7 @@ def _mentioned_keys(pod_spec: Any) -> tuple[tuple[str, ...], bool]:
     return tuple(sorted(keys)), uses_name
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Constraints:
     """One pod template's placement constraints, parsed once."""
 

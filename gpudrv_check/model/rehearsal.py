@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Location
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.selector_string import parse_selector
 from gpudrv_check.model.disruption import PDB, Coverage
 from gpudrv_check.model.node import Node
@@ -56,7 +57,7 @@ VALIDATOR = "operator-validator"
 _REQUESTOR_STATES = frozenset(("node-maintenance-required", "post-maintenance-required"))
 
 
-@dataclass
+@record
 class Stall:
     node: str
     state: str
@@ -64,7 +65,7 @@ class Stall:
     location: Location | None = None
 
 
-@dataclass
+@record
 class Wave:
     reconcile: int
     seconds: int
@@ -73,7 +74,7 @@ class Wave:
     blocks: list[dict[str, Any]] = field(default_factory=list)  # node, by, message, location
 
 
-@dataclass
+@record
 class Rehearsal:
     flow: UpgradeFlow
     nodes: int  # managed nodes
@@ -89,7 +90,7 @@ class Rehearsal:
         return not self.stalls
 
 
-@dataclass
+@record
 class _Pod:
     member: Workload
     index: int
@@ -101,7 +102,7 @@ class _Pod:
         return f"{w.kind}/{w.namespace}/{w.name or '?'}#{self.index}"
 
 
-@dataclass
+@record
 class _NodeRun:
     node: Node
     order: int

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.model.node import Node
 from gpudrv_check.read.config import Config
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from gpudrv_check.read.matrix import Matrix
 
 
-@dataclass
+@record
 class Repo:
     root: str
     config: Config

@@ -12,11 +12,12 @@ semantics of one config are in nvidia/device_plugin.py.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.device_plugin import (
     SharingConfig,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
 
 
-@dataclass
+@record
 class ConfigEntry:
     """One key of the ConfigMap: its parsed config, or why the plugin refuses it."""
 
@@ -39,7 +40,7 @@ class ConfigEntry:
     error: str | None
 
 
-@dataclass
+@record
 class NodeSharing:
     node: Node
     key: str | None  # the ConfigMap key the config manager selects; None: the empty config
@@ -48,7 +49,7 @@ class NodeSharing:
     error: str | None = None
 
 
-@dataclass
+@record
 class Sharing:
     """The device-plugin config of the repo's operator configuration, node by node."""
 

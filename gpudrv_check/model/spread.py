@@ -10,10 +10,10 @@ name when an inventory leaves it out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpudrv_check.core.located import Path
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.podaffinity import (
     HOSTNAME_LABEL,
     AntiAffinityTerm,
@@ -35,7 +35,7 @@ REQUIRED_ANTI_AFFINITY: Path = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Spread:
     """A workload whose replicas are capped by a self anti-affinity term."""
 

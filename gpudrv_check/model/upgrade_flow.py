@@ -15,10 +15,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.selector_string import Matcher, parse_selector
 from gpudrv_check.model.operator import OperatorConfig
 from gpudrv_check.nvidia.operands import sandbox_workloads_enabled
@@ -37,7 +38,7 @@ def policy_source(config: OperatorConfig) -> str:
     return "clusterpolicy" if config.source == "clusterpolicy" else "helm"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UpgradeFlow:
     kind: str  # CONTROLLER | MANUAL
     config: OperatorConfig | None = None

@@ -16,9 +16,10 @@ when it can run nowhere else).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from gpudrv_check.core.finding import Location, quoted
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.disruption import (
     EVICTION_BUDGET_VIOLATION_MESSAGE,
     EVICTION_BUDGET_VIOLATION_STATUS,
@@ -51,7 +52,7 @@ UNMANAGED_POD_ERROR = "cannot delete Pods that declare no controller (use --forc
 READY, BLOCKED = "ready", "blocked"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DriverVersion:
     """A target driver version as written: `550.90.07` -> 550 / 90 / 07."""
 
@@ -68,7 +69,7 @@ class DriverVersion:
         return cls(text.strip(), match.group(1), match.group(2), match.group(3) or "")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Item:
     """One reason or note of a step: what, where, and what to change there."""
 
@@ -78,7 +79,7 @@ class Item:
     fix: str | None = None  # what `plan --write` does to remove this blocker, if it can
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Step:
     number: int
     name: str
@@ -91,7 +92,7 @@ class Step:
         return BLOCKED if self.blockers else READY
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LabelChange:
     key: str
     old: str
@@ -99,7 +100,7 @@ class LabelChange:
     location: Location
 
 
-@dataclass
+@record
 class Plan:
     node: Node
     target: DriverVersion

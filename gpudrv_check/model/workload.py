@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.core.finding import Finding, Location, ObjectRef
 from gpudrv_check.core.located import Path, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest, value_at
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
 from gpudrv_check.k8s.quantity import value
 from gpudrv_check.k8s.resources import container_requests, pod_requests
@@ -62,7 +63,7 @@ def _pod_labels_path(kind: str) -> Path:
 # plain slotted classes, not pydantic models: they are built from documents already read (never
 # from user-written input to validate) once per pod template, and a large repo holds tens of
 # thousands of them
-@dataclass(slots=True, kw_only=True)
+@record(slots=True, kw_only=True)
 class Container:
     name: str | None = None
     image: str | None = None
@@ -74,7 +75,7 @@ class Container:
     restart_policy: Any = None  # an init container with `Always` is a sidecar
 
 
-@dataclass(slots=True, kw_only=True)
+@record(slots=True, kw_only=True)
 class Workload:
     """A pod template and what the rules need to know about it."""
 

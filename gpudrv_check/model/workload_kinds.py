@@ -12,26 +12,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any
 
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import value_at
+from gpudrv_check.core.records import record
 from gpudrv_check.read.config import Config
 
 ROOT = "$"  # a path starting with this step is from the object's root, not the item
 _PLACEHOLDER = re.compile(r"\{(name|namespace|key|key_lower|item\.[A-Za-z0-9_.-]+)\}")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Factor:
     path: Path
     default: int = 1
     add: int = 0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Count:
     """How many pods a template asks for (a `replicas:` entry of the table)."""
 
@@ -45,7 +46,7 @@ class Count:
     zero_if: tuple[Path, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ContainerSource:
     path: Path  # relative to the pod spec
     single: bool = False  # one container mapping, not a list of them
@@ -61,7 +62,7 @@ DEFAULT_CONTAINERS = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TemplateRule:
     role: str | None
     replicas: Count
@@ -81,7 +82,7 @@ class TemplateRule:
     defaults: Mapping[str, Path] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Uses:
     """The object whose pod templates this one runs (a TrainJob's training runtime)."""
 
@@ -92,7 +93,7 @@ class Uses:
     namespaced: tuple[str, ...] = ()  # kinds looked up in the object's own namespace
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TrainerOverride:
     """What the object sets on one template of the one it uses (TrainJob spec.trainer)."""
 
@@ -103,7 +104,7 @@ class TrainerOverride:
     count: Path | None = None  # the template's pod count
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WorkloadKind:
     kind: str
     group: str
@@ -116,7 +117,7 @@ class WorkloadKind:
     overrides: tuple[TrainerOverride, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KindTable:
     kinds: tuple[WorkloadKind, ...] = ()
     _index: dict[tuple[str, str], WorkloadKind] = field(
@@ -269,7 +270,7 @@ def workload_kinds(config: Config | None) -> KindTable:
 # --- one object's templates -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PodTemplate:
     """One pod template of an object, resolved against the object."""
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.numbers import parse_digits
 from gpudrv_check.nvidia.driver_image import parse_image_reference
 
@@ -32,7 +33,7 @@ class DriverVerdict(str, Enum):
     UNKNOWN = "unknown"  # a version could not be parsed
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DriverCheck:
     """A ``DriverVerdict`` with a one-line reason fit for a finding."""
 
@@ -40,7 +41,7 @@ class DriverCheck:
     reason: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImageRule:
     """How to tell the CUDA version of images from one repository.
 
@@ -97,7 +98,7 @@ def _version_from(
     return match.group(1) if match.groups() else None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CudaTable:
     """The parsed CUDA table.
 
@@ -114,7 +115,7 @@ class CudaTable:
     releases: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DriverRequirement:
     """What an image needs from a node's driver."""
 

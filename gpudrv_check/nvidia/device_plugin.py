@@ -25,7 +25,9 @@ Reproduced (not copied) from NVIDIA/k8s-device-plugin:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from gpudrv_check.core.records import record
 
 __all__ = [
     "CONFIG_LABEL",
@@ -45,7 +47,7 @@ RENAME_SUFFIX = ".shared"
 TOO_LARGE = "maximum request size for shared resources is 1; found {n}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Replicated:
     """One resource the plugin advertises ``replicas`` times per device."""
 
@@ -58,7 +60,7 @@ class Replicated:
         return self.name + RENAME_SUFFIX if self.renamed else self.name
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SharingConfig:
     """What one config of the ConfigMap makes the plugin do."""
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.numbers import parse_digits
 
 # --- label keys ------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def _text(value: object) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodeDriverFacts:
     """What a node's labels say about its driver, kernel and OS.
 
@@ -149,7 +149,7 @@ class NodeDriverFacts:
         return ".".join(parts)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TagResult:
     """A computed image tag, or why none could be computed.
 
@@ -166,7 +166,7 @@ class TagResult:
         return self.tag is not None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImageRefResult:
     """A full driver image reference, or the error the operator would hit building it.
 
@@ -182,7 +182,7 @@ class ImageRefResult:
         return self.reference is not None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImageReference:
     """A parsed container image reference, normalised the way Docker names images."""
 
@@ -197,7 +197,7 @@ class ImageReference:
         return f"{self.domain}/{self.path}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OsConflict:
     """GPU nodes that share a kernel but run different OS releases (precompiled mode refuses)."""
 
@@ -559,7 +559,7 @@ def derived_gpu_present(labels: object) -> str | None:
 
 
 # --- the ClusterPolicy's one OS tag ------------------------------------------------------------
-@dataclass(frozen=True)
+@record(frozen=True)
 class ClusterOsTag:
     """The OS tag(s) a ClusterPolicy may take from its GPU nodes.
 

@@ -26,9 +26,10 @@ selects such a pool on ``VERSION_ID.major``: a node without that label is skippe
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.nodeaffinity import node_selector_map_matches
 from gpudrv_check.nvidia.driver_image import (
     GPU_PRESENT_LABEL,
@@ -60,7 +61,7 @@ RESERVED_LABEL = "reserved-label"
 OVERLAP = "overlap"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DriverCR:
     """The parts of an NVIDIADriver spec that decide ownership and images."""
 
@@ -82,7 +83,7 @@ class DriverCR:
         return self.node_selector
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OwnerProblem:
     """An error that stops owner assignment, about one CR (``key`` names the spec field)."""
 
@@ -93,7 +94,7 @@ class OwnerProblem:
     nodes: tuple[str, ...] = ()
 
 
-@dataclass
+@record
 class Ownership:
     """Which CR owns each GPU node (``None``: no CR), and what stops the assignment."""
 
@@ -101,7 +102,7 @@ class Ownership:
     problems: list[OwnerProblem] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodePool:
     """One driver DaemonSet of a CR: the nodes sharing its OS tag (and kernel, precompiled)."""
 
@@ -113,7 +114,7 @@ class NodePool:
     nodes: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SkippedNode:
     """An owned node no pool takes: no driver DaemonSet selects it."""
 

@@ -22,9 +22,9 @@ containers, tolerations) and the chart's ``values.yaml`` / ``templates/clusterpo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from gpudrv_check.core.records import record
 from gpudrv_check.nvidia.upgrade import effective_upgrade_policy
 
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
@@ -64,7 +64,7 @@ TOOLKIT_READY: tuple[str, ...] = ("container-toolkit", "operator-validator")
 _VM = (WORKLOAD_VM_PASSTHROUGH, WORKLOAD_VM_VGPU)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Operand:
     """One operand DaemonSet the operator manages.
 
@@ -321,7 +321,7 @@ DEFAULT_OPERAND_TOLERATION: Mapping[str, str] = {
 _MIG_PRODUCT_HINTS = ("h100", "a100", "a30")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DriverSettings:
     """The ``driver`` section of a ClusterPolicy (or chart values) with defaults applied.
 

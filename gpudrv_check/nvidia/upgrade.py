@@ -13,8 +13,9 @@ defaults from ``api/upgrade/v1alpha1/upgrade_spec.go`` (CRD) and the gpu-operato
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from gpudrv_check.core.records import record
 
 #: Node label holding the upgrade state (``nvidia.com/%s-driver-upgrade-state`` with ``gpu``).
 UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
@@ -236,7 +237,7 @@ def upgrade_policy_problems(raw: object, source: str = "clusterpolicy") -> list[
 HELM_EMPTY_MAX_UNAVAILABLE = "25%"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PolicyProblem:
     """A value of ``driver.upgradePolicy`` the controller reads otherwise than it looks."""
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.intstr import scaled_value, scaling_error
 
 #: main.go: the pods the default flow deletes carry one of these resource-name prefixes
@@ -125,7 +125,7 @@ def upgrades_available(
     return available
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodeStatus:
     """What admission reads of one node with a driver pod."""
 
@@ -136,7 +136,7 @@ class NodeStatus:
     skip: bool = False  # nvidia.com/gpu-driver-upgrade.skip == "true"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Admission:
     admitted: tuple[str, ...]  # moved upgrade-required -> cordon-required this reconcile
     upgrades_available: int

@@ -15,8 +15,10 @@ a path `.gitignore` ignores.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
+
+from gpudrv_check.core.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -51,7 +53,7 @@ def _plain(pattern: str) -> bool:
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Hit:
     include: bool
     index: int
@@ -141,7 +143,7 @@ def _decision(spec: Any, rel: str) -> tuple[bool | None, int]:
     return bool(result.include), result.index if result.index is not None else -1
 
 
-@dataclass
+@record
 class Exclusions:
     """The patterns of one walk; `reason(rel, is_dir)` says why a path is left out, or None."""
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpudrv_check.core.records import record
 from gpudrv_check.read.config import DEFAULT_MAX_TOTAL_BYTES, ConfigError
 from gpudrv_check.read.exclude import Exclusions, exclusions_of
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT, TooLarge
@@ -38,7 +38,7 @@ SHALLOW_HINT = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Entry:
     mode: int
     sha: bytes  # binary object id
@@ -162,10 +162,10 @@ class GitTree:
                 ) from None
             raise ConfigError(f"cannot list revision {self.rev!r}: {err}") from None
         entries: dict[str, _Entry] = {}
-        for record in raw.split(b"\0"):
-            if not record:
+        for line in raw.split(b"\0"):
+            if not line:
                 continue
-            meta, _, path = record.partition(b"\t")
+            meta, _, path = line.partition(b"\t")
             mode, _kind, sha, size = meta.split(None, 3)
             rel = path.decode("utf-8", "surrogateescape")
             size_text = size.strip()
@@ -386,8 +386,8 @@ class IndexTree(GitTree):
         except git.GitCommandError as err:
             raise ConfigError(f"cannot read the git index: {_git_detail(err)}") from None
         staged: dict[str, tuple[int, str]] = {}
-        for record in raw.split(b"\0"):
-            meta, _, path = record.partition(b"\t")
+        for line in raw.split(b"\0"):
+            meta, _, path = line.partition(b"\t")
             if not path:
                 continue
             mode, sha, stage = meta.split()

@@ -11,16 +11,16 @@ not files and are ignored.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
 from typing import Any
 
 from gpudrv_check.core.located import LMap, LSeq, Pos
+from gpudrv_check.core.records import record
 
 KUSTOMIZATION_FILES = frozenset(("kustomization.yaml", "kustomization.yml"))
 PATCH_FIELDS = ("patches", "patchesStrategicMerge", "patchesJson6902")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PatchRef:
     """Where a patch file is named: the kustomization, the field and the entry's position."""
 

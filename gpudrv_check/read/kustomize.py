@@ -32,10 +32,11 @@ import posixpath
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from gpudrv_check.core.records import record
 from gpudrv_check.read.config import DEFAULT_MAX_TOTAL_BYTES, ConfigError
 from gpudrv_check.read.exclude import Exclusions
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT
@@ -71,7 +72,7 @@ def is_remote(ref: str) -> bool:
     return "://" in ref or ref.startswith(_REMOTE_PREFIXES) or "?ref=" in ref
 
 
-@dataclass
+@record
 class RenderProblem:
     """A root that could not be rendered, at the key of its kustomization that says why."""
 
@@ -81,7 +82,7 @@ class RenderProblem:
     message: str
 
 
-@dataclass
+@record
 class Kustomization:
     directory: str  # "" for the checked root itself
     file: str
@@ -206,7 +207,7 @@ def _outside_message(what: str, ref: str) -> str:
     )
 
 
-@dataclass
+@record
 class Plan:
     kustomizations: dict[str, Kustomization]  # by directory
     roots: list[str]

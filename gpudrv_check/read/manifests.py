@@ -7,13 +7,14 @@ import os
 import posixpath
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 from gpudrv_check.core.finding import Finding, Location
 from gpudrv_check.core.located import LMap, LSeq, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
+from gpudrv_check.core.records import record
 from gpudrv_check.read.block_yaml import forget as forget_lines
 from gpudrv_check.read.kustomization import PatchRef, is_kustomization, patch_refs
 from gpudrv_check.read.policy import builtin
@@ -88,7 +89,7 @@ class FileCache(Protocol):
         ...
 
 
-@dataclass
+@record
 class FileResult:
     """What one file contributes: its objects, its problems, and what was skipped in it."""
 
@@ -99,7 +100,7 @@ class FileResult:
     digest: str = ""  # sha256 of the bytes read, to notice a change before rewriting
 
 
-@dataclass
+@record
 class RepoContent:
     files: list[FileResult] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)  # files never read (walk level)
@@ -621,7 +622,7 @@ class Prefetched(dict):
         self.unsettled = False
 
 
-@dataclass
+@record
 class ReadOptions:
     """How `read_repo` reads: worker processes, the per-file cache, a progress line."""
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from pydantic import BaseModel, ConfigDict
 
 from gpudrv_check.core.finding import Finding, Location, quoted
+from gpudrv_check.core.records import record
 from gpudrv_check.read.policy import builtin
 
 REQUIRED_COLUMNS = ("driver_branch", "kernel", "os_tag")
@@ -38,7 +39,7 @@ class MatrixRow(BaseModel):
         return (self.driver_branch, self.kernel, self.os_tag)
 
 
-@dataclass
+@record
 class Matrix:
     file: str
     rows: list[MatrixRow] = field(default_factory=list)

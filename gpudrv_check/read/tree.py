@@ -6,9 +6,10 @@ import hashlib
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from gpudrv_check.core.records import record
 from gpudrv_check.read.exclude import (
     GITIGNORE,
     MAX_GITIGNORE_BYTES,
@@ -23,7 +24,7 @@ SKIP_DIRS = frozenset((".git", ".hg", ".svn"))
 SKIP_FILES = frozenset((".gpudrv-check.yaml",))
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class FileRef:
     rel: str  # POSIX path relative to the root, printable (see display_name)
     size: int
@@ -54,13 +55,13 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Skipped:
     rel: str
     reason: str
 
 
-@dataclass
+@record
 class Listing:
     files: list[FileRef] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)

@@ -21,13 +21,14 @@ import math
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from sys import intern
 from typing import Any
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import LMap, LSeq, Pos
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
+from gpudrv_check.core.records import record
 from gpudrv_check.read.policy import builtin
 
 # Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
@@ -86,7 +87,7 @@ MAX_SHARED_LAYOUTS = 100_000
 _KEPT_TOP_KEYS = frozenset(("metadata", "<<", "apiVersion", "kind"))
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class LoadProblem:
     """A problem found while reading a file; the engine turns it into a Finding."""
 
@@ -97,7 +98,7 @@ class LoadProblem:
     hint: str | None = None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Doc:
     """One YAML document of a file: its index, its data and where it starts."""
 
@@ -106,7 +107,7 @@ class Doc:
     pos: Pos
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ParsedFile:
     docs: list[Doc] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
@@ -316,7 +317,7 @@ def set_key(
 
 # Light events: one slotted class per event, whose generated __init__ takes the positional
 # arguments the C extension passes (see _LIGHT below).
-_light = dataclass(slots=True, eq=False, repr=False)
+_light = record(slots=True, eq=False, repr=False)
 
 
 @_light

@@ -10,10 +10,11 @@ import importlib
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Finding, Severity
+from gpudrv_check.core.records import record
 
 if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
@@ -35,7 +36,7 @@ FORMATS: dict[str, str] = {
 MODEL_FORMATS = frozenset(("markdown", "html"))
 
 
-@dataclass
+@record
 class Summary:
     files: int = 0
     objects: int = 0
@@ -58,7 +59,7 @@ class Summary:
     clusters: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass
+@record
 class Report:
     """What every format renders: the findings, the suppressed ones, the rules, the repo."""
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from gpudrv_check.core.finding import Finding, Location, ObjectRef, Severity, quoted
 from gpudrv_check.core.located import Path, scalar_text
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labelselector import selector_matches
 from gpudrv_check.k8s.scope import effective_namespace
 from gpudrv_check.model.node import Node
@@ -26,7 +26,7 @@ from gpudrv_check.rules.context import Context
 _MAX_DETAIL = 160
 
 
-@dataclass
+@record
 class Subject:
     """One matched object: the data the schema sees and how to map its paths back."""
 

@@ -21,10 +21,10 @@ it, so it names no kind (keeps none from being skimmed) and holds no field of th
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from functools import cache
 
 from gpudrv_check.core.reads import SkimPlan
+from gpudrv_check.core.records import record
 from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
 from gpudrv_check.k8s.scope import CLUSTER_SCOPED_KINDS
 from gpudrv_check.read.policy import Reads, catalog
@@ -151,7 +151,7 @@ CONTAINER_FIELDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Declared:
     """One `reads:` entry of a rule (or of the model), its scope settled."""
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from gpudrv_check.core.records import record
 from gpudrv_check.engine.cache.store import digest
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunInputs:
     """What one check reads. `context`: every input but the manifest files (tool version,
     working directory, arguments, the environment that picks formats and colour, config,

@@ -46,8 +46,10 @@ applied, and merged back in the order a full run sorts them (see tests/performan
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NamedTuple
+
+from gpudrv_check.core.records import record
 
 
 def partition_kinds() -> frozenset[str]:
@@ -146,7 +148,7 @@ def _namespace(kind: str, namespace: Any) -> str:
     return namespace if isinstance(namespace, str) and namespace else "default"
 
 
-@dataclass
+@record
 class Plan:
     """Which files a run decodes, and the cached findings of the partitions it does not."""
 

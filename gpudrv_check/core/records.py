@@ -1,0 +1,280 @@
+"""Records: dataclasses whose methods are made when first used.
+
+`dataclasses.dataclass` writes the source of `__init__`, `__repr__`, `__eq__`, `__hash__` and,
+for a frozen class, `__setattr__` and `__delattr__`, and compiles each one as the class is
+created: 821 compilations for the 180 dataclasses a `check` imports (ours and pydantic's),
+about a quarter of the start-up of a small repo's run, although a run calls about one in eight
+of those methods (`check examples/lab`: 95 `__init__`, 9 `__hash__`, one `__eq__`, one
+`__repr__`).
+
+`record` takes the same options as the dataclasses we write (`frozen`, `slots`, `eq`,
+`kw_only`, `repr`) and gives a class that behaves like the dataclass would (the same fields,
+`dataclasses.fields`/`replace`/`asdict`, `__match_args__`, slots, the hash and equality rules
+of the dataclass documentation, `FrozenInstanceError`, `__post_init__`), with two differences
+nobody should see: `__init__` is written and compiled when the class is first instantiated (it
+has to be generated code: it is the hottest method of a run), and `__repr__`, `__eq__`,
+`__hash__`, `__setattr__` and `__delattr__` are ordinary functions over the field names, made
+without compiling anything. The standard `dataclass` still collects the fields and builds the
+slotted class; it is only asked not to generate methods.
+
+tests/core/test_records.py checks each behaviour against `dataclasses.dataclass` itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import reprlib
+from collections.abc import Callable
+from dataclasses import MISSING, FrozenInstanceError
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**_kwargs: Any) -> Callable[[Any], Any]:
+        return lambda decorator: decorator
+
+
+_T = TypeVar("_T", bound=type)
+
+
+class _FactorySentinel:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _FactorySentinel()
+
+
+@overload
+def record(cls: _T, /) -> _T: ...
+
+
+@overload
+def record(
+    *,
+    frozen: bool = False,
+    slots: bool = False,
+    eq: bool = True,
+    kw_only: bool = False,
+    repr: bool = True,
+) -> Callable[[_T], _T]: ...
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+def record(
+    cls: Any = None,
+    /,
+    *,
+    frozen: bool = False,
+    slots: bool = False,
+    eq: bool = True,
+    kw_only: bool = False,
+    repr: bool = True,  # noqa: A002 - the dataclass option's name
+) -> Any:
+    """A dataclass (`frozen`, `slots`, `eq`, `kw_only`, `repr` as `dataclasses.dataclass`
+    takes them) whose methods cost nothing until used."""
+
+    def wrap(cls: Any) -> Any:
+        return _make(cls, frozen=frozen, slots=slots, eq=eq, kw_only=kw_only, want_repr=repr)
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _make(cls: Any, *, frozen: bool, slots: bool, eq: bool, kw_only: bool, want_repr: bool) -> Any:
+    body = cls.__dict__
+    if frozen:
+        for name in ("__setattr__", "__delattr__"):
+            if name in body:
+                raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+    for base in cls.__mro__[1:]:
+        was = getattr(base, "__record_frozen__", None)
+        if was is not None and was != frozen:
+            kind = "frozen" if frozen else "non-frozen"
+            other = "frozen" if was else "non-frozen"
+            raise TypeError(f"cannot inherit {kind} dataclass from a {other} one")
+    own_hash = body.get("__hash__", MISSING)
+    explicit_hash = not (own_hash is MISSING or (own_hash is None and "__eq__" in body))
+    own = {name for name in ("__init__", "__repr__", "__eq__") if name in body}
+    cls = dataclasses.dataclass(
+        cls, init=False, repr=False, eq=False, frozen=False, slots=slots, kw_only=kw_only
+    )
+    for name, value in cls.__dict__.get("__dataclass_fields__", {}).items():
+        if type(value.type) is dataclasses.InitVar or "InitVar" in str(value.type):
+            raise TypeError(f"record {cls.__name__}: InitVar field {name} is not supported")
+    fields = dataclasses.fields(cls)
+    defaulted = None
+    for f in fields:
+        if f.init and f.kw_only is not True:
+            if f.default is not MISSING or f.default_factory is not MISSING:
+                defaulted = f.name
+            elif defaulted is not None:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    cls.__record_frozen__ = frozen
+    if "__init__" not in own:
+        cls.__init__ = _lazy_init(cls, fields, frozen)
+    if want_repr and "__repr__" not in own:
+        cls.__repr__ = _repr(tuple(f.name for f in fields if f.repr))
+    if eq:
+        compared = tuple(f.name for f in fields if f.compare)
+        if "__eq__" not in own:
+            cls.__eq__ = _eq(compared)
+        if not explicit_hash:
+            if frozen:
+                hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+                cls.__hash__ = _hash(hashed)
+            else:
+                cls.__hash__ = None
+    if frozen:
+        names = frozenset(f.name for f in fields)
+        cls.__setattr__, cls.__delattr__ = _frozen(cls, names)
+        if slots:
+            cls.__getstate__, cls.__setstate__ = _state(tuple(f.name for f in fields))
+    return cls
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Any], Any]:
+    """A function giving the values of `names`: a tuple of them, but the value itself when
+    there is one name (`_eq` and `_hash` make it a tuple)."""
+    if not names:
+        return lambda _obj: ()
+    return attrgetter(*names)
+
+
+def _repr(names: tuple[str, ...]) -> Callable[[Any], str]:
+    @reprlib.recursive_repr()
+    def __repr__(self: Any) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{self.__class__.__qualname__}({inner})"
+
+    return __repr__
+
+
+def _eq(names: tuple[str, ...]) -> Callable[[Any, Any], Any]:
+    """`__eq__` as the dataclass writes it: the tuples of compared fields, for an object of
+    the very same class."""
+    values = _getter(names)
+    if len(names) == 1:
+
+        def __eq__(self: Any, other: Any) -> Any:
+            if other.__class__ is self.__class__:
+                return (values(self),) == (values(other),)
+            return NotImplemented
+
+    else:
+
+        def __eq__(self: Any, other: Any) -> Any:
+            if other.__class__ is self.__class__:
+                return values(self) == values(other)
+            return NotImplemented
+
+    return __eq__
+
+
+def _hash(names: tuple[str, ...]) -> Callable[[Any], int]:
+    """`__hash__` as the dataclass writes it: the hash of the tuple of hashed fields."""
+    values = _getter(names)
+    if len(names) == 1:
+
+        def __hash__(self: Any) -> int:
+            return hash((values(self),))
+
+    else:
+
+        def __hash__(self: Any) -> int:
+            return hash(values(self))
+
+    return __hash__
+
+
+def _frozen(cls: Any, names: frozenset[str]) -> tuple[Callable[..., None], Callable[..., None]]:
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __setattr__, __delattr__
+
+
+def _state(names: tuple[str, ...]) -> tuple[Callable[..., Any], Callable[..., None]]:
+    def __getstate__(self: Any) -> list[Any]:
+        return [getattr(self, name) for name in names]
+
+    def __setstate__(self: Any, state: list[Any]) -> None:
+        for name, value in zip(names, state, strict=False):
+            object.__setattr__(self, name, value)
+
+    return __getstate__, __setstate__
+
+
+def _lazy_init(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> Any:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        real = _compile_init(cls, fields, frozen)
+        if cls.__dict__.get("__init__") is __init__:
+            type.__setattr__(cls, "__init__", real)
+        real(self, *args, **kwargs)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
+def _compile_init(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> Any:
+    """Write and compile the class's `__init__`: parameters in field order (keyword-only
+    ones after `*`), each default or factory, the assignments (through `object.__setattr__`
+    for a frozen class) and the call of `__post_init__`."""
+    names = {f.name for f in fields}
+    me = "self" if "self" not in names else "__record_self__"
+    env: dict[str, Any] = {"__record_factory__": _FACTORY, "__record_object__": object}
+    positional: list[str] = []
+    keyword: list[str] = []
+    lines: list[str] = []
+    for f in fields:
+        if f.init:
+            if f.default is not MISSING:
+                env[f"__default_{f.name}__"] = f.default
+                param = f"{f.name}=__default_{f.name}__"
+            elif f.default_factory is not MISSING:
+                param = f"{f.name}=__record_factory__"
+            else:
+                param = f.name
+            (keyword if f.kw_only is True else positional).append(param)
+        if f.default_factory is not MISSING:
+            env[f"__factory_{f.name}__"] = f.default_factory
+            made = f"__factory_{f.name}__()"
+            value = f"{made} if {f.name} is __record_factory__ else {f.name}" if f.init else made
+        elif f.init:
+            value = f.name
+        elif f.default is not MISSING:
+            env[f"__default_{f.name}__"] = f.default
+            value = f"__default_{f.name}__"
+        else:
+            continue
+        if frozen:
+            lines.append(f"  __record_object__.__setattr__({me}, {f.name!r}, {value})")
+        else:
+            lines.append(f"  {me}.{f.name} = {value}")
+    if hasattr(cls, "__post_init__"):
+        lines.append(f"  {me}.__post_init__()")
+    params = [me, *positional]
+    if keyword:
+        params += ["*", *keyword]
+    source = (
+        f"def __make__({', '.join(env)}):\n"
+        f" def __init__({', '.join(params)}):\n"
+        + ("\n".join(f" {line}" for line in lines) or "  pass")
+        + "\n return __init__\n"
+    )
+    namespace: dict[str, Any] = {}
+    exec(source, {}, namespace)  # noqa: S102 - text written here from field names
+    init = namespace["__make__"](**env)
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init

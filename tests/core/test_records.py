@@ -1,0 +1,340 @@
+"""`record` (gpudrv_check/core/records.py) against `dataclasses.dataclass` itself.
+
+Each test builds the same class body twice, once with the standard decorator and once with
+`record`, and asserts that instances behave alike: construction, defaults and factories,
+`__post_init__`, repr, equality, hashing, frozenness, slots, pickling, copying and the
+`dataclasses` functions. What the Python documentation of `dataclasses` specifies is the
+reference (the hash table under "unsafe_hash", "frozen instances", "slots").
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from dataclasses import FrozenInstanceError, field
+from typing import Any
+
+import pytest
+
+from gpudrv_check.core.records import record
+
+BOTH = [
+    pytest.param(dataclasses.dataclass, id="dataclass"),
+    pytest.param(record, id="record"),
+]
+
+
+def _shapes(deco: Any) -> dict[str, type]:
+    """A family of class shapes, made with `deco` (dataclass or record)."""
+
+    @deco
+    class Plain:
+        a: int
+        b: str = "x"
+        c: list[int] = field(default_factory=list)
+
+    @deco(frozen=True)
+    class Frozen:
+        a: int
+        b: tuple[int, ...] = ()
+        note: str = field(default="n", compare=False)
+        hidden: int = field(default=0, repr=False)
+
+    @deco(frozen=True, slots=True)
+    class FrozenSlots:
+        a: int
+        b: str = "y"
+
+    @deco(slots=True)
+    class Slots:
+        a: int
+        b: dict[str, int] = field(default_factory=dict)
+
+    @deco(slots=True, kw_only=True)
+    class KwOnly:
+        a: int
+        b: int = 2
+
+    @deco(eq=False)
+    class Identity:
+        a: int
+
+    @deco
+    class Post:
+        a: int
+        doubled: int = field(default=0, init=False)
+        seen: list[int] = field(default_factory=list, init=False)
+
+        def __post_init__(self) -> None:
+            self.doubled = self.a * 2
+
+    @deco(frozen=True)
+    class OwnHash:
+        a: int
+
+        def __hash__(self) -> int:
+            return 7
+
+    @deco(frozen=True)
+    class OwnEq:
+        a: int
+        b: int
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, OwnEq) and self.a == other.a
+
+    @deco
+    class Empty:
+        pass
+
+    @deco(frozen=True)
+    class One:
+        a: Any
+
+    @deco
+    class Mixed:
+        a: int
+        b: int = field(default=1, kw_only=True)
+        c: int = 3
+
+    return {k: v for k, v in locals().items() if isinstance(v, type)}
+
+
+STD = _shapes(dataclasses.dataclass)
+OURS = _shapes(record)
+
+
+def _pair(name: str) -> tuple[type, type]:
+    return STD[name], OURS[name]
+
+
+def _outcome(fn: Any) -> Any:
+    try:
+        return ("ok", fn())
+    except Exception as err:  # the kind and text of the error are compared
+        return (type(err).__name__, str(err).replace("record", "").split(".")[-1])
+
+
+CALLS = [
+    ("Plain", (1,), {}),
+    ("Plain", (1, "z"), {}),
+    ("Plain", (1,), {"c": [5]}),
+    ("Plain", (), {}),
+    ("Plain", (1, "z", [1], 9), {}),
+    ("Plain", (1,), {"d": 2}),
+    ("Frozen", (1, (2,), "note", 4), {}),
+    ("FrozenSlots", (1,), {"b": "q"}),
+    ("Slots", (1,), {}),
+    ("KwOnly", (), {"a": 1}),
+    ("KwOnly", (1,), {}),
+    ("Identity", (3,), {}),
+    ("Post", (4,), {}),
+    ("Post", (4,), {"doubled": 1}),
+    ("Empty", (), {}),
+    ("One", ("v",), {}),
+    ("Mixed", (1, 2), {"b": 5}),
+    ("Mixed", (1, 2, 3), {}),
+    ("OwnHash", (1,), {}),
+    ("OwnEq", (1, 2), {}),
+]
+
+
+def _builds(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    try:
+        cls(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
+
+
+def _fields(obj: Any) -> list[tuple[str, Any]]:
+    return [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)]
+
+
+@pytest.mark.parametrize(("name", "args", "kwargs"), CALLS)
+def test_construction_matches_the_dataclass(name, args, kwargs):
+    std, ours = _pair(name)
+    a = _outcome(lambda: _fields(std(*args, **kwargs)))
+    b = _outcome(lambda: _fields(ours(*args, **kwargs)))
+    assert a == b
+    if a[0] == "ok":
+        # repr names the class by its qualified name, which differs only in the factory
+        assert repr(std(*args, **kwargs)) == repr(ours(*args, **kwargs))
+
+
+def test_defaults_from_a_factory_are_new_for_each_instance():
+    plain = OURS["Plain"]
+    one, two = plain(1), plain(2)
+    one.c.append(1)
+    assert two.c == [] and one.c == [1]
+    post = OURS["Post"]
+    assert post(1).seen is not post(1).seen
+
+
+@pytest.mark.parametrize("name", sorted(STD))
+def test_equality_and_hashing_follow_the_dataclass_rules(name):
+    std, ours = _pair(name)
+    args, kwargs = next((a, k) for n, a, k in CALLS if n == name and _builds(std, a, k))
+    s1, s2 = std(*args, **kwargs), std(*args, **kwargs)
+    o1, o2 = ours(*args, **kwargs), ours(*args, **kwargs)
+    assert (s1 == s2) == (o1 == o2)
+    assert (s1 != s2) == (o1 != o2)
+    assert (std.__hash__ is None) == (ours.__hash__ is None)
+    if std.__hash__ is not None:
+        assert (hash(o1) == hash(o2)) == (hash(s1) == hash(s2))
+        if std.__hash__ is not object.__hash__:
+            # a generated hash is the hash of the tuple of hashed fields, as the dataclass's
+            assert hash(o1) == hash(s1)
+    assert o1 != object() and (o1 == object()) is False
+
+
+def test_compare_false_fields_are_left_out_of_eq_and_hash():
+    frozen = OURS["Frozen"]
+    assert frozen(1, (), "a") == frozen(1, (), "b")
+    assert hash(frozen(1, (), "a")) == hash(frozen(1, (), "b"))
+    assert frozen(1) != frozen(2)
+    assert hash(OURS["One"]("v")) == hash(STD["One"]("v")) == hash(("v",))
+
+
+def test_a_subclass_instance_is_not_equal():
+    base = OURS["Plain"]
+
+    class Sub(base):  # type: ignore[misc, valid-type]
+        pass
+
+    assert base(1) != Sub(1)
+    assert Sub(1) == Sub(1)
+
+
+@pytest.mark.parametrize("deco", BOTH)
+def test_frozen_instances_refuse_assignment_and_deletion(deco):
+    shapes = _shapes(deco)
+    for name in ("Frozen", "FrozenSlots"):
+        obj = shapes[name](1)
+        with pytest.raises(FrozenInstanceError, match="cannot assign to field 'a'"):
+            obj.a = 2
+        with pytest.raises(FrozenInstanceError, match="cannot delete field 'a'"):
+            del obj.a
+        assert obj.a == 1
+    # a name that is no field: the dataclass's frozen slotted class raises TypeError from a
+    # super() call (CPython's own bug with slots=True), record raises FrozenInstanceError
+    with pytest.raises(FrozenInstanceError):
+        OURS["FrozenSlots"](1).other = 1
+    with pytest.raises(FrozenInstanceError):
+        OURS["Frozen"](1).other = 1
+
+
+@pytest.mark.parametrize("deco", BOTH)
+def test_slots_pickle_copy_and_replace(deco):
+    shapes = _shapes(deco)
+    for name, args in (("FrozenSlots", (1, "q")), ("Slots", (1, {"k": 1})), ("Frozen", (1, (2,)))):
+        cls = shapes[name]
+        obj = cls(*args)
+        assert copy.copy(obj) == obj and copy.deepcopy(obj) == obj
+        assert dataclasses.replace(obj, a=5).a == 5
+        assert dataclasses.asdict(obj)["a"] == 1
+        if "Slots" in name:
+            assert not hasattr(obj, "__dict__") and "a" in cls.__slots__
+    # pickling needs importable classes: module-level records below
+    for obj in (_PickledFrozenSlots(1, "q"), _PickledFrozen(2), _PickledSlots(3)):
+        assert pickle.loads(pickle.dumps(obj)) == obj
+
+
+@record(frozen=True, slots=True)
+class _PickledFrozenSlots:
+    a: int
+    b: str = "y"
+
+
+@record(frozen=True)
+class _PickledFrozen:
+    a: int
+
+
+@record(slots=True)
+class _PickledSlots:
+    a: int
+
+
+@pytest.mark.parametrize("name", sorted(STD))
+def test_the_dataclasses_functions_see_the_same_class(name):
+    std, ours = _pair(name)
+    assert dataclasses.is_dataclass(ours)
+    assert [(f.name, f.init, f.repr, f.compare, f.kw_only) for f in dataclasses.fields(std)] == [
+        (f.name, f.init, f.repr, f.compare, f.kw_only) for f in dataclasses.fields(ours)
+    ]
+    assert getattr(std, "__match_args__", None) == getattr(ours, "__match_args__", None)
+    assert ("__slots__" in std.__dict__) == ("__slots__" in ours.__dict__)
+
+
+def test_init_is_compiled_when_the_class_is_first_instantiated():
+    @record(frozen=True)
+    class Later:
+        a: int
+
+    stub = Later.__dict__["__init__"]
+    Later(1)
+    real = Later.__dict__["__init__"]
+    assert real is not stub
+    assert real.__code__.co_varnames[:2] == ("self", "a")
+    Later(2)
+    assert Later.__dict__["__init__"] is real
+
+    class Child(Later):  # an undecorated subclass uses, and compiles, the base's
+        pass
+
+    assert Child(3).a == 3
+
+
+@pytest.mark.parametrize("deco", BOTH)
+def test_class_definition_errors_match(deco):
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+
+        @deco
+        class Bad:
+            a: int = 1
+            b: int
+
+    with pytest.raises(TypeError, match="Cannot overwrite attribute __setattr__"):
+
+        @deco(frozen=True)
+        class OwnSet:
+            a: int
+
+            def __setattr__(self, name: str, value: Any) -> None:
+                pass
+
+    @deco
+    class Thawed:
+        a: int
+
+    with pytest.raises(TypeError, match="cannot inherit frozen dataclass from a non-frozen one"):
+
+        @deco(frozen=True)
+        class Cold(Thawed):
+            b: int = 0
+
+    with pytest.raises(ValueError, match="mutable default"):
+
+        @deco
+        class Shared:
+            a: list[int] = []  # noqa: RUF012
+
+
+def test_a_field_named_self():
+    @record
+    class Odd:
+        self: int
+
+    assert Odd(1).self == 1
+
+
+def test_recursive_repr_is_cut():
+    @record
+    class Node:
+        child: Any = None
+
+    n = Node()
+    n.child = n
+    assert repr(n).endswith("(child=...)")

@@ -134,3 +134,14 @@ def json_safe(text: str) -> str:
 def render(fmt: str, report: Report, colour: bool = False) -> str:
     module: Any = importlib.import_module(f"gpudrv_check.report.{FORMATS[fmt]}")
     return module.render(report, colour=colour)
+
+
+def render_pieces(fmt: str, report: Report, colour: bool = False) -> list[str]:
+    """`render`'s text in pieces that join to it: the text format's cut between files'
+    blocks (report/text.py `report_pieces`), any other format's whole ([] for no text)."""
+    module: Any = importlib.import_module(f"gpudrv_check.report.{FORMATS[fmt]}")
+    make = getattr(module, "pieces", None)
+    if make is not None:
+        return list(make(report, colour=colour))
+    text = module.render(report, colour=colour)
+    return [text] if text else []

@@ -242,6 +242,6 @@ def test_a_result_entry_naming_a_path_outside_the_root_is_a_miss(rel: str):
     from gpudrv_check.cli.commands.check import STDOUT, Outcome
 
     pairs = [("text", STDOUT)]
-    good = ({"error": 1}, "", ["report"], {"apps/Kustomization": ""})
+    good = ({"error": 1}, "", [["report"]], {"apps/Kustomization": ""})
     assert Outcome.unpack(good, pairs) is not None
-    assert Outcome.unpack(({"error": 1}, "", ["report"], {rel: ""}), pairs) is None
+    assert Outcome.unpack(({"error": 1}, "", [["report"]], {rel: ""}), pairs) is None

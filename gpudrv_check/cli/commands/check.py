@@ -253,7 +253,7 @@ def run(options: CheckOptions) -> int:
         reuse = _result_cache(options, pairs, colour)
     if reuse is not None and reuse.hit is not None:
         return _replay(reuse.hit, pairs, reuse.fail_on)
-    actions: list[tuple[str, str, str]] = []
+    actions: list[tuple[str, str, list[str]]] = []
     stderr = sys.stderr
     tee = _Tee(stderr) if reuse is not None else None
     if tee is not None:
@@ -272,8 +272,12 @@ def run(options: CheckOptions) -> int:
         )
     finally:
         sys.stderr = stderr
-    for kind, dest, text in actions:
-        _perform(kind, dest, text, _checked_root(options))
+    for kind, dest, pieces in actions:
+        if kind == "file":
+            _perform(kind, dest, "".join(pieces), _checked_root(options))
+        else:
+            for piece in pieces:
+                _perform(kind, dest, piece)
     # not when a file changed while the run read it: the key names content it did not read
     if reuse is not None and tee is not None and not getattr(reuse.data, "unsettled", False):
         with phase("result cache"):
@@ -285,13 +289,13 @@ def _check(
     options: CheckOptions,
     pairs: list[tuple[str, str]],
     colour: bool,
-    actions: list[tuple[str, str, str]],
+    actions: list[tuple[str, str, list[str]]],
     data: dict[str, bytes] | None,
     context: str | None = None,
     reuse_source=None,  # the source the result cache already listed (walked once per run)
     gating: list[Finding] | None = None,  # receives the findings the exit code is taken from
 ) -> int:
-    """One check; what it writes is appended to ``actions`` as (stdout|file, dest, text).
+    """One check; what it writes is appended to ``actions`` as (stdout|file, dest, pieces of text).
     With `context` (the digest of every input but the manifest files), namespaces whose files
     did not change take their findings from the partition cache (engine/cache/partition.py)."""
     from gpudrv_check.cli.commands.common import load_source, print_listing
@@ -334,27 +338,36 @@ def _check(
 
 def _render_all(report, pairs: list[tuple[str, str]], colour: bool, actions, quiet: bool) -> None:
     """Every requested format of the report, as actions (stdout or a file)."""
-    from gpudrv_check.report import render
+    from gpudrv_check.report import render_pieces
     from gpudrv_check.report.text import render_summary
 
+    # each report in pieces (report/__init__.py `render_pieces`): written, and cached, a
+    # piece at a time
     for fmt, dest in pairs:
         if dest == STDOUT:
             coloured = fmt in _COLOUR_FORMATS and colour
-            text = render(fmt, dataclasses.replace(report, width=stdout_width()), coloured)
+            pieces = render_pieces(fmt, dataclasses.replace(report, width=stdout_width()), coloured)
             if fmt in _TERMINAL_FORMATS:  # read on a terminal: no raw control character
-                text = terminal_text(text, colour=coloured)
-            actions.append(("stdout", "", text))
+                # a piece ends between files' blocks, never inside a colour code
+                pieces = [terminal_text(piece, colour=coloured) for piece in pieces]
+            actions.append(("stdout", "", pieces))
         else:
-            actions.append(("file", dest, render(fmt, report)))
+            actions.append(("file", dest, render_pieces(fmt, report)))
     if all(dest != STDOUT for _, dest in pairs):  # the summary, or nothing with --quiet
-        actions.append(("stdout", "", "" if quiet else render_summary(report) + "\n"))
+        actions.append(("stdout", "", [] if quiet else [render_summary(report) + "\n"]))
+
+
+#: how much of a report is encoded at a time on its way to stdout or stderr
+_WRITE_SLICE = 1 << 20
 
 
 def _perform(kind: str, dest: str, text: str, root: str = "") -> None:
-    if kind == "stdout":
-        sys.stdout.write(text)
-    elif kind == "stderr":
-        sys.stderr.write(text)
+    if kind in ("stdout", "stderr"):
+        # a slice at a time: the stream encodes what it is given in one piece, and a large
+        # report's bytes would be a second copy of it at the run's peak of memory
+        stream = sys.stdout if kind == "stdout" else sys.stderr
+        for at in range(0, len(text), _WRITE_SLICE):
+            stream.write(text[at : at + _WRITE_SLICE])
     else:
         write_output(dest, text, root=root)
 
@@ -380,8 +393,12 @@ def _replay(hit: Outcome, pairs: list[tuple[str, str]], fail_on: str) -> int:
     """A cached result: its stderr and reports, written where this run's arguments say; the
     exit code worked out again from its findings' severities and this run's --fail-on."""
     _perform("stderr", "", hit.stderr)
-    for (_, dest), text in zip(pairs, hit.reports, strict=True):
-        _perform("stdout" if dest == STDOUT else "file", dest, text)
+    for (_, dest), pieces in zip(pairs, hit.reports, strict=True):
+        if dest == STDOUT:
+            for piece in pieces:
+                _perform("stdout", "", piece)
+        else:
+            _perform("file", dest, "".join(pieces))
     if hit.summary is not None:
         _perform("stdout", "", hit.summary)
     return hit.exit_code(fail_on)
@@ -412,13 +429,17 @@ class _Tee:
 class Outcome:
     """What a whole-result cache entry holds: how many findings of each severity the exit code
     is worked out from, and what was rendered, by format, in the order of the arguments; never
-    a destination or an exit code (the run that replays it decides those)."""
+    a destination or an exit code (the run that replays it decides those).
+
+    A report is stored in the pieces it was rendered in (`render_pieces`): `marshal` encodes a
+    string that is not ASCII into a bytes object of its own before copying it into the entry,
+    which for one report of 14 MB (10k workloads) made the store the run's peak of memory."""
 
     def __init__(
         self,
         severities: dict[str, int],
         stderr: str,
-        reports: list[str],
+        reports: list[list[str]],
         summary: str | None,
         outside: dict[str, str] | None = None,
     ) -> None:
@@ -432,10 +453,10 @@ class Outcome:
     def pack(
         findings: list[Finding],
         stderr: str,
-        actions: list[tuple[str, str, str]],
+        actions: list[tuple[str, str, list[str]]],
         outside: dict[str, str] | None = None,
     ) -> tuple:
-        reports = [text for kind, _, text in actions]
+        reports = [list(pieces) for _kind, _, pieces in actions]
         severities = dict(Counter(f.severity.value for f in findings))
         return (severities, stderr, reports, dict(outside or {}))
 
@@ -473,7 +494,7 @@ class Outcome:
             )
             and isinstance(stderr, str)
             and isinstance(texts, list)
-            and all(isinstance(t, str) for t in texts)
+            and all(isinstance(t, list) and all(isinstance(p, str) for p in t) for t in texts)
             and len(texts) - len(pairs) in (0, 1)
         ):
             return None
@@ -481,7 +502,8 @@ class Outcome:
         if (len(texts) == len(pairs) + 1) != summary_wanted:
             return None
         reports = texts[: len(pairs)]  # one per --format, in order: the pairs are in the key
-        return cls(severities, stderr, reports, texts[-1] if summary_wanted else None, outside)
+        summary = "".join(texts[-1]) if summary_wanted else None
+        return cls(severities, stderr, reports, summary, outside)
 
     def exit_code(self, fail_on: str) -> int:
         """As `exit_code` of the findings the counts were taken from."""

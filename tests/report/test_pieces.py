@@ -1,0 +1,130 @@
+"""A report in pieces (report/text.py `report_pieces`, report/__init__.py `render_pieces`,
+cli/commands/check.py): the pieces join to the report, are cut only between files' blocks,
+are written and cached a piece at a time, and a cached run replays them byte for byte."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+from gpudrv_check.cli.commands import check as check_cmd
+from gpudrv_check.core.finding import Finding, Location, terminal_text
+from gpudrv_check.report import text as text_report
+
+
+def _findings(files: int, per_file: int) -> list[Finding]:
+    out = []
+    for n in range(files):
+        for k in range(per_file):
+            out.append(
+                Finding(
+                    rule="GPU010",
+                    severity="error" if k % 2 else "warning",
+                    message=f"workload wl-{n}-{k} → can land nowhere … " + "word " * (k + 3),
+                    hint="Add a toleration for the taint." if k == 1 else "Label a node.",
+                    location=Location(file=f"apps/team-{n}/wl.yaml", line=k + 1, column=3),
+                )
+            )
+    return out
+
+
+def _whole(findings: list[Finding], summary: str | None, colour: bool = False) -> str:
+    """The report as one join of all blocks, as render_findings wrote it before pieces."""
+    blocks: list[str] = []
+    current = None
+    lines: list[str] = []
+    fixes: dict[str, list[str]] = {}
+    for f in findings:
+        if f.location.file != current:
+            if current is not None:
+                blocks.append("\n".join(lines))
+            current, lines = f.location.file, [f.location.file]
+        lines += text_report.finding_block(f, 100, colour, fixes)
+    if current is not None:
+        blocks.append("\n".join(lines))
+    if summary is not None:
+        blocks.append(summary)
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+@pytest.mark.parametrize("piece", [1, 50, 300, 1 << 20])
+@pytest.mark.parametrize("summary", [None, "3 files read; 2 errors"])
+@pytest.mark.parametrize(("files", "per_file"), [(0, 0), (1, 1), (7, 3), (40, 2)])
+def test_pieces_join_to_the_report_and_end_between_blocks(
+    monkeypatch, piece, summary, files, per_file
+):
+    monkeypatch.setattr(text_report, "PIECE", piece)
+    findings = _findings(files, per_file)
+    pieces = text_report.report_pieces(findings, summary, False, 100)
+    assert "".join(pieces) == _whole(findings, summary)
+    assert text_report.render_findings(findings, summary, False, 100) == "".join(pieces)
+    heads = {f.location.file for f in findings} | ({summary} if summary else set())
+    if len(heads) > 1 and piece < 300:
+        assert len(pieces) > 1
+    for made in pieces[:-1]:
+        assert made.endswith("\n\n") and not made.endswith("\n\n\n")
+    for made in pieces[1:]:
+        # every piece starts with a file's heading (or the summary): never inside a block
+        assert made.split("\n", 1)[0] in heads
+
+
+def test_terminal_text_of_each_piece_is_the_terminal_text_of_the_report(monkeypatch):
+    monkeypatch.setattr(text_report, "PIECE", 64)
+    findings = _findings(12, 3)
+    for colour in (False, True):
+        # a finding's own text is made printable when it is made: the summary is not
+        summary = "note: \x1b]52;c;eA==\x07 read"
+        pieces = text_report.report_pieces(findings, summary, colour, 100)
+        assert len(pieces) > 3
+        whole = "".join(pieces)
+        assert "\x1b]52" in whole and ("\x1b[" in whole) == colour
+        cleaned = "".join(terminal_text(p, colour=colour) for p in pieces)
+        assert cleaned == terminal_text(whole, colour=colour)
+
+
+@pytest.mark.parametrize("slice_", [1, 7, 1 << 20])
+def test_a_report_is_written_a_slice_at_a_time_with_the_same_bytes(monkeypatch, slice_):
+    monkeypatch.setattr(check_cmd, "_WRITE_SLICE", slice_)
+    text = "apps/a.yaml\n  1:1 error GPU010 → … é 日\n" * 5
+    out = io.BytesIO()
+    stream = io.TextIOWrapper(out, encoding="utf-8", newline="")
+    monkeypatch.setattr(sys, "stdout", stream)
+    check_cmd._perform("stdout", "", text)
+    stream.flush()
+    assert out.getvalue() == text.encode("utf-8")
+
+
+def test_a_result_entry_holds_each_report_in_its_pieces():
+    pairs = [("text", check_cmd.STDOUT)]
+    actions = [("stdout", "", ["apps/a.yaml\n  1:1 …\n\n", "apps/b.yaml\n  2:1 …\n"])]
+    packed = check_cmd.Outcome.pack([], "", actions)
+    outcome = check_cmd.Outcome.unpack(packed, pairs)
+    assert outcome is not None and outcome.reports == [actions[0][2]]
+    # an entry holding a report as one string (the layout before pieces) is a miss
+    assert check_cmd.Outcome.unpack(({}, "", ["apps/a.yaml\n"], {}), pairs) is None
+    assert check_cmd.Outcome.unpack(({}, "", [["ok", 3]], {}), pairs) is None
+
+
+def test_a_cached_run_replays_a_report_of_many_pieces(tmp_path, monkeypatch, capsys):
+    from gpudrv_check.cli import main
+    from tests.conftest import gpu_node, write
+
+    root = tmp_path / "repo"
+    write(
+        root, "support-matrix.csv", "driver_branch,kernel,os_tag\n550,6.8.0-1-generic,ubuntu22.04\n"
+    )
+    for n in range(30):
+        write(root, f"nodes/gpu-{n}.yaml", gpu_node(f"gpu-{n}", kernel="5.15.0-120-generic"))
+    monkeypatch.setattr(text_report, "PIECE", 200)
+    args = ["check", str(root), "--cache-dir", str(tmp_path / "cache"), "--fail-on", "never"]
+    outs = []
+    for _ in range(2):
+        monkeypatch.setattr(sys, "argv", ["gpudrv-check", *args])
+        assert main() == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and outs[0].count("gpu-") >= 30
+    monkeypatch.setattr(sys, "argv", ["gpudrv-check", *args, "--no-cache"])
+    assert main() == 0
+    assert capsys.readouterr().out == outs[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from gpudrv_check.read.tree import (
 )
 
 _SYMLINK, _SUBMODULE = 0o120000, 0o160000
+#: a byte of a path that is not UTF-8, as `surrogateescape` decodes it
+_UNDECODED = re.compile("[\udc80-\udcff]")
 # manifests are read in one batch when they are small enough to hold at once
 _PREFETCH_FILE_BYTES = 8 * 1024 * 1024
 _PREFETCH_TOTAL_BYTES = 512 * 1024 * 1024
@@ -210,7 +213,7 @@ class GitTree:
                 continue
             if not name.endswith(MANIFEST_SUFFIXES) or (len(parts) == 1 and name in SKIP_FILES):
                 continue
-            if any("\udc80" <= ch <= "\udcff" for ch in rel):
+            if not rel.isascii() and _UNDECODED.search(rel):
                 listing.skipped.append(Skipped(rel, "file name is not UTF-8"))
                 continue
             why = rules.reason(rel)

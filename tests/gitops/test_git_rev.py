@@ -97,6 +97,22 @@ def test_rev_skips_symlinks_and_honours_exclude(git_repo: Path):
     assert "skipped vendor/: excluded by config" in result.stderr
 
 
+def test_rev_skips_a_file_name_that_is_not_utf8(git_repo: Path):
+    """git lists the name's bytes; a name that is not UTF-8 is said once and not read, as the
+    working tree's walk does (read/git.py `list_manifests`)."""
+    write(git_repo, "support-matrix.csv", MATRIX)
+    write(git_repo, "real/n.yaml", gpu_node("r"))
+    write(git_repo, "real/caf\u00e9.yaml", gpu_node("u"))  # UTF-8: read
+    bad = os.fsencode(str(git_repo / "real")) + b"/latin1-\xe9.yaml"
+    with open(bad, "wb") as fh:
+        fh.write(gpu_node("l", kernel=NEW_KERNEL).encode())
+    commit(git_repo, "names")
+    result = run_main("check", str(git_repo), "--rev", "HEAD", "-v")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "skipped real/latin1-" in result.stderr and "file name is not UTF-8" in result.stderr
+    assert "read    real/caf\u00e9.yaml: 1 object(s)" in result.stderr  # UTF-8, not ASCII
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("make", "args", "needle"),

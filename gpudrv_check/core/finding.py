@@ -163,10 +163,16 @@ class ObjectRef:
     namespace: str | None = None
 
     def __post_init__(self) -> None:
-        for key in ("kind", "name", "namespace"):
-            value = getattr(self, key)
-            if value is not None and not value.isprintable():
-                object.__setattr__(self, key, printable(value))
+        name, namespace = self.name, self.namespace
+        if (
+            not self.kind.isprintable()
+            or (name is not None and not name.isprintable())
+            or (namespace is not None and not namespace.isprintable())
+        ):
+            for key in ("kind", "name", "namespace"):
+                value = getattr(self, key)
+                if value is not None and not value.isprintable():
+                    object.__setattr__(self, key, printable(value))
 
     def __str__(self) -> str:
         ns = f"{self.namespace}/" if self.namespace else ""
@@ -233,31 +239,47 @@ class Finding:
     @classmethod
     def from_record(cls, value: Any) -> Finding:
         """The finding `record` wrote; ValueError for anything else (a cache entry is checked,
-        never trusted to be of the right shape)."""
-        if not (isinstance(value, tuple) and len(value) == 11):
+        never trusted to be of the right shape). `marshal` makes builtin values only, so each
+        is checked by its exact class (a run reads back every cached finding: this is on the
+        path of every edit run)."""
+        if value.__class__ is not tuple or len(value) != 11:
             raise ValueError("not a finding record")
         rule, severity, message, hint, file, line, column, obj, path, by, cluster = value
-        if not (
-            _all(str, rule, severity, message, file)
-            and _all(_STR_OR_NONE, hint, by, cluster)
-            and _all(int, line, column)
-            and isinstance(path, tuple)
-            and all(isinstance(p, (str, int)) for p in path)
+        if (
+            rule.__class__ is not str
+            or severity.__class__ is not str
+            or message.__class__ is not str
+            or file.__class__ is not str
+            or line.__class__ is not int
+            or column.__class__ is not int
+            or path.__class__ is not tuple
+            or not (hint is None or hint.__class__ is str)
+            or not (by is None or by.__class__ is str)
+            or not (cluster is None or cluster.__class__ is str)
         ):
+            raise ValueError("not a finding record")
+        for step in path:
+            if step.__class__ is not str and step.__class__ is not int:
+                raise ValueError("not a finding record")
+        level = _SEVERITIES.get(severity)
+        if level is None:
             raise ValueError("not a finding record")
         ref = None
         if obj is not None:
-            if not (isinstance(obj, tuple) and len(obj) == 3 and isinstance(obj[0], str)):
+            if not (obj.__class__ is tuple and len(obj) == 3 and obj[0].__class__ is str):
                 raise ValueError("not a finding record")
-            if not _all(_STR_OR_NONE, obj[1], obj[2]):
+            kind, name, namespace = obj
+            if not (name is None or name.__class__ is str) or not (
+                namespace is None or namespace.__class__ is str
+            ):
                 raise ValueError("not a finding record")
-            ref = ObjectRef(kind=obj[0], name=obj[1], namespace=obj[2])
+            ref = ObjectRef(kind, name, namespace)
         return cls(
             rule=rule,
-            severity=Severity(severity),
+            severity=level,
             message=message,
             hint=hint,
-            location=Location(file=file, line=line, column=column),
+            location=Location(file, line, column),
             object=ref,
             path=list(path),
             suppressed_by=by,
@@ -290,11 +312,7 @@ class Finding:
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
 
-_STR_OR_NONE = (str, type(None))
-
-
-def _all(types: type | tuple[type, ...], *values: object) -> bool:
-    return all(isinstance(v, types) for v in values)
+_SEVERITIES = {level.value: level for level in Severity}
 
 
 def unique_fingerprints(findings: list[Finding]) -> list[str]:

@@ -77,6 +77,14 @@ def test_a_record_reads_back_as_the_same_finding():
         _finding().record()[:7] + (("Deployment",),) + _finding().record()[8:],
         _finding().record()[:8] + ((1.5,),) + _finding().record()[9:],
         _finding().record()[:1] + ("fatal",) + _finding().record()[2:],
+        _finding().record()[:1] + (["error"],) + _finding().record()[2:],  # unhashable
+        _finding().record()[:5] + (True,) + _finding().record()[6:],  # a bool is no line
+        _finding().record()[:7] + (("Deployment", 3, None),) + _finding().record()[8:],
+        _finding().record()[:7] + (("Deployment", "x", b"ns"),) + _finding().record()[8:],
+        _finding().record()[:8] + ((1.5,),) + _finding().record()[9:],
+        _finding().record()[:8] + (["spec"],) + _finding().record()[9:],  # a list, not a tuple
+        _finding().record()[:10] + (7,),  # the cluster
+        (*_finding().record(), None),  # 12 fields
     ],
 )
 def test_what_is_not_a_record_is_refused(record):

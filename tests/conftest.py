@@ -131,10 +131,11 @@ def lab_repo(tmp_path: Path) -> Path:
 
 
 MATRIX = "driver_branch,kernel,os_tag\n550,5.15.0-119-generic,ubuntu22.04\n"
-#: a document the line reader (read/block_yaml.py) leaves to the event builder (a block
-#: scalar), and which is no object: appended to the files of a repo meant to be read by worker
-#: processes (they start only for files the line reader does not read, read/manifests.py)
-BUILDER_DOC = "---\nnotes: |\n  read by the event builder\n"
+#: a document the line reader (read/block_yaml.py) leaves to the event builder (an anchor and
+#: an alias), and which is no object: appended to the files of a repo meant to be read by
+#: worker processes (they start only for files the line reader does not read,
+#: read/manifests.py)
+BUILDER_DOC = "---\nnotes: &n read by the event builder\nagain: *n\n"
 
 
 def gpu_node(

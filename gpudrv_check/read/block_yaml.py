@@ -2,7 +2,8 @@
 
 Almost every manifest in a GitOps repo is written in one plain subset of YAML: block mappings
 and sequences, one `key: value` or `- item` per line, plain or simply quoted scalars, one-line
-flow lists and mappings of scalars, comments, `---` between documents. For such a file, what
+flow lists and mappings of scalars, literal and folded block scalars (`|`, `>-`: a ConfigMap's
+script, a rule's description), comments, `---` between documents. For such a file, what
 each distinct line holds is worked out once with one regular-expression match (most lines of a
 repo are written many times over), and a stack of open collections follows the indentation:
 the same located tree as the libyaml event builder (read/yaml_docs.py) gives, at a fraction of
@@ -10,10 +11,11 @@ its cost (the builder runs Python code for each of the two or three events of a 
 
 It is exact or it declines: `parse_block` returns the ParsedFile the event builder returns for
 the same text and skim plan, or None, and the caller then runs the event builder. It declines
-what is outside the subset — anchors, aliases, tags, block scalars (`|`, `>`), scalars over
-several lines, escapes in double quotes, nested flow collections, flow collections over
-several lines, directives, `...`, tabs, CR line ends, characters YAML refuses — and any file the
-builder reports a problem for (a duplicate key, a syntax error, nesting too deep), so it never
+what is outside the subset — anchors, aliases, tags, block scalars with an indentation
+indicator (`|2`) or with no text, plain and quoted scalars over several lines, escapes in
+double quotes, nested flow collections, flow collections over several lines, directives,
+`...`, tabs, CR line ends, characters YAML refuses — and any file the builder reports a
+problem for (a duplicate key, a syntax error, nesting too deep), so it never
 words a problem itself. tests/load/test_block_yaml.py holds it to the builder, tree for tree and
 position for position, on every YAML file of the repository and a generated corpus; the fuzz
 targets (tests/fuzz, `block`) on generated, mutated and dumped texts.
@@ -69,6 +71,9 @@ _FLOW_SCALAR = (
 _FLOW_ITEM = re.compile(r" *" + _FLOW_SCALAR + r" *(,|\])")
 _FLOW_PAIR = re.compile(r" *" + _FLOW_SCALAR + r" *: +" + _FLOW_SCALAR + r" *(,|\})")
 _FLOW_EMPTY = re.compile(r"[\[{] *([\]}])")
+# A block scalar's header after its key or dash: the style, a chomping indicator, blanks and a
+# comment (an indentation indicator, or a comment with no blank before it, declines)
+_BLOCK_HEADER = re.compile(r"([|>])([+-]?)(?: +(?:#.*)?)?\Z")
 # characters that make a value more than a plain scalar on one line, at its start
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` ")
 #: a simple key is at most this long (libyaml: 1024 characters, then "could not find
@@ -85,6 +90,8 @@ _SCALAR = 0  # the value is the scalar `value` (`raw`: its written text when it 
 _OPEN = 1  # `key:` alone: the value is on the following lines
 _FLOW = 2  # a one-line flow collection: `value` is (is a list, column, items), see _flow
 _MARKER = 3  # `---`: a document starts
+_BLOCK = 4  # a block scalar's header (`|`, `>-`...): `value` is (literal, chomping, parent's
+#: indentation); its text is on the following lines (_block_scalar)
 _BLANK = None  # a blank line, or a comment
 #: lines by their text, up to _MAX_LINES lines of at most _MAX_LINE characters (a long line
 #: is rarely written twice); emptied when a run's reading ends (`forget`)
@@ -289,6 +296,8 @@ def _classify(line: str) -> tuple[Any, ...] | None:
                 if rest[0] in ("[", "{"):
                     flow = _flow_items(rest, column)
                     return (indent, True, column, _FLOW, None, flow, None)
+                if rest[0] in "|>":  # a block scalar item: its parent is the list, at the dash
+                    return (indent, True, column, _BLOCK, None, _block_header(rest, indent), None)
                 value, raw = _scalar(rest)
                 return (indent, True, column, _SCALAR, None, value, raw)
             key, rest = quoted
@@ -305,8 +314,92 @@ def _classify(line: str) -> tuple[Any, ...] | None:
     if rest[0] in ("[", "{"):
         flow = _flow_items(rest, len(line) - len(rest))
         return (indent, dash is not None, column, _FLOW, key, flow, None)
+    if rest[0] in "|>":  # a block scalar: its parent is the mapping, at the key's column
+        return (indent, dash is not None, column, _BLOCK, key, _block_header(rest, column), None)
     value, raw = _scalar(rest)
     return (indent, dash is not None, column, _SCALAR, key, value, raw)
+
+
+def _block_header(rest: str, parent: int) -> tuple[bool, str, int]:
+    """(literal, chomping indicator, the indentation of the collection it is in)."""
+    match = _BLOCK_HEADER.match(rest)
+    if match is None:
+        raise _Decline  # an indentation indicator, or text after the header
+    return (match.group(1) == "|", match.group(2), parent)
+
+
+def _block_scalar(lines: list[str], at: int, header: tuple[bool, str, int]) -> tuple[str, int]:
+    """The value of the block scalar whose text starts at `lines[at]` (the line after its
+    header), and the index of the first line after it. As libyaml's scanner reads it
+    (scanner.c `yaml_parser_scan_block_scalar` and `..._breaks`): the indentation is the
+    first non-empty line's, and no less than one past the parent's; a line less indented ends
+    the scalar; within it, empty lines (at most that many spaces) are line breaks; a folded
+    scalar (`>`) joins two lines with a space when no empty line is between them and neither
+    starts with a blank (is more indented); the chomping indicator keeps the final line break
+    (none), drops it (`-`) or keeps it and the empty lines after it (`+`).
+
+    The last element of `lines` is the text after the final line break, which no line break
+    follows. Declines a scalar with no text (its first line belongs to the parent) and one
+    whose leading empty lines are indented deeper than its first line."""
+    literal, chomping, parent = header
+    last = len(lines) - 1
+    j = at
+    deepest = 0  # the most spaces on a leading empty line
+    breaks = 0  # line breaks waiting to be added (empty lines)
+    while True:
+        if j > last:
+            raise _Decline
+        line = lines[j]
+        spaces = len(line) - len(line.lstrip(" "))
+        if spaces < len(line):
+            break
+        if j == last:
+            raise _Decline  # no text before the end
+        deepest = max(deepest, spaces)
+        breaks += 1
+        j += 1
+    indent = spaces
+    if indent != max(deepest, spaces, parent + 1):
+        raise _Decline
+    out: list[str] = []
+    leading_break = ""
+    leading_blank = False
+    while True:
+        body = lines[j][indent:]
+        trailing_blank = body[0] == " "
+        if not literal and leading_break and not leading_blank and not trailing_blank:
+            if not breaks:
+                out.append(" ")
+        else:
+            out.append(leading_break)
+        if breaks:
+            out.append("\n" * breaks)
+            breaks = 0
+        leading_blank = trailing_blank
+        out.append(body)
+        j += 1
+        if j > last:  # the text ends on this line, no line break after it
+            leading_break = ""
+            break
+        leading_break = "\n"
+        column = -1
+        while True:  # empty lines, and the indentation of the next line with text
+            line = lines[j]
+            eaten = min(indent, len(line) - len(line.lstrip(" ")))
+            if eaten < len(line):
+                column = eaten
+                break
+            if j == last:
+                break
+            breaks += 1
+            j += 1
+        if column != indent:
+            break
+    if chomping != "-":
+        out.append(leading_break)
+        if chomping == "+" and breaks:
+            out.append("\n" * breaks)
+    return intern("".join(out)), j
 
 
 def parse_block(text: str, plan: SkimPlan = NOTHING_SKIPPED) -> ParsedFile | None:
@@ -351,8 +444,12 @@ class _Reader:
         top: _Frame | None = None  # stack[-1]
         pending = False  # the top mapping's key waits for its value on a later line
         number = 0
-        for line in text.split("\n"):
+        lines = text.split("\n")
+        skip = 0  # the lines up to this number are a block scalar's text, read already
+        for line in lines:
             number += 1
+            if number <= skip:
+                continue
             what: Any = lines_get(line, line)  # the line itself: not seen yet
             if what is line:
                 what = _classify(line)
@@ -361,6 +458,9 @@ class _Reader:
             if what is _BLANK:
                 continue
             indent, dash, column, kind, key, value, raw = what
+            if kind == _BLOCK:
+                value, skip = _block_scalar(lines, number, value)
+                kind = _SCALAR
             if kind == _MARKER:
                 if pending:
                     _null(stack[-1])

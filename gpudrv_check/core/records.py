@@ -22,7 +22,9 @@ tests/core/test_records.py checks each behaviour against `dataclasses.dataclass`
 
 from __future__ import annotations
 
+import abc
 import dataclasses
+import re
 import reprlib
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
@@ -48,6 +50,8 @@ class _FactorySentinel:
 
 
 _FACTORY = _FactorySentinel()
+#: an InitVar annotation, written or as a string (`from __future__ import annotations`)
+_INITVAR = re.compile(r"(?:dataclasses\.)?InitVar(?:\[|\Z)")
 
 
 @overload
@@ -91,20 +95,26 @@ def _make(cls: Any, *, frozen: bool, slots: bool, eq: bool, kw_only: bool, want_
         for name in ("__setattr__", "__delattr__"):
             if name in body:
                 raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
-    for base in cls.__mro__[1:]:
-        was = getattr(base, "__record_frozen__", None)
-        if was is not None and was != frozen:
-            kind = "frozen" if frozen else "non-frozen"
-            other = "frozen" if was else "non-frozen"
-            raise TypeError(f"cannot inherit {kind} dataclass from a {other} one")
+    # the dataclasses among the bases (records or not): frozen alike, as the dataclass asks
+    params = [b.__dict__["__dataclass_params__"] for b in cls.__mro__[1:] if _is_dataclass(b)]
+    frozen_base = any(p.frozen for p in params)
+    if params and frozen_base != frozen:
+        kind, other = ("frozen", "non-frozen") if frozen else ("non-frozen", "frozen")
+        raise TypeError(f"cannot inherit {kind} dataclass from a {other} one")
     own_hash = body.get("__hash__", MISSING)
     explicit_hash = not (own_hash is MISSING or (own_hash is None and "__eq__" in body))
-    own = {name for name in ("__init__", "__repr__", "__eq__") if name in body}
+    own = {
+        name
+        for name in ("__init__", "__repr__", "__eq__", "__getstate__", "__setstate__")
+        if name in body
+    }
+    documented = bool(body.get("__doc__"))
+    # asked for no method; `frozen` as the bases are, for the dataclass's own inheritance check
     cls = dataclasses.dataclass(
-        cls, init=False, repr=False, eq=False, frozen=False, slots=slots, kw_only=kw_only
+        cls, init=False, repr=False, eq=False, frozen=frozen_base, slots=slots, kw_only=kw_only
     )
     for name, value in cls.__dict__.get("__dataclass_fields__", {}).items():
-        if type(value.type) is dataclasses.InitVar or "InitVar" in str(value.type):
+        if type(value.type) is dataclasses.InitVar or _INITVAR.match(str(value.type)):
             raise TypeError(f"record {cls.__name__}: InitVar field {name} is not supported")
     fields = dataclasses.fields(cls)
     defaulted = None
@@ -114,7 +124,11 @@ def _make(cls: Any, *, frozen: bool, slots: bool, eq: bool, kw_only: bool, want_
                 defaulted = f.name
             elif defaulted is not None:
                 raise TypeError(f"non-default argument {f.name!r} follows default argument")
-    cls.__record_frozen__ = frozen
+    # what the class is, for `dataclasses` and for the dataclasses that derive from it
+    made = cls.__dict__["__dataclass_params__"]
+    made.init, made.repr, made.eq, made.frozen = True, want_repr, eq, frozen
+    if not documented:  # the dataclass's docstring: the class and its fields
+        cls.__doc__ = f"{cls.__name__}({', '.join(f.name for f in fields if f.init)})"
     if "__init__" not in own:
         cls.__init__ = _lazy_init(cls, fields, frozen)
     if want_repr and "__repr__" not in own:
@@ -132,9 +146,18 @@ def _make(cls: Any, *, frozen: bool, slots: bool, eq: bool, kw_only: bool, want_
     if frozen:
         names = frozenset(f.name for f in fields)
         cls.__setattr__, cls.__delattr__ = _frozen(cls, names)
-        if slots:
-            cls.__getstate__, cls.__setstate__ = _state(tuple(f.name for f in fields))
+        if slots:  # what the class and its subclasses pickle and copy (their own fields)
+            if "__getstate__" not in own:
+                cls.__getstate__ = _getstate
+            if "__setstate__" not in own:
+                cls.__setstate__ = _setstate
+    # methods added after the dataclass looked may be the abstract ones a base declared
+    abc.update_abstractmethods(cls)
     return cls
+
+
+def _is_dataclass(cls: type) -> bool:
+    return "__dataclass_fields__" in cls.__dict__ and "__dataclass_params__" in cls.__dict__
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[Any], Any]:
@@ -205,15 +228,13 @@ def _frozen(cls: Any, names: frozenset[str]) -> tuple[Callable[..., None], Calla
     return __setattr__, __delattr__
 
 
-def _state(names: tuple[str, ...]) -> tuple[Callable[..., Any], Callable[..., None]]:
-    def __getstate__(self: Any) -> list[Any]:
-        return [getattr(self, name) for name in names]
+def _getstate(self: Any) -> list[Any]:
+    return [getattr(self, f.name) for f in dataclasses.fields(self)]
 
-    def __setstate__(self: Any, state: list[Any]) -> None:
-        for name, value in zip(names, state, strict=False):
-            object.__setattr__(self, name, value)
 
-    return __getstate__, __setstate__
+def _setstate(self: Any, state: list[Any]) -> None:
+    for f, value in zip(dataclasses.fields(self), state, strict=False):
+        object.__setattr__(self, f.name, value)
 
 
 def _lazy_init(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> Any:
@@ -232,6 +253,7 @@ def _compile_init(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: 
     ones after `*`), each default or factory, the assignments (through `object.__setattr__`
     for a frozen class) and the call of `__post_init__`."""
     names = {f.name for f in fields}
+    slots = "__slots__" in cls.__dict__
     me = "self" if "self" not in names else "__record_self__"
     env: dict[str, Any] = {"__record_factory__": _FACTORY, "__record_object__": object}
     positional: list[str] = []
@@ -253,7 +275,9 @@ def _compile_init(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: 
             value = f"{made} if {f.name} is __record_factory__ else {f.name}" if f.init else made
         elif f.init:
             value = f.name
-        elif f.default is not MISSING:
+        elif f.default is not MISSING and slots:
+            # (without slots the class attribute holding the default is what is read, as in
+            # the dataclass's __init__)
             env[f"__default_{f.name}__"] = f.default
             value = f"__default_{f.name}__"
         else:
@@ -277,4 +301,5 @@ def _compile_init(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: 
     exec(source, {}, namespace)  # noqa: S102 - text written here from field names
     init = namespace["__make__"](**env)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
     return init

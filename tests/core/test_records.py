@@ -338,3 +338,92 @@ def test_recursive_repr_is_cut():
     n = Node()
     n.child = n
     assert repr(n).endswith("(child=...)")
+
+
+# found by review: a frozen slotted record's state is its own fields, in a subclass too
+@record(frozen=True, slots=True)
+class _StateBase:
+    x: int
+
+
+@record(frozen=True)
+class _StateChild(_StateBase):
+    y: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _StdStateBase:
+    x: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _StdStateChild(_StdStateBase):
+    y: int = 0
+
+
+def test_a_subclass_of_a_frozen_slotted_record_copies_and_pickles_its_own_fields():
+    for cls in (_StateChild, _StdStateChild):
+        obj = cls(1, 2)
+        assert copy.copy(obj).y == 2 and copy.deepcopy(obj).y == 2
+        assert pickle.loads(pickle.dumps(obj)) == obj
+
+
+@pytest.mark.parametrize("base_frozen", [False, True])
+@pytest.mark.parametrize("child_frozen", [False, True])
+@pytest.mark.parametrize(
+    ("base_deco", "child_deco"),
+    [(record, dataclasses.dataclass), (dataclasses.dataclass, record), (record, record)],
+)
+def test_records_and_dataclasses_derive_from_each_other_as_dataclasses_do(
+    base_deco, child_deco, base_frozen, child_frozen
+):
+    def make(base_deco_, child_deco_):
+        @base_deco_(frozen=base_frozen)
+        class Base:
+            a: int
+
+        def child():
+            @child_deco_(frozen=child_frozen)
+            class Child(Base):
+                b: int = 0
+
+            return Child
+
+        return Base, child
+
+    _, std_child = make(dataclasses.dataclass, dataclasses.dataclass)
+    _, our_child = make(base_deco, child_deco)
+    expected = _outcome(lambda: (std_child()(1, 2).b, dataclasses.fields(std_child())[1].name))
+    got = _outcome(lambda: (our_child()(1, 2).b, dataclasses.fields(our_child())[1].name))
+    assert got == expected
+    if expected[0] == "ok":
+        params = our_child().__dataclass_params__
+        assert (params.frozen, params.init, params.eq) == (child_frozen, True, True)
+
+
+def test_methods_a_base_declares_abstract_are_provided():
+    import abc
+
+    class Shape(abc.ABC):
+        @abc.abstractmethod
+        def __repr__(self) -> str: ...
+
+    for deco in (dataclasses.dataclass, record):
+
+        @deco
+        class Square(Shape):
+            side: int
+
+        assert "side=3" in repr(Square(3))
+
+
+def test_init_is_of_the_class_module_and_defaults_stay_on_the_class():
+    @record
+    class Defaults:
+        a: int
+        later: int = field(default=5, init=False)
+
+    obj = Defaults(1)
+    assert type(obj).__init__.__module__ == __name__
+    assert obj.later == 5 and "later" not in vars(obj)  # as the dataclass: the class attribute
+    assert Defaults.__doc__ == "Defaults(a)"

@@ -77,6 +77,29 @@ def test_a_committed_directory_link_cannot_direct_an_output_out_of_the_root(tmp_
     assert list(outside.iterdir()) == []
 
 
+def test_a_cached_result_cannot_direct_an_output_out_of_the_root_either(tmp_path: Path):
+    """A run the result cache answers writes its reports through the same check (`_replay`):
+    a committed link that pointed inside the root when the result was cached, and points out
+    of it now, directs nothing out."""
+    root = _lab(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "inside").mkdir()
+    (root / "reports").symlink_to("inside", target_is_directory=True)
+    args = ["check", ".", "--cache-dir", str(tmp_path / "cache"), "--format", "sarif"]
+    args += ["--output", "reports/r.sarif"]
+    first = run_cli(*args, cwd=root)
+    assert first.returncode == 1 and (root / "inside" / "r.sarif").is_file(), first.stderr
+    (root / "inside" / "r.sarif").unlink()
+    (root / "reports").unlink()
+    (root / "reports").symlink_to(outside, target_is_directory=True)
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    again = run_cli(*args, cwd=root, env={**env, "GPUDRV_CHECK_PHASES": "1"})
+    assert "phase read" not in again.stderr  # answered by the result cache
+    assert "leaves the repo root; not written" in _usage_error(again)
+    assert list(outside.iterdir()) == []
+
+
 def _file_size_limit(limit: int):
     def apply() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)

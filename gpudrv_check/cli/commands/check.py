@@ -252,7 +252,7 @@ def run(options: CheckOptions) -> int:
     with phase("inputs"):
         reuse = _result_cache(options, pairs, colour)
     if reuse is not None and reuse.hit is not None:
-        return _replay(reuse.hit, pairs, reuse.fail_on)
+        return _replay(reuse.hit, pairs, reuse.fail_on, _checked_root(options))
     actions: list[tuple[str, str, list[str]]] = []
     stderr = sys.stderr
     tee = _Tee(stderr) if reuse is not None else None
@@ -389,7 +389,7 @@ def write_output(dest: str, text: str, what: str = "", root: str = "") -> None:
         raise ConfigError(f"cannot write {what}{dest}: {err.strerror}") from None
 
 
-def _replay(hit: Outcome, pairs: list[tuple[str, str]], fail_on: str) -> int:
+def _replay(hit: Outcome, pairs: list[tuple[str, str]], fail_on: str, root: str) -> int:
     """A cached result: its stderr and reports, written where this run's arguments say; the
     exit code worked out again from its findings' severities and this run's --fail-on."""
     _perform("stderr", "", hit.stderr)
@@ -398,7 +398,7 @@ def _replay(hit: Outcome, pairs: list[tuple[str, str]], fail_on: str) -> int:
             for piece in pieces:
                 _perform("stdout", "", piece)
         else:
-            _perform("file", dest, "".join(pieces))
+            _perform("file", dest, "".join(pieces), root)
     if hit.summary is not None:
         _perform("stdout", "", hit.summary)
     return hit.exit_code(fail_on)

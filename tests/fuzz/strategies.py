@@ -491,6 +491,28 @@ def _block_value(rng: Any) -> str:
     return rng.choice(_ODD_VALUES if rng.random() < 0.08 else _BLOCK_VALUES)
 
 
+_SCALAR_HEADERS = ("|", "|-", "|+", ">", ">-", ">+", "|  # c", "|2", ">1-", "| x", "|#c")
+
+
+def _block_scalar(rng: Any, indent: int) -> list[str]:
+    """The text lines of a block scalar whose key or dash is at `indent`: mostly at one
+    deeper indentation, now and then more indented, empty, blank (fewer or more spaces than
+    the text), comment-like, or less indented (which ends it)."""
+    deeper = indent + rng.choice((1, 2, 2, 4))
+    lines = []
+    for _ in range(rng.randint(0, 5)):
+        shape = rng.random()
+        if shape < 0.55:
+            lines.append(" " * deeper + rng.choice(("text", "a b", "# not a comment", "x: y")))
+        elif shape < 0.7:
+            lines.append(" " * (deeper + rng.randint(1, 3)) + "more")
+        elif shape < 0.85:
+            lines.append(" " * rng.choice((0, 1, deeper, deeper + 1, deeper + 3)))
+        else:
+            lines.append(" " * rng.randint(0, deeper) + rng.choice(("less", "# c")))
+    return lines
+
+
 def _block_node(
     rng: Any, depth: int, indent: int, out: list[str], lead: str, mapping: bool
 ) -> None:
@@ -512,6 +534,9 @@ def _block_node(
                 # a list may sit at its key's indentation; a mapping may not
                 step = rng.choice((1, 2, 2, 4)) if child or rng.random() < 0.6 else 0
                 _block_node(rng, depth + 1, indent + step, out, " " * (indent + step), child)
+            elif shape < 0.36:
+                out.append(f"{head}{key}: {rng.choice(_SCALAR_HEADERS)}")
+                out += _block_scalar(rng, len(head) if i == 0 else indent)
             else:
                 out.append(f"{head}{key}: {_block_value(rng)}")
         return
@@ -521,6 +546,9 @@ def _block_node(
         if depth < 5 and rng.random() < 0.4:
             child = rng.random() < 0.85
             _block_node(rng, depth + 1, indent + len(dash), out, head + dash, child)
+        elif rng.random() < 0.1:
+            out.append(f"{head}{dash}{rng.choice(_SCALAR_HEADERS)}")
+            out += _block_scalar(rng, len(head))
         else:
             out.append(f"{head}{dash}{_block_value(rng)}")
 

@@ -152,6 +152,8 @@ class Exclusions:
     gitignore: bool = False  # honour .gitignore files (a working tree)
     # folder ("" or "a/b/") -> its .gitignore's spec, for the folders walked so far
     _ignores: dict[str, Any] = field(default_factory=dict)
+    # those folders, deepest first (sorted when one is added, not for every path asked about)
+    _deepest: tuple[str, ...] = field(default=(), compare=False, repr=False)
     _config: Any = None
 
     def key(self) -> tuple:
@@ -171,7 +173,7 @@ class Exclusions:
 
     def _ignored(self, path: str) -> str | None:
         """The deepest .gitignore with a pattern for `path` decides."""
-        for folder in sorted(self._ignores, key=len, reverse=True):
+        for folder in self._deepest:
             if not path.startswith(folder) or path == folder:
                 continue
             excluded, _ = _decision(self._ignores[folder], path[len(folder) :])
@@ -187,6 +189,7 @@ class Exclusions:
         lines = raw.decode("utf-8", "replace").splitlines()
         # the matcher's own escapes and comments; a trailing-space rule is git's, kept as is
         self._ignores[folder] = _spec(line for line in lines if line.strip())
+        self._deepest = tuple(sorted(self._ignores, key=len, reverse=True))
 
 
 def exclusions_of(exclude: Any, gitignore: bool = False) -> Exclusions:

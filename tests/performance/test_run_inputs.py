@@ -62,6 +62,23 @@ def test_typed_entries_refuse_values_of_another_shape():
     assert PartitionEntry.loaded(("k", [], [])) is None  # an entry without its outcome
 
 
+def test_stamps_of_another_shape_are_refused():
+    good = {"a.yaml": ((10, 1, 2, 3, 4), "d" * 64)}
+    assert inputs_mod.valid_stamps(good) and inputs_mod.valid_stamps({})
+    for bad in (
+        [("a.yaml", ((10, 1, 2, 3, 4), "d"))],  # not a dict
+        {1: ((10, 1, 2, 3, 4), "d")},  # a path that is no string
+        {"a.yaml": ((10, 1, 2, 3), "d")},  # four numbers
+        {"a.yaml": ((10, 1, 2, 3, 4.0), "d")},  # a float
+        {"a.yaml": ((10, 1, 2, 3, True), "d")},  # a bool is no number here
+        {"a.yaml": ([10, 1, 2, 3, 4], "d")},  # a list
+        {"a.yaml": ((10, 1, 2, 3, 4), b"d")},  # a digest as bytes
+        {"a.yaml": ((10, 1, 2, 3, 4),)},  # no digest
+        {"a.yaml": ((10, 1, 2, 3, 4), "d", "x")},
+    ):
+        assert not inputs_mod.valid_stamps(bad), bad
+
+
 def _settle(path, seconds: float = 10) -> None:
     """Date the file's mtime back (its ctime moves to now: user space cannot date it back)."""
     st = path.stat()

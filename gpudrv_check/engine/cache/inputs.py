@@ -147,14 +147,24 @@ def blob_inputs(
 
 
 def valid_stamps(value: Any) -> bool:
-    """Whether a cached value has the shape of Stamps (checked, never trusted)."""
-    return isinstance(value, dict) and all(
-        isinstance(rel, str)
-        and isinstance(entry, tuple)
-        and len(entry) == 2
-        and isinstance(entry[0], tuple)
-        and len(entry[0]) == 5
-        and all(isinstance(n, int) for n in entry[0])
-        and isinstance(entry[1], str)
-        for rel, entry in value.items()
-    )
+    """Whether a cached value has the shape of Stamps (checked, never trusted). `marshal`
+    makes builtin values only, so each is checked by its exact class (a warm run checks one
+    stamp per file of the repo)."""
+    if value.__class__ is not dict:
+        return False
+    for rel, entry in value.items():
+        if rel.__class__ is not str or entry.__class__ is not tuple or len(entry) != 2:
+            return False
+        stamp, file_digest = entry
+        if stamp.__class__ is not tuple or len(stamp) != 5 or file_digest.__class__ is not str:
+            return False
+        size, mtime, ctime, inode, device = stamp
+        if not (
+            size.__class__ is int
+            and mtime.__class__ is int
+            and ctime.__class__ is int
+            and inode.__class__ is int
+            and device.__class__ is int
+        ):
+            return False
+    return True

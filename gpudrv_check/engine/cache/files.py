@@ -43,18 +43,19 @@ class FileEntry(NamedTuple):
     @classmethod
     def loaded(cls, value: Any) -> FileEntry | None:
         """The entry of a stored value, or None when it has not the shape of one (a cache
-        entry is checked, never trusted to be of the right type)."""
-        if not (isinstance(value, tuple) and len(value) == 4):
+        entry is checked, never trusted to be of the right type; `marshal` makes builtin
+        values only, so each field is checked by its exact class)."""
+        if value.__class__ is not tuple or len(value) != 4:
             return None
         file_digest, helm, blob, summary = value
-        if not (
-            isinstance(file_digest, str)
-            and isinstance(helm, bool)
-            and isinstance(blob, bytes)
-            and valid_summary(summary)
+        if (
+            file_digest.__class__ is not str
+            or helm.__class__ is not bool
+            or blob.__class__ is not bytes
+            or not valid_summary(summary)
         ):
             return None
-        return cls(file_digest, helm, blob, summary)
+        return tuple.__new__(cls, value)
 
     def stored(self) -> tuple[str, bool, bytes, Summary]:
         """As `marshal` stores it: a plain tuple (it refuses tuple subclasses)."""
@@ -63,12 +64,13 @@ class FileEntry(NamedTuple):
 
 def load_entries(value: Any) -> dict[str, FileEntry] | None:
     """The entries of a stored `files` value, or None when any of them is malformed."""
-    if not isinstance(value, dict):
+    if value.__class__ is not dict:
         return None
     out = {}
+    loaded = FileEntry.loaded
     for rel, stored in value.items():
-        entry = FileEntry.loaded(stored)
-        if not isinstance(rel, str) or entry is None:
+        entry = loaded(stored)
+        if rel.__class__ is not str or entry is None:
             return None
         out[rel] = entry
     return out

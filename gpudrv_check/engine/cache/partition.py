@@ -91,14 +91,17 @@ def object_count(summary: Summary) -> int:
 
 def valid_summary(summary: Any) -> bool:
     """Whether a cached value has the shape of a Summary (cache entries are checked, never
-    trusted to be of the right type)."""
-    return (
-        isinstance(summary, tuple)
-        and len(summary) == 2
-        and isinstance(summary[0], tuple)
-        and isinstance(summary[1], int)
-        and all(isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], str) for o in summary[0])
-    )
+    trusted to be of the right type; `marshal` makes builtin values only, so each is checked
+    by its exact class: an edit run checks one summary per file of the repo)."""
+    if summary.__class__ is not tuple or len(summary) != 2:
+        return False
+    objects, skipped = summary
+    if objects.__class__ is not tuple or skipped.__class__ is not int:
+        return False
+    for obj in objects:
+        if obj.__class__ is not tuple or len(obj) != 2 or obj[0].__class__ is not str:
+            return False
+    return True
 
 
 class PartitionEntry(NamedTuple):

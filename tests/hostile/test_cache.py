@@ -245,3 +245,65 @@ def test_a_result_entry_naming_a_path_outside_the_root_is_a_miss(rel: str):
     good = ({"error": 1}, "", [["report"]], {"apps/Kustomization": ""})
     assert Outcome.unpack(good, pairs) is not None
     assert Outcome.unpack(({"error": 1}, "", [["report"]], {rel: ""}), pairs) is None
+
+
+def _age(path: Path, days: float) -> None:
+    then = os.stat(path, follow_symlinks=False).st_mtime - days * 86_400
+    os.utime(path, (then, then), follow_symlinks=False)
+
+
+def test_entries_unused_for_a_month_and_stale_temporary_files_are_pruned(tmp_path: Path):
+    """Another tool version's entries and a repo no longer checked do not fill the disk; an
+    entry in use, the secret, and whatever the cache did not name stay (store.py `prune`)."""
+    directory = tmp_path / "cache"
+    cache = Cache(directory)
+    cache.store("result", "old", "k", "old value")
+    cache.store("files", "recent", "k", "recent value")
+    old = cache._path("result", "old")
+    _age(old, cache_mod.PRUNE_AFTER_DAYS + 1)
+    _age(cache._path("files", "recent"), cache_mod.PRUNE_AFTER_DAYS - 1)
+    leftover = directory / ".tmp-abc123_x"
+    leftover.write_bytes(b"half a write")
+    _age(leftover, 2)
+    young = directory / ".tmp-justnow"
+    young.write_bytes(b"a write under way")
+    mine = directory / "notes.txt"  # not a name the cache gives
+    mine.write_text("keep")
+    _age(mine, 400)
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"x")
+    _age(outside, 400)
+    link = directory / ("result-" + "0" * 32 + ".bin")  # named as an entry, but a link
+    link.symlink_to(outside)
+    os.utime(link, (0, 0), follow_symlinks=False)
+    _age(directory / cache_mod.PRUNED, 2)  # the last pruning was two days ago
+    assert Cache(directory).prune() == 2
+    assert not old.exists() and not leftover.exists()
+    assert young.exists() and mine.exists() and link.is_symlink() and outside.exists()
+    assert Cache(directory).load("files", "recent", "k") == "recent value"
+    assert (directory / cache_mod.SECRET).exists()
+
+
+def test_pruning_runs_at_most_once_a_day(tmp_path: Path):
+    directory = tmp_path / "cache"
+    cache = Cache(directory)
+    cache.store("result", "a", "k", 1)  # prunes (nothing to prune) and marks the day
+    _age(cache._path("result", "a"), cache_mod.PRUNE_AFTER_DAYS + 5)
+    assert Cache(directory).prune() == 0  # pruned today already: the entry stays
+    assert cache._path("result", "a").exists()
+    _age(directory / cache_mod.PRUNED, 1.5)
+    Cache(directory).store("result", "b", "k", 2)  # the next run that stores prunes
+    assert not cache._path("result", "a").exists()
+
+
+def test_an_entry_taken_is_marked_used(tmp_path: Path):
+    directory = tmp_path / "cache"
+    cache = Cache(directory)
+    cache.store("result", "a", "k", "value")
+    path = cache._path("result", "a")
+    _age(path, cache_mod.PRUNE_AFTER_DAYS - 1)
+    assert Cache(directory).load("result", "a", "other key") is None  # a miss: not marked
+    assert os.stat(path).st_mtime < os.path.getmtime(directory / cache_mod.SECRET)
+    assert Cache(directory).load("result", "a", "k") == "value"
+    _age(directory / cache_mod.PRUNED, 2)
+    assert Cache(directory).prune() == 0 and path.exists()  # used today: not pruned

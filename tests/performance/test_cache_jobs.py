@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.cli.commands.common import Progress
-from gpudrv_check.engine.cache.store import MAGIC, SECRET, Cache
+from gpudrv_check.engine.cache.store import MAGIC, PRUNED, SECRET, Cache
 from gpudrv_check.read import codec
 from gpudrv_check.read.manifests import PARALLEL_MIN_FILES, SAMPLE_FILES, parse_manifest_bytes
 from tests.conftest import BUILDER_DOC, gpu_node, run_cli, write
@@ -56,7 +56,9 @@ def test_cache_miss_hit_and_change(tmp_path: Path):
     cold = _check(root, cache=cache)
     assert cold == _check(root)  # the same as without a cache
     assert oct(cache.stat().st_mode & 0o777) == "0o700"
-    kinds = sorted({p.name.split("-")[0] for p in cache.iterdir() if p.name != SECRET})
+    kinds = sorted(
+        {p.name.split("-")[0] for p in cache.iterdir() if p.name not in (SECRET, PRUNED)}
+    )
     assert kinds == ["files", "occupancy", "partitions", "result", "stamps"]
     assert _check(root, cache=cache) == cold  # warm: the stored result
     write(root, "nodes/n0000.yaml", gpu_node("node-renamed"))
@@ -74,7 +76,7 @@ def test_corrupt_cache_entries_are_ignored_and_rebuilt(tmp_path: Path, damage: s
     root = _many(tmp_path / "repo", 5)
     cache = tmp_path / "cache"
     cold = _check(root, cache=cache)
-    for entry in (p for p in cache.iterdir() if p.name != SECRET):
+    for entry in (p for p in cache.iterdir() if p.name not in (SECRET, PRUNED)):
         blob = entry.read_bytes()
         if damage == "truncate":
             blob = blob[: len(blob) // 2]
@@ -87,7 +89,7 @@ def test_corrupt_cache_entries_are_ignored_and_rebuilt(tmp_path: Path, damage: s
         entry.write_bytes(blob)
     assert _check(root, cache=cache) == cold
     # rebuilt: each entry is whole again
-    for entry in (p for p in cache.iterdir() if p.name != SECRET):
+    for entry in (p for p in cache.iterdir() if p.name not in (SECRET, PRUNED)):
         assert entry.read_bytes().startswith(MAGIC)
         assert Cache(cache).load(entry.name.split("-")[0], "x", "y") is None  # other names miss
     assert _check(root, cache=cache) == cold

@@ -33,6 +33,13 @@ entry is ignored (and rewritten by this run).
 `marshal` constructs only builtin values and calls nothing, unlike pickle; callers still check
 the shape of every value they load (`load(..., valid=...)`).
 
+Entries nobody uses go: an entry a run takes is marked used (its mtime set to now, at most
+once a day), and at most once a day (the mtime of `DIR/.pruned`) a run that stores an entry
+removes the entries of this directory unused for `PRUNE_AFTER_DAYS` days (another tool
+version's, a repo no longer checked, a namespace renamed) and the temporary files of writes
+that never finished: only regular files of the user's own, named as the cache names them,
+never through a link.
+
 The directory, the secret and every entry must be owned by the user and not writable (for
 entries and the secret: not readable either) by group or others; otherwise the cache is not used
 and stderr says so once. An entry that is a link, a FIFO or a device is a miss: it is opened
@@ -46,9 +53,11 @@ import hashlib
 import hmac
 import marshal
 import os
+import re
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,8 +70,17 @@ _DIGEST = 32
 SECRET = ".key"
 _OPEN = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _OPEN |= getattr(os, "O_CLOEXEC", 0)
+_MARK = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+_MARK |= getattr(os, "O_CLOEXEC", 0)
 #: what was already said on stderr about unusable cache paths (said once per process)
 _SAID: set[str] = set()
+#: an entry unused this long is removed (see the module docstring)
+PRUNE_AFTER_DAYS = 30
+_DAY = 86_400
+PRUNED = ".pruned"
+#: the names the cache gives its entries and its temporary files
+_ENTRY_NAME = re.compile(r"[a-z]+-[0-9a-f]{32}\.bin\Z")
+_TEMP_NAME = re.compile(r"\.tmp-[A-Za-z0-9_]+\Z")
 
 
 def default_dir() -> Path | None:
@@ -134,6 +152,9 @@ def _read_regular(path: Path, private: bool = True, head: bytes | None = None) -
                 return None
             chunks.append(first)
             left -= len(first)
+            if time.time() - st.st_mtime > _DAY:  # an entry in use: not pruned
+                with contextlib.suppress(OSError, NotImplementedError):
+                    os.utime(fd)
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 24))
             if not chunk:
@@ -190,6 +211,7 @@ class Cache:
         self._off = directory is None
         self.dir = Path(directory) if directory is not None else Path()
         self._secret: bytes | None = None
+        self._pruned = False
 
     def _path(self, kind: str, name: str) -> Path:
         return self.dir / f"{kind}-{digest(__version__, name)[:32]}.bin"
@@ -273,6 +295,61 @@ class Cache:
             return
         with contextlib.suppress(OSError):
             _write_entry(self.dir, self._path(kind, name), parts)
+        if not self._pruned:  # asked once per run
+            self._pruned = True
+            self.prune()
+
+    def prune(self, now: float | None = None) -> int:
+        """At most once a day: remove the entries unused for PRUNE_AFTER_DAYS days and the
+        temporary files older than a day (see the module docstring). How many went."""
+        now = time.time() if now is None else now
+        marker = self.dir / PRUNED
+        try:
+            st = os.lstat(marker)
+            if stat.S_ISREG(st.st_mode) and 0 <= now - st.st_mtime < _DAY:
+                return 0
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return 0
+        try:  # the mark first: a run starting meanwhile does not prune too
+            fd = os.open(marker, _MARK, 0o600)
+        except OSError:
+            return 0
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return 0
+            os.utime(fd, (now, now))
+        except (OSError, NotImplementedError):
+            return 0
+        finally:
+            os.close(fd)
+        uid = os.geteuid() if hasattr(os, "geteuid") else None
+        removed = 0
+        try:
+            with os.scandir(self.dir) as found:
+                for entry in found:
+                    name = entry.name
+                    if _ENTRY_NAME.match(name):
+                        limit = PRUNE_AFTER_DAYS * _DAY
+                    elif _TEMP_NAME.match(name):
+                        limit = _DAY
+                    else:
+                        continue
+                    try:
+                        est = entry.stat(follow_symlinks=False)
+                        if (
+                            stat.S_ISREG(est.st_mode)
+                            and (uid is None or est.st_uid == uid)
+                            and now - est.st_mtime > limit
+                        ):
+                            os.unlink(self.dir / name)
+                            removed += 1
+                    except OSError:
+                        continue
+        except OSError:
+            pass
+        return removed
 
 
 def _unpack(blob: bytes, secret: bytes, head: int, valid: Callable[[Any], bool] | None) -> Any:

@@ -470,8 +470,11 @@ class _Lacking:
         self.changes += 1
         if lacks and not old:
             self.victims += 1
-        self.reasons.subtract(s.reason for s in old)
-        self.reasons.update(s.reason for s in lacks)
+        reasons = self.reasons  # (a Counter: what subtract and update do, without their calls)
+        for s in old:
+            reasons[s.reason] -= 1
+        for s in lacks:
+            reasons[s.reason] += 1
         at = self.index[node]
         for s in lacks:
             if self.first.get(s.resource, at) >= at:

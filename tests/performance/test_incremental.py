@@ -242,17 +242,19 @@ def test_a_result_is_encoded_the_first_time_a_run_needs_it(repo, tmp_path, monke
     from gpudrv_check.read import manifests
 
     cache = tmp_path / "cache"
-    stored: list[dict[str, bytes]] = []
+    # every file's encoded result as last stored (the entries are spread over buckets, and a
+    # run stores only the buckets it changed)
+    stored: dict[str, bytes] = {}
     real_store = Cache.store
 
     def store(self, kind, name, key, value):
         if kind == files_mod.KIND:
-            stored.append({rel: entry[2] for rel, entry in value.items()})
+            stored.update({rel: entry[2] for rel, entry in value.items()})
         return real_store(self, kind, name, key, value)
 
     monkeypatch.setattr(Cache, "store", store)
     first = _read(repo, cache)
-    assert stored and not any(stored[-1].values())  # summaries only
+    assert stored and not any(stored.values())  # summaries only
     _store_full_run(first)
     _exempt(repo)  # team-4 changes: its files and the shared ones are decoded next
     parsed: list[str] = []
@@ -264,7 +266,7 @@ def test_a_result_is_encoded_the_first_time_a_run_needs_it(repo, tmp_path, monke
 
     monkeypatch.setattr(manifests, "parse_manifest_bytes", parse)
     second = _read(repo, cache)
-    needed = {rel for rel, blob in stored[-1].items() if blob}
+    needed = {rel for rel, blob in stored.items() if blob}
     assert any(rel.startswith("inventory/") for rel in needed)  # shared: read again, stored
     assert not any(rel.startswith("apps/team-1/") for rel in needed)  # clean: never needed
     assert needed <= set(parsed)
@@ -792,3 +794,78 @@ def test_the_entry_of_a_namespace_gone_from_the_repo_is_dropped(repo, tmp_path):
     cached, fresh = _both(repo, cache)
     assert cached == fresh
     assert not gone.exists() and kept.exists()
+
+
+def _files_stores(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, set[str]]]:
+    """The `files` buckets each store call wrote (name -> paths), run by run."""
+    from gpudrv_check.engine.cache import files as files_mod
+
+    runs: list[dict[str, set[str]]] = []
+    real_store = Cache.store
+
+    def store(self, kind, name, key, value):
+        if kind == files_mod.KIND:
+            runs[-1][name] = set(value)
+        return real_store(self, kind, name, key, value)
+
+    monkeypatch.setattr(Cache, "store", store)
+    return runs
+
+
+def test_an_edit_rewrites_the_bucket_of_its_file_alone(repo, tmp_path, monkeypatch):
+    """The per-file entries are spread over buckets by path (engine/cache/files.py `bucket`):
+    once the cache is settled, an edit stores the one bucket that holds the edited file, and
+    a deleted file's bucket is stored without it."""
+    from gpudrv_check.engine.cache import files as files_mod
+
+    cache = tmp_path / "cache"
+    runs = _files_stores(monkeypatch)
+    for _ in range(3):  # cold, then the runs that store the shared files' results
+        runs.append({})
+        _both(repo, cache)
+    assert len(runs[0]) > 1  # the cold run stored every bucket that has files
+    edited = _workload(repo, "team-0")
+    _replicas(repo)  # the first edit in team-0 stores its files' results: their buckets
+    runs.append({})
+    assert _both(repo, cache)[0] == _both(repo, cache)[1]
+    _edit(edited, "replicas: 9", "replicas: 3")  # the next one: the file's bucket alone
+    runs.append({})
+    cached, fresh = _both(repo, cache)
+    assert cached == fresh
+    rel = edited.relative_to(repo).as_posix()
+    assert [rel in paths for paths in runs[-1].values()] == [True]
+    gone = sorted((repo / "apps").rglob("*.yaml"))[-1]
+    gone_rel = gone.relative_to(repo).as_posix()
+    gone.unlink()
+    runs.append({})
+    cached, fresh = _both(repo, cache)
+    assert cached == fresh
+    number = files_mod.bucket(gone_rel)
+    assert all(gone_rel not in paths for paths in runs[-1].values())
+    # its bucket is stored without it (with those of its namespace's files decoded for the
+    # first time, whose results are stored now)
+    assert any(name.endswith(f"/{number}") for name in runs[-1])
+
+
+def test_a_damaged_bucket_costs_only_its_files(repo, tmp_path, monkeypatch):
+    from gpudrv_check.engine.cache import files as files_mod
+
+    cache = tmp_path / "cache"
+    first = _read(repo, cache)
+    _store_full_run(first)
+    buckets = sorted(cache.glob(f"{files_mod.KIND}-*.bin"))
+    assert len(buckets) > 1
+    buckets[0].write_bytes(b"damaged")
+    hits: list[str] = []
+    real_hit = files_mod.FilesCache.hit
+
+    def hit(self, rel, file_digest, helm):
+        found = real_hit(self, rel, file_digest, helm)
+        if found:
+            hits.append(rel)
+        return found
+
+    monkeypatch.setattr(files_mod.FilesCache, "hit", hit)
+    _read(repo, cache)
+    total = len(WorkingTree(repo).list_manifests(load_config(repo, None).exclude).files)
+    assert 0 < len(hits) < total  # the other buckets still answer

@@ -2,14 +2,17 @@
 
 The reader never knows how entries are keyed or stored: it asks this object whether the bytes
 of a file are known, hands it what it parsed, and asks it which files this run must decode
-(the partition plan, engine/cache/partition.py). One `files-*` entry per repo holds, by path,
-a `FileEntry`: valid for one tool version and one way of reading (max_file_bytes, the Helm
-chart template directories, the skim plan).
+(the partition plan, engine/cache/partition.py). The `files-*` entries of a repo hold, by
+path, a `FileEntry`: valid for one tool version and one way of reading (max_file_bytes, the
+Helm chart template directories, the skim plan). A file's entry sits in one of `BUCKETS`
+cache entries, chosen by a stable hash of its path: a run rewrites the buckets whose files
+changed, not the whole (40k files: 29 MB, which every edit run wrote again).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
+from zlib import crc32
 
 from gpudrv_check.engine.cache.partition import (
     PLACEHOLDERS,
@@ -28,6 +31,13 @@ if TYPE_CHECKING:
 KIND = "files"
 #: the layout of the entries (a Summary once held capacity digests)
 FORMAT = 2
+#: how many cache entries a repo's file entries are spread over
+BUCKETS = 64
+
+
+def bucket(rel: str) -> int:
+    """The bucket of a path: the same in every process (not `hash`, which is salted)."""
+    return crc32(rel.encode("utf-8", "surrogatepass")) % BUCKETS
 
 
 class FileEntry(NamedTuple):
@@ -91,14 +101,27 @@ class FilesCache:
         self.name = self.key = ""
         self.cached: dict[str, FileEntry] = {}
         self.fresh: dict[str, FileEntry] = {}
-        self._added = False
+        self._where: dict[str, int] = {}  # the bucket of each path loaded
+        self._counts = [0] * BUCKETS  # how many entries each bucket held when loaded
+        self._dirty: set[int] = set()  # the buckets a file was added to or changed in
 
     def open(self, source: Any, reading: tuple[object, ...]) -> None:
         """Load the entries of `source` stored for this way of `reading`."""
         self.name = digest(getattr(source, "disk_root", ""), type(source).__name__)
         self.key = digest(FORMAT, *reading)
-        stored = self.cache.load(KIND, self.name, self.key)
-        self.cached = load_entries(stored) or {}
+        cached: dict[str, FileEntry] = {}
+        where = self._where
+        for number in range(BUCKETS):
+            entries = load_entries(self.cache.load(KIND, self._bucket_name(number), self.key))
+            if not entries or any(bucket(rel) != number for rel in entries):
+                continue  # missing, malformed, or not this bucket's: its files are read
+            cached.update(entries)
+            self._counts[number] = len(entries)
+            where.update(dict.fromkeys(entries, number))
+        self.cached = cached
+
+    def _bucket_name(self, number: int) -> str:
+        return f"{self.name}/{number}"
 
     def hit(self, rel: str, file_digest: str, helm: bool) -> bool:
         """Whether the cache holds what these bytes yield (`result` decodes it)."""
@@ -139,7 +162,7 @@ class FilesCache:
         is stored now; the result the first time a run needs it (`needed`)."""
         entry = FileEntry(result.digest, helm, blob or b"", summarize(result, placeholders))
         self.fresh[result.rel] = entry
-        self._added = True
+        self._dirty.add(self._where.get(result.rel, bucket(result.rel)))
 
     def needed(self, result: FileResult) -> None:
         """A hit parsed again because its result was not stored (or did not decode): stored
@@ -148,17 +171,29 @@ class FilesCache:
 
         entry = self.fresh[result.rel]
         self.fresh[result.rel] = entry._replace(blob=encode(result))
-        self._added = True
+        self._dirty.add(self._where.get(result.rel, bucket(result.rel)))
 
     def placeholders(self, rel: str) -> bool:
         """Whether a hit's file holds `${` (its summary says so: partition.py PLACEHOLDERS)."""
         return PLACEHOLDERS in self.fresh[rel].summary[0]
 
     def save(self) -> None:
-        """Store this run's entries when they differ from what was loaded."""
-        if self._added or len(self.fresh) != len(self.cached):
-            stored = {rel: entry.stored() for rel, entry in self.fresh.items()}
-            self.cache.store(KIND, self.name, self.key, stored)
+        """Store the buckets whose entries differ from what was loaded: a file added or
+        changed in it, or one gone (a bucket no file of which was added or changed holds
+        only hits, the entries it was loaded with: the same ones when as many)."""
+        groups: list[dict[str, FileEntry]] = [{} for _ in range(BUCKETS)]
+        where = self._where
+        for rel, entry in self.fresh.items():
+            number = where.get(rel)
+            groups[bucket(rel) if number is None else number][rel] = entry
+        for number, group in enumerate(groups):
+            if number not in self._dirty and len(group) == self._counts[number]:
+                continue
+            if group:
+                stored = {rel: entry.stored() for rel, entry in group.items()}
+                self.cache.store(KIND, self._bucket_name(number), self.key, stored)
+            else:
+                self.cache.drop(KIND, self._bucket_name(number))
 
     def partitions(self, reads: list[tuple[str, str]]) -> Plan | None:
         """Which files this run decodes, given how each was read (path, what it was read as:

@@ -262,10 +262,10 @@ def test_entries_unused_for_a_month_and_stale_temporary_files_are_pruned(tmp_pat
     old = cache._path("result", "old")
     _age(old, cache_mod.PRUNE_AFTER_DAYS + 1)
     _age(cache._path("files", "recent"), cache_mod.PRUNE_AFTER_DAYS - 1)
-    leftover = directory / ".tmp-abc123_x"
+    leftover = directory / (cache_mod.TEMP_PREFIX + "abc123_x")
     leftover.write_bytes(b"half a write")
     _age(leftover, 2)
-    young = directory / ".tmp-justnow"
+    young = directory / (cache_mod.TEMP_PREFIX + "justnow1")
     young.write_bytes(b"a write under way")
     mine = directory / "notes.txt"  # not a name the cache gives
     mine.write_text("keep")
@@ -307,3 +307,45 @@ def test_an_entry_taken_is_marked_used(tmp_path: Path):
     assert Cache(directory).load("result", "a", "k") == "value"
     _age(directory / cache_mod.PRUNED, 2)
     assert Cache(directory).prune() == 0 and path.exists()  # used today: not pruned
+
+
+def test_a_cache_directory_that_holds_the_users_files_loses_none_of_them(tmp_path: Path):
+    """`--cache-dir` may name a directory of the user's own files: pruning removes only the
+    names the cache gives (found by review: `.tmp-notes` and `backup-<hex>.bin` went)."""
+    directory = tmp_path / "mine"
+    directory.mkdir(mode=0o700)
+    theirs = [
+        ".tmp-notes",
+        ".tmp-abcdefgh",
+        "backup-0123456789abcdef0123456789abcdef.bin",
+        "files-0123456789abcdef0123456789abcdef.bin.orig",
+        cache_mod.TEMP_PREFIX + "notes",
+    ]
+    for name in theirs:
+        (directory / name).write_text("data")
+        _age(directory / name, 400)
+    cache = Cache(directory)
+    cache.store("result", "a", "k", 1)
+    _age(directory / cache_mod.PRUNED, 2)
+    assert Cache(directory).prune() == 0
+    assert all((directory / name).exists() for name in theirs)
+
+
+def test_pruning_needs_a_directory_the_cache_may_use(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    stray = tmp_path / (cache_mod.TEMP_PREFIX + "abcdefgh")
+    stray.write_text("x")
+    _age(stray, 3)
+    assert Cache(None).prune() == 0 and stray.exists()  # no cache: nothing looked at
+    shared = tmp_path / "shared"
+    Cache(shared).store("result", "a", "k", 1)
+    entry = Cache(shared)._path("result", "a")
+    _age(entry, cache_mod.PRUNE_AFTER_DAYS + 1)
+    _age(shared / cache_mod.PRUNED, 2)
+    shared.chmod(0o777)  # open to others: not used, so not pruned either
+    try:
+        assert Cache(shared).prune() == 0 and entry.exists()
+    finally:
+        shared.chmod(0o700)
+    with pytest.raises(ValueError):
+        Cache(shared).store("other", "a", "k", 1)

@@ -37,8 +37,9 @@ Entries nobody uses go: an entry a run takes is marked used (its mtime set to no
 once a day), and at most once a day (the mtime of `DIR/.pruned`) a run that stores an entry
 removes the entries of this directory unused for `PRUNE_AFTER_DAYS` days (another tool
 version's, a repo no longer checked, a namespace renamed) and the temporary files of writes
-that never finished: only regular files of the user's own, named as the cache names them,
-never through a link.
+that never finished: only regular files of the user's own, named exactly as the cache names
+them (`KINDS`, `TEMP_PREFIX`), never through a link, and only in a directory the cache may
+use. A `--cache-dir` may hold the user's own files too: none of them is touched.
 
 The directory, the secret and every entry must be owned by the user and not writable (for
 entries and the secret: not readable either) by group or others; otherwise the cache is not used
@@ -78,9 +79,12 @@ _SAID: set[str] = set()
 PRUNE_AFTER_DAYS = 30
 _DAY = 86_400
 PRUNED = ".pruned"
-#: the names the cache gives its entries and its temporary files
-_ENTRY_NAME = re.compile(r"[a-z]+-[0-9a-f]{32}\.bin\Z")
-_TEMP_NAME = re.compile(r"\.tmp-[A-Za-z0-9_]+\Z")
+#: the names the cache gives its entries and its temporary files, exactly (a `--cache-dir`
+#: may be a directory that holds the user's own files too: only these are ever pruned)
+KINDS = ("files", "occupancy", "partitions", "result", "stamps")
+_ENTRY_NAME = re.compile(r"(?:" + "|".join(KINDS) + r")-[0-9a-f]{32}\.bin\Z")
+TEMP_PREFIX = ".gpudrv-check-tmp-"
+_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[a-z0-9_]{8}\Z")  # mkstemp's own form
 
 
 def default_dir() -> Path | None:
@@ -214,6 +218,8 @@ class Cache:
         self._pruned = False
 
     def _path(self, kind: str, name: str) -> Path:
+        if kind not in KINDS:  # the names pruning may remove are these kinds' alone
+            raise ValueError(f"not a kind of cache entry: {kind!r}")
         return self.dir / f"{kind}-{digest(__version__, name)[:32]}.bin"
 
     def _usable(self, create: bool) -> bool:
@@ -301,7 +307,10 @@ class Cache:
 
     def prune(self, now: float | None = None) -> int:
         """At most once a day: remove the entries unused for PRUNE_AFTER_DAYS days and the
-        temporary files older than a day (see the module docstring). How many went."""
+        temporary files older than a day (see the module docstring). How many went. Only
+        in a directory the cache may use (the user's own, closed to others, with its key)."""
+        if not self._usable(create=False) or self._key(create=False) is None:
+            return 0
         now = time.time() if now is None else now
         marker = self.dir / PRUNED
         try:
@@ -373,7 +382,7 @@ def _unpack(blob: bytes, secret: bytes, head: int, valid: Callable[[Any], bool] 
 def _make_secret(path: Path) -> None:
     """32 random bytes at `path`, mode 0600; never over an existing file (another process
     may have made it first: then that one is used)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(os.urandom(_DIGEST))
@@ -385,7 +394,7 @@ def _make_secret(path: Path) -> None:
 
 
 def _write_entry(directory: Path, path: Path, parts: tuple[bytes, ...]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")  # mode 0600
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX)  # mode 0600
     try:
         with os.fdopen(fd, "wb") as fh:
             for part in parts:  # in parts: no second copy of a large payload

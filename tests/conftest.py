@@ -43,6 +43,15 @@ def cli_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "gpudrv_check"]
 
 
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment the CLI runs in by default in tests, with `extra` set: this one, but
+    GITHUB_ACTIONS (on GitHub Actions `check` defaults to --format github; tests expect text
+    unless asked)."""
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    env.update(extra)
+    return env
+
+
 def run_cli(
     *args: str,
     cwd: Path | None = None,
@@ -51,8 +60,7 @@ def run_cli(
     timeout: float = 120,
 ) -> subprocess.CompletedProcess:
     if env is None:
-        # on GitHub Actions `check` defaults to --format github; tests expect text unless asked
-        env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+        env = cli_env()
     return subprocess.run(
         [*cli_command(), *args],
         cwd=cwd,
@@ -82,7 +90,7 @@ def run_main(
     from gpudrv_check.cli import main
 
     if env is None:
-        env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+        env = cli_env()
     streams = sys.stdin, sys.stdout, sys.stderr
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     out, err = io.BytesIO(), io.BytesIO()

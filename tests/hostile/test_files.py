@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.read.manifests import read_repo
-from tests.conftest import EXAMPLES, cli_command, run_cli
+from tests.conftest import EXAMPLES, cli_command, cli_env, run_cli
 from tests.hostile import corpus
 from tests.hostile.conftest import time_limit
 
@@ -93,8 +93,7 @@ def test_a_cached_result_cannot_direct_an_output_out_of_the_root_either(tmp_path
     (root / "inside" / "r.sarif").unlink()
     (root / "reports").unlink()
     (root / "reports").symlink_to(outside, target_is_directory=True)
-    env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
-    again = run_cli(*args, cwd=root, env={**env, "GPUDRV_CHECK_PHASES": "1"})
+    again = run_cli(*args, cwd=root, env=cli_env(GPUDRV_CHECK_PHASES="1"))
     assert "phase read" not in again.stderr  # answered by the result cache
     assert "leaves the repo root; not written" in _usage_error(again)
     assert list(outside.iterdir()) == []

@@ -173,12 +173,6 @@ def finding_block(
 PIECE = 1 << 20
 
 
-def render_findings(
-    findings: Iterable[Finding], summary: str | None, colour: bool = False, width: int = 0
-) -> str:
-    return "".join(report_pieces(findings, summary, colour, width))
-
-
 def report_pieces(
     findings: Iterable[Finding], summary: str | None, colour: bool = False, width: int = 0
 ) -> list[str]:

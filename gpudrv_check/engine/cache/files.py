@@ -108,13 +108,14 @@ class FilesCache:
     def open(self, source: Any, reading: tuple[object, ...]) -> None:
         """Load the entries of `source` stored for this way of `reading`."""
         self.name = digest(getattr(source, "disk_root", ""), type(source).__name__)
-        self.key = digest(FORMAT, *reading)
+        # the key holds the number of buckets: an entry is its bucket's, never another's
+        self.key = digest(FORMAT, BUCKETS, *reading)
         cached: dict[str, FileEntry] = {}
         where = self._where
         for number in range(BUCKETS):
             entries = load_entries(self.cache.load(KIND, self._bucket_name(number), self.key))
-            if not entries or any(bucket(rel) != number for rel in entries):
-                continue  # missing, malformed, or not this bucket's: its files are read
+            if not entries:
+                continue  # missing or malformed: its files are read
             cached.update(entries)
             self._counts[number] = len(entries)
             where.update(dict.fromkeys(entries, number))

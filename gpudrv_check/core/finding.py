@@ -44,11 +44,24 @@ _TERMINAL_UNSAFE = re.compile(
 _OWN_COLOUR = re.compile("\x1b\\[(?:0|3[136])m")
 
 
+# the ASCII characters a terminal may receive raw: `_TERMINAL_UNSAFE` has the others
+_TERMINAL_SAFE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
+
+
+def terminal_safe(text: str) -> bool:
+    """Whether `text` holds nothing `_TERMINAL_UNSAFE` matches. An ASCII text (a report,
+    megabytes of it in a large repo) is checked by deleting its safe bytes, about ten times
+    faster than the regular expression's scan."""
+    if text.isascii():
+        return not text.encode("ascii").translate(None, _TERMINAL_SAFE_ASCII)
+    return _TERMINAL_UNSAFE.search(text) is None
+
+
 def terminal_text(text: str, colour: bool = False) -> str:
     """Text for a terminal: every control character escaped (`\\x1b`) but line feeds and
     tabs, so repo text cannot clear the screen, set the clipboard (OSC 52) or rewrite a line
     (CR); with `colour`, the report's own colour codes are kept."""
-    if _TERMINAL_UNSAFE.search(text) is None:
+    if terminal_safe(text):
         return text
     if not colour:
         return _TERMINAL_UNSAFE.sub(_escape, text)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpudrv_check.core.finding import Location, ObjectRef
-from gpudrv_check.core.located import Path, locate
+from gpudrv_check.core.located import LMap, Path, locate
 from gpudrv_check.core.records import record
 
 _MAPPINGS = (dict, Mapping)  # dict first: a located mapping is one, and the ABC check is slow
@@ -16,7 +16,12 @@ def value_at(node: Any, path: Sequence[str | int]) -> Any:
     """The value at `path` under `node` (keys of mappings, indexes of lists), or None when any
     step is missing or of the wrong type."""
     for step in path:
-        if isinstance(step, str) and isinstance(node, _MAPPINGS):
+        cls = node.__class__
+        if (cls is LMap or cls is dict) and step.__class__ is str:  # the usual step, first
+            node = node.get(step)
+        elif node is None:
+            return None
+        elif isinstance(step, str) and isinstance(node, _MAPPINGS):
             node = node.get(step)
         elif isinstance(step, int) and isinstance(node, list) and 0 <= step < len(node):
             node = node[step]

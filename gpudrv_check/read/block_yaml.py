@@ -48,6 +48,17 @@ from gpudrv_check.read.yaml_docs import (
 _OUTSIDE = re.compile(
     "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
 )
+# the ASCII characters `_OUTSIDE` does not match
+_INSIDE_ASCII = b"\n" + bytes(range(0x20, 0x7F))
+
+
+def _outside(text: str) -> bool:
+    """Whether `text` holds a character `_OUTSIDE` matches. An ASCII text (most manifests) is
+    checked by deleting the bytes it may hold, several times faster than the expression's
+    scan of every character."""
+    if text.isascii():
+        return bool(text.encode("ascii").translate(None, _INSIDE_ASCII))
+    return _OUTSIDE.search(text) is not None
 # One line: indent, a sequence dash, a plain key and its colon, the rest. A plain key has no
 # blank, `:` or `#` and does not start with an indicator (a key starting with `-`, or one with a
 # blank or a colon inside, is not read as a key here: the line then declines).
@@ -405,7 +416,7 @@ def _block_scalar(lines: list[str], at: int, header: tuple[bool, str, int]) -> t
 def parse_block(text: str, plan: SkimPlan = NOTHING_SKIPPED) -> ParsedFile | None:
     """The located documents of `text` when it is in the subset this reader knows (exactly
     what read/yaml_docs.parse_text gives for it), else None."""
-    if _OUTSIDE.search(text) is not None or _too_deep(text) is not None:
+    if _outside(text) or _too_deep(text) is not None:
         return None  # (a text with brackets nested too deep: the builder refuses it whole)
     try:
         return _Reader(plan).read(text)

@@ -399,3 +399,15 @@ def test_generated_block_scalars_read_as_the_builder_reads_them(seed):
         target_block(text.encode())  # asserts equality wherever the line reader accepts
         accepted += parse_block(text) is not None
     assert accepted > 500
+
+
+def test_the_ascii_check_of_a_text_agrees_with_the_expression_on_every_character():
+    # block_yaml._outside: ASCII texts by deleting their allowed bytes, others by _OUTSIDE
+    from gpudrv_check.read.block_yaml import _OUTSIDE, _outside
+
+    for code in [*range(0x3000), *range(0xD7F0, 0xE010), *range(0xFEF0, 0x10010), 0x10FFFF]:
+        char = chr(code)
+        for text in (char, f"a: b\n{char}\n", f"{char}é"):
+            assert _outside(text) is (_OUTSIDE.search(text) is not None), repr(text)
+    assert not _outside("kind: Pod\nmetadata:\n  name: x\n" * 100)
+    assert _outside("a:\tb\n") and _outside("a: b\r\n") and _outside("a: \x7f\n")

@@ -136,3 +136,18 @@ def test_width_from_columns_else_a_default(monkeypatch):
     assert terminal_width(None) == 40  # never narrower than a location and a few words
     monkeypatch.delenv("COLUMNS")
     assert terminal_width(None) == 100
+
+
+def test_terminal_safe_agrees_with_the_regular_expression_on_every_character():
+    # the ASCII path deletes the safe bytes (core/finding.py terminal_safe); every other text
+    # is scanned by _TERMINAL_UNSAFE: both must say the same of every character and mix
+    from gpudrv_check.core.finding import _TERMINAL_UNSAFE, terminal_safe, terminal_text
+
+    for code in [*range(0x3000), *range(0xD7F0, 0xE010), 0xFEFF, 0x10FFFF]:
+        char = chr(code)
+        for text in (char, f"ok\n\t{char}x", f"{char}" * 3 + "é"):
+            assert terminal_safe(text) is (_TERMINAL_UNSAFE.search(text) is None), repr(text)
+    report = "file.yaml\n  1:2 error GPU001 message\n\tfix: x\n" * 1000
+    assert terminal_safe(report) and terminal_text(report) is report
+    assert terminal_text(report + "\x1b[2J") == report + "\\x1b[2J"
+    assert terminal_text("\x7f\r") == "\\x7f\\x0d"

@@ -59,6 +59,8 @@ def _outside(text: str) -> bool:
     if text.isascii():
         return bool(text.encode("ascii").translate(None, _INSIDE_ASCII))
     return _OUTSIDE.search(text) is not None
+
+
 # One line: indent, a sequence dash, a plain key and its colon, the rest. A plain key has no
 # blank, `:` or `#` and does not start with an indicator (a key starting with `-`, or one with a
 # blank or a colon inside, is not read as a key here: the line then declines).

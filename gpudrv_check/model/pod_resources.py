@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from gpudrv_check.core.finding import Finding, quoted
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.memo import TextMemo
 from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.labelselector import checked_selector_key
 from gpudrv_check.k8s.numbers import INT64_MAX, TOO_LARGE, too_large
@@ -92,6 +93,20 @@ def _oversized(resources: object) -> list[tuple[Path, str]]:
     return out
 
 
+def _problems(resources: object) -> tuple[tuple[Path, str], ...]:
+    """A container's `resources` problems (path relative to it, message): oversized amounts
+    first, then what validate_resources says of the other keys."""
+    oversized = _oversized(resources)
+    skip = {path for path, _ in oversized}
+    problems = [(p.path, p.message) for p in validate_resources(resources)]
+    return tuple(oversized + [p for p in problems if p[0] not in skip])
+
+
+#: the problems of the `resources` read so far, by their text (core/memo.py: the checks read
+#: values alone, never a position or a raw text)
+_RESOURCE_PROBLEMS: TextMemo[tuple[tuple[Path, str], ...]] = TextMemo()
+
+
 def resource_findings(manifest: Manifest, containers: list[tuple[Path, object]]) -> list[Finding]:
     """GPU040 per container resource field the API server rejects, at its key (``containers``:
     each container's path in the manifest and its ``resources`` as written)."""
@@ -100,10 +115,7 @@ def resource_findings(manifest: Manifest, containers: list[tuple[Path, object]])
         if resources is None:
             continue
         base: Path = (*cpath, "resources")
-        oversized = _oversized(resources)
-        skip = {path for path, _ in oversized}
-        problems = [(p.path, p.message) for p in validate_resources(resources)]
-        for path, message in oversized + [p for p in problems if p[0] not in skip]:
+        for path, message in _RESOURCE_PROBLEMS.get(resources, lambda: _problems(resources)):
             joiner = "." if path else ": "
             findings.append(
                 invalid_field(

@@ -9,6 +9,7 @@ from typing import Any
 from gpudrv_check.core.finding import Finding, Location, ObjectRef
 from gpudrv_check.core.located import Path, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest, value_at
+from gpudrv_check.core.memo import TextMemo
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
 from gpudrv_check.k8s.quantity import value
@@ -247,15 +248,7 @@ def _placement_findings(
 ) -> tuple[list[Finding], bool]:
     """GPU040 for nodeSelector, node affinity and tolerations the API server (or the scheduler)
     cannot use, each at its offending key; and whether the API server would refuse the object."""
-    from gpudrv_check.k8s.nodeaffinity import validate_pod_node_placement
-    from gpudrv_check.k8s.taints import validate_tolerations
-
-    problems = validate_pod_node_placement(pod_spec)
-    if isinstance(pod_spec, dict):
-        problems += [
-            p._replace(path=("tolerations", *p.path))
-            for p in validate_tolerations(pod_spec.get("tolerations"))
-        ]
+    problems = _placement_problems(pod_spec)
     findings = []
     for problem in problems:
         path = (*spec_path, *problem.path)
@@ -272,6 +265,39 @@ def _placement_findings(
             )
         findings.append(finding)
     return findings, any(not p.scheduler_only for p in problems)
+
+
+#: the placement problems of the pod specs read so far, by what they read (core/memo.py)
+_PLACEMENT_PROBLEMS: TextMemo[tuple[Any, ...]] = TextMemo()
+
+
+def _placement_problems(pod_spec: Any) -> tuple[Any, ...]:
+    """The API server's problems with a pod spec's nodeSelector, node affinity and
+    tolerations (k8s/nodeaffinity.py, k8s/taints.py), paths relative to the spec. They read
+    those three fields alone (of `affinity`, its `nodeAffinity` when it is a mapping): a spec
+    that writes the same three as one read before has the same problems."""
+    if not isinstance(pod_spec, dict):
+        return _placement_validation(pod_spec)
+    affinity = pod_spec.get("affinity")
+    read = (
+        pod_spec.get("nodeSelector"),
+        affinity.get("nodeAffinity") if isinstance(affinity, dict) else affinity,
+        pod_spec.get("tolerations"),
+    )
+    return _PLACEMENT_PROBLEMS.get(read, lambda: _placement_validation(pod_spec))
+
+
+def _placement_validation(pod_spec: Any) -> tuple[Any, ...]:
+    from gpudrv_check.k8s.nodeaffinity import validate_pod_node_placement
+    from gpudrv_check.k8s.taints import validate_tolerations
+
+    problems = validate_pod_node_placement(pod_spec)
+    if isinstance(pod_spec, dict):
+        problems += [
+            p._replace(path=("tolerations", *p.path))
+            for p in validate_tolerations(pod_spec.get("tolerations"))
+        ]
+    return tuple(problems)
 
 
 def pod_requests_of(containers: list[Container], pod_spec: Any) -> dict[str, Fraction]:

@@ -1,0 +1,89 @@
+"""Validation remembered by the text of what it reads (core/memo.py): the same findings as
+validating each copy, each at its own copy's key; values equal but of other types are never
+taken for one another."""
+
+from __future__ import annotations
+
+from gpudrv_check.core import memo as memo_mod
+from gpudrv_check.core.memo import TextMemo
+from gpudrv_check.model import pod_resources, workload as workload_mod
+from tests.model.conftest import read
+
+
+def test_a_memo_computes_once_per_text_and_tells_types_apart():
+    calls: list[object] = []
+    memo: TextMemo[tuple] = TextMemo()
+
+    def compute(value: object):
+        return lambda: calls.append(value) or (value,)
+
+    for value in ({"a": [1]}, {"a": [1]}, {"a": [True]}, {"a": [1.0]}, {"a": ["1"]}, {"a": [1]}):
+        assert memo.get(value, compute(value)) == (value,)
+    assert calls == [{"a": [1]}, {"a": [True]}, {"a": [1.0]}, {"a": ["1"]}]
+
+
+def test_a_long_input_is_not_remembered_and_a_full_table_starts_again(monkeypatch):
+    memo: TextMemo[tuple] = TextMemo()
+    long = "x" * (memo_mod.LONGEST + 1)
+    assert memo.get(long, lambda: (1,)) == (1,)
+    assert memo.table == {}
+    monkeypatch.setattr(memo_mod, "LIMIT", 2)
+    for value in ("a", "b", "c"):
+        memo.get(value, lambda: (2,))
+    assert list(memo.table) == ["'c'"]
+
+
+_TWO_COPIES = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: first, namespace: a}
+spec:
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata: {labels: {app: x}}
+    spec:
+      tolerations:
+      - {key: nvidia.com/gpu, operator: Exists, value: "yes"}
+      nodeSelector: {gpu: %s}
+      containers:
+      - name: c
+        resources: {limits: {nvidia.com/gpu: %s}, requests: {nvidia.com/gpu: 2}}
+"""
+
+
+def _findings(text: str) -> list[tuple[str, int, int, str]]:
+    _, _, findings = read(text)
+    return sorted(
+        (f.location.file, f.location.line, f.location.column, f.message) for f in findings
+    )
+
+
+def _without_memo(monkeypatch, text: str) -> list[tuple[str, int, int, str]]:
+    class Off(TextMemo):
+        def get(self, value, compute):
+            return compute()
+
+    with monkeypatch.context() as m:
+        m.setattr(workload_mod, "_PLACEMENT_PROBLEMS", Off())
+        m.setattr(pod_resources, "_RESOURCE_PROBLEMS", Off())
+        return _findings(text)
+
+
+def test_each_copy_of_a_remembered_problem_is_found_at_its_own_key(monkeypatch):
+    # two objects writing the same invalid toleration and resources, in one file: a finding
+    # each, each at its own line, as validating each copy gives
+    text = _TWO_COPIES % ('"on"', 1) + "---" + _TWO_COPIES % ('"on"', 1)
+    found = _findings(text)
+    assert found == _without_memo(monkeypatch, text)
+    lines = {line for _, line, _, message in found if "tolerations" in message}
+    assert len(lines) == 2
+
+
+def test_equal_values_of_other_types_are_validated_each(monkeypatch):
+    # nodeSelector {gpu: 1} (an int: refused) and {gpu: "1"} (a string: valid); limits of 1
+    # and 1.5 GPUs: the second copy takes nothing from the first
+    text = _TWO_COPIES % ("1", 2) + "---" + _TWO_COPIES % ('"1"', 1.5)
+    found = _findings(text)
+    assert found == _without_memo(monkeypatch, text)
+    assert any("nodeSelector" in message for *_, message in found)
+    assert sum("nodeSelector" in message for *_, message in found) == 1

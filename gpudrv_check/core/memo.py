@@ -11,7 +11,7 @@ position, no raw text: its messages quote values) gives the same result for both
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -28,15 +28,15 @@ class TextMemo(Generic[T]):
     def __init__(self) -> None:
         self.table: dict[str, T] = {}
 
-    def get(self, value: object, compute: Callable[[], T]) -> T:
-        """The result for `value`: remembered, or `compute()` (its result remembered)."""
+    def get(self, value: object, compute: Callable[..., T], *args: Any) -> T:
+        """The result for `value`: remembered, or `compute(*args)` (its result remembered)."""
         key = repr(value)
         if len(key) > LONGEST:
-            return compute()
+            return compute(*args)
         table = self.table
         found = table.get(key)
         if found is None:
             if len(table) >= LIMIT:
                 table.clear()
-            found = table[key] = compute()
+            found = table[key] = compute(*args)
         return found

@@ -115,7 +115,7 @@ def resource_findings(manifest: Manifest, containers: list[tuple[Path, object]])
         if resources is None:
             continue
         base: Path = (*cpath, "resources")
-        for path, message in _RESOURCE_PROBLEMS.get(resources, lambda: _problems(resources)):
+        for path, message in _RESOURCE_PROBLEMS.get(resources, _problems, resources):
             joiner = "." if path else ": "
             findings.append(
                 invalid_field(

@@ -284,7 +284,7 @@ def _placement_problems(pod_spec: Any) -> tuple[Any, ...]:
         affinity.get("nodeAffinity") if isinstance(affinity, dict) else affinity,
         pod_spec.get("tolerations"),
     )
-    return _PLACEMENT_PROBLEMS.get(read, lambda: _placement_validation(pod_spec))
+    return _PLACEMENT_PROBLEMS.get(read, _placement_validation, pod_spec)
 
 
 def _placement_validation(pod_spec: Any) -> tuple[Any, ...]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from gpudrv_check.core import memo as memo_mod
 from gpudrv_check.core.memo import TextMemo
-from gpudrv_check.model import pod_resources, workload as workload_mod
+from gpudrv_check.model import pod_resources
+from gpudrv_check.model import workload as workload_mod
 from tests.model.conftest import read
 
 
@@ -14,22 +15,23 @@ def test_a_memo_computes_once_per_text_and_tells_types_apart():
     calls: list[object] = []
     memo: TextMemo[tuple] = TextMemo()
 
-    def compute(value: object):
-        return lambda: calls.append(value) or (value,)
+    def compute(value: object) -> tuple:
+        calls.append(value)
+        return (value,)
 
     for value in ({"a": [1]}, {"a": [1]}, {"a": [True]}, {"a": [1.0]}, {"a": ["1"]}, {"a": [1]}):
-        assert memo.get(value, compute(value)) == (value,)
+        assert memo.get(value, compute, value) == (value,)
     assert calls == [{"a": [1]}, {"a": [True]}, {"a": [1.0]}, {"a": ["1"]}]
 
 
 def test_a_long_input_is_not_remembered_and_a_full_table_starts_again(monkeypatch):
     memo: TextMemo[tuple] = TextMemo()
     long = "x" * (memo_mod.LONGEST + 1)
-    assert memo.get(long, lambda: (1,)) == (1,)
+    assert memo.get(long, tuple, [1]) == (1,)
     assert memo.table == {}
     monkeypatch.setattr(memo_mod, "LIMIT", 2)
     for value in ("a", "b", "c"):
-        memo.get(value, lambda: (2,))
+        memo.get(value, tuple, [2])
     assert list(memo.table) == ["'c'"]
 
 
@@ -60,8 +62,8 @@ def _findings(text: str) -> list[tuple[str, int, int, str]]:
 
 def _without_memo(monkeypatch, text: str) -> list[tuple[str, int, int, str]]:
     class Off(TextMemo):
-        def get(self, value, compute):
-            return compute()
+        def get(self, value, compute, *args):
+            return compute(*args)
 
     with monkeypatch.context() as m:
         m.setattr(workload_mod, "_PLACEMENT_PROBLEMS", Off())

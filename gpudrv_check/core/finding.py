@@ -44,17 +44,48 @@ _TERMINAL_UNSAFE = re.compile(
 _OWN_COLOUR = re.compile("\x1b\\[(?:0|3[136])m")
 
 
-# the ASCII characters a terminal may receive raw: `_TERMINAL_UNSAFE` has the others
+# the bytes of UTF-8 text a terminal may receive raw, but for the lead bytes of the characters
+# `_TERMINAL_UNSAFE` has above ASCII (checked with the bytes that follow them)
+_TERMINAL_SAFE_BYTES = bytes(range(0x20, 0x7F)) + b"\t\n" + bytes(range(0x80, 0x100))
 _TERMINAL_SAFE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
+# the UTF-8 of those characters: C1 controls (U+0080-U+009F), then the line and paragraph
+# separators and the direction marks, embeddings, overrides and isolates (U+200E-U+2069)
+_C1_SECOND = frozenset(range(0x80, 0xA0))
+_E2_UNSAFE = frozenset(
+    bytes(pair)
+    for pair in [(0x80, 0x8E), (0x80, 0x8F), *((0x80, b) for b in range(0xA8, 0xAF))]
+    + [(0x81, b) for b in range(0xA6, 0xAA)]
+)
+# lead bytes past which a text is scanned by the expression instead (each costs a step here)
+_MANY_LEADS = 4096
 
 
 def terminal_safe(text: str) -> bool:
-    """Whether `text` holds nothing `_TERMINAL_UNSAFE` matches. An ASCII text (a report,
-    megabytes of it in a large repo) is checked by deleting its safe bytes, about ten times
-    faster than the regular expression's scan."""
+    """Whether `text` holds nothing `_TERMINAL_UNSAFE` matches. A report (megabytes of it in a
+    large repo) is checked on its UTF-8 bytes, several times faster than the expression's scan
+    of every character: deleting the safe bytes leaves the ASCII controls, and the few other
+    unsafe characters start with the bytes C2 or E2, found with `bytes.find`."""
     if text.isascii():
         return not text.encode("ascii").translate(None, _TERMINAL_SAFE_ASCII)
-    return _TERMINAL_UNSAFE.search(text) is None
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: unsafe, as the expression says
+        return _TERMINAL_UNSAFE.search(text) is None
+    if data.translate(None, _TERMINAL_SAFE_BYTES):
+        return False
+    if data.count(b"\xc2") + data.count(b"\xe2") > _MANY_LEADS:
+        return _TERMINAL_UNSAFE.search(text) is None
+    at = data.find(b"\xc2")
+    while at >= 0:
+        if data[at + 1] in _C1_SECOND:  # a lead byte is always followed by its continuation
+            return False
+        at = data.find(b"\xc2", at + 2)
+    at = data.find(b"\xe2")
+    while at >= 0:
+        if data[at + 1 : at + 3] in _E2_UNSAFE:
+            return False
+        at = data.find(b"\xe2", at + 3)
+    return True
 
 
 def terminal_text(text: str, colour: bool = False) -> str:

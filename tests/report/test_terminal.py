@@ -147,6 +147,9 @@ def test_terminal_safe_agrees_with_the_regular_expression_on_every_character():
         char = chr(code)
         for text in (char, f"ok\n\t{char}x", f"{char}" * 3 + "é"):
             assert terminal_safe(text) is (_TERMINAL_UNSAFE.search(text) is None), repr(text)
+    many = "…→" * 3000  # past the lead bytes checked one by one: the expression scans it
+    for text in (many, many + "\u2028", many + "\x85", "→" + "\x1b", "é\u202e", "é\ud800"):
+        assert terminal_safe(text) is (_TERMINAL_UNSAFE.search(text) is None), repr(text[-3:])
     report = "file.yaml\n  1:2 error GPU001 message\n\tfix: x\n" * 1000
     assert terminal_safe(report) and terminal_text(report) is report
     assert terminal_text(report + "\x1b[2J") == report + "\\x1b[2J"

@@ -349,3 +349,40 @@ def test_pruning_needs_a_directory_the_cache_may_use(tmp_path: Path, monkeypatch
         shared.chmod(0o700)
     with pytest.raises(ValueError):
         Cache(shared).store("other", "a", "k", 1)
+
+
+_STREAMED = [
+    ({"error": 3}, "stderr text\n", [["piece one " * 1000, "piece two é"], []], {"a.yaml": ""}),
+    (1, ("x", ["y", ("z", 2.5, None, True)]), [], b"bytes", {"k": [1, 2]}),
+    [("same",) * 3, ["same"] * 3, "same", "same"],  # shared: written again, never referred to
+    (),
+]
+
+
+@pytest.mark.parametrize("value", _STREAMED)
+def test_a_streamed_entry_reads_back_as_the_value_and_is_checked_as_any_entry(
+    tmp_path: Path, value: object
+):
+    import marshal
+
+    payload = b"".join(cache_mod.stream_payload(value))
+    assert marshal.loads(payload) == value
+    assert type(marshal.loads(payload)) is type(value)
+    cache = Cache(tmp_path / "c")
+    cache.store("result", "repo", "key-1", value, streamed=True)
+    assert cache.load("result", "repo", "key-1") == value
+    assert cache.load("result", "repo", "key-2") is None  # another key: a miss
+    (entry,) = (tmp_path / "c").glob("result-*.bin")
+    blob = bytearray(entry.read_bytes())
+    assert cache_mod.entry_fields(bytes(blob))[2] == value
+    blob[-1] ^= 1  # one bit of the payload changed: the MAC no longer holds
+    entry.write_bytes(bytes(blob))
+    assert Cache(tmp_path / "c").load("result", "repo", "key-1") is None
+    assert not list((tmp_path / "c").glob(cache_mod.TEMP_PREFIX + "*"))
+
+
+def test_a_value_marshal_cannot_write_is_not_stored_when_streamed(tmp_path: Path):
+    cache = Cache(tmp_path / "c")
+    cache.store("result", "repo", "key", ("ok", [object()]), streamed=True)
+    assert not list((tmp_path / "c").glob("result-*"))
+    assert not list((tmp_path / "c").glob(cache_mod.TEMP_PREFIX + "*"))

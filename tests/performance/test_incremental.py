@@ -247,10 +247,10 @@ def test_a_result_is_encoded_the_first_time_a_run_needs_it(repo, tmp_path, monke
     stored: dict[str, bytes] = {}
     real_store = Cache.store
 
-    def store(self, kind, name, key, value):
+    def store(self, kind, name, key, value, **how):
         if kind == files_mod.KIND:
             stored.update({rel: entry[2] for rel, entry in value.items()})
-        return real_store(self, kind, name, key, value)
+        return real_store(self, kind, name, key, value, **how)
 
     monkeypatch.setattr(Cache, "store", store)
     first = _read(repo, cache)
@@ -803,10 +803,10 @@ def _files_stores(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, set[str]]]:
     runs: list[dict[str, set[str]]] = []
     real_store = Cache.store
 
-    def store(self, kind, name, key, value):
+    def store(self, kind, name, key, value, **how):
         if kind == files_mod.KIND:
             runs[-1][name] = set(value)
-        return real_store(self, kind, name, key, value)
+        return real_store(self, kind, name, key, value, **how)
 
     monkeypatch.setattr(Cache, "store", store)
     return runs

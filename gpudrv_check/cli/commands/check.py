@@ -542,7 +542,8 @@ class _Reuse:
     def store(self, findings: list[Finding], stderr: str, actions) -> None:
         outside = getattr(self.source, "outside", None)
         value = Outcome.pack(findings, stderr, actions, outside)
-        self.cache.store("result", self.name, self.key, value)
+        # the reports in pieces, never as one copy of them all (engine/cache/store.py)
+        self.cache.store("result", self.name, self.key, value, streamed=True)
 
 
 def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import Path
+from gpudrv_check.core.memo import TextMemo
 from gpudrv_check.k8s.labels import MAPPINGS, Problem, json_type_name, label_key_errors
 from gpudrv_check.k8s.quantity import (
     FORMAT_WRONG,
@@ -305,11 +306,20 @@ def _quantities(section: object) -> Resources:
 
 
 def container_requests(container: object) -> Resources:
-    """What the scheduler counts for one container: requests, defaulted from limits."""
+    """What the scheduler counts for one container: requests, defaulted from limits (a new
+    dict: the caller may change it)."""
     resources = container.get("resources") if isinstance(container, MAPPINGS) else None
     if not isinstance(resources, MAPPINGS):
         return {}
+    # a pure function of the value (core/memo.py): the same resources, parsed once
+    return dict(_REQUESTS.get(resources, _requests, resources))
+
+
+def _requests(resources: Mapping[str, Any]) -> Resources:
     return {**_quantities(resources.get("limits")), **_quantities(resources.get("requests"))}
+
+
+_REQUESTS: TextMemo[Resources] = TextMemo()
 
 
 def _add(into: Resources, more: Mapping[str, Fraction]) -> None:

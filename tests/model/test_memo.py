@@ -89,3 +89,19 @@ def test_equal_values_of_other_types_are_validated_each(monkeypatch):
     assert found == _without_memo(monkeypatch, text)
     assert any("nodeSelector" in message for *_, message in found)
     assert sum("nodeSelector" in message for *_, message in found) == 1
+
+
+def test_container_requests_are_a_new_dict_each_time():
+    # k8s/resources.py container_requests remembers the parsed amounts; each caller gets its
+    # own dict (pod_requests adds into what it gets)
+    from fractions import Fraction
+
+    from gpudrv_check.k8s.resources import container_requests, pod_requests
+
+    container = {"resources": {"limits": {"nvidia.com/gpu": 2}, "requests": {"cpu": "500m"}}}
+    first = container_requests(container)
+    first["nvidia.com/gpu"] = Fraction(99)
+    assert container_requests(container) == {"nvidia.com/gpu": 2, "cpu": Fraction(1, 2)}
+    spec = {"containers": [container, container]}
+    assert pod_requests(spec) == {"nvidia.com/gpu": 4, "cpu": 1}
+    assert container_requests(container) == {"nvidia.com/gpu": 2, "cpu": Fraction(1, 2)}

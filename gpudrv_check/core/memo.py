@@ -30,7 +30,10 @@ class TextMemo(Generic[T]):
 
     def get(self, value: object, compute: Callable[..., T], *args: Any) -> T:
         """The result for `value`: remembered, or `compute(*args)` (its result remembered)."""
-        key = repr(value)
+        return self.by_text(repr(value), compute, *args)
+
+    def by_text(self, key: str, compute: Callable[..., T], *args: Any) -> T:
+        """`get` of the value whose repr the caller made already (`key`)."""
         if len(key) > LONGEST:
             return compute(*args)
         table = self.table

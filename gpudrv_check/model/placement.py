@@ -49,7 +49,7 @@ from gpudrv_check.k8s.taints import (
     node_taints,
 )
 from gpudrv_check.model.node import Node
-from gpudrv_check.model.workload import GPU_RESOURCE, Workload
+from gpudrv_check.model.workload import GPU_RESOURCE, Workload, placement_fields
 
 # why a node was filtered, in the order of kube-scheduler's plugins
 OK = "ok"
@@ -289,17 +289,12 @@ class Placement:
     def _constraint_key(self, workload: Workload, daemonset: bool | None) -> tuple:
         spec = workload.pod_spec if isinstance(workload.pod_spec, dict) else {}
         is_ds = workload.kind == "DaemonSet" if daemonset is None else daemonset
-        affinity = spec.get("affinity")
-        written = (
-            spec.get("nodeSelector"),
-            affinity.get("nodeAffinity") if isinstance(affinity, dict) else affinity,
-            spec.get("tolerations"),
-        )
         # one text, as distinct as the three values: the tree holds builtin values only (the
         # loader's scalars, dicts, lists), whose repr names each type and value, so equal texts
         # are equal values (order counts too: finer than sorted JSON, about twice as fast);
-        # one copy kept per distinct text
-        text = repr(written)
+        # made once per workload (its validation made it: Workload.placement_text); one copy
+        # kept per distinct text
+        text = workload.placement_text(placement_fields(spec))
         return (
             self._texts.setdefault(text, text),
             is_ds,

@@ -117,6 +117,9 @@ class Workload:
     # node_name and preemption_policy, read from the written spec on first use
     _node_name: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
     _preemption: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
+    # the fields of the written spec its placement reads and their repr, made when it was
+    # validated (`placement_fields`): placement keys its verdicts by the same text
+    _placement_read: Any = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def mirror_pod(self) -> bool:
@@ -178,6 +181,21 @@ class Workload:
 
     def location(self, path: Path) -> Location:
         return self.manifest.location(path)
+
+    def placement_text(self, fields: tuple[Any, Any, Any]) -> str:
+        """The repr of `fields` (nodeSelector, node affinity, tolerations: `placement_fields`
+        of its pod spec): the one made when the spec was validated when these are the very
+        objects it read then (the pod spec is never changed in place: admission replaces
+        it, and the values it changes, with copies)."""
+        read = self._placement_read
+        if (
+            read is not None
+            and read[0] is fields[0]
+            and read[1] is fields[1]
+            and read[2] is fields[2]
+        ):
+            return read[3]
+        return repr(fields)
 
     def spec_get(self, *path: str | int) -> Any:
         """``manifest.get(*spec_path, *path)``: the pod spec as written, not as admitted."""
@@ -244,11 +262,11 @@ _SCHEDULER_ONLY_HINT = (
 
 
 def _placement_findings(
-    manifest: Manifest, spec_path: Path, pod_spec: Any
+    manifest: Manifest, spec_path: Path, workload: Workload
 ) -> tuple[list[Finding], bool]:
     """GPU040 for nodeSelector, node affinity and tolerations the API server (or the scheduler)
     cannot use, each at its offending key; and whether the API server would refuse the object."""
-    problems = _placement_problems(pod_spec)
+    problems = _placement_problems(workload.pod_spec, workload)
     findings = []
     for problem in problems:
         path = (*spec_path, *problem.path)
@@ -271,20 +289,29 @@ def _placement_findings(
 _PLACEMENT_PROBLEMS: TextMemo[tuple[Any, ...]] = TextMemo()
 
 
-def _placement_problems(pod_spec: Any) -> tuple[Any, ...]:
+def placement_fields(spec: dict) -> tuple[Any, Any, Any]:
+    """What node placement reads of a pod spec: its nodeSelector, its node affinity (or its
+    `affinity` when that is no mapping) and its tolerations."""
+    affinity = spec.get("affinity")
+    return (
+        spec.get("nodeSelector"),
+        affinity.get("nodeAffinity") if isinstance(affinity, dict) else affinity,
+        spec.get("tolerations"),
+    )
+
+
+def _placement_problems(pod_spec: Any, workload: Workload | None = None) -> tuple[Any, ...]:
     """The API server's problems with a pod spec's nodeSelector, node affinity and
     tolerations (k8s/nodeaffinity.py, k8s/taints.py), paths relative to the spec. They read
-    those three fields alone (of `affinity`, its `nodeAffinity` when it is a mapping): a spec
-    that writes the same three as one read before has the same problems."""
+    `placement_fields` alone: a spec that writes the same three as one read before has the
+    same problems. The text of the three is kept on `workload`, for its placement."""
     if not isinstance(pod_spec, dict):
         return _placement_validation(pod_spec)
-    affinity = pod_spec.get("affinity")
-    read = (
-        pod_spec.get("nodeSelector"),
-        affinity.get("nodeAffinity") if isinstance(affinity, dict) else affinity,
-        pod_spec.get("tolerations"),
-    )
-    return _PLACEMENT_PROBLEMS.get(read, _placement_validation, pod_spec)
+    read = placement_fields(pod_spec)
+    text = repr(read)
+    if workload is not None:
+        workload._placement_read = (*read, text)
+    return _PLACEMENT_PROBLEMS.by_text(text, _placement_validation, pod_spec)
 
 
 def _placement_validation(pod_spec: Any) -> tuple[Any, ...]:
@@ -498,9 +525,7 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
     )
     findings += selector_findings(manifest)
     workload.replicas = _replicas(manifest, findings)
-    placement_findings, placement_rejected = _placement_findings(
-        manifest, spec_path, workload.pod_spec
-    )
+    placement_findings, placement_rejected = _placement_findings(manifest, spec_path, workload)
     workload.api_rejects = bool(findings) or placement_rejected
     return workload, findings + placement_findings
 
@@ -515,7 +540,7 @@ def workload_from_template(
         manifest, template.spec_path, template.labels_path, template.containers, []
     )
     placement_findings, placement_rejected = _placement_findings(
-        manifest, template.spec_path, workload.pod_spec
+        manifest, template.spec_path, workload
     )
     # the operator's labels win over the template's (e.g. KubeRay labelPod)
     workload.pod_labels = {**workload.pod_labels, **template.labels}

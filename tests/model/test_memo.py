@@ -105,3 +105,16 @@ def test_container_requests_are_a_new_dict_each_time():
     spec = {"containers": [container, container]}
     assert pod_requests(spec) == {"nvidia.com/gpu": 4, "cpu": 1}
     assert container_requests(container) == {"nvidia.com/gpu": 2, "cpu": Fraction(1, 2)}
+
+
+def test_placement_keys_a_workload_by_the_text_its_validation_made_while_the_fields_are_its():
+    from gpudrv_check.model.workload import placement_fields
+
+    _, (workload,), _ = read(_TWO_COPIES % ('"on"', 1))
+    fields = placement_fields(workload.pod_spec)
+    made = workload.placement_text(fields)
+    assert made == repr(fields) and made is workload._placement_read[3]  # reused
+    # a spec admission replaced (a copy with other tolerations) is keyed by its own values
+    spec = dict(workload.pod_spec, tolerations=[{"operator": "Exists"}])
+    assert workload.placement_text(placement_fields(spec)) == repr(placement_fields(spec))
+    assert workload.placement_text(placement_fields(spec)) != made

@@ -117,6 +117,7 @@ class Workload:
     # node_name and preemption_policy, read from the written spec on first use
     _node_name: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
     _preemption: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
+    _gpu_path: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
     # the fields of the written spec its placement reads and their repr, made when it was
     # validated (`placement_fields`): placement keys its verdicts by the same text
     _placement_read: Any = field(default=None, init=False, repr=False, compare=False)
@@ -241,14 +242,19 @@ class Workload:
         return found
 
     def gpu_request_path(self) -> Path | None:
-        """Where the largest ``nvidia.com/gpu`` amount is written (limits before requests)."""
+        """Where the largest ``nvidia.com/gpu`` amount is written (limits before requests);
+        found once (the pending messages of its replicas and several rules ask)."""
+        found = self._gpu_path
+        if found is not _UNREAD:
+            return found
         best: tuple[int, Path] | None = None
         for c in self.containers:
             for section in ("limits", "requests"):
                 path = (*c.path, c.resources_key, section, GPU_RESOURCE)
                 if self.manifest.get(*path) is not None and (best is None or c.gpus > best[0]):
                     best = (c.gpus, path)
-        return best[1] if best else None
+        found = self._gpu_path = best[1] if best else None
+        return found
 
 
 _PLACEMENT_HINT = (

@@ -614,9 +614,17 @@ class Prefetched(dict):
     `read_repo` reads a held file only when the per-file cache does not answer for that digest,
     or when the run decodes a file whose result it holds none of."""
 
-    def __init__(self, data: dict[str, bytes], held: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data: dict[str, bytes],
+        held: dict[str, str] | None = None,
+        digests: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(data)
         self.held: dict[str, str] = held or {}
+        #: the SHA-256 of the bytes it holds, by path, when the caller computed them (a
+        #: working tree's key hashes every file it reads): read_repo does not hash them again
+        self.digests: dict[str, str] = digests or {}
         #: set by read_repo when a held file was read with other content than its digest:
         #: the whole-result key no longer names what the run read (see RepoContent.unsettled)
         self.unsettled = False
@@ -851,6 +859,7 @@ def read_repo(
     content = RepoContent()
     templates = chart_template_dirs(files)
     held: dict[str, str] = getattr(options.data, "held", {})
+    hashed: dict[str, str] = getattr(options.data, "digests", {})
     cache = options.cache
     if cache is not None:
         cache.open(source, (max_bytes, templates, *_plan_key(options.skim)))
@@ -916,7 +925,9 @@ def read_repo(
             continue
         if b"${" in data:
             content.placeholder_files.add(ref.rel)
-        file_digest = digest_of(ref.rel, data) if cache is not None else ""
+        file_digest = ""
+        if cache is not None:
+            file_digest = (hashed.get(ref.rel) if data is pre else None) or digest_of(ref.rel, data)
         if file_digest and ref.rel in held and file_digest != held[ref.rel]:
             _unsettled(content, options)  # changed since the key was taken
         if cache is not None and cache.hit(ref.rel, file_digest, helm):
@@ -970,7 +981,8 @@ def read_repo(
                     decoded = late  # unreadable since its stamp was taken
                     _unsettled(content, options)
                 else:
-                    now = digest_of(ref.rel, late)
+                    # bytes read this run were hashed as they were read (their hit's digest)
+                    now = file_digest if kept is not None else digest_of(ref.rel, late)
                     decoded = parse_manifest_bytes(ref.rel, late, helm, options.skim, now)
                     if now == file_digest:  # not changed since its stamp either
                         cache.needed(decoded)

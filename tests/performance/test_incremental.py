@@ -701,6 +701,46 @@ def test_a_held_file_changed_since_its_stamp_is_parsed_as_it_is_now_and_not_stor
     assert not entry.blob  # what it parsed is not stored as what the old digest yields
 
 
+def test_the_bytes_check_hashed_for_its_key_are_not_hashed_again(tmp_path, monkeypatch):
+    """`check` hands read_repo the SHA-256 of each file it read for the whole-result key
+    (read/manifests.py `Prefetched.digests`): the per-file cache takes that digest, and no
+    file's bytes are hashed a second time; a run over the same bytes hits it."""
+    import hashlib
+
+    from gpudrv_check.read import manifests as manifests_mod
+    from gpudrv_check.read.manifests import Prefetched
+    from tests.conftest import gpu_node
+
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    write(root, "nodes/a.yaml", gpu_node("a"))
+    write(root, "nodes/b.yaml", gpu_node("b"))
+    source = WorkingTree(root)
+    refs = source.list_manifests([]).files
+    data = {ref.rel: (root / ref.rel).read_bytes() for ref in refs}
+    digests = {rel: hashlib.sha256(blob).hexdigest() for rel, blob in data.items()}
+    hashed: list[int] = []
+    real = manifests_mod.hashlib.sha256
+
+    def sha256(*blob: bytes):
+        if blob:  # a file's bytes (the cache's own digests feed theirs in with update)
+            hashed.append(len(blob[0]))
+        return real(*blob)
+
+    monkeypatch.setattr(manifests_mod.hashlib, "sha256", sha256)
+    max_bytes = load_config(root, None).max_file_bytes
+    files = FilesCache(Cache(cache), None)
+    options = ReadOptions(cache=files, data=Prefetched(dict(data), {}, digests))
+    content = read_repo(source, refs, max_bytes, options)
+    assert hashed == []
+    assert {rel: files.fresh[rel].digest for rel in data} == digests
+    assert sorted(m.name for f in content.files for m in f.manifests) == ["a", "b"]
+    files.save()
+    again = FilesCache(Cache(cache), None)
+    read_repo(source, refs, max_bytes, ReadOptions(cache=again, data=Prefetched(dict(data))))
+    assert len(hashed) == 2  # without digests: hashed here (once each), as check hashed them
+    assert {rel: again.fresh[rel].digest for rel in data} == digests
+
+
 def test_an_edit_run_writes_the_entry_of_its_namespace_alone(repo, tmp_path):
     """Each namespace's findings are an entry of their own (partition.py `entry_name`): a run
     after an edit of one namespace rewrites that namespace's entry and leaves the others as

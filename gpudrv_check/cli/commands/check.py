@@ -639,6 +639,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     # the entries of a git source are its own: the index and the working tree of one root
     # alternate (the pre-commit hook, the editor) without displacing each other's result
     entry_root = f"{root}\0{type(source).__name__}" if blobs else str(root)
+    hashed: dict[str, str] = {}
     if blobs:
         files, held = blob_inputs(source, listing, config.max_file_bytes, config.max_total_bytes)
         data: dict[str, bytes] = {}
@@ -653,10 +654,13 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         # the files whose stamps vouch for their digest were not read: read_repo reads them
         # only if the per-file cache does not answer for that digest
         held = {rel: entry[1] for rel, entry in kept.items() if rel not in data}
+        # the SHA-256 of each file read for the key: read_repo does not hash its bytes again
+        hashed = {part[0]: part[1] for part in files if len(part) == 2 and part[0] in data}
     if budget_spent(files):
         # the input budget is spent: which files the run reads then depends on what it
         # charges (it does not charge Kustomize patches or policy files, which the key's
         # budget counts), so the key may not name every file read: no whole result
         return None
-    inputs = RunInputs(entry_root, os.getcwd(), tuple(parts), files, Prefetched(data, held))
+    prefetched = Prefetched(data, held, hashed)
+    inputs = RunInputs(entry_root, os.getcwd(), tuple(parts), files, prefetched)
     return _Reuse(cache, inputs, source, pairs, config.fail_on, named)

@@ -249,6 +249,10 @@ class Finding:
     # the cluster(s) the finding is about, in a repo of several (model/clusters.py); None: the
     # repo is one cluster, or the finding is about a file, whatever cluster applies it
     cluster: str | None = None
+    # its block of the text report as rendered for the partition cache, (width, text): the
+    # report takes it instead of wrapping the message again (report/text.py); never copied
+    # (copy_with makes a finding of its own)
+    rendered: tuple[int, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.severity.__class__ is not Severity:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,6 +69,10 @@ class Run:
     # a repo of several clusters: one run per cluster (the rules evaluate those), else []
     clusters: list[Run] = field(default_factory=list)
     cluster: Cluster | None = None  # the cluster this run is, in a repo of several
+    # how the text report renders one finding, (width, function), when this run writes one:
+    # the partition cache stores each finding's text with it, for the runs that take it from
+    # the cache (engine/cache/partition.py); None: no text report
+    text_renderer: tuple[int, Callable[[Finding], str]] | None = None
 
     def forget_models(self) -> None:
         """Done with the model of this run and of its clusters: see `Repo.forget`."""

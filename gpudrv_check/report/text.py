@@ -169,6 +169,12 @@ def finding_block(
     return lines
 
 
+def finding_text(f: Finding, width: int, fixes: dict[str, list[str]] | None = None) -> str:
+    """`finding_block` as one text, without colour: what the partition cache keeps of a
+    finding (`Finding.rendered`), for the runs that take the finding from it."""
+    return "\n".join(finding_block(f, width, False, fixes))
+
+
 #: about how long a piece of a report is (`report_pieces`)
 PIECE = 1 << 20
 
@@ -206,7 +212,20 @@ def report_pieces(
                 add("\n".join(lines))
             current = f.location.file
             lines = [current]
-        lines += finding_block(f, width, colour, fixes)
+        rendered = f.rendered
+        if rendered is not None and rendered[0] == width:
+            # the text the partition cache kept with the finding: its block, as
+            # finding_block writes it (the colour of its severity is the one difference),
+            # given up once the report holds it (a large repo's texts, held twice, were the
+            # run's peak of memory); a second report at this width wraps the finding again
+            f.rendered = None
+            text = rendered[1]
+            if colour:
+                severity = f"{f.severity.value} "
+                text = text.replace(severity, _severity(f, True) + " ", 1)
+            lines.append(text)
+        else:
+            lines += finding_block(f, width, colour, fixes)
     if current is not None:
         add("\n".join(lines))
     if summary is not None:

@@ -17,7 +17,7 @@ from gpudrv_check.engine.cache.store import Cache
 from gpudrv_check.read.config import load_config
 from gpudrv_check.read.manifests import ReadOptions, parse_manifest_bytes, read_repo
 from gpudrv_check.read.tree import WorkingTree
-from tests.conftest import run_main, write
+from tests.conftest import cli_env, run_main, write
 from tests.fuzz.targets import tree_difference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -744,7 +744,9 @@ def test_the_bytes_check_hashed_for_its_key_are_not_hashed_again(tmp_path, monke
 def test_an_edit_run_writes_the_entry_of_its_namespace_alone(repo, tmp_path):
     """Each namespace's findings are an entry of their own (partition.py `entry_name`): a run
     after an edit of one namespace rewrites that namespace's entry and leaves the others as
-    they were, and the next run still says what a run without cache says."""
+    they were, and the next run still says what a run without cache says. (The first run
+    after a cold one also stores the texts of the others' findings with them, once:
+    `_texts_of_clean`.)"""
     cache = tmp_path / "cache"
     first, fresh = _both(repo, cache)
     assert first == fresh
@@ -752,17 +754,22 @@ def test_an_edit_run_writes_the_entry_of_its_namespace_alone(repo, tmp_path):
     def entries() -> dict[str, bytes]:
         return {p.name: p.read_bytes() for p in cache.glob("partitions-*.bin")}
 
-    before = entries()
-    assert len(before) > 2  # one per namespace
-    _exempt(repo)  # team-4 only
+    cold = entries()
+    assert len(cold) > 2  # one per namespace
+    _replicas(repo)  # team-0: every entry stored again, with its texts
     second, fresh = _both(repo, cache)
     assert second == fresh
+    before = entries()
+    assert set(before) == set(cold) and all(before[name] != cold[name] for name in cold)
+    _exempt(repo)  # team-4 only
+    third, fresh = _both(repo, cache)
+    assert third == fresh
     after = entries()
     changed = {name for name in after if before.get(name) != after[name]}
     assert len(changed) == 1 and set(before) == set(after)
-    _replicas(repo)  # team-0
-    third, fresh = _both(repo, cache)
-    assert third == fresh
+    _replicas(repo)  # team-0 again
+    fourth, fresh = _both(repo, cache)
+    assert fourth == fresh
 
 
 def test_a_file_saved_while_the_run_reads_it_leaves_no_stale_entry(repo, tmp_path, monkeypatch):
@@ -909,3 +916,52 @@ def test_a_damaged_bucket_costs_only_its_files(repo, tmp_path, monkeypatch):
     _read(repo, cache)
     total = len(WorkingTree(repo).list_manifests(load_config(repo, None).exclude).files)
     assert 0 < len(hits) < total  # the other buckets still answer
+
+
+def test_a_run_after_an_edit_takes_the_texts_of_the_clean_findings_from_the_cache(
+    repo, tmp_path, monkeypatch
+):
+    """The text report of the findings of the namespaces a run takes from the cache is the
+    text the cache keeps with them (partition.py `_texts_of_clean`, `Finding.rendered`): the
+    first run after a cold one renders and stores them, the next wraps only what it
+    evaluated, at its own width and colour; every report is the one a run without cache
+    writes."""
+    from gpudrv_check.report import text as text_mod
+
+    wrapped: list[str] = []
+    real = text_mod.finding_block
+
+    def finding_block(f, *args, **kwargs):
+        wrapped.append(f.location.file)
+        return real(f, *args, **kwargs)
+
+    monkeypatch.setattr(text_mod, "finding_block", finding_block)
+    cache = tmp_path / "cache"
+    path = _workload(repo, "team-0")
+
+    def edited_run(*extra: str, env: dict[str, str] | None = None) -> tuple[list[str], int]:
+        path.write_text(
+            re.sub(r"replicas: \d+", f"replicas: {len(wrapped) % 7 + 2}", path.read_text(), count=1)
+        )
+        wrapped.clear()
+        args = ("check", str(repo), "--fail-on", "never", *extra)
+        cached = run_main(*args, "--cache-dir", str(cache), env=env).stdout
+        count = len(wrapped)
+        assert cached == run_main(*args, "--no-cache", env=env).stdout
+        return [rel for rel in wrapped[:count]], count
+
+    run_main("check", str(repo), "--fail-on", "never", "--cache-dir", str(cache))
+    first, everything = edited_run()
+    assert any(rel.startswith("apps/team-1/") for rel in first)  # rendered for the cache
+    second, count = edited_run()
+    assert 0 < count < everything
+    assert not any(rel.startswith("apps/team-1/") for rel in second)  # the cache's texts
+    # another width or colour is another context (engine/cache/inputs.py): its first run
+    # evaluates every namespace, its second stores the texts, its third takes them
+    for extra, env in (((), cli_env(COLUMNS="70")), (("--color", "always"), None)):
+        runs = [edited_run(*extra, env=env)[0] for _ in range(3)]
+        assert [any(rel.startswith("apps/team-1/") for rel in run) for run in runs] == [
+            True,
+            True,
+            False,
+        ]

@@ -56,10 +56,20 @@ def test_typed_entries_refuse_values_of_another_shape():
     assert FileEntry.loaded(("d", "no", b"blob", ((), 0))) is None
     assert load_entries({"a.yaml": entry.stored()}) == {"a.yaml": entry}
     assert load_entries({"a.yaml": entry.stored(), "b.yaml": (1, 2)}) is None
-    assert PartitionEntry.loaded(("k", [], [], {})) == PartitionEntry("k", [], [], {})
-    assert PartitionEntry.loaded(("k", [], "x", {})) is None
-    assert PartitionEntry.loaded(("k", [], [], [])) is None  # the outcome: by record key
+    assert PartitionEntry.loaded(("k", [], [], {}, None)) == PartitionEntry("k", [], [], {})
+    assert PartitionEntry.loaded(("k", [], "x", {}, None)) is None
+    assert PartitionEntry.loaded(("k", [], [], [], None)) is None  # the outcome: by record key
+    assert PartitionEntry.loaded(("k", [], [], {})) is None  # an entry of the earlier shape
     assert PartitionEntry.loaded(("k", [], [])) is None  # an entry without its outcome
+    # the texts of its findings: (width, one text each), at the width a run asks for
+    held = PartitionEntry.loaded(("k", [("r",)], [], {}, (100, ["text"])))
+    assert held is not None and held.texts_for(100) == ["text"] and held.texts_for(80) is None
+    for texts in ((100, ["a", 1]), (100, ("a",)), ("100", ["a"]), (100,), [100, ["a"]]):
+        entry_ = PartitionEntry.loaded(("k", [("r",)], [], {}, texts))
+        assert entry_ is not None and entry_.texts is None  # the findings hold, not the texts
+    assert (
+        PartitionEntry.loaded(("k", [("r",), ("s",)], [], {}, (100, ["a"]))).texts_for(100) is None
+    )
 
 
 def test_stamps_of_another_shape_are_refused():

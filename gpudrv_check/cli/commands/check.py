@@ -137,6 +137,16 @@ def base_findings(options: CheckOptions, base: str) -> list[Finding]:
     return []
 
 
+def _text_renderer():
+    """How the text report on stdout renders a finding (its width, and the function): the
+    partition cache keeps each finding's text, and a run at the same width takes it."""
+    from gpudrv_check.report.text import finding_text
+
+    width = stdout_width()
+    fixes: dict[str, list[str]] = {}  # a hint's lines at this width, wrapped once
+    return (width, lambda finding: finding_text(finding, width, fixes))
+
+
 def stdout_width() -> int:
     """The width the text format wraps to on stdout (report/text.py `terminal_width`)."""
     from gpudrv_check.report.text import terminal_width
@@ -306,6 +316,8 @@ def _check(
         print_listing(check_run)
     from gpudrv_check.engine.run import evaluate
 
+    if ("text", STDOUT) in pairs:
+        check_run.text_renderer = _text_renderer()
     evaluate(check_run)
     select_rules(check_run, options)
     baseline = _apply_baselines(check_run, options)

@@ -106,21 +106,24 @@ def valid_summary(summary: Any) -> bool:
 
 class PartitionEntry(NamedTuple):
     """What the cache holds for one namespace: the key it was evaluated under, its findings
-    (and suppressed findings) as JSON dumps, after severities and exemptions were applied, and
-    the shared-capacity outcome of its workloads they were found with (`Replicas.outcome` by
-    record key, model/occupancy.py)."""
+    (and suppressed findings) as records (`Finding.record`), after severities and exemptions
+    were applied, the shared-capacity outcome of its workloads they were found with
+    (`Replicas.outcome` by record key, model/occupancy.py), and, when the run wrote a text
+    report, each finding's block of it: (width, texts), for a run at that width to take
+    rather than wrap every message again (`Run.text_renderer`)."""
 
     key: str
     findings: list[Any]
     suppressed: list[Any]
     outcome: dict[str, Any]
+    texts: tuple[int, list[str]] | None = None
 
     @classmethod
     def loaded(cls, value: Any) -> PartitionEntry | None:
         """The entry of a stored value, or None when it has not the shape of one."""
-        if not (isinstance(value, tuple) and len(value) == 4):
+        if not (isinstance(value, tuple) and len(value) == 5):
             return None
-        key, findings, suppressed, outcome = value
+        key, findings, suppressed, outcome, texts = value
         if not (
             isinstance(key, str)
             and isinstance(findings, list)
@@ -128,11 +131,18 @@ class PartitionEntry(NamedTuple):
             and isinstance(outcome, dict)
         ):
             return None
-        return cls(key, findings, suppressed, outcome)
+        return cls(key, findings, suppressed, outcome, texts if _valid_texts(texts) else None)
 
-    def stored(self) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
+    def stored(self) -> tuple[str, list[Any], list[Any], dict[str, Any], Any]:
         """As `marshal` stores it: a plain tuple."""
-        return (self.key, self.findings, self.suppressed, self.outcome)
+        return (self.key, self.findings, self.suppressed, self.outcome, self.texts)
+
+    def texts_for(self, width: int) -> list[str] | None:
+        """The findings' texts at this width, one per finding, if the entry holds them."""
+        texts = self.texts
+        if texts is None or texts[0] != width or len(texts[1]) != len(self.findings):
+            return None
+        return texts[1]
 
     def validated(self) -> tuple[list, list] | None:
         """The (findings, suppressed) as Findings, or None if they do not validate."""
@@ -145,6 +155,18 @@ class PartitionEntry(NamedTuple):
             )
         except ValueError:  # not an entry of ours
             return None
+
+
+def _valid_texts(texts: Any) -> bool:
+    """(width, [text, ...]): checked by exact class, as every cached value is."""
+    if texts.__class__ is not tuple or len(texts) != 2:
+        return False
+    width, listed = texts
+    return (
+        width.__class__ is int
+        and listed.__class__ is list
+        and all(text.__class__ is str for text in listed)
+    )
 
 
 def _namespace(kind: str, namespace: Any) -> str:
@@ -330,15 +352,25 @@ def merge(run: Any) -> None:
     evaluated: dict[str, tuple[list[Any], list[Any]]] = {
         ns: ([], []) for ns in plan_.keys if ns not in plan_.clean
     }
+    # the findings' texts of the text report, kept with them from the first run that takes a
+    # partition from the cache on: a run that takes none (a cold one) renders its report as
+    # it goes, never holding every finding's text with the report (its peak of memory)
+    renderer = run.text_renderer if plan_.clean else None
+    texts: dict[str, list[str]] = {ns: [] for ns in evaluated} if renderer is not None else {}
     for index, findings in ((0, run.findings), (1, run.suppressed)):
         for finding in findings:
             ns = plan_.partition_of.get(finding.location.file)
             if ns in evaluated:
                 evaluated[ns][index].append(finding.record())
+                if renderer is not None and index == 0:
+                    # rendered now, for the cache, and taken by this run's report
+                    finding.rendered = (renderer[0], renderer[1](finding))
+                    texts[ns].append(finding.rendered[1])
     if (evaluated or plan_.gone) and not run.content.unsettled:
         outcomes = _outcomes(run, set(evaluated))
         for ns, (found, suppressed) in evaluated.items():
-            entry = PartitionEntry(plan_.keys[ns], found, suppressed, outcomes.get(ns, {}))
+            held = (renderer[0], texts[ns]) if renderer is not None else None
+            entry = PartitionEntry(plan_.keys[ns], found, suppressed, outcomes.get(ns, {}), held)
             store_entry(plan_.cache, plan_.name, ns, entry)
         _store_inputs(run, plan_)
         for ns in plan_.gone:
@@ -346,10 +378,28 @@ def merge(run: Any) -> None:
     if plan_.clean:
         for ns in sorted(plan_.clean):
             found, suppressed = plan_.findings[ns]
+            if renderer is not None:
+                _texts_of_clean(run, plan_, ns, found, renderer)
             run.findings.extend(found)
             run.suppressed.extend(suppressed)
         run.findings.sort(key=Finding.sort_key)
         run.suppressed.sort(key=Finding.sort_key)
+
+
+def _texts_of_clean(
+    run: Any, plan_: Plan, ns: str, found: list[Any], renderer: tuple[int, Any]
+) -> None:
+    """The texts of a clean partition's findings: those its entry holds at this width, or
+    rendered now and stored with the entry (its findings, as they were, under its key)."""
+    width, render = renderer
+    stored = plan_.stored[ns]
+    kept = stored.texts_for(width)
+    if kept is None:
+        kept = [render(finding) for finding in found]
+        if not run.content.unsettled:
+            store_entry(plan_.cache, plan_.name, ns, stored._replace(texts=(width, kept)))
+    for finding, text in zip(found, kept, strict=True):
+        finding.rendered = (width, text)
 
 
 def _store_inputs(run: Any, plan_: Plan) -> None:

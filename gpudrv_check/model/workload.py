@@ -183,19 +183,20 @@ class Workload:
     def location(self, path: Path) -> Location:
         return self.manifest.location(path)
 
-    def placement_text(self, fields: tuple[Any, Any, Any]) -> str:
-        """The repr of `fields` (nodeSelector, node affinity, tolerations: `placement_fields`
-        of its pod spec): the one made when the spec was validated when these are the very
-        objects it read then (the pod spec is never changed in place: admission replaces
-        it, and the values it changes, with copies)."""
+    def placement_text(self, fields: tuple[Any, bool, Any, Any]) -> str:
+        """The repr of `fields` (`placement_fields` of its pod spec): the one made when the
+        spec was validated when these are the very objects it read then (the pod spec is
+        never changed in place: admission replaces it, and the values it changes, with
+        copies)."""
         read = self._placement_read
         if (
             read is not None
             and read[0] is fields[0]
             and read[1] is fields[1]
             and read[2] is fields[2]
+            and read[3] is fields[3]
         ):
-            return read[3]
+            return read[4]
         return repr(fields)
 
     def spec_get(self, *path: str | int) -> Any:
@@ -295,13 +296,16 @@ def _placement_findings(
 _PLACEMENT_PROBLEMS: TextMemo[tuple[Any, ...]] = TextMemo()
 
 
-def placement_fields(spec: dict) -> tuple[Any, Any, Any]:
-    """What node placement reads of a pod spec: its nodeSelector, its node affinity (or its
-    `affinity` when that is no mapping) and its tolerations."""
+def placement_fields(spec: dict) -> tuple[Any, bool, Any, Any]:
+    """What node placement reads of a pod spec: its nodeSelector; whether its `affinity` is
+    a mapping, and then its node affinity, else the `affinity` itself (`affinity: x` and
+    `affinity: {nodeAffinity: x}` are not the same spec); its tolerations."""
     affinity = spec.get("affinity")
+    mapping = isinstance(affinity, dict)
     return (
         spec.get("nodeSelector"),
-        affinity.get("nodeAffinity") if isinstance(affinity, dict) else affinity,
+        mapping,
+        affinity.get("nodeAffinity") if mapping else affinity,
         spec.get("tolerations"),
     )
 
@@ -309,8 +313,8 @@ def placement_fields(spec: dict) -> tuple[Any, Any, Any]:
 def _placement_problems(pod_spec: Any, workload: Workload | None = None) -> tuple[Any, ...]:
     """The API server's problems with a pod spec's nodeSelector, node affinity and
     tolerations (k8s/nodeaffinity.py, k8s/taints.py), paths relative to the spec. They read
-    `placement_fields` alone: a spec that writes the same three as one read before has the
-    same problems. The text of the three is kept on `workload`, for its placement."""
+    `placement_fields` alone: a spec that writes them as one read before has the same
+    problems. Their text is kept on `workload`, for its placement."""
     if not isinstance(pod_spec, dict):
         return _placement_validation(pod_spec)
     read = placement_fields(pod_spec)

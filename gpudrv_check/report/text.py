@@ -220,9 +220,10 @@ def report_pieces(
             # run's peak of memory); a second report at this width wraps the finding again
             f.rendered = None
             text = rendered[1]
-            if colour:
+            if colour:  # in its first line only, as finding_block colours it
+                first, newline, rest = text.partition("\n")
                 severity = f"{f.severity.value} "
-                text = text.replace(severity, _severity(f, True) + " ", 1)
+                text = first.replace(severity, _severity(f, True) + " ", 1) + newline + rest
             lines.append(text)
         else:
             lines += finding_block(f, width, colour, fixes)

@@ -113,8 +113,33 @@ def test_placement_keys_a_workload_by_the_text_its_validation_made_while_the_fie
     _, (workload,), _ = read(_TWO_COPIES % ('"on"', 1))
     fields = placement_fields(workload.pod_spec)
     made = workload.placement_text(fields)
-    assert made == repr(fields) and made is workload._placement_read[3]  # reused
+    assert made == repr(fields) and made is workload._placement_read[4]  # reused
     # a spec admission replaced (a copy with other tolerations) is keyed by its own values
     spec = dict(workload.pod_spec, tolerations=[{"operator": "Exists"}])
     assert workload.placement_text(placement_fields(spec)) == repr(placement_fields(spec))
     assert workload.placement_text(placement_fields(spec)) != made
+
+
+_AFFINITY = """
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: a}
+spec:
+  affinity: %s
+  containers: [{name: c, image: busybox}]
+"""
+
+
+def test_an_affinity_that_is_no_mapping_is_not_taken_for_a_node_affinity(monkeypatch):
+    # `affinity: x` and `affinity: {nodeAffinity: x}` read the same value at different keys:
+    # each is found at its own (the first review of the memo found them sharing one entry)
+    for first, second in (
+        ("x", "{nodeAffinity: x}"),
+        ("{nodeAffinity: x}", "x"),
+        ("[]", "{nodeAffinity: []}"),
+    ):
+        text = _AFFINITY % ("a", first) + "---" + _AFFINITY % ("b", second)
+        found = _findings(text)
+        assert found == _without_memo(monkeypatch, text)
+        messages = sorted(message.split(":")[0] for *_, message in found if "affinity" in message)
+        assert messages == ["spec.affinity", "spec.affinity.nodeAffinity"]

@@ -127,3 +127,28 @@ def test_a_cached_run_replays_a_report_of_many_pieces(tmp_path, monkeypatch, cap
     monkeypatch.setattr(sys, "argv", ["gpudrv-check", *args, "--no-cache"])
     assert main() == 0
     assert capsys.readouterr().out == outs[0]
+
+
+def test_a_kept_text_is_coloured_in_its_first_line_only_as_a_block_is():
+    # Finding.rendered (the text the partition cache keeps) coloured as finding_block colours
+    # a block: the severity in the first line, never a word of the message further down (a
+    # long custom rule id pushes the severity to the end of the first line, without a blank)
+    from gpudrv_check.core.finding import Severity
+    from gpudrv_check.report.text import finding_text, report_pieces
+
+    def finding(rule: str) -> Finding:
+        return Finding(
+            rule=rule,
+            severity=Severity.ERROR,
+            message="error found in web: it has no owner label, error again",
+            hint="Add an owner label; an error otherwise.",
+            location=Location(file="a/cm.yaml", line=12, column=3),
+        )
+
+    for rule in ("GPU001", "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGH001"):
+        for width in (40, 60, 100):
+            for colour in (False, True):
+                plain = report_pieces([finding(rule)], None, colour, width)
+                kept = finding(rule)
+                kept.rendered = (width, finding_text(kept, width))
+                assert report_pieces([kept], None, colour, width) == plain, (rule, width, colour)

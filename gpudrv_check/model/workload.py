@@ -301,13 +301,14 @@ def placement_fields(spec: dict) -> tuple[Any, bool, Any, Any]:
     a mapping, and then its node affinity, else the `affinity` itself (`affinity: x` and
     `affinity: {nodeAffinity: x}` are not the same spec); its tolerations."""
     affinity = spec.get("affinity")
-    mapping = isinstance(affinity, dict)
-    return (
-        spec.get("nodeSelector"),
-        mapping,
-        affinity.get("nodeAffinity") if mapping else affinity,
-        spec.get("tolerations"),
-    )
+    if isinstance(affinity, dict):
+        return (
+            spec.get("nodeSelector"),
+            True,
+            affinity.get("nodeAffinity"),
+            spec.get("tolerations"),
+        )
+    return (spec.get("nodeSelector"), False, affinity, spec.get("tolerations"))
 
 
 def _placement_problems(pod_spec: Any, workload: Workload | None = None) -> tuple[Any, ...]:

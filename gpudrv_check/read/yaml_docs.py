@@ -179,6 +179,18 @@ def _flow_depth_exceeds(text: str, limit: int) -> int:
     if text.count("[") + text.count("{") <= limit:
         return 0
     depth = 0
+    # the brackets alone first (a CRD's schema writes thousands): where depth passes the
+    # limit is looked for only when it does
+    for bracket in _FLOW_BRACKETS.findall(text):
+        if bracket == "[" or bracket == "{":
+            depth += 1
+            if depth > limit:
+                break
+        elif depth:
+            depth -= 1
+    else:
+        return 0
+    depth = 0
     for match in _FLOW_BRACKETS.finditer(text):
         if match.group() in "[{":
             depth += 1

@@ -411,3 +411,32 @@ def test_the_ascii_check_of_a_text_agrees_with_the_expression_on_every_character
             assert _outside(text) is (_OUTSIDE.search(text) is not None), repr(text)
     assert not _outside("kind: Pod\nmetadata:\n  name: x\n" * 100)
     assert _outside("a:\tb\n") and _outside("a: b\r\n") and _outside("a: \x7f\n")
+
+
+def test_flow_nesting_is_measured_as_before_over_the_brackets_alone():
+    # yaml_docs._flow_depth_exceeds: the brackets are walked as a list first; the line where
+    # the depth passes the limit is found as before (every opener +1, every closer -1, not
+    # below 0), for texts past the cheap count
+    import random
+
+    from gpudrv_check.read.yaml_docs import _flow_depth_exceeds
+
+    def walk(text: str, limit: int) -> int:
+        depth = 0
+        for at, char in enumerate(text):
+            if char in "[{":
+                depth += 1
+                if depth > limit:
+                    return text.count("\n", 0, at) + 1
+            elif char in "]}" and depth:
+                depth -= 1
+        return 0
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice("[]{}a\n ") for _ in range(rng.randint(0, 60)))
+        limit = rng.randint(0, 6)
+        assert _flow_depth_exceeds(text, limit) == walk(text, limit), (text, limit)
+    deep = "a: " + "[" * 129 + "]" * 129
+    assert _flow_depth_exceeds("x\n" + deep, 128) == 2
+    assert _flow_depth_exceeds("[]" * 2000, 128) == 0

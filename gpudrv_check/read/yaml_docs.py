@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import field
 from sys import intern
 from typing import Any
@@ -170,18 +170,29 @@ def _resolve_tagged(text: str, tag: str) -> Any:
     return text
 
 
+#: texts with more brackets than this are not listed whole (`_flow_depth_exceeds`)
+_LISTED_BRACKETS = 100_000
+
+
 def _flow_depth_exceeds(text: str, limit: int) -> int:
     """Line of the first point where bracket nesting passes `limit`, or 0.
 
     Approximate (brackets inside quoted strings count too), which only matters for files
     that are hostile anyway.
     """
-    if text.count("[") + text.count("{") <= limit:
+    openers = text.count("[") + text.count("{")
+    if openers <= limit:
         return 0
     depth = 0
     # the brackets alone first (a CRD's schema writes thousands): where depth passes the
-    # limit is looked for only when it does
-    for bracket in _FLOW_BRACKETS.findall(text):
+    # limit is looked for only when it does; a text of very many (a hostile file's millions)
+    # is walked match by match, never as a list of them all
+    brackets: Iterable[str]
+    if openers + text.count("]") + text.count("}") <= _LISTED_BRACKETS:
+        brackets = _FLOW_BRACKETS.findall(text)
+    else:
+        brackets = (match.group() for match in _FLOW_BRACKETS.finditer(text))
+    for bracket in brackets:
         if bracket == "[" or bracket == "{":
             depth += 1
             if depth > limit:

@@ -440,3 +440,7 @@ def test_flow_nesting_is_measured_as_before_over_the_brackets_alone():
     deep = "a: " + "[" * 129 + "]" * 129
     assert _flow_depth_exceeds("x\n" + deep, 128) == 2
     assert _flow_depth_exceeds("[]" * 2000, 128) == 0
+    # past the brackets listed whole: walked match by match, the same answers
+    many = "[]" * 60_000
+    assert _flow_depth_exceeds(many, 128) == 0
+    assert _flow_depth_exceeds(many + "\n" + "{" * 129, 128) == 2

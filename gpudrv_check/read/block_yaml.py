@@ -443,16 +443,14 @@ class _Reader:
         self.doc_pos: Pos | None = None
         self.in_doc = False
 
-    def skims(self, stack: list[_Frame], key: str | None) -> bool:
-        """yaml_docs.skims for a collection under `key`, asked only where the plan can skip."""
-        if key in self.skim_keys or (self.skim_top and len(stack) == 1):
-            return skims(stack, self.plan)
-        return False
-
     def read(self, text: str) -> ParsedFile:
         stack = self.stack
         lines_get, positions_get = _lines_get, _positions_get
-        wants_skim = self.skims
+        # the keys and depth where the plan may skip (`skims`), tested here first: most
+        # collections open where it cannot
+        skim_keys, skim_top = self.skim_keys, self.skim_top
+        plan_skims = skims
+        plan = self.plan
         new_map, new_seq = dict.__new__, list.__new__
         top: _Frame | None = None  # stack[-1]
         pending = False  # the top mapping's key waits for its value on a later line
@@ -501,7 +499,11 @@ class _Reader:
                     kept: Any = opened
                     skim = top.skim
                     held = top.key
-                    if not skim and wants_skim(stack, held):
+                    if (
+                        not skim
+                        and (held in skim_keys or (skim_top and len(stack) == 1))
+                        and plan_skims(stack, plan)
+                    ):
                         kept = LSeq(at) if dash else LMap(at)  # kept empty, as built
                         skim = True
                     parent = top.node
@@ -570,9 +572,9 @@ class _Reader:
                 pending = True
             else:
                 skimmed = False
-                if not top.skim:
+                if not top.skim and (key in skim_keys or (skim_top and len(stack) == 1)):
                     top.key = key  # the plan reads the key above a collection
-                    skimmed = wants_skim(stack, key)
+                    skimmed = plan_skims(stack, plan)
                     top.key = None
                 if skimmed:  # kept empty, at its bracket, as the builder keeps it
                     at = _pos(number, value[1] + 1)

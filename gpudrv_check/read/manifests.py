@@ -18,6 +18,7 @@ from gpudrv_check.core.records import record
 from gpudrv_check.read.block_yaml import forget as forget_lines
 from gpudrv_check.read.kustomization import PatchRef, is_kustomization, patch_refs
 from gpudrv_check.read.policy import builtin
+from gpudrv_check.read.prefetched import Prefetched
 from gpudrv_check.read.safe_io import TooLarge
 from gpudrv_check.read.text import decode_text
 from gpudrv_check.read.tree import FileRef, Skipped
@@ -605,29 +606,6 @@ def kustomize_patches(source: Source, files: list[FileRef], max_bytes: int) -> d
                 if rel in listed and rel not in out and rel != ref.rel:
                     out[rel] = patch
     return out
-
-
-class Prefetched(dict):
-    """Manifest bytes `check` read before the run (for the cache keys), by path; `held`: the
-    digests of the files it did not read, because their stamps vouch for them (the working
-    tree, engine/cache/inputs.py) or git lists them (the index, a revision: their object ids).
-    `read_repo` reads a held file only when the per-file cache does not answer for that digest,
-    or when the run decodes a file whose result it holds none of."""
-
-    def __init__(
-        self,
-        data: dict[str, bytes],
-        held: dict[str, str] | None = None,
-        digests: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(data)
-        self.held: dict[str, str] = held or {}
-        #: the SHA-256 of the bytes it holds, by path, when the caller computed them (a
-        #: working tree's key hashes every file it reads): read_repo does not hash them again
-        self.digests: dict[str, str] = digests or {}
-        #: set by read_repo when a held file was read with other content than its digest:
-        #: the whole-result key no longer names what the run read (see RepoContent.unsettled)
-        self.unsettled = False
 
 
 @record

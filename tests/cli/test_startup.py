@@ -120,3 +120,18 @@ def test_no_note_when_every_file_is_read(tmp_path: Path):
     _oversized_node_export(repo, 1_000_000)
     proc = run_cli("audit", str(repo))
     assert "max_file_bytes" not in proc.stderr
+
+
+def test_a_run_the_whole_result_cache_answers_imports_no_reader_model_or_rule(tmp_path: Path):
+    """A warm run (nothing changed since the last) replays the cached result: it imports
+    neither the engine, the model nor the rules, and in a repo without a config file not the
+    manifest readers either (read/prefetched.py holds what the key's reading hands over)."""
+    write(tmp_path / "repo", "nodes/a.yaml", gpu_node("a"))
+    write(tmp_path / "repo", "support-matrix.csv", MATRIX)
+    args = ("check", str(tmp_path / "repo"), "--cache-dir", str(tmp_path / "cache"))
+    cold = probe(*args)
+    assert "gpudrv_check.read.block_yaml" in cold["modules"]
+    warm = probe(*args)["modules"]
+    for module in ("engine.run", "model.workload", "rules.context", "read.manifests"):
+        assert f"gpudrv_check.{module}" not in warm, module
+    assert "gpudrv_check.read.block_yaml" not in warm

@@ -646,7 +646,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         inside(rel)
     cache_dir = options.cache_dir
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
-    from gpudrv_check.read.manifests import Prefetched
+    from gpudrv_check.read.prefetched import Prefetched
 
     # the entries of a git source are its own: the index and the working tree of one root
     # alternate (the pre-commit hook, the editor) without displacing each other's result

@@ -22,6 +22,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import field
+from itertools import islice
 from sys import intern
 from typing import Any
 
@@ -183,33 +184,33 @@ def _flow_depth_exceeds(text: str, limit: int) -> int:
     openers = text.count("[") + text.count("{")
     if openers <= limit:
         return 0
-    depth = 0
-    # the brackets alone first (a CRD's schema writes thousands): where depth passes the
-    # limit is looked for only when it does; a text of very many (a hostile file's millions)
-    # is walked match by match, never as a list of them all
+    # the brackets alone (a CRD's schema writes thousands), as a list unless there are very
+    # many (a hostile file's millions: walked match by match); where depth passes the limit
+    # is looked for only when it does
     brackets: Iterable[str]
     if openers + text.count("]") + text.count("}") <= _LISTED_BRACKETS:
         brackets = _FLOW_BRACKETS.findall(text)
     else:
         brackets = (match.group() for match in _FLOW_BRACKETS.finditer(text))
-    for bracket in brackets:
+    at = _too_deep_at(brackets, limit)
+    if at is None:
+        return 0
+    match = next(islice(_FLOW_BRACKETS.finditer(text), at, None))
+    return text.count("\n", 0, match.start()) + 1
+
+
+def _too_deep_at(brackets: Iterable[str], limit: int) -> int | None:
+    """The index of the bracket at which nesting passes `limit` (every opener one level
+    deeper, every closer one less but never below 0), or None."""
+    depth = 0
+    for index, bracket in enumerate(brackets):
         if bracket == "[" or bracket == "{":
             depth += 1
             if depth > limit:
-                break
+                return index
         elif depth:
             depth -= 1
-    else:
-        return 0
-    depth = 0
-    for match in _FLOW_BRACKETS.finditer(text):
-        if match.group() in "[{":
-            depth += 1
-            if depth > limit:
-                return text.count("\n", 0, match.start()) + 1
-        elif depth:
-            depth -= 1
-    return 0
+    return None
 
 
 def _has_odd_breaks(text: str) -> bool:

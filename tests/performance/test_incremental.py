@@ -639,7 +639,7 @@ def test_a_tampered_domain_table_is_a_full_run(tmp_path: Path, clean_partitions:
 def test_a_file_its_stamp_vouches_for_is_read_only_when_its_result_is_needed(
     repo, tmp_path, monkeypatch
 ):
-    """`check` hands read_repo the digests its stamps hold (read/manifests.py `Prefetched`):
+    """`check` hands read_repo the digests its stamps hold (read/prefetched.py `Prefetched`):
     a file the per-file cache answers for is not read again, unless the run decodes it and
     the cache holds no result for it yet (the first run after a cold one reads the shared
     files for that; the next one decodes them). Every run says what a run without cache says."""
@@ -703,7 +703,7 @@ def test_a_held_file_changed_since_its_stamp_is_parsed_as_it_is_now_and_not_stor
 
 def test_the_bytes_check_hashed_for_its_key_are_not_hashed_again(tmp_path, monkeypatch):
     """`check` hands read_repo the SHA-256 of each file it read for the whole-result key
-    (read/manifests.py `Prefetched.digests`): the per-file cache takes that digest, and no
+    (read/prefetched.py `Prefetched.digests`): the per-file cache takes that digest, and no
     file's bytes are hashed a second time; a run over the same bytes hits it."""
     import hashlib
 

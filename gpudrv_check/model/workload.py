@@ -118,7 +118,7 @@ class Workload:
     _node_name: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
     _preemption: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
     _gpu_path: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
-    # the fields of the written spec its placement reads and their repr, made when it was
+    # (the fields of the written spec its placement reads, their repr), made when it was
     # validated (`placement_fields`): placement keys its verdicts by the same text
     _placement_read: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -189,14 +189,8 @@ class Workload:
         never changed in place: admission replaces it, and the values it changes, with
         copies)."""
         read = self._placement_read
-        if (
-            read is not None
-            and read[0] is fields[0]
-            and read[1] is fields[1]
-            and read[2] is fields[2]
-            and read[3] is fields[3]
-        ):
-            return read[4]
+        if read is not None and all(a is b for a, b in zip(read[0], fields, strict=True)):
+            return read[1]
         return repr(fields)
 
     def spec_get(self, *path: str | int) -> Any:
@@ -321,7 +315,7 @@ def _placement_problems(pod_spec: Any, workload: Workload | None = None) -> tupl
     read = placement_fields(pod_spec)
     text = repr(read)
     if workload is not None:
-        workload._placement_read = (*read, text)
+        workload._placement_read = (read, text)
     return _PLACEMENT_PROBLEMS.by_text(text, _placement_validation, pod_spec)
 
 

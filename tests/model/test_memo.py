@@ -113,7 +113,7 @@ def test_placement_keys_a_workload_by_the_text_its_validation_made_while_the_fie
     _, (workload,), _ = read(_TWO_COPIES % ('"on"', 1))
     fields = placement_fields(workload.pod_spec)
     made = workload.placement_text(fields)
-    assert made == repr(fields) and made is workload._placement_read[4]  # reused
+    assert made == repr(fields) and made is workload._placement_read[1]  # reused
     # a spec admission replaced (a copy with other tolerations) is keyed by its own values
     spec = dict(workload.pod_spec, tolerations=[{"operator": "Exists"}])
     assert workload.placement_text(placement_fields(spec)) == repr(placement_fields(spec))
@@ -143,3 +143,26 @@ def test_an_affinity_that_is_no_mapping_is_not_taken_for_a_node_affinity(monkeyp
         assert found == _without_memo(monkeypatch, text)
         messages = sorted(message.split(":")[0] for *_, message in found if "affinity" in message)
         assert messages == ["spec.affinity", "spec.affinity.nodeAffinity"]
+
+
+def test_a_piece_written_alike_is_validated_once(monkeypatch):
+    # the memo at work: two objects writing the same tolerations, node selector and resources
+    # are validated once for each (with a fresh table, as in a run's first reading)
+    calls: list[str] = []
+    real_placement, real_resources = workload_mod._placement_validation, pod_resources._problems
+
+    def placement(spec):
+        calls.append("placement")
+        return real_placement(spec)
+
+    def resources(value):
+        calls.append("resources")
+        return real_resources(value)
+
+    monkeypatch.setattr(workload_mod, "_PLACEMENT_PROBLEMS", TextMemo())
+    monkeypatch.setattr(pod_resources, "_RESOURCE_PROBLEMS", TextMemo())
+    monkeypatch.setattr(workload_mod, "_placement_validation", placement)
+    monkeypatch.setattr(pod_resources, "_problems", resources)
+    _, workloads, _ = read(_TWO_COPIES % ('"on"', 1) + "---" + _TWO_COPIES % ('"on"', 1))
+    assert len(workloads) == 2
+    assert sorted(calls) == ["placement", "resources"]

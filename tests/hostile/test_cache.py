@@ -386,3 +386,25 @@ def test_a_value_marshal_cannot_write_is_not_stored_when_streamed(tmp_path: Path
     cache.store("result", "repo", "key", ("ok", [object()]), streamed=True)
     assert not list((tmp_path / "c").glob("result-*"))
     assert not list((tmp_path / "c").glob(cache_mod.TEMP_PREFIX + "*"))
+
+
+def test_a_streamed_entry_never_dumps_the_whole_value_at_once(tmp_path: Path, monkeypatch):
+    # the point of streaming: the report's pieces are dumped one by one, never the value whole
+    import marshal
+
+    pieces = [f"piece {i} " * 1000 for i in range(5)]
+    value = ({"error": 1}, "", [pieces], {})
+    dumped: list[object] = []
+    real = marshal.dumps
+
+    def dumps(obj, *args):
+        dumped.append(obj)
+        return real(obj, *args)
+
+    monkeypatch.setattr(cache_mod.marshal, "dumps", dumps)
+    cache = Cache(tmp_path / "c")
+    cache.store("result", "repo", "key", value, streamed=True)
+    assert value not in dumped and pieces not in dumped
+    assert all(piece in dumped for piece in pieces)
+    monkeypatch.setattr(cache_mod.marshal, "dumps", real)
+    assert cache.load("result", "repo", "key") == value

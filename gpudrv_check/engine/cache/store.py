@@ -185,8 +185,11 @@ def _read_exactly(fd: int, size: int) -> bytes:
 
 
 def _head(key: str) -> bytes:
-    """What follows the MAC in an entry stored under `key` by this version: length, header."""
-    header = marshal.dumps((__version__, key))
+    """What follows the MAC in an entry stored under `key` by this version: length, header.
+    Compared byte for byte with a stored entry's, so dumped in marshal version 2: a version 3
+    dump flags an object held elsewhere too (its reference count), and the same key could be
+    written two ways."""
+    header = marshal.dumps((__version__, key), 2)
     return len(header).to_bytes(_LENGTH, "big") + header
 
 

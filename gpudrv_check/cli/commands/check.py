@@ -283,11 +283,7 @@ def run(options: CheckOptions) -> int:
     finally:
         sys.stderr = stderr
     for kind, dest, pieces in actions:
-        if kind == "file":
-            _perform(kind, dest, "".join(pieces), _checked_root(options))
-        else:
-            for piece in pieces:
-                _perform(kind, dest, piece)
+        _emit(kind, dest, pieces, _checked_root(options))
     # not when a file changed while the run read it: the key names content it did not read
     if reuse is not None and tee is not None and not getattr(reuse.data, "unsettled", False):
         with phase("result cache"):
@@ -373,6 +369,15 @@ def _render_all(report, pairs: list[tuple[str, str]], colour: bool, actions, qui
 _WRITE_SLICE = 1 << 20
 
 
+def _emit(kind: str, dest: str, pieces: list[str], root: str) -> None:
+    """A report's pieces: to stdout a piece at a time, to a file whole (written atomically)."""
+    if kind == "file":
+        _perform(kind, dest, "".join(pieces), root)
+    else:
+        for piece in pieces:
+            _perform(kind, dest, piece)
+
+
 def _perform(kind: str, dest: str, text: str, root: str = "") -> None:
     if kind in ("stdout", "stderr"):
         # a slice at a time: the stream encodes what it is given in one piece, and a large
@@ -406,11 +411,7 @@ def _replay(hit: Outcome, pairs: list[tuple[str, str]], fail_on: str, root: str)
     exit code worked out again from its findings' severities and this run's --fail-on."""
     _perform("stderr", "", hit.stderr)
     for (_, dest), pieces in zip(pairs, hit.reports, strict=True):
-        if dest == STDOUT:
-            for piece in pieces:
-                _perform("stdout", "", piece)
-        else:
-            _perform("file", dest, "".join(pieces), root)
+        _emit("stdout" if dest == STDOUT else "file", dest, pieces, root)
     if hit.summary is not None:
         _perform("stdout", "", hit.summary)
     return hit.exit_code(fail_on)

@@ -586,7 +586,28 @@ def run() -> None:
     import gc
 
     gc.disable()
+    no_pydantic_plugins()
     exit_now(main())
+
+
+#: the pydantic module that finds plugins: it imports importlib.metadata (and email, zipfile,
+#: csv with it) and scans every installed package's entry points, about 10 ms of each run
+_PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def no_pydantic_plugins() -> None:
+    """The console script runs no pydantic plugin: a plugin is code of whatever package in the
+    environment declares one, run on every validation (it may log or send what it sees, and
+    the checker contacts no network); pydantic documents the same choice as
+    `PYDANTIC_DISABLE_PLUGINS=__all__`. Done by giving pydantic, before it first builds a
+    model, a plugin loader that finds none, so that the real one is never imported."""
+    if _PLUGIN_LOADER in sys.modules:
+        return  # pydantic built a model already: its plugins were looked up then
+    import types
+
+    loader = types.ModuleType(_PLUGIN_LOADER)
+    loader.get_plugins = tuple  # type: ignore[attr-defined]  # () whatever asks
+    sys.modules[_PLUGIN_LOADER] = loader
 
 
 def exit_now(code: int) -> None:

@@ -20,8 +20,11 @@ collections = []
 gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
 real_exit = os._exit
 def exit_(code):
+    loader = sys.modules.get("pydantic.plugin._loader")
     sys.__stderr__.write("\nPROBE " + json.dumps({"collections": collections,
-        "modules": sorted(m for m in sys.modules if m.startswith("gpudrv_check"))}) + "\n")
+        "modules": sorted(m for m in sys.modules if m.startswith("gpudrv_check")),
+        "metadata": "importlib.metadata" in sys.modules,
+        "plugin_loader": getattr(loader, "__file__", None) if loader else "absent"}) + "\n")
     sys.__stderr__.flush()
     real_exit(code)
 os._exit = exit_
@@ -44,6 +47,8 @@ def probe(*args: str) -> dict:
     return {
         "collections": [g for one in found for g in one["collections"]],
         "modules": found[-1]["modules"],
+        "metadata": found[-1]["metadata"],
+        "plugin_loader": found[-1]["plugin_loader"],
         "processes": len(found),
     }
 
@@ -135,3 +140,32 @@ def test_a_run_the_whole_result_cache_answers_imports_no_reader_model_or_rule(tm
     for module in ("engine.run", "model.workload", "rules.context", "read.manifests"):
         assert f"gpudrv_check.{module}" not in warm, module
     assert "gpudrv_check.read.block_yaml" not in warm
+
+
+def test_the_console_script_runs_no_pydantic_plugin():
+    """cli.run gives pydantic a plugin loader that finds none before any model is built
+    (cli/__init__.py `no_pydantic_plugins`): the real loader, which imports importlib.metadata
+    and reads every installed package's entry points, is never imported, and validation runs
+    no plugin code (pydantic/plugin/_loader.py `get_plugins`, PYDANTIC_DISABLE_PLUGINS)."""
+    seen = probe("check", str(EXAMPLES / "lab"), "--no-cache", "--fail-on", "never")
+    assert "gpudrv_check.read.config" in seen["modules"]  # the config was validated
+    assert seen["plugin_loader"] is None  # in sys.modules, with no file: ours
+    assert seen["metadata"] is False
+
+
+def test_no_pydantic_plugins_leaves_a_loader_already_imported_alone():
+    import types
+
+    from gpudrv_check.cli import _PLUGIN_LOADER, no_pydantic_plugins
+
+    before = sys.modules.get(_PLUGIN_LOADER)
+    marker = types.ModuleType(_PLUGIN_LOADER)
+    sys.modules[_PLUGIN_LOADER] = marker
+    try:
+        no_pydantic_plugins()
+        assert sys.modules[_PLUGIN_LOADER] is marker
+    finally:
+        if before is None:
+            del sys.modules[_PLUGIN_LOADER]
+        else:
+            sys.modules[_PLUGIN_LOADER] = before

@@ -1,39 +1,26 @@
-"""Configuration: discovery, the pydantic model, and errors that point at file:line."""
+"""Configuration: the pydantic model of `.gpudrv-check.yaml` and its validation, with errors
+that point at file:line (where the config comes from: read/config_file.py)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from gpudrv_check.core.finding import Severity
+from gpudrv_check.read.config_file import (  # noqa: F401 - their home before; imported from here
+    CONFIG_FILE,
+    DEFAULT_MATRIX,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_INVENTORY_BYTES,
+    DEFAULT_MAX_TOTAL_BYTES,
+    ConfigError,
+    FoundConfig,
+    find_config,
+    inside_root,
+)
 from gpudrv_check.read.exclude import DEFAULT_EXCLUDE
-
-CONFIG_FILE = ".gpudrv-check.yaml"
-DEFAULT_MATRIX = "support-matrix.csv"
-DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
-DEFAULT_MAX_INVENTORY_BYTES = 256 * 1024 * 1024
-# manifest bytes one run reads in all (a parsed document costs tens of times its size)
-DEFAULT_MAX_TOTAL_BYTES = 512 * 1024 * 1024
-
-
-class ConfigError(Exception):
-    """A usage or configuration error: the run cannot start (exit 2)."""
-
-    def __init__(self, message: str, file: str | None = None, line: int = 0, column: int = 0):
-        super().__init__(message)
-        self.message = message
-        self.file = file
-        self.line = line
-        self.column = column
-
-    def __str__(self) -> str:
-        where = ""
-        if self.file:
-            where = f"{self.file}:{self.line}:{self.column}: " if self.line else f"{self.file}: "
-        return f"{where}{self.message}"
 
 
 class _Strict(BaseModel):
@@ -225,59 +212,36 @@ def parse_config(data: Any, file: str) -> Config:
     return config
 
 
-def inside_root(root: Path, rel: str) -> Path | None:
-    """`root/rel` with links resolved, when it stays inside the root; else None.
-
-    Every path the repo itself names (its config file, `matrix:`, …) goes through this, so a
-    link or `../` in a pull request cannot make the checker read, and echo into its report,
-    a file outside the repo.
-    """
-    if not rel or os.path.isabs(rel) or "\x00" in rel:
-        return None
-    try:
-        real = (root / rel).resolve()
-        real.relative_to(root.resolve())
-    except (OSError, ValueError, RuntimeError):  # RuntimeError: a link loop on Python 3.10
-        return None
-    return real
-
-
 def load_config(root: Path, explicit: str | None = None, source: Any = None) -> Config:
-    """The config for a repo root: `--config FILE`, else `.gpudrv-check.yaml`, else pyproject.
+    """The config for a repo root (read/config_file.py `find_config`), validated."""
+    return parse_found(find_config(root, explicit, source))
 
-    `source` (a `gpudrv_check.read.source.Source`) reads the repo's own config files, so a run over
-    a git revision uses the config of that revision; `--config FILE` is always read from disk.
-    """
-    if explicit is not None:
-        path = Path(explicit)
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {explicit}")
-        return _parse_yaml_config(_read_file(path, explicit, root), explicit)
-    if source is None:
-        from gpudrv_check.read.tree import WorkingTree
 
-        source = WorkingTree(root)
-    if _repo_config_exists(root, source, CONFIG_FILE):
-        return _parse_yaml_config(_read(source, CONFIG_FILE), CONFIG_FILE)
-    if _repo_config_exists(root, source, "pyproject.toml"):
-        try:
-            import tomllib  # type: ignore[import-not-found]
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef, unused-ignore]  # used on 3.11+
-        try:
-            doc = tomllib.loads(_read(source, "pyproject.toml").decode("utf-8"))
-        except tomllib.TOMLDecodeError as err:
-            raise _toml_error(err) from None
-        except UnicodeDecodeError as err:
-            raise ConfigError(f"not UTF-8 text (byte {err.start})", "pyproject.toml") from None
-        except RecursionError:
-            raise ConfigError("pyproject.toml nests too deep to read", "pyproject.toml") from None
-        except ValueError as err:  # tomllib's int(): more than 4300 digits
-            reason = str(err).split(":")[0]
-            raise ConfigError(f"cannot read a value: {reason}", "pyproject.toml") from None
-        section = doc.get("tool", {}).get("gpudrv-check")
-        if section is not None:
-            return parse_config(section, "pyproject.toml")
+def parse_found(found: FoundConfig) -> Config:
+    """The `Config` of a config file found (its defaults when there is none), or a
+    ConfigError at the offending line."""
+    if found.kind == "default" or found.raw is None:
+        return Config()
+    if found.kind != "pyproject":
+        return _parse_yaml_config(found.raw, found.shown or CONFIG_FILE)
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef, unused-ignore]  # used on 3.11+
+    try:
+        doc = tomllib.loads(found.raw.decode("utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise _toml_error(err) from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"not UTF-8 text (byte {err.start})", "pyproject.toml") from None
+    except RecursionError:
+        raise ConfigError("pyproject.toml nests too deep to read", "pyproject.toml") from None
+    except ValueError as err:  # tomllib's int(): more than 4300 digits
+        reason = str(err).split(":")[0]
+        raise ConfigError(f"cannot read a value: {reason}", "pyproject.toml") from None
+    section = doc.get("tool", {}).get("gpudrv-check")
+    if section is not None:
+        return parse_config(section, "pyproject.toml")
     return Config()
 
 
@@ -293,44 +257,6 @@ def _toml_error(err: Exception) -> ConfigError:
     return ConfigError(
         f"TOML syntax error: {message}", "pyproject.toml", int(found.group(1)), int(found.group(2))
     )
-
-
-def _repo_config_exists(root: Path, source: Any, name: str) -> bool:
-    """Whether the repo has this config file; a link leaving the root is refused, not read."""
-    from gpudrv_check.read.tree import WorkingTree
-
-    if isinstance(source, WorkingTree):
-        path = root / name
-        if not path.is_file() and not path.is_symlink():
-            return False
-        if inside_root(root, name) is None:
-            raise ConfigError(f"{name} is a link that leaves the repo root; not read", name)
-        return path.is_file()
-    return source.exists(name)
-
-
-def _read_file(path: Path, shown: str, root: Path) -> bytes:
-    from gpudrv_check.read.safe_io import TooLarge, read_named
-
-    try:
-        return read_named(path, DEFAULT_MAX_FILE_BYTES, root)
-    except TooLarge:
-        raise ConfigError(
-            f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", shown
-        ) from None
-    except OSError as err:
-        raise ConfigError(f"cannot read config: {err.strerror}", shown) from None
-
-
-def _read(source: Any, rel: str) -> bytes:
-    from gpudrv_check.read.safe_io import TooLarge
-
-    try:
-        return source.read(rel, DEFAULT_MAX_FILE_BYTES, follow_inside=True)
-    except TooLarge:
-        raise ConfigError(f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", rel) from None
-    except OSError as err:
-        raise ConfigError(f"cannot read config: {err.strerror}", rel) from None
 
 
 def _parse_yaml_config(raw: bytes, shown: str) -> Config:

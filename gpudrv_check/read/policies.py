@@ -13,13 +13,16 @@ import string
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.located import LMap, locate, schema_error_path
-from gpudrv_check.read.config import Config, ConfigError
-from gpudrv_check.read.custom_policy import CustomPolicy
+from gpudrv_check.read.config_file import ConfigError
 from gpudrv_check.read.safe_io import read_inside
 from gpudrv_check.read.tree import MANIFEST_SUFFIXES, inside_root
+
+if TYPE_CHECKING:  # (`policy_files` is asked by a run the whole-result cache answers: no pydantic)
+    from gpudrv_check.read.config import Config
+    from gpudrv_check.read.custom_policy import CustomPolicy
 
 RESERVED_PREFIX = "GPU"
 PLACEHOLDERS = frozenset(("kind", "name", "namespace", "path", "error"))
@@ -301,6 +304,8 @@ def parse_policy(rel: str, data: Any, doc_pos: tuple[int, int]) -> CustomPolicy:
             )
     _check_assert(rel, data)
     line, _ = data.pos
+    from gpudrv_check.read.custom_policy import CustomPolicy
+
     return CustomPolicy.model_validate({**data, "file": rel, "line": line})
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gpudrv_check.read.manifests import PARALLEL_MIN_FILES, SAMPLE_FILES
 from tests.conftest import BUILDER_DOC, EXAMPLES, MATRIX, gpu_node, run_cli, write
 
@@ -24,6 +26,7 @@ def exit_(code):
     sys.__stderr__.write("\nPROBE " + json.dumps({"collections": collections,
         "modules": sorted(m for m in sys.modules if m.startswith("gpudrv_check")),
         "metadata": "importlib.metadata" in sys.modules,
+        "models": "pydantic.main" in sys.modules,
         "plugin_loader": getattr(loader, "__file__", None) if loader else "absent"}) + "\n")
     sys.__stderr__.flush()
     real_exit(code)
@@ -48,6 +51,7 @@ def probe(*args: str) -> dict:
         "collections": [g for one in found for g in one["collections"]],
         "modules": found[-1]["modules"],
         "metadata": found[-1]["metadata"],
+        "models": found[-1]["models"],
         "plugin_loader": found[-1]["plugin_loader"],
         "processes": len(found),
     }
@@ -140,6 +144,32 @@ def test_a_run_the_whole_result_cache_answers_imports_no_reader_model_or_rule(tm
     for module in ("engine.run", "model.workload", "rules.context", "read.manifests"):
         assert f"gpudrv_check.{module}" not in warm, module
     assert "gpudrv_check.read.block_yaml" not in warm
+
+
+@pytest.mark.parametrize(
+    "config_file",
+    [
+        None,
+        (".gpudrv-check.yaml", "exclude: [old/]\nfail_on: warning\n"),
+        ("pyproject.toml", '[tool.gpudrv-check]\nexclude = ["old/"]\n'),
+        ("pyproject.toml", '[project]\nname = "x"\n'),
+    ],
+)
+def test_a_run_the_whole_result_cache_answers_validates_no_config(tmp_path: Path, config_file):
+    """The config validated by the first run is remembered by its bytes (engine/cache/config.py):
+    a warm run imports neither pydantic's models nor the config module, whatever file the
+    config came from; the first run did (it validated the config)."""
+    write(tmp_path / "repo", "nodes/a.yaml", gpu_node("a"))
+    write(tmp_path / "repo", "support-matrix.csv", MATRIX)
+    if config_file is not None:
+        write(tmp_path / "repo", *config_file)
+    args = ("check", str(tmp_path / "repo"), "--cache-dir", str(tmp_path / "cache"))
+    cold = probe(*args)
+    assert cold["models"] and "gpudrv_check.read.config" in cold["modules"]
+    warm = probe(*args)
+    assert not warm["models"]
+    assert "gpudrv_check.read.config" not in warm["modules"]
+    assert "gpudrv_check.engine.cache.config" in warm["modules"]  # the view was taken
 
 
 def test_the_console_script_runs_no_pydantic_plugin():

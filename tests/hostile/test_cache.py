@@ -180,7 +180,7 @@ def test_an_authentic_entry_of_the_wrong_type_is_a_miss(tmp_path: Path, value: o
         _, key, _ = cache_mod.entry_fields(entry.read_bytes())
         secret = (cache / cache_mod.SECRET).read_bytes()
         entry.write_bytes(b"".join(cache_mod.entry_bytes(secret, key, value)))
-        assert kind in ("files", "occupancy", "partitions", "result", "stamps")
+        assert kind in ("config", "files", "occupancy", "partitions", "result", "stamps")
     assert store.load("result", "x", "y") is None
     proc = _check(root, cache)
     assert (proc.returncode, proc.stdout) == (cold.returncode, cold.stdout), proc.stderr

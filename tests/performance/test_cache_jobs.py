@@ -59,7 +59,7 @@ def test_cache_miss_hit_and_change(tmp_path: Path):
     kinds = sorted(
         {p.name.split("-")[0] for p in cache.iterdir() if p.name not in (SECRET, PRUNED)}
     )
-    assert kinds == ["files", "occupancy", "partitions", "result", "stamps"]
+    assert kinds == ["config", "files", "occupancy", "partitions", "result", "stamps"]
     assert _check(root, cache=cache) == cold  # warm: the stored result
     write(root, "nodes/n0000.yaml", gpu_node("node-renamed"))
     changed = _check(root, cache=cache)

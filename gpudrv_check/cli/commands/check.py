@@ -28,7 +28,7 @@ from gpudrv_check.cli.options import CheckOptions, cache_key
 from gpudrv_check.core.finding import Finding, terminal_text
 from gpudrv_check.engine.cache.inputs import RunInputs
 from gpudrv_check.engine.phases import phase
-from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.config_file import ConfigError, find_config
 from gpudrv_check.read.source import clean_rel
 from gpudrv_check.report import MODEL_FORMATS
 
@@ -574,6 +574,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     ):
         return None
     from gpudrv_check.cli.commands.common import repo_config
+    from gpudrv_check.engine.cache.config import keyed_config
     from gpudrv_check.engine.cache.inputs import (
         STAMPS,
         blob_inputs,
@@ -589,11 +590,24 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
 
     source = make_source(options)
     root = Path(source.disk_root).resolve()
-    _, config = repo_config(options, source)
-    listing = source.list_manifests(from_config(config))
     # a git source: every file's digest is its object id, listed by git; nothing is read
     # ahead (read_repo says which files it reads, after the per-file cache answered)
     blobs = getattr(source, "blob_digest", None) is not None
+    # the entries of a git source are its own: the index and the working tree of one root
+    # alternate (the pre-commit hook, the editor) without displacing each other's result
+    entry_root = f"{root}\0{type(source).__name__}" if blobs else str(root)
+    cache_dir = options.cache_dir
+    cache = Cache(Path(cache_dir) if cache_dir else default_dir())
+    # validated by an earlier run with the same config bytes: no pydantic (engine/cache/config.py)
+    found = find_config(Path(source.disk_root), options.config, source)
+    config = keyed_config(
+        found,
+        (options.operator_version, options.fail_on),
+        cache,
+        entry_root,
+        lambda: repo_config(options, source, found)[1],
+    )
+    listing = source.list_manifests(from_config(config))
     if blobs:
         source.expect([])  # type: ignore[attr-defined]
     parts: list[object] = [
@@ -645,13 +659,8 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         inside(config.clusters[name].matrix)
     for rel in policy_files(root, config, source):
         inside(rel)
-    cache_dir = options.cache_dir
-    cache = Cache(Path(cache_dir) if cache_dir else default_dir())
     from gpudrv_check.read.prefetched import Prefetched
 
-    # the entries of a git source are its own: the index and the working tree of one root
-    # alternate (the pre-commit hook, the editor) without displacing each other's result
-    entry_root = f"{root}\0{type(source).__name__}" if blobs else str(root)
     hashed: dict[str, str] = {}
     if blobs:
         files, held = blob_inputs(source, listing, config.max_file_bytes, config.max_total_bytes)

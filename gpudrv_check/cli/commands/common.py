@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 from gpudrv_check.cli.options import CheckOptions, RepoOptions
 from gpudrv_check.core.finding import printable
-from gpudrv_check.read.config import Config, ConfigError, load_config
-from gpudrv_check.read.policy import validate_rule_keys
+from gpudrv_check.read.config_file import ConfigError, FoundConfig, find_config
 from gpudrv_check.read.source import Source
 
 if TYPE_CHECKING:
     from gpudrv_check.engine.run import Run
     from gpudrv_check.model.driver_plan import DriverPlan
+    from gpudrv_check.read.config import Config
     from gpudrv_check.read.manifests import ReadOptions
 
 
@@ -71,12 +71,20 @@ def make_source(options: RepoOptions, rev: str | None = None) -> Source:
     return source
 
 
-def repo_config(options: RepoOptions, source: Source | None = None) -> tuple[Path, Config]:
-    """The config of the checked source (of its revision, with --rev), with flag overrides."""
+def repo_config(
+    options: RepoOptions, source: Source | None = None, found: FoundConfig | None = None
+) -> tuple[Path, Config]:
+    """The config of the checked source (of its revision, with --rev), with flag overrides;
+    `found`: the config file already found and read (read/config_file.py `find_config`)."""
     if source is None:
         source = make_source(options)
+    from gpudrv_check.read.config import parse_found
+    from gpudrv_check.read.policy import validate_rule_keys
+
     root = Path(source.disk_root)
-    config = load_config(root, options.config, source=source)
+    if found is None:
+        found = find_config(root, options.config, source=source)
+    config = parse_found(found)
     validate_rule_keys(config)
     if options.operator_version:
         config.operator.version = options.operator_version

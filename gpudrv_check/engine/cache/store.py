@@ -3,7 +3,10 @@
 Where: `--cache-dir DIR`, else `$XDG_CACHE_HOME/gpudrv-check`, else `~/.cache/gpudrv-check`
 (created with mode 0700: it is the user's own). `--no-cache` neither reads nor writes it.
 
-Five kinds of entry, one file each per checked repo root (`partitions`: one per namespace):
+Six kinds of entry, one file each per checked repo root (`partitions`: one per namespace):
+- `config-*`: what the whole-result key reads of the validated config, under the digest of
+  the config's bytes and the flags that override it (engine/cache/config.py): a run the
+  result answers validates no config;
 - `files-*`: per file, a `FileEntry` (engine/cache/files.py): the SHA-256 of its bytes and
   its FileResult (read/codec.py), valid for one tool version and one way of reading
   (max_file_bytes, chart template directories, skim plan);
@@ -81,7 +84,7 @@ _DAY = 86_400
 PRUNED = ".pruned"
 #: the names the cache gives its entries and its temporary files, exactly (a `--cache-dir`
 #: may be a directory that holds the user's own files too: only these are ever pruned)
-KINDS = ("files", "occupancy", "partitions", "result", "stamps")
+KINDS = ("config", "files", "occupancy", "partitions", "result", "stamps")
 _ENTRY_NAME = re.compile(r"(?:" + "|".join(KINDS) + r")-[0-9a-f]{32}\.bin\Z")
 TEMP_PREFIX = ".gpudrv-check-tmp-"
 _TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[a-z0-9_]{8}\Z")  # mkstemp's own form

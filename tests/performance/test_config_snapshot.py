@@ -1,0 +1,176 @@
+"""The validated config remembered by its bytes (engine/cache/config.py): a run that takes it
+reports exactly what a run without the cache reports, and every error a config gives is the
+same, at the same line, whichever run validated it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check.engine.cache.config import (
+    KIND,
+    ConfigView,
+    snapshot,
+    snapshot_key,
+    valid_snapshot,
+)
+from gpudrv_check.engine.cache.store import Cache
+from gpudrv_check.read.config import Config, parse_config
+from gpudrv_check.read.config_file import FoundConfig
+from tests.conftest import MATRIX, gpu_node, run_cli, write
+
+# a node whose driver image the matrix lacks (an error) next to one it has
+NODES = gpu_node("built") + "---\n" + gpu_node("unbuilt", kernel="6.8.0-1-generic")
+
+
+def _repo(root: Path) -> Path:
+    write(root, "nodes/a.yaml", NODES)
+    write(root, "support-matrix.csv", MATRIX)
+    return root
+
+
+def _outcome(proc) -> tuple[int, str, str]:
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _both(root: Path, cache: Path, *extra: str) -> tuple[tuple, tuple]:
+    """(cached run, run without the cache) of the same arguments."""
+    cached = run_cli("check", str(root), "--cache-dir", str(cache), *extra)
+    fresh = run_cli("check", str(root), "--no-cache", *extra)
+    return _outcome(cached), _outcome(fresh)
+
+
+CONFIGS = [
+    pytest.param(None, id="no config file"),
+    pytest.param((".gpudrv-check.yaml", "fail_on: warning\nexclude: [old/]\n"), id="yaml"),
+    pytest.param(("pyproject.toml", '[tool.gpudrv-check]\nfail_on = "never"\n'), id="pyproject"),
+    pytest.param(("pyproject.toml", '[project]\nname = "x"\n'), id="pyproject, no section"),
+]
+
+
+@pytest.mark.parametrize("config_file", CONFIGS)
+def test_a_remembered_config_reports_what_a_run_without_the_cache_reports(
+    tmp_path: Path, config_file
+):
+    root = _repo(tmp_path / "repo")
+    if config_file is not None:
+        write(root, *config_file)
+    cache = tmp_path / "cache"
+    first, fresh = _both(root, cache)
+    assert first == fresh
+    assert fresh[0] in (0, 1) and "unbuilt" in fresh[1]
+    assert list(cache.glob(f"{KIND}-*.bin"))  # the first run remembered its config
+    for extra in ((), ("--format", "json"), ("--fail-on", "never"), ("--fail-on", "error")):
+        for _ in range(2):  # the second run replays the first's result
+            cached, fresh = _both(root, cache, *extra)
+            assert cached == fresh, extra
+
+
+def test_an_edited_config_is_validated_again(tmp_path: Path):
+    root = _repo(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    codes = []
+    for text in ("fail_on: never\n", "fail_on: error\n", "fail_on: never\n", "fail_on: nope\n"):
+        write(root, ".gpudrv-check.yaml", text)
+        for _ in range(2):
+            cached, fresh = _both(root, cache)
+            assert cached == fresh, text
+        codes.append(fresh[0])
+    assert codes == [0, 1, 0, 2]
+    assert ".gpudrv-check.yaml:1:1: fail_on: Input should be" in fresh[2]
+
+
+def test_the_flags_that_override_the_config_take_their_own_snapshot(tmp_path: Path):
+    root = _repo(tmp_path / "repo")
+    write(root, ".gpudrv-check.yaml", "fail_on: never\n")
+    cache = tmp_path / "cache"
+    # each twice: the second run replays the first's result, with the exit code its config
+    # gives (a snapshot taken under other flags would give another)
+    for extra in [("--fail-on", "error"), (), ("--operator-version", "v24.9.0"), ()] * 2:
+        for _ in range(2):
+            cached, fresh = _both(root, cache, *extra, "--format", "json")
+            assert cached == fresh, extra
+            assert cached[0] == (1 if extra == ("--fail-on", "error") else 0)
+
+
+@pytest.mark.parametrize(
+    ("config", "error"),
+    [
+        ("policies:\n  - gone/\n", ".gpudrv-check.yaml:2:5: policies: 'gone/' not found"),
+        ("exclude:\n  - ok/\n  - '!'\n", ".gpudrv-check.yaml:3:5: exclude[1]: '!' is not a"),
+        ("policies: [../out/]\n", ".gpudrv-check.yaml:1:12: policies: '../out/' leaves the"),
+    ],
+)
+def test_an_error_the_key_meets_is_the_same_from_a_remembered_config(
+    tmp_path: Path, config: str, error: str
+):
+    """The view keeps no positions: asked for an error, it validates the config again, and
+    the message is the one a run without the cache gives, at the same line and column."""
+    root = _repo(tmp_path / "repo")
+    write(root, ".gpudrv-check.yaml", config)
+    cache = tmp_path / "cache"
+    for _ in range(3):
+        cached, fresh = _both(root, cache)
+        assert cached == fresh
+        assert cached[0] == 2 and error in cached[2], cached[2]
+    assert list(cache.glob(f"{KIND}-*.bin"))  # the config itself validated: remembered
+
+
+def test_a_config_that_does_not_validate_is_never_remembered(tmp_path: Path):
+    root = _repo(tmp_path / "repo")
+    write(root, ".gpudrv-check.yaml", "rules:\n  GPU999: {enabled: false}\n")
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        cached, fresh = _both(root, cache)
+        assert cached == fresh and cached[0] == 2
+        assert "1:1" not in cached[2] and "GPU999" in cached[2]
+    assert not list(cache.glob(f"{KIND}-*.bin"))
+
+
+def test_a_stored_value_of_another_shape_is_a_miss(tmp_path: Path):
+    """An entry under the right key whose value is not a snapshot (a damaged or older entry:
+    the MAC vouches for who wrote it, not for its shape) is validated again."""
+    root = _repo(tmp_path / "repo")
+    write(root, ".gpudrv-check.yaml", "fail_on: never\n")
+    cache = tmp_path / "cache"
+    run_cli("check", str(root), "--cache-dir", str(cache))
+    assert len(list(cache.glob(f"{KIND}-*.bin"))) == 1
+    store = Cache(cache)
+    found = FoundConfig("yaml", ".gpudrv-check.yaml", b"fail_on: never\n")
+    key = snapshot_key(found, (None, None))  # no --operator-version, no --fail-on
+    name = str(root.resolve())
+    assert store.load(KIND, name, key, valid=valid_snapshot) is not None  # the key is right
+    store.store(KIND, name, key, ("not", "a", "snapshot"))
+    assert store.load(KIND, name, key, valid=valid_snapshot) is None
+    cached, fresh = _both(root, cache)
+    assert cached == fresh and cached[0] == 0  # fail_on: never, as the file says
+
+
+def test_snapshot_shapes():
+    value = snapshot(Config())
+    assert valid_snapshot(value)
+    view = ConfigView(value, None)
+    assert view.model_dump_json() == Config().model_dump_json()
+    assert view.exclude == [] and view.default_exclude == list(Config().default_exclude)
+    assert (view.fail_on, view.matrix, view.gitignore) == ("error", "support-matrix.csv", True)
+    clustered = parse_config(
+        {"clusters": {"b": {"paths": ["b/"]}, "a": {"paths": ["a/"], "inventory": ["i.yaml"]}}},
+        "c.yaml",
+    )
+    view = ConfigView(snapshot(clustered), None)
+    assert view.clusters["a"].inventory == ["i.yaml"] and view.clusters["b"].matrix is None
+    dump, scalars, lists, clusters = value
+    for bad in (
+        None,
+        (dump, scalars, lists),
+        (dump, (True, *scalars[1:]), lists, clusters),  # fail_on a bool
+        (dump, (*scalars[:3], True, *scalars[4:]), lists, clusters),  # a limit a bool
+        (dump, (*scalars[:3], 0, *scalars[4:]), lists, clusters),  # a limit not positive
+        (dump, ("sometimes", *scalars[1:]), lists, clusters),
+        (dump, scalars, (*lists[:-1], [1]), clusters),
+        (dump, scalars, lists, (("a", ["x"]),)),
+        (dump, scalars, lists, (("a", "x", None),)),
+        (b"dump", scalars, lists, clusters),
+    ):
+        assert not valid_snapshot(bad), bad

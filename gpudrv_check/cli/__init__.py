@@ -554,7 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except Exception as err:  # the last line of defence: never a traceback, never exit 3+
         from gpudrv_check.core.finding import printable
-        from gpudrv_check.read.config import ConfigError
+        from gpudrv_check.read.config_file import ConfigError
 
         if isinstance(err, ConfigError):
             sys.stderr.write(f"gpudrv-check: error: {printable(str(err), ' ')}\n")

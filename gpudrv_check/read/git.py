@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudrv_check.core.records import record
-from gpudrv_check.read.config import DEFAULT_MAX_TOTAL_BYTES, ConfigError
+from gpudrv_check.read.config_file import DEFAULT_MAX_TOTAL_BYTES, ConfigError
 from gpudrv_check.read.exclude import Exclusions, exclusions_of
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT, TooLarge
 from gpudrv_check.read.source import clean_rel

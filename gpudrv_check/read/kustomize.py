@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudrv_check.core.records import record
-from gpudrv_check.read.config import DEFAULT_MAX_TOTAL_BYTES, ConfigError
+from gpudrv_check.read.config_file import DEFAULT_MAX_TOTAL_BYTES, ConfigError
 from gpudrv_check.read.exclude import Exclusions
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT
 from gpudrv_check.read.source import Source, clean_rel

@@ -199,3 +199,30 @@ def test_no_pydantic_plugins_leaves_a_loader_already_imported_alone():
             del sys.modules[_PLUGIN_LOADER]
         else:
             sys.modules[_PLUGIN_LOADER] = before
+
+
+def test_the_hook_with_nothing_new_staged_validates_no_config(tmp_path: Path):
+    """`check --staged` (the pre-commit hook) reads the config from the index: the second run,
+    with the same index, takes the config remembered by its bytes and imports no pydantic
+    model (read/git.py imports the config's errors from read/config_file.py)."""
+    import shutil
+
+    from tests.gitops.conftest import git
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not on PATH")
+    repo = tmp_path / "repo"
+    write(repo, "nodes/a.yaml", gpu_node("a"))
+    write(repo, "support-matrix.csv", MATRIX)
+    write(repo, ".gpudrv-check.yaml", "fail_on: warning\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    args = ("check", str(repo), "--staged", "--cache-dir", str(tmp_path / "cache"))
+    assert probe(*args)["models"]
+    warm = probe(*args)
+    assert not warm["models"]
+    assert "gpudrv_check.read.git" in warm["modules"]  # the index was read
+    write(repo, ".gpudrv-check.yaml", "fail_on: never\n")  # not staged: the index's counts
+    assert not probe(*args)["models"]
+    git(repo, "add", "-A")
+    assert probe(*args)["models"]  # another config in the index: validated

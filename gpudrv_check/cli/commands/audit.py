@@ -22,7 +22,7 @@ from gpudrv_check.cli.options import RepoOptions
 from gpudrv_check.core.finding import printable
 from gpudrv_check.model.driver import audit_entries
 from gpudrv_check.model.repo import Repo
-from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.config_file import ConfigError
 
 
 def run(options: RepoOptions) -> int:

@@ -29,7 +29,7 @@ from gpudrv_check.model.pending import (
 )
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import Workload
-from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.config_file import ConfigError
 from gpudrv_check.read.policy import builtin
 from gpudrv_check.rules.context import Context
 

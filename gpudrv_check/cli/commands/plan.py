@@ -25,7 +25,7 @@ from gpudrv_check.core.finding import terminal_text
 from gpudrv_check.edit.safe_write import EditError, FileEdit, apply_edits, read_unchanged
 from gpudrv_check.engine.run import Run
 from gpudrv_check.model.upgrade_plan import DriverVersion, Item, Plan, plan_upgrade
-from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.config_file import ConfigError
 
 _DURATION_RE = re.compile(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+\Z")
 

@@ -20,7 +20,7 @@ from gpudrv_check.model.fleet_rehearsal import configured_target, fleet_rehearsa
 from gpudrv_check.model.rehearsal import Rehearsal, Stall
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.upgrade_plan import DriverVersion
-from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.config_file import ConfigError
 
 TEXT_WAVES = 40
 

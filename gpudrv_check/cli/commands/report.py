@@ -30,7 +30,7 @@ from gpudrv_check.core.finding import terminal_text
 from gpudrv_check.model.driver import audit_entries, node_tag
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.nvidia.upgrade import UPGRADE_STATES, upgrade_state
-from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.config_file import ConfigError
 
 
 def state_key(state: str) -> str:

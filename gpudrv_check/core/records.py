@@ -109,6 +109,8 @@ def _make(cls: Any, *, frozen: bool, slots: bool, eq: bool, kw_only: bool, want_
         if name in body
     }
     documented = bool(body.get("__doc__"))
+    if not documented:  # written below; the dataclass would write it with inspect.signature
+        cls.__doc__ = cls.__name__  # (a tenth of a millisecond a class, 4 ms of a start-up)
     # asked for no method; `frozen` as the bases are, for the dataclass's own inheritance check
     cls = dataclasses.dataclass(
         cls, init=False, repr=False, eq=False, frozen=frozen_base, slots=slots, kw_only=kw_only

@@ -427,3 +427,29 @@ def test_init_is_of_the_class_module_and_defaults_stay_on_the_class():
     assert type(obj).__init__.__module__ == __name__
     assert obj.later == 5 and "later" not in vars(obj)  # as the dataclass: the class attribute
     assert Defaults.__doc__ == "Defaults(a)"
+
+
+def test_an_undocumented_record_is_made_without_inspecting_its_signature(monkeypatch):
+    """The dataclass documents a class without a docstring by its signature, from
+    `inspect.signature` (a tenth of a millisecond a class, 4 ms of a start-up's 42 records);
+    a record writes its own (`Name(fields)`), so it never asks."""
+    import inspect
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("inspect.signature called")
+
+    monkeypatch.setattr(inspect, "signature", refuse)
+
+    @record(frozen=True, slots=True)
+    class Plain:
+        a: int
+        b: str = "x"
+
+    @record
+    class Documented:
+        """Said here."""
+
+        a: int
+
+    assert Plain.__doc__ == "Plain(a, b)" and Documented.__doc__ == "Said here."
+    assert Plain(1) == Plain(1, "x")

@@ -372,36 +372,32 @@ def _format_option(p: argparse.ArgumentParser, *choices: str) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    import argparse
-
-    _Ordered, _Parser = _parser_classes()
-    parser = _Parser(
-        prog="gpudrv-check",
-        description="Offline policy checks for Kubernetes GPU clusters kept in Git.",
-        epilog="`gpudrv-check COMMAND --help` describes a command, with examples.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"gpudrv-check {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
+def _check_parser(sub, ordered) -> None:
     p = _command(sub, "check", "run every rule and report findings")
     _repo_options(p)
-    _check_options(p, _Ordered)
+    _check_options(p, ordered)
 
+
+def _audit_parser(sub, _ordered) -> None:
     p = _command(sub, "audit", "driver images each GPU node needs vs the support matrix")
     _repo_options(p)
 
+
+def _tag_parser(sub, _ordered) -> None:
     p = _command(sub, "tag", "print the precompiled driver image tag of one node")
     p.add_argument("node", metavar="NODE")
     _repo_options(p)
 
+
+def _operands_parser(sub, _ordered) -> None:
     p = _command(
         sub, "operands", "which GPU Operator operand runs on which node, and DaemonSet counts"
     )
     _repo_options(p)
     _format_option(p)
 
+
+def _place_parser(sub, _ordered) -> None:
     p = _command(sub, "place", "the nodes each workload can land on, or why none")
     _repo_options(p)
     p.add_argument(
@@ -411,11 +407,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _format_option(p)
 
+
+def _report_parser(sub, _ordered) -> None:
     p = _command(sub, "report", "driver facts as KEY=value lines (nodes, skew, states)")
     _repo_options(p)
     p.add_argument("--node", metavar="NAME", help="add this node's TAG= and UPGRADE_STATE=")
     _format_option(p)
 
+
+def _plan_parser(sub, _ordered) -> None:
     p = _command(sub, "plan", "the ordered driver upgrade of one node, step by step")
     p.add_argument("node", metavar="NODE")
     p.add_argument(
@@ -436,6 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _format_option(p)
 
+
+def _rehearse_parser(sub, _ordered) -> None:
     p = _command(sub, "rehearse", "rehearse the operator's driver upgrade over every GPU node")
     _repo_options(p)
     target = p.add_mutually_exclusive_group()
@@ -449,17 +451,70 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _format_option(p, "text", "json", "markdown")
 
+
+def _inventory_command(sub, _ordered) -> None:
     _inventory_parser(_command(sub, "inventory", "import node facts from `kubectl get nodes`"))
 
+
+def _rules_parser(sub, _ordered) -> None:
     p = _command(sub, "rules", "list the built-in rules")
     _format_option(p, "text", "markdown")
 
+
+def _explain_parser(sub, _ordered) -> None:
     p = _command(sub, "explain", "show the documentation of one rule")
     p.add_argument("rule", metavar="RULE", help="rule id (GPU001) or name (driver-image-missing)")
 
+
+def _completion_parser(sub, _ordered) -> None:
     p = _command(sub, "completion", "print a shell completion script")
     p.add_argument("shell", choices=("bash", "zsh"), help="the shell")
+
+
+#: each command's parser, in the order --help lists them
+_COMMAND_PARSERS = {
+    "check": _check_parser,
+    "audit": _audit_parser,
+    "tag": _tag_parser,
+    "operands": _operands_parser,
+    "place": _place_parser,
+    "report": _report_parser,
+    "plan": _plan_parser,
+    "rehearse": _rehearse_parser,
+    "inventory": _inventory_command,
+    "rules": _rules_parser,
+    "explain": _explain_parser,
+    "completion": _completion_parser,
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command-line parser; `only`: a command, whose parser alone is built (what a run of
+    that command parses the same way, at half the cost: the others are never consulted)."""
+    import argparse
+
+    _Ordered, _Parser = _parser_classes()
+    parser = _Parser(
+        prog="gpudrv-check",
+        description="Offline policy checks for Kubernetes GPU clusters kept in Git.",
+        epilog="`gpudrv-check COMMAND --help` describes a command, with examples.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"gpudrv-check {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, add in _COMMAND_PARSERS.items():
+        if only is None or name == only:
+            add(sub, _Ordered)
     return parser
+
+
+def _only_command(argv: Sequence[str]) -> str | None:
+    """The command `argv` runs when it starts with one (argparse takes the first word that is
+    not an option as the command, and the top level has no option taking a value); None
+    otherwise (`--help`, no command, an unknown one: the full parser says what there is)."""
+    if argv and argv[0] in _COMMAND_PARSERS:
+        return argv[0]
+    return None
 
 
 def command_words() -> dict[str, tuple[list[str], dict[str, list[str]]]]:
@@ -515,12 +570,13 @@ def _never_fail_to_print() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _never_fail_to_print()
-    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words == ["--version"]:
         # the common probe answers before the parser (and its subcommands) is even built
         sys.stdout.write(f"gpudrv-check {__version__}\n")
         return EXIT_OK
-    parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    parser = build_parser(_only_command(words))
+    args, extras = parser.parse_known_args(words)
     if extras and _is_late_path(args, extras):
         # `plan NODE --driver V PATH`: argparse fills the positionals before the options, so
         # a PATH written after them comes back unrecognised

@@ -113,3 +113,54 @@ def test_path_defaults_to_the_nearest_config_up_to_the_git_top(tmp_path: Path):
     (top / ".gpudrv-check.yaml").unlink()
     (top / "clusters" / ".gpudrv-check.yaml").unlink()
     assert default_path(str(top / "clusters")) == "."
+
+
+_ARGV = [
+    ["check", "deploy", "--format", "sarif", "--output", "x.sarif", "--select", "GPU001"],
+    ["check", "--fail-on", "warning", "-q", "--staged"],
+    ["check", "--fail-on", "sometimes"],  # an invalid choice
+    ["check", "--no-such-flag"],
+    ["check", "--help"],
+    ["audit", "repo", "--matrix", "m.csv"],
+    ["tag", "node-1", "repo"],
+    ["tag"],  # a positional missing
+    ["operands", "--format", "json"],
+    ["place", "--workload", "Deployment/ns/x", "--format", "json"],
+    ["report", "--node", "n"],
+    ["plan", "node-1", "--driver", "550.90.07", "--write", "repo"],
+    ["plan", "node-1"],  # --driver required
+    ["rehearse", "--driver", "550", "--to-matrix"],  # exclusive options together
+    ["inventory", "--help"],
+    ["rules", "--format", "markdown"],
+    ["explain", "GPU001"],
+    ["completion", "zsh"],
+    ["completion", "fish"],
+    ["nonsense"],
+    ["--help"],
+    [],
+]
+
+
+def _parsed(parser, argv: list[str]):
+    """What a parser makes of argv: its namespace, or its exit code and what it printed."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            return ("parsed", vars(parser.parse_known_args(argv)[0]))
+    except SystemExit as stop:
+        return ("exit", stop.code, out.getvalue(), err.getvalue())
+
+
+@pytest.mark.parametrize("argv", _ARGV, ids=lambda argv: " ".join(argv) or "(none)")
+def test_the_parser_of_one_command_parses_as_the_whole_parser(argv: list[str]):
+    """main() builds only the parser of the command argv starts with (cli/__init__.py
+    `_only_command`): every argument list parses to the same namespace, or fails with the same
+    message and exit code, as with the parser of every command."""
+    from gpudrv_check.cli import _only_command
+
+    only = _only_command(argv)
+    assert (only is None) == (not argv or argv[0] not in _MODULES)
+    assert _parsed(build_parser(only), argv) == _parsed(build_parser(), argv)

@@ -170,6 +170,9 @@ def test_a_run_the_whole_result_cache_answers_validates_no_config(tmp_path: Path
     assert not warm["models"]
     assert "gpudrv_check.read.config" not in warm["modules"]
     assert "gpudrv_check.engine.cache.config" in warm["modules"]  # the view was taken
+    # nor is the config parsed: no manifest reader either, whatever the config file
+    assert "gpudrv_check.read.yaml_docs" not in warm["modules"]
+    assert "gpudrv_check.read.block_yaml" not in warm["modules"]
 
 
 def test_the_console_script_runs_no_pydantic_plugin():

@@ -276,6 +276,9 @@ def load(
     # the repo's own configuration files (custom policies) come from the same source as the
     # manifests: a revision's policies with --rev; the working directory's with stdin
     settings = getattr(source, "config_source", source)
+    # the exclusions first, as check's whole-result key reads them (check.py `_result_cache`):
+    # of two errors of a config, a run says the same one with the cache and without it
+    exclusions = from_config(config)
     files = policy_files(Path(source.disk_root), config, settings)
     custom = load_custom_policies(Path(source.disk_root), config, files, settings)
     rules = all_rules(custom)
@@ -288,7 +291,7 @@ def load(
         if not matrix_optional:
             raise
         matrix, matrix_missing = None, err.rel
-    listing = source.list_manifests(from_config(config))
+    listing = source.list_manifests(exclusions)
     if files:
         # policy files are configuration, not manifests
         listing.files = [f for f in listing.files if f.rel not in files]

@@ -239,7 +239,8 @@ def parse_found(found: FoundConfig) -> Config:
     except ValueError as err:  # tomllib's int(): more than 4300 digits
         reason = str(err).split(":")[0]
         raise ConfigError(f"cannot read a value: {reason}", "pyproject.toml") from None
-    section = doc.get("tool", {}).get("gpudrv-check")
+    tool = doc.get("tool")  # a table by the pyproject spec; anything else holds no section
+    section = tool.get("gpudrv-check") if isinstance(tool, dict) else None
     if section is not None:
         return parse_config(section, "pyproject.toml")
     return Config()

@@ -100,13 +100,23 @@ def test_the_flags_that_override_the_config_take_their_own_snapshot(tmp_path: Pa
         ("policies:\n  - gone/\n", ".gpudrv-check.yaml:2:5: policies: 'gone/' not found"),
         ("exclude:\n  - ok/\n  - '!'\n", ".gpudrv-check.yaml:3:5: exclude[1]: '!' is not a"),
         ("policies: [../out/]\n", ".gpudrv-check.yaml:1:12: policies: '../out/' leaves the"),
+        # two errors: the run without the cache says the one the key meets first (the
+        # exclusions before everything load validates: engine/run.py `load`)
+        (
+            "exclude: ['!']\nexemptions:\n  - rule: GPU999\n",
+            ".gpudrv-check.yaml:1:11: exclude[0]: '!' is not a gitignore pattern",
+        ),
+        (
+            "exclude: ['!']\npolicies: [gone/]\nmatrix: nope.csv\n",
+            ".gpudrv-check.yaml:1:11: exclude[0]: '!' is not a gitignore pattern",
+        ),
     ],
 )
-def test_an_error_the_key_meets_is_the_same_from_a_remembered_config(
+def test_an_error_the_key_meets_is_the_one_a_run_without_the_cache_gives(
     tmp_path: Path, config: str, error: str
 ):
-    """The view keeps no positions: asked for an error, it validates the config again, and
-    the message is the one a run without the cache gives, at the same line and column."""
+    """An error met while the key is made is said as a run without the cache says it, and
+    the config is not remembered (a run that stops with a usage error stores nothing)."""
     root = _repo(tmp_path / "repo")
     write(root, ".gpudrv-check.yaml", config)
     cache = tmp_path / "cache"
@@ -114,7 +124,51 @@ def test_an_error_the_key_meets_is_the_same_from_a_remembered_config(
         cached, fresh = _both(root, cache)
         assert cached == fresh
         assert cached[0] == 2 and error in cached[2], cached[2]
-    assert list(cache.glob(f"{KIND}-*.bin"))  # the config itself validated: remembered
+    assert not list(cache.glob(f"{KIND}-*.bin"))
+
+
+POLICY = """\
+id: ACME001
+name: gpu-node-zone
+severity: warning
+message: GPU node {name} has no zone
+match:
+  kinds: [Node]
+assert:
+  type: object
+  required: [metadata]
+"""
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_an_error_met_through_a_remembered_config_is_made_at_its_line(tmp_path: Path, staged: bool):
+    """The view keeps no positions: once the policies folder a remembered config names is
+    gone (the config's bytes unchanged), the view validates the config again for the error,
+    which is the one a run without the cache gives, at the same line and column."""
+    root = _repo(tmp_path / "repo")
+    write(root, ".gpudrv-check.yaml", "fail_on: never\npolicies:\n  - custom/\n")
+    write(root, "custom/zone.yaml", POLICY)
+    flags: tuple[str, ...] = ()
+    if staged:
+        from tests.gitops.conftest import git
+
+        git(root, "init", "-q", "-b", "main")
+        git(root, "add", "-A")
+        flags = ("--staged",)
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        cached, fresh = _both(root, cache, *flags)
+        assert cached == fresh and cached[0] == 0
+    assert list(cache.glob(f"{KIND}-*.bin"))
+    (root / "custom" / "zone.yaml").unlink()
+    (root / "custom").rmdir()
+    if staged:
+        git(root, "add", "-A")
+    for _ in range(2):
+        cached, fresh = _both(root, cache, *flags)
+        assert cached == fresh
+        assert cached[0] == 2
+        assert ".gpudrv-check.yaml:3:5: policies: 'custom/' not found" in cached[2], cached[2]
 
 
 def test_a_config_that_does_not_validate_is_never_remembered(tmp_path: Path):
@@ -174,3 +228,46 @@ def test_snapshot_shapes():
         (b"dump", scalars, lists, clusters),
     ):
         assert not valid_snapshot(bad), bad
+
+
+def test_a_run_that_stops_with_a_usage_error_writes_no_cache_and_says_nothing_of_it(
+    tmp_path: Path,
+):
+    """The config is looked up before the key is known to be computable: that look says
+    nothing of a cache it could not use, and a run that then stops with a usage error (an
+    exclusion the matcher cannot read) stores nothing (no cache directory is even made)."""
+    root = _repo(tmp_path / "repo")
+    write(root, ".gpudrv-check.yaml", "exclude: ['!']\n")
+    fresh = tmp_path / "fresh-cache"
+    cached = run_cli("check", str(root), "--cache-dir", str(fresh))
+    assert cached.returncode == 2 and not fresh.exists()
+    open_cache = tmp_path / "open-cache"
+    open_cache.mkdir()
+    open_cache.chmod(0o777)  # a cache others could write: never used, said once when it is
+    for _ in range(2):
+        proc = run_cli("check", str(root), "--cache-dir", str(open_cache))
+        assert proc.returncode == 2
+        assert proc.stderr == run_cli("check", str(root), "--no-cache").stderr
+        assert "warning: cache" not in proc.stderr
+    write(root, ".gpudrv-check.yaml", "fail_on: never\n")
+    proc = run_cli("check", str(root), "--cache-dir", str(open_cache))
+    assert proc.returncode == 0
+    assert proc.stderr.count("warning: cache") == 1 and "lets group or others in" in proc.stderr
+    assert not list(open_cache.iterdir())
+
+
+def test_a_pyproject_whose_tool_is_no_table_has_no_config(tmp_path: Path):
+    """`tool` is a table by the pyproject spec; a file where it is not holds no section for
+    the checker: its defaults, never a crash (read/config.py `parse_found`)."""
+    root = _repo(tmp_path / "repo")
+    write(root, "pyproject.toml", "tool = 1\n")
+    cached, fresh = _both(root, tmp_path / "cache")
+    assert cached == fresh
+    assert fresh[0] == 1 and "internal error" not in fresh[2]
+    plain = _repo(tmp_path / "plain")
+    assert _outcome(run_cli("check", str(plain), "--no-cache"))[::2] == (1, "")
+    write(root, "pyproject.toml", "[tool]\ngpudrv-check = 1\n")
+    proc = run_cli("check", str(root), "--no-cache")
+    assert (
+        proc.returncode == 2 and "pyproject.toml:1:1: the config must be a mapping" in proc.stderr
+    )

@@ -600,7 +600,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
     # validated by an earlier run with the same config bytes: no pydantic (engine/cache/config.py)
     found = find_config(Path(source.disk_root), options.config, source)
-    config = keyed_config(
+    config, remember = keyed_config(
         found,
         (options.operator_version, options.fail_on),
         cache,
@@ -678,6 +678,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         held = {rel: entry[1] for rel, entry in kept.items() if rel not in data}
         # the SHA-256 of each file read for the key: read_repo does not hash its bytes again
         hashed = {part[0]: part[1] for part in files if len(part) == 2 and part[0] in data}
+    remember()  # what the key reads of the config was read without a usage error
     if budget_spent(files):
         # the input budget is spent: which files the run reads then depends on what it
         # charges (it does not charge Kustomize patches or policy files, which the key's

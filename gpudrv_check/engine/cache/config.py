@@ -137,15 +137,20 @@ def keyed_config(
     cache: Cache,
     name: str,
     validate: Callable[[], Config],
-) -> Any:
+) -> tuple[Any, Callable[[], None]]:
     """The config found, validated with the flags' `overrides` (cli/commands/common.py
     `repo_config`, which `validate` calls): a `ConfigView` when the same config was validated
     before under entry `name` (by a run of this tool version, with the same bytes and flags),
-    else the `Config` that `validate` gives now, remembered."""
+    else the `Config` that `validate` gives now; and what remembers the latter, to be called
+    once nothing the key reads of it failed (a run that stops with a usage error writes no
+    cache, and says nothing of one it could not use)."""
     key = snapshot_key(found, overrides)
-    known = cache.load(KIND, name, key, valid=valid_snapshot)
+    known = cache.load(KIND, name, key, valid=valid_snapshot, quiet=True)
     if known is not None:
-        return ConfigView(known, validate)
+        return ConfigView(known, validate), _nothing
     config = validate()
-    cache.store(KIND, name, key, snapshot(config))
-    return config
+    return config, lambda: cache.store(KIND, name, key, snapshot(config))
+
+
+def _nothing() -> None:
+    return None

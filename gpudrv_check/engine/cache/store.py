@@ -239,6 +239,7 @@ class Cache:
         self.dir = Path(directory) if directory is not None else Path()
         self._secret: bytes | None = None
         self._pruned = False
+        self._quiet = False
 
     def _path(self, kind: str, name: str) -> Path:
         if kind not in KINDS:  # the names pruning may remove are these kinds' alone
@@ -260,7 +261,7 @@ class Cache:
                 raise Untrusted("not a directory")
             _trust(self.dir, st, private=False)
         except Untrusted as why:
-            _say_once(self.dir, self.dir, str(why))
+            self._say(self.dir, str(why))
             return False
         return True
 
@@ -275,7 +276,7 @@ class Cache:
                 _make_secret(path)
                 secret = _read_regular(path)
         except Untrusted as why:
-            _say_once(self.dir, path, str(why))
+            self._say(path, str(why))
             return None
         except OSError:
             return None
@@ -284,10 +285,30 @@ class Cache:
         self._secret = secret
         return secret
 
+    def _say(self, path: Path, why: str) -> None:
+        if not self._quiet:
+            _say_once(self.dir, path, why)
+
     def load(
-        self, kind: str, name: str, key: str, valid: Callable[[Any], bool] | None = None
+        self,
+        kind: str,
+        name: str,
+        key: str,
+        valid: Callable[[Any], bool] | None = None,
+        quiet: bool = False,
     ) -> Any | None:
-        """The value stored under (kind, name) with this key (and passing `valid`), or None."""
+        """The value stored under (kind, name) with this key (and passing `valid`), or None.
+        `quiet`: a cache that is not used is not said to be (yet): a load made before the run
+        knows its arguments are usable (a usage error then is the only thing said)."""
+        self._quiet = quiet
+        try:
+            return self._load(kind, name, key, valid)
+        finally:
+            self._quiet = False
+
+    def _load(
+        self, kind: str, name: str, key: str, valid: Callable[[Any], bool] | None
+    ) -> Any | None:
         if not self._usable(create=False):
             return None
         secret = self._key(create=False)
@@ -298,7 +319,7 @@ class Cache:
         try:
             blob = _read_regular(path, head=head)
         except Untrusted as why:
-            _say_once(self.dir, path, str(why))
+            self._say(path, str(why))
             return None
         if blob is None:
             return None

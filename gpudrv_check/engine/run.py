@@ -556,6 +556,8 @@ def _model(
     if isinstance(content.plan, Plan) and content.plan.partial:
         # what the nodes' shared capacity needs of the workloads this run did not read
         repo.extras["occupancy_inputs"] = content.plan.cached_inputs()
+        # and the last simulation's outcomes, taken when its inputs are the same demands
+        repo.extras["occupancy_memo"] = (content.plan.inputs_key, content.plan.memo)
     repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
     run = Run(
         repo=repo,

@@ -29,12 +29,22 @@ workload (order, pod count, eligible nodes, requests, anti-affinity domains, the
 of the nodes it can never use), built from the model, or decoded from the partition cache for
 the workloads a partial run did not read (engine/cache/partition.py): the same demands give the
 same outcome whichever way they came.
+
+So the outcome of every workload is a function of the demands, in the order they take room, and
+of the nodes (their allocatable, the scheduler release that words the messages). The partition
+cache keeps the outcomes of the last simulation with the digest of its demands encoded
+canonically (`InputTables`, content-deduplicated, in that order) and of everything the nodes
+come from (engine/cache/partition.py: the run's context and shared files); a partial run whose
+demands encode to the same digest takes those outcomes instead of placing every pod again
+(`replayed`: an edit that changes no workload's pods, requests or placement, such as an image
+or a label). A replayed Occupancy knows each workload's outcome (`Replicas.outcome`: all a
+finding says of it), not the nodes each pod took, which no `check` reports.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -56,6 +66,10 @@ if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
 
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+
+#: the key of a simulation's inputs, from its demands as stored (tables, records in order):
+#: the partition cache's digest of them and of what the nodes come from (`Plan.inputs_key`)
+InputsKey = Callable[["InputTables", list[tuple]], str]
 
 
 def pod_count(workload: Workload, eligible: int) -> int:
@@ -135,7 +149,9 @@ class Occupancy:
     """The repo's pods over the nodes' allocatable, computed once (see the module docstring).
     `cached`: the stored inputs of workloads the run did not read (`decode_inputs`)."""
 
-    def __init__(self, repo: Repo, cached: Any = None) -> None:
+    def __init__(self, repo: Repo, cached: Any = None, memo: Any = None) -> None:
+        """`memo`: (the key of a simulation's inputs, the stored `memo_value` or None) when a
+        partial run may take the last simulation's outcomes (see the module doc)."""
         self.placement: Placement = repo.placement
         self._alloc = {n.name: self.placement.allocatable(n) for n in self.placement.nodes}
         self.used: dict[str, dict[str, Fraction]] = {n: {} for n in self._alloc}
@@ -174,6 +190,12 @@ class Occupancy:
                 raise InputsError("two workloads of one key")
         demands.sort(key=_demand_order)  # stable: a file's objects stay in their order
         self.demands = demands
+        self._encoded: tuple[InputTables, list[tuple]] | None = None
+        #: the outcomes were taken from the last simulation of the same demands: no pod was
+        #: placed (`used`, `pods` and `holders` are empty, `Replicas.nodes` names no node)
+        self.replayed = memo is not None and self._replay(*memo)
+        if self.replayed:
+            return
         for demand in demands:
             if demand.daemonset:
                 self._place(demand)
@@ -184,6 +206,44 @@ class Occupancy:
     def records(self) -> dict[str, tuple]:
         """The outcome per workload (`Replicas.outcome`), by `Demand.key`."""
         return {key: r.outcome for key, r in self.outcomes.items()}
+
+    def encoded(self) -> tuple[InputTables, list[tuple]]:
+        """The demands as stored records, in the order they take room (made once)."""
+        if self._encoded is None:
+            tables = InputTables()
+            self._encoded = (tables, [tables.record(d) for d in self.demands])
+        return self._encoded
+
+    def memo_value(self, inputs_key: InputsKey) -> tuple[str, dict[str, tuple]]:
+        """What a later run with the same inputs may take (`_replay`): their key (`inputs_key`
+        of the encoded demands, which adds what the nodes come from), and the outcome of every
+        workload (marshal-able)."""
+        return (inputs_key(*self.encoded()), self.records())
+
+    def _replay(self, inputs_key: InputsKey, stored: Any) -> bool:
+        """Take every outcome from `stored` (a `memo_value`) when it was made from the same
+        inputs and holds a well-formed outcome for each demand; else False (simulate)."""
+        if not (
+            isinstance(stored, tuple)
+            and len(stored) == 2
+            and isinstance(stored[0], str)
+            and isinstance(stored[1], dict)
+        ):
+            return False
+        known, outcomes = stored
+        if known != inputs_key(*self.encoded()):
+            return False
+        made = []
+        for demand in self.demands:
+            record = _replayed(demand, outcomes.get(demand.key))
+            if record is None:
+                return False
+            made.append((demand, record))
+        for demand, record in made:
+            self.outcomes[demand.key] = record
+            if demand.workload is not None:
+                self._replicas[id(demand.workload)] = record
+        return True
 
     def replicas(self, workload: Workload) -> Replicas | None:
         """Where its pods run; None when it has no pods or no node could ever take one."""
@@ -515,6 +575,30 @@ class InputsError(ValueError):
     """Stored inputs that do not decode against this run's nodes: not used."""
 
 
+def _replayed(demand: Demand, outcome: Any) -> Replicas | None:
+    """The Replicas of a stored `Replicas.outcome` of this demand (its pods, which of them are
+    Pending, the message and the resources found taken); None when it is not one. The pods
+    that run name no node (a replayed simulation placed none)."""
+    if not (isinstance(outcome, tuple) and len(outcome) == 4):
+        return None
+    count, pending, message, short = outcome
+    expected = len(demand.nodes.eligible) if demand.daemonset else demand.count
+    if count.__class__ is not int or count != expected or pending.__class__ is not tuple:
+        return None
+    if message.__class__ is not str or short.__class__ is not tuple:
+        return None
+    if not all(s.__class__ is str for s in short):
+        return None
+    previous = -1
+    for index in pending:
+        if index.__class__ is not int or not previous < index < count:
+            return None  # increasing indices of the pods
+        previous = index
+    waiting = set(pending)
+    nodes: list[str | None] = [None if i in waiting else "" for i in range(count)]
+    return Replicas(demand.workload, nodes, message, short, demand.pods)
+
+
 class InputTables:
     """Demands as marshal-able records, each distinct Nodes, requests and domains once in a
     table the records index (thousands of workloads share a few constraint sets)."""
@@ -524,6 +608,9 @@ class InputTables:
         self.requests: list[tuple] = []
         self.domains: list[tuple] = []
         self._index: dict[int, int] = {}  # id of a Nodes, requests or domains (all kept alive)
+        # each table's entries by their encoding: values written alike share one entry, so
+        # the same demands encode alike whichever objects they came as (`inputs_digest`)
+        self._by_value: dict[int, dict[tuple, int]] = {}
 
     def record(self, d: Demand) -> tuple:
         """One demand: its order, key, kind, count, table entries, preemption, pod names."""
@@ -543,8 +630,13 @@ class InputTables:
     def _add(self, table: list[tuple], value: Any, encoded: Any) -> int:
         index = self._index.get(id(value))
         if index is None:
-            index = self._index[id(value)] = len(table)
-            table.append(encoded(value))
+            text = encoded(value)
+            entries = self._by_value.setdefault(id(table), {})
+            index = entries.get(text)
+            if index is None:
+                index = entries[text] = len(table)
+                table.append(text)
+            self._index[id(value)] = index
         return index
 
     def stored(self) -> tuple[tuple, tuple, tuple]:

@@ -82,7 +82,8 @@ class Repo:
         """The repo's pods over the nodes' allocatable: who runs, who stays Pending."""
         from gpudrv_check.model.occupancy import Occupancy
 
-        return Occupancy(self, self.extras.get("occupancy_inputs"))
+        extras = self.extras
+        return Occupancy(self, extras.get("occupancy_inputs"), extras.get("occupancy_memo"))
 
     @cached_property
     def disruption(self) -> Disruption:

@@ -222,7 +222,8 @@ def _store_full_run(result) -> None:
     keys = plan.keys.items()
     for ns, k in keys:
         store_entry(plan.cache, plan.name, ns, PartitionEntry(k, [], [], {}))
-    plan.cache.store("occupancy", plan.name, "", (((), (), ()), {ns: (k, ()) for ns, k in keys}))
+    inputs = {ns: (k, ()) for ns, k in keys}
+    plan.cache.store("occupancy", plan.name, "", (((), (), ()), inputs, None))
 
 
 def test_a_shared_edit_evaluates_every_partition(repo, tmp_path):
@@ -575,6 +576,110 @@ def test_a_replica_edit_that_fills_the_nodes_reads_the_namespace_it_leaves_pendi
     assert cached == fresh == cold
 
 
+@pytest.fixture
+def simulations(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Per Occupancy a run builds: whether it took the last simulation's outcomes
+    (`replayed`) rather than placing the pods."""
+    from gpudrv_check.model import occupancy
+
+    seen: list[bool] = []
+    init = occupancy.Occupancy.__init__
+
+    def spy(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        seen.append(self.replayed)
+
+    monkeypatch.setattr(occupancy.Occupancy, "__init__", spy)
+    return seen
+
+
+def test_an_edit_that_changes_no_demand_takes_the_last_simulation(
+    tmp_path: Path, clean_partitions: list[set[str]], simulations: list[bool]
+):
+    """The outcomes of a simulation are stored with the digest of its inputs (model/
+    occupancy.py `memo_value`): after an edit that changes no workload's pods, requests or
+    placement (an image), the demands encode alike and the run takes those outcomes; every
+    report is the one a run without the cache writes."""
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    _gpu_repo(root)
+    _edit(root / "team-b" / "b.yaml", "replicas: 1", "replicas: 2")  # b's second replica waits
+    cold = _both(root, cache)
+    assert "stay Pending" in cold[0] and cold[0] == cold[1]
+    assert simulations[0] is False  # the cold run simulates
+    for image in ("nginx:1.27", "nginx:1.28"):
+        _edit(root / "team-a" / "a.yaml", "image: nginx", f"image: {image}")
+        simulations.clear()
+        cached, fresh = _both(root, cache)
+        assert cached == fresh
+        assert clean_partitions[-1] == {"team-b", "team-c"}  # team-a read again
+        assert simulations == [True, False]  # the cached run replayed; the fresh one placed
+        _edit(root / "team-a" / "a.yaml", f"image: {image}", "image: nginx")
+        simulations.clear()
+        assert _both(root, cache) == cold
+        assert simulations[0] is True
+    for fmt in ("json", "sarif", "markdown"):
+        cached, fresh = _both(root, cache, fmt)
+        assert cached == fresh, fmt
+
+
+def test_an_edit_that_changes_a_demand_simulates_again(
+    tmp_path: Path, clean_partitions: list[set[str]], simulations: list[bool]
+):
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    _gpu_repo(root)
+    _both(root, cache)
+    for old, new in (("replicas: 1", "replicas: 2"), ("replicas: 2", "replicas: 1")):
+        _edit(root / "team-a" / "a.yaml", old, new)
+        simulations.clear()
+        cached, fresh = _both(root, cache)
+        assert cached == fresh
+        assert simulations[0] is False  # other demands: the pods placed again
+    # requests, not replicas
+    _edit(root / "team-a" / "a.yaml", "nvidia.com/gpu: 1", "nvidia.com/gpu: 2")
+    simulations.clear()
+    cached, fresh = _both(root, cache)
+    assert cached == fresh and simulations[0] is False
+    assert "Deployment team-b/b: 1 of 1 pods stay Pending" in " ".join(cached.split())
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda memo: None,  # no memo
+        lambda memo: ("0" * 64, memo[1]),  # another digest
+        lambda memo: (memo[0], {}),  # no outcomes
+        lambda memo: (memo[0], {k: (9, (), "", ()) for k in memo[1]}),  # other pod counts
+        lambda memo: (memo[0], {k: (o[0], (5,), o[2], o[3]) for k, o in memo[1].items()}),
+        lambda memo: (memo[0], {k: [*o] for k, o in memo[1].items()}),  # no tuples
+        lambda memo: (memo[0], {k: (o[0], o[1], 7, o[3]) for k, o in memo[1].items()}),
+        lambda memo: [memo],
+    ],
+    ids=["none", "digest", "empty", "counts", "pending", "lists", "message", "shape"],
+)
+def test_a_memo_that_does_not_fit_is_simulated_again(
+    tmp_path: Path, simulations: list[bool], tamper
+):
+    """A stored memo whose digest, shape or outcomes do not fit the run's demands (a damaged
+    entry, signed authentically) is never taken: the run places the pods itself."""
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    _gpu_repo(root)
+    cold = _both(root, cache)
+
+    def change(value):
+        tables, by_namespace, memo = value
+        assert memo is not None and set(memo[1]) >= {k for k in memo[1] if "team-a" in k}
+        return (tables, by_namespace, tamper(memo))
+
+    _rewrite_entry(cache, "occupancy", change)
+    _edit(root / "team-c" / "c.yaml", "image: nginx", "image: nginx:2")
+    simulations.clear()
+    cached, fresh = _both(root, cache)
+    assert cached == fresh and cached.replace("nginx:2", "nginx") == cold[0].replace(
+        "nginx:2", "nginx"
+    )
+    assert simulations[0] is False
+
+
 def _rewrite_entry(cache: Path, kind: str, change) -> None:
     """Replace the value of the cache's `kind` entry by `change(value)`, authentically signed
     (what only the cache's owner could write: the run still validates it)."""
@@ -606,10 +711,10 @@ def test_a_tampered_input_record_is_a_full_run(
     _both(root, cache)
 
     def change(value):
-        tables, by_namespace = value
+        tables, by_namespace, memo = value
         key, records = by_namespace["team-b"]
         assert len(records) == 1  # b's one Deployment
-        return (tables, {**by_namespace, "team-b": (key, tamper(records[0]))})
+        return (tables, {**by_namespace, "team-b": (key, tamper(records[0]))}, memo)
 
     _rewrite_entry(cache, "occupancy", change)
     _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 3")
@@ -626,8 +731,8 @@ def test_a_tampered_domain_table_is_a_full_run(tmp_path: Path, clean_partitions:
     _both(root, cache)
 
     def change(value):
-        (nodes, requests, _), by_namespace = value
-        return ((nodes, requests, (((["gpu-a"], "zone-a"),),)), by_namespace)
+        (nodes, requests, _), by_namespace, memo = value
+        return ((nodes, requests, (((["gpu-a"], "zone-a"),),)), by_namespace, memo)
 
     _rewrite_entry(cache, "occupancy", change)
     _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 3")

@@ -24,7 +24,9 @@ simulates the capacity over fresh demands for the workloads it decoded and the c
 the others, exactly as a full run does, and compares every clean partition's outcome with the
 stored one (engine/run.py `load`, `verify`): a partition whose outcome differs is read and
 evaluated again (a second reading, with those partitions taken out of the cache), and cached
-inputs that do not decode against this run's nodes make the run a full one.
+inputs that do not decode against this run's nodes make the run a full one. The `occupancy`
+entry also holds the last simulation's outcomes under the digest of all its inputs
+(`Plan.inputs_key`): a run whose demands are the same takes them without simulating.
 
 So a file whose objects are all of those kinds and all in one namespace belongs to that
 namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or
@@ -190,6 +192,12 @@ class Plan:
     inputs: dict[str, tuple] = field(default_factory=dict)
     #: namespaces the cached inputs name that this run has not: their entries go (`merge`)
     gone: list[str] = field(default_factory=list)
+    #: the digest of the run's context and shared files (every partition key's base): what
+    #: the nodes the simulation fills come from
+    base: str = ""
+    #: the last simulation's digest of its inputs and outcomes (model/occupancy.py
+    #: `memo_value`), stored with the inputs; None when there is none
+    memo: Any = None
 
     @property
     def partial(self) -> bool:
@@ -198,6 +206,13 @@ class Plan:
     def decode(self, rel: str) -> bool:
         """Whether this run needs the file's objects."""
         return self.partition_of.get(rel) not in self.clean
+
+    def inputs_key(self, tables: Any, records: list[tuple]) -> str:
+        """The key of a simulation's inputs (model/occupancy.py `InputsKey`): its demands as
+        stored, in order, and this run's base (context and shared files: the nodes)."""
+        from gpudrv_check.engine.cache.store import digest
+
+        return digest(self.base, tables.stored(), records)
 
     def cached_inputs(self) -> tuple[Any, list[tuple]]:
         """(tables, records) of the workloads of the clean partitions, for `Occupancy`."""
@@ -241,6 +256,7 @@ def plan(
             out.partition_of[rel] = namespace
             members.setdefault(namespace, []).append((rel, file_digest))
     base = digest(context, shared)
+    out.base = base
     out.keys = {ns: digest(base, ns, listed) for ns, listed in members.items()}
     if redo is not None:
         _take_clean(out, redo)
@@ -264,7 +280,7 @@ def _take_clean(out: Plan, redo: frozenset[str]) -> None:
     inputs = out.cache.load(OCCUPANCY_KIND, out.name, "", valid=_valid_inputs)
     if inputs is None:
         return
-    out.tables, by_namespace = inputs
+    out.tables, by_namespace, out.memo = inputs
     # the namespaces of the run that stored these inputs which this run has no longer (a
     # preview namespace deleted, say): their entries are dropped when this run stores its own
     out.gone = sorted(ns for ns in by_namespace if isinstance(ns, str) and ns not in out.keys)
@@ -287,9 +303,10 @@ def _take_clean(out: Plan, redo: frozenset[str]) -> None:
 
 
 def _valid_inputs(value: Any) -> bool:
-    """The shape of the stored inputs: (tables, {namespace: (key, records)}); the records
-    are checked as they are decoded (model/occupancy.py `decode_inputs`)."""
-    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict)
+    """The shape of the stored inputs: (tables, {namespace: (key, records)}, memo); the
+    records are checked as they are decoded (model/occupancy.py `decode_inputs`), the memo
+    as it is replayed (`Occupancy._replay`)."""
+    return isinstance(value, tuple) and len(value) == 3 and isinstance(value[1], dict)
 
 
 def _single_namespace(summary: Summary | None) -> str | None:
@@ -404,14 +421,15 @@ def _texts_of_clean(
 
 def _store_inputs(run: Any, plan_: Plan) -> None:
     """Every partition's simulation inputs under its key (the cached ones encoded again: one
-    set of tables for all)."""
-    from gpudrv_check.model.occupancy import InputTables
-
-    tables = InputTables()
+    set of tables for all), and the simulation's outcomes under the digest of all its inputs
+    (model/occupancy.py `memo_value`: a later run of the same demands takes them)."""
+    occupancy = run.repo.occupancy
+    tables, encoded = occupancy.encoded()
     records: dict[str, list[tuple]] = {ns: [] for ns in plan_.keys}
-    for demand in run.repo.occupancy.demands:
+    for demand, record_ in zip(occupancy.demands, encoded, strict=True):
         ns = plan_.partition_of.get(demand.order[0])
         if ns is not None:
-            records[ns].append(tables.record(demand))
+            records[ns].append(record_)
     value = {ns: (plan_.keys[ns], tuple(listed)) for ns, listed in records.items()}
-    plan_.cache.store(OCCUPANCY_KIND, plan_.name, "", (tables.stored(), value))
+    memo = occupancy.memo_value(plan_.inputs_key)
+    plan_.cache.store(OCCUPANCY_KIND, plan_.name, "", (tables.stored(), value, memo))

@@ -15,7 +15,8 @@ Six kinds of entry, one file each per checked repo root (`partitions`: one per n
   `RunInputs.context_key`, engine/cache/inputs.py): a run writes the entries of the
   namespaces it evaluated, no other;
 - `occupancy-*`: per namespace, under the same key, what the shared-capacity simulation needs
-  of its workloads (model/occupancy.py `InputTables`);
+  of its workloads (model/occupancy.py `InputTables`), and the last simulation's outcomes
+  under the digest of all its inputs (`Occupancy.memo_value`);
 - `result-*`: the rendered reports of the last `check` and how many findings of each severity
   it had, keyed by `RunInputs.result_key`, the digest of every input (tool version,
   arguments, environment that picks formats and colour, config, matrix, every file's path and

@@ -17,7 +17,7 @@ from gpudrv_check.engine.cache.store import Cache
 from gpudrv_check.read.config import load_config
 from gpudrv_check.read.manifests import ReadOptions, parse_manifest_bytes, read_repo
 from gpudrv_check.read.tree import WorkingTree
-from tests.conftest import cli_env, run_main, write
+from tests.conftest import MATRIX, cli_env, run_main, write
 from tests.fuzz.targets import tree_difference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -678,6 +678,104 @@ def test_a_memo_that_does_not_fit_is_simulated_again(
         "nginx:2", "nginx"
     )
     assert simulations[0] is False
+
+
+REHEARSED_NODES = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: n0
+  labels: {nvidia.com/gpu.present: "true", nvidia.com/cuda.driver.major: "550", \
+nvidia.com/cuda.driver.minor: "90", nvidia.com/cuda.driver.rev: "07", \
+feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic, \
+feature.node.kubernetes.io/system-os_release.ID: ubuntu, \
+feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {nvidia.com/gpu.present: "true", nvidia.com/cuda.driver.major: "535", \
+nvidia.com/cuda.driver.minor: "183", nvidia.com/cuda.driver.rev: "06", \
+feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic, \
+feature.node.kubernetes.io/system-os_release.ID: ubuntu, \
+feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"}
+"""
+
+REHEARSED_POLICY = """\
+apiVersion: nvidia.com/v1
+kind: ClusterPolicy
+metadata: {name: cluster-policy}
+spec:
+  driver:
+    usePrecompiled: true
+    repository: registry.example/nvidia
+    image: driver
+    version: "550.90.07"
+    upgradePolicy: {autoUpgrade: true, maxParallelUpgrades: 1, podDeletion: {force: true}}
+"""
+
+
+BLOCKING_PDB = """\
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: pb, namespace: team-b}
+spec:
+  maxUnavailable: 0
+  selector: {matchLabels: {app: wb}}
+"""
+
+
+def _rehearsed_workload(team: str, image: str) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: w{team}, namespace: team-{team}}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: w{team}}}}}
+  template:
+    metadata: {{labels: {{app: w{team}}}}}
+    spec:
+      containers:
+      - name: main
+        image: nvcr.io/nvidia/pytorch:{image}
+        resources: {{limits: {{nvidia.com/gpu: 1}}}}
+"""
+
+
+@pytest.mark.parametrize("fmt", ["html", "markdown"])
+def test_a_report_of_the_model_reads_every_namespace(
+    tmp_path: Path, clean_partitions: list[set[str]], fmt: str
+):
+    """The HTML report's upgrade rehearsal walks every workload and budget of the model, and
+    the partition cache gives back findings, not objects: a run asked for a format that
+    renders the model (report.MODEL_FORMATS) takes no namespace from it. Found by a review:
+    after an edit of team-a, the cached report said the upgrade completes, where team-b's
+    budget (whose namespace came from the cache) stalls it."""
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    root.mkdir()
+    write(root, "nodes.yaml", REHEARSED_NODES)
+    write(root, "clusterpolicy.yaml", REHEARSED_POLICY)
+    write(root, "support-matrix.csv", MATRIX)
+    write(root, "team-a/w.yaml", _rehearsed_workload("a", "24.07-py3"))
+    write(root, "team-b/w.yaml", _rehearsed_workload("b", "24.07-py3"))
+    write(root, "team-b/pdb.yaml", BLOCKING_PDB)
+    cold = _both(root, cache, fmt)
+    assert cold[0] == cold[1]
+    if fmt == "html":
+        assert "Upgrade to 550.90.07 stalls." in cold[0]  # team-b's budget
+    for image in ("24.08-py3", "24.09-py3"):
+        (root / "team-a" / "w.yaml").write_text(_rehearsed_workload("a", image))
+        planned = len(clean_partitions)
+        cached, fresh = _both(root, cache, fmt)
+        assert cached == fresh
+        assert not any(clean_partitions[planned:])  # no namespace from the cache
+    # a report of findings alone takes the namespaces the edit left alone, as ever
+    assert _both(root, cache, "json")[0]
+    (root / "team-a" / "w.yaml").write_text(_rehearsed_workload("a", "24.10-py3"))
+    cached, fresh = _both(root, cache, "json")
+    assert cached == fresh and clean_partitions[-1] == {"team-b"}
 
 
 def _rewrite_entry(cache: Path, kind: str, change) -> None:

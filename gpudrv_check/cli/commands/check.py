@@ -307,6 +307,11 @@ def _check(
     from gpudrv_check.cli.commands.common import load_source, print_listing
 
     source = reuse_source if reuse_source is not None else make_source(options)
+    if any(fmt in MODEL_FORMATS for fmt, _ in pairs):
+        # a report that renders sections of the model (the HTML report's upgrade rehearsal
+        # walks every workload and budget) reads the whole model: the partition cache gives
+        # back the findings of the namespaces it answers for, not their objects
+        context = None
     check_run = load_source(options, source, data, context)
     if options.verbose:
         print_listing(check_run)

@@ -609,7 +609,7 @@ class InputTables:
         self.domains: list[tuple] = []
         self._index: dict[int, int] = {}  # id of a Nodes, requests or domains (all kept alive)
         # each table's entries by their encoding: values written alike share one entry, so
-        # the same demands encode alike whichever objects they came as (`inputs_digest`)
+        # the same demands encode alike whichever objects they came as (`Plan.inputs_key`)
         self._by_value: dict[int, dict[tuple, int]] = {}
 
     def record(self, d: Demand) -> tuple:

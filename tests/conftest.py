@@ -24,8 +24,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: the package's runtime dependencies (pyproject.toml `dependencies`) by the module each provides
+RUNTIME_MODULES = {
+    "pydantic": "pydantic",
+    "ruamel.yaml": "ruamel.yaml",
+    "ruamel.yaml.clib": "_ruamel_yaml",
+    "jsonschema": "jsonschema",
+    "gitpython": "git",
+    "pathspec": "pathspec",
+}
+
+
+def missing_dependencies() -> list[str]:
+    """The runtime dependencies this interpreter cannot import (looked up, not imported)."""
+    from importlib.util import find_spec
+
+    missing = []
+    for name, module in RUNTIME_MODULES.items():
+        try:
+            found = find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package missing (ruamel for ruamel.yaml)
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A run without --run-slow (or an explicit -m) leaves out the tests marked slow."""
+    """Under an interpreter without the package's dependencies, every test is skipped with
+    what to install (the checker cannot read a file without them); a run without --run-slow
+    (or an explicit -m) leaves out the tests marked slow."""
+    missing = missing_dependencies()
+    if missing:
+        reason = (
+            f"gpudrv-check's dependencies are not installed ({', '.join(missing)}): "
+            "pip install -e '.[test]' (see the README)"
+        )
+        for item in items:
+            item.add_marker(pytest.mark.skip(reason=reason))
     if config.getoption("--run-slow") or config.getoption("markexpr"):
         return
     slow = [item for item in items if item.get_closest_marker("slow") is not None]

@@ -11,8 +11,6 @@ import os
 import shutil
 from pathlib import Path
 
-from ruamel.yaml import YAML
-
 from gpudrv_check.edit.inventory_import import read_export, render, update
 from tests.conftest import EXAMPLES, run_main
 
@@ -22,6 +20,8 @@ LAB_NODES = EXAMPLES / "lab" / "k8s" / "nodes.yaml"
 
 def _lab_export(heartbeat: str = "2026-12-01T03:17:00Z", version: str = "1") -> dict:
     """The lab's nodes as `kubectl get nodes -o json` prints them, volatile fields included."""
+    from ruamel.yaml import YAML
+
     doc = YAML(typ="safe").load(LAB_NODES.read_text())
     for i, node in enumerate(doc["items"]):
         meta = node["metadata"]

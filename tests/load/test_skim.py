@@ -1,4 +1,6 @@
-"""Reading past documents nothing checks (SKIM), and the light parser events.
+"""Reading past documents nothing checks (the engine's skim plan, rules/plan.py
+`current_plan`: asked in each test, so collecting this module parses nothing), and the light
+parser events.
 
 A skimmed document must report exactly what a fully built one reports (syntax, nesting,
 duplicate keys, tags, non-scalar keys), keep its metadata whole, and differ only in the content
@@ -14,9 +16,6 @@ from gpudrv_check.read import yaml_docs
 from gpudrv_check.read.manifests import parse_manifest_bytes
 from gpudrv_check.read.yaml_docs import MAX_DEPTH, parse_text
 from gpudrv_check.rules.plan import current_plan
-
-#: the plan the engine passes when the repo has no custom policies
-SKIM = current_plan()
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -44,7 +43,7 @@ def _problems(parsed):
 
 def test_a_skimmed_document_keeps_metadata_and_empties_the_rest():
     full = parse_text(CRD).docs[0].data
-    skimmed = parse_text(CRD, SKIM).docs[0].data
+    skimmed = parse_text(CRD, current_plan()).docs[0].data
     assert skimmed["metadata"] == full["metadata"]
     assert skimmed["metadata"].kpos == full["metadata"].kpos
     assert skimmed["kind"] == "CustomResourceDefinition"
@@ -56,17 +55,17 @@ def test_a_skimmed_document_keeps_metadata_and_empties_the_rest():
 
 def test_kinds_that_are_checked_are_built_whole():
     text = CRD.replace("CustomResourceDefinition", "Deployment")
-    assert parse_text(text, SKIM).docs[0].data == parse_text(text).docs[0].data
+    assert parse_text(text, current_plan()).docs[0].data == parse_text(text).docs[0].data
 
 
 def test_a_kind_written_after_the_content_is_built_whole():
     text = "apiVersion: v1\nmetadata: {name: s}\nspec:\n  ports: [80]\nkind: Service\n"
-    assert parse_text(text, SKIM).docs[0].data["spec"] == {"ports": [80]}
+    assert parse_text(text, current_plan()).docs[0].data["spec"] == {"ports": [80]}
 
 
 def test_a_top_level_list_value_is_skimmed_as_an_empty_list():
     text = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: s}\nweird:\n- a\n- b\n"
-    value = parse_text(text, SKIM).docs[0].data["weird"]
+    value = parse_text(text, current_plan()).docs[0].data["weird"]
     assert isinstance(value, LSeq) and value == [] and value.pos == (5, 1)
 
 
@@ -87,7 +86,7 @@ HOSTILE = {
 def test_a_skimmed_document_reports_what_a_built_one_reports(body):
     text = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n" + body
     full = parse_text(text)
-    skimmed = parse_text(text, SKIM)
+    skimmed = parse_text(text, current_plan())
     assert _problems(skimmed) == _problems(full)
     assert skimmed.failed == full.failed
     assert len(skimmed.docs) == len(full.docs)
@@ -95,13 +94,13 @@ def test_a_skimmed_document_reports_what_a_built_one_reports(body):
 
 def test_the_next_document_is_read_normally_after_a_skimmed_one():
     text = CRD + "---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec: {x: 1}\n"
-    docs = parse_text(text, SKIM).docs
+    docs = parse_text(text, current_plan()).docs
     assert docs[1].data["spec"] == {"x": 1}
     assert docs[1].data.kpos["spec"] == parse_text(text).docs[1].data.kpos["spec"]
 
 
 def test_manifests_of_skimmed_kinds_are_still_objects_of_the_repo():
-    result = parse_manifest_bytes("crd.yaml", CRD.encode(), False, SKIM)
+    result = parse_manifest_bytes("crd.yaml", CRD.encode(), False, current_plan())
     assert [(m.kind, m.name) for m in result.manifests] == [
         ("CustomResourceDefinition", "things.example.com")
     ]
@@ -171,7 +170,7 @@ items:
 
 def test_the_unread_parts_of_a_node_status_are_skimmed():
     full = parse_text(NODE_EXPORT).docs[0].data["items"][0]
-    skimmed = parse_text(NODE_EXPORT, SKIM).docs[0].data["items"][0]
+    skimmed = parse_text(NODE_EXPORT, current_plan()).docs[0].data["items"][0]
     status, full_status = skimmed["status"], full["status"]
     assert status["capacity"] == full_status["capacity"] == {"nvidia.com/gpu": "8"}
     assert status["allocatable"] == full_status["allocatable"]
@@ -196,14 +195,14 @@ def test_the_unread_parts_of_a_node_status_are_skimmed():
 )
 def test_a_skimmed_node_status_reports_what_a_built_one_reports(inside):
     text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus:\n  images:\n" + inside
-    assert _problems(parse_text(text, SKIM)) == _problems(parse_text(text))
+    assert _problems(parse_text(text, current_plan())) == _problems(parse_text(text))
 
 
 def test_a_node_status_elsewhere_is_not_skimmed():
     text = (
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\ndata:\n  status:\n    images: [a]\n"
     )
-    assert parse_text(text, SKIM).docs[0].data == parse_text(text).docs[0].data
+    assert parse_text(text, current_plan()).docs[0].data == parse_text(text).docs[0].data
 
 
 DEPLOYMENT = """\
@@ -231,7 +230,7 @@ spec:
 
 def test_container_fields_nothing_reads_are_skimmed():
     full = parse_text(DEPLOYMENT).docs[0].data
-    skimmed = parse_text(DEPLOYMENT, SKIM).docs[0].data
+    skimmed = parse_text(DEPLOYMENT, current_plan()).docs[0].data
     pod, full_pod = skimmed["spec"]["template"]["spec"], full["spec"]["template"]["spec"]
     main, full_main = pod["containers"][0], full_pod["containers"][0]
     assert (main["args"], main["env"], main["ports"]) == ([], [], [])
@@ -253,12 +252,12 @@ def test_container_fields_nothing_reads_are_skimmed():
     ids=["not a workload", "not the pod template"],
 )
 def test_container_like_fields_elsewhere_are_kept(text):
-    assert parse_text(text, SKIM).docs[0].data == parse_text(text).docs[0].data
+    assert parse_text(text, current_plan()).docs[0].data == parse_text(text).docs[0].data
 
 
 def test_a_skimmed_container_field_reports_what_a_built_one_reports():
     text = DEPLOYMENT.replace('- {name: A, value: "1"}', "- {name: A, name: B, x: !Odd 1}")
-    assert _problems(parse_text(text, SKIM)) == _problems(parse_text(text))
+    assert _problems(parse_text(text, current_plan())) == _problems(parse_text(text))
     assert [p.rule for p in parse_text(text).problems] == ["GPU008", "GPU009"]
 
 
@@ -286,7 +285,7 @@ def test_an_alias_to_an_anchor_inside_a_skimmed_section_reads_its_value():
     round). Now the file is built whole when an alias names skimmed data."""
     key = "feature.node.kubernetes.io/kernel-version.full"
     whole = parse_text(NODE_ALIAS_INTO_SKIMMED)
-    skimmed = parse_text(NODE_ALIAS_INTO_SKIMMED, SKIM)
+    skimmed = parse_text(NODE_ALIAS_INTO_SKIMMED, current_plan())
     assert whole.docs[0].data["metadata"]["labels"][key] == "5.15.0-119-generic"
     assert skimmed.docs[0].data["metadata"]["labels"][key] == "5.15.0-119-generic"
     assert skimmed.docs[0].data == whole.docs[0].data and not skimmed.problems
@@ -298,7 +297,7 @@ def test_an_alias_into_a_skimmed_container_field_reads_its_value():
         "    spec:\n      containers:\n      - name: c\n        env:\n        - name: X\n"
         "          value: &img nvcr.io/x:1\n        image: *img\n"
     )
-    skimmed = parse_text(text, SKIM)
+    skimmed = parse_text(text, current_plan())
     container = skimmed.docs[0].data["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "nvcr.io/x:1"
 
@@ -338,7 +337,7 @@ def test_two_threads_parsing_at_once_both_finish_with_the_same_documents():
 
     pytest.importorskip("_ruamel_yaml")
     texts = [CRD, DEPLOYMENT, NODE_EXPORT] * 30
-    expected = [parse_text(t, SKIM).docs[0].data for t in texts]
+    expected = [parse_text(t, current_plan()).docs[0].data for t in texts]
     results: dict[int, list] = {}
     errors: list[BaseException] = []
     start = threading.Barrier(2)
@@ -346,7 +345,7 @@ def test_two_threads_parsing_at_once_both_finish_with_the_same_documents():
     def work(n: int) -> None:
         try:
             start.wait()
-            results[n] = [parse_text(t, SKIM).docs[0].data for t in texts]
+            results[n] = [parse_text(t, current_plan()).docs[0].data for t in texts]
         except BaseException as err:  # noqa: BLE001 - reported by the main thread
             errors.append(err)
 
@@ -369,6 +368,6 @@ def test_an_event_class_the_builder_does_not_know_is_an_error_not_a_loop():
     if yaml_docs._event_classes().names["ScalarEvent"] is stock.ScalarEvent:
         pytest.skip("this build of the extension does not take the light events")
     assert module.ScalarEvent is stock.ScalarEvent  # not swapped outside a parse
-    builder = yaml_docs._Builder("a: 1\n", yaml_docs._LIGHT, SKIM)
+    builder = yaml_docs._Builder("a: 1\n", yaml_docs._LIGHT, current_plan())
     with pytest.raises(yaml_docs.UnknownEvent):
         builder.build()

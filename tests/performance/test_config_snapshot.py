@@ -19,6 +19,7 @@ from gpudrv_check.engine.cache.store import Cache
 from gpudrv_check.read.config import Config, parse_config
 from gpudrv_check.read.config_file import FoundConfig
 from tests.conftest import MATRIX, gpu_node, run_cli, write
+from tests.policies.test_custom_policies import ZONE_POLICY
 
 # a node whose driver image the matrix lacks (an error) next to one it has
 NODES = gpu_node("built") + "---\n" + gpu_node("unbuilt", kernel="6.8.0-1-generic")
@@ -127,19 +128,6 @@ def test_an_error_the_key_meets_is_the_one_a_run_without_the_cache_gives(
     assert not list(cache.glob(f"{KIND}-*.bin"))
 
 
-POLICY = """\
-id: ACME001
-name: gpu-node-zone
-severity: warning
-message: GPU node {name} has no zone
-match:
-  kinds: [Node]
-assert:
-  type: object
-  required: [metadata]
-"""
-
-
 @pytest.mark.parametrize("staged", [False, True])
 def test_an_error_met_through_a_remembered_config_is_made_at_its_line(tmp_path: Path, staged: bool):
     """The view keeps no positions: once the policies folder a remembered config names is
@@ -147,7 +135,7 @@ def test_an_error_met_through_a_remembered_config_is_made_at_its_line(tmp_path: 
     which is the one a run without the cache gives, at the same line and column."""
     root = _repo(tmp_path / "repo")
     write(root, ".gpudrv-check.yaml", "fail_on: never\npolicies:\n  - custom/\n")
-    write(root, "custom/zone.yaml", POLICY)
+    write(root, "custom/zone.yaml", ZONE_POLICY)
     flags: tuple[str, ...] = ()
     if staged:
         from tests.gitops.conftest import git

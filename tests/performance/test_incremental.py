@@ -17,7 +17,7 @@ from gpudrv_check.engine.cache.store import Cache
 from gpudrv_check.read.config import load_config
 from gpudrv_check.read.manifests import ReadOptions, parse_manifest_bytes, read_repo
 from gpudrv_check.read.tree import WorkingTree
-from tests.conftest import MATRIX, cli_env, run_main, write
+from tests.conftest import MATRIX, cli_env, cluster_policy, run_main, write
 from tests.fuzz.targets import tree_difference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -680,40 +680,30 @@ def test_a_memo_that_does_not_fit_is_simulated_again(
     assert simulations[0] is False
 
 
-REHEARSED_NODES = """\
-apiVersion: v1
-kind: Node
-metadata:
-  name: n0
-  labels: {nvidia.com/gpu.present: "true", nvidia.com/cuda.driver.major: "550", \
-nvidia.com/cuda.driver.minor: "90", nvidia.com/cuda.driver.rev: "07", \
-feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic, \
-feature.node.kubernetes.io/system-os_release.ID: ubuntu, \
-feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"}
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: n1
-  labels: {nvidia.com/gpu.present: "true", nvidia.com/cuda.driver.major: "535", \
-nvidia.com/cuda.driver.minor: "183", nvidia.com/cuda.driver.rev: "06", \
-feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic, \
-feature.node.kubernetes.io/system-os_release.ID: ubuntu, \
-feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"}
-"""
+def _rehearsed_node(name: str, major: str, minor: str, rev: str) -> str:
+    """A GPU node of driver major.minor.rev, on the kernel and OS the lab's matrix row names."""
+    labels = {
+        "nvidia.com/gpu.present": '"true"',
+        "nvidia.com/cuda.driver.major": f'"{major}"',
+        "nvidia.com/cuda.driver.minor": f'"{minor}"',
+        "nvidia.com/cuda.driver.rev": f'"{rev}"',
+        "feature.node.kubernetes.io/kernel-version.full": "5.15.0-119-generic",
+        "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID": '"22.04"',
+    }
+    written = ", ".join(f"{k}: {v}" for k, v in labels.items())
+    return f"apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{{written}}}\n"
 
-REHEARSED_POLICY = """\
-apiVersion: nvidia.com/v1
-kind: ClusterPolicy
-metadata: {name: cluster-policy}
-spec:
-  driver:
-    usePrecompiled: true
-    repository: registry.example/nvidia
-    image: driver
-    version: "550.90.07"
-    upgradePolicy: {autoUpgrade: true, maxParallelUpgrades: 1, podDeletion: {force: true}}
-"""
+
+REHEARSED_NODES = (
+    _rehearsed_node("n0", "550", "90", "07") + "---\n" + _rehearsed_node("n1", "535", "183", "06")
+)
+
+REHEARSED_POLICY = cluster_policy(
+    "  driver:\n    usePrecompiled: true\n    repository: registry.example/nvidia\n"
+    '    image: driver\n    version: "550.90.07"\n'
+    "    upgradePolicy: {autoUpgrade: true, maxParallelUpgrades: 1, podDeletion: {force: true}}\n"
+)
 
 
 BLOCKING_PDB = """\

@@ -259,3 +259,29 @@ def test_a_pyproject_whose_tool_is_no_table_has_no_config(tmp_path: Path):
     assert (
         proc.returncode == 2 and "pyproject.toml:1:1: the config must be a mapping" in proc.stderr
     )
+
+
+def test_a_check_validates_its_config_once_at_most(tmp_path: Path, monkeypatch):
+    """The result cache validates the config to name the key; a miss runs the check on that
+    config (or, when the config was remembered, validates the same bytes once then), never
+    reading and validating it a second time; a hit validates none."""
+    from gpudrv_check.read import config as config_module
+    from tests.conftest import run_main
+
+    validated: list[str] = []
+    parse_found = config_module.parse_found
+
+    def counting(found):
+        validated.append(found.kind)
+        return parse_found(found)
+
+    monkeypatch.setattr(config_module, "parse_found", counting)
+    root = _repo(tmp_path / "repo")
+    write(root, ".gpudrv-check.yaml", "fail_on: never\n")
+    args = ("check", str(root), "--cache-dir", str(tmp_path / "cache"))
+    for step, expected in (("cold", ["yaml"]), ("warm", []), ("edited", ["yaml"])):
+        if step == "edited":
+            write(root, "nodes/b.yaml", gpu_node("b"))
+        validated.clear()
+        assert run_main(*args).returncode == 0
+        assert validated == expected, step

@@ -279,6 +279,7 @@ def run(options: CheckOptions) -> int:
             reuse.context if reuse is not None else None,
             reuse.source if reuse is not None else None,
             findings,
+            reuse.settings if reuse is not None else None,
         )
     finally:
         sys.stderr = stderr
@@ -300,6 +301,7 @@ def _check(
     context: str | None = None,
     reuse_source=None,  # the source the result cache already listed (walked once per run)
     gating: list[Finding] | None = None,  # receives the findings the exit code is taken from
+    settings=None,  # gives the config the result cache found (validated then or now), or None
 ) -> int:
     """One check; what it writes is appended to ``actions`` as (stdout|file, dest, pieces of text).
     With `context` (the digest of every input but the manifest files), namespaces whose files
@@ -312,7 +314,8 @@ def _check(
         # walks every workload and budget) reads the whole model: the partition cache gives
         # back the findings of the namespaces it answers for, not their objects
         context = None
-    check_run = load_source(options, source, data, context)
+    config = settings() if settings is not None else None
+    check_run = load_source(options, source, data, context, config)
     if options.verbose:
         print_listing(check_run)
     from gpudrv_check.engine.run import evaluate
@@ -549,6 +552,7 @@ class _Reuse:
         self.context = inputs.context_key
         self.source = source  # the source listed and read for the key
         self.pairs, self.fail_on = pairs or [], fail_on
+        self.settings: Any = None  # gives the validated config (`_result_cache`)
         found = cache.load("result", self.name, self.key)
         self.hit = Outcome.unpack(found, self.pairs) if found is not None else None
         if self.hit is not None and not self.hit.holds(source):
@@ -579,7 +583,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     ):
         return None
     from gpudrv_check.cli.commands.common import repo_config
-    from gpudrv_check.engine.cache.config import keyed_config
+    from gpudrv_check.engine.cache.config import ConfigView, keyed_config
     from gpudrv_check.engine.cache.inputs import (
         STAMPS,
         blob_inputs,
@@ -605,13 +609,12 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     cache = Cache(Path(cache_dir) if cache_dir else default_dir())
     # validated by an earlier run with the same config bytes: no pydantic (engine/cache/config.py)
     found = find_config(Path(source.disk_root), options.config, source)
-    config, remember = keyed_config(
-        found,
-        (options.operator_version, options.fail_on),
-        cache,
-        entry_root,
-        lambda: repo_config(options, source, found)[1],
-    )
+
+    def validate():  # the config found, validated: once per run at most
+        return repo_config(options, source, found)[1]
+
+    overrides = (options.operator_version, options.fail_on)
+    config, remember = keyed_config(found, overrides, cache, entry_root, validate)
     listing = source.list_manifests(from_config(config))
     if blobs:
         source.expect([])  # type: ignore[attr-defined]
@@ -691,4 +694,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         return None
     prefetched = Prefetched(data, held, hashed)
     inputs = RunInputs(entry_root, os.getcwd(), tuple(parts), files, prefetched)
-    return _Reuse(cache, inputs, source, pairs, config.fail_on, named)
+    reuse = _Reuse(cache, inputs, source, pairs, config.fail_on, named)
+    # a miss runs the check: on the config validated here, else on the same bytes validated
+    reuse.settings = validate if isinstance(config, ConfigView) else lambda: config
+    return reuse

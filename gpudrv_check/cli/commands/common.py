@@ -106,10 +106,14 @@ def load_source(
     source: Source,
     data: dict[str, bytes] | None = None,
     context: str | None = None,
+    config: Config | None = None,
 ) -> Run:
+    """Read the source into a run; `config`: its config, validated with the flags already
+    (`repo_config`; check's result cache validates it to name the key)."""
     from gpudrv_check.engine.run import load
 
-    _, config = repo_config(options, source)
+    if config is None:
+        _, config = repo_config(options, source)
     bound = getattr(source, "bound", None)  # a source that reads ahead (stdin, kustomize)
     if bound is not None:
         bound(config.max_file_bytes, config.max_total_bytes)

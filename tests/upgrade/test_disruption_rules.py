@@ -202,3 +202,38 @@ def test_gpu040_for_invalid_pdb_specs(tmp_path: Path, body: str, needle: str, te
     assert [(f["location"]["line"], f["location"]["column"]) for f in found] == [(line, column)]
     assert text in found[0]["message"]
     assert located(root, "GPU020") == []  # an invalid PDB is not in force
+
+
+@pytest.mark.slow
+def test_gpu024_names_five_budgets_and_counts_the_rest(tmp_path: Path):
+    """Seven budgets over one workload's pods: five named with their places, two counted, and
+    the message whole (listing every budget of a label a hundred select overran MAX_MESSAGE
+    and cut off what the eviction API does); rules/wording.py `names`."""
+    root = repo(tmp_path, "  maxUnavailable: 1\n" + SELECT)
+    for i in range(6):
+        write(root, f"all-{i}.yaml", pdb(f"all-{i}", "  maxUnavailable: 1\n  selector: {}\n"))
+    (message,) = messages(root, "GPU024")
+    assert "covered by 7 PodDisruptionBudgets (" in message
+    assert message.count(".yaml:7:3)") == 5
+    assert "ml/all-0 (all-0.yaml:7:3), ml/all-1 (all-1.yaml:7:3)" in message
+    assert "(all-4.yaml:7:3) and 2 more): the eviction API refuses them" in message
+    assert message.endswith("so no drain of a node running them can finish")
+
+
+@pytest.mark.slow
+def test_gpu020_describes_five_pending_workloads_and_counts_the_rest(tmp_path: Path):
+    """Eight workloads under one budget whose pods repel each other on three nodes: the note
+    describes five and counts three, and the message is whole (GPU020 `pending_note`)."""
+    gpu_cluster(tmp_path, 3)
+    for i in range(8):
+        write(
+            tmp_path,
+            f"w{i}.yaml",
+            deployment(f"w{i}", 4, labels="app: trainer", extra_spec=anti_affinity()),
+        )
+    write(tmp_path, "pdb.yaml", pdb("trainer-pdb", "  minAvailable: 100%\n" + SELECT))
+    (message,) = messages(tmp_path, "GPU020")
+    note = message.split(". Note: ", 1)[1]
+    assert note.count(" of 4 ") == 5
+    assert note.endswith("; and 3 more covered workloads have pods that can never be healthy")
+    assert not message.endswith("…")

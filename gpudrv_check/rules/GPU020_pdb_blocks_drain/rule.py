@@ -14,7 +14,7 @@ from gpudrv_check.k8s.disruption import (
 )
 from gpudrv_check.model.disruption import Coverage, WorkloadPods
 from gpudrv_check.rules.context import Context
-from gpudrv_check.rules.wording import names, plural
+from gpudrv_check.rules.wording import MAX_NAMES, names, plural
 
 ID = "GPU020"
 
@@ -24,11 +24,17 @@ def workload_title(member: WorkloadPods) -> str:
 
 
 def pending_note(coverage: Coverage) -> str:
-    """Why some covered pods can never be healthy, or ''."""
+    """Why some covered pods can never be healthy, or ''. The first MAX_NAMES workloads
+    with such pods are described, the rest counted (a budget over a hundred workloads made a
+    message longer than a finding holds, core/finding.py MAX_MESSAGE)."""
     notes = []
+    more = 0
     for member in coverage.members:
         missing = member.pods - member.healthy
         if missing <= 0:
+            continue
+        if len(notes) == MAX_NAMES:
+            more += 1
             continue
         spread = member.spread
         if spread is None or spread.capacity >= member.pods:
@@ -42,6 +48,11 @@ def pending_note(coverage: Coverage) -> str:
             f"{missing} of {member.pods} replicas of {workload_title(member)} can never be "
             f"scheduled: required pod anti-affinity on {spread.term.topology_key} allows one "
             f"per {unit} and only {plural(spread.capacity, 'eligible ' + unit)} exist (GPU021)"
+        )
+    if more:
+        notes.append(
+            f"and {plural(more, 'more covered workload')} "
+            f"{'has' if more == 1 else 'have'} pods that can never be healthy"
         )
     return "; ".join(notes)
 

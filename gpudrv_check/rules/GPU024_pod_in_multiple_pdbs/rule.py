@@ -13,6 +13,7 @@ from gpudrv_check.k8s.disruption import (
     EVICTION_MULTIPLE_PDBS_STATUS,
 )
 from gpudrv_check.rules.context import Context
+from gpudrv_check.rules.wording import MAX_NAMES, names
 
 ID = "GPU024"
 
@@ -29,7 +30,10 @@ def check(ctx: Context) -> Iterator[Finding]:
         pdbs = disruption.covering(workload)
         if len(pdbs) < 2 or disruption.pods(workload).pods == 0:
             continue
-        listed = ", ".join(p.listing for p in pdbs)
+        # the first few by name and location, then a count: listing every budget of a label
+        # that a hundred select made a message longer than a finding holds, cut before it
+        # said what the API does (core/finding.py MAX_MESSAGE)
+        listed = names([p.listing for p in pdbs[:MAX_NAMES]], total=len(pdbs))
         title = workload.short_title
         yield ctx.finding(
             ID,

@@ -70,6 +70,13 @@ class Pending:
     resource: str | None = None  # CAUSE_GPU: the resource no admitted node has enough of
 
 
+def some(items: list[str], limit: int = NAMES_SHOWN) -> str:
+    """``a, b, c`` or ``a, b, c, d, e and 7 more``, in the order given (values as written)."""
+    if len(items) <= limit:
+        return ", ".join(items)
+    return f"{', '.join(items[:limit])} and {len(items) - limit} more"
+
+
 def node_names(nodes: Iterable[Node | str], limit: int = NAMES_SHOWN) -> str:
     """``a, b, c`` or ``a, b, c, d, e and 7 more``."""
     names = sorted(n if isinstance(n, str) else n.name for n in nodes)
@@ -164,7 +171,7 @@ def _requirement_text(req: Mapping[str, Any]) -> str:
     values = [str(v) for v in req.get("values") or []]
     if op in ("Exists", "DoesNotExist") or not values:
         return f"{key} {op}"
-    shown = values[0] if len(values) == 1 else "(" + ", ".join(values) + ")"
+    shown = values[0] if len(values) == 1 else "(" + some(values) + ")"
     return f"{key} {op} {shown}"
 
 
@@ -381,20 +388,31 @@ def _details(
         known = {n.name for n in nodes}
         missing = [name for name in pinned if name not in known]
         text = (
-            f"every term pins node names with matchFields metadata.name In ({', '.join(pinned)}), "
+            f"every term pins node names with matchFields metadata.name In ({some(pinned)}), "
             f"which leaves out {node_names(by_reason[PREFILTER])}"
         )
-        for name in missing:
+        for name in missing[:NAMES_SHOWN]:
             req = {"operator": "In", "values": [name]}
             text += f"; {_field_nearest(req, nodes)}"
+        if len(missing) > NAMES_SHOWN:
+            text += f"; {len(missing) - NAMES_SHOWN} more pinned names match no node"
         out.append(text)
     if by_reason.get(UNSCHEDULABLE):
         out.append(f"cordoned (spec.unschedulable): {node_names(by_reason[UNSCHEDULABLE])}")
     taints: dict[str, list[Node]] = defaultdict(list)
     for node in by_reason.get(TAINT, []):
         taints[taint_text(verdicts[node.name].taint or {})].append(node)
-    for text in sorted(taints):
+    # the first few taints by text, then a count (a fleet tainted per team or per node would
+    # otherwise give a clause per node)
+    distinct = sorted(taints)
+    for text in distinct[:NAMES_SHOWN]:
         out.append(f"untolerated taint {text} on {node_names(taints[text])}")
+    if len(distinct) > NAMES_SHOWN:
+        rest = sum(len(taints[text]) for text in distinct[NAMES_SHOWN:])
+        out.append(
+            f"{len(distinct) - NAMES_SHOWN} more untolerated taints on {rest} more "
+            f"node{'s' if rest != 1 else ''}"
+        )
     if by_reason.get(AFFINITY):
         out.extend(_affinity_details(spec, by_reason[AFFINITY], nodes))
     if by_reason.get(INSUFFICIENT):

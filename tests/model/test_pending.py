@@ -261,3 +261,44 @@ def test_bound_pods_get_the_kubelets_words() -> None:
 def test_long_node_lists_are_cut() -> None:
     assert node_names([f"n{i}" for i in range(3)]) == "n0, n1, n2"
     assert node_names([f"n{i}" for i in range(8)]) == "n0, n1, n2, n3, n4 and 3 more"
+
+
+def test_many_distinct_taints_give_five_clauses_and_a_count() -> None:
+    """Seven nodes each tainted for its own team: five taints named, the other two counted
+    (pending.py `_details`: a clause per distinct taint filled a finding's MAX_MESSAGE on a
+    fleet tainted per team)."""
+    nodes = [
+        make_node(f"n{i}", taints=[{"key": "team", "value": f"t{i}", "effect": "NoSchedule"}])
+        for i in range(7)
+    ]
+    pending = explain({"tolerations": []}, nodes)
+    assert pending.details == (
+        "untolerated taint team=t0:NoSchedule on n0",
+        "untolerated taint team=t1:NoSchedule on n1",
+        "untolerated taint team=t2:NoSchedule on n2",
+        "untolerated taint team=t3:NoSchedule on n3",
+        "untolerated taint team=t4:NoSchedule on n4",
+        "2 more untolerated taints on 2 more nodes",
+    )
+
+
+def test_long_value_lists_and_pinned_names_are_cut() -> None:
+    """A requirement's values and matchFields' pinned names: five shown as written, then a
+    count; five names no node has are looked up, the rest counted (pending.py
+    `_requirement_text`, `_details`)."""
+    values = [f"host-{i}" for i in range(8)]
+    pending = explain(required(term(expr("kubernetes.io/hostname", "In", *values))))
+    (detail,) = pending.details
+    assert detail.startswith(
+        "the affinity term requires kubernetes.io/hostname In (host-0, host-1, host-2, host-3, "
+        "host-4 and 3 more), which removes lab-node-0, lab-node-1, lab-node-2"
+    )
+    pending = explain(required(term(fields=[expr("metadata.name", "In", *values)])))
+    (detail,) = pending.details
+    assert detail.startswith(
+        "every term pins node names with matchFields metadata.name In (host-0, host-1, host-2, "
+        "host-3, host-4 and 3 more), which leaves out lab-node-0, lab-node-1, lab-node-2; no node "
+        "is named host-0"
+    )
+    assert detail.count("no node is named") == 5
+    assert detail.endswith("; 3 more pinned names match no node")

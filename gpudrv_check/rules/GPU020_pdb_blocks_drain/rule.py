@@ -5,6 +5,7 @@ Its user documentation is `docs:` in rule.yaml, next to this file.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 
 from gpudrv_check.core.finding import Finding
@@ -57,14 +58,17 @@ def pending_note(coverage: Coverage) -> str:
     return "; ".join(notes)
 
 
-def _gpu_node_names(drained: list[WorkloadPods], memo: dict) -> list[str]:
-    """The sorted names of the GPU nodes any of ``drained`` can land on. Members share few
-    distinct GPU-node sets (one per constraint set): union those, once per combination."""
+def _gpu_node_names(drained: list[WorkloadPods], memo: dict) -> str:
+    """The GPU nodes any of ``drained`` can land on, as the message names them: the first
+    MAX_NAMES in sorted order and a count of the rest ('' for none). Members share few
+    distinct GPU-node sets (one per constraint set): union those, once per combination; only
+    the names shown are sorted (a fleet's thousands of names were sorted for five)."""
     distinct = {id(m.gpu_names): m.gpu_names for m in drained if m.gpu_names}
     key = frozenset(distinct)
     found = memo.get(key)
     if found is None:
-        found = memo[key] = sorted(frozenset().union(*distinct.values()))
+        every = frozenset().union(*distinct.values())
+        found = memo[key] = names(heapq.nsmallest(MAX_NAMES, every), total=len(every))
     return found
 
 
@@ -108,7 +112,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             gpu_names = _gpu_node_names(drained, memo)
             found_text = described[id(coverage.members)] = (
                 names([workload_title(m) for m in drained]) if gpu_names else "",
-                names(gpu_names),
+                gpu_names,
                 pending_note(coverage) if gpu_names else "",
             )
         covered, gpu_nodes, pending = found_text

@@ -242,6 +242,11 @@ def _branch(version: str) -> int:
     return -1 if number is None else number
 
 
+#: the most node names a suggested `kubernetes.io/hostname NotIn` lists: a fix to copy, not a
+#: fleet's inventory (a longer list overran a finding's MAX_MESSAGE and was cut mid-YAML)
+MAX_HOSTNAMES = 10
+
+
 def excluding_expression(
     floor: str, excluded: list[Node], nodes: list[Node], memo: dict | None = None
 ) -> dict[str, object] | None:
@@ -249,7 +254,8 @@ def excluding_expression(
     driver is below ``floor``) and on the rest of ``nodes``, or None.
 
     ``<driver major label> Gt <floor branch - 1>`` when a whole branch separates them (the usual
-    case); else ``kubernetes.io/hostname NotIn [...]`` when the excluded nodes carry that label.
+    case); else ``kubernetes.io/hostname NotIn [...]`` when the excluded nodes carry that label
+    and are at most MAX_HOSTNAMES.
     With ``memo`` (e.g. ``Placement.memo``) each node's driver is read once per run.
     """
     floor_branch = parse_digits(floor.split(".")[0])
@@ -277,7 +283,7 @@ def excluding_expression(
     if separable and len(keys) == 1 and all(drivers.get(n) for n in excluded_names):
         return {"key": keys.pop(), "operator": "Gt", "values": [str(floor_branch - 1)]}
     hostname = "kubernetes.io/hostname"
-    if excluded and all(hostname in n.labels for n in excluded):
+    if 0 < len(excluded) <= MAX_HOSTNAMES and all(hostname in n.labels for n in excluded):
         return {
             "key": hostname,
             "operator": "NotIn",

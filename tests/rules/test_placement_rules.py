@@ -427,3 +427,43 @@ def test_odd_pod_specs_never_raise(tmp_path: Path, body: str, capsys, monkeypatc
         assert main([*args, str(tmp_path), "--matrix", "none"]) in (0, 1)
         err = capsys.readouterr().err
         assert "Traceback" not in err and "internal error" not in err
+
+
+def _branch_555_nodes(old: int) -> str:
+    """`old` nodes on driver 555.40.01 and one on 555.42.06 (one branch: no Gt parts them)."""
+    items = []
+    for i in range(old + 1):
+        minor, rev = ("42", "06") if i == old else ("40", "01")
+        name = f"gpu-{i}"
+        items.append(
+            f"- apiVersion: v1\n  kind: Node\n  metadata:\n    name: {name}\n    labels:\n"
+            f"      kubernetes.io/hostname: {name}\n"
+            '      nvidia.com/gpu.present: "true"\n'
+            '      nvidia.com/cuda.driver.major: "555"\n'
+            f'      nvidia.com/cuda.driver.minor: "{minor}"\n'
+            f'      nvidia.com/cuda.driver.rev: "{rev}"\n'
+        )
+    return "apiVersion: v1\nkind: List\nitems:\n" + "".join(items)
+
+
+@pytest.mark.parametrize(("old", "listed"), [(10, True), (11, False)])
+def test_gpu011_names_at_most_ten_hosts_to_keep_off(tmp_path: Path, old: int, listed: bool):
+    """Old nodes on the branch of the one that runs the image: a `kubernetes.io/hostname NotIn`
+    of up to MAX_HOSTNAMES names (model/cuda.py `excluding_expression`); past that the fix
+    says to part them by a label, never a fleet's names in a hint cut at MAX_MESSAGE."""
+    write(tmp_path, "nodes.yaml", _branch_555_nodes(old))
+    write(tmp_path, "pod.yaml", pod(cuda_pod("nvcr.io/nvidia/pytorch:24.07-py3")))
+    [f] = found(tmp_path, "GPU011")
+    assert f.severity is Severity.INFO
+    assert "run it only under CUDA minor version compatibility" in f.message
+    names = ", ".join(f'"gpu-{i}"' for i in sorted(range(old), key=str))
+    expression = f"{{key: kubernetes.io/hostname, operator: NotIn, values: [{names}]}}"
+    if listed:
+        assert expression in f.hint
+    else:
+        assert "NotIn" not in f.hint
+        assert f.hint.startswith(
+            "Keep it off those nodes with a required node affinity on a label that only they "
+            "(or only the others) carry; or upgrade the driver on gpu-0, gpu-1, gpu-10, gpu-2, "
+            "gpu-3 and 6 more to 555.42.06 or newer."
+        )

@@ -31,6 +31,13 @@ def _hint(
     expression = (
         excluding_expression(floor, [n for n, _ in excluded], nodes, memo) if stays else None
     )
+    if expression is None and stays:
+        # some node runs it, but no one expression sets the old ones apart (a branch between
+        # them, or a few host names)
+        return (
+            "Keep it off those nodes with a required node affinity on a label that only they "
+            f"(or only the others) carry; or {upgrade}."
+        )
     if expression is None:
         return f"No node it can land on has a new enough driver: {upgrade}."
     return (

@@ -335,7 +335,14 @@ class Disruption:
             self._pods[id(workload)] = WorkloadPods(
                 workload, pods, healthy, eligible, spread, gpu, gpu_names
             )
-        self._covering: dict[int, list[PDB]] = {id(w): [] for w in repo.workloads}
+        # the PDBs covering each workload, as sources merged on first asking (`covering`): the
+        # one list of the PDBs selecting by each label (shared by every workload the label
+        # selects: appending each PDB to each of them cost pdbs x workloads per label, 4 M
+        # appends at 40k workloads), and a list of its own for the PDBs selecting otherwise
+        self._sources: dict[int, list[list[PDB]]] = {}
+        self._covering: dict[int, list[PDB]] = {}
+        self._order: dict[int, int] = {}
+        sources = self._sources
         index = _LabelIndex([w for w in repo.workloads if not w.template_only])
         self.coverages: list[Coverage] = []
         # budgets of PDBs with one label and the same minAvailable and maxUnavailable: one
@@ -343,12 +350,14 @@ class Disruption:
         # the covered pods)
         budgets: dict[tuple, Budget] = {}
         # PDBs selecting by the same one label cover the same pods: one members tuple and one
-        # list of coverage lists for all of them (the same objects: rules memoise by identity)
-        by_label: dict[tuple[str, str, str], tuple[tuple[WorkloadPods, ...], list]] = {}
-        pods_of, covering = self._pods, self._covering
-        for pdb in repo.pdbs:
+        # list of those PDBs for all of them (the same objects: rules memoise by identity)
+        by_label: dict[tuple[str, str, str], tuple[tuple[WorkloadPods, ...], list[PDB]]] = {}
+        own: dict[int, list[PDB]] = {}
+        pods_of = self._pods
+        for order, pdb in enumerate(repo.pdbs):
             if not pdb.valid:
                 continue
+            self._order[id(pdb)] = order
             label = index.label(pdb)
             members: tuple[WorkloadPods, ...]
             if label is None:
@@ -356,19 +365,21 @@ class Disruption:
                 for workload in index.candidates(pdb):
                     if pdb.covers(workload):
                         found.append(pods_of[id(workload)])
-                        covering[id(workload)].append(pdb)
+                        mine = own.get(id(workload))
+                        if mine is None:
+                            mine = own[id(workload)] = []
+                            sources.setdefault(id(workload), []).append(mine)
+                        mine.append(pdb)
                 members = tuple(found)
             else:
                 same = by_label.get(label)
                 if same is None:
                     covered = index.by_label.get(label, [])
-                    same = by_label[label] = (
-                        tuple(pods_of[id(w)] for w in covered),
-                        [covering[id(w)] for w in covered],
-                    )
+                    same = by_label[label] = (tuple(pods_of[id(w)] for w in covered), [])
+                    for w in covered:
+                        sources.setdefault(id(w), []).append(same[1])
                 members = same[0]
-                for pdbs in same[1]:
-                    pdbs.append(pdb)
+                same[1].append(pdb)
             key = _budget_key(pdb, label)
             budget = budgets.get(key) if key is not None else None
             if budget is None:
@@ -386,8 +397,22 @@ class Disruption:
         return self._pods[id(workload)].spread
 
     def covering(self, workload: Workload) -> list[PDB]:
-        """The PDBs in force that cover the workload's pods, in file order."""
-        return self._covering.get(id(workload), [])
+        """The PDBs in force that cover the workload's pods, in file order (do not mutate the
+        result: workloads one label selects share it)."""
+        found = self._covering.get(id(workload))
+        if found is None:
+            listed = self._sources.get(id(workload))
+            if not listed:
+                return []
+            if len(listed) == 1:
+                found = listed[0]
+            else:  # each source is in file order: sorting merges them
+                order = self._order
+                found = sorted(
+                    (pdb for pdbs in listed for pdb in pdbs), key=lambda pdb: order[id(pdb)]
+                )
+            self._covering[id(workload)] = found
+        return found
 
     def coverage(self, pdb: PDB) -> Coverage | None:
         return self._coverage.get(id(pdb))

@@ -237,3 +237,26 @@ def test_gpu020_describes_five_pending_workloads_and_counts_the_rest(tmp_path: P
     assert note.count(" of 4 ") == 5
     assert note.endswith("; and 3 more covered workloads have pods that can never be healthy")
     assert not message.endswith("…")
+
+
+def test_gpu020_gpu_node_names_are_the_sorted_union_of_the_members_sets():
+    """GPU020 `_GpuNodeNames` (bit masks over the nodes' sorted names) names what sorting the
+    union of the drained members' GPU-node sets names: the first five and a count."""
+    import random
+    from types import SimpleNamespace
+
+    from gpudrv_check.rules.GPU020_pdb_blocks_drain.rule import _GpuNodeNames
+    from gpudrv_check.rules.wording import names
+
+    rng = random.Random(20)
+    nodes = [SimpleNamespace(name=f"gpu-{i}") for i in range(40)]
+    sets = [frozenset(rng.sample([n.name for n in nodes], rng.randint(1, 12))) for _ in range(6)]
+    found = _GpuNodeNames(nodes)
+    for _ in range(60):
+        members = [
+            SimpleNamespace(gpu_names=rng.choice([*sets, frozenset()]))
+            for _ in range(rng.randint(0, 4))
+        ]
+        union = sorted(frozenset().union(*(m.gpu_names for m in members)))
+        assert found.text(members) == names(union)  # type: ignore[arg-type]
+    assert found.text([]) == ""

@@ -5,7 +5,6 @@ Its user documentation is `docs:` in rule.yaml, next to this file.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
 
 from gpudrv_check.core.finding import Finding
@@ -28,7 +27,7 @@ def pending_note(coverage: Coverage) -> str:
     """Why some covered pods can never be healthy, or ''. The first MAX_NAMES workloads
     with such pods are described, the rest counted (a budget over a hundred workloads made a
     message longer than a finding holds, core/finding.py MAX_MESSAGE)."""
-    notes = []
+    notes: list[str] = []
     more = 0
     for member in coverage.members:
         missing = member.pods - member.healthy
@@ -58,18 +57,50 @@ def pending_note(coverage: Coverage) -> str:
     return "; ".join(notes)
 
 
-def _gpu_node_names(drained: list[WorkloadPods], memo: dict) -> str:
-    """The GPU nodes any of ``drained`` can land on, as the message names them: the first
-    MAX_NAMES in sorted order and a count of the rest ('' for none). Members share few
-    distinct GPU-node sets (one per constraint set): union those, once per combination; only
-    the names shown are sorted (a fleet's thousands of names were sorted for five)."""
-    distinct = {id(m.gpu_names): m.gpu_names for m in drained if m.gpu_names}
-    key = frozenset(distinct)
-    found = memo.get(key)
-    if found is None:
-        every = frozenset().union(*distinct.values())
-        found = memo[key] = names(heapq.nsmallest(MAX_NAMES, every), total=len(every))
-    return found
+class _GpuNodeNames:
+    """The GPU nodes any of a budget's drained workloads can land on, as the message names them:
+    the first MAX_NAMES in sorted order and a count of the rest ('' for none).
+
+    Members share few distinct GPU-node sets (one per constraint set), and budgets many
+    combinations of them. Each distinct set becomes a bit mask over the sorted names of the
+    nodes placement judges (every set is of their names), so a combination is a few ORs, its
+    count a `bit_count` and its first names its lowest bits (a fleet's thousands of names were
+    united and sorted per combination: 8,000 nodes, 0.2 s)."""
+
+    def __init__(self, nodes: list) -> None:
+        self.order = sorted({n.name for n in nodes})
+        self.index = {name: i for i, name in enumerate(self.order)}
+        self.masks: dict[int, tuple[frozenset, int]] = {}
+        self.texts: dict[frozenset, str] = {}
+
+    def _mask(self, names_: frozenset) -> int:
+        found = self.masks.get(id(names_))
+        if found is None:
+            bits = bytearray(len(self.order) // 8 + 1)
+            index = self.index
+            for name in names_:
+                i = index[name]
+                bits[i >> 3] |= 1 << (i & 7)
+            # the entry keeps the set, so its id is not reused meanwhile
+            found = self.masks[id(names_)] = (names_, int.from_bytes(bits, "little"))
+        return found[1]
+
+    def text(self, drained: list[WorkloadPods]) -> str:
+        distinct = {id(m.gpu_names): m.gpu_names for m in drained if m.gpu_names}
+        key = frozenset(distinct)
+        found = self.texts.get(key)
+        if found is None:
+            union = 0
+            for names_ in distinct.values():
+                union |= self._mask(names_)
+            shown: list[str] = []
+            rest = union
+            while rest and len(shown) < MAX_NAMES:
+                low = rest & -rest
+                shown.append(self.order[low.bit_length() - 1])
+                rest ^= low
+            found = self.texts[key] = names(shown, total=union.bit_count())
+        return found
 
 
 def _controller_message(pdb_title: str, budget: str, covered: str, gpu_nodes: str) -> str:
@@ -88,7 +119,7 @@ def check(ctx: Context) -> Iterator[Finding]:
 
     disruption = ctx.repo.disruption
     flow = upgrade_flow(ctx.repo)
-    memo: dict = {}
+    gpu_node_names = _GpuNodeNames(ctx.repo.placement.nodes)
     # per workload (by its WorkloadPods, which a coverage shares with the others covering the
     # same pods): whether an upgrade's drain evicts healthy pods of it
     evicted: dict[int, bool] = {}
@@ -109,7 +140,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                     )
                 if found:
                     drained.append(m)
-            gpu_names = _gpu_node_names(drained, memo)
+            gpu_names = gpu_node_names.text(drained)
             found_text = described[id(coverage.members)] = (
                 names([workload_title(m) for m in drained]) if gpu_names else "",
                 gpu_names,

@@ -157,6 +157,36 @@ class _Short(reprlib.Repr):
         return super().repr1(x, level)
 
 
+#: how many names a message lists before it counts the rest: a list of every node, key or cause
+#: of a large repo made messages longer than MAX_MESSAGE, cut before they said what happens
+MAX_NAMES = 5
+
+
+def names(items: list[str], limit: int = MAX_NAMES, total: int | None = None) -> str:
+    """`a, b, c` or `a, b, c and 4 more`. ``total``: how many there are when ``items`` holds
+    only the first of them (at least ``limit`` of them, so that none is spelled out for a
+    long list that is cut at once)."""
+    count = len(items) if total is None else total
+    if count <= limit:
+        return ", ".join(items)
+    return f"{', '.join(items[:limit])} and {count - limit} more"
+
+
+def clauses(items: list[str], noun: str, limit: int = MAX_NAMES, total: int | None = None) -> str:
+    """`a; b; c` or `a; b; c; d; e; and 4 more <noun>s`: clauses (each may hold commas of its
+    own) joined by semicolons, the first ``limit`` written out and the rest counted in
+    ``noun``. ``total`` as in `names`."""
+    count = len(items) if total is None else total
+    if count <= limit:
+        return "; ".join(items)
+    return "; ".join([*items[:limit], f"and {plural(count - limit, 'more ' + noun)}"])
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 replica` / `3 replicas`."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"

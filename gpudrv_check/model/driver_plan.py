@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any
 
-from gpudrv_check.core.finding import Location
+from gpudrv_check.core.finding import MAX_NAMES, Location, names, plural
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.records import record
@@ -33,6 +33,7 @@ from gpudrv_check.nvidia.driver_image import (
     GPU_PRESENT_LABEL,
     ClusterOsTag,
     NodeDriverFacts,
+    OsConflict,
     TagResult,
     cluster_os_tag,
     driver_branch,
@@ -382,7 +383,7 @@ def _cluster_policy_problems(
         return
     cluster = plan.cluster_os
     if cluster is not None and cluster.mixed:
-        groups = "; ".join(f"{tag} ({', '.join(nodes)})" for tag, nodes in cluster.by_tag.items())
+        groups = _os_groups(cluster)
         plan.problems.append(
             DriverProblem(
                 builtin(OS_MIXED).id,
@@ -413,6 +414,34 @@ def _cluster_policy_problems(
     _upgrade_problem(plan, source, managed, settings.version)
 
 
+def _os_groups(cluster: ClusterOsTag) -> str:
+    """GPU013's `tag (nodes)` groups. The first MAX_NAMES tags are written out with the first
+    MAX_NAMES nodes of each, the rest counted (a tag's every node made a message longer than a
+    finding holds, cut before it said what the operator does: core/finding.py MAX_MESSAGE)."""
+    tags = list(cluster.by_tag.items())
+    groups = [f"{tag} ({names(list(nodes[:MAX_NAMES]), total=len(nodes))})" for tag, nodes in tags]
+    more = len(tags) - MAX_NAMES
+    if more <= 0:
+        return "; ".join(groups)
+    return "; ".join([*groups[:MAX_NAMES], f"and {plural(more, 'more release')}"])
+
+
+def os_conflict_others(conflict: OsConflict, releases: Mapping[str, str]) -> dict[str, str]:
+    """GPU003: for each OS release of ``conflict`` (``releases``: node name -> its release),
+    the nodes of the conflict on another release as a message lists them, `name (release)`:
+    the first MAX_NAMES by name, the rest counted (every one of them made a message longer than
+    a finding holds). The text depends on the release alone, so it is made once per release."""
+    out: dict[str, str] = {}
+    for name in conflict.nodes:
+        mine = releases[name]
+        if mine in out:
+            continue
+        others = [other for other in conflict.nodes if releases[other] != mine]
+        shown = [f"{other} ({releases[other]})" for other in others[:MAX_NAMES]]
+        out[mine] = names(shown, total=len(others))
+    return out
+
+
 def _kernel_os_conflicts(repo: Any, plan: DriverPlan, source: DriverSource) -> None:
     """GPU003: getKernelVersionsMap over every GPU node (managed or not) fails ``init``."""
     from gpudrv_check.model.driver import label_keys
@@ -422,15 +451,13 @@ def _kernel_os_conflicts(repo: Any, plan: DriverPlan, source: DriverSource) -> N
     for name, entry in sorted(plan.nodes.items()):
         f = _facts(repo, entry.node)
         triples.append((name, f.kernel, f.os_release))
-    releases = {t[0]: t[2] for t in triples}
+    # a node without a release is in no conflict (precompiled_os_conflicts skips it)
+    releases = {t[0]: t[2] for t in triples if t[2] is not None}
     for conflict in precompiled_os_conflicts(triples):
+        others = os_conflict_others(conflict, releases)
         for name in conflict.nodes:
             node = plan.nodes[name].node
-            others = [
-                f"{other} ({releases[other]})"
-                for other in conflict.nodes
-                if releases[other] != releases[name]
-            ]
+            mine = releases[name]
             key = str(keys["os_version_id"])
             plan.problems.append(
                 DriverProblem(
@@ -438,8 +465,8 @@ def _kernel_os_conflicts(repo: Any, plan: DriverPlan, source: DriverSource) -> N
                     node,
                     node.label_path(key),
                     node.label_location(key),
-                    f"GPU node {name} runs kernel {conflict.kernel} on {releases[name]}, like "
-                    f"{', '.join(others)} on another OS release; with precompiled drivers the "
+                    f"GPU node {name} runs kernel {conflict.kernel} on {mine}, like "
+                    f"{others[mine]} on another OS release; with precompiled drivers the "
                     f'operator fails "{conflict.message}" before any state, so the whole '
                     f"{source.name} stops reconciling",
                 )
@@ -452,7 +479,11 @@ def _upgrade_problem(
     moving = [e for e in entries if e.upgrades]
     if not moving:
         return
-    nodes = ", ".join(f"{e.node.name} (runs {e.current})" for e in moving)
+    # the first few, then a count: every node of a large pool made a message longer than a
+    # finding holds, cut before it said when they move (core/finding.py MAX_MESSAGE)
+    nodes = names(
+        [f"{e.node.name} (runs {e.current})" for e in moving[:MAX_NAMES]], total=len(moving)
+    )
     verb = "moves" if len(moving) == 1 else "move"
     what = "NVIDIADriver " + source.name if source.kind == NVIDIADRIVER else source.name
     plan.problems.append(

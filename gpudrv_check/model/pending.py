@@ -16,6 +16,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from gpudrv_check.core.finding import names as listing
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import MAPPINGS
@@ -68,13 +69,6 @@ class Pending:
     cause: str  # CAUSE_*: what to change
     taint: Mapping[str, Any] | None = None  # a taint (or the cordon) that keeps the pods off
     resource: str | None = None  # CAUSE_GPU: the resource no admitted node has enough of
-
-
-def some(items: list[str], limit: int = NAMES_SHOWN) -> str:
-    """``a, b, c`` or ``a, b, c, d, e and 7 more``, in the order given (values as written)."""
-    if len(items) <= limit:
-        return ", ".join(items)
-    return f"{', '.join(items[:limit])} and {len(items) - limit} more"
 
 
 def node_names(nodes: Iterable[Node | str], limit: int = NAMES_SHOWN) -> str:
@@ -171,7 +165,7 @@ def _requirement_text(req: Mapping[str, Any]) -> str:
     values = [str(v) for v in req.get("values") or []]
     if op in ("Exists", "DoesNotExist") or not values:
         return f"{key} {op}"
-    shown = values[0] if len(values) == 1 else "(" + some(values) + ")"
+    shown = values[0] if len(values) == 1 else "(" + listing(values) + ")"
     return f"{key} {op} {shown}"
 
 
@@ -388,7 +382,7 @@ def _details(
         known = {n.name for n in nodes}
         missing = [name for name in pinned if name not in known]
         text = (
-            f"every term pins node names with matchFields metadata.name In ({some(pinned)}), "
+            f"every term pins node names with matchFields metadata.name In ({listing(pinned)}), "
             f"which leaves out {node_names(by_reason[PREFILTER])}"
         )
         for name in missing[:NAMES_SHOWN]:

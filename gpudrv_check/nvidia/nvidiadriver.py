@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from typing import Any
 
+from gpudrv_check.core.finding import MAX_NAMES, names
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.nodeaffinity import node_selector_map_matches
 from gpudrv_check.nvidia.driver_image import (
@@ -259,16 +260,21 @@ def _overlap_problems(
 
 
 def _same_node_message(_name: str, matching: tuple[str, ...], nodes: list[str]) -> str:
-    """From v26.7: upstream names one node; the other nodes of the set are counted after it."""
-    also = f" (and {len(nodes) - 1} more: {', '.join(nodes[1:])})" if len(nodes) > 1 else ""
+    """From v26.7: upstream names one node; the other nodes of the set are counted after it,
+    the first MAX_NAMES of them named (all of them made a message longer than a finding holds,
+    cut before it said what the operator does: core/finding.py MAX_MESSAGE)."""
+    rest = nodes[1:]
+    listed = names(rest[:MAX_NAMES], total=len(rest))
+    also = f" (and {len(rest)} more: {listed})" if rest else ""
     return f"multiple NVIDIADrivers match the same node {nodes[0]}: [{' '.join(matching)}]{also}"
 
 
 def _conflicting_selectors_message(name: str, matching: tuple[str, ...], nodes: list[str]) -> str:
-    """Before v26.7: every node and every CR of the set named."""
+    """Before v26.7: every CR of the set named, and its nodes, the first MAX_NAMES of them
+    named and the rest counted (as `_same_node_message`)."""
     return (
         f"conflicting NVIDIADriver NodeSelectors found for resource: {name} "
-        f"(node(s) {', '.join(nodes)} selected by {', '.join(matching)})"
+        f"(node(s) {names(nodes[:MAX_NAMES], total=len(nodes))} selected by {', '.join(matching)})"
     )
 
 

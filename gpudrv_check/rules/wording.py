@@ -1,20 +1,9 @@
-"""Message wording shared by several rules (lists of names, counted nouns)."""
+"""Message wording shared by several rules (lists of names, counted nouns). It lives in
+core/finding.py, next to MAX_MESSAGE, where the model's problems (model/driver_plan.py,
+nvidia/nvidiadriver.py), which cannot import the `rules` package, find it too."""
 
 from __future__ import annotations
 
-MAX_NAMES = 5
+from gpudrv_check.core.finding import MAX_NAMES, clauses, names, plural
 
-
-def names(items: list[str], limit: int = MAX_NAMES, total: int | None = None) -> str:
-    """`a, b, c` or `a, b, c and 4 more`. ``total``: how many there are when ``items`` holds
-    only the first of them (at least ``limit`` of them, so that none is spelled out for a
-    long list that is cut at once)."""
-    count = len(items) if total is None else total
-    if count <= limit:
-        return ", ".join(items)
-    return f"{', '.join(items[:limit])} and {count - limit} more"
-
-
-def plural(count: int, noun: str) -> str:
-    """`1 replica` / `3 replicas`."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+__all__ = ["MAX_NAMES", "clauses", "names", "plural"]

@@ -422,3 +422,95 @@ def test_kernel_label_matters_only_with_precompiled_or_a_matrix(tmp_path, releas
     write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
     [f] = [f for f in check(tmp_path, config).findings if f.rule == "GPU002"]
     assert "kernel-version.full" in f.message
+
+
+# --- long node lists: the first five named, the rest counted (core/finding.py MAX_MESSAGE) --------
+
+
+def _same_kernel_pool(root: Path, count: int, version: str = "22.04") -> None:
+    """``count`` GPU nodes a0.. on ``version`` and z on 24.04, all on kernel 5.15.0-119."""
+    for i in range(count):
+        write(root, f"a{i}.yaml", gpu_node(f"a{i}", version=version))
+    write(root, "z.yaml", gpu_node("z", version="24.04"))
+
+
+@pytest.mark.parametrize("mode", ["labels", "clusterpolicy"])
+def test_gpu003_names_five_nodes_of_another_release_and_counts_the_rest(tmp_path, mode) -> None:
+    """Seven nodes on ubuntu22.04 share z's kernel: z's message names five with their release
+    and counts two, and ends as always (GPU003 `check` and driver_plan.py
+    `_kernel_os_conflicts`, both through `os_conflict_others`)."""
+    _same_kernel_pool(tmp_path, 7)
+    end = 'unsupported configuration"'
+    if mode == "clusterpolicy":
+        write(tmp_path, "cp.yaml", cluster_policy(PRECOMPILED_550))
+        end = "so the whole ClusterPolicy cluster-policy stops reconciling"
+    found = {f.object.name: f.message for f in rules(tmp_path, "v26.7.0")["GPU003"]}
+    assert len(found) == 8
+    message = found["z"]
+    assert message.count(" (ubuntu22.04)") == 5
+    assert "like a0 (ubuntu22.04), a1 (ubuntu22.04), a2 (ubuntu22.04), a3 (ubuntu22.04), " in (
+        message
+    )
+    assert "a4 (ubuntu22.04) and 2 more on another OS release; " in message
+    assert message.endswith(end)
+    assert "like z (ubuntu24.04) on another OS release; " in found["a0"]  # a short list: whole
+
+
+def test_gpu013_names_five_nodes_and_five_releases_and_counts_the_rest(tmp_path) -> None:
+    """Six nodes on ubuntu22.04 among six OS releases: five releases written out, five nodes
+    named in each and the sixth node counted, the last release counted, and the message ends
+    with what the other nodes get (driver_plan.py `_os_groups`)."""
+    _same_kernel_pool(tmp_path, 6)
+    for version in ("18.04", "20.04", "25.04", "26.04"):
+        write(tmp_path, f"u{version}.yaml", gpu_node(f"u{version}", version=version))
+    write(tmp_path, "cp.yaml", cluster_policy("    version: '550.90.07'\n"))
+    [f] = rules(tmp_path, "v26.7.0")["GPU013"]
+    assert "the GPU nodes run 6 OS releases: ubuntu18.04 (u18.04); ubuntu20.04 (u20.04); " in (
+        f.message
+    )
+    assert "ubuntu22.04 (a0, a1, a2, a3, a4 and 1 more); ubuntu24.04 (z); " in f.message
+    assert "ubuntu25.04 (u25.04); and 1 more release; the nodes of the other" in f.message
+    assert "u26.04" not in f.message
+    assert f.message.endswith(
+        "the nodes of the other releases get a driver image built for the wrong OS"
+    )
+
+
+def test_gpu016_names_five_moving_nodes_and_counts_the_rest(tmp_path) -> None:
+    """Seven nodes on branch 535 that driver 550 moves: five named with what they run, two
+    counted, and the message still says when they move (driver_plan.py `_upgrade_problem`)."""
+    for i in range(7):
+        write(tmp_path, f"n{i}.yaml", gpu_node(f"n{i}", branch="535"))
+    write(tmp_path, "cp.yaml", cluster_policy("    repository: r.io/nv\n    version: 550.90.07\n"))
+    [f] = rules(tmp_path, "v26.7.0")["GPU016"]
+    assert f.message.count(" (runs 535)") == 5
+    assert "renders it for n0 (runs 535), n1 (runs 535), n2 (runs 535), n3 (runs 535), " in (
+        f.message
+    )
+    assert "n4 (runs 535) and 2 more, which move to branch 550" in f.message
+    assert f.message.endswith("when the driver pod is replaced")
+
+
+@pytest.mark.parametrize(
+    ("release", "nodes"),
+    [
+        # AssignOwners: upstream names n0, the other six are counted and five of them named
+        ("v26.7.0", "n0: [a b] (and 6 more: n1, n2, n3, n4, n5 and 1 more); "),
+        # before v26.7: every node of the set, five named
+        ("v26.3.0", "(node(s) n0, n1, n2, n3, n4 and 2 more selected by a, b); "),
+    ],
+)
+def test_gpu015_names_five_shared_nodes_and_counts_the_rest(tmp_path, release, nodes) -> None:
+    """Two NVIDIADrivers selecting the same seven nodes: each CR's message names five of them,
+    counts the rest and still says what the operator does (nvidia/nvidiadriver.py
+    `_same_node_message` and `_conflicting_selectors_message`)."""
+    for i in range(7):
+        write(tmp_path, f"n{i}.yaml", gpu_node(f"n{i}", extra="    kubernetes.io/os: linux\n"))
+    write(tmp_path, "cp.yaml", CRD_ON)
+    for name in ("a", "b"):
+        write(tmp_path, f"{name}.yaml", nvidiadriver(name, "550", "kubernetes.io/os: linux"))
+    found = rules(tmp_path, release)["GPU015"]
+    assert [f.message.split(":")[0] for f in found] == ["NVIDIADriver a", "NVIDIADriver b"]
+    for f in found:
+        assert nodes in f.message
+        assert f.message.endswith("so no CR installs a driver on any node")

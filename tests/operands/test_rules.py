@@ -100,6 +100,34 @@ def test_gpu030_ignores_dependencies_the_repo_does_not_describe(tmp_path: Path):
     assert findings(tmp_path, "GPU030") == []
 
 
+def _pooled(operand: str, count: int) -> list[str]:
+    """``count`` DaemonSets of ``operand``, `<operand>-<i>`, each selecting only the nodes of
+    pool p<i> (example.com/pool)."""
+    selector = f'        nvidia.com/gpu.deploy.{operand}: "true"\n'
+    return [
+        daemonset(operand, f"{operand}-{i}").replace(
+            selector, selector + f"        example.com/pool: p{i}\n"
+        )
+        for i in range(count)
+    ]
+
+
+def test_gpu030_cites_five_causes_and_counts_the_rest(tmp_path: Path):
+    """Seven container-toolkit DaemonSets, one per pool, none of them for gpu-a's: five causes
+    cited, two counted, and the message still ends with the consequence (GPU030 `check`,
+    rules/wording.py `clauses`)."""
+    lab_daemonsets(tmp_path, ("driver", "device-plugin"))
+    write(tmp_path, "operands/toolkit.yaml", "---\n".join(_pooled("container-toolkit", 7)))
+    write(tmp_path, "n.yaml", node("gpu-a", {**all_labels(), "example.com/pool": "other"}))
+    [f] = findings(tmp_path, "GPU030")
+    assert f.message.count("node has example.com/pool=other, not p") == 5
+    assert "; DaemonSet container-toolkit-4: node has" in f.message
+    assert "container-toolkit-5" not in f.message
+    assert "(operands/toolkit.yaml:" in f.message
+    assert "; and 2 more reasons; the device plugin advertises nvidia.com/gpu there" in f.message
+    assert f.message.endswith("and nothing reports an error")
+
+
 # --- GPU031 gpu-node-missing-operands ---------------------------------------------------------
 
 
@@ -183,6 +211,24 @@ def test_gpu031_single_gpu_node_has_nobody_to_compare_with(tmp_path: Path):
     assert findings(tmp_path, "GPU031") == []
 
 
+def test_gpu031_cites_five_causes_and_counts_the_rest(tmp_path: Path):
+    """Seven dcgm-exporter DaemonSets, one per pool: gpu-a and gpu-b run one each, gpu-c none;
+    its message cites five causes and counts two (GPU031 `check`, rules/wording.py
+    `clauses`)."""
+    lab_daemonsets(tmp_path, ("driver", "container-toolkit", "device-plugin"))
+    write(tmp_path, "operands/dcgm.yaml", "---\n".join(_pooled("dcgm-exporter", 7)))
+    for name, pool in (("gpu-a", "p0"), ("gpu-b", "p1"), ("gpu-c", "other")):
+        labels = {**all_labels(skip=("gpu-feature-discovery",)), "example.com/pool": pool}
+        write(tmp_path, f"{name}.yaml", node(name, labels))
+    [f] = findings(tmp_path, "GPU031")
+    assert f.message.startswith(
+        "GPU node gpu-c lacks dcgm-exporter, which runs on every other GPU node (2): DaemonSet "
+    )
+    assert f.message.count("node has example.com/pool=other, not p") == 5
+    assert "dcgm-exporter-5" not in f.message
+    assert f.message.endswith("not p4 (operands/dcgm.yaml:102); and 2 more reasons")
+
+
 # --- GPU032 operand-taint-not-tolerated -------------------------------------------------------
 
 
@@ -242,3 +288,17 @@ def test_gpu032_ignores_taints_on_nodes_the_daemonset_does_not_select(tmp_path: 
     write(tmp_path, "a.yaml", node("gpu-a", {"device-plugin": "false"}, spec=spec))
     write(tmp_path, "c.yaml", node("cpu-a", {"device-plugin": "true"}, spec=spec, gpu=False))
     assert findings(tmp_path, "GPU032") == []
+
+
+def test_gpu032_names_five_tainted_nodes_and_counts_the_rest(tmp_path: Path):
+    """Seven GPU nodes with a taint the device plugin does not tolerate: five named, two
+    counted, and the message still says what the controller does (GPU032 `check`)."""
+    write(tmp_path, "ds.yaml", daemonset("device-plugin"))
+    spec = "taints:\n- {key: dedicated, value: inference, effect: NoSchedule}\n"
+    for i in range(7):
+        write(tmp_path, f"n{i}.yaml", node(f"gpu-{i}", all_labels(), spec=spec))
+    [f] = findings(tmp_path, "GPU032")
+    assert (
+        "on GPU node(s) gpu-0, gpu-1, gpu-2, gpu-3, gpu-4 and 2 more: the DaemonSet controller "
+    ) in f.message
+    assert f.message.endswith("so device-plugin never runs there")

@@ -140,3 +140,28 @@ def test_no_device_plugin_config_no_findings(tmp_path: Path) -> None:
         "metadata: {name: a, labels: {nvidia.com/device-plugin.config: x}}\n",
     )
     assert found(tmp_path, "GPU033") == []
+
+
+def test_gpu033_names_five_config_keys_and_counts_the_rest(tmp_path: Path) -> None:
+    """A ConfigMap of seven keys and a node naming none of them: the message and the hint name
+    five keys and count two, and both end as always (GPU033 `_node_findings`)."""
+    config = "    version: v1\n    sharing:\n      timeSlicing:\n        resources:\n"
+    config += "        - name: nvidia.com/gpu\n          replicas: 4\n"
+    data = "".join(f"  k{i}: |-\n{config}" for i in range(7))
+    write(
+        tmp_path,
+        "all.yaml",
+        "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cluster-policy}\n"
+        "spec:\n  devicePlugin:\n    config: {name: ts, default: k0}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ts, namespace: gpu-operator}\n"
+        f"data:\n{data}---\n"
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n"
+        '  labels: {nvidia.com/gpu.present: "true", nvidia.com/device-plugin.config: typo}\n',
+    )
+    [f] = found(tmp_path, "GPU033")
+    assert "does not have (keys: k0, k1, k2, k3, k4 and 2 more): the config manager" in f.message
+    assert f.message.endswith("so its GPUs are not advertised")
+    assert f.hint == (
+        "Set nvidia.com/device-plugin.config to one of k0, k1, k2, k3, k4 and 2 more, or add "
+        "the key to the ConfigMap."
+    )

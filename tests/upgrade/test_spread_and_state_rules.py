@@ -81,6 +81,22 @@ def test_gpu021_counts_only_eligible_nodes(tmp_path: Path):
     assert "only 3 eligible nodes (gpu-0, gpu-1, gpu-2)" in messages(tmp_path, "GPU021")[0]
 
 
+def test_gpu021_names_five_nodes_per_domain_and_counts_the_rest(tmp_path: Path):
+    """Three replicas, one per zone, over zone a of seven nodes and zone b of one: zone a's
+    first five nodes named, two counted, and the message still says what a drain does (GPU021
+    `_domains_text`)."""
+    zones = {f"gpu-{i}": {"zone": "a" if i < 7 else "b"} for i in range(8)}
+    gpu_cluster(tmp_path, 8, zones)
+    spec = anti_affinity("zone")
+    write(tmp_path, "trainer.yaml", deployment("trainer", 3, extra_spec=spec))
+    [message] = messages(tmp_path, "GPU021")
+    assert (
+        "only 2 eligible zone domains (a: gpu-0, gpu-1, gpu-2, gpu-3, gpu-4 and 2 more, "
+        "b: gpu-7): 1 replica stays Pending already"
+    ) in message
+    assert message.endswith("and each drain for a driver upgrade strands one more")
+
+
 def node_with(tmp_path: Path, labels: str) -> Path:
     write(tmp_path, "support-matrix.csv", MATRIX)
     write(tmp_path, "node.yaml", gpu_node("gpu-0").replace("  labels:\n", "  labels:\n" + labels))

@@ -6,22 +6,31 @@ Its user documentation is `docs:` in rule.yaml, next to this file.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import islice
 
 from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.model.spread import Spread
 from gpudrv_check.rules.context import Context
-from gpudrv_check.rules.wording import names, plural
+from gpudrv_check.rules.wording import MAX_NAMES, names, plural
 
 ID = "GPU021"
+DOMAINS_SHOWN = 4  # domains written out, each with its nodes
 
 
 def _domains_text(spread: Spread) -> str:
+    """The eligible nodes, or the first four domains with the first MAX_NAMES nodes of each, the
+    rest counted (a domain's every node made a message longer than a finding holds, cut before
+    it said how many replicas stay Pending: core/finding.py MAX_MESSAGE)."""
     if spread.per_node:
         return f"{plural(spread.capacity, 'eligible node')} ({names(list(spread.eligible))})"
-    values = [f"{v}: {', '.join(nodes)}" for v, nodes in spread.domains.by_value.items()]
+    by_value = spread.domains.by_value
+    values = [
+        f"{v}: {names(list(nodes[:MAX_NAMES]), total=len(nodes))}"
+        for v, nodes in islice(by_value.items(), DOMAINS_SHOWN)
+    ]
     return (
         f"{plural(spread.capacity, 'eligible ' + spread.term.topology_key + ' domain')} "
-        f"({names(values, 4)})"
+        f"({names(values, DOMAINS_SHOWN, total=len(by_value))})"
     )
 
 

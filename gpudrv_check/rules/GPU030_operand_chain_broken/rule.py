@@ -16,6 +16,7 @@ from gpudrv_check.model.operands import (
     remedy,
 )
 from gpudrv_check.rules.context import Context
+from gpudrv_check.rules.wording import MAX_NAMES, clauses
 
 ID = "GPU030"
 
@@ -49,7 +50,11 @@ def check(ctx: Context) -> Iterator[Finding]:
     placement = ctx.repo.operand_placement
     for node in placement.rows:
         for chain in placement.breaks.get(node.name, []):
-            why = "; ".join(c.cited() for c in chain.causes) or "no reason found"
+            # the first few causes, then a count: one per DaemonSet of a pooled operand made
+            # a message longer than a finding holds, cut before its consequence (MAX_MESSAGE)
+            causes = chain.causes
+            shown = [c.cited() for c in causes[:MAX_NAMES]]
+            why = clauses(shown, "reason", total=len(causes)) or "no reason found"
             message = (
                 f"node {node.name} runs {_and(chain.running)} without {chain.missing}: {why}; "
                 f"{consequence(chain)}"

@@ -18,6 +18,7 @@ from gpudrv_check.model.operands import (
     remedy,
 )
 from gpudrv_check.rules.context import Context
+from gpudrv_check.rules.wording import MAX_NAMES, clauses
 
 ID = "GPU031"
 
@@ -87,12 +88,15 @@ def check(ctx: Context) -> Iterator[Finding]:
                 continue
             cause = cell.causes[0]
             hint = remedy(cause, operand, node.name)
+            # the first few causes, then a count: one per DaemonSet of a pooled operand made
+            # a message longer than a finding holds (core/finding.py MAX_MESSAGE)
+            shown = [c.cited() for c in cell.causes[:MAX_NAMES]]
             yield ctx.finding(
                 ID,
                 cause.about,
                 cause.path,
                 f"GPU node {node.name} lacks {operand}, which runs on every other GPU node "
-                f"({others}): {'; '.join(c.cited() for c in cell.causes)}",
+                f"({others}): {clauses(shown, 'reason', total=len(cell.causes))}",
                 hint=(
                     hint + f"; if {node.name} is meant to run without {operand}, keep its label "
                     "at false and accept this warning."

@@ -18,6 +18,7 @@ from gpudrv_check.model.operands import (
     taint_text,
 )
 from gpudrv_check.rules.context import Context
+from gpudrv_check.rules.wording import MAX_NAMES, names
 
 ID = "GPU032"
 
@@ -41,15 +42,17 @@ def check(ctx: Context) -> Iterator[Finding]:
                 continue
             where = (ds.key, ds.operand) if ds.source != OPERATOR else (OPERATOR,)
             key = (*where, taint_text(taint))
-            dss, names, _ = groups.setdefault(key, ([], [], taint))
+            dss, tainted, _ = groups.setdefault(key, ([], [], taint))
             if not any(d is ds for d in dss):
                 dss.append(ds)
-            if node_name not in names:
-                names.append(node_name)
-    for dss, names, taint in groups.values():
+            if node_name not in tainted:
+                tainted.append(node_name)
+    for dss, tainted, taint in groups.values():
         ds = dss[0]
         shown = taint_text(taint)
-        nodes_text = ", ".join(names)
+        # the first few nodes, then a count: a taint on a whole pool made a message longer than
+        # a finding holds, cut before it said what the controller does (MAX_MESSAGE)
+        nodes_text = names(tainted[:MAX_NAMES], total=len(tainted))
         if ds.source == OPERATOR and placement.config is not None:
             config = placement.config
             operands = ", ".join(d.operand for d in dss)

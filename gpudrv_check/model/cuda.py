@@ -16,6 +16,7 @@ Two floors, chosen by the GPU011 parameter ``minor_version_compatibility``:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Hashable, Mapping
 from dataclasses import field, replace
 from functools import lru_cache
@@ -262,23 +263,18 @@ def excluding_expression(
     if floor_branch is None:
         return None
     excluded_names = {n.name for n in excluded}
-    by_node = {} if memo is None else memo.setdefault(("cuda", "driver-of-node"), {})
-    drivers = {}
-    for n in nodes:
-        entry = by_node.get(id(n))
-        if entry is None or entry[0] is not n:
-            entry = by_node[id(n)] = (n, node_driver(n))
-        drivers[n.name] = entry[1]
+    drivers, ranked = _drivers_of(nodes, memo)
 
     def branch(name: str) -> int:
         driver = drivers.get(name)
         return _branch(driver.version) if driver is not None else -1
 
     keys = {d.major_label for n in excluded_names if (d := drivers.get(n)) is not None}
+    # every node with a driver below the floor's branch is excluded: those are the first of
+    # `ranked`, so the test reads them, not every node
+    below = ranked[: bisect.bisect_left(ranked, (floor_branch,))]
     separable = all(branch(n) < floor_branch for n in excluded_names) and all(
-        branch(n.name) >= floor_branch
-        for n in nodes
-        if n.name not in excluded_names and drivers.get(n.name) is not None
+        name in excluded_names for _, name in below
     )
     if separable and len(keys) == 1 and all(drivers.get(n) for n in excluded_names):
         return {"key": keys.pop(), "operator": "Gt", "values": [str(floor_branch - 1)]}
@@ -290,6 +286,29 @@ def excluding_expression(
             "values": sorted(n.labels[hostname] for n in excluded),
         }
     return None
+
+
+def _drivers_of(
+    nodes: list[Node], memo: dict | None
+) -> tuple[dict[str, NodeDriver | None], list[tuple[int, str]]]:
+    """Each node's driver by name, and (branch, name) of the nodes with one, sorted: once per
+    node list with ``memo`` (placement shares one list among the workloads of a constraint
+    set; a fleet's thousands of nodes were read again for each image's verdict)."""
+    key = ("cuda", "drivers-of-nodes", id(nodes))
+    found = memo.get(key) if memo is not None else None
+    if found is not None and found[0] is nodes:
+        return found[1], found[2]
+    by_node = {} if memo is None else memo.setdefault(("cuda", "driver-of-node"), {})
+    drivers: dict[str, NodeDriver | None] = {}
+    for n in nodes:
+        entry = by_node.get(id(n))
+        if entry is None or entry[0] is not n:
+            entry = by_node[id(n)] = (n, node_driver(n))
+        drivers[n.name] = entry[1]
+    ranked = sorted((_branch(d.version), name) for name, d in drivers.items() if d is not None)
+    if memo is not None:  # the entry keeps the list, so its id is not reused meanwhile
+        memo[key] = (nodes, drivers, ranked)
+    return drivers, ranked
 
 
 def expression_text(expr: Mapping[str, Any]) -> str:

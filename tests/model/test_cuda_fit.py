@@ -188,3 +188,48 @@ def test_excluding_expression() -> None:
         "operator": "NotIn",
         "values": ["a"],
     }
+
+
+def test_excluding_expression_parts_by_branch_only_when_every_older_node_is_excluded() -> None:
+    """model/cuda.py `excluding_expression`: `Gt <floor branch - 1>` exactly when every
+    excluded node is below the floor's branch and every other node with a driver is not;
+    checked against that definition over random fleets, with and without the per-run memo
+    (which keeps each node list's drivers ranked by branch)."""
+    import random
+
+    from gpudrv_check.model.cuda import node_driver
+
+    rng = random.Random(11)
+    for _ in range(200):
+        nodes = []
+        for i in range(rng.randint(1, 8)):
+            branch = rng.choice(["515", "535", "550", "570", "x"])
+            nodes.append(make_node(f"n{i}", deprecated(branch, "10", "01") if i % 5 else {}))
+        excluded = rng.sample(nodes, rng.randint(1, len(nodes)))
+        floor = rng.choice(["535.0", "550.0", "570.0"])
+        memo: dict = {}
+        got = excluding_expression(floor, excluded, nodes, memo)
+        assert excluding_expression(floor, excluded, nodes, memo) == got  # from the memo
+        assert excluding_expression(floor, excluded, nodes) == got
+
+        def branch(node) -> int:
+            driver = node_driver(node)
+            major = driver.version.split(".")[0] if driver is not None else ""
+            return int(major) if major.isdigit() else -1
+
+        names = {n.name for n in excluded}
+        floor_branch = int(floor.split(".")[0])
+        separable = all(branch(n) < floor_branch for n in excluded) and all(
+            branch(n) >= floor_branch
+            for n in nodes
+            if n.name not in names and node_driver(n) is not None
+        )
+        by_branch = separable and all(node_driver(n) is not None for n in excluded)
+        if by_branch:
+            assert got == {
+                "key": "nvidia.com/cuda.driver.major",
+                "operator": "Gt",
+                "values": [str(floor_branch - 1)],
+            }
+        else:
+            assert got is None or got["operator"] == "NotIn"

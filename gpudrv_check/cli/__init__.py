@@ -635,6 +635,28 @@ OUT_OF_MEMORY = (
 )
 
 
+#: what a run still holds when it returns, kept from being freed object by object: set (to a
+#: list) by the console script, whose process ends with os._exit (`exit_now`);
+#: None in a caller that stays alive (tests, embedding), which gets everything freed as usual
+_KEPT: list | None = None
+
+
+def keep_until_exit(*values: object) -> None:
+    """Hold ``values`` until the process ends when the console script runs: a large run's
+    findings and reports are tens of thousands of objects, freed one by one as its frames
+    return, just before an exit that frees nothing."""
+    if _KEPT is not None:
+        _KEPT.extend(values)
+
+
+def keep_at_exit() -> None:
+    """From now on, what a run keeps (`keep_until_exit`) is never freed: the console script's
+    process ends with os._exit."""
+    global _KEPT
+    if _KEPT is None:
+        _KEPT = []
+
+
 def run() -> None:
     """The console script: main() with the cyclic collector off from start to end, then an
     exit that skips tearing the run down. The process ends with os._exit, so no collection is
@@ -643,6 +665,7 @@ def run() -> None:
 
     gc.disable()
     no_pydantic_plugins()
+    keep_at_exit()
     exit_now(main())
 
 

@@ -27,7 +27,9 @@ def exit_(code):
         "modules": sorted(m for m in sys.modules if m.startswith("gpudrv_check")),
         "metadata": "importlib.metadata" in sys.modules,
         "models": "pydantic.main" in sys.modules,
-        "plugin_loader": getattr(loader, "__file__", None) if loader else "absent"}) + "\n")
+        "plugin_loader": getattr(loader, "__file__", None) if loader else "absent",
+        "kept": [type(v).__name__ for v in getattr(sys.modules.get("gpudrv_check.cli"),
+                                                   "_KEPT", None) or []]}) + "\n")
     sys.__stderr__.flush()
     real_exit(code)
 os._exit = exit_
@@ -53,6 +55,7 @@ def probe(*args: str) -> dict:
         "metadata": found[-1]["metadata"],
         "models": found[-1]["models"],
         "plugin_loader": found[-1]["plugin_loader"],
+        "kept": found[-1]["kept"],
         "processes": len(found),
     }
 
@@ -65,6 +68,19 @@ def test_a_check_run_and_its_exit_start_no_collection():
     seen = probe("check", str(EXAMPLES / "lab"), "--no-cache", "--fail-on", "never")
     assert seen["collections"] == []
     assert "gpudrv_check.engine.run" in seen["modules"]  # the probe saw a whole run
+
+
+def test_the_console_script_keeps_what_a_check_holds_at_its_end_for_the_exit():
+    """cli `keep_until_exit`: the findings, the rendered reports and the report a check
+    holds when it returns are kept for `os._exit` to end (freed one by one as the frames
+    returned, they cost a large run its last tens of milliseconds); a caller that stays alive
+    keeps nothing."""
+    from gpudrv_check import cli
+
+    seen = probe("check", str(EXAMPLES / "lab"), "--no-cache", "--fail-on", "never")
+    assert {"list", "Report"} <= set(seen["kept"])
+    assert cli.main(["check", str(EXAMPLES / "lab"), "--no-cache", "--quiet"]) in (0, 1)
+    assert cli._KEPT is None
 
 
 def test_a_large_repo_run_with_workers_starts_no_collection(tmp_path: Path):

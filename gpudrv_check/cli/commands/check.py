@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check import __version__
+from gpudrv_check.cli import keep_until_exit
 from gpudrv_check.cli.commands.common import load_source, make_source
 from gpudrv_check.cli.options import CheckOptions, cache_key
 from gpudrv_check.core.finding import Finding, terminal_text
@@ -289,6 +290,7 @@ def run(options: CheckOptions) -> int:
     if reuse is not None and tee is not None and not getattr(reuse.data, "unsettled", False):
         with phase("result cache"):
             reuse.store(findings, tee.text, actions)
+    keep_until_exit(findings, actions, reuse, tee)  # freed by the exit, not here
     return code
 
 
@@ -349,6 +351,7 @@ def _check(
             sys.stderr.write(f"suppressed {f.location}: {f.rule} {f.message} ({f.suppressed_by})\n")
     with phase("render"):
         _render_all(report, pairs, colour, actions, options.quiet)
+    keep_until_exit(report)  # freed by the exit, not here
     return code
 
 

@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpudrv_check.core.finding import names as listing
+from gpudrv_check.core.finding import plural
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import MAPPINGS
@@ -389,7 +390,8 @@ def _details(
             req = {"operator": "In", "values": [name]}
             text += f"; {_field_nearest(req, nodes)}"
         if len(missing) > NAMES_SHOWN:
-            text += f"; {len(missing) - NAMES_SHOWN} more pinned names match no node"
+            more = len(missing) - NAMES_SHOWN
+            text += f"; {plural(more, 'more pinned name')} match{'es' if more == 1 else ''} no node"
         out.append(text)
     if by_reason.get(UNSCHEDULABLE):
         out.append(f"cordoned (spec.unschedulable): {node_names(by_reason[UNSCHEDULABLE])}")
@@ -404,8 +406,8 @@ def _details(
     if len(distinct) > NAMES_SHOWN:
         rest = sum(len(taints[text]) for text in distinct[NAMES_SHOWN:])
         out.append(
-            f"{len(distinct) - NAMES_SHOWN} more untolerated taints on {rest} more "
-            f"node{'s' if rest != 1 else ''}"
+            f"{plural(len(distinct) - NAMES_SHOWN, 'more untolerated taint')} on "
+            f"{plural(rest, 'more node')}"
         )
     if by_reason.get(AFFINITY):
         out.extend(_affinity_details(spec, by_reason[AFFINITY], nodes))

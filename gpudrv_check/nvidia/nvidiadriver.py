@@ -264,8 +264,9 @@ def _same_node_message(_name: str, matching: tuple[str, ...], nodes: list[str]) 
     the first MAX_NAMES of them named (all of them made a message longer than a finding holds,
     cut before it said what the operator does: core/finding.py MAX_MESSAGE)."""
     rest = nodes[1:]
-    listed = names(rest[:MAX_NAMES], total=len(rest))
-    also = f" (and {len(rest)} more: {listed})" if rest else ""
+    listed = ", ".join(rest[:MAX_NAMES])
+    among = ": " if len(rest) <= MAX_NAMES else ", among them "
+    also = f" (and {len(rest)} more{among}{listed})" if rest else ""
     return f"multiple NVIDIADrivers match the same node {nodes[0]}: [{' '.join(matching)}]{also}"
 
 

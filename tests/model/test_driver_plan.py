@@ -495,7 +495,7 @@ def test_gpu016_names_five_moving_nodes_and_counts_the_rest(tmp_path) -> None:
     ("release", "nodes"),
     [
         # AssignOwners: upstream names n0, the other six are counted and five of them named
-        ("v26.7.0", "n0: [a b] (and 6 more: n1, n2, n3, n4, n5 and 1 more); "),
+        ("v26.7.0", "n0: [a b] (and 6 more, among them n1, n2, n3, n4, n5); "),
         # before v26.7: every node of the set, five named
         ("v26.3.0", "(node(s) n0, n1, n2, n3, n4 and 2 more selected by a, b); "),
     ],

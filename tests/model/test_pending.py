@@ -302,3 +302,18 @@ def test_long_value_lists_and_pinned_names_are_cut() -> None:
     )
     assert detail.count("no node is named") == 5
     assert detail.endswith("; 3 more pinned names match no node")
+
+
+def test_one_more_taint_or_pinned_name_is_counted_in_the_singular() -> None:
+    """Six of them: five named and "1 more ... taint", "1 more pinned name matches" (pending.py
+    `_details` words the count with `plural`)."""
+    nodes = [
+        make_node(f"n{i}", taints=[{"key": "team", "value": f"t{i}", "effect": "NoSchedule"}])
+        for i in range(6)
+    ]
+    assert explain({"tolerations": []}, nodes).details[-1] == (
+        "1 more untolerated taint on 1 more node"
+    )
+    values = [f"host-{i}" for i in range(6)]
+    (detail,) = explain(required(term(fields=[expr("metadata.name", "In", *values)]))).details
+    assert detail.endswith("; 1 more pinned name matches no node")

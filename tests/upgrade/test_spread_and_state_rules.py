@@ -91,10 +91,24 @@ def test_gpu021_names_five_nodes_per_domain_and_counts_the_rest(tmp_path: Path):
     write(tmp_path, "trainer.yaml", deployment("trainer", 3, extra_spec=spec))
     [message] = messages(tmp_path, "GPU021")
     assert (
-        "only 2 eligible zone domains (a: gpu-0, gpu-1, gpu-2, gpu-3, gpu-4 and 2 more, "
+        "only 2 eligible zone domains (a: gpu-0, gpu-1, gpu-2, gpu-3, gpu-4 and 2 more; "
         "b: gpu-7): 1 replica stays Pending already"
     ) in message
     assert message.endswith("and each drain for a driver upgrade strands one more")
+
+
+def test_gpu021_names_four_domains_and_counts_the_rest(tmp_path: Path):
+    """Seven zones of one node, eight replicas: four domains named, apart by semicolons, and
+    three counted (GPU021 `_domains_text`)."""
+    zones = {f"gpu-{i}": {"zone": f"z{i}"} for i in range(7)}
+    gpu_cluster(tmp_path, 7, zones)
+    spec = anti_affinity("zone")
+    write(tmp_path, "trainer.yaml", deployment("trainer", 8, extra_spec=spec))
+    [message] = messages(tmp_path, "GPU021")
+    assert (
+        "only 7 eligible zone domains (z0: gpu-0; z1: gpu-1; z2: gpu-2; z3: gpu-3; and 3 more "
+        "domains): 1 replica stays Pending already"
+    ) in message
 
 
 def node_with(tmp_path: Path, labels: str) -> Path:

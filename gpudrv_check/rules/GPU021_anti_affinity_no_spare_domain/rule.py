@@ -11,7 +11,7 @@ from itertools import islice
 from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.model.spread import Spread
 from gpudrv_check.rules.context import Context
-from gpudrv_check.rules.wording import MAX_NAMES, names, plural
+from gpudrv_check.rules.wording import MAX_NAMES, clauses, names, plural
 
 ID = "GPU021"
 DOMAINS_SHOWN = 4  # domains written out, each with its nodes
@@ -28,9 +28,10 @@ def _domains_text(spread: Spread) -> str:
         f"{v}: {names(list(nodes[:MAX_NAMES]), total=len(nodes))}"
         for v, nodes in islice(by_value.items(), DOMAINS_SHOWN)
     ]
+    # domains apart by semicolons: their node lists hold commas (and counts) of their own
     return (
         f"{plural(spread.capacity, 'eligible ' + spread.term.topology_key + ' domain')} "
-        f"({names(values, DOMAINS_SHOWN, total=len(by_value))})"
+        f"({clauses(values, 'domain', DOMAINS_SHOWN, total=len(by_value))})"
     )
 
 

@@ -632,10 +632,18 @@ def evaluate(run: Run) -> None:
     missing = missing_inputs(run.repo, run.matrix_missing is not None)
     run.skipped_rules = skipped_rules(run.rules, checks, missing)
     not_run = {r for group in run.skipped_rules for r in group.rules}
+    kept = _cluster_findings(run)
     for rule_id, check in checks.items():
         if rule_id not in not_run:
             with phase(f"rule {rule_id}"):
-                run.findings.extend(check(ctx))
+                taken = kept.take(rule_id) if kept is not None else None
+                if taken is not None:
+                    run.findings.extend(taken)
+                    continue
+                found = list(check(ctx))
+                run.findings.extend(found)
+                if kept is not None:
+                    kept.evaluated(rule_id, found)
     for policy in run.custom_policies:
         if rule_enabled(config, policy.id, run.rules):
             run.findings.extend(check_within_budget(ctx, policy))
@@ -649,6 +657,20 @@ def evaluate(run: Run) -> None:
 
         with phase("partition cache"):
             merge(run)  # the findings of the namespaces this run did not read again
+            if kept is not None and not run.content.unsettled:
+                kept.store()
+
+
+def _cluster_findings(run: Run) -> Any:
+    """The cluster-wide findings kept under this run's context and shared files
+    (engine/cache/partition.py `ClusterFindings`), or None without a partition plan."""
+    from gpudrv_check.engine.cache.partition import ClusterFindings, Plan
+
+    plan = run.content.plan
+    if not isinstance(plan, Plan):
+        return None
+    cluster = frozenset(r for r, policy in run.rules.items() if policy.scope == "cluster")
+    return ClusterFindings(plan, cluster)
 
 
 def _evaluate_clusters(run: Run) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from gpudrv_check.engine.cache.files import FilesCache
 from gpudrv_check.engine.cache.partition import PartitionEntry, plan, store_entry, summarize
-from gpudrv_check.engine.cache.store import Cache
+from gpudrv_check.engine.cache.store import Cache, entry_fields
 from gpudrv_check.read.config import load_config
 from gpudrv_check.read.manifests import ReadOptions, parse_manifest_bytes, read_repo
 from gpudrv_check.read.tree import WorkingTree
@@ -944,11 +944,15 @@ def test_an_edit_run_writes_the_entry_of_its_namespace_alone(repo, tmp_path):
     first, fresh = _both(repo, cache)
     assert first == fresh
 
-    def entries() -> dict[str, bytes]:
-        return {p.name: p.read_bytes() for p in cache.glob("partitions-*.bin")}
+    def entries(cluster: bool = False) -> dict[str, bytes]:
+        """The namespaces' entries, or the cluster-wide findings' (a (base, findings) pair:
+        partition.py `ClusterFindings`)."""
+        found = {p.name: p.read_bytes() for p in cache.glob("partitions-*.bin")}
+        return {n: b for n, b in found.items() if (len(entry_fields(b)[2]) == 2) == cluster}
 
     cold = entries()
-    assert len(cold) > 2  # one per namespace
+    cluster = entries(cluster=True)
+    assert len(cold) > 2 and len(cluster) == 1  # one per namespace, one for the cluster
     _replicas(repo)  # team-0: every entry stored again, with its texts
     second, fresh = _both(repo, cache)
     assert second == fresh
@@ -963,6 +967,7 @@ def test_an_edit_run_writes_the_entry_of_its_namespace_alone(repo, tmp_path):
     _replicas(repo)  # team-0 again
     fourth, fresh = _both(repo, cache)
     assert fourth == fresh
+    assert entries(cluster=True) == cluster  # no shared file changed: taken, never rewritten
 
 
 def test_a_file_saved_while_the_run_reads_it_leaves_no_stale_entry(repo, tmp_path, monkeypatch):
@@ -1158,3 +1163,89 @@ def test_a_run_after_an_edit_takes_the_texts_of_the_clean_findings_from_the_cach
             True,
             False,
         ]
+
+
+def _counting_cluster_rules(monkeypatch) -> dict[str, int]:
+    """Counts the evaluations of the cluster-wide rules GPU001 and GPU030 (as the engine
+    takes them from `registered`)."""
+    from gpudrv_check.rules import RULE_MODULES
+
+    calls = {"GPU001": 0, "GPU030": 0}
+    for module in RULE_MODULES:
+        if module.ID in calls:
+            real = module.check
+
+            def counted(ctx, real=real, rule=module.ID):
+                calls[rule] += 1
+                return real(ctx)
+
+            monkeypatch.setattr(module, "check", counted)
+    return calls
+
+
+@pytest.mark.slow
+def test_cluster_wide_findings_are_taken_while_no_shared_file_changes(repo, tmp_path, monkeypatch):
+    """partition.py `ClusterFindings`: the rules at `scope: cluster` read no partition's kinds,
+    so an edit of a namespace's workloads takes what they found under the same context and
+    shared files; an edit of a shared file (a node), of the config, or a damaged entry
+    evaluates them again; every run says what a run without cache says."""
+    calls = _counting_cluster_rules(monkeypatch)
+    cache = tmp_path / "cache"
+    args = ("check", str(repo), "--fail-on", "never", "--format", "json")
+
+    def cached() -> str:
+        before = dict(calls)
+        out = run_main(*args, "--cache-dir", str(cache))
+        assert out.returncode == 0, out.stderr
+        fresh = run_main(*args, "--no-cache")
+        assert out.stdout == fresh.stdout
+        return "evaluated" if calls["GPU001"] > before["GPU001"] + 1 else "taken"
+
+    def replicas(count: int) -> None:  # a different workload edit each time
+        path = _workload(repo, "team-0")
+        path.write_text(re.sub(r"replicas: \d+", f"replicas: {count}", path.read_text(), count=1))
+
+    assert cached() == "evaluated"  # cold
+    assert calls == {"GPU001": 2, "GPU030": 2}  # the cached run and the fresh one
+    replicas(5)
+    assert cached() == "taken"
+    assert calls == {"GPU001": 3, "GPU030": 3}  # the fresh run's alone
+    _pdb(repo)
+    assert cached() == "taken"
+    _node_label(repo)  # a shared file
+    assert cached() == "evaluated"
+    replicas(6)
+    assert cached() == "taken"
+    _config(repo)
+    assert cached() == "evaluated"
+    replicas(7)
+    assert cached() == "taken"
+    for entry in cache.glob("partitions-*.bin"):  # every entry damaged: each a miss
+        entry.write_bytes(entry.read_bytes()[:-3])
+    replicas(8)
+    assert cached() == "evaluated"
+
+
+def test_a_cluster_rule_with_a_finding_in_a_partition_file_is_not_kept(tmp_path):
+    """`ClusterFindings.evaluated`: a rule is kept only when every finding it made lies in a
+    shared file (a finding in a partition's file would be that file's, found again)."""
+    from gpudrv_check.core.finding import Finding, Location, Severity
+    from gpudrv_check.engine.cache.partition import ClusterFindings, Plan
+
+    plan_ = Plan(Cache(tmp_path / "cache"), "repo", partition_of={"apps/a.yaml": "team-a"})
+    plan_.base = "b"
+
+    def finding(file: str) -> Finding:
+        return Finding(rule="GPU001", severity=Severity.ERROR, message="m", location=Location(file))
+
+    kept = ClusterFindings(plan_, frozenset({"GPU001", "GPU030"}))
+    assert kept.take("GPU001") is None and kept.take("GPU030") is None
+    kept.evaluated("GPU001", [finding("nodes/n.yaml"), finding("apps/a.yaml")])
+    kept.evaluated("GPU030", [finding("nodes/n.yaml")])
+    kept.evaluated("GPU010", [finding("nodes/n.yaml")])  # not a cluster rule: never kept
+    kept.store()
+    again = ClusterFindings(plan_, frozenset({"GPU001", "GPU030"}))
+    assert again.take("GPU001") is None
+    assert [f.location.file for f in again.take("GPU030") or []] == ["nodes/n.yaml"]
+    plan_.base = "other"  # another context or shared file: nothing is taken
+    assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None

@@ -403,6 +403,74 @@ def merge(run: Any) -> None:
         run.suppressed.sort(key=Finding.sort_key)
 
 
+#: the name, among a repo's `partitions` entries, of its cluster-wide findings (no namespace
+#: holds a NUL, so no partition entry has it)
+CLUSTER_ENTRY = "\0cluster"
+
+
+class ClusterFindings:
+    """The findings of the rules at `scope: cluster`, kept under the digest of the run's
+    context and shared files (`Plan.base`).
+
+    Those rules read no kind a partition holds (`partition_kinds` is what they do not read), so
+    what they find is a function of the context and the shared files: a run whose base is the
+    one they were found under (an edit of a namespace's workloads or budgets) takes them
+    instead of evaluating the rules again. A rule is kept only when every finding it made lies
+    in a shared file: one about a file of a partition (none is known) would be that file's.
+    Stored as found, before severities and exemptions, which the run then applies to them as
+    to every other finding."""
+
+    def __init__(self, plan_: Plan, rules: frozenset[str]) -> None:
+        self.plan = plan_
+        self.rules = rules  # the rules at cluster scope
+        self.found: dict[str, list[Any]] = {}  # rule -> records, of the rules evaluated now
+        self.taken: dict[str, list[Any]] = {}
+        self.stale = False  # a rule was evaluated that the entry did not hold
+        stored = plan_.cache.load(CACHE_KIND, entry_name(plan_.name, CLUSTER_ENTRY), plan_.base)
+        if (
+            isinstance(stored, tuple)
+            and len(stored) == 2
+            and stored[0] == plan_.base
+            and isinstance(stored[1], dict)
+        ):
+            self.taken = stored[1]
+
+    def take(self, rule: str) -> list[Any] | None:
+        """The rule's findings under this base, or None (evaluate it)."""
+        from gpudrv_check.core.finding import Finding
+
+        if rule not in self.rules:
+            return None
+        records = self.taken.get(rule)
+        if isinstance(records, list):
+            try:
+                found = [Finding.from_record(r) for r in records]
+            except ValueError:  # not an entry of ours
+                found = None
+            if found is not None:
+                self.found[rule] = records
+                return found
+        self.stale = True
+        return None
+
+    def evaluated(self, rule: str, findings: list[Any]) -> None:
+        """What a cluster rule found now: kept if every finding lies in a shared file."""
+        if rule not in self.rules:
+            return
+        partition_of = self.plan.partition_of
+        if any(f.location.file in partition_of for f in findings):
+            return
+        self.found[rule] = [f.record() for f in findings]
+
+    def store(self) -> None:
+        """Store the entry when a rule was evaluated now (else it holds what is there)."""
+        if self.stale:
+            value = (self.plan.base, self.found)
+            self.plan.cache.store(
+                CACHE_KIND, entry_name(self.plan.name, CLUSTER_ENTRY), self.plan.base, value
+            )
+
+
 def _texts_of_clean(
     run: Any, plan_: Plan, ns: str, found: list[Any], renderer: tuple[int, Any]
 ) -> None:

@@ -665,12 +665,12 @@ def _cluster_findings(run: Run) -> Any:
     """The cluster-wide findings kept under this run's context and shared files
     (engine/cache/partition.py `ClusterFindings`), or None without a partition plan."""
     from gpudrv_check.engine.cache.partition import ClusterFindings, Plan
+    from gpudrv_check.rules.plan import cacheable_cluster_rules
 
     plan = run.content.plan
     if not isinstance(plan, Plan):
         return None
-    cluster = frozenset(r for r, policy in run.rules.items() if policy.scope == "cluster")
-    return ClusterFindings(plan, cluster)
+    return ClusterFindings(plan, cacheable_cluster_rules())
 
 
 def _evaluate_clusters(run: Run) -> None:

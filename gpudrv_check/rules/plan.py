@@ -283,6 +283,22 @@ def partition_kinds() -> frozenset[str]:
     return frozenset(namespaced - set(table_kinds()))
 
 
+@cache
+def cacheable_cluster_rules() -> frozenset[str]:
+    """The rules at `scope: cluster` none of whose `reads:` entries names a partitioned kind,
+    under a `when:` or not: what they find depends on the shared files and the run's context
+    alone, so it may be kept under their digest (engine/cache/partition.py `ClusterFindings`).
+    GPU025, which reads every namespace's workloads when the upgrade waits on a pod selector
+    for ever, is not one of them."""
+    kinds = partition_kinds()
+    reading = {d.owner for d in declarations() if d.kinds & kinds or ANY in d.kinds}
+    return frozenset(
+        policy.id
+        for policy in catalog().values()
+        if policy.scope == "cluster" and policy.id not in reading
+    )
+
+
 def current_plan() -> SkimPlan:
     """The plan the engine hands to the reader (engine/run.py): the one derived above."""
     return skim_plan()

@@ -1249,3 +1249,41 @@ def test_a_cluster_rule_with_a_finding_in_a_partition_file_is_not_kept(tmp_path)
     assert [f.location.file for f in again.take("GPU030") or []] == ["nodes/n.yaml"]
     plan_.base = "other"  # another context or shared file: nothing is taken
     assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None
+
+
+@pytest.mark.slow
+def test_a_cluster_rule_that_reads_every_namespace_is_never_taken(repo, tmp_path):
+    """GPU025 reads the workloads of every namespace when the upgrade policy waits without a
+    timeout on a pod selector (its `reads:` entry `when:`): its findings depend on those
+    workloads, so they are never kept with the cluster-wide findings (rules/plan.py
+    `cacheable_cluster_rules`); a run where no partition is clean evaluates every namespace
+    with a plan, and took a stale GPU025 before."""
+    from gpudrv_check.rules.plan import cacheable_cluster_rules
+
+    assert "GPU025" not in cacheable_cluster_rules() and "GPU001" in cacheable_cluster_rules()
+    write(
+        repo,
+        "gpu-operator/cluster-policy.yaml",
+        cluster_policy(
+            "  driver:\n    upgradePolicy:\n      autoUpgrade: true\n      podDeletion: {}\n"
+            "      waitForCompletion:\n        podSelector: app=app-1\n"
+        ),
+    )
+    cache = tmp_path / "cache"
+    args = ("check", str(repo), "--fail-on", "never", "--format", "json")
+    for step in range(3):
+        if step:  # the selected workloads' label changes: GPU025 goes, then comes back
+            old, new = ("app: app-1", "app: app-1x") if step == 1 else ("app: app-1x", "app: app-1")
+            for path in sorted((repo / "apps").rglob("*.yaml")):
+                text = path.read_text()
+                if old + "\n" in text:
+                    path.write_text(text.replace(old + "\n", new + "\n"))
+            # and a comment in one file of every namespace: no partition is clean, so this
+            # run evaluates them all, with a plan, under the same shared files
+            for namespace in sorted((repo / "apps").iterdir()):
+                path = sorted(namespace.glob("*.yaml"))[0]
+                path.write_text(path.read_text() + f"# edit {step}\n")
+        cached = run_main(*args, "--cache-dir", str(cache))
+        fresh = run_main(*args, "--no-cache")
+        assert cached.stdout == fresh.stdout, step
+        assert ('"GPU025"' in fresh.stdout) == (step != 1)

@@ -16,8 +16,8 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from gpudrv_check.core.finding import MAX_NAMES, plural
 from gpudrv_check.core.finding import names as listing
-from gpudrv_check.core.finding import plural
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import MAPPINGS
@@ -51,7 +51,7 @@ from gpudrv_check.model.placement import (
 )
 from gpudrv_check.model.workload import GPU_RESOURCE, Workload
 
-NAMES_SHOWN = 5
+NAMES_SHOWN = MAX_NAMES
 
 # what stands in the way, for the location and the fix hint
 CAUSE_AFFINITY = "affinity"
@@ -74,10 +74,7 @@ class Pending:
 
 def node_names(nodes: Iterable[Node | str], limit: int = NAMES_SHOWN) -> str:
     """``a, b, c`` or ``a, b, c, d, e and 7 more``."""
-    names = sorted(n if isinstance(n, str) else n.name for n in nodes)
-    if len(names) <= limit:
-        return ", ".join(names)
-    return f"{', '.join(names[:limit])} and {len(names) - limit} more"
+    return listing(sorted(n if isinstance(n, str) else n.name for n in nodes), limit)
 
 
 def taint_text(taint: Mapping[str, Any]) -> str:

@@ -275,7 +275,7 @@ def _conflicting_selectors_message(name: str, matching: tuple[str, ...], nodes: 
     named and the rest counted (as `_same_node_message`)."""
     return (
         f"conflicting NVIDIADriver NodeSelectors found for resource: {name} "
-        f"(node(s) {names(nodes[:MAX_NAMES], total=len(nodes))} selected by {', '.join(matching)})"
+        f"(node(s) {names(nodes)} selected by {', '.join(matching)})"
     )
 
 

@@ -81,34 +81,41 @@ def test_gpu021_counts_only_eligible_nodes(tmp_path: Path):
     assert "only 3 eligible nodes (gpu-0, gpu-1, gpu-2)" in messages(tmp_path, "GPU021")[0]
 
 
-def test_gpu021_names_five_nodes_per_domain_and_counts_the_rest(tmp_path: Path):
-    """Three replicas, one per zone, over zone a of seven nodes and zone b of one: zone a's
-    first five nodes named, two counted, and the message still says what a drain does (GPU021
-    `_domains_text`)."""
-    zones = {f"gpu-{i}": {"zone": "a" if i < 7 else "b"} for i in range(8)}
-    gpu_cluster(tmp_path, 8, zones)
+@pytest.mark.parametrize(
+    ("zone_of", "nodes", "replicas", "said"),
+    [
+        # zone a of seven nodes and zone b of one, three replicas: zone a's first five nodes
+        # named, two counted
+        (
+            lambda i: "a" if i < 7 else "b",
+            8,
+            3,
+            "only 2 eligible zone domains (a: gpu-0, gpu-1, gpu-2, gpu-3, gpu-4 and 2 more; "
+            "b: gpu-7): 1 replica stays Pending already",
+        ),
+        # seven zones of one node, eight replicas: four domains named, apart by semicolons,
+        # and three counted
+        (
+            lambda i: f"z{i}",
+            7,
+            8,
+            "only 7 eligible zone domains (z0: gpu-0; z1: gpu-1; z2: gpu-2; z3: gpu-3; and 3 more "
+            "domains): 1 replica stays Pending already",
+        ),
+    ],
+    ids=["nodes of a domain", "domains"],
+)
+def test_gpu021_names_a_few_domains_and_nodes_and_counts_the_rest(
+    tmp_path: Path, zone_of, nodes: int, replicas: int, said: str
+):
+    """GPU021 `_domains_text`: four domains and five nodes of each named, the rest counted, and
+    the message still says what a drain does."""
+    gpu_cluster(tmp_path, nodes, {f"gpu-{i}": {"zone": zone_of(i)} for i in range(nodes)})
     spec = anti_affinity("zone")
-    write(tmp_path, "trainer.yaml", deployment("trainer", 3, extra_spec=spec))
+    write(tmp_path, "trainer.yaml", deployment("trainer", replicas, extra_spec=spec))
     [message] = messages(tmp_path, "GPU021")
-    assert (
-        "only 2 eligible zone domains (a: gpu-0, gpu-1, gpu-2, gpu-3, gpu-4 and 2 more; "
-        "b: gpu-7): 1 replica stays Pending already"
-    ) in message
+    assert said in message
     assert message.endswith("and each drain for a driver upgrade strands one more")
-
-
-def test_gpu021_names_four_domains_and_counts_the_rest(tmp_path: Path):
-    """Seven zones of one node, eight replicas: four domains named, apart by semicolons, and
-    three counted (GPU021 `_domains_text`)."""
-    zones = {f"gpu-{i}": {"zone": f"z{i}"} for i in range(7)}
-    gpu_cluster(tmp_path, 7, zones)
-    spec = anti_affinity("zone")
-    write(tmp_path, "trainer.yaml", deployment("trainer", 8, extra_spec=spec))
-    [message] = messages(tmp_path, "GPU021")
-    assert (
-        "only 7 eligible zone domains (z0: gpu-0; z1: gpu-1; z2: gpu-2; z3: gpu-3; and 3 more "
-        "domains): 1 replica stays Pending already"
-    ) in message
 
 
 def node_with(tmp_path: Path, labels: str) -> Path:

@@ -12,14 +12,14 @@ from gpudrv_check.model.cuda import CudaFit, cuda_fits, excluding_expression, ex
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.pending import node_names
 from gpudrv_check.rules.context import Context
+from gpudrv_check.rules.wording import MAX_NAMES, names
 
 ID = "GPU011"
 
 
 def _listed(pairs: list[tuple[Node, str]]) -> str:
-    shown = sorted(pairs, key=lambda p: p[0].name)
-    text = ", ".join(f"{n.name} ({v})" for n, v in shown[:5])
-    return text + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+    shown = sorted(pairs, key=lambda p: p[0].name)[:MAX_NAMES]
+    return names([f"{n.name} ({v})" for n, v in shown], total=len(pairs))
 
 
 def _hint(

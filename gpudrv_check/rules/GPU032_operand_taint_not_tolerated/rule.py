@@ -18,7 +18,7 @@ from gpudrv_check.model.operands import (
     taint_text,
 )
 from gpudrv_check.rules.context import Context
-from gpudrv_check.rules.wording import MAX_NAMES, names
+from gpudrv_check.rules.wording import names
 
 ID = "GPU032"
 
@@ -52,7 +52,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         shown = taint_text(taint)
         # the first few nodes, then a count: a taint on a whole pool made a message longer than
         # a finding holds, cut before it said what the controller does (MAX_MESSAGE)
-        nodes_text = names(tainted[:MAX_NAMES], total=len(tainted))
+        nodes_text = names(tainted)
         if ds.source == OPERATOR and placement.config is not None:
             config = placement.config
             operands = ", ".join(d.operand for d in dss)

@@ -19,7 +19,7 @@ from gpudrv_check.nvidia.device_plugin import (
     shared_product,
 )
 from gpudrv_check.rules.context import Context
-from gpudrv_check.rules.wording import MAX_NAMES, names
+from gpudrv_check.rules.wording import names
 
 ID = "GPU033"
 
@@ -68,8 +68,7 @@ def _node_findings(ctx: Context, sharing: Sharing) -> Iterator[Finding]:
         return
     # the first few keys by name, then a count: a ConfigMap of a hundred keys made the message
     # and the hint longer than a finding holds, cut before they said what fails (MAX_MESSAGE)
-    ordered = sorted(sharing.entries)
-    keys = names(ordered[:MAX_NAMES], total=len(ordered)) or "none"
+    keys = names(sorted(sharing.entries)) or "none"
     defaults_missing: list[str] = []
     for state in sharing.nodes.values():
         if state.config is not None or state.error is None or state.key is None:

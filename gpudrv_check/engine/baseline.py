@@ -15,6 +15,7 @@ from collections import Counter
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.engine.exemptions import BY_BASELINE
 from gpudrv_check.read.config import ConfigError
+from gpudrv_check.read.config_file import MAX_BASELINE_BYTES
 
 BASELINE_VERSION = 1
 
@@ -35,10 +36,6 @@ def render_baseline(findings: list[Finding]) -> str:
     )
     doc = {"tool": "gpudrv-check", "version": BASELINE_VERSION, "findings": entries}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-
-
-#: a baseline of a large repo holds tens of thousands of findings (~300 bytes each)
-MAX_BASELINE_BYTES = 64 * 1024 * 1024
 
 
 def read_baseline(path: str, root: str | os.PathLike[str] = "") -> Counter[str]:

@@ -653,12 +653,12 @@ def evaluate(run: Run) -> None:
         run.findings, suppressed = apply_exemptions(settled, run.repo, run.rules)
         run.suppressed.extend(suppressed)
     if run.content.plan is not None:
-        from gpudrv_check.engine.cache.partition import merge
+        from gpudrv_check.engine.cache.partition import merge, run_outside
 
         with phase("partition cache"):
             merge(run)  # the findings of the namespaces this run did not read again
             if kept is not None and not run.content.unsettled:
-                kept.store()
+                kept.store(run_outside(run))
 
 
 def _cluster_findings(run: Run) -> Any:

@@ -20,6 +20,10 @@ DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_INVENTORY_BYTES = 256 * 1024 * 1024
 # manifest bytes one run reads in all (a parsed document costs tens of times its size)
 DEFAULT_MAX_TOTAL_BYTES = 512 * 1024 * 1024
+#: a baseline of a large repo holds tens of thousands of findings (~300 bytes each): the
+#: limit `--baseline` is read with (engine/baseline.py), here with the other limits so the
+#: whole-result key reads it with the same one and imports no pydantic
+MAX_BASELINE_BYTES = 64 * 1024 * 1024
 
 
 class ConfigError(Exception):

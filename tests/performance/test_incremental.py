@@ -223,7 +223,7 @@ def _store_full_run(result) -> None:
     for ns, k in keys:
         store_entry(plan.cache, plan.name, ns, PartitionEntry(k, [], [], {}))
     inputs = {ns: (k, ()) for ns, k in keys}
-    plan.cache.store("occupancy", plan.name, "", (((), (), ()), inputs, None))
+    plan.cache.store("occupancy", plan.name, "", (((), (), ()), inputs, None, {}))
 
 
 def test_a_shared_edit_evaluates_every_partition(repo, tmp_path):
@@ -666,9 +666,9 @@ def test_a_memo_that_does_not_fit_is_simulated_again(
     cold = _both(root, cache)
 
     def change(value):
-        tables, by_namespace, memo = value
+        tables, by_namespace, memo, outside = value
         assert memo is not None and set(memo[1]) >= {k for k in memo[1] if "team-a" in k}
-        return (tables, by_namespace, tamper(memo))
+        return (tables, by_namespace, tamper(memo), outside)
 
     _rewrite_entry(cache, "occupancy", change)
     _edit(root / "team-c" / "c.yaml", "image: nginx", "image: nginx:2")
@@ -799,10 +799,10 @@ def test_a_tampered_input_record_is_a_full_run(
     _both(root, cache)
 
     def change(value):
-        tables, by_namespace, memo = value
+        tables, by_namespace, memo, outside = value
         key, records = by_namespace["team-b"]
         assert len(records) == 1  # b's one Deployment
-        return (tables, {**by_namespace, "team-b": (key, tamper(records[0]))}, memo)
+        return (tables, {**by_namespace, "team-b": (key, tamper(records[0]))}, memo, outside)
 
     _rewrite_entry(cache, "occupancy", change)
     _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 3")
@@ -819,8 +819,8 @@ def test_a_tampered_domain_table_is_a_full_run(tmp_path: Path, clean_partitions:
     _both(root, cache)
 
     def change(value):
-        (nodes, requests, _), by_namespace, memo = value
-        return ((nodes, requests, (((["gpu-a"], "zone-a"),),)), by_namespace, memo)
+        (nodes, requests, _), by_namespace, memo, outside = value
+        return ((nodes, requests, (((["gpu-a"], "zone-a"),),)), by_namespace, memo, outside)
 
     _rewrite_entry(cache, "occupancy", change)
     _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 3")
@@ -945,10 +945,10 @@ def test_an_edit_run_writes_the_entry_of_its_namespace_alone(repo, tmp_path):
     assert first == fresh
 
     def entries(cluster: bool = False) -> dict[str, bytes]:
-        """The namespaces' entries, or the cluster-wide findings' (a (base, findings) pair:
-        partition.py `ClusterFindings`)."""
+        """The namespaces' entries, or the cluster-wide findings' (base, findings, files read
+        outside the key: partition.py `ClusterFindings`)."""
         found = {p.name: p.read_bytes() for p in cache.glob("partitions-*.bin")}
-        return {n: b for n, b in found.items() if (len(entry_fields(b)[2]) == 2) == cluster}
+        return {n: b for n, b in found.items() if (len(entry_fields(b)[2]) == 3) == cluster}
 
     cold = entries()
     cluster = entries(cluster=True)
@@ -1243,7 +1243,7 @@ def test_a_cluster_rule_with_a_finding_in_a_partition_file_is_not_kept(tmp_path)
     kept.evaluated("GPU001", [finding("nodes/n.yaml"), finding("apps/a.yaml")])
     kept.evaluated("GPU030", [finding("nodes/n.yaml")])
     kept.evaluated("GPU010", [finding("nodes/n.yaml")])  # not a cluster rule: never kept
-    kept.store()
+    kept.store({})
     again = ClusterFindings(plan_, frozenset({"GPU001", "GPU030"}))
     assert again.take("GPU001") is None
     assert [f.location.file for f in again.take("GPU030") or []] == ["nodes/n.yaml"]
@@ -1287,3 +1287,145 @@ def test_a_cluster_rule_that_reads_every_namespace_is_never_taken(repo, tmp_path
         fresh = run_main(*args, "--no-cache")
         assert cached.stdout == fresh.stdout, step
         assert ('"GPU025"' in fresh.stdout) == (step != 1)
+
+
+PYTORCHJOB = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: pj
+  namespace: team-a
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        metadata:
+          labels: {app: pj}
+        spec:
+          containers:
+          - name: c
+            image: busybox
+            resources:
+              limits: {nvidia.com/gpu: 1}
+"""
+
+PDB_PJ = """\
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: pdb-{n}
+  namespace: team-a
+spec:
+  maxUnavailable: 0
+  selector:
+    matchLabels: {{app: pj}}
+"""
+
+
+def test_a_table_workload_in_a_shared_file_still_sees_its_namespace_budgets(
+    tmp_path: Path, clean_partitions: list[set[str]]
+):
+    """A PyTorchJob is a kind of the workload table, no partitioned kind: its file is shared,
+    evaluated on every run, and what GPU024 says about it reads the budgets of team-a's own
+    file. An edit of another namespace took team-a from the cache, its budgets unread: the
+    finding went (partition.py `_sharing_workloads`: such a namespace is never stored)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    _lab_nodes(root)
+    write(root, "team-a/pytorchjob.yaml", PYTORCHJOB)
+    write(root, "team-a/pdbs.yaml", PDB_PJ.format(n=1) + "---\n" + PDB_PJ.format(n=2))
+    write(root, "team-c/job.yaml", JOB)
+    _same_after(root, tmp_path / "cache", _edit_other_namespace)
+    assert clean_partitions[-1] == set()  # team-c was edited; team-a is never taken
+    cached, fresh = _both(root, tmp_path / "cache" / "text")
+    said = " ".join(cached.split())  # as wrapped at any width
+    assert cached == fresh and "GPU024 the pods of PyTorchJob pj" in said
+    assert "covered by 2 PodDisruptionBudgets" in said
+
+
+FLUX_INFRA = """\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: infra
+  namespace: flux-system
+spec:
+  path: ./infra
+  postBuild:
+    substitute:
+      DRIVER: "535"
+"""
+
+FLUX_NODE = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-0
+  labels:
+    kubernetes.io/hostname: gpu-0
+    nvidia.com/gpu.present: "true"
+    nvidia.com/cuda.driver-version.major: "${DRIVER}"
+status:
+  capacity: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8"}
+  allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8"}
+"""
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda root: (root / "infra" / "Kustomization").write_text("resources: []\n"),
+        lambda root: (root / "infra" / "Kustomization").unlink(),
+    ],
+    ids=["edited", "deleted"],
+)
+def test_a_file_read_outside_the_listing_is_part_of_every_partition_key(
+    tmp_path: Path, clean_partitions: list[set[str]], edit
+):
+    """The kustomization of a Flux scope, named `Kustomization` (no suffix, so no listing
+    names it), decides which files `${DRIVER}` is filled in (model/placeholders.py). The
+    partition and cluster-wide entries are stored with what the run found at such files, and
+    taken only while each is found so again (engine/cache/inputs.py `outside_holds`): the
+    namespaces' findings (GPU011 on team-a's Deployment, from the node's driver) follow it."""
+    root = tmp_path / "repo"
+    write(root, "clusters/prod/infra.yaml", FLUX_INFRA)
+    write(root, "infra/Kustomization", "resources:\n- node.yaml\n")
+    write(root, "infra/node.yaml", FLUX_NODE)
+    write(root, "team-a/d.yaml", _deployment("d", "team-a", "nvcr.io/nvidia/cuda:12.8.0-base"))
+    write(root, "team-c/job.yaml", JOB)
+    _same_after(root, tmp_path / "cache", lambda r: (edit(r), _edit_other_namespace(r)))
+    assert clean_partitions[-1] == set()  # planned, and found changed: nothing taken
+    cached, fresh = _both(root, tmp_path / "cache" / "text")
+    assert cached == fresh
+    # and while it is unchanged, the namespaces are taken again
+    _edit(root / "team-c" / "job.yaml", "busybox:1.36", "busybox:1.37")
+    cached, fresh = _both(root, tmp_path / "cache" / "text")
+    assert cached == fresh and clean_partitions[-1] == {"team-a"}
+
+
+def test_cluster_findings_stored_with_a_file_outside_the_key_follow_it(tmp_path: Path):
+    """`ClusterFindings` takes its entry only while every file the storing run read outside
+    the key is found as it was, and stores nothing when the run's source does not say."""
+    from gpudrv_check.engine.cache.partition import ClusterFindings, Plan
+
+    class Source:
+        def __init__(self, state: str) -> None:
+            self.state = state
+
+        def state_of(self, rel: str, read: bool) -> str:
+            assert rel == "infra/Kustomization" and read
+            return self.state
+
+    plan_ = Plan(Cache(tmp_path / "cache"), "repo", base="b", source=Source("sha-1"))
+    kept = ClusterFindings(plan_, frozenset({"GPU030"}))
+    assert kept.take("GPU030") is None
+    kept.evaluated("GPU030", [])
+    kept.store(None)  # the source recorded nothing: not stored
+    assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None
+    kept.store({"infra/Kustomization": "sha-1"})
+    assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") == []
+    plan_.source = Source("sha-2")  # the file changed since
+    assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None
+    plan_.source = None  # a source that cannot tell
+    assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None

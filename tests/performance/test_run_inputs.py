@@ -172,3 +172,89 @@ def test_a_warm_check_after_a_same_size_edit_with_the_mtime_put_back(tmp_path, m
     assert '"a"' in first.stdout or "node a" in first.stdout or " a " in first.stdout
     assert cached.stdout == fresh.stdout != first.stdout
     assert any(cache.glob("stamps-*.bin"))
+
+
+CUDA_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: team-a}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: d}}
+  template:
+    metadata: {labels: {app: d}}
+    spec:
+      containers:
+      - name: c
+        image: nvcr.io/nvidia/cuda:12.8.0-base-ubuntu22.04
+        resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def _cached_and_fresh(*args: str, cache, env=None) -> tuple:
+    from tests.conftest import run_main
+
+    cached = run_main(*args, "--cache-dir", str(cache), env=env)
+    fresh = run_main(*args, "--no-cache", env=env)
+    assert cached.returncode == fresh.returncode, (cached.stderr, fresh.stderr)
+    return cached.stdout, fresh.stdout
+
+
+def test_the_markdown_links_follow_the_commit_checked(tmp_path):
+    """The markdown report links each finding to GITHUB_SERVER_URL/GITHUB_REPOSITORY/blob/
+    GITHUB_SHA (report/sections/findings.py `link_base`): in the whole-result key, or the run
+    at the next commit replays links to the last one."""
+    from tests.conftest import cli_env
+
+    root = tmp_path / "repo"
+    write(root, "nodes.yaml", gpu_node("gpu-0", branch="535"))
+    write(root, "team-a/d.yaml", CUDA_DEPLOYMENT)
+    args = ("check", str(root), "--matrix", "none", "--fail-on", "never", "--format", "markdown")
+    github = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r"}
+    for sha in ("aaa111", "bbb222"):
+        cached, fresh = _cached_and_fresh(
+            *args, cache=tmp_path / "cache", env=cli_env(**github, GITHUB_SHA=sha)
+        )
+        assert cached == fresh and f"https://github.com/o/r/blob/{sha}/team-a/d.yaml#L" in cached
+
+
+def _reported(json_report: str) -> set[str]:
+    """The rules of the findings a JSON report reports (not those a baseline suppressed)."""
+    import json
+
+    return {f["rule"] for f in json.loads(json_report)["findings"]}
+
+
+def test_a_named_file_is_keyed_with_the_limit_the_run_reads_it_with(tmp_path):
+    """`--inventory` is read with max_inventory_bytes and `--baseline` with 64 MiB: keyed with
+    max_file_bytes, a larger one was keyed as unreadable and its edits never seen (a 9 MB
+    `kubectl get nodes` export under the default 8 MiB). max_file_bytes is lowered here."""
+    import json
+
+    root = tmp_path / "repo"
+    write(root, ".gpudrv-check.yaml", "max_file_bytes: 1500\n")
+    write(root, "team-a/d.yaml", CUDA_DEPLOYMENT)
+    nodes, baseline = tmp_path / "nodes.yaml", tmp_path / "baseline.json"
+    padding = "# " + "x" * 2000 + "\n"  # over max_file_bytes, as read for the key
+    args = ("check", str(root), "--matrix", "none", "--fail-on", "never", "--format", "json")
+    inventory = ("--inventory", str(nodes))
+    for branch in ("535", "570"):  # the node's driver moves on: GPU011 goes
+        nodes.write_text(gpu_node("gpu-0", branch=branch) + padding)
+        cached, fresh = _cached_and_fresh(*args, *inventory, cache=tmp_path / "cache")
+        assert cached == fresh and ("GPU011" in _reported(cached)) == (branch == "535")
+
+    nodes.write_text(gpu_node("gpu-0", branch="535") + padding)
+    from tests.conftest import run_main
+
+    written = run_main(*args, *inventory, "--no-cache", "--write-baseline", str(baseline))
+    assert written.returncode == 0, written.stderr
+    doc = json.loads(baseline.read_text())
+    accepted = list(doc["findings"])
+    assert any(f["rule"] == "GPU011" for f in accepted)
+    for findings in (accepted, [f for f in accepted if f["rule"] != "GPU011"]):
+        pad = {"rule": "GPU000", "object": "x", "file": "x", "fingerprint": "0" * 64}
+        doc["findings"] = [*findings, {**pad, "message": "pad " * 500}]
+        baseline.write_text(json.dumps(doc, indent=2))
+        with_baseline = (*args, *inventory, "--baseline", str(baseline))
+        cached, fresh = _cached_and_fresh(*with_baseline, cache=tmp_path / "cache-b")
+        assert cached == fresh and ("GPU011" in _reported(cached)) == (findings is not accepted)

@@ -27,10 +27,14 @@ from gpudrv_check.cli import keep_until_exit
 from gpudrv_check.cli.commands.common import load_source, make_source
 from gpudrv_check.cli.options import CheckOptions, cache_key
 from gpudrv_check.core.finding import Finding, terminal_text
-from gpudrv_check.engine.cache.inputs import RunInputs
+from gpudrv_check.engine.cache.inputs import RunInputs, outside_holds, valid_outside
 from gpudrv_check.engine.phases import phase
-from gpudrv_check.read.config_file import ConfigError, find_config
-from gpudrv_check.read.source import clean_rel
+from gpudrv_check.read.config_file import (
+    DEFAULT_MAX_FILE_BYTES,
+    MAX_BASELINE_BYTES,
+    ConfigError,
+    find_config,
+)
 from gpudrv_check.report import MODEL_FORMATS
 
 if TYPE_CHECKING:
@@ -486,15 +490,7 @@ class Outcome:
 
     def holds(self, source: Any) -> bool:
         """Whether every file outside the key is found as the run found it."""
-        state_of = getattr(source, "state_of", None)
-        if not self.outside:
-            return True
-        if state_of is None:
-            return False
-        return all(
-            state_of(rel, state not in ("present", "")) == state
-            for rel, state in self.outside.items()
-        )
+        return outside_holds(self.outside, source)
 
     @classmethod
     def unpack(cls, value: object, pairs: list[tuple[str, str]]) -> Outcome | None:
@@ -502,13 +498,7 @@ class Outcome:
         if not (isinstance(value, tuple) and len(value) == 4):
             return None
         severities, stderr, texts, outside = value
-        if not (
-            isinstance(outside, dict)
-            and all(
-                isinstance(k, str) and "\0" not in k and clean_rel(k) == k and isinstance(v, str)
-                for k, v in outside.items()
-            )
-        ):
+        if not valid_outside(outside):
             return None  # a path that leaves the root is never looked at again
         if not (
             isinstance(severities, dict)
@@ -599,6 +589,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     from gpudrv_check.read.exclude import from_config
     from gpudrv_check.read.policies import policy_files
     from gpudrv_check.read.safe_io import read_named
+    from gpudrv_check.report.sections.findings import link_base
 
     source = make_source(options)
     root = Path(source.disk_root).resolve()
@@ -630,16 +621,19 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         colour,
         stdout_width(),
         default_format(),
+        link_base(),  # where the markdown report links each finding (GITHUB_SHA...)
         config.model_dump_json(),
         [(s.rel, s.reason) for s in listing.skipped],
     ]
 
-    def outside(path: str | None) -> None:
+    def outside(path: str | None, limit: int = config.max_file_bytes) -> None:
+        # read with the limit the run reads it with: a file over another limit would be
+        # keyed as unreadable, and its edits never seen
         if not path or path == "none":
             parts.append(path)
             return
         try:
-            parts.append((path, read_named(path, config.max_file_bytes, root)))
+            parts.append((path, read_named(path, limit, root)))
         except OSError:
             parts.append((path, None))
 
@@ -656,11 +650,11 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         except (OSError, ValueError):
             parts.append((rel, None))
 
-    outside(options.matrix)
-    outside(options.baseline)
-    outside(options.config)
+    outside(options.matrix)  # engine/run.py `_limit`: max_file_bytes
+    outside(options.baseline, MAX_BASELINE_BYTES)
+    outside(options.config, DEFAULT_MAX_FILE_BYTES)  # read/config_file.py `_read_file`
     for given in options.inventory or ():
-        outside(given)
+        outside(given, config.max_inventory_bytes)
     inside(config.matrix)
     for rel in config.inventory:
         inside(rel, config.max_inventory_bytes)

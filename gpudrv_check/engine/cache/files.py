@@ -99,6 +99,7 @@ class FilesCache:
         self.context = context
         self.redo = redo
         self.name = self.key = ""
+        self.source: Any = None
         self.cached: dict[str, FileEntry] = {}
         self.fresh: dict[str, FileEntry] = {}
         self._where: dict[str, int] = {}  # the bucket of each path loaded
@@ -107,6 +108,7 @@ class FilesCache:
 
     def open(self, source: Any, reading: tuple[object, ...]) -> None:
         """Load the entries of `source` stored for this way of `reading`."""
+        self.source = source  # the plan asks it about files read outside the key
         self.name = digest(getattr(source, "disk_root", ""), type(source).__name__)
         # the key holds the number of buckets: an entry is its bucket's, never another's
         self.key = digest(FORMAT, BUCKETS, *reading)
@@ -205,7 +207,7 @@ class FilesCache:
         for rel, how in reads:
             entry = self.fresh.get(rel)
             metas.append((rel, how, entry.summary if entry is not None else None))
-        return plan(self.cache, self.name, self.context, metas, self.redo)
+        return plan(self.cache, self.name, self.context, metas, self.redo, self.source)
 
     def unread(self, rel: str) -> tuple[int, int]:
         """The objects and skipped documents of a file this run does not decode (it was read or

@@ -168,3 +168,32 @@ def valid_stamps(value: Any) -> bool:
         ):
             return False
     return True
+
+
+def valid_outside(value: Any) -> bool:
+    """The shape of a stored record of files read outside the key (a source's `outside`):
+    repo-relative paths, each with the state the run found (checked by exact class, as every
+    cached value is; a path that leaves the root is never looked at again)."""
+    from gpudrv_check.read.source import clean_rel
+
+    return value.__class__ is dict and all(
+        rel.__class__ is str
+        and state.__class__ is str
+        and "\0" not in rel
+        and clean_rel(rel) == rel
+        for rel, state in value.items()
+    )
+
+
+def outside_holds(outside: dict[str, str], source: Any) -> bool:
+    """Whether every file a run read or looked for outside the key (`outside`, the source's
+    record of them: read/tree.py `WorkingTree.watch`) is found as that run found it: the Flux
+    scope's `Kustomization` file no listing names, say (model/placeholders.py)."""
+    if not outside:
+        return True
+    state_of = getattr(source, "state_of", None)
+    if state_of is None:
+        return False
+    return all(
+        state_of(rel, state not in ("present", "")) == state for rel, state in outside.items()
+    )

@@ -52,6 +52,7 @@ from dataclasses import field
 from typing import Any, NamedTuple
 
 from gpudrv_check.core.records import record
+from gpudrv_check.engine.cache.inputs import outside_holds, valid_outside
 
 
 def partition_kinds() -> frozenset[str]:
@@ -65,6 +66,10 @@ def partition_kinds() -> frozenset[str]:
 #: a namespace holding one of these is shared as a whole
 SHARED_NAMESPACE_KINDS = frozenset(("DaemonSet",))
 CACHE_KIND = "partitions"
+#: in every key's base: entries stored before a change of what they hold or when are not taken
+#: (2: a namespace with a workload in a shared file is never stored; the files read outside
+#: the key are stored with the entries)
+FORMAT = 2
 #: per partition, what the shared-capacity simulation needs of its workloads (model/occupancy.py)
 OCCUPANCY_KIND = "occupancy"
 
@@ -198,6 +203,9 @@ class Plan:
     #: the last simulation's digest of its inputs and outcomes (model/occupancy.py
     #: `memo_value`), stored with the inputs; None when there is none
     memo: Any = None
+    #: the source the run reads (its `state_of` tells whether a file read outside the key is
+    #: as a stored run found it: `_take_clean`, `ClusterFindings`); None: not known
+    source: Any = None
 
     @property
     def partial(self) -> bool:
@@ -226,6 +234,7 @@ def plan(
     context: str,
     files: list[tuple[str, str, Summary | None]],
     redo: frozenset[str] | None = frozenset(),
+    source: Any = None,
 ) -> Plan:
     """Partition the files (path, how it was read, summary; summary None: shared) and find
     which partitions the cache still answers for (`redo`: namespaces it does not answer for,
@@ -245,7 +254,7 @@ def plan(
         for kind, ns in summary[0] if summary is not None else ():
             if kind in SHARED_NAMESPACE_KINDS or (kind in kinds and candidate[rel] is None):
                 shared_namespaces.add(_namespace(kind, ns))
-    out = Plan(cache, name)
+    out = Plan(cache, name, source=source)
     shared: list[tuple[str, str]] = []
     members: dict[str, list[tuple[str, str]]] = {}
     for rel, file_digest, _ in files:
@@ -255,7 +264,7 @@ def plan(
         else:
             out.partition_of[rel] = namespace
             members.setdefault(namespace, []).append((rel, file_digest))
-    base = digest(context, shared)
+    base = digest(FORMAT, context, shared)
     out.base = base
     out.keys = {ns: digest(base, ns, listed) for ns, listed in members.items()}
     if redo is not None:
@@ -278,9 +287,9 @@ def _take_clean(out: Plan, redo: frozenset[str]) -> None:
     """The partitions whose findings and simulation inputs the cache holds under this run's
     key (a partition without its inputs is evaluated again)."""
     inputs = out.cache.load(OCCUPANCY_KIND, out.name, "", valid=_valid_inputs)
-    if inputs is None:
-        return
-    out.tables, by_namespace, out.memo = inputs
+    if inputs is None or not outside_holds(inputs[3], out.source):
+        return  # none stored, or a file read outside the key changed since (a `Kustomization`)
+    out.tables, by_namespace, out.memo, _ = inputs
     # the namespaces of the run that stored these inputs which this run has no longer (a
     # preview namespace deleted, say): their entries are dropped when this run stores its own
     out.gone = sorted(ns for ns in by_namespace if isinstance(ns, str) and ns not in out.keys)
@@ -303,10 +312,15 @@ def _take_clean(out: Plan, redo: frozenset[str]) -> None:
 
 
 def _valid_inputs(value: Any) -> bool:
-    """The shape of the stored inputs: (tables, {namespace: (key, records)}, memo); the
-    records are checked as they are decoded (model/occupancy.py `decode_inputs`), the memo
-    as it is replayed (`Occupancy._replay`)."""
-    return isinstance(value, tuple) and len(value) == 3 and isinstance(value[1], dict)
+    """The shape of the stored inputs: (tables, {namespace: (key, records)}, memo, the files
+    read outside the key); the records are checked as they are decoded (model/occupancy.py
+    `decode_inputs`), the memo as it is replayed (`Occupancy._replay`)."""
+    return (
+        isinstance(value, tuple)
+        and len(value) == 4
+        and isinstance(value[1], dict)
+        and valid_outside(value[3])
+    )
 
 
 def _single_namespace(summary: Summary | None) -> str | None:
@@ -383,13 +397,17 @@ def merge(run: Any) -> None:
                     # rendered now, for the cache, and taken by this run's report
                     finding.rendered = (renderer[0], renderer[1](finding))
                     texts[ns].append(finding.rendered[1])
-    if (evaluated or plan_.gone) and not run.content.unsettled:
+    outside = run_outside(run)
+    if (evaluated or plan_.gone) and not run.content.unsettled and outside is not None:
         outcomes = _outcomes(run, set(evaluated))
+        sharing = _sharing_workloads(run, plan_)
         for ns, (found, suppressed) in evaluated.items():
+            if ns in sharing:
+                continue  # never taken from the cache: see `_sharing_workloads`
             held = (renderer[0], texts[ns]) if renderer is not None else None
             entry = PartitionEntry(plan_.keys[ns], found, suppressed, outcomes.get(ns, {}), held)
             store_entry(plan_.cache, plan_.name, ns, entry)
-        _store_inputs(run, plan_)
+        _store_inputs(run, plan_, outside)
         for ns in plan_.gone:
             plan_.cache.drop(CACHE_KIND, entry_name(plan_.name, ns))
     if plan_.clean:
@@ -429,9 +447,11 @@ class ClusterFindings:
         stored = plan_.cache.load(CACHE_KIND, entry_name(plan_.name, CLUSTER_ENTRY), plan_.base)
         if (
             isinstance(stored, tuple)
-            and len(stored) == 2
+            and len(stored) == 3
             and stored[0] == plan_.base
             and isinstance(stored[1], dict)
+            and valid_outside(stored[2])
+            and outside_holds(stored[2], plan_.source)
         ):
             self.taken = stored[1]
 
@@ -462,10 +482,11 @@ class ClusterFindings:
             return
         self.found[rule] = [f.record() for f in findings]
 
-    def store(self) -> None:
-        """Store the entry when a rule was evaluated now (else it holds what is there)."""
-        if self.stale:
-            value = (self.plan.base, self.found)
+    def store(self, outside: dict[str, str] | None) -> None:
+        """Store the entry when a rule was evaluated now (else it holds what is there), with
+        what the run found at the files it read outside the key (None: not known, not stored)."""
+        if self.stale and outside is not None:
+            value = (self.plan.base, self.found, outside)
             self.plan.cache.store(
                 CACHE_KIND, entry_name(self.plan.name, CLUSTER_ENTRY), self.plan.base, value
             )
@@ -487,7 +508,32 @@ def _texts_of_clean(
         finding.rendered = (width, text)
 
 
-def _store_inputs(run: Any, plan_: Plan) -> None:
+def run_outside(run: Any) -> dict[str, str] | None:
+    """What the run found at the files it read or looked for outside the key (the source's
+    `outside`, read/tree.py `WorkingTree.watch`), or None when its source does not record
+    them (then nothing is stored: what the entries hold could depend on such a file)."""
+    outside = getattr(run.source, "outside", None)
+    return dict(outside) if isinstance(outside, dict) else None
+
+
+def _sharing_workloads(run: Any, plan_: Plan) -> set[str]:
+    """The namespaces with a workload in a shared file: a kind of the workload table or of the
+    config's `workloads:` (PyTorchJob, RayCluster...), which is no partitioned kind (rules/
+    plan.py `partition_kinds`), so its file is shared and evaluated on every run. What is
+    found about it reads its namespace's budgets (GPU020, GPU024), which may sit in the
+    partition's files: the partition is evaluated on every run too, never stored. Which
+    objects are workloads is the model's (group and kind, the config's table), known once the
+    shared files are read; those files and the config are in every partition key, so a key
+    never names a partition a run with the same key found such a workload in."""
+    partition_of = plan_.partition_of
+    return {
+        _namespace(w.kind, w.manifest.namespace)
+        for w in run.repo.workloads
+        if w.manifest.file not in partition_of
+    }
+
+
+def _store_inputs(run: Any, plan_: Plan, outside: dict[str, str]) -> None:
     """Every partition's simulation inputs under its key (the cached ones encoded again: one
     set of tables for all), and the simulation's outcomes under the digest of all its inputs
     (model/occupancy.py `memo_value`: a later run of the same demands takes them)."""
@@ -500,4 +546,4 @@ def _store_inputs(run: Any, plan_: Plan) -> None:
             records[ns].append(record_)
     value = {ns: (plan_.keys[ns], tuple(listed)) for ns, listed in records.items()}
     memo = occupancy.memo_value(plan_.inputs_key)
-    plan_.cache.store(OCCUPANCY_KIND, plan_.name, "", (tables.stored(), value, memo))
+    plan_.cache.store(OCCUPANCY_KIND, plan_.name, "", (tables.stored(), value, memo, outside))

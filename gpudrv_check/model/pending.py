@@ -486,9 +486,12 @@ def resource_request_path(workload: Workload, resource: str) -> Path | None:
 def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
     """Why no node takes the workload's pods; None when some node does.
 
-    Memoised per constraint set, kind, preemption policy, template path and the written order
-    of nodeSelector (so the text never depends on which workload came first); the GPU request a
-    finding points at is the workload's own.
+    Memoised per constraint set, kind, preemption policy, template path, the written order
+    of nodeSelector, whether the pod spec claims DRA devices (`_details` says so) and whether
+    `tolerations:` is written in the template (`_blocked_path` points there; admission may add
+    the same tolerations to another workload's copy): so the text and the key it points at
+    never depend on which workload came first; the GPU request a finding points at is the
+    workload's own.
     """
     if not placement.nodes or placement.eligible(workload):
         return None
@@ -502,6 +505,8 @@ def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
         workload.spec_path,
         # the explanation lists nodeSelector entries as written; the constraint key sorts them
         tuple(selector) if isinstance(selector, dict) else None,
+        bool(dra_claims(spec)),
+        workload.spec_get("tolerations") is not None,
     )
     pending = placement.memo.get(key)
     if pending is None:

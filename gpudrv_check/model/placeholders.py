@@ -18,6 +18,7 @@ says once which values were unknown (`Unknowns.note`).
 
 from __future__ import annotations
 
+import copy
 import posixpath
 import re
 from dataclasses import field
@@ -215,6 +216,7 @@ def substitute(manifests: list[Manifest], files: set[str], source: Any = None) -
     if not files:
         return unknowns
     scopes = flux_scopes(manifests, source)
+    _unshare([m for m in manifests if m.file in files])
     for m in manifests:
         if m.file not in files or _disabled(m):
             continue
@@ -224,6 +226,37 @@ def substitute(manifests: list[Manifest], files: set[str], source: Any = None) -
         if unknown:
             unknowns.by_object[(m.file, m.kind, m.name)] = unknown
     return unknowns
+
+
+def _unshare(manifests: list[Manifest]) -> None:
+    """Give every mapping and sequence of these objects one parent: a YAML alias is the
+    anchored node itself (read/yaml_docs.py), so two items of a `kind: List` written
+    `spec: *s` share one tree, and filling one item's placeholders in place filled the other's,
+    even one labelled `kustomize.toolkit.fluxcd.io/substitute: disabled`. Flux substitutes each
+    object's own text after the build has expanded the aliases; and a file taken from the
+    cache (read/codec.py) holds a copy per reference, so without this a run that decodes the
+    file said otherwise than one that parses it. A node met again is replaced by a copy (with
+    its positions). The objects' own roots are left shared: such objects carry the same
+    labels, so neither or both are disabled."""
+    seen: set[int] = set()
+    visited = 0
+    for m in manifests:
+        if id(m.data) in seen or not isinstance(m.data, (LMap, LSeq)):
+            continue
+        seen.add(id(m.data))
+        pending = [m.data]
+        while pending and visited < MAX_VISITED:
+            node = pending.pop()
+            visited += 1
+            keys = list(node) if isinstance(node, LMap) else range(len(node))
+            for key in keys:
+                child = node[key]
+                if not isinstance(child, (LMap, LSeq)):
+                    continue
+                if id(child) in seen:
+                    child = node[key] = copy.deepcopy(child)
+                seen.add(id(child))
+                pending.append(child)
 
 
 def _walk(root: Any, variables: dict[str, str] | None, unknown: set[str]) -> None:

@@ -906,7 +906,11 @@ def read_repo(
         file_digest = ""
         if cache is not None:
             file_digest = (hashed.get(ref.rel) if data is pre else None) or digest_of(ref.rel, data)
-        if file_digest and ref.rel in held and file_digest != held[ref.rel]:
+        # the digest the key was taken with: held by its stamp, or hashed when check read it
+        # (a second reading, engine/run.py `load`, finds no bytes left to take: it reads the
+        # file again, and an editor may have saved it between the two)
+        expected = held.get(ref.rel) or hashed.get(ref.rel)
+        if file_digest and expected and file_digest != expected:
             _unsettled(content, options)  # changed since the key was taken
         if cache is not None and cache.hit(ref.rel, file_digest, helm):
             hits[i] = (file_digest, helm, data)

@@ -106,6 +106,47 @@ def test_substitution_can_be_disabled_per_object():
     assert found.names == [] and objects[1].get("spec", "replicas") == "${REPLICAS}"
 
 
+DISABLED = "labels: {kustomize.toolkit.fluxcd.io/substitute: disabled}"
+
+
+def _aliased_list(anchored: str, aliased: str) -> str:
+    """A `kind: List` of two Deployments of namespace ml: `anchored` ("on" or "off", whether
+    substitution is enabled) writes the spec and its anchor, `aliased` refers to it."""
+
+    def meta(name: str) -> str:
+        return f"{{name: {name}, namespace: ml{', ' + DISABLED if name == 'off' else ''}}}"
+
+    return f"""apiVersion: v1
+kind: List
+items:
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {meta(anchored)}
+  spec: &s
+    replicas: ${{REPLICAS}}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {meta(aliased)}
+  spec: *s
+"""
+
+
+@pytest.mark.parametrize(("anchored", "aliased"), [("off", "on"), ("on", "off")])
+def test_an_alias_shared_by_a_disabled_object_is_not_filled_through_it(anchored, aliased):
+    """A YAML alias is the anchored node itself: filling the enabled item's `${REPLICAS}` in
+    place filled the disabled item's too (placeholders.py `_unshare`). Flux fills each object's
+    own text, aliases expanded; a file decoded from the cache (read/codec.py, a copy per
+    reference) said so already, so a cached run and a fresh one differed."""
+    files = {"clusters/apps.yaml": FLUX, "apps/list.yaml": _aliased_list(anchored, aliased)}
+    objects = _objects(files)
+    found = substitute(objects, {"apps/list.yaml"})
+    replicas = {m.name: m.get("spec", "replicas") for m in objects if m.kind == "Deployment"}
+    assert replicas == {"off": "${REPLICAS}", "on": 3} and found.names == []
+    # each keeps the positions of the text it was read from (the anchor's)
+    on, off = sorted((m for m in objects if m.kind == "Deployment"), key=lambda m: m.name)
+    assert on.location(("spec", "replicas")) == off.location(("spec", "replicas"))
+
+
 @pytest.mark.parametrize(
     ("ids", "text"),
     [

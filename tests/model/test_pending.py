@@ -317,3 +317,40 @@ def test_one_more_taint_or_pinned_name_is_counted_in_the_singular() -> None:
     values = [f"host-{i}" for i in range(6)]
     (detail,) = explain(required(term(fields=[expr("metadata.name", "In", *values)]))).details
     assert detail.endswith("; 1 more pinned name matches no node")
+
+
+@pytest.mark.parametrize("claims_first", [True, False])
+def test_one_constraint_set_explains_each_workload_by_its_own_pod_spec(claims_first) -> None:
+    """The explanation is memoised per constraint set (`explain_pending`): a workload's DRA
+    claims and its written `tolerations:` are in the memo's key, so what one workload says and
+    where it points never depend on which workload of that constraint set came first (in a
+    cached run the first may be another namespace's, taken from the cache)."""
+    from gpudrv_check.model.pending import DRA_NOT_EVALUATED
+
+    selector = {"nodeSelector": {"pool": "nowhere"}}
+    claims = {**selector, "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}
+    placement = Placement(lab())
+    order = [claims, selector] if claims_first else [selector, claims]
+    said = {id(spec): explain_pending(make_workload(spec), placement) for spec in order}
+    assert DRA_NOT_EVALUATED in said[id(claims)].details
+    assert DRA_NOT_EVALUATED not in said[id(selector)].details
+
+
+@pytest.mark.parametrize("written_first", [True, False])
+def test_a_toleration_added_at_admission_is_not_a_written_one(written_first) -> None:
+    """Two workloads with one toleration: one writes it, the other gets it at admission (a
+    RuntimeClass's `scheduling`: its pod spec is a copy, its template has no `tolerations:`).
+    Each points at what its own template holds."""
+    nodes = [make_node("a", {PRESENT: "true"}, taints=[GPU_TAINT])]
+    toleration = [{"key": "other", "operator": "Exists"}]
+    written = make_workload({"tolerations": toleration}, "Deployment", "written")
+    admitted = make_workload({}, "Deployment", "admitted")
+    admitted.pod_spec = {**admitted.pod_spec, "tolerations": toleration}  # admission's copy
+    placement = Placement(nodes)
+    assert placement.constraint_key(written) == placement.constraint_key(admitted)
+    order = [written, admitted] if written_first else [admitted, written]
+    paths = {w.name: explain_pending(w, placement).path for w in order}
+    assert paths == {
+        "written": ("spec", "template", "spec", "tolerations"),
+        "admitted": ("spec", "template", "spec"),
+    }

@@ -1429,3 +1429,38 @@ def test_cluster_findings_stored_with_a_file_outside_the_key_follow_it(tmp_path:
     assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None
     plan_.source = None  # a source that cannot tell
     assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None
+
+
+def test_a_file_saved_between_two_readings_leaves_no_stale_result(tmp_path, monkeypatch):
+    """A repo of several clusters is read twice (engine/run.py `load`: every file again,
+    without the partition plan); the second reading finds none of the bytes check read for the
+    key left, so it reads the files again. An editor saving between the two: the run reports
+    what it read then, and must not store it under the key of the content before (it compared
+    only the files their stamps held; now also those hashed for the key). Undo the save: the
+    cached run says what a run without cache says, not the report of the content gone."""
+    from gpudrv_check.engine import run as engine_run
+    from gpudrv_check.engine.cache import inputs as inputs_mod
+
+    monkeypatch.setattr(inputs_mod, "RACY_NS", -(10**18))  # every file counts as settled
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    for name in ("a", "b"):
+        write(root, f"clusters/{name}/flux.yaml", FLUX_INFRA.replace("./infra", "./apps"))
+    write(root, "apps/node.yaml", FLUX_NODE.replace("${DRIVER}", "550"))
+    deployment = root / "apps" / "d.yaml"
+    original = _deployment("d", "team-a")
+    saved = original.replace("    spec:\n", "    spec:\n      nodeSelector: {pool: nowhere}\n")
+    assert saved != original
+    deployment.write_text(original)
+    args = ("check", str(root), "--matrix", "none", "--fail-on", "never")
+    real = engine_run._every_namespace
+
+    def saving(options):
+        deployment.write_text(saved)  # the editor saves between the two readings
+        monkeypatch.setattr(engine_run, "_every_namespace", real)
+        return real(options)
+
+    monkeypatch.setattr(engine_run, "_every_namespace", saving)
+    racing = run_main(*args, "--cache-dir", str(cache)).stdout
+    assert deployment.read_text() == saved and "GPU010" in racing  # reported as read
+    deployment.write_text(original)
+    assert run_main(*args, "--cache-dir", str(cache)).stdout == run_main(*args, "--no-cache").stdout

@@ -345,16 +345,17 @@ def _pod_level_requests(pod_level: object, containers: Mapping[str, Fraction]) -
     request is their sum, which changes nothing)."""
     if not isinstance(pod_level, MAPPINGS):
         return {}
-    requests = {k: v for k, v in _quantities(pod_level.get("requests")).items() if _pod_key(k)}
+    written = _quantities(pod_level.get("requests"))
+    requests = {k: v for k, v in written.items() if pod_level_resource(k)}
     for key, limit in _quantities(pod_level.get("limits")).items():
-        if _pod_key(key) and key not in requests:
+        if pod_level_resource(key) and key not in requests:
             if key in _POD_LEVEL and key in containers:
                 continue
             requests[key] = limit
     return requests
 
 
-def _pod_key(name: str) -> bool:
+def pod_level_resource(name: str) -> bool:
     """component-helpers ``IsSupportedPodLevelResource``."""
     return name in _POD_LEVEL or is_hugepages(name)
 

@@ -31,6 +31,7 @@ from gpudrv_check.k8s.nodeaffinity import (
     term_problems,
 )
 from gpudrv_check.k8s.quantity import quantity_value
+from gpudrv_check.k8s.resources import pod_level_resource
 from gpudrv_check.k8s.scheduler import (
     REASON_AFFINITY_CONFLICT,
     fit_error_message,
@@ -469,9 +470,16 @@ def _path_for(cause: str, workload: Workload, spec: Mapping[str, Any], nodes: li
 
 
 def resource_request_path(workload: Workload, resource: str) -> Path | None:
-    """Where ``resource`` is written in the template: the largest amount, limits first."""
+    """Where ``resource`` is written in the template: a pod-level request or limit of a kind
+    the pod level holds (it replaces the containers' sum, k8s/resources.py `pod_requests`),
+    else the largest amount of a container, limits first."""
     if resource == GPU_RESOURCE:
         return workload.gpu_request_path()
+    if pod_level_resource(resource):
+        for section in ("requests", "limits"):
+            path = (*workload.spec_path, "resources", section, resource)
+            if workload.manifest.get(*path) is not None:
+                return path
     best: tuple[Fraction, Path] | None = None
     for c in workload.containers:
         for section in ("limits", "requests"):
@@ -490,8 +498,8 @@ def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
     of nodeSelector, whether the pod spec claims DRA devices (`_details` says so) and whether
     `tolerations:` is written in the template (`_blocked_path` points there; admission may add
     the same tolerations to another workload's copy): so the text and the key it points at
-    never depend on which workload came first; the GPU request a finding points at is the
-    workload's own.
+    never depend on which workload came first; the request a finding points at is the
+    workload's own (a short resource it does not write, `pods`: its GPU request).
     """
     if not placement.nodes or placement.eligible(workload):
         return None
@@ -511,8 +519,10 @@ def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
     pending = placement.memo.get(key)
     if pending is None:
         pending = placement.memo[key] = _explain(workload, placement)
-    if pending.cause == CAUSE_GPU and pending.resource is not None:
-        path = resource_request_path(workload, pending.resource) or pending.path
+    if pending.cause == CAUSE_GPU:  # where this workload writes the request (`_explain`)
+        short = pending.resource
+        own = None if short is None else resource_request_path(workload, short)
+        path = own or workload.gpu_request_path() or workload.spec_path
         if path != pending.path:
             pending = replace(pending, path=path)
     return pending

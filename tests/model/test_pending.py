@@ -354,3 +354,61 @@ def test_a_toleration_added_at_admission_is_not_a_written_one(written_first) -> 
         "written": ("spec", "template", "spec", "tolerations"),
         "admitted": ("spec", "template", "spec"),
     }
+
+
+def _node_with(name: str, allocatable: dict[str, str]):
+    from gpudrv_check.core.manifest import Manifest
+    from gpudrv_check.model.node import Node
+
+    return Node(
+        name=name,
+        labels={"kubernetes.io/hostname": name, PRESENT: "true"},
+        allocatable=allocatable,
+        manifest=Manifest("nodes.yaml", 0, {}, "v1", "Node", name, None),
+    )
+
+
+def _gpu_container(name: str) -> dict:
+    return {"name": name, "resources": {"limits": {"nvidia.com/gpu": 1}}}
+
+
+@pytest.mark.parametrize("sidecar_first", [True, False])
+def test_a_short_resource_nobody_writes_points_at_each_workloads_own_request(sidecar_first):
+    """Nodes that take no more pods: `pods` is written by no workload, so the finding points at
+    the workload's GPU request, which is its own, not that of the first workload explained for
+    the same constraint set (found by a review: a sidecar at containers[0] was pointed at)."""
+    placement = Placement([_node_with("n", {"pods": "0", "nvidia.com/gpu": "8"})])
+    plain = make_workload({"containers": [_gpu_container("c")]}, "Deployment", "plain")
+    sidecar = make_workload(
+        {"containers": [{"name": "log"}, _gpu_container("c")]}, "Deployment", "sidecar"
+    )
+    assert placement.constraint_key(plain) == placement.constraint_key(sidecar)
+    order = [sidecar, plain] if sidecar_first else [plain, sidecar]
+    said = {w.name: explain_pending(w, placement) for w in order}
+    gpu = ("resources", "limits", "nvidia.com/gpu")
+    assert said["plain"].path == ("spec", "template", "spec", "containers", 0, *gpu)
+    assert said["sidecar"].path == ("spec", "template", "spec", "containers", 1, *gpu)
+    assert said["plain"].resource == said["sidecar"].resource == "pods"
+
+
+@pytest.mark.parametrize("pod_level_first", [True, False])
+def test_a_pod_level_request_is_the_key_pointed_at(pod_level_first):
+    """A pod-level `resources.requests` replaces the containers' sum (k8s/resources.py
+    `pod_requests`): the finding points there, for each workload whichever came first."""
+    placement = Placement([_node_with("n", {"cpu": "1"})])
+    in_pod = make_workload(
+        {"resources": {"requests": {"cpu": "2"}}, "containers": [{"name": "c"}]},
+        "Deployment",
+        "in-pod",
+    )
+    in_container = make_workload(
+        {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]},
+        "Deployment",
+        "in-container",
+    )
+    order = [in_pod, in_container] if pod_level_first else [in_container, in_pod]
+    said = {w.name: explain_pending(w, placement) for w in order}
+    base = ("spec", "template", "spec")
+    assert said["in-pod"].path == (*base, "resources", "requests", "cpu")
+    assert said["in-container"].path == (*base, "containers", 0, "resources", "requests", "cpu")
+    assert said["in-pod"].resource == "cpu"

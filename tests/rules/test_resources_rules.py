@@ -74,6 +74,9 @@ def test_every_requested_resource_is_checked(tmp_path: Path, resources: str, rea
         f.message
     )
     assert "1 Preemption is not helpful for scheduling." in f.message
+    short = reason.removeprefix("Insufficient ")
+    # the fix names the resource the nodes lack (it said "Request fewer nvidia.com/gpu" for all)
+    assert f.hint is not None and f"Request less {short} per pod" in f.hint
 
 
 def test_all_reasons_of_a_node_are_counted(tmp_path: Path) -> None:

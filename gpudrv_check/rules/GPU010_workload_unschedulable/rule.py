@@ -65,8 +65,16 @@ def _hint(workload: Workload, pending: Pending) -> str:
                 )
             return hint
         return "Add a toleration for the nodes' taints, or take the taints off."
-    if pending.cause == CAUSE_GPU:
-        return f"Request fewer {GPU_RESOURCE} per pod, or add a node with enough GPUs."
+    if pending.cause == CAUSE_GPU:  # a resource the nodes lack: the one at the finding's key
+        short = pending.resource
+        if short is None or short == GPU_RESOURCE:
+            return f"Request fewer {GPU_RESOURCE} per pod, or add a node with enough GPUs."
+        if short == "pods":
+            return (
+                "The nodes take no more pods (their allocatable pods): add a node, or raise the "
+                "kubelet's maxPods on them."
+            )
+        return f"Request less {short} per pod, or add a node with enough {short}."
     if pending.cause == CAUSE_NODE_NAME:
         return (
             "Name a node of the inventory in spec.nodeName, or drop it and let the scheduler "

@@ -157,6 +157,9 @@ def test_too_many_pods(tmp_path: Path) -> None:
     root = repo(tmp_path, node("n1", '{pods: "1"}'), deployment("w", 2, "{}"))
     [f] = found(root, "GPU010")
     assert "1 Too many pods." in f.message
+    # no pod requests `pods`: the fix speaks of the nodes' allocatable pods, not of a request
+    assert f.hint is not None and "up to its allocatable pods" in f.hint
+    assert "pods each pod requests" not in f.hint
 
 
 # --- quantities and the API server's validation (GPU040 at the key) --------------------------

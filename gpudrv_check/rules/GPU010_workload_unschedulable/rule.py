@@ -153,11 +153,17 @@ def pending_replicas_finding(ctx: Context, workload: Workload) -> Finding | None
         f"{replicas.message}"
     )
     path = resource_request_path(workload, resource) or workload.spec_path
-    hint = (
-        f"Lower the replicas or the {resource} each pod requests, or add nodes: the pods that run "
-        f"already hold the {resource} of every node this one may use (`gpudrv-check place "
-        f"--workload {workload.key}` shows who holds what)."
-    )
+    shows = f"(`gpudrv-check place --workload {workload.key}` shows who holds what)"
+    if resource == "pods":  # no pod requests it: the nodes' allocatable pods are taken
+        hint = (
+            "Lower the replicas, or add nodes: the pods that run already fill every node this "
+            f"one may use up to its allocatable pods {shows}."
+        )
+    else:
+        hint = (
+            f"Lower the replicas or the {resource} each pod requests, or add nodes: the pods "
+            f"that run already hold the {resource} of every node this one may use {shows}."
+        )
     return ctx.finding(ID, workload.manifest, path, message, hint)
 
 

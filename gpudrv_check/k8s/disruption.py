@@ -139,9 +139,9 @@ class Budget:
             return f"{self.rule} → {allowed}: {self.reason}"
         # Only an integer minAvailable counts pods; every other rule counts owners' replicas.
         by_pods = self.rule.startswith("minAvailable") and not self.rule.endswith("%")
-        unit = "pods" if by_pods else "replicas"
-        text = f"{self.rule} of {self.expected} {unit}"
-        if unit == "replicas":
+        unit = "pod" if by_pods else "replica"
+        text = f"{self.rule} of {_plural(self.expected, unit)}"
+        if not by_pods:
             text += f" = {self.desired_healthy} must stay healthy"
         if self.current_healthy != self.expected:
             text += f", {self.current_healthy} healthy"

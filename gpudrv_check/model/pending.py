@@ -71,6 +71,9 @@ class Pending:
     cause: str  # CAUSE_*: what to change
     taint: Mapping[str, Any] | None = None  # a taint (or the cordon) that keeps the pods off
     resource: str | None = None  # CAUSE_GPU: the resource no admitted node has enough of
+    # CAUSE_AFFINITY: node names pinned with matchFields keep the pods off, no label does (so
+    # no node can be labelled to match: a node of the inventory must be named)
+    pinned: bool = False
 
 
 def node_names(nodes: Iterable[Node | str], limit: int = NAMES_SHOWN) -> str:
@@ -538,9 +541,13 @@ def _explain(workload: Workload, placement: Placement) -> Pending:
     details = _details(workload, spec, verdicts, placement)
     cause = _cause(workload, spec, placement)
     path = _path_for(cause, workload, spec, nodes)
-    # a taint to tolerate, else the cordon that keeps the pods off
-    taint = next((v.taint for v in verdicts.values() if v.reason == TAINT), None) or next(
-        (v.taint for v in verdicts.values() if v.reason == UNSCHEDULABLE), None
+    # a taint to tolerate, else the cordon that keeps the pods off: of the nodes the affinity
+    # admits (a node it refuses anyway may carry another taint, which no toleration would help)
+    affinity = required_node_affinity(spec)
+    admitted = [verdicts[n.name] for n in nodes if affinity.matches(n.name, n.labels)]
+    pool = admitted or list(verdicts.values())
+    taint = next((v.taint for v in pool if v.reason == TAINT), None) or next(
+        (v.taint for v in pool if v.reason == UNSCHEDULABLE), None
     )
     reasons = [r for n in nodes for r in placement.node_reasons(verdicts[n.name])]
     if workload.kind == "DaemonSet":
@@ -561,7 +568,13 @@ def _explain(workload: Workload, placement: Placement) -> Pending:
     resource = _first_short(verdicts, nodes) if cause == CAUSE_GPU else None
     if resource is not None:
         path = resource_request_path(workload, resource) or path
-    return Pending(message, tuple(details), path, cause, taint, resource)
+    reasons_seen = {verdicts[n.name].reason for n in nodes}
+    pinned = (
+        cause == CAUSE_AFFINITY
+        and bool(reasons_seen & {PREFILTER, AFFINITY_CONFLICT})
+        and AFFINITY not in reasons_seen
+    )
+    return Pending(message, tuple(details), path, cause, taint, resource, pinned)
 
 
 def _first_short(verdicts: Mapping[str, Verdict], nodes: list[Node]) -> str | None:

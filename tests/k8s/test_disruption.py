@@ -368,6 +368,18 @@ DESCRIBE_ROWS = [
         "minAvailable 4 of 4 pods → 0 disruptions allowed",
     ),
     (
+        "one pod, singular",
+        pdb(minAvailable=1),
+        [deploy(1)],
+        "minAvailable 1 of 1 pod → 0 disruptions allowed",
+    ),
+    (
+        "one replica, singular",
+        pdb(minAvailable="100%"),
+        [deploy(1)],
+        "minAvailable 100% of 1 replica = 1 must stay healthy → 0 disruptions allowed",
+    ),
+    (
         "not all ready",
         pdb(minAvailable=3),
         [deploy(4, ready=3)],

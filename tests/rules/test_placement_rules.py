@@ -467,3 +467,77 @@ def test_gpu011_names_at_most_ten_hosts_to_keep_off(tmp_path: Path, old: int, li
             "(or only the others) carry; or upgrade the driver on gpu-0, gpu-1, gpu-10, gpu-2, "
             "gpu-3 and 6 more to 555.42.06 or newer."
         )
+
+
+# --- the fix is right for the cause (found by a review of every rule's fixes) ---------------
+
+HINT_NODES = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: a-node
+  labels: {pool: inference, nvidia.com/gpu.present: "true"}
+spec:
+  taints:
+  - {key: dedicated, value: infer, effect: NoSchedule}
+status:
+  allocatable: {nvidia.com/gpu: "8", cpu: "64", memory: 512Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: b-node
+  labels: {pool: batch, nvidia.com/gpu.present: "true"}
+spec:
+  unschedulable: true
+status:
+  allocatable: {nvidia.com/gpu: "8", cpu: "64", memory: 512Gi, pods: "110"}
+"""
+
+
+def test_gpu010_the_cordon_of_the_admitted_node_not_another_nodes_taint(tmp_path: Path) -> None:
+    """The only node the nodeSelector admits is cordoned (NodeUnschedulable); a node it refuses
+    anyway carries a taint. The fix named that taint, which no toleration would get past the
+    cordon: the taint is now taken from the nodes the affinity admits."""
+    write(tmp_path, "nodes.yaml", HINT_NODES)
+    write(tmp_path, "p.yaml", pod("  nodeSelector: {pool: batch}\n  containers: [{name: c}]\n"))
+    [f] = found(tmp_path, "GPU010")
+    assert f.hint is not None and "uncordon" in f.hint and "dedicated" not in f.hint
+    # admitted and tainted: the toleration of that taint
+    write(tmp_path, "p.yaml", pod("  nodeSelector: {pool: inference}\n  containers: [{name: c}]\n"))
+    [f] = found(tmp_path, "GPU010")
+    assert f.hint is not None and "{key: dedicated, operator: Exists" in f.hint
+
+
+@pytest.mark.parametrize(
+    ("limits", "words"),
+    [
+        ("{memory: 1Ti}", "Request less memory per pod, or bind it to a node with enough memory"),
+        ("{nvidia.com/gpu: 9}", "Request less nvidia.com/gpu per pod, or bind it to a node"),
+    ],
+)
+def test_gpu010_a_bound_pod_is_not_helped_by_another_node(tmp_path: Path, limits, words) -> None:
+    """spec.nodeName bypasses the scheduler: only that node's kubelet admits the pod, so "add
+    a node with enough ..." cannot help; the fix says to request less, bind elsewhere or let the
+    scheduler choose."""
+    write(tmp_path, "nodes.yaml", HINT_NODES.replace("unschedulable: true", "taints: []"))
+    body = f"  nodeName: b-node\n  containers:\n  - name: c\n    resources: {{limits: {limits}}}\n"
+    write(tmp_path, "p.yaml", pod(body))
+    [f] = found(tmp_path, "GPU010")
+    assert f.hint is not None and words in f.hint and "add a node" not in f.hint
+    assert "drop spec.nodeName" in f.hint
+
+
+def test_gpu010_a_pinned_name_is_not_matched_by_a_label(tmp_path: Path) -> None:
+    """matchFields metadata.name matches a node's name: "label a node so that it matches" was
+    impossible; the fix says to name a node of the inventory or drop the pin."""
+    write(tmp_path, "nodes.yaml", HINT_NODES)
+    term = "{matchFields: [{key: metadata.name, operator: In, values: [gpu-c]}]}"
+    affinity = (
+        "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+        f"        nodeSelectorTerms: [{term}]\n  containers: [{{name: c}}]\n"
+    )
+    write(tmp_path, "p.yaml", pod(affinity))
+    [f] = found(tmp_path, "GPU010")
+    assert f.hint is not None and f.hint.startswith("Name a node of the inventory")
+    assert "label a node" not in f.hint

@@ -236,3 +236,14 @@ def test_gpu023_notes_an_inactive_policy(tmp_path: Path):
         CLUSTER_POLICY.format(extra="").replace("autoUpgrade: true", "autoUpgrade: false"),
     )
     assert "not acted on while autoUpgrade is false" in messages(tmp_path, "GPU023")[0]
+
+
+@pytest.mark.parametrize(("replicas", "fewer"), [(2, "run 1 replica;"), (3, "run 2 replicas;")])
+def test_gpu021_the_fix_counts_in_the_singular_and_plural(tmp_path: Path, replicas, fewer):
+    from gpudrv_check.engine.run import check
+    from gpudrv_check.read.config import Config
+
+    gpu_cluster(tmp_path, replicas)
+    write(tmp_path, "trainer.yaml", deployment("trainer", replicas, extra_spec=anti_affinity()))
+    [f] = [f for f in check(tmp_path, Config(matrix=None)).findings if f.rule == "GPU021"]
+    assert f.hint is not None and f"make one more node eligible, or {fewer}" in f.hint

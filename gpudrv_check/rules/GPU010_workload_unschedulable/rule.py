@@ -40,6 +40,12 @@ def _subject(workload: Workload) -> str:
 
 
 def _hint(workload: Workload, pending: Pending) -> str:
+    if pending.cause == CAUSE_AFFINITY and pending.pinned:
+        return (
+            "Name a node of the inventory in the matchFields metadata.name values, or drop the "
+            "pin: no label makes a node match a name; `gpudrv-check place --workload "
+            f"{workload.key}` shows every node's verdict."
+        )
     if pending.cause == CAUSE_AFFINITY:
         return (
             "Relax this constraint, or label a node so that it matches; `gpudrv-check place "
@@ -65,6 +71,19 @@ def _hint(workload: Workload, pending: Pending) -> str:
                 )
             return hint
         return "Add a toleration for the nodes' taints, or take the taints off."
+    if pending.cause == CAUSE_GPU and workload.node_name is not None:
+        # bound: the scheduler is bypassed, only that node's kubelet admits it (another node
+        # added to the cluster changes nothing)
+        short = pending.resource or GPU_RESOURCE
+        if short == "pods":
+            return (
+                "Bind the pod to a node that takes more pods, or drop spec.nodeName and let the "
+                "scheduler choose."
+            )
+        return (
+            f"Request less {short} per pod, or bind it to a node with enough {short} free, or "
+            "drop spec.nodeName and let the scheduler choose."
+        )
     if pending.cause == CAUSE_GPU:  # a resource the nodes lack: the one at the finding's key
         short = pending.resource
         if short is None or short == GPU_RESOURCE:

@@ -77,9 +77,11 @@ def check(ctx: Context) -> Iterator[Finding]:
             f"{names(lone)} for a driver upgrade leaves its replica Pending until the node is "
             "uncordoned, since no spare domain is left"
         )
+        fewer = spread.replicas - 1
         hint = (
-            f"Keep a spare: make one more {unit} eligible, or run "
-            f"{spread.replicas - 1} replicas; otherwise expect one replica down per drained node."
+            f"Keep a spare: make one more {unit} eligible"
+            + (f", or run {plural(fewer, 'replica')}" if fewer > 0 else "")
+            + "; otherwise expect one replica down per drained node."
         )
         yield ctx.finding(
             ID,

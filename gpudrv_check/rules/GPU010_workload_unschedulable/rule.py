@@ -74,14 +74,15 @@ def _hint(workload: Workload, pending: Pending) -> str:
     if pending.cause == CAUSE_GPU and workload.node_name is not None:
         # bound: the scheduler is bypassed, only that node's kubelet admits it (another node
         # added to the cluster changes nothing)
-        short = pending.resource or GPU_RESOURCE
-        if short == "pods":
+        bound_short = pending.resource or GPU_RESOURCE
+        if bound_short == "pods":
             return (
                 "Bind the pod to a node that takes more pods, or drop spec.nodeName and let the "
                 "scheduler choose."
             )
         return (
-            f"Request less {short} per pod, or bind it to a node with enough {short} free, or "
+            f"Request less {bound_short} per pod, or bind it to a node with enough {bound_short} "
+            "free, or "
             "drop spec.nodeName and let the scheduler choose."
         )
     if pending.cause == CAUSE_GPU:  # a resource the nodes lack: the one at the finding's key

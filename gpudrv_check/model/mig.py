@@ -80,7 +80,10 @@ def build_mig(repo: Repo) -> MigState | None:
         if manifest is None:
             return None  # not in the repo: nothing to check it against
         text = manifest.get("data", "config.yaml")
+        # the mig-manager reads -config-file=/mig-parted-config/config.yaml
         profiles, error = mig_configs(_parse(repo.embedded_reader, text))
+        if text is None:
+            error = MISSING_KEY
         state = MigState(strategy, f"ConfigMap {custom}", profiles, manifest, error)
     else:
         state = MigState(
@@ -88,6 +91,13 @@ def build_mig(repo: Repo) -> MigState | None:
         )
     state.nodes = labelled
     return state
+
+
+#: the error of a custom ConfigMap without the key the mig-manager reads (gpu-operator: the
+#: mig-manager's `-config-file=/mig-parted-config/config.yaml`, the ConfigMap mounted there)
+MISSING_KEY = (
+    "it has no key config.yaml, the file the mig-manager reads (/mig-parted-config/config.yaml)"
+)
 
 
 def mig_allocatable(repo: Repo) -> dict[str, dict[str, int]]:

@@ -106,3 +106,46 @@ def test_mixed_strategy_places_mig_requests(tmp_path: Path) -> None:
         in (f.message)
     )
     assert [g.message for g in found(tmp_path, "GPU034") if "strategy" in g.message] == []
+
+
+CUSTOM_MIG = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-0
+  labels: {nvidia.com/gpu.present: "true", nvidia.com/mig.config: all-1g.10gb}
+---
+apiVersion: nvidia.com/v1
+kind: ClusterPolicy
+metadata: {name: cluster-policy}
+spec:
+  migManager:
+    config:
+      name: custom-mig
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: custom-mig, namespace: gpu-operator}
+data:
+  KEY: |
+    version: v1
+    mig-configs:
+      all-1g.10gb:
+      - devices: all
+        mig-enabled: true
+        mig-devices: {1g.10gb: 7}
+"""
+
+
+def test_gpu034_a_custom_config_under_another_key(tmp_path: Path) -> None:
+    """The mig-manager reads `-config-file=/mig-parted-config/config.yaml` (gpu-operator's
+    mig-manager DaemonSet, the custom ConfigMap mounted at /mig-parted-config): a config under
+    another key is never read. It was said to be "not a YAML mapping", with a fix about config
+    names; now the key, and the fix that puts it there."""
+    write(tmp_path, "all.yaml", CUSTOM_MIG.replace("KEY", "mig.yaml"))
+    [f] = found(tmp_path, "GPU034")
+    assert "it has no key config.yaml" in f.message
+    assert f.hint is not None and "under the key config.yaml" in f.hint
+    assert (f.location.line, f.location.column) == (CUSTOM_MIG.splitlines().index("data:") + 1, 1)
+    write(tmp_path, "all.yaml", CUSTOM_MIG.replace("KEY", "config.yaml"))
+    assert found(tmp_path, "GPU034") == []

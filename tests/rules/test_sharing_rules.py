@@ -165,3 +165,72 @@ def test_gpu033_names_five_config_keys_and_counts_the_rest(tmp_path: Path) -> No
         "Set nvidia.com/device-plugin.config to one of k0, k1, k2, k3, k4 and 2 more, or add "
         "the key to the ConfigMap."
     )
+
+
+NO_KEYS = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-0
+  labels: {nvidia.com/gpu.present: "true", nvidia.com/device-plugin.config: a100}
+status:
+  allocatable: {nvidia.com/gpu: "8", pods: "110"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-1
+  labels: {nvidia.com/gpu.present: "true"}
+---
+apiVersion: nvidia.com/v1
+kind: ClusterPolicy
+metadata: {name: cluster-policy}
+spec:
+  devicePlugin:
+    config:
+      name: time-slicing
+      default: any
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: time-slicing, namespace: gpu-operator}
+data: {}
+"""
+
+
+def test_a_config_map_without_keys_asks_for_one(tmp_path: Path) -> None:
+    """A ConfigMap with no key: "set ... to one of none" could not be done, and the default's
+    finding quoted another error than the config manager's (cmd/config-manager: "no
+    configuration files available" when the folder holds no file)."""
+    write(tmp_path, "all.yaml", NO_KEYS)
+    findings = found(tmp_path, "GPU033")
+    assert len(findings) == 2
+    for f in findings:
+        assert f.hint is not None and "one of none" not in f.hint
+        assert "add a config key to ConfigMap time-slicing" in f.hint
+        assert '("no configuration files available")' in f.message
+
+
+def test_each_refused_config_gets_the_fix_of_its_error(tmp_path: Path) -> None:
+    """The device plugin's error decides the fix (nvidia/device_plugin.py
+    `parse_sharing_config`): a wrong version is not fixed by a `resources:` list."""
+    configs = {
+        "v2": "version: v2\n",
+        "list": "- a\n",
+        "flat": "version: v1\nsharing: time-slicing\n",
+        "one": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+        "    - {name: nvidia.com/gpu, replicas: 1}\n",
+    }
+    data = "".join(
+        f"  {key}: |\n" + "".join(f"    {line}\n" for line in text.splitlines())
+        for key, text in configs.items()
+    )
+    text = NO_KEYS.replace("data: {}\n", "data:\n" + data)
+    write(tmp_path, "all.yaml", text)
+    hints = {f.message.split(" ")[2]: f.hint for f in found(tmp_path, "GPU033")}
+    assert hints["v2"] == "Set `version: v1`, the only version the device plugin reads."
+    assert hints["list"] is not None and hints["list"].startswith(
+        "Write the config as a YAML mapping"
+    )
+    assert hints["flat"] is not None and hints["flat"].startswith("Write `sharing:` as a mapping")
+    assert hints["one"] is not None and "N >= 2" in hints["one"]

@@ -48,11 +48,37 @@ def _config_findings(ctx: Context, sharing: Sharing) -> Iterator[Finding]:
             f"device-plugin config {key} of ConfigMap {sharing.name} is refused: {entry.error}; "
             f"the device plugin exits on the nodes that select it{who}"
         )
-        hint = "A sharing config needs `resources: [{name: nvidia.com/gpu, replicas: N}]`, N >= 2."
+        hint = _config_hint(entry.error)
         if sharing.manifest is not None:
             yield ctx.finding(ID, sharing.manifest, entry.path, message, hint)
         else:
             yield ctx.config_finding(ID, sharing.operator, entry.path, message, hint)
+
+
+#: the fix of a refused config, by the start of what the plugin says (nvidia/device_plugin.py
+#: `parse_sharing_config`); a sharing section's errors get the shape of one
+_CONFIG_HINTS = (
+    ("unknown version", "Set `version: v1`, the only version the device plugin reads."),
+    (
+        "the config is not a YAML mapping",
+        "Write the config as a YAML mapping: `version: v1` and, to share GPUs, a `sharing:` "
+        "section.",
+    ),
+    ("the config must be a YAML string", "Write the config as a string (`key: |` and its YAML)."),
+    ("the config is not one YAML document", "Keep one YAML document per key (no `---`)."),
+    (
+        "sharing must be a mapping",
+        "Write `sharing:` as a mapping: `timeSlicing:` or `mps:` with its `resources:`.",
+    ),
+)
+_SHARING_HINT = "A sharing config needs `resources: [{name: nvidia.com/gpu, replicas: N}]`, N >= 2."
+
+
+def _config_hint(error: str) -> str:
+    for start, hint in _CONFIG_HINTS:
+        if error.startswith(start):
+            return hint
+    return _SHARING_HINT
 
 
 def _users(sharing: Sharing) -> dict[str, list[str]]:
@@ -69,12 +95,16 @@ def _node_findings(ctx: Context, sharing: Sharing) -> Iterator[Finding]:
     # the first few keys by name, then a count: a ConfigMap of a hundred keys made the message
     # and the hint longer than a finding holds, cut before they said what fails (MAX_MESSAGE)
     keys = names(sorted(sharing.entries)) or "none"
+    # a ConfigMap without keys: no key to choose, one to add
+    add = f"add a config key to ConfigMap {sharing.name} (e.g. `any: |` with `version: v1`)"
     defaults_missing: list[str] = []
+    default_error = ""
     for state in sharing.nodes.values():
         if state.config is not None or state.error is None or state.key is None:
             continue
         if state.key not in sharing.entries and not state.from_label:
             defaults_missing.append(state.node.name)
+            default_error = default_error or state.error
             continue
         if state.key in sharing.entries:
             continue  # a refused config: reported at its key
@@ -87,7 +117,9 @@ def _node_findings(ctx: Context, sharing: Sharing) -> Iterator[Finding]:
             f"ConfigMap {sharing.name} does not have (keys: {keys}): the config manager fails "
             f'("{state.error}") and takes the device plugin and GFD down on this node, so its '
             "GPUs are not advertised",
-            hint=f"Set {CONFIG_LABEL} to one of {keys}, or add the key to the ConfigMap.",
+            hint=f"Set {CONFIG_LABEL} to one of {keys}, or add the key to the ConfigMap."
+            if sharing.entries
+            else f"The ConfigMap has no key: {add}, or remove {CONFIG_LABEL} from the node.",
         )
     if defaults_missing:
         yield ctx.config_finding(
@@ -96,9 +128,11 @@ def _node_findings(ctx: Context, sharing: Sharing) -> Iterator[Finding]:
             ("devicePlugin", "config", "default"),
             f"devicePlugin.config.default is {sharing.default}, which ConfigMap {sharing.name} "
             f"does not have (keys: {keys}): on the nodes without {CONFIG_LABEL} "
-            f'({node_names(defaults_missing)}) the config manager fails ("specified config  does '
-            'not exist") and takes the device plugin and GFD down',
-            hint=f"Set devicePlugin.config.default to one of {keys}.",
+            f'({node_names(defaults_missing)}) the config manager fails ("{default_error}") and '
+            "takes the device plugin and GFD down",
+            hint=f"Set devicePlugin.config.default to one of {keys}."
+            if sharing.entries
+            else f"The ConfigMap has no key: {add}.",
         )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.core.located import Path
-from gpudrv_check.model.mig import MigState, build_mig
+from gpudrv_check.model.mig import MISSING_KEY, MigState, build_mig
 from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.mig import MIG_CONFIG_LABEL, profile_memory_gb
 from gpudrv_check.rules.context import Context
@@ -89,11 +89,17 @@ def check(ctx: Context) -> Iterator[Finding]:
     if state is None:
         return
     if state.error is not None and state.manifest is not None:
+        missing = state.error == MISSING_KEY
+        data = state.manifest.get("data")
         yield ctx.finding(
             ID,
             state.manifest,
-            ("data", "config.yaml"),
+            ("data", "config.yaml") if not missing else ("data",) if data else ("metadata",),
             f"{state.source}: {state.error}; the mig-manager cannot apply any MIG config",
+            "Put the mig-parted config under the key config.yaml (`kubectl create configmap "
+            f"{state.manifest.name} --from-file=config.yaml`)."
+            if missing
+            else None,
         )
         return
     yield from _node_findings(ctx, state)

@@ -96,6 +96,8 @@ TAINT = "taint"  # a NoSchedule/NoExecute taint the DaemonSet does not tolerate
 DISABLED = "disabled"  # switched off in the operator configuration
 NODE_NAME_CAUSE = "node-name"  # the pod template names another node
 GPUS = "gpus"  # the pod requests more nvidia.com/gpu than the node offers
+POOL_LABEL = "pool-label"  # a label every NVIDIADriver pool selects on (NFD's OS release...)
+WORKLOAD_TYPE = "workload-type"  # the operator sets the deploy label on other workload types
 
 DRIVER = "driver"
 TOOLKIT = "container-toolkit"
@@ -213,6 +215,8 @@ class OperandPlacement:
     labels: dict[str, dict[str, str]]  # node name -> labels as the DaemonSets see them
     notes: list[str] = field(default_factory=list)
     hidden_nodes: int = 0
+    #: node name -> its GPU workload type (container, vm-passthrough, vm-vgpu; None: not known)
+    workloads: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def gpu_rows(self) -> list[Node]:
@@ -536,8 +540,17 @@ class _Explainer:
                 detail += ": the operator labels only nodes with nvidia.com/gpu.present=true"
             elif self.operator_mode and operand == MIG_MANAGER:
                 detail += ": the operator adds it only on MIG-capable nodes"
-            elif self.operator_mode and key in node.labels:
-                detail += " (the operator removes it: not for this node's GPU workload type)"
+            elif self.operator_mode:
+                # the operator sets every deploy label of the node's workload type
+                # (`expected_deploy_labels`): a missing one is another type's, and labelling
+                # the node would be undone
+                if key in node.labels:
+                    detail += " (the operator removes it: not for this node's GPU workload type)"
+                else:
+                    detail += ": the operator sets it only on nodes of another GPU workload type"
+                return Cause(
+                    WORKLOAD_TYPE, detail, node.label_location(key), node, node.label_path(key)
+                )
         elif value == "false":
             detail = f"label {key}=false"
             if operand == DRIVER:
@@ -594,14 +607,16 @@ class _Explainer:
                 )
             )
         if verdict.reason == INSUFFICIENT_GPU:
+            # at the request, in the DaemonSet's file: what to lower
+            path = ds.workload.gpu_request_path() or ds.workload.spec_path
             out.append(
                 Cause(
                     GPUS,
                     f"{ds.name} requests {ds.workload.gpus} nvidia.com/gpu, more than the node "
                     "offers",
-                    node.location(node.name_path),
-                    node,
-                    node.name_path,
+                    ds.about.location(path),
+                    ds.about,
+                    path,
                 )
             )
         return out
@@ -746,8 +761,10 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
         cells[node.name] = row
 
     breaks: dict[str, list[ChainBreak]] = {}
+    workloads: dict[str, str | None] = {}
     for node in rows:
         workload = _node_workload(labels[node.name], operator_mode, sandbox, default)
+        workloads[node.name] = workload
         found = _chain_breaks(node, cells[node.name], daemonsets, workload)
         if found:
             breaks[node.name] = found
@@ -776,6 +793,7 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
         labels=labels,
         notes=notes,
         hidden_nodes=len(nodes) - len(rows),
+        workloads=workloads,
     )
 
 
@@ -808,7 +826,8 @@ def _no_pool_cause(repo: Repo, node: Node, config: OperatorConfig | None) -> Cau
     missing = entry.result.missing
     if entry.managed and missing:
         detail = f"its NVIDIADriver's node pools need the label {missing[0]}"
-        return Cause(LABEL, detail, node.label_location(missing[0]), node, node.labels_path)
+        path = (*node.labels_path, missing[0])
+        return Cause(POOL_LABEL, detail, node.label_location(missing[0]), node, path)
     reason = entry.reason or "no NVIDIADriver owns it"
     about = config.manifest if config is not None else node.manifest
     path = config_key_path(config, "driver") if config is not None else node.labels_path
@@ -905,4 +924,29 @@ def remedy(cause: Cause, operand: str | None, node: str) -> str | None:
         )
     if cause.kind == SELECTOR:
         return f"Make the node selector and affinity of {what} match {node}"
+    if cause.kind == POOL_LABEL:
+        label = cause.path[-1]
+        return (
+            f"Give {node} the label {label}, which every NVIDIADriver pool selects on: Node "
+            "Feature Discovery writes it on a running node (is NFD deployed there?); in the repo, "
+            f"add it to {node}'s labels"
+        )
+    if cause.kind == WORKLOAD_TYPE:
+        return (
+            f"Leave it off if {node}'s GPUs serve another workload type; else set "
+            f"{WORKLOAD_CONFIG_LABEL} on {node} to the type that runs {what} (the operator "
+            "keeps each node's deploy labels to its type)"
+        )
+    if cause.kind == GPUS:
+        return (
+            f"Lower the nvidia.com/gpu request of {what} to what {node} offers (an operand "
+            "usually requests none)"
+        )
+    if cause.kind == NODE_NAME_CAUSE:
+        return (
+            f"Drop nodeName from the pod template of {what}: a DaemonSet places a pod on each "
+            "node it selects"
+        )
+    if cause.kind == DISABLED:
+        return f"Enable it in the operator configuration ({cause.detail.split('(')[-1]}"
     return None

@@ -13,6 +13,7 @@ from gpudrv_check.model.operands import (
     MIG_MANAGER,
     OPERANDS_OFF,
     TAINT,
+    WORKLOAD_TYPE,
     Cause,
     mig_capable,
     remedy,
@@ -44,10 +45,16 @@ def _reasons(by_operand: dict[str, tuple[Cause, ...]]) -> tuple[str, Cause | Non
 def check(ctx: Context) -> Iterator[Finding]:
     placement = ctx.repo.operand_placement
     gpu_rows = [n for n in placement.gpu_rows if placement.cells.get(n.name)]
-    runs_on: dict[str, int] = {}  # operand -> GPU nodes it runs on
+    # a node is compared with the GPU nodes of its workload type: a vm-passthrough node runs
+    # other operands than a container node, by the operator's design (updateGPUStateLabels)
+    kind_of = placement.workloads
+    runs_on: dict[tuple[str | None, str], int] = {}  # (type, operand) -> GPU nodes running it
+    peers: dict[str | None, int] = {}  # type -> GPU nodes
     for node in gpu_rows:
+        kind = kind_of.get(node.name)
+        peers[kind] = peers.get(kind, 0) + 1
         for operand, cell in placement.cells[node.name].items():
-            runs_on[operand] = runs_on.get(operand, 0) + cell.running
+            runs_on[kind, operand] = runs_on.get((kind, operand), 0) + cell.running
     for node in gpu_rows:
         row = placement.cells.get(node.name, {})
         if not row:
@@ -75,7 +82,8 @@ def check(ctx: Context) -> Iterator[Finding]:
                 obj=node.ref,
             )
             continue
-        others = len(gpu_rows) - 1
+        kind = kind_of.get(node.name)
+        others = peers[kind] - 1
         if not others:
             continue
         chain_missing = {b.missing for b in placement.breaks.get(node.name, [])}
@@ -84,7 +92,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 continue
             if operand in chain_missing or (operand == MIG_MANAGER and not mig_capable(node)):
                 continue
-            if runs_on.get(operand, 0) < others:  # this node does not run it: all others must
+            if runs_on.get((kind, operand), 0) < others:  # all its peers run it, not this node
                 continue
             cause = cell.causes[0]
             hint = remedy(cause, operand, node.name)
@@ -95,14 +103,15 @@ def check(ctx: Context) -> Iterator[Finding]:
                 ID,
                 cause.about,
                 cause.path,
-                f"GPU node {node.name} lacks {operand}, which runs on every other GPU node "
+                f"GPU node {node.name} lacks {operand}, which runs on every other GPU node"
+                f"{f' of its workload type, {kind}' if len(peers) > 1 and kind else ''} "
                 f"({others}): {clauses(shown, 'reason', total=len(cell.causes))}",
                 hint=(
                     hint + f"; if {node.name} is meant to run without {operand}, keep its label "
                     "at false and accept this warning."
                 )
-                if hint
-                else None,
+                if hint and cause.kind != WORKLOAD_TYPE  # its label is the operator's to set
+                else hint or None,
                 location=cause.location,
                 obj=node.ref,
             )

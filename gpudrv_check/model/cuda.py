@@ -263,13 +263,15 @@ def excluding_expression(
     if floor_branch is None:
         return None
     excluded_names = {n.name for n in excluded}
-    drivers, ranked = _drivers_of(nodes, memo)
+    drivers, ranked, labels = _drivers_of(nodes, memo)
 
     def branch(name: str) -> int:
         driver = drivers.get(name)
         return _branch(driver.version) if driver is not None else -1
 
-    keys = {d.major_label for n in excluded_names if (d := drivers.get(n)) is not None}
+    # the label the expression reads must be the one every node with a driver carries: a kept
+    # node labelled otherwise would be removed too (Gt on a missing label does not match)
+    keys = set(labels)
     # every node with a driver below the floor's branch is excluded: those are the first of
     # `ranked`, so the test reads them, not every node
     below = ranked[: bisect.bisect_left(ranked, (floor_branch,))]
@@ -290,14 +292,15 @@ def excluding_expression(
 
 def _drivers_of(
     nodes: list[Node], memo: dict | None
-) -> tuple[dict[str, NodeDriver | None], list[tuple[int, str]]]:
-    """Each node's driver by name, and (branch, name) of the nodes with one, sorted: once per
-    node list with ``memo`` (placement shares one list among the workloads of a constraint
-    set; a fleet's thousands of nodes were read again for each image's verdict)."""
+) -> tuple[dict[str, NodeDriver | None], list[tuple[int, str]], frozenset[str]]:
+    """Each node's driver by name, (branch, name) of the nodes with one, sorted, and the major
+    labels those drivers are read from: once per node list with ``memo`` (placement shares one
+    list among the workloads of a constraint set; a fleet's thousands of nodes were read again
+    for each image's verdict)."""
     key = ("cuda", "drivers-of-nodes", id(nodes))
     found = memo.get(key) if memo is not None else None
     if found is not None and found[0] is nodes:
-        return found[1], found[2]
+        return found[1], found[2], found[3]
     by_node = {} if memo is None else memo.setdefault(("cuda", "driver-of-node"), {})
     drivers: dict[str, NodeDriver | None] = {}
     for n in nodes:
@@ -306,9 +309,10 @@ def _drivers_of(
             entry = by_node[id(n)] = (n, node_driver(n))
         drivers[n.name] = entry[1]
     ranked = sorted((_branch(d.version), name) for name, d in drivers.items() if d is not None)
+    labels = frozenset(d.major_label for d in drivers.values() if d is not None)
     if memo is not None:  # the entry keeps the list, so its id is not reused meanwhile
-        memo[key] = (nodes, drivers, ranked)
-    return drivers, ranked
+        memo[key] = (nodes, drivers, ranked, labels)
+    return drivers, ranked, labels
 
 
 def expression_text(expr: Mapping[str, Any]) -> str:

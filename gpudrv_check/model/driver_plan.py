@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any
 
-from gpudrv_check.core.finding import MAX_NAMES, Location, names, plural
+from gpudrv_check.core.finding import MAX_NAMES, Location, names, plural, quoted
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.records import record
@@ -46,6 +46,7 @@ from gpudrv_check.nvidia.driver_image import (
 )
 from gpudrv_check.nvidia.nvidiadriver import (
     CHART_DEFAULT_CR,
+    NO_OS_TAG,
     DriverCR,
     NodePool,
     assign_owners,
@@ -655,6 +656,13 @@ def _cr_node(
     policy = cr_upgrade_policy(cr, fallback, version) if cr is not None else None
     if reason or cr is None:
         return NodeDriver(node, False, reason or "no driver pool takes it", src, current=current)
+    if pool is None and missing == NO_OS_TAG:
+        error = (
+            f"operator {version} cannot form an OS tag from ID={quoted(f.os_id)} "
+            f"VERSION_ID={quoted(f.os_version_id)}"
+        )
+        result = TagResult(None, error=error)
+        return NodeDriver(node, True, "", src, result, current=current, upgrade_policy=policy)
     if pool is None:
         result = TagResult(None, missing=(missing,) if missing else ())
         return NodeDriver(node, True, "", src, result, current=current, upgrade_policy=policy)

@@ -120,7 +120,11 @@ class SkippedNode:
     """An owned node no pool takes: no driver DaemonSet selects it."""
 
     node: str
-    missing_label: str
+    missing_label: str  # or NO_OS_TAG: the labels are there, the release forms no OS tag
+
+
+#: `SkippedNode.missing_label` of a node whose OS labels the operator forms no OS tag from
+NO_OS_TAG = "\0no-os-tag"
 
 
 def _text(value: object) -> str | None:
@@ -297,7 +301,7 @@ def _pool_of(
         return OS_VERSION_ID_LABEL
     tag = os_tag(os_id, version, operator_version)
     if tag is None:
-        return OS_VERSION_ID_LABEL
+        return NO_OS_TAG
     selector = {**cr.selector(), GPU_PRESENT_LABEL: "true", OS_RELEASE_ID_LABEL: os_id}
     if has_owner_assignment(operator_version):
         selector[OWNER_LABEL] = cr.name

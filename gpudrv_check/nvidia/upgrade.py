@@ -244,6 +244,7 @@ class PolicyProblem:
     path: tuple[str, ...]  # relative to upgradePolicy (() for the policy itself)
     message: str
     severity: str  # "error" | "warning"
+    hint: str | None = None  # the fix, when the path alone does not decide it
 
 
 def _max_unavailable_problem(raw: Mapping[str, Any], source: str) -> PolicyProblem | None:
@@ -259,6 +260,8 @@ def _max_unavailable_problem(raw: Mapping[str, Any], source: str) -> PolicyProbl
             '(`| default "25%"` treats 0 as unset): a quarter of the GPU nodes may be '
             "unavailable at once",
             "warning",
+            "Write maxUnavailable: 1 (or the count or percentage you mean): the chart renders 0 "
+            'as "25%".',
         )
     error = max_unavailable_error(value)
     if error is not None:
@@ -274,6 +277,8 @@ def _max_unavailable_problem(raw: Mapping[str, Any], source: str) -> PolicyProbl
             "maxUnavailable 0 admits no node (GetUpgradesAvailable: 0 unavailable nodes "
             "already reach the limit); only nodes cordoned by hand are upgraded",
             "warning",
+            "Set maxUnavailable: 1 (or more, or a percentage string) so that the controller "
+            "upgrades nodes.",
         )
     return None
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.model.driver import driver_managed, node_tag
 from gpudrv_check.model.driver_plan import LABELS, driver_plan
+from gpudrv_check.nvidia.driver_image import OS_VERSION_ID_LABEL
 from gpudrv_check.rules.context import Context
 
 ID = "GPU002"
@@ -36,10 +37,23 @@ def check(ctx: Context) -> Iterator[Finding]:
             )
         else:
             message = f"GPU node {node.name}: driver image tag cannot be computed: {result.error}"
+        path, hint = node.labels_path, None
+        location = node.label_location(result.missing[0]) if result.missing else None
+        if not result.missing and "OS tag" in (result.error or ""):
+            # the labels are there: the release is one the operator forms no tag from
+            path = node.label_path(OS_VERSION_ID_LABEL)
+            location = node.label_location(OS_VERSION_ID_LABEL)
+            hint = (
+                "The labels are right: this operator release forms no OS tag from this OS "
+                "release. Run a release it supports on the node (or the operator version that "
+                "forms its tag), or keep the operator off the node's driver "
+                '(nvidia.com/gpu.deploy.driver: "false" with a driver on the host).'
+            )
         yield ctx.finding(
             ID,
             node,
-            node.labels_path,
+            path,
             message,
-            location=node.label_location(result.missing[0]) if result.missing else None,
+            hint,
+            location=location,
         )

@@ -47,7 +47,10 @@ def check(ctx: Context) -> Iterator[Finding]:
         where = (
             "every node it can land on has"
             if every
-            else (f"{len(bare)} of the {len(nodes)} nodes it can land on have")
+            else (
+                f"{len(bare)} of the {len(nodes)} nodes it can land on "
+                f"{'has' if len(bare) == 1 else 'have'}"
+            )
         )
         yield ctx.finding(
             ID,

@@ -21,6 +21,9 @@ from gpudrv_check.rules.context import Context
 ID = "GPU022"
 
 
+EMPTY = '""'  # an empty label value, as written
+
+
 def _cleared_reason(ctx: Context) -> str | None:
     """Why the upgrade controller removes every upgrade-state label, or None."""
     from gpudrv_check.model.upgrade_flow import CONTROLLER, policy_source, upgrade_flow
@@ -31,6 +34,7 @@ def _cleared_reason(ctx: Context) -> str | None:
     if config is None or flow.kind == CONTROLLER:
         return None
     if sandbox_workloads_enabled(config.values, policy_source(config)):
+        # the controller clears the labels whatever autoUpgrade says
         return f"sandboxWorkloads.enabled is true in {config.describe()}"
     return f"driver.upgradePolicy.autoUpgrade is off in {config.describe()}"
 
@@ -43,8 +47,13 @@ def _cleared(ctx: Context, node: Node, state: str, reason: str) -> Finding:
         f"node {node.name} has {UPGRADE_STATE_LABEL}={state}, which the upgrade controller "
         f"removes ({reason}; upgrade_controller.go removeNodeUpgradeStateLabels): it records "
         "nothing",
-        hint="Remove the label from the inventory, or turn autoUpgrade on if the controller "
-        "should upgrade this node.",
+        hint="Remove the label from the inventory"
+        + (
+            ", or turn sandboxWorkloads.enabled off if the controller should upgrade this node "
+            "(with sandbox workloads on, it clears the labels whatever autoUpgrade says)."
+            if reason.startswith("sandboxWorkloads")
+            else ", or turn autoUpgrade on if the controller should upgrade this node."
+        ),
         severity=Severity.INFO,
         location=node.label_location(UPGRADE_STATE_LABEL),
     )
@@ -87,7 +96,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 location=node.label_location(UPGRADE_STATE_LABEL),
             )
         skip = node.labels.get(UPGRADE_SKIP_LABEL)
-        if skip is None:
+        if skip is None or skip == "false":  # "false": upgraded, as it reads
             continue
         skip_path = node.label_path(UPGRADE_SKIP_LABEL)
         if skip == "true":
@@ -107,7 +116,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 ID,
                 node,
                 skip_path,
-                f"node {node.name} has {UPGRADE_SKIP_LABEL}={skip!s}, but the upgrade "
+                f"node {node.name} has {UPGRADE_SKIP_LABEL}={skip or EMPTY}, but the upgrade "
                 "controller skips a node only for the exact value true; this node is upgraded",
                 hint=f'Write `{UPGRADE_SKIP_LABEL}: "true"` to skip it, or remove the label.',
                 severity=Severity.WARNING,

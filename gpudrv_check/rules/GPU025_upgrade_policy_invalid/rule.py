@@ -84,6 +84,6 @@ def check(ctx: Context) -> Iterator[Finding]:
                 config,
                 path,
                 f"{'.'.join(path)}: {problem.message}",
-                hint=_HINTS.get(problem.path),
+                hint=problem.hint or _HINTS.get(problem.path),
                 severity=Severity.ERROR if problem.severity == "error" else Severity.WARNING,
             )

@@ -1,0 +1,132 @@
+"""Each fix is right for the cause that made the finding (found by a review that built a repo
+per cause of every rule): what the fix names would resolve the finding, is not impossible and
+not already done, and the message counts in the singular and plural."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpudrv_check.core.finding import Finding
+from gpudrv_check.engine.run import check
+from gpudrv_check.read.config import Config
+from tests.conftest import cluster_policy, gpu_node, write
+
+
+def found(root: Path, rule: str, operator: str | None = None) -> list[Finding]:
+    config = Config(matrix=None)
+    if operator is not None:
+        config.operator.version = operator
+    return [f for f in check(root, config).findings if f.rule == rule]
+
+
+def test_gpu017_one_node_has(tmp_path: Path) -> None:
+    write(tmp_path, "nodes.yaml", gpu_node("g1") + "---\n" + CPU_NODE)
+    write(tmp_path, "pod.yaml", RUNTIME_POD)
+    [f] = found(tmp_path, "GPU017")
+    assert "1 of the 2 nodes it can land on has no GPU" in f.message
+
+
+CPU_NODE = (
+    "apiVersion: v1\nkind: Node\nmetadata:\n  name: cpu1\n"
+    "  labels: {kubernetes.io/hostname: cpu1}\n"
+)
+RUNTIME_POD = (
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: r, namespace: default}\n"
+    "spec:\n  runtimeClassName: nvidia\n  containers: [{name: c, image: busybox}]\n"
+)
+
+
+def test_gpu025_max_unavailable_zero_is_fixed_with_one(tmp_path: Path) -> None:
+    """0 is an integer already: "write it as an integer" did nothing (nvidia/upgrade.py
+    `_max_unavailable_problem`: 0 admits no node; the chart renders 0 as 25%)."""
+    write(tmp_path, "nodes.yaml", gpu_node("n1"))
+    policy = (
+        "  driver:\n    upgradePolicy:\n      autoUpgrade: true\n      maxUnavailable: 0\n"
+        "      podDeletion: {timeoutSeconds: 300}\n"
+    )
+    write(tmp_path, "cp.yaml", cluster_policy(policy))
+    [f] = found(tmp_path, "GPU025")
+    assert f.hint is not None and f.hint.startswith("Set maxUnavailable: 1")
+
+
+def test_gpu022_cleared_by_sandbox_workloads_and_skip_values(tmp_path: Path) -> None:
+    """With sandbox workloads the controller clears the state labels whatever autoUpgrade says
+    (upgrade_controller.go): the fix names sandboxWorkloads, not autoUpgrade, already on. A
+    skip label of "false" means what the controller does (not said); an empty one is shown."""
+    extra1 = (
+        "    nvidia.com/gpu-driver-upgrade-state: upgrade-failed\n"
+        '    nvidia.com/gpu-driver-upgrade.skip: ""\n'
+    )
+    extra2 = '    nvidia.com/gpu-driver-upgrade.skip: "false"\n'
+    write(tmp_path, "n1.yaml", gpu_node("n1") + extra1)  # more labels of the node
+    write(tmp_path, "n2.yaml", gpu_node("n2") + extra2)
+    policy = (
+        "  sandboxWorkloads:\n    enabled: true\n"
+        "  driver:\n    upgradePolicy:\n      autoUpgrade: true\n"
+    )
+    write(tmp_path, "cp.yaml", cluster_policy(policy))
+    findings = found(tmp_path, "GPU022")
+    assert all("n2" not in f.message for f in findings)
+    [cleared] = [f for f in findings if "removes" in f.message]
+    assert cleared.hint is not None and "sandboxWorkloads.enabled off" in cleared.hint
+    assert "autoUpgrade on" not in cleared.hint
+    [empty] = [f for f in findings if "skip=" in f.message]
+    assert 'nvidia.com/gpu-driver-upgrade.skip="", but' in empty.message
+
+
+def test_gpu012_a_bound_pod_is_not_pending_and_gets_no_node_selector(tmp_path: Path) -> None:
+    """spec.nodeName bypasses the scheduler: no "Pending with Insufficient", and a nodeSelector
+    that does not match the bound node would make its kubelet reject it."""
+    write(tmp_path, "nodes.yaml", CPU_NODE)
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: q, namespace: default}\nspec:\n"
+        "  nodeName: cpu1\n  containers:\n  - name: c\n    image: busybox\n"
+        "    resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+    write(tmp_path, "pod.yaml", pod)
+    [f] = found(tmp_path, "GPU012")
+    assert "Pending" not in f.message and "no scheduler places it" in f.message
+    assert f.hint is not None and f.hint.startswith("Bind the pod to a GPU node")
+    assert "nodeSelector" not in f.hint
+
+
+def test_gpu011_the_expression_keeps_the_nodes_labelled_otherwise(tmp_path: Path) -> None:
+    """The old nodes carry nvidia.com/cuda.driver.major, the new one only
+    cuda.driver-version.major: `cuda.driver.major Gt 569` would remove the new node too (Gt on a
+    missing label does not match). The fix falls back to the hostnames (model/cuda.py
+    `excluding_expression`: the key must be every driver's)."""
+    old = [
+        gpu_node(name, branch=branch).replace("cuda.driver-version.major", "cuda.driver.major")
+        for name, branch in (("n1", "550"), ("n3", "535"))
+    ]
+    write(tmp_path, "nodes.yaml", "---\n".join([*old, gpu_node("n2", branch="570")]))
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: default}\n"
+        "spec:\n  replicas: 1\n  selector: {matchLabels: {app: d}}\n  template:\n"
+        "    metadata: {labels: {app: d}}\n    spec:\n      containers:\n      - name: c\n"
+        "        image: nvcr.io/nvidia/cuda:12.8.0-base-ubuntu22.04\n"
+        "        resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+    write(tmp_path, "dep.yaml", deployment)
+    [f] = found(tmp_path, "GPU011")
+    assert f.hint is not None
+    assert 'key: kubernetes.io/hostname, operator: NotIn, values: ["n1", "n3"]' in f.hint
+    assert "cuda.driver.major" not in f.hint
+
+
+def test_gpu002_labels_there_but_no_os_tag(tmp_path: Path) -> None:
+    """VERSION_ID "testing" is there; the operator release forms no OS tag from it. The finding
+    said the label was missing (NVIDIADriver mode) and asked to run NFD again."""
+    write(tmp_path, "nodes.yaml", gpu_node("n1", os_id="debian", version="testing"))
+    write(
+        tmp_path,
+        "nd.yaml",
+        "apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata: {name: gpu}\n"
+        'spec:\n  repository: nvcr.io/nvidia\n  image: driver\n  version: "550.90.07"\n',
+    )
+    [f] = found(tmp_path, "GPU002", operator="v26.3.0")
+    assert "has no" not in f.message and "cannot form an OS tag" in f.message
+    assert f.hint is not None and "Node Feature Discovery" not in f.hint
+    line = "    feature.node.kubernetes.io/system-os_release.VERSION_ID"
+    text = (tmp_path / "nodes.yaml").read_text().splitlines()
+    assert f.location.line == next(i for i, t in enumerate(text, 1) if t.startswith(line))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any
 
@@ -208,8 +209,39 @@ def _inventory_validator() -> Any:
     return Draft202012Validator(schema)
 
 
+#: JSON Schema's type names as a person reading YAML says them
+_TYPE_WORDS = {"object": "mapping", "array": "list", "integer": "integer", "null": "null"}
+
+
+def _field(path: Any) -> str:
+    """`nodes[0].name` for a jsonschema error's path; "the document" for its root."""
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
+    return text or "the document"
+
+
+def _value_text(value: Any) -> str:
+    """A value as YAML shows it (`null`, `"x"`, `12`), or its type when long."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    return shown if len(shown) <= 40 else f"a {type_name(value)}"
+
+
 def _short_message(error: Any) -> str:
-    """jsonschema's message, with a long value (it quotes the whole instance) named by type."""
+    """What is wrong, in the document's words: the field, what it must be, what it is
+    (jsonschema's own message quotes Python values: `None is not of type 'string'`)."""
+    where, expected = _field(error.absolute_path), error.validator_value
+    if error.validator == "type":
+        kinds = expected if isinstance(expected, list) else [expected]
+        words = " or ".join(f"a {_TYPE_WORDS.get(k, k)}" for k in kinds)
+        return f"{where} must be {words}, not {_value_text(error.instance)}"
+    if error.validator == "const":
+        return f"{where} must be {_value_text(expected)}, not {_value_text(error.instance)}"
+    if error.validator == "enum" and isinstance(expected, list):
+        options = ", ".join(_value_text(v) for v in expected)
+        return f"{where} must be one of {options}, not {_value_text(error.instance)}"
     message = error.message
     shown = repr(error.instance)
     if len(shown) > 80 and shown in message:
@@ -292,19 +324,23 @@ def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding
         elif is_inventory(manifest):
             nodes.extend(_nodes_from_inventory(manifest, findings))
     unique: dict[str, Node] = {}
+    seen: dict[str, int] = {}  # name -> definitions so far
     for node in nodes:
         first = unique.get(node.name)
         if first is None:
             unique[node.name] = node
+            seen[node.name] = 1
             continue
         if first.manifest.file != node.manifest.file and _same_node(first, node):
             continue  # the same node copied into another file is one node (issue 13)
+        seen[node.name] += 1
         where = first.location(first.name_path)
+        again = "twice" if seen[node.name] == 2 else f"{seen[node.name]} times"
         findings.append(
             Finding(
                 rule=builtin("duplicate-node").id,
                 severity=builtin("duplicate-node").severity,
-                message=f"node {quoted(node.name)} is defined twice (first at {where}); "
+                message=f"node {quoted(node.name)} is defined {again} (first at {where}); "
                 "the first definition is used",
                 hint="Remove the stale entry.",
                 location=node.location(node.name_path),

@@ -85,6 +85,19 @@ def _problem(
     )
 
 
+#: an example value of each column, for a fix written in the header's order
+_EXAMPLE = {"driver_branch": "550", "kernel": "5.15.0-119-generic", "os_tag": "ubuntu22.04"}
+_PLACEHOLDER = {"driver_branch": "<branch>", "kernel": "<kernel>", "os_tag": "<os_tag>"}
+
+
+def _row_hint(names: list[str]) -> str:
+    """How to write a row under this header: its columns in its order (the file may order them
+    as it likes; other columns are left empty)."""
+    shape = ",".join(_PLACEHOLDER.get(n, "") for n in names)
+    example = ",".join(_EXAMPLE.get(n, "") for n in names)
+    return f"Write the row as `{shape}`, e.g. `{example}`."
+
+
 def parse_matrix(file: str, data: bytes) -> Matrix:
     matrix = Matrix(file, digest=hashlib.sha256(data).hexdigest())
     try:
@@ -158,8 +171,7 @@ def parse_matrix(file: str, data: bytes) -> Matrix:
                     number,
                     1,
                     f"row has {len(cells)} field(s), needs driver_branch, kernel and os_tag",
-                    "Write the row as `<branch>,<kernel>,<os_tag>`, e.g. "
-                    "`550,5.15.0-119-generic,ubuntu22.04`.",
+                    _row_hint(matrix.header or list(REQUIRED_COLUMNS)),
                     row=raw_line,
                 )
             )

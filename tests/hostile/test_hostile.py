@@ -174,11 +174,11 @@ CASES = [
     # a malformed inventory: GPU005 at each bad entry
     case(
         "inventory/broken-inventory.yaml",
-        ("GPU005", 6, 3, "not of type 'array'"),
-        ("GPU005", 7, 3, "not of type 'string'"),
-        ("GPU005", 8, 3, "not of type 'object'"),
+        ("GPU005", 6, 3, "taints must be a list, not"),
+        ("GPU005", 7, 3, "name must be a string, not"),
+        ("GPU005", 8, 3, "labels must be a mapping, not"),
         ("GPU005", 9, 3, "'name' is a required property"),
-        ("GPU005", 12, 3, "not of type 'boolean'"),
+        ("GPU005", 12, 3, "unschedulable must be a boolean, not"),
     ),
     # file names that would forge report lines: escaped, and the file is still checked
     *[

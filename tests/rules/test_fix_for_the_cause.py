@@ -130,3 +130,37 @@ def test_gpu002_labels_there_but_no_os_tag(tmp_path: Path) -> None:
     line = "    feature.node.kubernetes.io/system-os_release.VERSION_ID"
     text = (tmp_path / "nodes.yaml").read_text().splitlines()
     assert f.location.line == next(i for i, t in enumerate(text, 1) if t.startswith(line))
+
+
+def test_gpu004_counts_the_definitions(tmp_path: Path) -> None:
+    inventory = (
+        "apiVersion: gpudrv-check.io/v1alpha1\nkind: NodeInventory\nnodes:\n"
+        "- name: c\n- name: c\n- name: c\n"
+    )
+    write(tmp_path, "inv.yaml", inventory)
+    said = [f.message.split(" (first")[0] for f in found(tmp_path, "GPU004")]
+    assert said == ["node 'c' is defined twice", "node 'c' is defined 3 times"]
+
+
+def test_gpu005_names_the_field_in_the_documents_words(tmp_path: Path) -> None:
+    """jsonschema says `None is not of type 'string'`: Python's words, no field."""
+    inventory = (
+        "apiVersion: gpudrv-check.io/v1\nkind: NodeInventory\nnodes:\n- name:\n  labels: {}\n"
+    )
+    write(tmp_path, "inv.yaml", inventory)
+    said = sorted(f.message for f in found(tmp_path, "GPU005"))
+    assert said == [
+        'inventory: apiVersion must be "gpudrv-check.io/v1alpha1", not "gpudrv-check.io/v1"',
+        "inventory: nodes[0].name must be a string, not null",
+    ]
+
+
+def test_gpu006_the_row_fix_follows_the_header(tmp_path: Path) -> None:
+    """The columns may come in any order: the fix writes the row in the header's."""
+    write(tmp_path, "nodes.yaml", gpu_node("n1"))
+    write(tmp_path, "support-matrix.csv", "os_tag,kernel,driver_branch\nubuntu22.04,550\n")
+    config = Config()
+    [f] = [f for f in check(tmp_path, config).findings if f.rule == "GPU006"]
+    assert f.hint == (
+        "Write the row as `<os_tag>,<kernel>,<branch>`, e.g. `ubuntu22.04,5.15.0-119-generic,550`."
+    )

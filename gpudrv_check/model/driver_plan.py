@@ -409,6 +409,7 @@ def _cluster_policy_problems(
                     source.location("version"),
                     f"driver.usePrecompiled is true and driver.version is {settings.version!r}: "
                     f"{why}",
+                    _precompiled_version_fix(settings.version),
                 )
             )
         _kernel_os_conflicts(repo, plan, source)
@@ -606,13 +607,28 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
     return plan
 
 
+def _precompiled_version_fix(version: object) -> str:
+    """The fix of a precompiled driver version that names no built image."""
+    branch = driver_branch(version)
+    to = f'the driver branch (`"{branch}"`)' if branch else 'a driver branch (e.g. `"550"`)'
+    return (
+        f"Set the version to {to}, or turn usePrecompiled off to run the full-version driver "
+        "image that compiles its module on the node."
+    )
+
+
 def _cr_version_problems(
     plan: DriverPlan, cr: DriverCR, src: DriverSource, image_errors: list[str]
 ) -> None:
     why = precompiled_version_problem(cr.version) if cr.use_precompiled else None
+    hint: str | None = None
     if why is not None:
         image_errors = [f"usePrecompiled is true and version is {cr.version!r}: {why}"]
+        hint = _precompiled_version_fix(cr.version)
     for error in image_errors:
+        missing = [f for f in ("repository", "image", "version") if not getattr(cr, f)]
+        if cr.image_unset and "spec.image is unset" in error:
+            hint = "Set spec.image to the image's name in the repository, e.g. `image: driver`."
         plan.problems.append(
             DriverProblem(
                 builtin(VERSION_FORM).id,
@@ -620,6 +636,14 @@ def _cr_version_problems(
                 src.path("version"),
                 _cr_location(src, ("version",)),
                 f"NVIDIADriver {cr.name}: {error}",
+                hint
+                or (
+                    f"Set {', '.join('spec.' + f for f in missing)} in the NVIDIADriver: "
+                    "repository, image and version are joined into the image path "
+                    "(`<repository>/<image>:<version>...`)."
+                    if missing
+                    else None
+                ),
             )
         )
 

@@ -76,6 +76,8 @@ class DriverCR:
     driver_type: str = "gpu"
     tolerations: tuple[Mapping[str, Any], ...] = ()
     upgrade_policy: Any = None  # the raw spec.upgradePolicy
+    # spec.image not written: the API server fills in the CRD's default (DEFAULT_CR_IMAGE)
+    image_unset: bool = False
 
     def selector(self) -> Mapping[str, str]:
         """``GetNodeSelector``: the nodeSelector, or ``nvidia.com/gpu.present=true`` when unset."""
@@ -123,6 +125,10 @@ class SkippedNode:
     missing_label: str  # or NO_OS_TAG: the labels are there, the release forms no OS tag
 
 
+#: the CRD's default of spec.image (api/nvidia/v1alpha1/nvidiadriver_types.go,
+#: `+kubebuilder:default=nvcr.io/nvidia/driver`)
+DEFAULT_CR_IMAGE = "nvcr.io/nvidia/driver"
+
 #: `SkippedNode.missing_label` of a node whose OS labels the operator forms no OS tag from
 NO_OS_TAG = "\0no-os-tag"
 
@@ -153,6 +159,7 @@ def parse_driver_cr(name: str, spec: object) -> DriverCR:
         use_precompiled=spec.get("usePrecompiled") is True,
         repository=_text(spec.get("repository")),
         image=_text(spec.get("image")),
+        image_unset=spec.get("image") is None,
         version=_text(spec.get("version")),
         driver_type=_text(spec.get("driverType")) or "gpu",
         tolerations=tuple(t for t in tolerations if isinstance(t, Mapping))
@@ -349,6 +356,13 @@ def pool_image(cr: DriverCR, pool: NodePool) -> ImageRefResult:
     must all be set, unless repository and version are both empty and image is a full path.
     """
     repo, image, version = cr.repository or "", cr.image or "", cr.version or ""
+    if cr.image_unset and repo and version:
+        return ImageRefResult(
+            None,
+            error=f"spec.image is unset, so the API server fills in the CRD's default "
+            f"{DEFAULT_CR_IMAGE}, and the operator puts the repository before it (ImagePath): "
+            f"the driver pods pull {repo}/{DEFAULT_CR_IMAGE}:{version}..., which does not exist",
+        )
     if (repo or version) and not (repo and image and version):
         return ImageRefResult(
             None,

@@ -68,7 +68,7 @@ def ci_repo(tmp_path: Path) -> Path:
         kind: ClusterPolicy
         metadata: {name: cluster-policy}
         spec:
-          driver: {enabled: true}
+          driver: {enabled: true, usePrecompiled: true}
           dcgm: {enabled: false}
         """,
     )

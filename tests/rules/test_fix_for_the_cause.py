@@ -164,3 +164,66 @@ def test_gpu006_the_row_fix_follows_the_header(tmp_path: Path) -> None:
     assert f.hint == (
         "Write the row as `<os_tag>,<kernel>,<branch>`, e.g. `ubuntu22.04,5.15.0-119-generic,550`."
     )
+
+
+def test_gpu014_the_fix_names_the_branch_of_the_version(tmp_path: Path) -> None:
+    """The message said "use '535'", the static fix `"550"` and spoke of NVIDIADriver CRs."""
+    write(tmp_path, "nodes.yaml", gpu_node("n1"))
+    policy = '  driver:\n    usePrecompiled: true\n    version: "535.183.06"\n'
+    write(tmp_path, "cp.yaml", cluster_policy(policy))
+    [f] = found(tmp_path, "GPU014")
+    assert f.hint is not None and f.hint.startswith(
+        'Set the version to the driver branch (`"535"`)'
+    )
+    assert "NVIDIADriver" not in f.hint
+
+
+def test_gpu014_an_nvidiadriver_without_image_gets_the_crd_default(tmp_path: Path) -> None:
+    """spec.image defaults to nvcr.io/nvidia/driver (nvidiadriver_types.go
+    `+kubebuilder:default`), which the operator joins after the repository: the pods pull
+    nvcr.io/nvidia/nvcr.io/nvidia/driver:550..., which does not exist."""
+    write(tmp_path, "nodes.yaml", gpu_node("n1"))
+    cr = (
+        "apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata: {name: default}\n"
+        'spec:\n  repository: nvcr.io/nvidia\n  version: "550"\n  usePrecompiled: true\n'
+    )
+    write(tmp_path, "nd.yaml", cr)
+    [f] = found(tmp_path, "GPU014")
+    assert "nvcr.io/nvidia/nvcr.io/nvidia/driver:550" in f.message
+    assert f.hint == "Set spec.image to the image's name in the repository, e.g. `image: driver`."
+
+
+def _with_matrix(root: Path, rows: str) -> list[Finding]:
+    write(root, "support-matrix.csv", "driver_branch,kernel,os_tag\n" + rows)
+    return [f for f in check(root, Config()).findings if f.rule == "GPU001"]
+
+
+def test_gpu001_a_non_precompiled_driver_pulls_no_image_per_kernel(tmp_path: Path) -> None:
+    """Without usePrecompiled the operator pulls `<version>-<os-tag>` (resolveDriverTag), which
+    builds its module on the node: no pull fails, whatever the kernel. It said the pod would
+    fail to pull and to build that image; a kernel the matrix lacks is a warning now."""
+    nodes = [gpu_node("n1", "535"), gpu_node("n2", "535", kernel="5.15.0-200-generic")]
+    write(tmp_path, "nodes.yaml", "---\n".join(nodes))
+    policy = '  driver:\n    repository: r.io/nv\n    version: "535.183.06"\n'
+    write(tmp_path, "cp.yaml", cluster_policy(policy))
+    [f] = _with_matrix(tmp_path, "535,5.15.0-119-generic,ubuntu22.04\n")
+    assert f.severity.value == "warning" and "n2 runs kernel 5.15.0-200-generic" in f.message
+    assert "fail to pull" not in f.message
+    assert f.hint is not None and not f.hint.startswith("Build and push")
+    # precompiled: the image is per kernel, and missing
+    write(
+        tmp_path,
+        "cp.yaml",
+        cluster_policy(policy.replace("535.183.06", "535") + "    usePrecompiled: true\n"),
+    )
+    [f] = _with_matrix(tmp_path, "535,5.15.0-119-generic,ubuntu22.04\n")
+    assert f.severity.value == "error" and "fail to pull" in f.message
+
+
+def test_gpu001_a_kernel_the_matrix_has_for_another_branch(tmp_path: Path) -> None:
+    """The node's kernel is in the matrix, for branch 550 only: "keep the node on a kernel the
+    matrix has" was done already; the fix names the branches the matrix has for it."""
+    write(tmp_path, "nodes.yaml", gpu_node("n1", "535"))
+    [f] = _with_matrix(tmp_path, "550,5.15.0-119-generic,ubuntu22.04\n")
+    assert f.hint is not None
+    assert f.hint.endswith("or run a driver branch the matrix has for this kernel (550).")

@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpudrv_check.core.finding import Finding
-from gpudrv_check.model.driver import audit_entries, label_keys
-from gpudrv_check.model.driver_plan import DriverSource
+from gpudrv_check.model.driver import AuditEntry, audit_entries, label_keys
+from gpudrv_check.model.driver_plan import DriverPlan, DriverSource, driver_plan
+from gpudrv_check.read.matrix import Matrix
+from gpudrv_check.read.policy import builtin
 from gpudrv_check.rules.context import Context
 
 ID = "GPU001"
@@ -20,6 +22,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     if repo.matrix is None:
         return
     kernel_key = label_keys(ctx.config)["kernel"]
+    plan = driver_plan(repo)
     for entry in audit_entries(repo):
         if not entry.missing:
             continue
@@ -32,8 +35,30 @@ def check(ctx: Context) -> Iterator[Finding]:
         planned = entry.planned
         if planned is not None and planned.matrix_key is not None:
             row = ",".join(planned.matrix_key)
+        if not _precompiled(entry, plan):
+            # `<version>-<os-tag>`: the image builds its module on the node; nothing is pulled
+            # per kernel, the matrix row says the kernel was validated (resolveDriverTag)
+            yield ctx.finding(
+                ID,
+                node,
+                node.label_path(str(kernel_key)),
+                f"node {node.name} runs kernel {kernel}, for which the support matrix "
+                f"({repo.matrix.file}) has no row with branch {branch} and {os_tag}: the driver "
+                f"image {entry.image} builds its kernel module on the node when it starts, for a "
+                "kernel this repo has not validated",
+                hint=f"Add the row `{row}` to {repo.matrix.file} once the driver is validated on "
+                "this kernel, or keep the node on a kernel the matrix has.",
+                severity=builtin("driver-image-missing").severity_of("kernel-not-validated"),
+                location=node.label_location(str(kernel_key)),
+            )
+            continue
         needs = f"needs driver image {entry.image}"
-        keep = "or keep the node on a kernel the matrix has"
+        others = _other_branches(repo.matrix, row)
+        keep = (
+            f"or run a driver branch the matrix has for this kernel ({', '.join(others)})"
+            if others
+            else "or keep the node on a kernel the matrix has"
+        )
         if planned is not None and planned.upgrades and planned.source is not None:
             needs = (
                 f"will get driver branch {planned.next_branch} from the {_named(planned.source)} "
@@ -50,6 +75,27 @@ def check(ctx: Context) -> Iterator[Finding]:
             f"{repo.matrix.file}; {keep}.",
             location=node.label_location(str(kernel_key)),
         )
+
+
+def _precompiled(entry: AuditEntry, plan: DriverPlan) -> bool:
+    """Whether the node's driver image is a precompiled one (`<branch>-<kernel>-<os-tag>`):
+    from its labels alone (no operator configuration), its NVIDIADriver pool (which names a
+    kernel only when precompiled), or the ClusterPolicy's `usePrecompiled`."""
+    planned = entry.planned
+    if planned is None or planned.source is None:
+        return True
+    if planned.pool is not None:
+        return planned.pool.kernel is not None
+    return plan.precompiled
+
+
+def _other_branches(matrix: Matrix, row: str) -> list[str]:
+    """The branches the matrix has for the row's kernel and OS tag (another than the row's)."""
+    branch, _, rest = row.partition(",")
+    kernel, _, os_tag = rest.partition(",")
+    return sorted(
+        {r.key[0] for r in matrix.rows if r.key[1:] == (kernel, os_tag) and r.key[0] != branch}
+    )
 
 
 def _named(source: DriverSource) -> str:

@@ -46,7 +46,11 @@ from gpudrv_check.nvidia.driver_image import (
 )
 from gpudrv_check.nvidia.nvidiadriver import (
     CHART_DEFAULT_CR,
+    DEFAULT_WITH_SELECTOR,
+    MULTIPLE_DEFAULTS,
     NO_OS_TAG,
+    OWNER_LABEL,
+    RESERVED_LABEL,
     DriverCR,
     NodePool,
     assign_owners,
@@ -578,8 +582,14 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
                 src.manifest,
                 src.path(*problem.key) if src.cr is not None else src.path("nvidiaDriverCRD"),
                 _cr_location(src, problem.key),
-                f"NVIDIADriver {cr.name}: {problem.message}; the operator assigns no NVIDIADriver "
-                "owner while this stands, so no CR installs a driver on any node",
+                f"NVIDIADriver {cr.name}: {problem.message}; "
+                + (
+                    "the operator assigns no NVIDIADriver owner while this stands, so no CR "
+                    "installs a driver on any node"
+                    if has_owner_assignment(version)
+                    else "while this stands no CR installs a driver on any node"
+                ),
+                _owner_fix(problem.kind, src.cr is None, version),
             )
         )
     pool_of: dict[str, tuple[NodePool | None, DriverCR, DriverSource, str | None]] = {}
@@ -605,6 +615,37 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
         entries = [e for e in plan.nodes.values() if e.managed and e.source is src]
         _upgrade_problem(plan, src, entries, cr.version)
     return plan
+
+
+def _owner_fix(kind: str, chart_default: bool, version: object) -> str:
+    """The fix of one owner-assignment error (nvidia/nvidiadriver.py `assign_owners`), as the
+    operator release reads the CRs (`spec.default` and the owner label came with v26.7)."""
+    if kind == MULTIPLE_DEFAULTS and chart_default:
+        return (
+            "Set driver.nvidiaDriverCRD.deployDefaultCR: false in the chart values, or drop "
+            "`default: true` from your own CR: one CR may be the default."
+        )
+    if kind == MULTIPLE_DEFAULTS:
+        return "Keep `default: true` on one CR only: it takes the nodes no other CR selects."
+    if kind == DEFAULT_WITH_SELECTOR:
+        return (
+            "Drop the nodeSelector of the default CR (it takes every GPU node no other CR "
+            "selects), or make it a CR that is not the default."
+        )
+    if kind == RESERVED_LABEL:
+        return (
+            f"Select on another label: the operator writes {OWNER_LABEL} itself, naming the CR "
+            "that owns the node."
+        )
+    if has_owner_assignment(version):
+        return (
+            "Make the nodeSelectors of the non-default CRs disjoint: a node may match one of "
+            "them at most (the default CR takes the nodes none matches)."
+        )
+    return (
+        "Make the nodeSelectors of the CRs disjoint: this release gives each CR every node its "
+        "selector matches (no default CR before v26.7), and a node matched twice stops them all."
+    )
 
 
 def _precompiled_version_fix(version: object) -> str:

@@ -227,3 +227,45 @@ def test_gpu001_a_kernel_the_matrix_has_for_another_branch(tmp_path: Path) -> No
     [f] = _with_matrix(tmp_path, "550,5.15.0-119-generic,ubuntu22.04\n")
     assert f.hint is not None
     assert f.hint.endswith("or run a driver branch the matrix has for this kernel (550).")
+
+
+def _cr(name: str, extra: str = "") -> str:
+    return (
+        f"apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata:\n  name: {name}\n"
+        'spec:\n  repository: nvcr.io/nvidia\n  image: driver\n  version: "550.90.07"\n' + extra
+    )
+
+
+def test_gpu015_before_v26_7_the_fix_knows_no_default_cr(tmp_path: Path) -> None:
+    """Before v26.7 there is no `spec.default` and no owner label: each CR takes every node its
+    selector matches (a CR without one, every GPU node). The fix said to keep one default."""
+    write(tmp_path, "nodes.yaml", gpu_node("n1") + "    pool: a\n---\n" + gpu_node("n2"))
+    write(tmp_path, "nd.yaml", _cr("a", "  nodeSelector: {pool: a}\n") + "---\n" + _cr("b"))
+    findings = found(tmp_path, "GPU015", operator="v25.10.0")
+    assert findings and all(f.hint is not None for f in findings)
+    for f in findings:
+        assert "default" not in (f.hint or "").split("(")[0]
+        assert f.hint is not None and f.hint.startswith(
+            "Make the nodeSelectors of the CRs disjoint"
+        )
+        assert "assigns no NVIDIADriver owner" not in f.message
+
+
+def test_gpu015_the_charts_default_cr_and_another_default(tmp_path: Path) -> None:
+    """v26.7: the chart deploys its own default CR; with another `default: true` CR the fix on
+    the chart's names driver.nvidiaDriverCRD.deployDefaultCR: false."""
+    write(tmp_path, "nodes.yaml", gpu_node("n1"))
+    release = (
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\n"
+        "metadata: {name: gpu-operator, namespace: gpu-operator}\nspec:\n"
+        "  chart:\n    spec: {chart: gpu-operator, version: v26.7.0}\n"
+        '  values:\n    driver:\n      repository: nvcr.io/nvidia\n      version: "550.90.07"\n'
+        "      nvidiaDriverCRD:\n        enabled: true\n"
+    )
+    write(tmp_path, "hr.yaml", release)
+    write(tmp_path, "nd.yaml", _cr("main", "  default: true\n"))
+    hints = {f.location.file: f.hint for f in found(tmp_path, "GPU015")}
+    assert (hints["hr.yaml"] or "").startswith(
+        "Set driver.nvidiaDriverCRD.deployDefaultCR: false in the chart values"
+    )
+    assert (hints["nd.yaml"] or "").startswith("Keep `default: true` on one CR only")

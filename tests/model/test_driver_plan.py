@@ -513,4 +513,4 @@ def test_gpu015_names_five_shared_nodes_and_counts_the_rest(tmp_path, release, n
     assert [f.message.split(":")[0] for f in found] == ["NVIDIADriver a", "NVIDIADriver b"]
     for f in found:
         assert nodes in f.message
-        assert f.message.endswith("so no CR installs a driver on any node")
+        assert f.message.endswith("no CR installs a driver on any node")

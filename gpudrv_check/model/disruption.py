@@ -142,6 +142,26 @@ def _problem_path(manifest: Manifest, problem: Problem) -> Path:
     return ("spec", *problem.path)
 
 
+def _pdb_fix(path: tuple, message: str) -> str:
+    """The fix of one PodDisruptionBudget problem (k8s/disruption.py `validate_pdb_spec`)."""
+    field = path[0] if path else None
+    if "cannot be both set" in message:
+        return "Set exactly one of minAvailable or maxUnavailable."
+    if field in ("minAvailable", "maxUnavailable"):
+        return f"Write {field} as an integer of 0 or more, or a percentage up to 100% like `25%`."
+    if field == "selector":
+        return (
+            "Write a valid label selector: matchLabels, or matchExpressions with In/NotIn and "
+            "values, Exists/DoesNotExist without."
+        )
+    if field == "unhealthyPodEvictionPolicy":
+        return "Write unhealthyPodEvictionPolicy: IfHealthyBudget or AlwaysAllow."
+    return (
+        "Set exactly one of minAvailable or maxUnavailable, each an integer or a percentage like "
+        "`25%`, and a valid label selector."
+    )
+
+
 def build_pdbs(manifests: list[Manifest]) -> tuple[list[PDB], list[Finding]]:
     """Every PodDisruptionBudget of the repo, and a GPU040 finding per invalid field."""
     pdbs: list[PDB] = []
@@ -162,8 +182,7 @@ def build_pdbs(manifests: list[Manifest]) -> tuple[list[PDB], list[Finding]]:
                     severity=builtin("invalid-field").severity,
                     message=f"{pdb.title}: {where}: {problem.message}; the API server rejects "
                     "it, so no budget is in force",
-                    hint="Set exactly one of minAvailable or maxUnavailable, each an integer "
-                    "or a percentage like `25%`, and a valid label selector.",
+                    hint=_pdb_fix(problem.path, problem.message),
                     location=manifest.location(path),
                     object=manifest.ref,
                     path=list(path),

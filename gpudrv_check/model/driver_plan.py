@@ -417,7 +417,9 @@ def _cluster_policy_problems(
                 )
             )
         _kernel_os_conflicts(repo, plan, source)
-    _upgrade_problem(plan, source, managed, settings.version)
+    if not plan.of_rule(builtin(OS_CONFLICT).id):
+        # while the conflict stands `init` fails: no driver DaemonSet is rendered, no node moves
+        _upgrade_problem(plan, source, managed, settings.version)
 
 
 def _os_groups(cluster: ClusterOsTag) -> str:
@@ -475,6 +477,12 @@ def _kernel_os_conflicts(repo: Any, plan: DriverPlan, source: DriverSource) -> N
                     f"{others[mine]} on another OS release; with precompiled drivers the "
                     f'operator fails "{conflict.message}" before any state, so the whole '
                     f"{source.name} stops reconciling",
+                    # usePrecompiled is one switch for every node of a ClusterPolicy, and
+                    # getKernelVersionsMap lists every GPU node (managed or not)
+                    "Run one OS release on the nodes of this kernel, or set "
+                    "driver.usePrecompiled: false (every node then builds its module), or move "
+                    "to NVIDIADriver CRs (driver.useNvidiaDriverCRD: true), which pool nodes by "
+                    "OS release and kernel.",
                 )
             )
 

@@ -131,6 +131,22 @@ def _quantities(
     return out
 
 
+def _taint_fix(path: tuple, message: str) -> str:
+    """The fix of one taint problem (k8s/taints.py `validate_taints`)."""
+    field = path[-1] if path else None
+    if message.startswith("duplicate taint"):
+        return "Keep one taint per key and effect: remove the repeated one."
+    if field == "key" and message == "required":
+        return "Give the taint a key (a label key, e.g. `nvidia.com/gpu`)."
+    if field == "effect":
+        return "Give the taint an effect: NoSchedule, PreferNoSchedule or NoExecute."
+    if field in ("key", "value"):
+        return f"Write the taint's {field} as a label {field}."
+    return (
+        "A taint is `{key, value, effect}` with effect NoSchedule, PreferNoSchedule or NoExecute."
+    )
+
+
 def _taints(manifest: Manifest, path: Path, node: str, findings: list[Finding]) -> list[dict]:
     value = manifest.get(*path)
     if value is None:
@@ -140,14 +156,15 @@ def _taints(manifest: Manifest, path: Path, node: str, findings: list[Finding]) 
     problems = validate_taints(value)
     bad_items = set()
     for problem in problems:
+        full = (*path, *problem.path)
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in full).lstrip(".")
         findings.append(
             _finding(
                 builtin("invalid-field").id,
                 manifest,
-                (*path, *problem.path),
-                f"taint: {problem.message}",
-                "A taint is `{key, value, effect}` with effect NoSchedule, PreferNoSchedule "
-                "or NoExecute.",
+                full,
+                f"{where}: {problem.message}",
+                _taint_fix(problem.path, problem.message),
                 node,
             )
         )

@@ -20,9 +20,10 @@ rejects, each reported at its key (GPU040).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
-from gpudrv_check.core.finding import Finding, quoted
+from gpudrv_check.core.finding import Finding
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.memo import TextMemo
@@ -45,7 +46,8 @@ _HUGEPAGES_HINT = (
 )
 _SELECTOR_HINT = (
     "Make spec.selector match the labels of spec.template.metadata (every matchLabels pair "
-    "present there): the API server rejects the object, so none of its pods is ever created."
+    "present there, every matchExpressions requirement true of them): the API server rejects "
+    "the object, so none of its pods is ever created."
 )
 #: kinds whose spec.selector is a label selector the template's labels must match
 _SELECTOR_KINDS = {
@@ -128,9 +130,41 @@ def resource_findings(manifest: Manifest, containers: list[tuple[Path, object]])
     return findings
 
 
+#: the fix of a resources error by what ValidateResourceRequirements says (the first match);
+#: the extended-resource fix is for what is left (fractions, request != limit, overcommit)
+_RESOURCE_FIXES = (
+    ("must be greater than or equal to 0", "Write a quantity of 0 or more."),
+    (
+        "must be less than or equal to",
+        "Request no more than the limit (a container may use up to its limit, and is "
+        "scheduled by its request).",
+    ),
+    (
+        "quantities must match the regular expression",
+        "Write a Kubernetes quantity: a number with an optional suffix (`500m`, `2`, `4Gi`, "
+        "`1e3`).",
+    ),
+    (
+        "must be a standard resource",
+        "Name a standard resource (cpu, memory, ephemeral-storage, hugepages-<size>) or an "
+        "extended one with its domain (e.g. nvidia.com/gpu).",
+    ),
+    (
+        "fully qualified",
+        "Name a standard resource (cpu, memory, ephemeral-storage, hugepages-<size>) or an "
+        "extended one with its domain (e.g. nvidia.com/gpu).",
+    ),
+)
+
+
 def _hint(path: Path, message: str) -> str:
     hugepages = bool(path) and str(path[-1]).startswith("hugepages-")
-    return _HUGEPAGES_HINT if hugepages or "HugePages" in message else _RESOURCES_HINT
+    if hugepages or "HugePages" in message:
+        return _HUGEPAGES_HINT
+    for words, fix in _RESOURCE_FIXES:
+        if words in message:
+            return fix
+    return _RESOURCES_HINT
 
 
 def _template_labels(manifest: Manifest) -> dict[str, str]:
@@ -141,8 +175,11 @@ def _template_labels(manifest: Manifest) -> dict[str, str]:
 
 
 def _labels_text(labels: Mapping[str, str]) -> str:
-    inner = ", ".join(f"{quoted(k)}: {quoted(v)}" for k, v in sorted(labels.items()))
-    return "{" + inner + "}"
+    """The labels as the API server prints them (Go's `%#v` of a map[string]string)."""
+    if not labels:
+        return "map[string]string(nil)"
+    inner = ", ".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in sorted(labels.items()))
+    return "map[string]string{" + inner + "}"
 
 
 def selector_findings(manifest: Manifest) -> list[Finding]:

@@ -269,3 +269,69 @@ def test_gpu015_the_charts_default_cr_and_another_default(tmp_path: Path) -> Non
         "Set driver.nvidiaDriverCRD.deployDefaultCR: false in the chart values"
     )
     assert (hints["nd.yaml"] or "").startswith("Keep `default: true` on one CR only")
+
+
+def test_gpu003_under_a_cluster_policy_the_fix_is_cluster_wide(tmp_path: Path) -> None:
+    """usePrecompiled is one switch for every node of a ClusterPolicy, and getKernelVersionsMap
+    lists every GPU node (state_manager.go `init`): "run the non-precompiled driver on these
+    nodes" could not be done. While the conflict stands no driver DaemonSet is rendered, so
+    GPU016 does not say that a node moves to another branch."""
+    nodes = [
+        gpu_node("n1", "535"),
+        gpu_node("n2", "535", version="24.04") + '    nvidia.com/gpu.deploy.driver: "false"\n',
+    ]
+    write(tmp_path, "nodes.yaml", "---\n".join(nodes))
+    policy = (
+        "  driver:\n    enabled: true\n    usePrecompiled: true\n    repository: nvcr.io/nvidia\n"
+        '    image: driver\n    version: "550"\n'
+    )
+    write(tmp_path, "cp.yaml", cluster_policy(policy))
+    findings = found(tmp_path, "GPU003")
+    assert len(findings) == 2
+    for f in findings:
+        assert f.hint is not None and "driver.usePrecompiled: false" in f.hint
+        assert "on these nodes" not in f.hint
+    assert found(tmp_path, "GPU016") == []
+
+
+def test_gpu040_each_resources_error_gets_its_fix(tmp_path: Path) -> None:
+    """ValidateResourceRequirements' causes: the extended-resource fix was given for all."""
+    cases = {
+        "neg": ('{requests: {cpu: "-1"}}', "Write a quantity of 0 or more."),
+        "over": ('{requests: {cpu: "2"}, limits: {cpu: "1"}}', "Request no more than the limit"),
+        "fmt": ('{limits: {memory: "1x"}}', "Write a Kubernetes quantity"),
+        "name": ("{limits: {gpu: 1}}", "Name a standard resource"),
+    }
+    for name, (resources, _) in cases.items():
+        pod = (
+            f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ml}}\nspec:\n"
+            f"  containers:\n  - name: c\n    image: busybox\n    resources: {resources}\n"
+        )
+        write(tmp_path, f"{name}.yaml", pod)
+    by_file: dict[str, set[str]] = {}
+    for f in found(tmp_path, "GPU040"):
+        by_file.setdefault(f.location.file, set()).add(f.hint or "")
+    for name, (_, fix) in cases.items():
+        hints = by_file[f"{name}.yaml"]
+        assert all(h.startswith(fix) for h in hints), (name, hints)
+
+
+def test_gpu040_taints_and_budgets_name_the_field_and_its_fix(tmp_path: Path) -> None:
+    node = (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec:\n  taints:\n"
+        "  - {key: a, value: b}\n  - {value: c, effect: NoSchedule}\n"
+        "  - {key: e, effect: NoSchedule}\n  - {key: e, effect: NoSchedule}\n"
+    )
+    write(tmp_path, "n.yaml", node)
+    pdb = (
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: p, namespace: t}\n"
+        "spec:\n  maxUnavailable: 1\n  unhealthyPodEvictionPolicy: Never\n"
+        "  selector: {matchLabels: {app: t}}\n"
+    )
+    write(tmp_path, "pdb.yaml", pdb)
+    said = {f.message.split(":")[0]: f.hint for f in found(tmp_path, "GPU040")}
+    assert (said["spec.taints[0].effect"] or "").startswith("Give the taint an effect")
+    assert (said["spec.taints[1].key"] or "").startswith("Give the taint a key")
+    assert (said["spec.taints[3]"] or "").startswith("Keep one taint per key and effect")
+    [budget] = [h for m, h in said.items() if m.startswith("PodDisruptionBudget")]
+    assert budget == "Write unhealthyPodEvictionPolicy: IfHealthyBudget or AlwaysAllow."

@@ -250,7 +250,10 @@ def test_deployment_selector_must_match_template_labels(tmp_path: Path) -> None:
     text = deployment("w", 1, "{}").replace("labels: {app: w}", "labels: {app: other}")
     root = repo(tmp_path, node("n1", '{nvidia.com/gpu: "8"}'), text)
     [f] = found(root, "GPU040")
-    assert "spec.template.metadata.labels: Invalid value: {'app': 'other'}" in f.message
+    assert (
+        'spec.template.metadata.labels: Invalid value: map[string]string{"app":"other"}'
+        in f.message
+    )
     assert "`selector` does not match template `labels`" in f.message
 
 

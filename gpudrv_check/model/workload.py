@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import field
 from fractions import Fraction
 from typing import Any
@@ -470,6 +471,28 @@ def _pod_spec(manifest: Manifest, spec_path: Path, findings: list[Finding]) -> A
     return pod_spec
 
 
+def _label_problems(manifest: Manifest, labels_path: Path, labels: dict[str, str]) -> list[Finding]:
+    """apimachinery ValidateLabels (ValidateObjectMeta of the pod template or the Pod): each key a
+    qualified name, each value a label value, or the API server rejects the object."""
+    from gpudrv_check.k8s.labels import label_key_errors, label_value_errors
+
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in labels_path)[1:]
+    out = []
+    for key, text in labels.items():
+        for errors, shown in ((label_key_errors(key), key), (label_value_errors(text), text)):
+            if errors:
+                out.append(
+                    invalid_field(
+                        manifest,
+                        (*labels_path, key),
+                        f"{where}: Invalid value: {json.dumps(shown)}: {'; '.join(errors)}",
+                        "Write label keys as [prefix/]name and values of at most 63 characters: "
+                        "alphanumerics, '-', '_' and '.', starting and ending alphanumeric.",
+                    )
+                )
+    return out
+
+
 def _labels(
     manifest: Manifest, labels_path: Path | None, findings: list[Finding]
 ) -> dict[str, str]:
@@ -480,6 +503,8 @@ def _labels(
             text = scalar_text(labels_value, key)
             if text is not None:
                 labels[key] = text
+        if labels_path is not None:
+            findings.extend(_label_problems(manifest, labels_path, labels))
     elif labels_value is not None and labels_path is not None:
         findings.append(
             invalid_field(

@@ -335,3 +335,31 @@ def test_gpu040_taints_and_budgets_name_the_field_and_its_fix(tmp_path: Path) ->
     assert (said["spec.taints[3]"] or "").startswith("Keep one taint per key and effect")
     [budget] = [h for m, h in said.items() if m.startswith("PodDisruptionBudget")]
     assert budget == "Write unhealthyPodEvictionPolicy: IfHealthyBudget or AlwaysAllow."
+
+
+def test_gpu040_invalid_labels_of_a_pod_template_or_a_pod(tmp_path: Path) -> None:
+    """apimachinery ValidateLabels, through ValidateObjectMeta of the pod template and of a Pod:
+    the API server rejects them; nothing was said (found by the review)."""
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ml}\nspec:\n"
+        "  selector: {matchLabels: {app: d}}\n  template:\n"
+        "    metadata: {labels: {app: d, 'bad key!': ok, fine: 'bad value!'}}\n"
+        "    spec: {containers: [{name: c, image: busybox}]}\n"
+    )
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml, labels: {'bad key!': x}}\n"
+        "spec: {containers: [{name: c, image: busybox}]}\n"
+    )
+    good = pod.replace("'bad key!'", "app.kubernetes.io/name").replace("name: p,", "name: q,")
+    write(tmp_path, "d.yaml", deployment)
+    write(tmp_path, "p.yaml", pod)
+    write(tmp_path, "q.yaml", good)
+    said = sorted(
+        (f.location.file, f.message.split(": name part")[0].split(": a valid")[0])
+        for f in found(tmp_path, "GPU040")
+    )
+    assert said == [
+        ("d.yaml", 'spec.template.metadata.labels: Invalid value: "bad key!"'),
+        ("d.yaml", 'spec.template.metadata.labels: Invalid value: "bad value!"'),
+        ("p.yaml", 'metadata.labels: Invalid value: "bad key!"'),
+    ]

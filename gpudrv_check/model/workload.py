@@ -449,10 +449,25 @@ def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
             return None
         return value
     if kind == "Job":
+        # batch/validation ValidateJobSpec: parallelism and completions non-negative
+        for field in ("parallelism", "completions"):
+            number = manifest.get("spec", field)
+            if isinstance(number, int) and not isinstance(number, bool) and number < 0:
+                findings.append(
+                    invalid_field(
+                        manifest,
+                        ("spec", field),
+                        f"spec.{field}: Invalid value: {number}: must be greater than or equal "
+                        "to 0",
+                        f"Write `{field}:` as 0 or more.",
+                    )
+                )
         value = manifest.get("spec", "parallelism")
         if value is None:
             return 1
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value if value >= 0 else None
+        return None
     return None  # DaemonSet: one per eligible node; CronJob: per schedule
 
 

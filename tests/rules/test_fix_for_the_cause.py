@@ -363,3 +363,19 @@ def test_gpu040_invalid_labels_of_a_pod_template_or_a_pod(tmp_path: Path) -> Non
         ("d.yaml", 'spec.template.metadata.labels: Invalid value: "bad value!"'),
         ("p.yaml", 'metadata.labels: Invalid value: "bad key!"'),
     ]
+
+
+def test_gpu040_a_job_with_negative_parallelism_or_completions(tmp_path: Path) -> None:
+    """batch/validation ValidateJobSpec: ValidateNonnegativeField on both; the model read -1 as
+    the Job's pod count."""
+    job = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ml}\nspec:\n"
+        "  parallelism: -1\n  completions: -2\n  template:\n"
+        "    spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}\n"
+    )
+    write(tmp_path, "j.yaml", job)
+    said = sorted(f.message for f in found(tmp_path, "GPU040"))
+    assert said == [
+        "spec.completions: Invalid value: -2: must be greater than or equal to 0",
+        "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
+    ]

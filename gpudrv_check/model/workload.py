@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import field
 from fractions import Fraction
 from typing import Any
@@ -425,6 +426,84 @@ def _containers(
                 )
                 continue
             out.append(_container(cpath, item, source))
+    group = manifest.api_version.rpartition("/")[0] if manifest.api_version else ""
+    if (group, manifest.kind) in _VALIDATED_KINDS and sources == DEFAULT_CONTAINERS:
+        findings.extend(_name_problems(manifest, spec_path))
+    return out
+
+
+#: (API group, kind) of the objects whose pod template the API server validates when the
+#: object is created (a custom resource's template, a Volcano Job's say, is validated only in
+#: the pods made from it)
+_VALIDATED_KINDS = frozenset(
+    (
+        ("", "Pod"),
+        ("", "ReplicationController"),
+        ("apps", "Deployment"),
+        ("apps", "StatefulSet"),
+        ("apps", "DaemonSet"),
+        ("apps", "ReplicaSet"),
+        ("batch", "Job"),
+        ("batch", "CronJob"),
+    )
+)
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_LABEL_ERROR = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+def _name_problems(manifest: Manifest, spec_path: Path) -> list[Finding]:
+    """core/validation validateContainerCommon: each container's name required and a DNS-1123
+    label; validateContainers then validateInitContainers: unique, a collision said at the later
+    app container, or at the init container (whose names are checked against the app ones)."""
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for kind in ("containers", "initContainers"):
+        items = manifest.get(*spec_path, kind)
+        where = ".".join(str(p) for p in (*spec_path, kind))
+        for index, item in enumerate(items if isinstance(items, list) else []):
+            if not isinstance(item, dict):
+                continue
+            path = (*spec_path, kind, index, "name")
+            at = f"{where}[{index}].name"
+            name = item.get("name")
+            if name is not None and not isinstance(name, str):
+                continue  # the type check of the container says so
+            text = name or ""
+            if not text:
+                out.append(
+                    invalid_field(
+                        manifest,
+                        path[:-1] if name is None else path,
+                        f"{at}: Required value",
+                        "Give the container a name.",
+                    )
+                )
+            elif len(text) > 63 or not _DNS1123_LABEL.fullmatch(text):
+                why = (
+                    "must be no more than 63 characters" if len(text) > 63 else _DNS1123_LABEL_ERROR
+                )
+                out.append(
+                    invalid_field(
+                        manifest,
+                        path,
+                        f"{at}: Invalid value: {json.dumps(text)}: {why}",
+                        "Name the container with lower-case letters, digits and '-'.",
+                    )
+                )
+            if text in seen:
+                out.append(
+                    invalid_field(
+                        manifest,
+                        path if name is not None else path[:-1],
+                        f"{at}: Duplicate value: {json.dumps(text)}",
+                        "Give each container of the pod a name of its own.",
+                    )
+                )
+            seen.add(text)
     return out
 
 

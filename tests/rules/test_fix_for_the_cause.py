@@ -379,3 +379,34 @@ def test_gpu040_a_job_with_negative_parallelism_or_completions(tmp_path: Path) -
         "spec.completions: Invalid value: -2: must be greater than or equal to 0",
         "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
     ]
+
+
+def test_gpu040_container_names_as_the_api_server_checks_them(tmp_path: Path) -> None:
+    """core/validation validateContainerCommon (a name, a DNS-1123 label) and
+    validateContainers / validateInitContainers (unique; an init container is checked against
+    the app containers, so the collision is said at the init container). A custom resource's
+    template (a Volcano Job) is validated only in its pods: nothing is said about it."""
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ml}\nspec:\n"
+        "  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n"
+        "    spec:\n      initContainers: [{name: main, image: busybox}]\n"
+        "      containers:\n      - {name: Main_1, image: busybox}\n"
+        "      - {name: main, image: busybox}\n      - {name: main, image: busybox}\n"
+        "      - {image: busybox}\n"
+    )
+    volcano = (
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: v, namespace: ml}\n"
+        "spec:\n  tasks: [{name: w, replicas: 1, template: {spec: {containers: [{image: x}]}}}]\n"
+    )
+    write(tmp_path, "d.yaml", deployment)
+    write(tmp_path, "v.yaml", volcano)
+    said = sorted(
+        (f.location.file, f.message.split(": a lowercase")[0]) for f in found(tmp_path, "GPU040")
+    )
+    spec = "spec.template.spec"
+    assert said == [
+        ("d.yaml", f'{spec}.containers[0].name: Invalid value: "Main_1"'),
+        ("d.yaml", f'{spec}.containers[2].name: Duplicate value: "main"'),
+        ("d.yaml", f"{spec}.containers[3].name: Required value"),
+        ("d.yaml", f'{spec}.initContainers[0].name: Duplicate value: "main"'),
+    ]

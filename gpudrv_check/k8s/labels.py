@@ -162,6 +162,15 @@ def _qualified_name_errors(key: str) -> list[str]:
     return errors
 
 
+def labels_valid(labels: Mapping[str, str]) -> bool:
+    """Whether every key and value of a mapping of strings is a valid label (the usual case,
+    answered from the per-text caches without building error lists)."""
+    for key, value in labels.items():
+        if _key_errors(key) or _value_errors(value):
+            return False
+    return True
+
+
 def label_value_errors(value: object) -> list[str]:
     """Errors for a label value (``IsLabelValue``); an empty list when the value is valid.
 

@@ -6,6 +6,7 @@ import json
 import re
 from dataclasses import field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from gpudrv_check.core.finding import Finding, Location, ObjectRef
@@ -13,6 +14,7 @@ from gpudrv_check.core.located import Path, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest, value_at
 from gpudrv_check.core.memo import TextMemo
 from gpudrv_check.core.records import record
+from gpudrv_check.k8s.labels import label_key_errors, label_value_errors, labels_valid
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
 from gpudrv_check.k8s.quantity import value
 from gpudrv_check.k8s.resources import container_requests, pod_requests
@@ -428,7 +430,7 @@ def _containers(
             out.append(_container(cpath, item, source))
     group = manifest.api_version.rpartition("/")[0] if manifest.api_version else ""
     if (group, manifest.kind) in _VALIDATED_KINDS and sources == DEFAULT_CONTAINERS:
-        findings.extend(_name_problems(manifest, spec_path))
+        findings.extend(_name_problems(manifest, out))
     return out
 
 
@@ -455,56 +457,49 @@ _DNS1123_LABEL_ERROR = (
 )
 
 
-def _name_problems(manifest: Manifest, spec_path: Path) -> list[Finding]:
+@lru_cache(maxsize=4096)
+def _dns1123_label_error(name: str) -> str | None:
+    """Why a container name is no DNS-1123 label (upstream's words), once per distinct name."""
+    if len(name) > 63:
+        return "must be no more than 63 characters"
+    return None if _DNS1123_LABEL.fullmatch(name) else _DNS1123_LABEL_ERROR
+
+
+def _name_problems(manifest: Manifest, containers: list[Container]) -> list[Finding]:
     """core/validation validateContainerCommon: each container's name required and a DNS-1123
     label; validateContainers then validateInitContainers: unique, a collision said at the later
     app container, or at the init container (whose names are checked against the app ones)."""
     out: list[Finding] = []
     seen: set[str] = set()
-    for kind in ("containers", "initContainers"):
-        items = manifest.get(*spec_path, kind)
-        where = ".".join(str(p) for p in (*spec_path, kind))
-        for index, item in enumerate(items if isinstance(items, list) else []):
-            if not isinstance(item, dict):
-                continue
-            path = (*spec_path, kind, index, "name")
-            at = f"{where}[{index}].name"
-            name = item.get("name")
-            if name is not None and not isinstance(name, str):
-                continue  # the type check of the container says so
-            text = name or ""
-            if not text:
-                out.append(
-                    invalid_field(
-                        manifest,
-                        path[:-1] if name is None else path,
-                        f"{at}: Required value",
-                        "Give the container a name.",
-                    )
-                )
-            elif len(text) > 63 or not _DNS1123_LABEL.fullmatch(text):
-                why = (
-                    "must be no more than 63 characters" if len(text) > 63 else _DNS1123_LABEL_ERROR
-                )
-                out.append(
-                    invalid_field(
-                        manifest,
-                        path,
-                        f"{at}: Invalid value: {json.dumps(text)}: {why}",
-                        "Name the container with lower-case letters, digits and '-'.",
-                    )
-                )
-            if text in seen:
-                out.append(
-                    invalid_field(
-                        manifest,
-                        path if name is not None else path[:-1],
-                        f"{at}: Duplicate value: {json.dumps(text)}",
-                        "Give each container of the pod a name of its own.",
-                    )
-                )
-            seen.add(text)
+    for c in sorted(containers, key=lambda c: c.init):  # app containers first, in order
+        text = c.name
+        if text and text not in seen and _dns1123_label_error(text) is None:
+            seen.add(text)  # the usual case
+            continue
+        written = manifest.get(*c.path, "name")
+        if written is not None and not isinstance(written, str):
+            continue  # the type check of the container says so
+        text = written or ""
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in c.path)[1:]
+        path = (*c.path, "name")
+        if not text:
+            at = path if written is not None else c.path  # no name key: the container
+            out.append(invalid_field(manifest, at, f"{where}.name: Required value", _NAME_FIX))
+        else:
+            why = _dns1123_label_error(text)
+            if why is not None:
+                message = f"{where}.name: Invalid value: {json.dumps(text)}: {why}"
+                out.append(invalid_field(manifest, path, message, _NAME_FIX))
+        if text in seen:
+            message = f"{where}.name: Duplicate value: {json.dumps(text)}"
+            at = path if written is not None else c.path
+            out.append(invalid_field(manifest, at, message, _UNIQUE_FIX))
+        seen.add(text)
     return out
+
+
+_NAME_FIX = "Name the container with lower-case letters, digits and '-'."
+_UNIQUE_FIX = "Give each container of the pod a name of its own."
 
 
 def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
@@ -568,8 +563,8 @@ def _pod_spec(manifest: Manifest, spec_path: Path, findings: list[Finding]) -> A
 def _label_problems(manifest: Manifest, labels_path: Path, labels: dict[str, str]) -> list[Finding]:
     """apimachinery ValidateLabels (ValidateObjectMeta of the pod template or the Pod): each key a
     qualified name, each value a label value, or the API server rejects the object."""
-    from gpudrv_check.k8s.labels import label_key_errors, label_value_errors
-
+    if labels_valid(labels):
+        return []
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in labels_path)[1:]
     out = []
     for key, text in labels.items():

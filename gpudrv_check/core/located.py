@@ -136,6 +136,14 @@ def scalar_text(container: Any, key: PathItem) -> str | None:
     return None
 
 
+def field_path_text(path: Path) -> str:
+    """A key path as the API server prints it: ``spec.tolerations[0].operator``."""
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
+    return text
+
+
 def type_name(value: Any) -> str:
     """The JSON name of a value's type, as a person reading YAML thinks of it."""
     if value is None:

@@ -70,6 +70,14 @@ _VALUE_MSG = (
     "'_' or '.', and must start and end with an alphanumeric character "
     "(e.g. 'MyValue', 'my_value' or '12345')"
 )
+_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
+DNS1123_LABEL_MAX_LENGTH = 63
+# apimachinery's words for an invalid label, regex and all (container names quote it)
+_DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    f"used for validation is '{_DNS1123_LABEL_FMT}')"
+)
 _SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com')"
@@ -106,6 +114,14 @@ def _max_len_error(limit: int) -> str:
 
 def _not_a_string(value: object) -> list[str]:
     return [f"must be a string, not {json_type_name(value)}"]
+
+
+@lru_cache(maxsize=4096)  # a repo names its containers alike thousands of times
+def dns1123_label_error(value: str) -> str | None:
+    """``IsDNS1123Label``'s first error for a name (a container's), or None when it is one."""
+    if _byte_length(value) > DNS1123_LABEL_MAX_LENGTH:
+        return _max_len_error(DNS1123_LABEL_MAX_LENGTH)
+    return None if _DNS1123_LABEL_RE.fullmatch(value) else _DNS1123_LABEL_MSG
 
 
 def dns1123_subdomain_errors(value: object) -> list[str]:

@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from gpudrv_check.core.finding import Finding, ObjectRef
-from gpudrv_check.core.located import Path, locate
+from gpudrv_check.core.located import Path, field_path_text, locate
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.disruption import (
@@ -175,7 +175,7 @@ def build_pdbs(manifests: list[Manifest]) -> tuple[list[PDB], list[Finding]]:
         pdbs.append(pdb)
         for problem in problems:
             path = _problem_path(manifest, problem)
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)[1:]
+            where = field_path_text(path)
             findings.append(
                 Finding(
                     rule=builtin("invalid-field").id,

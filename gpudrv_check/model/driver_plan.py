@@ -290,7 +290,8 @@ def _tag_for(
     if missing:
         return TagResult(None, missing=tuple(missing)), None
     if ostag is None:
-        return TagResult(None, error="the OS tag cannot be formed from the node's OS labels"), None
+        error = "the OS tag cannot be formed from the node's OS labels"
+        return TagResult(None, error=error, no_os_tag=True), None
     if facts.kernel is None:
         return TagResult(f"{part}-{ostag}"), None  # <version>-<os-tag>: no matrix to look in
     tag = precompiled_tag(part, facts.kernel, ostag)
@@ -734,7 +735,7 @@ def _cr_node(
             f"operator {version} cannot form an OS tag from ID={quoted(f.os_id)} "
             f"VERSION_ID={quoted(f.os_version_id)}"
         )
-        result = TagResult(None, error=error)
+        result = TagResult(None, error=error, no_os_tag=True)
         return NodeDriver(node, True, "", src, result, current=current, upgrade_policy=policy)
     if pool is None:
         result = TagResult(None, missing=(missing,) if missing else ())

@@ -7,7 +7,14 @@ from functools import lru_cache
 from typing import Any
 
 from gpudrv_check.core.finding import Finding, ObjectRef, Severity, quoted
-from gpudrv_check.core.located import LMap, Path, scalar_text, schema_error_path, type_name
+from gpudrv_check.core.located import (
+    LMap,
+    Path,
+    field_path_text,
+    scalar_text,
+    schema_error_path,
+    type_name,
+)
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.numbers import TOO_LARGE, too_large
 from gpudrv_check.model.node import Node, entry_to_object_path
@@ -157,7 +164,7 @@ def _taints(manifest: Manifest, path: Path, node: str, findings: list[Finding]) 
     bad_items = set()
     for problem in problems:
         full = (*path, *problem.path)
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in full).lstrip(".")
+        where = field_path_text(full)
         findings.append(
             _finding(
                 builtin("invalid-field").id,
@@ -227,15 +234,12 @@ def _inventory_validator() -> Any:
 
 
 #: JSON Schema's type names as a person reading YAML says them
-_TYPE_WORDS = {"object": "mapping", "array": "list", "integer": "integer", "null": "null"}
+_TYPE_WORDS = {"object": "mapping", "array": "list"}
 
 
 def _field(path: Any) -> str:
     """`nodes[0].name` for a jsonschema error's path; "the document" for its root."""
-    text = ""
-    for step in path:
-        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
-    return text or "the document"
+    return field_path_text(tuple(path)) or "the document"
 
 
 def _value_text(value: Any) -> str:

@@ -947,6 +947,7 @@ def remedy(cause: Cause, operand: str | None, node: str) -> str | None:
             f"Drop nodeName from the pod template of {what}: a DaemonSet places a pod on each "
             "node it selects"
         )
-    if cause.kind == DISABLED:
-        return f"Enable it in the operator configuration ({cause.detail.split('(')[-1]}"
+    if cause.kind == DISABLED and operand is not None:  # `_disabled_cause`
+        key = OPERANDS[operand].spec_key or operand
+        return f"Set {key}.enabled: true in the operator configuration if {node} should run it"
     return None

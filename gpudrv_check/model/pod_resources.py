@@ -24,7 +24,7 @@ import json
 from collections.abc import Mapping
 
 from gpudrv_check.core.finding import Finding
-from gpudrv_check.core.located import Path
+from gpudrv_check.core.located import Path, field_path_text
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.memo import TextMemo
 from gpudrv_check.k8s.labels import MAPPINGS
@@ -56,14 +56,6 @@ _SELECTOR_KINDS = {
     "StatefulSet": "statefulset",
     "DaemonSet": "daemonset",
 }
-
-
-def field_path_text(path: Path) -> str:
-    """A key path as the API server prints it: ``spec.tolerations[0].operator``."""
-    text = ""
-    for step in path:
-        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
-    return text
 
 
 def invalid_field(manifest: Manifest, path: Path, message: str, hint: str) -> Finding:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import field
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 from gpudrv_check.core.finding import Finding, Location, ObjectRef
@@ -14,7 +12,12 @@ from gpudrv_check.core.located import Path, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest, value_at
 from gpudrv_check.core.memo import TextMemo
 from gpudrv_check.core.records import record
-from gpudrv_check.k8s.labels import label_key_errors, label_value_errors, labels_valid
+from gpudrv_check.k8s.labels import (
+    dns1123_label_error,
+    label_key_errors,
+    label_value_errors,
+    labels_valid,
+)
 from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
 from gpudrv_check.k8s.quantity import value
 from gpudrv_check.k8s.resources import container_requests, pod_requests
@@ -449,20 +452,6 @@ _VALIDATED_KINDS = frozenset(
         ("batch", "CronJob"),
     )
 )
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_LABEL_ERROR = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-
-
-@lru_cache(maxsize=4096)
-def _dns1123_label_error(name: str) -> str | None:
-    """Why a container name is no DNS-1123 label (upstream's words), once per distinct name."""
-    if len(name) > 63:
-        return "must be no more than 63 characters"
-    return None if _DNS1123_LABEL.fullmatch(name) else _DNS1123_LABEL_ERROR
 
 
 def _name_problems(manifest: Manifest, containers: list[Container]) -> list[Finding]:
@@ -473,20 +462,20 @@ def _name_problems(manifest: Manifest, containers: list[Container]) -> list[Find
     seen: set[str] = set()
     for c in sorted(containers, key=lambda c: c.init):  # app containers first, in order
         text = c.name
-        if text and text not in seen and _dns1123_label_error(text) is None:
+        if text and text not in seen and dns1123_label_error(text) is None:
             seen.add(text)  # the usual case
             continue
         written = manifest.get(*c.path, "name")
         if written is not None and not isinstance(written, str):
             continue  # the type check of the container says so
         text = written or ""
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in c.path)[1:]
+        where = field_path_text(c.path)
         path = (*c.path, "name")
         if not text:
             at = path if written is not None else c.path  # no name key: the container
             out.append(invalid_field(manifest, at, f"{where}.name: Required value", _NAME_FIX))
         else:
-            why = _dns1123_label_error(text)
+            why = dns1123_label_error(text)
             if why is not None:
                 message = f"{where}.name: Invalid value: {json.dumps(text)}: {why}"
                 out.append(invalid_field(manifest, path, message, _NAME_FIX))
@@ -565,7 +554,7 @@ def _label_problems(manifest: Manifest, labels_path: Path, labels: dict[str, str
     qualified name, each value a label value, or the API server rejects the object."""
     if labels_valid(labels):
         return []
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in labels_path)[1:]
+    where = field_path_text(labels_path)
     out = []
     for key, text in labels.items():
         for errors, shown in ((label_key_errors(key), key), (label_value_errors(text), text)):

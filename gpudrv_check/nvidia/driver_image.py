@@ -160,6 +160,8 @@ class TagResult:
     tag: str | None
     missing: tuple[str, ...] = ()
     error: str | None = None
+    # the OS labels are there, and the operator forms no OS tag from them (`os_tag` is None)
+    no_os_tag: bool = False
 
     @property
     def ok(self) -> bool:
@@ -386,6 +388,7 @@ def tag_from_facts(
             None,
             error=f"operator {operator_version} cannot form an OS tag from "
             f"ID={quoted(facts.os_id)} VERSION_ID={quoted(facts.os_version_id)}",
+            no_os_tag=True,
         )
     tag = precompiled_tag(facts.driver_major, facts.kernel, ostag)
     if tag is None:

@@ -306,40 +306,12 @@ def test_gpu032_names_five_tainted_nodes_and_counts_the_rest(tmp_path: Path):
 
 # --- each cause's fix (found by a review of every rule's fixes) ------------------------------
 
-
-def _findings(root, rule: str):
-    from gpudrv_check.engine.run import check
-    from gpudrv_check.read.config import Config
-
-    return [f for f in check(root, Config(matrix=None)).findings if f.rule == rule]
-
-
-POOL_NODES = """\
-apiVersion: v1
-kind: Node
-metadata:
-  name: gpu-0
-  labels:
-    nvidia.com/gpu.present: "true"
-    feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic
-    feature.node.kubernetes.io/system-os_release.ID: ubuntu
-    feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: gpu-1
-  labels:
-    nvidia.com/gpu.present: "true"
-    feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic
----
-apiVersion: nvidia.com/v1
-kind: ClusterPolicy
-metadata: {name: cluster-policy}
-spec:
-  driver:
-    useNvidiaDriverCRD: true
----
+KERNEL = {"feature.node.kubernetes.io/kernel-version.full": "5.15.0-119-generic"}
+OS_RELEASE = {
+    "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+    "feature.node.kubernetes.io/system-os_release.VERSION_ID": "22.04",
+}
+DEFAULT_CR = """\
 apiVersion: nvidia.com/v1alpha1
 kind: NVIDIADriver
 metadata: {name: default}
@@ -350,6 +322,14 @@ spec:
   image: driver
   version: "550.90.07"
 """
+POOL_NODES = "---\n".join(
+    [
+        node("gpu-0", {**KERNEL, **OS_RELEASE}),
+        node("gpu-1", KERNEL),  # no OS release: in no pool
+        cluster_policy("  driver:\n    useNvidiaDriverCRD: true\n"),
+        DEFAULT_CR,
+    ]
+)
 
 
 def test_a_node_no_driver_pool_selects_is_given_the_label_not_a_deploy_label(tmp_path):
@@ -357,7 +337,7 @@ def test_a_node_no_driver_pool_selects_is_given_the_label_not_a_deploy_label(tmp
     The fix said to set nvidia.com/gpu.deploy.driver=true, which the operator sets already and
     which puts the node in no pool."""
     write(tmp_path, "all.yaml", POOL_NODES)
-    [f] = _findings(tmp_path, "GPU030")
+    [f] = findings(tmp_path, "GPU030")
     assert "gpu-1" in f.message
     assert f.hint is not None and "gpu.deploy.driver=true" not in f.hint
     assert f.hint.startswith(
@@ -366,32 +346,17 @@ def test_a_node_no_driver_pool_selects_is_given_the_label_not_a_deploy_label(tmp
     )
 
 
-SANDBOX = """\
-apiVersion: v1
-kind: Node
-metadata:
-  name: gpu-0
-  labels:
-    nvidia.com/gpu.present: "true"
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: gpu-1
-  labels:
-    nvidia.com/gpu.present: "true"
-    nvidia.com/gpu.workload.config: vm-passthrough
-    nvidia.com/gpu.deploy.device-plugin: "true"
----
-apiVersion: nvidia.com/v1
-kind: ClusterPolicy
-metadata: {name: cluster-policy}
-spec:
-  sandboxWorkloads:
-    enabled: true
-  driver:
-    version: "550.90.07"
-"""
+SANDBOX = "---\n".join(
+    [
+        node("gpu-0"),
+        node(
+            "gpu-1", {"nvidia.com/gpu.workload.config": "vm-passthrough", "device-plugin": "true"}
+        ),
+        cluster_policy(
+            '  sandboxWorkloads:\n    enabled: true\n  driver:\n    version: "550.90.07"\n'
+        ),
+    ]
+)
 
 
 def test_a_gpu_node_is_compared_with_the_nodes_of_its_workload_type(tmp_path):
@@ -400,14 +365,10 @@ def test_a_gpu_node_is_compared_with_the_nodes_of_its_workload_type(tmp_path):
     node no sandbox validator, by design. GPU031 warned of each, with a fix to label the node
     (which the operator undoes); a node is now compared with the GPU nodes of its type."""
     write(tmp_path, "all.yaml", SANDBOX)
-    assert _findings(tmp_path, "GPU031") == []
+    assert findings(tmp_path, "GPU031") == []
     # a second container node whose dcgm-exporter an admin switched off: that one is said
-    extra = (
-        "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-2\n  labels:\n"
-        '    nvidia.com/gpu.present: "true"\n    nvidia.com/gpu.deploy.dcgm-exporter: "false"\n'
-    )
-    write(tmp_path, "all.yaml", SANDBOX + extra)
-    [f] = _findings(tmp_path, "GPU031")
+    write(tmp_path, "all.yaml", SANDBOX + "---\n" + node("gpu-2", {"dcgm-exporter": "false"}))
+    [f] = findings(tmp_path, "GPU031")
     assert f.message.startswith(
         "GPU node gpu-2 lacks dcgm-exporter, which runs on every other GPU node of its workload "
         "type, container (1)"
@@ -415,47 +376,38 @@ def test_a_gpu_node_is_compared_with_the_nodes_of_its_workload_type(tmp_path):
     assert f.hint is not None and "nvidia.com/gpu.deploy.dcgm-exporter=true" in f.hint
 
 
-def test_an_operand_of_another_workload_type_is_not_labelled_on():
-    """The cause of a deploy label the operator sets only on another workload type: its fix is
-    the node's workload type, never a label the operator would take off again."""
+@pytest.mark.parametrize(
+    ("kind", "operand", "fix"),
+    [
+        # a deploy label the operator sets only on another workload type: never a label the
+        # operator would take off again
+        ("workload-type", "device-plugin", "set nvidia.com/gpu.workload.config on gpu-1"),
+        ("disabled", "dcgm-exporter", "Set dcgmExporter.enabled: true in the operator config"),
+        ("node-name", "device-plugin", "Drop nodeName from the pod template of the device-plugin"),
+    ],
+)
+def test_each_cause_has_its_own_fix(kind, operand, fix):
     from gpudrv_check.core.finding import Location
-    from gpudrv_check.model.operands import WORKLOAD_TYPE, Cause, remedy
+    from gpudrv_check.model.operands import Cause, remedy
 
-    cause = Cause(WORKLOAD_TYPE, "label missing", Location("n.yaml", 5, 3), None, ())  # type: ignore[arg-type]
-    hint = remedy(cause, "device-plugin", "gpu-1")
-    assert hint is not None and "kubectl label" not in hint
-    assert "set nvidia.com/gpu.workload.config on gpu-1" in hint
+    cause = Cause(kind, "why", Location("n.yaml", 5, 3), None, ())  # type: ignore[arg-type]
+    hint = remedy(cause, operand, "gpu-1")
+    assert hint is not None and fix in hint and "kubectl label" not in hint
 
 
 def test_an_operand_requesting_more_gpus_than_the_node_has_is_fixed_at_its_request(tmp_path):
     """The cause is the DaemonSet's request: the finding's cause points there (it pointed at
     the node's name) and the fix says to lower it (it gave the generic label-or-taint fix)."""
-    write(
-        tmp_path,
-        "nodes.yaml",
-        "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-0\n  labels:\n"
-        '    nvidia.com/gpu.present: "true"\n'
-        '    nvidia.com/gpu.deploy.container-toolkit: "true"\n'
-        '    nvidia.com/gpu.deploy.device-plugin: "true"\n'
-        'status:\n  allocatable: {nvidia.com/gpu: "8", pods: "110"}\n',
-    )
-    for op in ("container-toolkit", "device-plugin"):
-        write(
-            tmp_path,
-            f"{op}.yaml",
-            f"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: nvidia-{op}-daemonset, "
-            f"namespace: gpu-operator}}\nspec:\n  selector: {{matchLabels: {{app: {op}}}}}\n"
-            f"  template:\n    metadata: {{labels: {{app: {op}}}}}\n    spec:\n"
-            f'      nodeSelector:\n        nvidia.com/gpu.deploy.{op}: "true"\n'
-            "      containers:\n      - name: c\n        image: registry.k8s.io/pause:3.9\n"
-            + (
-                "        resources:\n          limits: {nvidia.com/gpu: 16}\n"
-                if op == "container-toolkit"
-                else ""
-            ),
-        )
-    [f] = _findings(tmp_path, "GPU030")
-    assert (f.location.file, f.location.line) == ("container-toolkit.yaml", 15)
+    labels = {"container-toolkit": "true", "device-plugin": "true"}
+    status = 'status:\n  allocatable: {nvidia.com/gpu: "8", pods: "110"}\n'
+    write(tmp_path, "nodes.yaml", node("gpu-0", labels) + status)
+    request = "        resources:\n          limits: {nvidia.com/gpu: 16}\n"
+    toolkit = daemonset("container-toolkit") + request  # its container is the last item
+    write(tmp_path, "container-toolkit.yaml", toolkit)
+    write(tmp_path, "device-plugin.yaml", daemonset("device-plugin"))
+    [f] = findings(tmp_path, "GPU030")
+    line = toolkit.splitlines().index("          limits: {nvidia.com/gpu: 16}") + 1
+    assert (f.location.file, f.location.line) == ("container-toolkit.yaml", line)
     assert f.hint is not None and f.hint.startswith(
         "Lower the nvidia.com/gpu request of the container-toolkit DaemonSet to what gpu-0 offers"
     )

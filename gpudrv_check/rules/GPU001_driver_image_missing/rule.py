@@ -31,10 +31,11 @@ def check(ctx: Context) -> Iterator[Finding]:
         node = entry.node
         kernel = node.labels.get(str(kernel_key), "")
         os_tag = rest[len(kernel) + 1 :] if rest.startswith(kernel + "-") else rest
-        row = f"{branch},{kernel},{os_tag}"
+        key: tuple[str, str, str] = (branch, kernel, os_tag)
         planned = entry.planned
         if planned is not None and planned.matrix_key is not None:
-            row = ",".join(planned.matrix_key)
+            key = planned.matrix_key
+        row = ",".join(key)
         if not _precompiled(entry, plan):
             # `<version>-<os-tag>`: the image builds its module on the node; nothing is pulled
             # per kernel, the matrix row says the kernel was validated (resolveDriverTag)
@@ -53,7 +54,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             )
             continue
         needs = f"needs driver image {entry.image}"
-        others = _other_branches(repo.matrix, row)
+        others = _other_branches(repo.matrix, key)
         keep = (
             f"or run a driver branch the matrix has for this kernel ({', '.join(others)})"
             if others
@@ -89,13 +90,9 @@ def _precompiled(entry: AuditEntry, plan: DriverPlan) -> bool:
     return plan.precompiled
 
 
-def _other_branches(matrix: Matrix, row: str) -> list[str]:
-    """The branches the matrix has for the row's kernel and OS tag (another than the row's)."""
-    branch, _, rest = row.partition(",")
-    kernel, _, os_tag = rest.partition(",")
-    return sorted(
-        {r.key[0] for r in matrix.rows if r.key[1:] == (kernel, os_tag) and r.key[0] != branch}
-    )
+def _other_branches(matrix: Matrix, key: tuple[str, str, str]) -> list[str]:
+    """The branches the matrix has for the key's kernel and OS tag (another than the key's)."""
+    return sorted({r.key[0] for r in matrix.rows if r.key[1:] == key[1:] and r.key[0] != key[0]})
 
 
 def _named(source: DriverSource) -> str:

@@ -39,7 +39,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             message = f"GPU node {node.name}: driver image tag cannot be computed: {result.error}"
         path, hint = node.labels_path, None
         location = node.label_location(result.missing[0]) if result.missing else None
-        if not result.missing and "OS tag" in (result.error or ""):
+        if result.no_os_tag:
             # the labels are there: the release is one the operator forms no tag from
             path = node.label_path(OS_VERSION_ID_LABEL)
             location = node.label_location(OS_VERSION_ID_LABEL)

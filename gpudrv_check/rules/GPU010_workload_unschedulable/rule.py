@@ -82,8 +82,7 @@ def _hint(workload: Workload, pending: Pending) -> str:
             )
         return (
             f"Request less {bound_short} per pod, or bind it to a node with enough {bound_short} "
-            "free, or "
-            "drop spec.nodeName and let the scheduler choose."
+            "free, or drop spec.nodeName and let the scheduler choose."
         )
     if pending.cause == CAUSE_GPU:  # a resource the nodes lack: the one at the finding's key
         short = pending.resource

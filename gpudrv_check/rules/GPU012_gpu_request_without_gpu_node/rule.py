@@ -23,25 +23,33 @@ def has_gpu(node: Node, placement: Placement) -> bool:
     return count > 0 if count is not None else node.is_gpu
 
 
-_BOUND_HINT = (
-    "Bind the pod to a GPU node (or drop spec.nodeName and let the scheduler choose); a node "
-    "without a running device plugin advertises no GPU."
-)
-
-
-def _bound_finding(ctx: Context, workload: Workload, who: str) -> Finding:
-    """A pod bound to a node that does not list the GPU resource: the kubelet admits it."""
+def _bound_finding(ctx: Context, workload: Workload, who: str, listed: bool) -> Finding:
+    """A pod bound with spec.nodeName to a node without a GPU: no scheduler places it. `listed`:
+    the inventory gives the node's allocatable, without the GPU resource (the kubelet admits
+    the pod and runs it without a GPU); else what the node lists is not known."""
     node = workload.node_name
+    bound = f"{who} requests {workload.gpus} {GPU_RESOURCE} per pod and is bound with spec.nodeName"
+    if listed:
+        message = (
+            f"{bound} to {node}, whose allocatable does not list {GPU_RESOURCE}: the kubelet "
+            "admits it anyway (it drops extended resources the node does not list, "
+            "lifecycle/predicate.go removeMissingExtendedResources) and it runs without a GPU"
+        )
+    else:
+        message = (
+            f"{bound} to {node}, which the inventory does not show with a GPU ({GPU_PRESENT} is "
+            f'not "true" and no {GPU_RESOURCE} capacity is given): no scheduler places it; the '
+            f"node's kubelet runs it without a GPU when the node does not list {GPU_RESOURCE}, "
+            "and rejects it when it lists too few"
+        )
     return ctx.finding(
         ID,
         workload.manifest,
         workload.gpu_request_path() or (*workload.spec_path, "nodeName"),
-        f"{who} requests {workload.gpus} {GPU_RESOURCE} per pod and is bound with spec.nodeName "
-        f"to {node}, whose allocatable does not list {GPU_RESOURCE}: the kubelet admits it "
-        "anyway (it drops extended resources the node does not list, "
-        "lifecycle/predicate.go removeMissingExtendedResources) and it runs without a GPU",
-        hint=_BOUND_HINT,
-        severity=Severity.WARNING,
+        message,
+        hint="Bind the pod to a GPU node (or drop spec.nodeName and let the scheduler choose); a "
+        "node without a running device plugin advertises no GPU.",
+        severity=Severity.WARNING if listed else None,
     )
 
 
@@ -57,21 +65,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         if not nodes or any(has_gpu(n, placement) for n in nodes):
             continue
         who = workload.title
-        if workload.node_name is not None and placement.allocatable(nodes[0]) is not None:
-            yield _bound_finding(ctx, workload, who)
-            continue
-        if workload.node_name is not None:  # bound, and no allocatable known: no scheduler
-            yield ctx.finding(
-                ID,
-                workload.manifest,
-                workload.gpu_request_path() or (*workload.spec_path, "nodeName"),
-                f"{who} requests {workload.gpus} {GPU_RESOURCE} per pod and is bound with "
-                f"spec.nodeName to {workload.node_name}, which the inventory does not show with a "
-                f'GPU ({GPU_PRESENT} is not "true" and no {GPU_RESOURCE} capacity is given): no '
-                "scheduler places it; the node's kubelet runs it without a GPU when the node "
-                f"does not list {GPU_RESOURCE}, and rejects it when it lists too few",
-                hint=_BOUND_HINT,
-            )
+        if workload.node_name is not None:
+            listed = placement.allocatable(nodes[0]) is not None
+            yield _bound_finding(ctx, workload, who, listed)
             continue
         yield ctx.finding(
             ID,

@@ -326,11 +326,20 @@ def test_skimmed_values_are_kept_empty_at_their_position():
 
 
 def test_the_lines_remembered_are_forgotten_when_reading_ends():
-    assert parse_block("a: 1\nb: two\n") is not None
-    assert block_yaml._LINES
     block_yaml.forget()
-    assert not block_yaml._LINES
+    first = parse_block("a: 1\nb: two\n")
+    assert first is not None
+    assert "a: 1" not in block_yaml._LINES  # seen once: not kept
+    again = parse_block("a: 1\nb: three\n")
+    assert again is not None
+    assert "a: 1" in block_yaml._LINES
+    remembered = parse_block("a: 1\nb: three\n")  # `a: 1` from the memo
+    assert remembered is not None and remembered.docs[0].data == again.docs[0].data
+    assert remembered.docs[0].data.kpos == again.docs[0].data.kpos
+    block_yaml.forget()
+    assert not block_yaml._LINES and not any(block_yaml._SEEN)
     assert parse_block("a: 1\nb: two\n") is not None  # and read again the same way
+    assert "a: 1" not in block_yaml._LINES  # a new run: seen once again
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
 from fractions import Fraction
+from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.records import record
@@ -58,7 +59,7 @@ from gpudrv_check.k8s.scheduler import (
     fit_error_message,
     fits_request,
 )
-from gpudrv_check.model.placement import Placement, Verdict
+from gpudrv_check.model.placement import Placement, Verdict, ok_flags
 from gpudrv_check.model.spread import DomainCache, namespace_labels, workload_spread
 from gpudrv_check.model.workload import Workload
 
@@ -303,7 +304,8 @@ class Occupancy:
         found = self._nodes.get(id(verdicts))
         if found is None:
             placement = self.placement
-            eligible = tuple(n.name for n in placement.nodes if verdicts[n.name].ok)
+            names = (n.name for n in placement.nodes)
+            eligible = tuple(compress(names, ok_flags(verdicts)))
             by_id: dict[int, Verdict] = {}
             for verdict in verdicts.values():
                 by_id.setdefault(id(verdict), verdict)

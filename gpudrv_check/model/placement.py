@@ -16,8 +16,10 @@ costs a few hundred class evaluations, not millions of node checks.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from fractions import Fraction
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 from gpudrv_check.core.manifest import Manifest
@@ -100,6 +102,13 @@ class Verdict:
 
 
 _OK = Verdict(OK)
+_REASON = attrgetter("reason")
+
+
+def ok_flags(verdicts: Mapping[str, Verdict]) -> Iterator[bool]:
+    """`Verdict.ok` of each of `Placement.verdicts`, in their order (the nodes' order), without
+    a Python call per node: a large inventory's constraint sets each ask it of every node."""
+    return map(OK.__eq__, map(_REASON, verdicts.values()))
 
 
 def node_allocatable(node: Node) -> dict[str, Fraction] | None:
@@ -207,6 +216,7 @@ class Placement:
         derived: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         self.nodes = sorted(nodes, key=lambda n: n.name)
+        self._names = [n.name for n in self.nodes]
         #: whose wording the FitError messages reproduce (GPU010's scheduler_version)
         self.release = release or SchedulerRelease()
         #: RuntimeClass name -> overhead.podFixed (the RuntimeClass admission controller sets
@@ -318,7 +328,7 @@ class Placement:
         cached = self._eligible.get(key)
         if cached is None:
             verdicts = self.verdicts(workload, daemonset)
-            cached = self._eligible[key] = [n for n in self.nodes if verdicts[n.name].ok]
+            cached = self._eligible[key] = list(compress(self.nodes, ok_flags(verdicts)))
         return cached
 
     def _constraints(self, workload: Workload, daemonset: bool) -> _Constraints:
@@ -346,7 +356,8 @@ class Placement:
         of_node, representatives = self._classes(keys)
         self.class_evaluations += len(representatives)
         judged = [self._judge(node, constraints) for node in representatives]
-        return {node.name: judged[i] for node, i in zip(self.nodes, of_node, strict=True)}
+        # node name -> its class's verdict, in the nodes' order (`ok_flags` reads it so)
+        return dict(zip(self._names, map(judged.__getitem__, of_node), strict=True))
 
     def _classes(self, keys: tuple[str, ...]) -> tuple[list[int], list[Node]]:
         """Nodes that agree on their base class and on the labels `keys`: per node its class,

@@ -158,7 +158,18 @@ class _Engine:
         self.cordoned_waiting = sum(1 for r in runs if r.cordoned and r.state == "upgrade-required")
         # done nodes whose driver pod is out of date: only the ones the repo starts with
         self.stale_done = [r for r in runs if r.state == "upgrade-done" and r.needs_upgrade]
+        self.kept_gpu_pods = self._kept_gpu_pods()
         self._place_initial()
+
+    def _kept_gpu_pods(self) -> dict[str, Workload]:
+        """Node -> the first workload whose GPU pod there pod deletion counts but cannot
+        delete (UpgradeFlow.stops_deletion): found once, not per node and reconcile."""
+        kept: dict[str, Workload] = {}
+        for workload in self.repo.workloads:
+            if self.flow.stops_deletion(workload):
+                for node in self._eligible(workload):
+                    kept.setdefault(node.name, workload)
+        return kept
 
     # --- pods -----------------------------------------------------------------------------
     def _eligible(self, workload: Workload) -> tuple[Node, ...]:
@@ -427,6 +438,20 @@ def _evict_all(engine: _Engine, run: _NodeRun, pods: list[_Pod], spec: dict, ste
 
 def _pod_deletion(engine: _Engine, run: _NodeRun) -> None:
     """ProcessPodDeletionRequiredNodes / SchedulePodEviction (GPU pods only)."""
+    kept = engine.kept_gpu_pods.get(run.node.name)
+    if kept is not None:
+        # the counts differ before any eviction, so nothing is evicted
+        what = "a mirror pod" if kept.mirror_pod else "a DaemonSet pod"
+        engine.block(
+            run,
+            f"podDeletion: {kept.title} asks for a GPU, so pod deletion counts its pod on "
+            f'{run.node.name}, but the drain helper skips {what}: "Cannot delete all '
+            'required pods"',
+            kept.location(("metadata", "name")),
+            kept.title,
+        )
+        engine.move(run, engine.fail_to())
+        return
     pods = [p for p in engine.pods_on.get(run.node.name, []) if engine.flow.deletes(p.member)]
     if _evict_all(engine, run, pods, engine.policy["podDeletion"], "podDeletion"):
         engine.move(run, "pod-restart-required")

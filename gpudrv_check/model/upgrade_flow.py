@@ -69,6 +69,21 @@ class UpgradeFlow:
             return True
         return is_gpu_pod(workload.pod_spec)
 
+    def stops_deletion(self, workload: Workload) -> bool:
+        """The controller's pod deletion counts this workload's pods but cannot remove them.
+
+        pod_manager.go SchedulePodEviction counts the pods its filter (main.go
+        gpuPodSpecFilter) selects, then compares that count with the pods the drain helper
+        would delete; the helper skips DaemonSet pods (filters.go daemonSetFilter, with
+        IgnoreAllDaemonSets) and mirror pods (mirrorPodFilter) before any other filter, so a
+        GPU pod of either kind makes the counts differ: "Cannot delete all required pods".
+        """
+        if self.kind != CONTROLLER:
+            return False
+        if workload.kind != "DaemonSet" and not workload.mirror_pod:
+            return False
+        return is_gpu_pod(workload.pod_spec)
+
     def drains(self, workload: Workload) -> bool:
         """A drain after failed pod deletion evicts this workload's pods (drain.enable)."""
         if not self.drain_enabled or workload.kind == "DaemonSet":

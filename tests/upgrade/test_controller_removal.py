@@ -1,0 +1,140 @@
+"""How the upgrade controller removes pods, rehearsed (`rehearse`) and planned (`plan`).
+
+Each row names the upstream file and function whose behaviour it expects; the expected values
+are worked out here from that code, not copied from it. Two GPU nodes (gpu-0, gpu-1) on driver
+550, a ClusterPolicy with `autoUpgrade: true, maxParallelUpgrades: 1, maxUnavailable: "50%"`,
+so gpu-0 goes first and gpu-1 waits for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cluster_policy, run_main, write
+from tests.upgrade.conftest import gpu_cluster
+
+GPU = "        resources: {limits: {nvidia.com/gpu: 1}}\n"
+DRAIN_OFF = "      podDeletion: {}\n"
+DRAIN_ON = "      podDeletion: {}\n      drain: {enable: true}\n"
+
+
+def policy(body: str) -> str:
+    head = (
+        "  driver:\n    upgradePolicy:\n      autoUpgrade: true\n"
+        '      maxParallelUpgrades: 1\n      maxUnavailable: "50%"\n'
+    )
+    return cluster_policy(head + body)
+
+
+def daemonset(name: str, resources: str = GPU) -> str:
+    return (
+        f"apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: {name}\n  namespace: ml\n"
+        f"spec:\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n"
+        f"    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n"
+        f"      - name: main\n        image: example/agent:1\n" + resources
+    )
+
+
+def mirror_pod(name: str, node: str = "gpu-0") -> str:
+    return (
+        f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: ml\n"
+        "  annotations: {kubernetes.io/config.mirror: abc}\n  labels: {app: static}\n"
+        f"spec:\n  nodeName: {node}\n  containers:\n  - name: main\n    image: example/s:1\n"
+        "    resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+
+
+def make_repo(tmp_path: Path, body: str, *workloads: str) -> Path:
+    root = tmp_path / "repo"
+    gpu_cluster(root, 2)
+    write(root, "clusterpolicy.yaml", policy(body))
+    if workloads:
+        (root / "work.yaml").write_text("---\n".join(workloads))
+    return root
+
+
+def rehearse(root: Path) -> tuple[int, dict]:
+    result = run_main("rehearse", str(root), "--driver", "550.127.05", "--format", "json")
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def first_node(out: dict) -> tuple[str, str] | None:
+    """gpu-0's stall (state, reason), or None when it reached upgrade-done."""
+    stall = next((s for s in out["stalls"] if s["node"] == "gpu-0"), None)
+    return None if stall is None else (stall["state"], stall["reason"])
+
+
+# (case, upstream, policy body, workloads, gpu-0's stall state or None, words of its reason)
+REMOVAL = [
+    (
+        "gpu-daemonset",
+        "pod_manager.go SchedulePodEviction + filters.go daemonSetFilter",
+        DRAIN_OFF,
+        [daemonset("gpu-agent")],
+        "upgrade-failed",
+        ["DaemonSet ml/gpu-agent", "Cannot delete all required pods"],
+    ),
+    (
+        "gpu-daemonset-drain",
+        "pod_manager.go updateNodeToDrainOrFailed; the drain skips DaemonSet pods",
+        DRAIN_ON,
+        [daemonset("gpu-agent")],
+        None,
+        [],
+    ),
+    (
+        "plain-daemonset",
+        "main.go gpuPodSpecFilter: no GPU asked, nothing counted",
+        DRAIN_OFF,
+        [daemonset("log-agent", resources="")],
+        None,
+        [],
+    ),
+    (
+        "gpu-mirror-pod",
+        "pod_manager.go SchedulePodEviction + filters.go mirrorPodFilter",
+        DRAIN_OFF,
+        [mirror_pod("static-gpu")],
+        "upgrade-failed",
+        ["Pod ml/static-gpu", "mirror pod", "Cannot delete all required pods"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "upstream", "body", "workloads", "state", "words"),
+    REMOVAL,
+    ids=[row[0] for row in REMOVAL],
+)
+def test_pod_removal_as_the_controller_does_it(
+    tmp_path: Path,
+    case: str,
+    upstream: str,
+    body: str,
+    workloads: list[str],
+    state: str | None,
+    words: list[str],
+) -> None:
+    code, out = rehearse(make_repo(tmp_path, body, *workloads))
+    stall = first_node(out)
+    assert (stall[0] if stall else None) == state, (case, upstream, stall)
+    assert code == (0 if state is None else 1)
+    for word in words:
+        assert stall is not None and word in stall[1], (case, word, stall)
+
+
+def test_a_gpu_daemonset_fails_the_node_before_any_eviction(tmp_path: Path) -> None:
+    # SchedulePodEviction compares the counts before DeleteOrEvictPods: the trainer stays
+    trainer = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: trainer\n  namespace: ml\n"
+        "spec:\n  replicas: 2\n  selector:\n    matchLabels: {app: trainer}\n  template:\n"
+        "    metadata:\n      labels: {app: trainer}\n    spec:\n      containers:\n"
+        "      - name: main\n        image: example/t:1\n" + GPU
+    )
+    _, out = rehearse(make_repo(tmp_path, DRAIN_OFF, daemonset("gpu-agent"), trainer))
+    assert [e for w in out["waves"] for e in w["evictions"]] == []
+    assert out["stalls"][0]["location"] == "work.yaml:4:3"

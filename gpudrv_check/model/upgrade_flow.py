@@ -85,8 +85,12 @@ class UpgradeFlow:
         return is_gpu_pod(workload.pod_spec)
 
     def drains(self, workload: Workload) -> bool:
-        """A drain after failed pod deletion evicts this workload's pods (drain.enable)."""
-        if not self.drain_enabled or workload.kind == "DaemonSet":
+        """A drain after failed pod deletion evicts this workload's pods (drain.enable).
+
+        The drain helper skips DaemonSet and mirror pods before its other filters (kubectl
+        filters.go makeFilters: daemonSetFilter, mirrorPodFilter), so neither blocks it.
+        """
+        if not self.drain_enabled or workload.kind == "DaemonSet" or workload.mirror_pod:
             return False
         matcher = self.drain_matcher
         return matcher is not None and matcher(workload.pod_labels)

@@ -47,6 +47,30 @@ def mirror_pod(name: str, node: str = "gpu-0") -> str:
     )
 
 
+def bare_pod(name: str, annotations: str = "", node: str = "gpu-0") -> str:
+    """A pod without controller on ``node`` asking for no GPU (a static pod's mirror with
+    ``annotations: {kubernetes.io/config.mirror: …}``)."""
+    return (
+        f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: kube-system\n"
+        f"{annotations}  labels: {{component: proxy}}\nspec:\n  nodeName: {node}\n"
+        "  containers:\n  - name: proxy\n    image: registry.k8s.io/kube-proxy:v1.30.0\n"
+    )
+
+
+# a GPU pod on gpu-0 that pod deletion cannot remove (emptyDir, deleteEmptyDir false), so the
+# node goes to drain-required, and a drain that may delete emptyDir pods
+SCRATCH_TRAINER = (
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: trainer\n  namespace: ml\n"
+    "spec:\n  replicas: 1\n  selector:\n    matchLabels: {app: trainer}\n  template:\n"
+    "    metadata:\n      labels: {app: trainer}\n    spec:\n"
+    "      nodeSelector: {kubernetes.io/hostname: gpu-0}\n      containers:\n"
+    "      - name: main\n        image: example/t:1\n" + GPU + "      volumes:\n"
+    "      - {name: scratch, emptyDir: {}}\n"
+)
+DRAIN_SCRATCH = "      podDeletion: {}\n      drain: {enable: true, deleteEmptyDir: true}\n"
+MIRROR = "  annotations: {kubernetes.io/config.mirror: abc123}\n"
+
+
 def make_repo(tmp_path: Path, body: str, *workloads: str) -> Path:
     root = tmp_path / "repo"
     gpu_cluster(root, 2)
@@ -101,6 +125,22 @@ REMOVAL = [
         [mirror_pod("static-gpu")],
         "upgrade-failed",
         ["Pod ml/static-gpu", "mirror pod", "Cannot delete all required pods"],
+    ),
+    (
+        "drain-skips-mirror-pod",
+        "filters.go mirrorPodFilter: skipped before unreplicatedFilter",
+        DRAIN_SCRATCH,
+        [SCRATCH_TRAINER, bare_pod("static-proxy-gpu-0", MIRROR)],
+        None,
+        [],
+    ),
+    (
+        "drain-refuses-bare-pod",
+        "filters.go unreplicatedFilter: no controller, drain.force false",
+        DRAIN_SCRATCH,
+        [SCRATCH_TRAINER, bare_pod("proxy-gpu-0")],
+        "upgrade-failed",
+        ["drain: Pod/kube-system/proxy-gpu-0#0", "no controller"],
     ),
 ]
 

@@ -239,8 +239,10 @@ class _Engine:
             if coverage is None:
                 continue
             budget = coverage.budget
-            if budget.outcome == "fail-safe":
-                return f"{budget.describe()}: HTTP 429", pdb
+            # a failed sync writes 0 (failSafe), and so does updatePdbStatus when no pods
+            # are expected (neither rule set): no eviction passes, however many are healthy
+            if budget.outcome in ("fail-safe", "no-expected-pods"):
+                return f"{pdb.title}: {budget.describe()}: HTTP 429", pdb
             allowed = self.healthy[id(pdb)] - budget.desired_healthy
             if allowed < 1:
                 return (

@@ -178,3 +178,72 @@ def test_a_gpu_daemonset_fails_the_node_before_any_eviction(tmp_path: Path) -> N
     _, out = rehearse(make_repo(tmp_path, DRAIN_OFF, daemonset("gpu-agent"), trainer))
     assert [e for w in out["waves"] for e in w["evictions"]] == []
     assert out["stalls"][0]["location"] == "work.yaml:4:3"
+
+
+def trainer(replicas: int = 2, labels: str = "{app: trainer}") -> str:
+    return (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: trainer\n  namespace: ml\n"
+        f"spec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: trainer}}\n"
+        f"  template:\n    metadata:\n      labels: {labels}\n    spec:\n      containers:\n"
+        "      - name: main\n        image: example/t:1\n" + GPU
+    )
+
+
+def budget(name: str, rule: str = "", selector: str = "matchLabels: {app: trainer}") -> str:
+    return (
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n"
+        f"  name: {name}\n  namespace: ml\nspec:\n  selector: {{{selector}}}\n{rule}"
+    )
+
+
+# (case, upstream, policy body, workloads, gpu-0's stall state or None, words, seconds the
+# clock shows when gpu-0 leaves pod-deletion-required or None)
+REFUSALS = [
+    (
+        "pdb-no-rule",
+        "disruption.go updatePdbStatus: expectedCount <= 0 -> 0 allowed",
+        DRAIN_OFF,
+        [trainer(), budget("trainer-pdb")],
+        "upgrade-failed",
+        ["PodDisruptionBudget ml/trainer-pdb", "0 disruptions allowed", "HTTP 429"],
+        300,
+    ),
+    (
+        "pdb-max-unavailable-1",
+        "disruption.go getExpectedPodCount: 2 replicas - 1 = 1 healthy required",
+        DRAIN_OFF,
+        [trainer(), budget("trainer-pdb", "  maxUnavailable: 1\n")],
+        None,
+        [],
+        0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "upstream", "body", "workloads", "state", "words", "seconds"),
+    REFUSALS,
+    ids=[row[0] for row in REFUSALS],
+)
+def test_evictions_as_the_api_server_answers_them(
+    tmp_path: Path,
+    case: str,
+    upstream: str,
+    body: str,
+    workloads: list[str],
+    state: str | None,
+    words: list[str],
+    seconds: int,
+) -> None:
+    _, out = rehearse(make_repo(tmp_path, body, *workloads))
+    stall = first_node(out)
+    assert (stall[0] if stall else None) == state, (case, upstream, stall)
+    for word in words:
+        assert stall is not None and word in stall[1], (case, word, stall)
+    left = next(
+        w["seconds"]
+        for w in out["waves"]
+        for m in w["nodes"]
+        if m["node"] == "gpu-0" and m["from"] == "pod-deletion-required"
+    )
+    assert left == seconds, (case, upstream)

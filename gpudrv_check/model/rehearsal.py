@@ -32,6 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Location
 from gpudrv_check.core.records import record
+from gpudrv_check.k8s.disruption import (
+    EVICTION_MULTIPLE_PDBS_MESSAGE,
+    EVICTION_MULTIPLE_PDBS_STATUS,
+)
 from gpudrv_check.k8s.selector_string import parse_selector
 from gpudrv_check.model.disruption import PDB, Coverage
 from gpudrv_check.model.node import Node
@@ -230,10 +234,15 @@ class _Engine:
         return self.repo.disruption.covering(workload)
 
     def refusal(self, pod: _Pod) -> tuple[str, PDB] | None:
-        """Why the eviction API refuses the pod now (429 / 500), or None."""
+        """Why the eviction API refuses the pod now (429 / 500, see ``final``), or None."""
         pdbs = self._covering(pod.member)
         if len(pdbs) > 1:
-            return "covered by two PodDisruptionBudgets: HTTP 500", pdbs[0]
+            names = ", ".join(f"{p.namespace}/{p.name}" for p in pdbs)
+            return (
+                f"covered by {len(pdbs)} PodDisruptionBudgets ({names}): HTTP "
+                f'{EVICTION_MULTIPLE_PDBS_STATUS} "{EVICTION_MULTIPLE_PDBS_MESSAGE}"',
+                pdbs[0],
+            )
         for pdb in pdbs:
             coverage: Coverage | None = self.repo.disruption.coverage(pdb)
             if coverage is None:
@@ -251,6 +260,11 @@ class _Engine:
                     pdb,
                 )
         return None
+
+    def final(self, pod: _Pod) -> bool:
+        """The refusal is not retried: kubectl drain evictPods retries only 429
+        (IsTooManyRequests); the 500 of a pod under two PDBs ends that pod's eviction."""
+        return len(self._covering(pod.member)) > 1
 
     def evict(self, pod: _Pod, node: str) -> None:
         self.pods_on[node].remove(pod)
@@ -412,8 +426,13 @@ def _evict_all(engine: _Engine, run: _NodeRun, pods: list[_Pod], spec: dict, ste
             engine.block(run, f"{step}: {pod.name}: {why}", where, pod.name)
             engine.move(run, engine.fail_to() if step == "podDeletion" else "upgrade-failed")
             return False
+    failed: tuple[_Pod, str, PDB] | None = None
     for pod in pods:
         refused = engine.refusal(pod)
+        if refused is not None and engine.final(pod):
+            # the helper evicts each pod in its own goroutine: the others go on
+            failed = failed or (pod, *refused)
+            continue
         if refused is not None:
             why, pdb = refused
             timeout = int(spec.get("timeoutSeconds") or 0)
@@ -435,6 +454,16 @@ def _evict_all(engine: _Engine, run: _NodeRun, pods: list[_Pod], spec: dict, ste
             engine.wait_or_fail(run, timeout, nxt)
             return False
         engine.evict(pod, run.node.name)
+    if failed is not None:
+        pod, why, pdb = failed
+        engine.block(
+            run,
+            f"evicting {pod.name} fails: {why}; only HTTP 429 is retried, so {step} fails at once",
+            pdb.manifest.location(pdb.rule_path),
+            pdb.title,
+        )
+        engine.move(run, engine.fail_to() if step == "podDeletion" else "upgrade-failed")
+        return False
     return True
 
 

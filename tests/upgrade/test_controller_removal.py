@@ -217,7 +217,34 @@ REFUSALS = [
         [],
         0,
     ),
+    (
+        "two-pdbs",
+        "eviction.go: more than one PDB -> 500; drain.go evictPods retries only 429",
+        "      podDeletion: {timeoutSeconds: 0}\n",
+        [trainer(), budget("a", "  maxUnavailable: 1\n"), budget("b", "  maxUnavailable: 1\n")],
+        "upgrade-failed",
+        ["2 PodDisruptionBudgets (ml/a, ml/b)", "HTTP 500", "podDeletion fails at once"],
+        0,
+    ),
+    (
+        "two-pdbs-then-drain",
+        "pod_manager.go updateNodeToDrainOrFailed; drain_manager.go ScheduleNodesDrain fails",
+        DRAIN_ON,
+        [trainer(), budget("a", "  maxUnavailable: 1\n"), budget("b", "  maxUnavailable: 1\n")],
+        "upgrade-failed",
+        ["HTTP 500", "drain fails at once"],
+        0,
+    ),
 ]
+
+
+def test_a_pod_under_two_pdbs_does_not_stop_the_other_evictions(tmp_path: Path) -> None:
+    # drain.go evictPods: one goroutine per pod; the 500 ends only its own pod's eviction
+    other = trainer(1).replace("trainer", "server")
+    root = make_repo(tmp_path, DRAIN_OFF, trainer(), budget("a"), budget("b"), other)
+    _, out = rehearse(root)
+    assert [e["pod"] for w in out["waves"] for e in w["evictions"]] == ["Deployment/ml/server#0"]
+    assert first_node(out) is not None
 
 
 @pytest.mark.parametrize(

@@ -406,21 +406,12 @@ def _policy_location(engine: _Engine, path: tuple[str, ...]) -> Location | None:
     return config.location((*POLICY_PATH, *path)) if config is not None else None
 
 
-def _undeletable(pod: _Pod, force: bool, empty_dir: bool) -> str | None:
-    """The drain helper's filters: unmanaged pods need force, emptyDir needs deleteEmptyDir."""
-    if pod.member.kind == "Pod" and not force:
-        return "cannot delete Pods that declare no controller"
-    volumes = pod.member.spec_get("volumes")
-    if not empty_dir and isinstance(volumes, list):
-        if any(isinstance(v, dict) and "emptyDir" in v for v in volumes):
-            return "cannot delete Pods with local storage (emptyDir)"
-    return None
-
-
-def _evict_all(engine: _Engine, run: _NodeRun, pods: list[_Pod], spec: dict, step: str) -> bool:
-    """Evict ``pods`` from the node; False (and a block) when a pod cannot go."""
+def _evict_all(engine: _Engine, run: _NodeRun, pods: list[_Pod], step: str) -> bool:
+    """Evict ``pods`` from the node with the policy's ``step`` (podDeletion or drain) spec;
+    False (and a block) when a pod cannot go."""
+    spec = engine.policy[step]
     for pod in pods:
-        why = _undeletable(pod, bool(spec.get("force")), bool(spec.get("deleteEmptyDir")))
+        why = engine.flow.undeletable(pod.member, step)
         if why is not None:
             where = pod.member.location(("metadata", "name"))
             engine.block(run, f"{step}: {pod.name}: {why}", where, pod.name)
@@ -484,7 +475,7 @@ def _pod_deletion(engine: _Engine, run: _NodeRun) -> None:
         engine.move(run, engine.fail_to())
         return
     pods = [p for p in engine.pods_on.get(run.node.name, []) if engine.flow.deletes(p.member)]
-    if _evict_all(engine, run, pods, engine.policy["podDeletion"], "podDeletion"):
+    if _evict_all(engine, run, pods, "podDeletion"):
         engine.move(run, "pod-restart-required")
 
 
@@ -494,7 +485,7 @@ def _drain(engine: _Engine, run: _NodeRun) -> None:
         engine.move(run, "pod-restart-required")
         return
     pods = [p for p in engine.pods_on.get(run.node.name, []) if engine.flow.drains(p.member)]
-    if _evict_all(engine, run, pods, engine.policy["drain"], "drain"):
+    if _evict_all(engine, run, pods, "drain"):
         engine.move(run, "pod-restart-required")
 
 

@@ -95,6 +95,20 @@ class UpgradeFlow:
         matcher = self.drain_matcher
         return matcher is not None and matcher(workload.pod_labels)
 
+    def undeletable(self, workload: Workload, step: str) -> str | None:
+        """Why the drain helper of ``step`` (``podDeletion`` or ``drain``, each with its own
+        force and deleteEmptyDir) refuses the workload's pods, or None. kubectl filters.go,
+        in its order: localStorageFilter (an emptyDir needs deleteEmptyDir), then
+        unreplicatedFilter (a pod without controller needs force)."""
+        spec = self.policy[step]
+        volumes = workload.spec_get("volumes")
+        if not spec.get("deleteEmptyDir") and isinstance(volumes, list):
+            if any(isinstance(v, dict) and "emptyDir" in v for v in volumes):
+                return "cannot delete Pods with local storage (emptyDir)"
+        if workload.kind == "Pod" and not spec.get("force"):
+            return "cannot delete Pods that declare no controller"
+        return None
+
     def evicts(self, workload: Workload) -> bool:
         """Some step of this flow evicts the workload's pods from a node being upgraded."""
         return self.deletes(workload) or self.drains(workload)

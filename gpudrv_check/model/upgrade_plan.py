@@ -30,7 +30,8 @@ from gpudrv_check.model.disruption import WorkloadPods
 from gpudrv_check.model.driver import driver_managed, label_keys, planned_driver
 from gpudrv_check.model.node import GPU_PRESENT, Node
 from gpudrv_check.model.repo import Repo
-from gpudrv_check.model.upgrade_flow import CONTROLLER, upgrade_flow
+from gpudrv_check.model.upgrade_flow import CONTROLLER, POLICY_PATH, UpgradeFlow, upgrade_flow
+from gpudrv_check.model.workload import Workload
 from gpudrv_check.nvidia.driver_image import (
     DEPLOY_DRIVER_LABEL,
     DEPLOY_OPERANDS_LABEL,
@@ -386,18 +387,32 @@ def _headroom_step(repo: Repo, node: Node) -> Step:
 
 
 def _drain_step(repo: Repo, node: Node, timeout: str, headroom: Step) -> Step:
-    disruption = repo.disruption
     command = (
         f"kubectl drain {node.name} --ignore-daemonsets --delete-emptydir-data --timeout={timeout}"
     )
     flow = upgrade_flow(repo)
+    if flow.kind == CONTROLLER:
+        blockers, notes = _controller_removal(repo, node, flow)
+    else:
+        blockers, notes = _unmanaged_pods(repo, node)
+    if headroom.blockers:
+        notes.append(
+            Item(
+                f"until step 2 is resolved this drain is refused and gives up after {timeout}, "
+                f"leaving {node.name} cordoned (`kubectl uncordon {node.name}` undoes it)"
+            )
+        )
+    return Step(3, "drain", command, tuple(blockers), tuple(notes))
+
+
+def _unmanaged_pods(repo: Repo, node: Node) -> tuple[list[Item], list[Item]]:
+    """The lab's drain: a pod without controller stops it (kubectl's unreplicatedFilter)."""
+    disruption = repo.disruption
     blockers: list[Item] = []
     notes: list[Item] = []
     for workload in repo.workloads:
         member = disruption.pods(workload)
         if not member.bare or not member.evicted_by_drain or member.healthy == 0:
-            continue
-        if not flow.evicts(workload):
             continue
         eligible = [n.name for n in member.eligible]
         if node.name not in eligible:
@@ -422,14 +437,96 @@ def _drain_step(repo: Repo, node: Node, timeout: str, headroom: Step) -> Step:
                     where,
                 )
             )
-    if headroom.blockers:
-        notes.append(
-            Item(
-                f"until step 2 is resolved this drain is refused and gives up after {timeout}, "
-                f"leaving {node.name} cordoned (`kubectl uncordon {node.name}` undoes it)"
-            )
+    return blockers, notes
+
+
+def _controller_removal(repo: Repo, node: Node, flow: UpgradeFlow) -> tuple[list[Item], list[Item]]:
+    """The upgrade controller's own pod removal (its podDeletion, then drain, policy): what
+    sends the node to upgrade-failed blocks when certain (the pods can run only here, or a
+    DaemonSet's), else is noted; what the drain takes over is noted."""
+    spec = flow.policy["podDeletion"]
+    at = flow.config.location((*POLICY_PATH, "podDeletion")) if flow.config else None
+    notes = [
+        Item(
+            f"the upgrade controller removes the GPU pods itself, with podDeletion force "
+            f"{_yaml_bool(spec.get('force'))}, deleteEmptyDir "
+            f"{_yaml_bool(spec.get('deleteEmptyDir'))}, timeoutSeconds "
+            f"{spec.get('timeoutSeconds')}, not with this command's flags",
+            at,
         )
-    return Step(3, "drain", command, tuple(blockers), tuple(notes))
+    ]
+    blockers: list[Item] = []
+    disruption = repo.disruption
+    for workload in repo.workloads:
+        member = disruption.pods(workload)
+        if member.healthy == 0 or all(n.name != node.name for n in member.eligible):
+            continue
+        refused = _controller_refusal(flow, workload)
+        if refused is None:
+            continue
+        why, fails, change = refused
+        where = workload.location(("metadata", "name"))
+        here = [n.name for n in member.eligible] == [node.name] or not member.evicted_by_drain
+        if fails and here:
+            blockers.append(Item(f"{workload.title}: {why}", where, change))
+        elif fails:
+            notes.append(Item(f"{workload.title} may run on {node.name}; if it does, {why}", where))
+        else:
+            notes.append(Item(f"{workload.title}: {why}", where))
+    return blockers, notes
+
+
+def _controller_refusal(flow: UpgradeFlow, workload: Workload) -> tuple[str, bool, str] | None:
+    """Why the controller cannot remove the workload's pods from a node as planned: (the
+    reason, whether the node ends in upgrade-failed, the change that avoids it), or None.
+    pod_manager.go SchedulePodEviction sends a failure to drain-required with drain.enable
+    (updateNodeToDrainOrFailed), where the drain's own force and deleteEmptyDir apply."""
+    drain_off = "the node goes to upgrade-failed (drain.enable is off)"
+    if flow.stops_deletion(workload):
+        what = "mirror" if workload.mirror_pod else "DaemonSet"
+        skipped = (
+            f"asks for a GPU, so pod deletion counts its pod, but the drain helper skips {what} "
+            'pods: "Cannot delete all required pods"'
+        )
+        if flow.drain_enabled:
+            return f"{skipped}; the node is drained instead (drain.enable)", False, ""
+        return f"{skipped}; {drain_off}", True, "set drain.enable: true (the drain skips such pods)"
+    if flow.deletes(workload):
+        why = flow.undeletable(workload, "podDeletion")
+        if why is None:
+            return None
+        fix = _UNDELETABLE_FIX[why]
+        if not flow.drain_enabled:
+            return f"podDeletion: {why}; {drain_off}", True, f"set podDeletion.{fix}"
+        if not flow.drains(workload):
+            return (
+                f"podDeletion: {why}; the drain does not select it (drain.podSelector)",
+                False,
+                "",
+            )
+        again = flow.undeletable(workload, "drain")
+        if again is None:
+            return f"podDeletion: {why}; the drain removes it (drain.enable)", False, ""
+        return (
+            f"podDeletion: {why}, and drain: {again}: the node goes to upgrade-failed",
+            True,
+            f"set podDeletion.{fix} (or drain.{_UNDELETABLE_FIX[again]})",
+        )
+    drained = flow.undeletable(workload, "drain") if flow.drains(workload) else None
+    if drained is not None:
+        return f"if pod deletion fails and the node is drained, drain: {drained}", False, ""
+    return None
+
+
+#: the policy field that lets the drain helper remove a pod it refuses (filters.go)
+_UNDELETABLE_FIX = {
+    "cannot delete Pods with local storage (emptyDir)": "deleteEmptyDir: true",
+    "cannot delete Pods that declare no controller": "force: true",
+}
+
+
+def _yaml_bool(value: object) -> str:
+    return "true" if value is True else "false"
 
 
 def _relabel_step(repo: Repo, node: Node, version: DriverVersion, plan: Plan) -> Step:

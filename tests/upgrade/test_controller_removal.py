@@ -274,3 +274,102 @@ def test_evictions_as_the_api_server_answers_them(
         if m["node"] == "gpu-0" and m["from"] == "pod-deletion-required"
     )
     assert left == seconds, (case, upstream)
+
+
+def pinned_pod(name: str, volumes: str = "") -> str:
+    """A GPU pod without controller that can run only on gpu-0."""
+    return (
+        f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: ml\nspec:\n"
+        "  nodeSelector: {kubernetes.io/hostname: gpu-0}\n  containers:\n  - name: main\n"
+        "    image: example/n:1\n    resources: {limits: {nvidia.com/gpu: 1}}\n" + volumes
+    )
+
+
+SCRATCH = "  volumes:\n  - {name: scratch, emptyDir: {}}\n"
+
+# (case, upstream, policy body, workloads, plan step 3's status, words of its blocker or of
+# a note naming the workload)
+PLAN_DRAIN = [
+    (
+        "bare-pod-force",
+        "pod_manager.go SchedulePodEviction: Force from podDeletion; filters.go unreplicatedFilter",
+        "      podDeletion: {force: true}\n",
+        [pinned_pod("notebook")],
+        "ready",
+        [],
+    ),
+    (
+        "bare-pod-no-force",
+        "filters.go unreplicatedFilter; pod_manager.go updateNodeToDrainOrFailed",
+        DRAIN_OFF,
+        [pinned_pod("notebook")],
+        "blocked",
+        ["Pod ml/notebook", "no controller", "upgrade-failed"],
+    ),
+    (
+        "emptydir-pinned",
+        "filters.go localStorageFilter: DeleteEmptyDirData from podDeletion.deleteEmptyDir",
+        "      podDeletion: {force: true}\n",
+        [pinned_pod("notebook", SCRATCH)],
+        "blocked",
+        ["local storage (emptyDir)", "upgrade-failed"],
+    ),
+    (
+        "emptydir-allowed",
+        "filters.go localStorageFilter: DeleteEmptyDirData true",
+        "      podDeletion: {force: true, deleteEmptyDir: true}\n",
+        [pinned_pod("notebook", SCRATCH)],
+        "ready",
+        [],
+    ),
+    (
+        "emptydir-then-drain",
+        "pod_manager.go updateNodeToDrainOrFailed -> drain_manager.go with drain's own flags",
+        "      podDeletion: {force: true}\n"
+        "      drain: {enable: true, force: true, deleteEmptyDir: true}\n",
+        [pinned_pod("notebook", SCRATCH)],
+        "ready",
+        ["the drain removes it"],
+    ),
+    (
+        "emptydir-may-run-here",
+        "the plan blocks only on certainty: one replica over two nodes",
+        DRAIN_OFF,
+        [SCRATCH_TRAINER.replace("      nodeSelector: {kubernetes.io/hostname: gpu-0}\n", "")],
+        "ready",
+        ["may run on gpu-0", "local storage (emptyDir)"],
+    ),
+    (
+        "gpu-daemonset",
+        "pod_manager.go SchedulePodEviction + filters.go daemonSetFilter",
+        DRAIN_OFF,
+        [daemonset("gpu-agent")],
+        "blocked",
+        ["DaemonSet ml/gpu-agent", "Cannot delete all required pods", "upgrade-failed"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "upstream", "body", "workloads", "status", "words"),
+    PLAN_DRAIN,
+    ids=[row[0] for row in PLAN_DRAIN],
+)
+def test_plan_drain_follows_the_controllers_policy(
+    tmp_path: Path,
+    case: str,
+    upstream: str,
+    body: str,
+    workloads: list[str],
+    status: str,
+    words: list[str],
+) -> None:
+    root = make_repo(tmp_path, body, *workloads)
+    result = run_main("plan", "gpu-0", str(root), "--driver", "550.127.05", "--format", "json")
+    drain = json.loads(result.stdout)["steps"][2]
+    assert drain["status"] == status, (case, upstream, drain)
+    said = [i["message"] for i in drain["blockers"] or drain["notes"][1:]]
+    for word in words:
+        assert any(word in text for text in said), (case, word, said)
+    if not words:
+        assert said == [], (case, said)

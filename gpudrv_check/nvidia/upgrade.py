@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpudrv_check.core.records import record
+from gpudrv_check.k8s.intstr import parse_int_or_percent, scaling_error
 
 #: Node label holding the upgrade state (``nvidia.com/%s-driver-upgrade-state`` with ``gpu``).
 UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
@@ -145,11 +146,10 @@ def is_stuck_candidate(value: object) -> bool:
 
 
 def _valid_max_unavailable(value: object) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return value >= 0
-    return isinstance(value, str) and value.endswith("%") and value[:-1].isdigit()
+    """What the controller can scale (GetScaledValueFromIntOrPercent): the CRD takes any
+    int-or-string, so a sign is kept ("-1", "+50%": strconv.Atoi reads both), and a value
+    that scales to 0 or less admits no node (a GPU025 warning), not the default."""
+    return scaling_error(value) is None
 
 
 def _field_ok(name: str, value: object) -> bool:
@@ -271,11 +271,14 @@ def _max_unavailable_problem(raw: Mapping[str, Any], source: str) -> PolicyProbl
             "(GetScaledValueFromIntOrPercent) and fails every reconcile: no node is upgraded",
             "error",
         )
-    if value == 0 and not isinstance(value, bool):
+    parsed = parse_int_or_percent(value)
+    # a percentage of at least one node rounds up to 1 or more; 0 or less stays there
+    if parsed is not None and parsed.amount <= 0:
         return PolicyProblem(
             ("maxUnavailable",),
-            "maxUnavailable 0 admits no node (GetUpgradesAvailable: 0 unavailable nodes "
-            "already reach the limit); only nodes cordoned by hand are upgraded",
+            f"maxUnavailable {value} scales to {'0' if parsed.amount == 0 else '0 or less'} "
+            "and admits no node (GetUpgradesAvailable: 0 unavailable nodes already reach the "
+            "limit); only nodes cordoned by hand are upgraded",
             "warning",
             "Set maxUnavailable: 1 (or more, or a percentage string) so that the controller "
             "upgrades nodes.",

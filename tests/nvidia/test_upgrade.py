@@ -220,6 +220,25 @@ def test_invalid_values_fall_back_and_are_reported(raw, problem) -> None:
             assert policy[key] == default
 
 
+@pytest.mark.parametrize(
+    ("written", "kept"),
+    [
+        # the CRD's int-or-string takes any of these and GetScaledValueFromIntOrPercent
+        # scales them (strconv.Atoi reads a sign), so the controller uses them as written
+        (-1, -1),
+        ("-10%", "-10%"),
+        ("+50%", "+50%"),
+        ("0%", "0%"),
+        # not a percentage: every reconcile fails (GPU025 error); the default stands here
+        ("5", "25%"),
+        ("+5", "25%"),
+        ("5.5%", "25%"),
+    ],
+)
+def test_max_unavailable_as_intstr_parses_it(written, kept) -> None:
+    assert effective_upgrade_policy({"maxUnavailable": written})["maxUnavailable"] == kept
+
+
 def test_defaults_are_not_shared_between_calls() -> None:
     first = effective_upgrade_policy(None)
     first["drain"]["enable"] = True

@@ -373,3 +373,46 @@ def test_plan_drain_follows_the_controllers_policy(
         assert any(word in text for text in said), (case, word, said)
     if not words:
         assert said == [], (case, said)
+
+
+def admission_repo(tmp_path: Path, max_unavailable: str, cordoned: bool = False) -> Path:
+    root = make_repo(tmp_path, DRAIN_OFF)
+    if cordoned:  # gpu-1 cordoned by hand
+        nodes = (root / "nodes.yaml").read_text()
+        head, sep, tail = nodes.partition("name: gpu-1\n")
+        (root / "nodes.yaml").write_text(head + sep + tail + "spec:\n  unschedulable: true\n")
+    text = (root / "clusterpolicy.yaml").read_text()
+    (root / "clusterpolicy.yaml").write_text(
+        text.replace('maxUnavailable: "50%"', f"maxUnavailable: {max_unavailable}")
+    )
+    return root
+
+
+# (case, upstream, maxUnavailable as written, gpu-1 cordoned, nodes that reach upgrade-done)
+ADMISSION = [
+    ("minus-one", "GetUpgradesAvailable: 0 unavailable >= -1 -> 0", "-1", False, []),
+    ("minus-percent", "ceil(-10% x 2) = 0 -> 0 available", '"-10%"', False, []),
+    ("plus-percent", 'strconv.Atoi("+50") = 50: ceil(50% x 2) = 1', '"+50%"', False, [0, 1]),
+    (
+        "minus-one-cordoned",
+        "ProcessUpgradeRequiredNodes: a cordoned node goes ahead without a slot",
+        "-1",
+        True,
+        [1],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "upstream", "written", "cordoned", "done"),
+    ADMISSION,
+    ids=[row[0] for row in ADMISSION],
+)
+def test_max_unavailable_signed(
+    tmp_path: Path, case: str, upstream: str, written: str, cordoned: bool, done: list[int]
+) -> None:
+    _, out = rehearse(admission_repo(tmp_path, written, cordoned))
+    reached = sorted(
+        m["node"] for w in out["waves"] for m in w["nodes"] if m["to"] == "upgrade-done"
+    )
+    assert reached == [f"gpu-{i}" for i in done], (case, upstream)

@@ -263,6 +263,40 @@ POLICY = [
         "clusterpolicy",
         [(("maxUnavailable",), "warning")],
     ),
+    (
+        # intstr.GetScaledValueFromIntOrPercent keeps the sign; GetUpgradesAvailable: 0 >= -1
+        "-1 admits nothing",
+        {"autoUpgrade": True, "maxUnavailable": -1, "podDeletion": {}},
+        "clusterpolicy",
+        [(("maxUnavailable",), "warning")],
+    ),
+    (
+        # strconv.Atoi("-10"); ceil(-10 * n / 100) <= 0 for every n
+        "-10% admits nothing",
+        {"autoUpgrade": True, "maxUnavailable": "-10%", "podDeletion": {}},
+        "clusterpolicy",
+        [(("maxUnavailable",), "warning")],
+    ),
+    (
+        "0% admits nothing",
+        {"autoUpgrade": True, "maxUnavailable": "0%", "podDeletion": {}},
+        "clusterpolicy",
+        [(("maxUnavailable",), "warning")],
+    ),
+    (
+        # strconv.Atoi accepts a leading +: the same as 50%
+        "+50% is 50%",
+        {"autoUpgrade": True, "maxUnavailable": "+50%", "podDeletion": {}},
+        "clusterpolicy",
+        [],
+    ),
+    (
+        # the chart's `| default "25%"` only replaces empty values: -1 is printed as it is
+        "-1 in chart values admits nothing",
+        {"maxUnavailable": -1},
+        "helm",
+        [(("maxUnavailable",), "warning")],
+    ),
     ("autoUpgrade off: nothing is read", {"maxUnavailable": "5"}, "clusterpolicy", []),
     (
         "valid",

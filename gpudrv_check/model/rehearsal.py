@@ -46,6 +46,7 @@ from gpudrv_check.nvidia.upgrade_controller import (
     NEVER_COMPLETE_KINDS,
     POD_DELETION_SPEC_EMPTY,
     VALIDATION_TIMEOUT_SECONDS,
+    drain_selector,
     max_unavailable_error,
     max_unavailable_limit,
     total_managed,
@@ -373,11 +374,21 @@ def _wait_for_jobs(engine: _Engine, run: _NodeRun) -> None:
         engine.move(run, "pod-deletion-required")
         return
     matcher = parse_selector(selector)
+    if matcher is None:
+        # ListPods sends it as the list's labelSelector, which the API server refuses:
+        # ScheduleCheckOnPodCompletion returns the error, and so does ApplyState
+        why = (
+            f"waitForCompletion.podSelector {selector!r} is not a label selector: listing the "
+            "node's pods fails, so every reconcile fails at wait-for-jobs-required and no step "
+            "after it runs"
+        )
+        engine.block(run, why, _policy_location(engine, ("waitForCompletion", "podSelector")))
+        return
     forever = [
         w
         for w in engine.repo.workloads
         if (w.kind in NEVER_COMPLETE_KINDS and not w.owner_kind) or w.completes is False
-        if matcher is not None and matcher(w.pod_labels) and _runs_on(engine, w, run.node)
+        if matcher(w.pod_labels) and _runs_on(engine, w, run.node)
     ]
     if not forever:
         engine.move(run, "pod-deletion-required")
@@ -483,6 +494,17 @@ def _drain(engine: _Engine, run: _NodeRun) -> None:
     """ProcessDrainNodes: disabled -> pod-restart-required; else ScheduleNodesDrain."""
     if not engine.flow.drain_enabled:
         engine.move(run, "pod-restart-required")
+        return
+    if engine.flow.drain_matcher is None:
+        # drain.go GetPodsForDeletion: labels.Parse fails, RunNodeDrain returns the error
+        selector = drain_selector(str(engine.policy["drain"]["podSelector"] or ""))
+        engine.block(
+            run,
+            f"drain: the pod selector {selector!r} is not a label selector, so the drain fails",
+            _policy_location(engine, ("drain", "podSelector")),
+            "policy",
+        )
+        engine.move(run, "upgrade-failed")
         return
     pods = [p for p in engine.pods_on.get(run.node.name, []) if engine.flow.drains(p.member)]
     if _evict_all(engine, run, pods, "drain"):
@@ -597,6 +619,9 @@ def _reconcile(engine: _Engine, reh: Rehearsal, matrix_at: Location | None, no_s
         _cordon(engine, run)
     for run in groups.get("wait-for-jobs-required", []):
         _wait_for_jobs(engine, run)
+    if groups.get("wait-for-jobs-required") and _wait_selector_invalid(engine):
+        _frozen(engine, groups, "waitForCompletion.podSelector is not a label selector")
+        return
     deleting = groups.get("pod-deletion-required", [])
     if deleting and no_spec:
         for run in deleting:  # SchedulePodEviction fails: ApplyState returns here
@@ -620,6 +645,30 @@ def _reconcile(engine: _Engine, reh: Rehearsal, matrix_at: Location | None, no_s
         _validation(engine, run)
     for run in groups.get("uncordon-required", []):
         _uncordon(engine, run)
+
+
+def _wait_selector_invalid(engine: _Engine) -> bool:
+    selector = str(engine.policy["waitForCompletion"].get("podSelector") or "")
+    return bool(selector) and parse_selector(selector) is None
+
+
+#: the states ApplyState processes after wait-for-jobs-required
+_AFTER_WAIT = (
+    "pod-deletion-required",
+    "drain-required",
+    "pod-restart-required",
+    "upgrade-failed",
+    "validation-required",
+    "uncordon-required",
+)
+
+
+def _frozen(engine: _Engine, groups: dict[str, list[_NodeRun]], cause: str) -> None:
+    """The nodes whose step does not run because ApplyState returned before it."""
+    where = _policy_location(engine, ("waitForCompletion", "podSelector"))
+    for state in _AFTER_WAIT:
+        for run in groups.get(state, []):
+            engine.block(run, f"every reconcile fails before {state}: {cause}", where, "policy")
 
 
 def _finished(engine: _Engine) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.intstr import parse_int_or_percent, scaling_error
+from gpudrv_check.k8s.selector_string import parse_selector
 
 #: Node label holding the upgrade state (``nvidia.com/%s-driver-upgrade-state`` with ``gpu``).
 UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
@@ -286,6 +287,43 @@ def _max_unavailable_problem(raw: Mapping[str, Any], source: str) -> PolicyProbl
     return None
 
 
+_SELECTOR_HINT = "Write a label selector, such as `app=batch` or `job in (a,b)`."
+
+
+def _selector_problems(policy: Mapping[str, Any]) -> list[PolicyProblem]:
+    """Pod selectors the controller cannot parse (labels.Parse, or the API server's list)."""
+    from gpudrv_check.nvidia.upgrade_controller import drain_selector
+
+    problems = []
+    wait = str(policy["waitForCompletion"].get("podSelector") or "")
+    if wait and parse_selector(wait) is None:
+        problems.append(
+            PolicyProblem(
+                ("waitForCompletion", "podSelector"),
+                f"{wait!r} is not a label selector: listing the pods to wait for fails "
+                "(pod_manager.go ScheduleCheckOnPodCompletion), so once a node reaches "
+                "wait-for-jobs-required every reconcile fails there and the upgrade stops",
+                "error",
+                _SELECTOR_HINT,
+            )
+        )
+    drain = policy["drain"]
+    written = str(drain.get("podSelector") or "")
+    # the controller appends the skip selector; the drain parses the whole text
+    if drain.get("enable") is True and written and parse_selector(drain_selector(written)) is None:
+        problems.append(
+            PolicyProblem(
+                ("drain", "podSelector"),
+                f"{written!r} is not a label selector: the drain cannot list the pods to evict "
+                "(drain.go GetPodsForDeletion), so every node that reaches drain-required goes "
+                "to upgrade-failed",
+                "error",
+                _SELECTOR_HINT,
+            )
+        )
+    return problems
+
+
 def upgrade_policy_findings(raw: object, source: str = "clusterpolicy") -> list[PolicyProblem]:
     """What in ``raw`` stops or changes the upgrade, as the controller reads it.
 
@@ -296,12 +334,14 @@ def upgrade_policy_findings(raw: object, source: str = "clusterpolicy") -> list[
     source = "helm" if source == "helm" else "clusterpolicy"
     if not isinstance(raw, Mapping):
         return []
-    if effective_upgrade_policy(raw, source).get("autoUpgrade") is not True:
+    policy = effective_upgrade_policy(raw, source)
+    if policy.get("autoUpgrade") is not True:
         return []
     problems: list[PolicyProblem] = []
     found = _max_unavailable_problem(raw, source)
     if found is not None:
         problems.append(found)
+    problems.extend(_selector_problems(policy))
     if source == "clusterpolicy" and raw.get("podDeletion") is None:
         problems.append(
             PolicyProblem(

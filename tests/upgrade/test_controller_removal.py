@@ -416,3 +416,54 @@ def test_max_unavailable_signed(
         m["node"] for w in out["waves"] for m in w["nodes"] if m["to"] == "upgrade-done"
     )
     assert reached == [f"gpu-{i}" for i in done], (case, upstream)
+
+
+def test_an_unparsable_wait_selector_stops_every_reconcile_there(tmp_path: Path) -> None:
+    # pod_manager.go ScheduleCheckOnPodCompletion returns ListPods' error; ApplyState returns
+    # it before ProcessPodDeletionRequiredNodes, so the node never leaves the state
+    body = DRAIN_OFF + '      waitForCompletion: {podSelector: "job in (a"}\n'
+    code, out = rehearse(make_repo(tmp_path, body))
+    assert code == 1
+    state, reason = first_node(out) or ("", "")
+    assert state == "wait-for-jobs-required"
+    assert "'job in (a' is not a label selector" in reason
+    assert out["stalls"][0]["location"] == "clusterpolicy.yaml:12:27"
+
+
+def test_an_unparsable_drain_selector_fails_the_drain(tmp_path: Path) -> None:
+    # drain_manager.go ScheduleNodesDrain: RunNodeDrain's GetPodsForDeletion fails on
+    # labels.Parse -> upgrade-failed; the emptyDir trainer sends the node to the drain
+    body = '      podDeletion: {}\n      drain: {enable: true, podSelector: "app in (a"}\n'
+    code, out = rehearse(make_repo(tmp_path, body, SCRATCH_TRAINER))
+    assert code == 1
+    walked = [m["to"] for w in out["waves"] for m in w["nodes"] if m["node"] == "gpu-0"]
+    assert walked[-2:] == ["drain-required", "upgrade-failed"]
+    state, reason = first_node(out) or ("", "")
+    assert "is not a label selector, so the drain fails" in reason
+
+
+def test_gpu025_says_so_at_the_selector(tmp_path: Path) -> None:
+    body = (
+        '      podDeletion: {}\n      waitForCompletion: {podSelector: "job in (a"}\n'
+        '      drain:\n        enable: true\n        podSelector: "app in (a"\n'
+    )
+    root = make_repo(tmp_path, body)
+    result = run_main("check", str(root), "--format", "json", "--select", "GPU025", "--no-cache")
+    found = [
+        (f["location"]["line"], f["location"]["column"], f["severity"])
+        for f in json.loads(result.stdout)["findings"]
+    ]
+    assert found == [(12, 27, "error"), (15, 9, "error")]
+
+
+def test_an_unparsable_wait_selector_holds_the_later_steps_too(tmp_path: Path) -> None:
+    # upgrade_state.go ApplyState returns at ProcessWaitForJobsRequiredNodes' error, so
+    # ProcessValidationRequiredNodes never runs for gpu-1 while gpu-0 waits
+    state = "nvidia.com/gpu-driver-upgrade-state"
+    root = make_repo(tmp_path, DRAIN_OFF + '      waitForCompletion: {podSelector: "a in (b"}\n')
+    labels = {"gpu-0": {state: "wait-for-jobs-required"}, "gpu-1": {state: "validation-required"}}
+    gpu_cluster(root, 2, labels)
+    _, out = rehearse(root)
+    stalls = {s["node"]: (s["state"], s["reason"]) for s in out["stalls"]}
+    assert stalls["gpu-1"][0] == "validation-required"
+    assert stalls["gpu-1"][1].startswith("every reconcile fails before validation-required")

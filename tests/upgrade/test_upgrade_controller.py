@@ -297,6 +297,27 @@ POLICY = [
         "helm",
         [(("maxUnavailable",), "warning")],
     ),
+    (
+        # pod_manager.go ScheduleCheckOnPodCompletion: ListPods with the selector fails
+        "waitForCompletion selector unparsable",
+        {"autoUpgrade": True, "podDeletion": {}, "waitForCompletion": {"podSelector": "a in (b"}},
+        "clusterpolicy",
+        [(("waitForCompletion", "podSelector"), "error")],
+    ),
+    (
+        # drain.go GetPodsForDeletion: labels.Parse of the selector + the skip selector
+        "drain selector unparsable",
+        {"autoUpgrade": True, "podDeletion": {}, "drain": {"enable": True, "podSelector": "a,"}},
+        "clusterpolicy",
+        [(("drain", "podSelector"), "error")],
+    ),
+    (
+        # ProcessDrainNodes: a disabled drain never parses it
+        "drain selector unparsable, drain off",
+        {"autoUpgrade": True, "podDeletion": {}, "drain": {"podSelector": "a in (b"}},
+        "clusterpolicy",
+        [],
+    ),
     ("autoUpgrade off: nothing is read", {"maxUnavailable": "5"}, "clusterpolicy", []),
     (
         "valid",

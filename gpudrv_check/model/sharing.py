@@ -125,10 +125,12 @@ def _node_sharing(sharing: Sharing, node: Node) -> NodeSharing:
     if sharing.missing:
         error = f'configmap "{sharing.name}" not found'
         return NodeSharing(node, key, from_label, None, error)
-    if key is None:
-        return NodeSharing(node, None, from_label, SharingConfig("none"))
+    # cmd/config-manager updateConfigName lists the files before it looks at the label, the
+    # default or the fallbacks: a ConfigMap without keys fails even with no config asked for
     if not sharing.entries:
         return NodeSharing(node, key, from_label, None, "no configuration files available")
+    if key is None:
+        return NodeSharing(node, None, from_label, SharingConfig("none"))
     entry = sharing.entries.get(key)
     if entry is None:
         # cmd/config-manager updateConfigName prints the label's value, "" for the default

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gpudrv_check.core.finding import Severity
 from tests.conftest import write
 from tests.rules.test_placement_rules import found
@@ -234,3 +236,129 @@ def test_each_refused_config_gets_the_fix_of_its_error(tmp_path: Path) -> None:
     )
     assert hints["flat"] is not None and hints["flat"].startswith("Write `sharing:` as a mapping")
     assert hints["one"] is not None and "N >= 2" in hints["one"]
+
+
+def sharing_repo(data: str, default: str = "", pods: str = "") -> str:
+    """A ClusterPolicy naming ConfigMap dp, the ConfigMap with `data`, one GPU node, `pods`."""
+    config = f"{{name: dp, default: {default}}}" if default else "{name: dp}"
+    return (
+        "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cluster-policy}\n"
+        f"spec:\n  devicePlugin:\n    config: {config}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dp, namespace: gpu-operator}\n"
+        f"{data}---\n"
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-0\n"
+        '  labels: {nvidia.com/gpu.present: "true", nvidia.com/gpu.product: Tesla-T4}\n' + pods
+    )
+
+
+def test_an_empty_config_map_fails_nodes_that_ask_for_no_config(tmp_path: Path) -> None:
+    """cmd/config-manager updateConfigName: "no configuration files available" is returned
+    before the label, the default and the fallbacks are looked at."""
+    text = sharing_repo("data: {}\n")
+    write(tmp_path, "all.yaml", text)
+    [f] = found(tmp_path, "GPU033")
+    assert (f.location.line, f.location.column) == (text.splitlines().index("data: {}") + 1, 1)
+    assert f.severity == Severity.ERROR
+    assert '("no configuration files available")' in f.message and "(gpu-0: no " in f.message
+    assert f.hint == (
+        "Add a config key to ConfigMap dp (e.g. `any: |` with `version: v1`), or unset "
+        "devicePlugin.config.name to share no GPU."
+    )
+    # one key and no default: FALLBACK_STRATEGIES=empty, the node shares nothing, no finding
+    write(tmp_path, "all.yaml", sharing_repo("data:\n  a: 'version: v1'\n"))
+    assert found(tmp_path, "GPU033") == []
+
+
+def config_map(**configs: str) -> str:
+    return "data:\n" + "".join(
+        f"  {key}: |\n" + "".join(f"    {line}\n" for line in text.splitlines())
+        for key, text in configs.items()
+    )
+
+
+TS = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: NAME, replicas: 4EXTRA}\n"
+
+
+@pytest.mark.parametrize(
+    ("config", "error", "hint"),
+    [
+        # replicas.go ReplicatedDevices.UnmarshalJSON
+        (
+            TS.replace("NAME", "nvidia.com/gpu").replace("EXTRA", ", devices: some"),
+            "sharing.timeSlicing: devices set as 'some' but the only valid string input is 'all'",
+            "Remove `devices:` or write `devices: all`: the device plugin shares every device (a "
+            "count or a list of devices is read, then ignored).",
+        ),
+        # config.go parseConfigFrom decodes mps and timeSlicing both
+        (
+            "version: v1\nsharing:\n  mps:\n    resources:\n    - {name: gpu, replicas: 4}\n"
+            "  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 1}\n",
+            "sharing.timeSlicing: number of replicas must be >= 2 (the plugin reads this section "
+            "too, although mps applies)",
+            "Remove the timeSlicing section (mps is the one that applies), or: A sharing config "
+            "needs `resources: [{name: nvidia.com/gpu, replicas: N}]`, N >= 2.",
+        ),
+        # resources.go NewResourceName
+        (
+            TS.replace("NAME", "My_GPU").replace("EXTRA", ""),
+            "sharing.timeSlicing: incorrect format for resource name 'nvidia.com/My_GPU'",
+            "Name the resource to share as the plugin advertises it, e.g. `nvidia.com/gpu`.",
+        ),
+    ],
+)
+def test_refused_configs_at_their_key(tmp_path: Path, config: str, error: str, hint: str) -> None:
+    text = sharing_repo(config_map(cfg=config), default="cfg")
+    write(tmp_path, "all.yaml", text)
+    [f] = found(tmp_path, "GPU033")
+    assert (f.location.line, f.location.column) == (text.splitlines().index("  cfg: |") + 1, 3)
+    assert f.message.startswith(f"device-plugin config cfg of ConfigMap dp is refused: {error}")
+    assert f.message.endswith("(1 node(s) select it: gpu-0)")
+    assert f.hint == hint
+
+
+def deployment(name: str, limits: str) -> str:
+    return (
+        f"---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: ml}}\n"
+        f"spec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n"
+        f"    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers:\n"
+        f"      - name: c\n        image: busybox\n        resources:\n"
+        f"          limits: {{{limits}}}\n"
+    )
+
+
+def test_renamed_requests_are_read_under_the_shared_name(tmp_path: Path) -> None:
+    """internal/rm/rm.go ValidateRequest runs in the plugin serving nvidia.com/gpu.shared: a
+    pod asking for 2 of it is refused; one asking for nvidia.com/gpu asks for no replica."""
+    config = TS.replace("NAME", "nvidia.com/gpu").replace("EXTRA", "")
+    config = config.replace("  timeSlicing:\n", "  timeSlicing:\n    renameByDefault: true\n")
+    config = config.replace(
+        "    resources:", "    failRequestsGreaterThanOne: true\n    resources:"
+    )
+    pods = deployment("shared2", "nvidia.com/gpu.shared: 2") + deployment(
+        "plain2", "nvidia.com/gpu: 2"
+    )
+    text = sharing_repo(config_map(cfg=config), default="cfg", pods=pods)
+    write(tmp_path, "all.yaml", text)
+    [f] = found(tmp_path, "GPU033")
+    assert f.severity == Severity.ERROR
+    assert f.message.startswith(
+        "Deployment ml/shared2 requests 2 nvidia.com/gpu.shared per pod on shared GPUs (gpu-0)"
+    )
+    assert '("maximum request size for shared resources is 1; found 2")' in f.message
+    line = text.splitlines().index("          limits: {nvidia.com/gpu.shared: 2}") + 1
+    assert (f.location.line, f.location.column) == (line, 20)
+
+
+def test_a_short_resource_name_shares_nvidia_com_gpu(tmp_path: Path) -> None:
+    """resources.go NewResourceName: `name: gpu` is nvidia.com/gpu, so MPS refuses 2 of it and
+    GFD writes the -SHARED product, as with the full name."""
+    mps = "version: v1\nsharing:\n  mps:\n    resources:\n    - {name: NAME, replicas: 4}\n"
+    pods = deployment("infer", "nvidia.com/gpu: 2")
+    got = []
+    for name in ("gpu", "nvidia.com/gpu"):
+        text = sharing_repo(config_map(cfg=mps.replace("NAME", name)), "cfg", pods)
+        write(tmp_path, "all.yaml", text)
+        got.append([(f.severity, f.message) for f in found(tmp_path, "GPU033")])
+    assert got[0] == got[1]
+    assert [s for s, _ in got[0]] == [Severity.ERROR]
+    assert "requests 2 nvidia.com/gpu per pod on shared GPUs (gpu-0)" in got[0][0][1]

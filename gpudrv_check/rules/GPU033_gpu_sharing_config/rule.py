@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpudrv_check.core.finding import Finding, Severity
-from gpudrv_check.model.pending import node_names
+from gpudrv_check.model.pending import node_names, resource_request_path
 from gpudrv_check.model.sharing import Sharing, build_sharing
-from gpudrv_check.model.workload import GPU_RESOURCE, Workload
+from gpudrv_check.model.workload import Workload
 from gpudrv_check.nvidia.device_plugin import (
     CONFIG_LABEL,
     PRODUCT_LABEL,
     TOO_LARGE,
+    UNUSED_SECTION,
     shared_product,
 )
 from gpudrv_check.rules.context import Context
@@ -56,7 +57,7 @@ def _config_findings(ctx: Context, sharing: Sharing) -> Iterator[Finding]:
 
 
 #: the fix of a refused config, by the start of what the plugin says (nvidia/device_plugin.py
-#: `parse_sharing_config`); a sharing section's errors get the shape of one
+#: `parse_sharing_config`), a sharing section's `sharing.<section>: ` taken off first
 _CONFIG_HINTS = (
     ("unknown version", "Set `version: v1`, the only version the device plugin reads."),
     (
@@ -70,15 +71,32 @@ _CONFIG_HINTS = (
         "sharing must be a mapping",
         "Write `sharing:` as a mapping: `timeSlicing:` or `mps:` with its `resources:`.",
     ),
+    (
+        "devices set as",
+        "Remove `devices:` or write `devices: all`: the device plugin shares every device (a "
+        "count or a list of devices is read, then ignored).",
+    ),
+    ("unsupported type for device", "List devices by index (`0`, `0:1`) or by GPU or MIG UUID."),
+    ("unrecognized type for devices", "Remove `devices:` or write `devices: all`."),
+    (
+        "fully-qualified resource name",
+        "Name the resource to share as the plugin advertises it, e.g. `nvidia.com/gpu`.",
+    ),
+    (
+        "incorrect format for resource name",
+        "Name the resource to share as the plugin advertises it, e.g. `nvidia.com/gpu`.",
+    ),
 )
 _SHARING_HINT = "A sharing config needs `resources: [{name: nvidia.com/gpu, replicas: N}]`, N >= 2."
 
 
 def _config_hint(error: str) -> str:
-    for start, hint in _CONFIG_HINTS:
-        if error.startswith(start):
-            return hint
-    return _SHARING_HINT
+    section, _, rest = error.partition(": ")
+    cause = rest if section.startswith("sharing.") else error
+    hint = next((h for start, h in _CONFIG_HINTS if cause.startswith(start)), _SHARING_HINT)
+    if error.endswith(UNUSED_SECTION):
+        return f"Remove the timeSlicing section (mps is the one that applies), or: {hint}"
+    return hint
 
 
 def _users(sharing: Sharing) -> dict[str, list[str]]:
@@ -99,8 +117,12 @@ def _node_findings(ctx: Context, sharing: Sharing) -> Iterator[Finding]:
     add = f"add a config key to ConfigMap {sharing.name} (e.g. `any: |` with `version: v1`)"
     defaults_missing: list[str] = []
     default_error = ""
+    unset: list[str] = []  # no label, no default: the empty ConfigMap alone fails them
     for state in sharing.nodes.values():
-        if state.config is not None or state.error is None or state.key is None:
+        if state.config is not None or state.error is None:
+            continue
+        if state.key is None:
+            unset.append(state.node.name)
             continue
         if state.key not in sharing.entries and not state.from_label:
             defaults_missing.append(state.node.name)
@@ -134,37 +156,65 @@ def _node_findings(ctx: Context, sharing: Sharing) -> Iterator[Finding]:
             if sharing.entries
             else f"The ConfigMap has no key: {add}.",
         )
+    if unset:
+        yield _no_keys_finding(ctx, sharing, unset, add)
+
+
+def _no_keys_finding(ctx: Context, sharing: Sharing, nodes: list[str], add: str) -> Finding:
+    """A ConfigMap without keys, on nodes that ask for no config (cmd/config-manager
+    updateConfigName: "no configuration files available" comes before the fallbacks)."""
+    message = (
+        f"ConfigMap {sharing.name} (devicePlugin.config.name) has no config key: even on the "
+        f"nodes that name no config ({node_names(nodes)}: no {CONFIG_LABEL}, no "
+        'devicePlugin.config.default) the config manager fails ("no configuration files '
+        'available") and takes the device plugin and GFD down, so their GPUs are not advertised'
+    )
+    hint = f"{add[0].upper()}{add[1:]}, or unset devicePlugin.config.name to share no GPU."
+    if sharing.manifest is not None:
+        manifest = sharing.manifest
+        path = ("data",) if manifest.get("data") is not None else ("metadata",)
+        return ctx.finding(ID, manifest, path, message, hint)
+    where = ("devicePlugin", "config", "data")
+    return ctx.config_finding(ID, sharing.operator, where, message, hint)
 
 
 def _request_finding(ctx: Context, sharing: Sharing, workload: Workload) -> Finding | None:
-    if workload.gpus <= 1 or not workload.has_pods:
+    """A pod asking for more than one replica of a shared resource, under the name the plugin
+    advertises it (``<name>.shared`` with renameByDefault: internal/rm/rm.go ``ValidateRequest``
+    runs in the plugin serving that name)."""
+    if not workload.has_pods:
         return None
-    shared = []
-    failing = False
+    shared: dict[str, list[str]] = {}  # advertised name -> the nodes sharing it
+    failing: set[str] = set()
     for node in ctx.repo.placement.eligible(workload):
         state = sharing.of(node)
         config = state.config if state is not None else None
-        if config is not None and config.replicated(GPU_RESOURCE) is not None:
-            shared.append(node.name)
-            failing = failing or config.fail_requests_greater_than_one
+        for replicated in config.resources if config is not None else ():
+            name = replicated.advertised_name
+            if workload.requests.get(name, 0) > 1:
+                shared.setdefault(name, []).append(node.name)
+                if config is not None and config.fail_requests_greater_than_one:
+                    failing.add(name)
     if not shared:
         return None
-    who = workload.title
-    if failing:
+    resource = min(failing) if failing else min(shared)
+    amount = workload.requests[resource]
+    count = str(amount.numerator) if amount.denominator == 1 else str(float(amount))
+    who, nodes = workload.title, node_names(shared[resource])
+    if resource in failing:
         message = (
-            f"{who} requests {workload.gpus} {GPU_RESOURCE} per pod on shared GPUs "
-            f"({node_names(shared)}): the device plugin refuses the allocation "
-            f'("{TOO_LARGE.format(n=workload.gpus)}") and the pod fails to start'
+            f"{who} requests {count} {resource} per pod on shared GPUs ({nodes}): the device "
+            f'plugin refuses the allocation ("{TOO_LARGE.format(n=count)}") and the pod fails '
+            "to start"
         )
         severity = Severity.ERROR
     else:
         message = (
-            f"{who} requests {workload.gpus} {GPU_RESOURCE} per pod on time-sliced GPUs "
-            f"({node_names(shared)}): replicas of one GPU give it no more compute or memory, "
-            "only more claims on the same devices"
+            f"{who} requests {count} {resource} per pod on time-sliced GPUs ({nodes}): replicas "
+            "of one GPU give it no more compute or memory, only more claims on the same devices"
         )
         severity = Severity.WARNING
-    path = workload.gpu_request_path() or workload.spec_path
+    path = resource_request_path(workload, resource) or workload.spec_path
     hint = "Request 1 shared GPU per pod, or run the workload on nodes without sharing."
     return ctx.finding(ID, workload.manifest, path, message, hint, severity=severity)
 

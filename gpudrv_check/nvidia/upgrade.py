@@ -166,7 +166,9 @@ def _field_ok(name: str, value: object) -> bool:
 
 
 def _raw_section(raw: Mapping[str, Any], name: str, source: str) -> object:
-    if source == "helm" and name == "podDeletion" and HELM_POD_DELETION_KEY in raw:
+    # the chart's template fills the ClusterPolicy's podDeletion from gpuPodDeletion.* only
+    # (clusterpolicy.yaml, v25.3.0 and later): a podDeletion key in the values is not read
+    if source == "helm" and name == "podDeletion":
         return raw.get(HELM_POD_DELETION_KEY)
     return raw.get(name)
 
@@ -342,6 +344,17 @@ def upgrade_policy_findings(raw: object, source: str = "clusterpolicy") -> list[
     if found is not None:
         problems.append(found)
     problems.extend(_selector_problems(policy))
+    if source == "helm" and raw.get("podDeletion") is not None:
+        problems.append(
+            PolicyProblem(
+                ("podDeletion",),
+                "the gpu-operator chart does not read podDeletion in its values: it renders "
+                f"the ClusterPolicy's podDeletion from {HELM_POD_DELETION_KEY} (force, "
+                "timeoutSeconds, deleteEmptyDir), so these settings are not applied",
+                "warning",
+                f"Rename the key to {HELM_POD_DELETION_KEY}.",
+            )
+        )
     if source == "clusterpolicy" and raw.get("podDeletion") is None:
         problems.append(
             PolicyProblem(

@@ -191,7 +191,11 @@ def test_overrides_are_kept() -> None:
     [
         ({"gpuPodDeletion": {"timeoutSeconds": 60}}, "helm", 60),
         ({"gpuPodDeletion": {"timeoutSeconds": 60}}, "clusterpolicy", 300),
-        ({"podDeletion": {"timeoutSeconds": 90}}, "helm", 90),
+        # gpu-operator templates/clusterpolicy.yaml (v25.3.0, main) renders podDeletion from
+        # .Values.driver.upgradePolicy.gpuPodDeletion.* only: a podDeletion key is not read
+        ({"podDeletion": {"timeoutSeconds": 90}}, "helm", 300),
+        ({"podDeletion": {"timeoutSeconds": 90}, "gpuPodDeletion": {}}, "helm", 300),
+        ({"podDeletion": {"timeoutSeconds": 90}}, "clusterpolicy", 90),
     ],
 )
 def test_helm_pod_deletion_key(raw, source, timeout) -> None:

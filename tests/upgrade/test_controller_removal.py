@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cluster_policy, run_main, write
+from tests.conftest import cluster_policy, helm_release, run_main, write
 from tests.upgrade.conftest import gpu_cluster
 
 GPU = "        resources: {limits: {nvidia.com/gpu: 1}}\n"
@@ -467,3 +467,36 @@ def test_an_unparsable_wait_selector_holds_the_later_steps_too(tmp_path: Path) -
     stalls = {s["node"]: (s["state"], s["reason"]) for s in out["stalls"]}
     assert stalls["gpu-1"][0] == "validation-required"
     assert stalls["gpu-1"][1].startswith("every reconcile fails before validation-required")
+
+
+def helm_repo(tmp_path: Path, upgrade_policy: str, *workloads: str) -> Path:
+    """gpu-0 and gpu-1 with a Flux HelmRelease of the chart whose values hold
+    ``upgrade_policy`` (keys indented for driver.upgradePolicy)."""
+    root = tmp_path / "repo"
+    gpu_cluster(root, 2)
+    write(root, "gpu-operator.yaml", helm_release("v25.3.0", HELM_VALUES + upgrade_policy))
+    if workloads:
+        (root / "work.yaml").write_text("---\n".join(workloads))
+    return root
+
+
+HELM_VALUES = (
+    "  values:\n    driver:\n      upgradePolicy:\n"
+    '        autoUpgrade: true\n        maxUnavailable: "50%"\n'
+)
+FREE_TRAINER = SCRATCH_TRAINER.replace("      nodeSelector: {kubernetes.io/hostname: gpu-0}\n", "")
+
+
+@pytest.mark.parametrize(
+    ("case", "values", "state"),
+    [
+        # templates/clusterpolicy.yaml: podDeletion.deleteEmptyDir comes from
+        # gpuPodDeletion.deleteEmptyDir | default false; a podDeletion key is not read
+        ("podDeletion-key", "        podDeletion: {deleteEmptyDir: true}\n", "upgrade-failed"),
+        ("gpuPodDeletion-key", "        gpuPodDeletion: {deleteEmptyDir: true}\n", None),
+    ],
+)
+def test_chart_values_for_pod_deletion(tmp_path: Path, case: str, values: str, state) -> None:
+    _, out = rehearse(helm_repo(tmp_path, values, FREE_TRAINER))
+    stall = first_node(out)
+    assert (stall[0] if stall else None) == state, (case, stall)

@@ -318,6 +318,14 @@ POLICY = [
         "clusterpolicy",
         [],
     ),
+    (
+        # templates/clusterpolicy.yaml renders podDeletion from gpuPodDeletion.* only
+        "podDeletion in chart values is not read",
+        {"podDeletion": {"deleteEmptyDir": True}},
+        "helm",
+        [(("podDeletion",), "warning")],
+    ),
+    ("gpuPodDeletion in chart values", {"gpuPodDeletion": {"deleteEmptyDir": True}}, "helm", []),
     ("autoUpgrade off: nothing is read", {"maxUnavailable": "5"}, "clusterpolicy", []),
     (
         "valid",

@@ -23,7 +23,7 @@ from gpudrv_check.core.records import record
 from gpudrv_check.k8s.selector_string import Matcher, parse_selector
 from gpudrv_check.model.operator import OperatorConfig
 from gpudrv_check.nvidia.operands import sandbox_workloads_enabled
-from gpudrv_check.nvidia.upgrade import effective_upgrade_policy
+from gpudrv_check.nvidia.upgrade import controller_max_unavailable, effective_upgrade_policy
 from gpudrv_check.nvidia.upgrade_controller import drain_selector, is_gpu_pod
 
 if TYPE_CHECKING:
@@ -46,9 +46,11 @@ class UpgradeFlow:
 
     @property
     def raw_max_unavailable(self) -> object:
-        """maxUnavailable as written (the effective policy replaces a value it cannot use)."""
-        raw = self.config.get(*POLICY_PATH) if self.config is not None else None
-        return raw.get("maxUnavailable") if isinstance(raw, dict) else None
+        """maxUnavailable as the ClusterPolicy holds it, chart values rendered (the effective
+        policy replaces a value it cannot use)."""
+        if self.config is None:
+            return None
+        return controller_max_unavailable(self.config.get(*POLICY_PATH), policy_source(self.config))
 
     @property
     def drain_enabled(self) -> bool:

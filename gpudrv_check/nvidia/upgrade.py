@@ -12,6 +12,8 @@ defaults from ``api/upgrade/v1alpha1/upgrade_spec.go`` (CRD) and the gpu-operato
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -165,12 +167,78 @@ def _field_ok(name: str, value: object) -> bool:
     return False
 
 
+#: The chart's template (templates/clusterpolicy.yaml, v25.3.0 and main) prints every
+#: upgradePolicy field unquoted, these ones through Sprig's `| default`, which replaces an
+#: empty value (nil, false, 0, "", an empty list or map) by the given one.
+HELM_TEMPLATE_DEFAULTS: Mapping[str, Any] = {
+    "autoUpgrade": False,
+    "maxParallelUpgrades": 0,
+    "maxUnavailable": "25%",
+    "force": False,
+    "deleteEmptyDir": False,
+    "enable": False,
+}
+
+# The words and numbers YAML 1.1 reads as other than a string, as the manifest decoder that
+# reads the rendered chart applies them (sigs.k8s.io/yaml, go-yaml v2 resolve). The reader has
+# the full resolver (read/yaml_docs.py resolve_plain); nvidia/ may not import read/, and only
+# a value printed from a string in the values comes back here.
+_YAML11_WORDS: Mapping[str, bool | None] = {
+    **dict.fromkeys(("", "~", "null", "Null", "NULL")),
+    **dict.fromkeys(
+        ("true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON"), True
+    ),
+    **dict.fromkeys(
+        ("false", "False", "FALSE", "n", "N", "no", "No", "NO", "off", "Off", "OFF"), False
+    ),
+}
+_YAML11_INT = re.compile(r"[-+]?(?:0[bB][01]+|0[oO][0-7]+|0[xX][0-9a-fA-F]+|[0-9]+)\Z")
+_YAML11_OCTAL = re.compile(r"[-+]?0[0-7]+\Z")
+_YAML11_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
+
+
+def _unquoted(text: str) -> object:
+    """What a string printed unquoted into YAML reads back as: null, a bool, an int (go-yaml
+    v2 drops "_" and calls strconv.ParseInt with base 0: 0x, 0o, 0b, a leading 0 for octal,
+    64 bits), else a float, else the string itself."""
+    if text in _YAML11_WORDS:
+        return _YAML11_WORDS[text]
+    plain = text.replace("_", "")
+    if _YAML11_INT.match(plain):
+        try:
+            number = int(plain, 8) if _YAML11_OCTAL.match(plain) else int(plain, 0)
+        except ValueError:  # "08": not an int in base 0, a float below
+            number = None
+        if number is not None and -(2**63) <= number < 2**64:
+            return number
+    if _YAML11_FLOAT.match(plain) and math.isfinite(float(plain)):
+        return float(plain)
+    return text
+
+
+def _helm_rendered(name: str, value: object) -> object:
+    """A field of the values as the ClusterPolicy the chart renders holds it: the template's
+    default for an empty value (`not value` is Sprig's `empty` for YAML data), else the value
+    printed unquoted and read back (`"2"` is 2, `"false"` is false, `"25%"` stays)."""
+    if name in HELM_TEMPLATE_DEFAULTS and not value:
+        return HELM_TEMPLATE_DEFAULTS[name]
+    return _unquoted(value) if isinstance(value, str) else value
+
+
 def _raw_section(raw: Mapping[str, Any], name: str, source: str) -> object:
     # the chart's template fills the ClusterPolicy's podDeletion from gpuPodDeletion.* only
     # (clusterpolicy.yaml, v25.3.0 and later): a podDeletion key in the values is not read
     if source == "helm" and name == "podDeletion":
         return raw.get(HELM_POD_DELETION_KEY)
     return raw.get(name)
+
+
+def _as_rendered(name: str, value: object, source: str) -> object:
+    """A scalar field as the ClusterPolicy holds it; None (unset) keeps the default, which
+    for chart values is the chart's values.yaml."""
+    if source != "helm" or value is None:
+        return value
+    return _helm_rendered(name, value)
 
 
 def _merge(raw: object, source: str, problems: list[str] | None) -> dict[str, Any]:
@@ -183,6 +251,8 @@ def _merge(raw: object, source: str, problems: list[str] | None) -> dict[str, An
     effective: dict[str, Any] = {}
     for name, default in defaults.items():
         value = _raw_section(raw, name, source)
+        if not isinstance(default, Mapping):
+            value = _as_rendered(name, value, source)
         if isinstance(default, Mapping):
             section: dict[str, Any] = dict(default)
             if value is not None and not isinstance(value, Mapping):
@@ -190,7 +260,7 @@ def _merge(raw: object, source: str, problems: list[str] | None) -> dict[str, An
                     problems.append(f"{name} is not a mapping")
             elif value is not None:
                 for field in default:
-                    field_value = value.get(field)
+                    field_value = _as_rendered(field, value.get(field), source)
                     if field_value is None:
                         continue
                     if _field_ok(field, field_value):
@@ -216,16 +286,14 @@ def effective_upgrade_policy(raw: object, source: str = "clusterpolicy") -> dict
     ``maxParallelUpgrades`` 1, ``maxUnavailable`` 25%, ``waitForCompletion.timeoutSeconds`` 0 =
     wait forever, pod deletion and drain timeouts 300 s, ``drain.enable`` false).
     ``source="helm"`` applies the gpu-operator chart defaults instead, which differ only in
-    ``autoUpgrade`` (true), and reads the chart's ``gpuPodDeletion`` as ``podDeletion``.
+    ``autoUpgrade`` (true), reads the chart's ``gpuPodDeletion`` as ``podDeletion``, and reads
+    each field as the chart renders it (``HELM_TEMPLATE_DEFAULTS``, ``_helm_rendered``).
 
     Sub-objects missing from ``raw`` are filled as if present: the CRD only defaults an object
     that exists, but a missing one behaves the same (no drain, default timeouts). Values of the
     wrong type fall back to the default; ``upgrade_policy_problems`` lists them.
     """
-    effective = _merge(raw, "helm" if source == "helm" else "clusterpolicy", None)
-    if source == "helm" and effective.get("maxUnavailable") == 0:
-        effective["maxUnavailable"] = HELM_EMPTY_MAX_UNAVAILABLE  # the chart's `| default`
-    return effective
+    return _merge(raw, "helm" if source == "helm" else "clusterpolicy", None)
 
 
 def upgrade_policy_problems(raw: object, source: str = "clusterpolicy") -> list[str]:
@@ -233,11 +301,6 @@ def upgrade_policy_problems(raw: object, source: str = "clusterpolicy") -> list[
     problems: list[str] = []
     _merge(raw, "helm" if source == "helm" else "clusterpolicy", problems)
     return problems
-
-
-#: The chart renders ``maxUnavailable: {{ … | default "25%" }}``: Helm's ``default`` treats 0
-#: as empty, so 0 in the values becomes 25% in the ClusterPolicy.
-HELM_EMPTY_MAX_UNAVAILABLE = "25%"
 
 
 @record(frozen=True)
@@ -250,13 +313,28 @@ class PolicyProblem:
     hint: str | None = None  # the fix, when the path alone does not decide it
 
 
+def controller_max_unavailable(raw: object, source: str = "clusterpolicy") -> object:
+    """maxUnavailable as the ClusterPolicy holds it (chart values: as the chart renders them);
+    None when not written."""
+    value = raw.get("maxUnavailable") if isinstance(raw, Mapping) else None
+    return _as_rendered("maxUnavailable", value, source)
+
+
+#: how to write maxUnavailable, per source: the chart prints the value unquoted
+_MAX_UNAVAILABLE_HINTS = {
+    "clusterpolicy": 'Write maxUnavailable as an integer (`2`) or a percentage string (`"25%"`).',
+    "helm": "Write maxUnavailable as a whole number (`2`; the chart prints it unquoted, so "
+    '`"2"` is 2 as well) or a percentage (`25%`).',
+}
+
+
 def _max_unavailable_problem(raw: Mapping[str, Any], source: str) -> PolicyProblem | None:
     from gpudrv_check.nvidia.upgrade_controller import max_unavailable_error
 
-    value = raw.get("maxUnavailable")
-    if value is None:
+    written = raw.get("maxUnavailable")
+    if written is None:
         return None
-    if source == "helm" and value == 0 and not isinstance(value, bool):
+    if source == "helm" and written == 0 and not isinstance(written, bool):
         return PolicyProblem(
             ("maxUnavailable",),
             "maxUnavailable 0 is rendered as 25% by the gpu-operator chart "
@@ -266,25 +344,34 @@ def _max_unavailable_problem(raw: Mapping[str, Any], source: str) -> PolicyProbl
             "Write maxUnavailable: 1 (or the count or percentage you mean): the chart renders 0 "
             'as "25%".',
         )
+    value = controller_max_unavailable(raw, source)
+    # say what the chart made of a string it printed unquoted ("2" -> 2, "5.5" -> 5.5)
+    shown = (
+        f"the chart prints {written!r} unquoted, so the ClusterPolicy holds {value!r}: "
+        if value != written or type(value) is not type(written)
+        else ""
+    )
     error = max_unavailable_error(value)
     if error is not None:
         return PolicyProblem(
             ("maxUnavailable",),
-            f"{error}. The upgrade controller cannot scale it "
+            f"{shown}{error}. The upgrade controller cannot scale it "
             "(GetScaledValueFromIntOrPercent) and fails every reconcile: no node is upgraded",
             "error",
+            _MAX_UNAVAILABLE_HINTS[source],
         )
     parsed = parse_int_or_percent(value)
     # a percentage of at least one node rounds up to 1 or more; 0 or less stays there
     if parsed is not None and parsed.amount <= 0:
         return PolicyProblem(
             ("maxUnavailable",),
-            f"maxUnavailable {value} scales to {'0' if parsed.amount == 0 else '0 or less'} "
-            "and admits no node (GetUpgradesAvailable: 0 unavailable nodes already reach the "
-            "limit); only nodes cordoned by hand are upgraded",
+            f"{shown}maxUnavailable {value} scales to "
+            f"{'0' if parsed.amount == 0 else '0 or less'} and admits no node "
+            "(GetUpgradesAvailable: 0 unavailable nodes already reach the limit); only nodes "
+            "cordoned by hand are upgraded",
             "warning",
-            "Set maxUnavailable: 1 (or more, or a percentage string) so that the controller "
-            "upgrades nodes.",
+            "Set maxUnavailable: 1 (or more, or a percentage) so that the controller upgrades "
+            "nodes.",
         )
     return None
 

@@ -243,6 +243,45 @@ def test_max_unavailable_as_intstr_parses_it(written, kept) -> None:
     assert effective_upgrade_policy({"maxUnavailable": written})["maxUnavailable"] == kept
 
 
+# gpu-operator deployments/gpu-operator/templates/clusterpolicy.yaml (v25.3.0 and main) prints
+# each field unquoted; autoUpgrade, maxParallelUpgrades, maxUnavailable, force, deleteEmptyDir
+# and enable through `| default …`; the rendered text is read as YAML 1.1 (sigs.k8s.io/yaml)
+HELM_RENDERED = [
+    # (values, where in the effective policy, value there)
+    ({"maxUnavailable": "2"}, ("maxUnavailable",), 2),
+    ({"maxUnavailable": "0"}, ("maxUnavailable",), 0),  # a non-empty string: no default
+    ({"maxUnavailable": 0}, ("maxUnavailable",), "25%"),  # `| default "25%"`
+    ({"maxUnavailable": "25%"}, ("maxUnavailable",), "25%"),
+    ({"maxUnavailable": "0x10"}, ("maxUnavailable",), 16),  # go-yaml v2: ParseInt base 0
+    ({"autoUpgrade": "false"}, ("autoUpgrade",), False),
+    ({"autoUpgrade": "off"}, ("autoUpgrade",), False),  # YAML 1.1
+    ({"autoUpgrade": False}, ("autoUpgrade",), False),  # `| default false`
+    ({"maxParallelUpgrades": "3"}, ("maxParallelUpgrades",), 3),
+    ({"maxParallelUpgrades": 0}, ("maxParallelUpgrades",), 0),  # `| default 0`
+    ({"gpuPodDeletion": {"force": "true"}}, ("podDeletion", "force"), True),
+    ({"gpuPodDeletion": {"timeoutSeconds": "600"}}, ("podDeletion", "timeoutSeconds"), 600),
+    ({"gpuPodDeletion": {"timeoutSeconds": ""}}, ("podDeletion", "timeoutSeconds"), 300),  # null
+    ({"drain": {"enable": "yes"}}, ("drain", "enable"), True),
+    ({"drain": {"podSelector": "app=web"}}, ("drain", "podSelector"), "app=web"),
+]
+
+
+@pytest.mark.parametrize(("values", "path", "expected"), HELM_RENDERED)
+def test_chart_values_read_as_the_chart_renders_them(values, path, expected) -> None:
+    policy: object = effective_upgrade_policy(values, "helm")
+    for key in path:
+        assert isinstance(policy, dict)
+        policy = policy[key]
+    assert policy == expected
+    assert type(policy) is type(expected)
+
+
+def test_a_clusterpolicy_is_read_as_written() -> None:
+    # no template: the API server would refuse "2" for an int field; the default stands
+    policy = effective_upgrade_policy({"maxParallelUpgrades": "2", "autoUpgrade": "false"})
+    assert (policy["maxParallelUpgrades"], policy["autoUpgrade"]) == (1, False)
+
+
 def test_defaults_are_not_shared_between_calls() -> None:
     first = effective_upgrade_policy(None)
     first["drain"]["enable"] = True

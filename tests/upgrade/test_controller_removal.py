@@ -500,3 +500,28 @@ def test_chart_values_for_pod_deletion(tmp_path: Path, case: str, values: str, s
     _, out = rehearse(helm_repo(tmp_path, values, FREE_TRAINER))
     stall = first_node(out)
     assert (stall[0] if stall else None) == state, (case, stall)
+
+
+@pytest.mark.parametrize(
+    ("case", "values", "admitted"),
+    [
+        # templates/clusterpolicy.yaml prints both unquoted: "2" is the int 2
+        (
+            "quoted-numbers",
+            '        maxParallelUpgrades: "2"\n        maxUnavailable: "2"\n',
+            ["gpu-0", "gpu-1"],
+        ),
+        # `| default false` keeps the non-empty string, printed as false: the controller is off
+        # and the rehearsal says it rehearses autoUpgrade: true with the rest as written
+        ("quoted-false", '        autoUpgrade: "false"\n', ["gpu-0"]),
+    ],
+)
+def test_chart_values_as_rendered(tmp_path: Path, case: str, values: str, admitted) -> None:
+    root = helm_repo(tmp_path, values)
+    (root / "gpu-operator.yaml").write_text(
+        (root / "gpu-operator.yaml").read_text().replace("        autoUpgrade: true\n", "", 1)
+    )
+    code, out = rehearse(root)
+    assert (code, out["admitted"]) == (0, admitted), case
+    off = any("does not turn the upgrade controller on" in n for n in out["notes"])
+    assert off is (case == "quoted-false"), out["notes"]

@@ -326,6 +326,27 @@ POLICY = [
         [(("podDeletion",), "warning")],
     ),
     ("gpuPodDeletion in chart values", {"gpuPodDeletion": {"deleteEmptyDir": True}}, "helm", []),
+    # templates/clusterpolicy.yaml prints `maxUnavailable: {{ … | default "25%" }}` unquoted
+    ('"5" in chart values is 5', {"maxUnavailable": "5"}, "helm", []),
+    (
+        '"0" in chart values is 0, not 25%',
+        {"maxUnavailable": "0"},
+        "helm",
+        [(("maxUnavailable",), "warning")],
+    ),
+    (
+        '"five" in chart values',
+        {"maxUnavailable": "five"},
+        "helm",
+        [(("maxUnavailable",), "error")],
+    ),
+    # `autoUpgrade: {{ … | default false }}`: "false" is printed as false
+    (
+        '"false" in chart values turns it off',
+        {"autoUpgrade": "false", "maxUnavailable": "x"},
+        "helm",
+        [],
+    ),
     ("autoUpgrade off: nothing is read", {"maxUnavailable": "5"}, "clusterpolicy", []),
     (
         "valid",
@@ -340,3 +361,12 @@ POLICY = [
 def test_policy_as_the_controller_reads_it(case, raw, source, expected) -> None:
     found = [(p.path, p.severity) for p in upgrade_policy_findings(raw, source)]
     assert found == expected, case
+
+
+def test_chart_values_hints_say_the_chart_prints_unquoted() -> None:
+    found = upgrade_policy_findings({"maxUnavailable": "5.5"}, "helm")
+    assert [p.severity for p in found] == ["error"]
+    assert found[0].message.startswith(
+        "the chart prints '5.5' unquoted, so the ClusterPolicy holds 5.5"
+    )
+    assert found[0].hint is not None and '`"2"` is 2 as well' in found[0].hint

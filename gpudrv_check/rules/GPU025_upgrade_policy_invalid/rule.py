@@ -19,8 +19,6 @@ from gpudrv_check.rules.context import Context
 ID = "GPU025"
 
 _HINTS = {
-    ("maxUnavailable",): "Write maxUnavailable as an integer (`2`) or a percentage string "
-    '(`"25%"`).',
     (): "Add `podDeletion: {timeoutSeconds: 300}` (or the fields you need) to upgradePolicy.",
 }
 

@@ -30,6 +30,18 @@ class Factor:
     path: Path
     default: int = 1
     add: int = 0
+    at_most: Path | None = None  # capped by this value when written (a Job's completions)
+
+
+@record(frozen=True)
+class Condition:
+    """A test on one value of the object (`zero_if`, `cases`): it is one of `values`, or it
+    is set at all (`present`). An unset value is `default` (the API's own default)."""
+
+    path: Path
+    values: tuple[Any, ...] = ()
+    present: bool | None = None
+    default: Any = None
 
 
 @record(frozen=True)
@@ -43,7 +55,11 @@ class Count:
     min: Path | None = None
     max: Path | None = None
     times: tuple[Factor, ...] = ()
-    zero_if: tuple[Path, ...] = ()
+    zero_if: tuple[Condition, ...] = ()
+    #: the object's suspend flag: no pods while it is true, unless Kueue admits the object
+    suspend: Path | None = None
+    #: (conditions, count): the first whose conditions all hold gives the count instead
+    cases: tuple[tuple[tuple[Condition, ...], Count], ...] = ()
 
 
 @record(frozen=True)
@@ -80,6 +96,8 @@ class TemplateRule:
     owner_scale: Count | str | None = None  # None: no scale subresource; "pods": the pod count
     #: pod spec fields the controller takes from elsewhere when the template leaves them unset
     defaults: Mapping[str, Path] = field(default_factory=dict)
+    #: fields of an `each` item the operator fills when they are unset (Volcano's task name)
+    item_defaults: Mapping[str, str] = field(default_factory=dict)
 
 
 @record(frozen=True)
@@ -102,6 +120,8 @@ class TrainerOverride:
     image: Path | None = None
     resources: Path | None = None
     count: Path | None = None  # the template's pod count
+    #: where the used object gives the count when this one does not (a runtime's numNodes)
+    fallback_count: Path | None = None
 
 
 @record(frozen=True)
@@ -115,23 +135,27 @@ class WorkloadKind:
     template_only: bool = False
     uses: Uses | None = None
     overrides: tuple[TrainerOverride, ...] = ()
+    #: Kueue's default configuration integrates the kind: queued, it is not held by `suspend`
+    kueue: bool = False
 
 
 @record(frozen=True)
 class KindTable:
     kinds: tuple[WorkloadKind, ...] = ()
-    _index: dict[tuple[str, str], WorkloadKind] = field(
+    _index: dict[tuple[str, str, str], WorkloadKind] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
-        for entry in reversed(self.kinds):  # the first entry for a group and kind wins
-            self._index[(entry.group, entry.kind)] = entry
+        # the first entry for a group, kind and version wins; one kind may have an entry per
+        # version when its operator changed (MPIJob v1 and v2beta1)
+        for entry in reversed(self.kinds):
+            for version in entry.versions:
+                self._index[(entry.group, entry.kind, version)] = entry
 
     def lookup(self, api_version: str, kind: str) -> WorkloadKind | None:
         group, _, version = api_version.rpartition("/")
-        entry = self._index.get((group, kind))
-        return entry if entry is not None and version in entry.versions else None
+        return self._index.get((group, kind, version))
 
     @property
     def names(self) -> frozenset[tuple[str, str]]:
@@ -145,6 +169,17 @@ def _path(value: Any) -> Path:
     return tuple(value) if isinstance(value, list) else ()
 
 
+def _condition(raw: Any) -> Condition:
+    if isinstance(raw, list):  # a bare path: the value is true (a `suspend` flag)
+        return Condition(_path(raw), values=(True,))
+    return Condition(
+        _path(raw["path"]),
+        values=tuple(raw.get("in") or ()),
+        present=raw.get("present"),
+        default=raw.get("default"),
+    )
+
+
 def _count(raw: Any) -> Count:
     if raw is None:
         return Count(known=False)
@@ -154,8 +189,17 @@ def _count(raw: Any) -> Count:
     if "path" in raw:
         paths = (_path(raw["path"]), *paths)
     times = tuple(
-        Factor(_path(f.get("path")), f.get("default", 1), f.get("add", 0))
+        Factor(
+            _path(f.get("path")),
+            f.get("default", 1),
+            f.get("add", 0),
+            _path(f["at_most"]) if "at_most" in f else None,
+        )
         for f in raw.get("times") or ()
+    )
+    cases = tuple(
+        (tuple(_condition(c) for c in case.get("if") or ()), _count(case.get("then")))
+        for case in raw.get("cases") or ()
     )
     return Count(
         paths=paths,
@@ -164,7 +208,9 @@ def _count(raw: Any) -> Count:
         min=_path(raw["min"]) if "min" in raw else None,
         max=_path(raw["max"]) if "max" in raw else None,
         times=times,
-        zero_if=tuple(_path(p) for p in raw.get("zero_if") or ()),
+        zero_if=tuple(_condition(c) for c in raw.get("zero_if") or ()),
+        suspend=_path(raw["suspend"]) if "suspend" in raw else None,
+        cases=cases,
     )
 
 
@@ -198,6 +244,7 @@ def _template(raw: Mapping[str, Any]) -> TemplateRule:
         unknown_if=tuple(_path(p) for p in raw.get("unknown_if") or ()),
         labels=dict(raw.get("labels") or {}),
         defaults={str(k): _path(v) for k, v in (raw.get("defaults") or {}).items()},
+        item_defaults={str(k): str(v) for k, v in (raw.get("item_defaults") or {}).items()},
         owner_kind=owner.get("kind"),
         owner_name=owner.get("name", "{name}"),
         owner_scale=None if scale is False else ("pods" if scale == "pods" else _count(scale)),
@@ -219,6 +266,7 @@ def kind_table(data: Mapping[str, Any]) -> KindTable:
                 template_only=bool(raw.get("template_only")),
                 uses=_uses(raw.get("uses")),
                 overrides=tuple(_override(o) for o in raw.get("overrides") or ()),
+                kueue=bool(raw.get("kueue")),
             )
         )
     return KindTable(tuple(kinds))
@@ -241,7 +289,12 @@ def _override(raw: Mapping[str, Any]) -> TrainerOverride:
         return _path(raw[key]) if key in raw else None
 
     return TrainerOverride(
-        raw["template"], raw["container"], path("image"), path("resources"), path("count")
+        raw["template"],
+        raw["container"],
+        path("image"),
+        path("resources"),
+        path("count"),
+        path("fallback_count"),
     )
 
 
@@ -286,6 +339,7 @@ class PodTemplate:
     owner_scalable: bool
     unknown: bool  # a later patch changes the pod spec: not checked
     defaults: Mapping[str, Path] = field(default_factory=dict)  # field -> path from the root
+    replicas_path: Path | None = None  # the key the pod count was read from, when written
 
 
 def _get(data: Any, path: Path) -> Any:
@@ -306,47 +360,113 @@ def _number(value: Any) -> int | None:
     return None
 
 
-def count_pods(count: Count, data: Any, base: Path) -> int | None:
-    """The pods ``count`` gives for the item at ``base`` of ``data`` (None: not fixed)."""
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def kueue_queued(data: Any) -> bool:
+    """Whether the object names a Kueue LocalQueue (Kueue's jobframework reads the object's
+    own label): Kueue then suspends it until admission and lifts `suspend` at admission."""
+    value = _get(data, ("metadata", "labels", QUEUE_LABEL))
+    return isinstance(value, str) and bool(value)
+
+
+def _same(value: Any, wanted: Any) -> bool:
+    """A written value equal to a table value; `"0"` and `0` alike, `true` never `1`."""
+    if isinstance(value, bool) or isinstance(wanted, bool):
+        return value is wanted
+    if isinstance(value, (str, int)) and isinstance(wanted, (str, int)):
+        return str(value).strip() == str(wanted)
+    return False
+
+
+def _set(value: Any) -> bool:
+    """Set, as Go's `len(x) != 0` or omitempty sees it: an empty map, list or string is not."""
+    return value is not None and value != {} and value != [] and value != ""
+
+
+def holds(condition: Condition, data: Any, base: Path) -> bool:
+    value = _get(data, _resolve(base, condition.path))
+    if not _set(value):
+        value = condition.default
+    if condition.present is not None:
+        return _set(value) is condition.present
+    return any(_same(value, wanted) for wanted in condition.values)
+
+
+def count_pods(count: Count, data: Any, base: Path, queued: bool = False) -> int | None:
+    """The pods ``count`` gives for the item at ``base`` of ``data`` (None: not fixed);
+    ``queued``: Kueue admits the object, so its `suspend` does not hold its pods back."""
+    return pods_and_key(count, data, base, queued)[0]
+
+
+def pods_and_key(
+    count: Count, data: Any, base: Path, queued: bool = False
+) -> tuple[int | None, Path | None]:
+    """``count_pods`` and the key the count was read from (None: a default or a constant)."""
     if not count.known:
-        return None
-    if any(_get(data, _resolve(base, p)) is True for p in count.zero_if):
-        return 0
+        return None, None
+    if count.suspend is not None and not queued:
+        if _get(data, _resolve(base, count.suspend)) is True:
+            return 0, None
+    if any(holds(c, data, base) for c in count.zero_if):
+        return 0, None
+    for conditions, then in count.cases:
+        if all(holds(c, data, base) for c in conditions):
+            return pods_and_key(then, data, base, queued)
     if count.fixed is not None:
-        return count.fixed
+        return count.fixed, None
     value: int | None = None
+    key: Path | None = None
     for path in count.paths:
         raw = _get(data, _resolve(base, path))
         if raw is not None:
-            value = _number(raw)
+            value, key = _number(raw), _resolve(base, path)
             if value is None:
-                return None  # written, but not a count: not a fixed number
+                return None, key  # written, but not a count: not a fixed number
             break
     else:
         value = count.default
     if value is None:
-        return None
-    value = _clamped(count, data, base, value)
+        return None, key
+    value, key = _clamped(count, data, base, value, key)
     for factor in count.times:
-        raw = _get(data, _resolve(base, factor.path))
-        times = factor.default if raw is None else _number(raw)
+        times = _factor(factor, data, base)
         if times is None:
+            return None, key
+        value *= times
+    return value, key
+
+
+def _factor(factor: Factor, data: Any, base: Path) -> int | None:
+    raw = _get(data, _resolve(base, factor.path))
+    times = factor.default if raw is None else _number(raw)
+    if times is None:
+        return None
+    cap = _get(data, _resolve(base, factor.at_most)) if factor.at_most else None
+    if cap is not None:
+        limit = _number(cap)
+        if limit is None:
             return None
-        value *= max(times + factor.add, 0)
-    return value
+        times = min(times, limit)
+    return max(times + factor.add, 0)
 
 
-def _clamped(count: Count, data: Any, base: Path, value: int) -> int:
-    """KubeRay GetWorkerGroupDesiredReplicas: min wins over max when they cross."""
-    low = _number(_get(data, _resolve(base, count.min))) if count.min else None
-    high = _number(_get(data, _resolve(base, count.max))) if count.max else None
+def _clamped(
+    count: Count, data: Any, base: Path, value: int, key: Path | None
+) -> tuple[int, Path | None]:
+    """KubeRay GetWorkerGroupDesiredReplicas: min wins over max when they cross; the key is
+    then the bound that decided."""
+    low_at = _resolve(base, count.min) if count.min else None
+    high_at = _resolve(base, count.max) if count.max else None
+    low = _number(_get(data, low_at)) if low_at else None
+    high = _number(_get(data, high_at)) if high_at else None
     if low is not None and high is not None and low > high:
-        return high
+        return high, high_at
     if low is not None and value < low:
-        return low
+        return low, low_at
     if high is not None and value > high:
-        return high
-    return value
+        return high, high_at
+    return value, key
 
 
 def _fill(text: str, values: Mapping[str, str], item: Any, missing_as: str = "") -> str | None:
@@ -378,11 +498,20 @@ def _items(data: Any, rule: TemplateRule) -> Iterator[tuple[Path, str | None, An
     if isinstance(found, list):
         for index, item in enumerate(found):
             if isinstance(item, Mapping):
-                yield (*rule.each, index), None, item
+                yield (*rule.each, index), None, _with_defaults(item, rule, index)
     elif isinstance(found, Mapping):
         for key, item in found.items():
             if isinstance(key, str) and isinstance(item, Mapping):
                 yield (*rule.each, key), key, item
+
+
+def _with_defaults(item: Mapping, rule: TemplateRule, index: int) -> Mapping:
+    """The item with the fields the operator fills when unset (Volcano names a task without a
+    name `default<index>`); only read for placeholders, never placed."""
+    unset = {k: v for k, v in rule.item_defaults.items() if not _set(item.get(k))}
+    if not unset:
+        return item
+    return {**item, **{k: v.replace("{index}", str(index)) for k, v in unset.items()}}
 
 
 def _spec_paths(data: Any, rule: TemplateRule, base: Path) -> tuple[Path, Path | None] | None:
@@ -426,7 +555,7 @@ def _resolved(
     if rule.skip_without_containers and not _has_containers(data, spec, rule.containers):
         return None
     filled = ((k, _fill(v, values, item)) for k, v in rule.labels.items())
-    pods = count_pods(rule.replicas, data, base)
+    pods, key = pods_and_key(rule.replicas, data, base, entry.kueue and kueue_queued(data))
     containers = tuple(
         replace(c, name=_fill(c.name, values, item)) if c.name else c for c in rule.containers
     )
@@ -443,6 +572,7 @@ def _resolved(
         owner_scalable=rule.owner_scale is not None,
         unknown=any(_get(data, _resolve(base, p)) is not None for p in rule.unknown_if),
         defaults={k: _resolve(base, p) for k, p in rule.defaults.items()},
+        replicas_path=key,
     )
 
 

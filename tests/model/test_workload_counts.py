@@ -1,0 +1,99 @@
+"""Pod counts the operators and controllers derive from what a manifest writes (the workload
+table's `replicas:` forms and the core Job, CronJob): one row per upstream rule, citing the file
+and function it follows; the expected values are ours, worked out from that code."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from gpudrv_check.model.workload import Workload, build_workloads
+from gpudrv_check.model.workload_kinds import workload_kinds
+from gpudrv_check.read.manifests import parse_manifest_bytes
+
+
+def workloads(text: str) -> list[Workload]:
+    result = parse_manifest_bytes("w.yaml", textwrap.dedent(text).lstrip("\n").encode())
+    found, problems = build_workloads(result.manifests, workload_kinds(None))
+    assert not problems and not result.problems, problems
+    return found
+
+
+def counts(text: str) -> dict[str | None, int | None]:
+    return {w.role: w.replicas for w in workloads(text)}
+
+
+# --- KServe InferenceService ------------------------------------------------------------------
+
+ISVC = """
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: llm
+  namespace: ml
+  annotations: {annotations}
+spec:
+  predictor:
+    {predictor}
+    model: {{modelFormat: {{name: huggingface}}, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}
+  transformer:
+    {transformer}
+    containers: [{{name: t, image: kserve/image-transformer:latest}}]
+"""
+
+
+# kserve/kserve pkg/apis/serving/v1beta1/component.go ComponentExtensionSpec.MinReplicas
+# (default constants.DefaultMinReplicas = 1), read per component (spec.predictor.minReplicas,
+# spec.transformer.minReplicas); minReplicas 0: Knative scales to zero
+# (controller/v1alpha1/utils/utils.go SetAutoScalingAnnotations min-scale "0": not fixed), a raw
+# Deployment under HPA keeps 1 (reconcilers/hpa/hpa_reconciler.go createHPA raises it to
+# DefaultMinReplicas), under autoscalerClass none has 0 (reconcilers/deployment/
+# deployment_reconciler.go replicas = minReplicas), under keda or external another autoscaler
+# decides (not fixed). No deploymentMode annotation: the shipped configmap's Serverless.
+@pytest.mark.parametrize(
+    ("mode", "scaler", "predictor", "transformer", "expected"),
+    [
+        (None, None, "", "", {"predictor": 1, "transformer": 1}),
+        (None, None, "minReplicas: 3", "minReplicas: 2", {"predictor": 3, "transformer": 2}),
+        (None, None, "minReplicas: 0", "", {"predictor": None, "transformer": 1}),
+        ("Serverless", None, "minReplicas: 0", "", {"predictor": None, "transformer": 1}),
+        ("Knative", None, "minReplicas: 0", "", {"predictor": None, "transformer": 1}),
+        (
+            "RawDeployment",
+            None,
+            "minReplicas: 0",
+            "minReplicas: 0",
+            {"predictor": 1, "transformer": 1},
+        ),
+        ("Standard", None, "minReplicas: 0", "", {"predictor": 1, "transformer": 1}),
+        ("RawDeployment", "hpa", "minReplicas: 0", "", {"predictor": 1, "transformer": 1}),
+        (
+            "RawDeployment",
+            "none",
+            "minReplicas: 0",
+            "minReplicas: 2",
+            {"predictor": 0, "transformer": 2},
+        ),
+        ("RawDeployment", "keda", "minReplicas: 0", "", {"predictor": None, "transformer": 1}),
+        ("RawDeployment", "external", "minReplicas: 0", "", {"predictor": None, "transformer": 1}),
+        (None, "none", "minReplicas: 0", "", {"predictor": None, "transformer": 1}),
+    ],
+)
+def test_inferenceservice_min_replicas(
+    mode: str | None, scaler: str | None, predictor: str, transformer: str, expected: dict
+) -> None:
+    written = {
+        "serving.kserve.io/deploymentMode": mode,
+        "serving.kserve.io/autoscalerClass": scaler,
+    }
+    annotations = "{" + ", ".join(f"{k}: {v}" for k, v in written.items() if v) + "}"
+    text = ISVC.format(annotations=annotations, predictor=predictor, transformer=transformer)
+    assert counts(text) == expected
+
+
+def test_inferenceservice_count_names_its_key() -> None:
+    (predictor, _) = workloads(
+        ISVC.format(annotations="{}", predictor="minReplicas: 3", transformer="")
+    )
+    assert predictor.replicas_path == ("spec", "predictor", "minReplicas")

@@ -27,7 +27,8 @@ Six kinds of entry, one file each per checked repo root (`partitions`: one per n
   stamp is not read again for the whole-result key.
 
 An entry is `MAGIC | HMAC-SHA256(secret, rest) | rest`, where rest is `length | header |
-payload`: the header a `marshal` dump of (tool version, key), its length in 4 bytes, the payload
+payload`: the header a `marshal` dump of (`code_identity()`: tool version and a digest of
+its files' stamps, key), its length in 4 bytes, the payload
 a `marshal` dump of the value (a result's written in pieces: `stream_payload`). The secret is
 32 random bytes in `DIR/.key`, created mode 0600 on first use: whoever cannot read it cannot
 forge an entry, even with write access to the directory. An entry stored under another key or
@@ -101,6 +102,51 @@ def default_dir() -> Path | None:
         return Path.home() / ".cache" / "gpudrv-check"
     except (RuntimeError, KeyError):  # older Pythons raise KeyError
         return None
+
+
+_CODE: list[str] = []  # code_identity, once per process
+
+
+def code_identity() -> str:
+    """What made the entries this run writes: the tool's version, and the size and
+    modification time of every file of the package and of the files shipped with it
+    (`policies/`, `schemas/`). A checkout installed in place (`pip install -e`) keeps its
+    version while its code changes: an entry of the code before an edit is a miss, never
+    taken for this code's. About 300 files: a stat each, once per run that uses the cache."""
+    if not _CODE:
+        package = Path(__file__).resolve().parents[2]
+        stamps = _stamps(package)
+        for name in ("policies", "schemas"):  # where core/resources.py `resource_dir` finds them
+            if not (package / name).is_dir():  # a checkout: at its top, beside the package
+                stamps += [
+                    (f"../{name}/{rel}", *rest) for rel, *rest in _stamps(package.parent / name)
+                ]
+        _CODE.append(f"{__version__}+{digest(stamps)[:16]}")
+    return _CODE[0]
+
+
+def _stamps(root: Path) -> list[tuple[str, int, int]]:
+    """(path, size, mtime) of the files below `root`, in path order; bytecode left out."""
+    out: list[tuple[str, int, int]] = []
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        try:
+            with os.scandir(os.path.join(root, rel)) as entries:
+                found = sorted((e.name, e) for e in entries if e.name != "__pycache__")
+        except OSError:
+            continue
+        for name, entry in found:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(f"{rel}{name}/")
+                else:
+                    info = entry.stat(follow_symlinks=False)
+                    out.append((rel + name, info.st_size, info.st_mtime_ns))
+            except OSError:
+                continue
+    out.sort()
+    return out
 
 
 def digest(*parts: object) -> str:
@@ -193,7 +239,7 @@ def _head(key: str) -> bytes:
     Compared byte for byte with a stored entry's, so dumped in marshal version 2: a version 3
     dump flags an object held elsewhere too (its reference count), and the same key could be
     written two ways."""
-    header = marshal.dumps((__version__, key), 2)
+    header = marshal.dumps((code_identity(), key), 2)
     return len(header).to_bytes(_LENGTH, "big") + header
 
 
@@ -245,7 +291,7 @@ class Cache:
     def _path(self, kind: str, name: str) -> Path:
         if kind not in KINDS:  # the names pruning may remove are these kinds' alone
             raise ValueError(f"not a kind of cache entry: {kind!r}")
-        return self.dir / f"{kind}-{digest(__version__, name)[:32]}.bin"
+        return self.dir / f"{kind}-{digest(code_identity(), name)[:32]}.bin"
 
     def _usable(self, create: bool) -> bool:
         """Whether the directory exists (or was made) and is the user's own."""

@@ -119,7 +119,8 @@ def code_identity() -> str:
         for name in ("policies", "schemas"):  # where core/resources.py `resource_dir` finds them
             if not (package / name).is_dir():  # a checkout: at its top, beside the package
                 stamps += [
-                    (f"../{name}/{rel}", *rest) for rel, *rest in _stamps(package.parent / name)
+                    (f"../{name}/{rel}", size, mtime)
+                    for rel, size, mtime in _stamps(package.parent / name)
                 ]
         _CODE.append(f"{__version__}+{digest(stamps)[:16]}")
     return _CODE[0]

@@ -32,6 +32,7 @@ from gpudrv_check.model.workload_kinds import (
     ContainerSource,
     KindTable,
     PodTemplate,
+    kueue_queued,
     templates_of,
 )
 from gpudrv_check.read.policy import builtin
@@ -93,6 +94,7 @@ class Workload:
     pod_labels: dict[str, str] = field(default_factory=dict)
     labels_path: Path | None = None  # where the template's labels are written
     replicas: int | None = None  # pods it asks for; None when the count is not a fixed number
+    replicas_path: Path | None = None  # the key that count comes from, when one is written
     containers: list[Container] = field(default_factory=list)
     gpus: int = 0  # nvidia.com/gpu per pod (the scheduler's effective request)
     # every resource one pod requests (k8s/resources.py pod_requests; no RuntimeClass overhead)
@@ -512,26 +514,59 @@ def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
             return None
         return value
     if kind == "Job":
-        # batch/validation ValidateJobSpec: parallelism and completions non-negative
-        for field in ("parallelism", "completions"):
-            number = manifest.get("spec", field)
-            if isinstance(number, int) and not isinstance(number, bool) and number < 0:
-                findings.append(
-                    invalid_field(
-                        manifest,
-                        ("spec", field),
-                        f"spec.{field}: Invalid value: {number}: must be greater than or equal "
-                        "to 0",
-                        f"Write `{field}:` as 0 or more.",
-                    )
-                )
-        value = manifest.get("spec", "parallelism")
-        if value is None:
-            return 1
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value if value >= 0 else None
-        return None
+        _job_count_problems(manifest, findings)
+        return _job_pods(manifest, ("spec",))
+    if kind == "CronJob" and manifest.get("spec", "suspend") is True:
+        return 0  # cronjob_controllerv2 syncCronJob: a suspended CronJob starts no Job
     return None  # DaemonSet: one per eligible node; CronJob: per schedule
+
+
+def _job_count_problems(manifest: Manifest, findings: list[Finding]) -> None:
+    """batch/validation ValidateJobSpec: parallelism and completions non-negative."""
+    for field in ("parallelism", "completions"):
+        number = manifest.get("spec", field)
+        if isinstance(number, int) and not isinstance(number, bool) and number < 0:
+            findings.append(
+                invalid_field(
+                    manifest,
+                    ("spec", field),
+                    f"spec.{field}: Invalid value: {number}: must be greater than or equal to 0",
+                    f"Write `{field}:` as 0 or more.",
+                )
+            )
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _job_pods(manifest: Manifest, spec: Path) -> int | None:
+    """The pods a Job runs at once (job_controller.go manageJob): none while suspended, unless
+    Kueue admits it (its `batch/job` integration lifts `suspend`); else `parallelism`
+    (default 1), never more than `completions` when that is set (NonIndexed and Indexed
+    alike, before any pod succeeds)."""
+    if manifest.get(*spec, "suspend") is True and not kueue_queued(manifest.data):
+        return 0
+    written = manifest.get(*spec, "parallelism")
+    parallelism = 1 if written is None else _whole(written)
+    completions = manifest.get(*spec, "completions")
+    if parallelism is None or completions is None:
+        return parallelism
+    cap = _whole(completions)
+    return None if cap is None else min(parallelism, cap)
+
+
+def _replicas_path(manifest: Manifest, replicas: int | None) -> Path | None:
+    """The key a core kind's pod count comes from, when written (a fix names it)."""
+    if manifest.kind in SCALABLE_KINDS:
+        candidates: tuple[Path, ...] = (("spec", "replicas"),)
+    elif manifest.kind == "Job":
+        parallelism, completions = ("spec", "parallelism"), ("spec", "completions")
+        capped = manifest.get(*completions) == replicas and replicas != manifest.get(*parallelism)
+        candidates = (completions, parallelism) if capped else (parallelism,)
+    else:
+        return None
+    return next((p for p in candidates if manifest.get(*p) is not None), None)
 
 
 def _pod_spec(manifest: Manifest, spec_path: Path, findings: list[Finding]) -> Any:
@@ -633,6 +668,7 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
     )
     findings += selector_findings(manifest)
     workload.replicas = _replicas(manifest, findings)
+    workload.replicas_path = _replicas_path(manifest, workload.replicas)
     placement_findings, placement_rejected = _placement_findings(manifest, spec_path, workload)
     workload.api_rejects = bool(findings) or placement_rejected
     return workload, findings + placement_findings
@@ -654,6 +690,7 @@ def workload_from_template(
     workload.pod_labels = {**workload.pod_labels, **template.labels}
     _take_defaults(workload, template)
     workload.replicas = template.replicas
+    workload.replicas_path = template.replicas_path
     workload.role = template.role
     workload.template_only = template_only
     workload.completes = completes

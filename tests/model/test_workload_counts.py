@@ -97,3 +97,91 @@ def test_inferenceservice_count_names_its_key() -> None:
         ISVC.format(annotations="{}", predictor="minReplicas: 3", transformer="")
     )
     assert predictor.replicas_path == ("spec", "predictor", "minReplicas")
+
+
+# --- core Job and CronJob ---------------------------------------------------------------------
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: ml
+  labels: {labels}
+spec:
+  {fields}
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{{name: t, image: x, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]
+"""
+
+
+# kubernetes/kubernetes pkg/controller/job/job_controller.go manageJob: a suspended Job has no
+# active pods; otherwise wantActive = parallelism (default 1, batch/v1 SetDefaults_Job), capped
+# by completions when set (NonIndexed and Indexed alike), before any pod succeeds. Kueue's
+# batch/job integration (on by default) lifts suspend at admission for a Job labelled
+# kueue.x-k8s.io/queue-name.
+@pytest.mark.parametrize(
+    ("fields", "labels", "pods", "key"),
+    [
+        ("", "{}", 1, None),
+        ("parallelism: 4", "{}", 4, ("spec", "parallelism")),
+        ("parallelism: 8, completions: 2", "{}", 2, ("spec", "completions")),
+        (
+            "parallelism: 8, completions: 2, completionMode: Indexed",
+            "{}",
+            2,
+            ("spec", "completions"),
+        ),
+        ("parallelism: 2, completions: 8", "{}", 2, ("spec", "parallelism")),
+        ("completions: 5", "{}", 1, None),
+        ("parallelism: 0", "{}", 0, ("spec", "parallelism")),
+        ("parallelism: 4, completions: 0", "{}", 0, ("spec", "completions")),
+        ("parallelism: 4, suspend: true", "{}", 0, ("spec", "parallelism")),
+        ("parallelism: 4, suspend: false", "{}", 4, ("spec", "parallelism")),
+        (
+            "parallelism: 4, suspend: true",
+            "{kueue.x-k8s.io/queue-name: team}",
+            4,
+            ("spec", "parallelism"),
+        ),
+        (
+            "parallelism: 4, suspend: true",
+            '{kueue.x-k8s.io/queue-name: ""}',
+            0,
+            ("spec", "parallelism"),
+        ),
+    ],
+)
+def test_job_active_pods(fields: str, labels: str, pods: int, key: tuple | None) -> None:
+    text = JOB.format(fields=fields.replace(", ", "\n  "), labels=labels)
+    (job,) = workloads(text)
+    assert (job.replicas, job.replicas_path) == (pods, key)
+
+
+CRONJOB = """
+apiVersion: batch/v1
+kind: CronJob
+metadata: {{name: nightly, namespace: ml}}
+spec:
+  schedule: "0 2 * * *"
+  {suspend}
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{{name: t, image: x, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]
+"""
+
+
+# kubernetes/kubernetes pkg/controller/cronjob/cronjob_controllerv2.go syncCronJob: a suspended
+# CronJob schedules no Job, so it has no pods (not placed, no GPU010); otherwise its count
+# is per schedule (not fixed)
+@pytest.mark.parametrize(
+    ("suspend", "pods"), [("", None), ("suspend: false", None), ("suspend: true", 0)]
+)
+def test_cronjob_suspend(suspend: str, pods: int | None) -> None:
+    (cron,) = workloads(CRONJOB.format(suspend=suspend))
+    assert (cron.replicas, cron.placeable) == (pods, pods != 0)

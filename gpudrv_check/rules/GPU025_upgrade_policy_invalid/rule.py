@@ -18,7 +18,7 @@ from gpudrv_check.rules.context import Context
 
 ID = "GPU025"
 
-_HINTS = {
+_HINTS: dict[tuple[str, ...], str] = {
     (): "Add `podDeletion: {timeoutSeconds: 300}` (or the fields you need) to upgradePolicy.",
 }
 

@@ -185,3 +185,44 @@ spec:
 def test_cronjob_suspend(suspend: str, pods: int | None) -> None:
     (cron,) = workloads(CRONJOB.format(suspend=suspend))
     assert (cron.replicas, cron.placeable) == (pods, pods != 0)
+
+
+# --- MPIJob -----------------------------------------------------------------------------------
+
+MPIJOB = """
+apiVersion: kubeflow.org/{version}
+kind: MPIJob
+metadata: {{name: mpi, namespace: ml, labels: {labels}}}
+spec:
+  {run_policy}
+  mpiReplicaSpecs:
+    Launcher:
+      template: {{spec: {{containers: [{{name: launcher, image: mpioperator/mpi-pi:openmpi}}]}}}}
+    Worker:
+      {worker}
+      template:
+        spec: {{containers: [{{name: w, image: x, resources: {{limits: {{nvidia.com/gpu: 8}}}}}}]}}
+"""
+
+
+# kubeflow/mpi-operator pkg/apis/kubeflow/v2beta1/default.go setDefaultsTypeLauncher (1) and
+# setDefaultsTypeWorker (0); kubeflow/training-operator pkg/apis/kubeflow.org/v1/mpi_defaults.go
+# SetDefaults_MPIJob (Launcher 1, Worker 0); runPolicy.suspend: no pods
+@pytest.mark.parametrize("version", ["v1", "v2beta1"])
+@pytest.mark.parametrize(
+    ("worker", "run_policy", "expected"),
+    [
+        ("", "", {"Launcher replicas": 1, "Worker replicas": 0}),
+        ("replicas: 3", "", {"Launcher replicas": 1, "Worker replicas": 3}),
+        (
+            "replicas: 3",
+            "runPolicy: {suspend: true}",
+            {"Launcher replicas": 0, "Worker replicas": 0},
+        ),
+    ],
+)
+def test_mpijob_replica_defaults(
+    version: str, worker: str, run_policy: str, expected: dict
+) -> None:
+    text = MPIJOB.format(version=version, labels="{}", worker=worker, run_policy=run_policy)
+    assert counts(text) == expected

@@ -5,12 +5,19 @@ and function it follows; the expected values are ours, worked out from that code
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
+from gpudrv_check.core.finding import Finding
+from gpudrv_check.engine.run import check
 from gpudrv_check.model.workload import Workload, build_workloads
 from gpudrv_check.model.workload_kinds import workload_kinds
+from gpudrv_check.read.config import Config
 from gpudrv_check.read.manifests import parse_manifest_bytes
+from tests.conftest import write
+
+REALISTIC = Path(__file__).resolve().parent.parent / "realistic"
 
 
 def workloads(text: str) -> list[Workload]:
@@ -22,6 +29,14 @@ def workloads(text: str) -> list[Workload]:
 
 def counts(text: str) -> dict[str | None, int | None]:
     return {w.role: w.replicas for w in workloads(text)}
+
+
+def findings(tmp_path: Path, text: str, rule: str) -> list[Finding]:
+    """The findings of `rule` on `text` with two 8-GPU A100 nodes (tainted) and a CPU node."""
+    for name in ("nodes.yaml", "support-matrix.csv"):
+        (tmp_path / name).write_text((REALISTIC / "kind-mpijob" / name).read_text())
+    write(tmp_path, "w.yaml", text)
+    return [f for f in check(tmp_path, Config()).findings if f.rule == rule]
 
 
 # --- KServe InferenceService ------------------------------------------------------------------
@@ -226,3 +241,94 @@ def test_mpijob_replica_defaults(
 ) -> None:
     text = MPIJOB.format(version=version, labels="{}", worker=worker, run_policy=run_policy)
     assert counts(text) == expected
+
+
+# kubeflow/mpi-operator pkg/controller/mpi_job_controller.go defaultLabels (operator-name
+# mpi-operator, job-name, job-role; no replica-type), newWorker (owned by the MPIJob),
+# newLauncherJob (the launcher pod's owner is the batch Job <name>-launcher); training-operator
+# v1 pkg/controller.v1/mpi mpijob.go defaultReplicaLabels and common GenLabels
+@pytest.mark.parametrize(
+    ("version", "role", "labels", "owner"),
+    [
+        (
+            "v2beta1",
+            "Worker replicas",
+            {
+                "training.kubeflow.org/job-role": "worker",
+                "training.kubeflow.org/operator-name": "mpi-operator",
+            },
+            ("MPIJob", "mpi"),
+        ),
+        (
+            "v2beta1",
+            "Launcher replicas",
+            {
+                "training.kubeflow.org/job-role": "launcher",
+                "training.kubeflow.org/operator-name": "mpi-operator",
+            },
+            ("Job", "mpi-launcher"),
+        ),
+        (
+            "v1",
+            "Worker replicas",
+            {
+                "training.kubeflow.org/replica-type": "worker",
+                "training.kubeflow.org/operator-name": "mpijob-controller",
+            },
+            ("MPIJob", "mpi"),
+        ),
+        (
+            "v1",
+            "Launcher replicas",
+            {
+                "training.kubeflow.org/replica-type": "launcher",
+                "training.kubeflow.org/operator-name": "mpijob-controller",
+            },
+            ("MPIJob", "mpi"),
+        ),
+    ],
+)
+def test_mpijob_pod_labels_and_owner(version: str, role: str, labels: dict, owner: tuple) -> None:
+    text = MPIJOB.format(version=version, labels="{}", worker="replicas: 2", run_policy="")
+    found = {w.role: w for w in workloads(text)}[role]
+    assert found.pod_labels == {"training.kubeflow.org/job-name": "mpi", **labels}
+    assert (found.owner_kind, found.owner_name) == owner
+
+
+V2_PDBS = """
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: by-job, namespace: ml}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {training.kubeflow.org/job-name: mpi}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: by-label, namespace: ml}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {LABEL}}
+"""
+
+
+# v2beta1 pods carry job-role, not replica-type: a budget on replica-type covers nothing (no
+# GPU024 with the job-name budget); one on job-role covers the workers twice (GPU024)
+@pytest.mark.parametrize(
+    ("label", "covered"),
+    [
+        ("training.kubeflow.org/replica-type: worker", False),
+        ("training.kubeflow.org/job-role: worker", True),
+    ],
+)
+def test_mpijob_v2_budgets_select_by_job_role(tmp_path: Path, label: str, covered: bool) -> None:
+    job = MPIJOB.format(version="v2beta1", labels="{}", worker="replicas: 2", run_policy="")
+    job = job.replace(
+        "spec: {containers: [{name: w,",
+        "spec: {tolerations: [{operator: Exists}], containers: [{name: w,",
+    )
+    found = findings(tmp_path, job + V2_PDBS.replace("LABEL", label), "GPU024")
+    assert [f.message.split(" are covered")[0] for f in found] == (
+        ["the pods of MPIJob mpi Worker replicas"] if covered else []
+    )

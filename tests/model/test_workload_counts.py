@@ -332,3 +332,56 @@ def test_mpijob_v2_budgets_select_by_job_role(tmp_path: Path, label: str, covere
     assert [f.message.split(" are covered")[0] for f in found] == (
         ["the pods of MPIJob mpi Worker replicas"] if covered else []
     )
+
+
+# --- RayJob -----------------------------------------------------------------------------------
+
+RAYJOB = """
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {{name: rj, namespace: ml, labels: {labels}}}
+spec:
+  entrypoint: python train.py
+  {fields}
+  rayClusterSpec:
+    headGroupSpec:
+      template: {{spec: {{containers: [{{name: head, image: rayproject/ray:2.9.0}}]}}}}
+    workerGroupSpecs:
+      - groupName: gpu
+        replicas: 2
+        template:
+          spec:
+            containers: [{{name: w, image: x, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]
+  submitterPodTemplate:
+    spec:
+      restartPolicy: Never
+      containers: [{{name: submitter, image: rayproject/ray:2.9.0}}]
+"""
+
+
+# ray-project/kuberay ray-operator/controllers/ray/rayjob_controller.go: suspended, no cluster
+# and no submitter (updateStatusToSuspendingIfNeeded, the rayjob_types.go Suspend doc);
+# clusterSelector: getOrCreateRayClusterInstance creates no cluster (the submitter still runs);
+# the submitter Job only in K8sJobMode, the kubebuilder default (createK8sJobIfNeed); HTTPMode,
+# InteractiveMode and SidecarMode create none
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ("", {"head group": 1, "worker group gpu": 2, "submitter": 1}),
+        ("submissionMode: K8sJobMode", {"head group": 1, "worker group gpu": 2, "submitter": 1}),
+        ("suspend: true", {"head group": 0, "worker group gpu": 0, "submitter": 0}),
+        ("submissionMode: HTTPMode", {"head group": 1, "worker group gpu": 2, "submitter": 0}),
+        (
+            "submissionMode: InteractiveMode",
+            {"head group": 1, "worker group gpu": 2, "submitter": 0},
+        ),
+        ("submissionMode: SidecarMode", {"head group": 1, "worker group gpu": 2, "submitter": 0}),
+        (
+            "clusterSelector: {ray.io/cluster: llm}",
+            {"head group": 0, "worker group gpu": 0, "submitter": 1},
+        ),
+        ("clusterSelector: {}", {"head group": 1, "worker group gpu": 2, "submitter": 1}),
+    ],
+)
+def test_rayjob_cluster_and_submitter(fields: str, expected: dict) -> None:
+    assert counts(RAYJOB.format(labels="{}", fields=fields)) == expected

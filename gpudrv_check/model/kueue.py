@@ -9,6 +9,11 @@ flavor's ``nodeLabels``; quota is not modelled: every flavor is taken to have ro
 admission the flavor's ``nodeLabels`` are merged into the pod's nodeSelector and its
 ``tolerations`` appended (pkg/podset/podset.go Merge). Nothing is injected when any object of
 that chain is not in the repo.
+
+Kueue also suspends a queued object until admission and lifts ``suspend`` then, so for the
+kinds its default configuration integrates (batch/job, and the table's ``kueue: true`` kinds)
+a written ``suspend`` does not keep the pods away: model/workload.py (Job) and
+model/workload_kinds.py (``count_pods``) read the queue label the same way (``kueue_queued``).
 """
 
 from __future__ import annotations
@@ -20,8 +25,7 @@ from gpudrv_check.core.located import LMap
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.taints import first_untolerated_taint
 from gpudrv_check.model.workload import GPU_RESOURCE, Workload
-
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+from gpudrv_check.model.workload_kinds import QUEUE_LABEL
 GROUP = "kueue.x-k8s.io"
 
 

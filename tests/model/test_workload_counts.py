@@ -471,3 +471,21 @@ def test_kueue_lifts_suspend_of_the_kinds_it_integrates(
     text: Callable[..., str], labels: str, expected: dict
 ) -> None:
     assert counts(text(labels=labels)) == expected
+
+
+# kubernetes-sigs/jobset: each of `replicas` (default 1) is a Job; kubernetes
+# pkg/controller/job/job_controller.go manageJob runs min(parallelism, completions) of its pods
+@pytest.mark.parametrize(
+    ("replicas", "job", "pods"),
+    [
+        (1, "parallelism: 8\n          completions: 2", 2),
+        (3, "parallelism: 8\n          completions: 2", 6),
+        (2, "parallelism: 2\n          completions: 8", 4),
+        (2, "completions: 4", 2),
+        (2, "parallelism: 3", 6),
+        (2, "parallelism: 3\n          completions: 0", 0),
+    ],
+)
+def test_jobset_jobs_run_at_most_their_completions(replicas: int, job: str, pods: int) -> None:
+    text = JOBSET.format(fields="", replicas=replicas, job=job, labels="{}")
+    assert counts(text) == {"replicated job w": pods}

@@ -489,3 +489,51 @@ def test_kueue_lifts_suspend_of_the_kinds_it_integrates(
 def test_jobset_jobs_run_at_most_their_completions(replicas: int, job: str, pods: int) -> None:
     text = JOBSET.format(fields="", replicas=replicas, job=job, labels="{}")
     assert counts(text) == {"replicated job w": pods}
+
+
+# --- Kubeflow jobs with a scale subresource ---------------------------------------------------
+
+KUBEFLOW = """
+apiVersion: kubeflow.org/v1
+kind: {kind}
+metadata: {{name: job, namespace: ml}}
+spec:
+  {specs}:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          tolerations: [{{operator: Exists}}]
+          containers: [{{name: c, image: x, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: job, namespace: ml}}
+spec:
+  maxUnavailable: 1
+  selector: {{matchLabels: {{training.kubeflow.org/job-name: job}}}}
+"""
+
+
+# kubeflow/training-operator pkg/apis/kubeflow.org/v1 paddlepaddle_types.go and jax_types.go
+# +kubebuilder:subresource:scale specpath .spec.<x>ReplicaSpecs.Worker.replicas: the disruption
+# controller reads that scale (2), so maxUnavailable 1 allows one eviction: no GPU020; TFJob
+# has none (tensorflow_types.go), so its budget allows none (disruption.go failSafe)
+@pytest.mark.parametrize(
+    ("kind", "specs", "scalable"),
+    [
+        ("PaddleJob", "paddleReplicaSpecs", True),
+        ("JAXJob", "jaxReplicaSpecs", True),
+        ("PyTorchJob", "pytorchReplicaSpecs", True),
+        ("TFJob", "tfReplicaSpecs", False),
+    ],
+)
+def test_kubeflow_scale_subresource(tmp_path: Path, kind: str, specs: str, scalable: bool) -> None:
+    text = KUBEFLOW.format(kind=kind, specs=specs)
+    (worker,) = workloads(text)
+    assert (worker.role, worker.replicas, worker.scalable) == ("Worker replicas", 2, scalable)
+    assert worker.owner_replicas == (2 if scalable else None)
+    found = findings(tmp_path, text, "GPU020")
+    assert bool(found) is not scalable
+    if found:
+        assert "no scale subresource" in found[0].message

@@ -73,6 +73,7 @@ SHAPES: dict[str, tuple[set[tuple[str, str, int]], int]] = {
     # is left)
     "kind-argo-workflow": ({("GPU010", "workflows/train.yaml", 32)}, 1),
     "kind-inferenceservice": ({("GPU010", "serving/isvc.yaml", 21)}, 1),
+    "kind-jaxjob": ({("GPU010", "training/jaxjob.yaml", 27)}, 1),
     "kind-jobset": ({("GPU010", "jobs/jobset.yaml", 36)}, 1),
     "kind-knative-service": ({("GPU010", "serving/ksvc.yaml", 24)}, 1),
     # Kueue injects the flavor's node labels: the finding points at the queue-name label

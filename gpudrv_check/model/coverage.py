@@ -137,9 +137,15 @@ def unmodelled_gpu_workloads(
     the objects that run another's templates when that one is not in the repo (a TrainJob
     whose runtime the operator installs)."""
     from gpudrv_check.k8s.podspec import POD_SPEC_PATHS
+    from gpudrv_check.model.workload import WORKLOAD_API_VERSIONS
     from gpudrv_check.model.workload_kinds import builtin_kind_table
 
     table = kinds if kinds is not None else builtin_kind_table()
+
+    def core(m: Manifest) -> bool:
+        # by kind and API version: a Volcano Job of a version the table does not read is not
+        # a batch/v1 Job, and must not pass for one
+        return m.kind in POD_SPEC_PATHS and m.api_version in WORKLOAD_API_VERSIONS
 
     def unread(m: Manifest) -> bool:
         entry = table.lookup(m.api_version, m.kind)
@@ -150,7 +156,7 @@ def unmodelled_gpu_workloads(
     return [
         m
         for m in manifests
-        if m.kind not in POD_SPEC_PATHS and m.kind != "Node" and unread(m) and requests_gpus(m.data)
+        if not core(m) and m.kind != "Node" and unread(m) and requests_gpus(m.data)
     ]
 
 

@@ -537,3 +537,56 @@ def test_kubeflow_scale_subresource(tmp_path: Path, kind: str, specs: str, scala
     assert bool(found) is not scalable
     if found:
         assert "no scale subresource" in found[0].message
+
+
+# --- Volcano Job ------------------------------------------------------------------------------
+
+
+# volcano-sh/volcano pkg/webhooks/admission/jobs/mutate/mutate_job.go mutateSpec: an unnamed
+# task is named default<index> (DefaultTaskSpec); `replicas` (volcano-sh/apis
+# pkg/apis/batch/v1alpha1/job.go TaskSpec, int32 omitempty) is not defaulted there: 0 pods
+def test_volcano_task_defaults() -> None:
+    found = workloads(
+        """
+        apiVersion: batch.volcano.sh/v1alpha1
+        kind: Job
+        metadata: {name: ddp, namespace: b}
+        spec:
+          tasks:
+            - template: {spec: {containers: [{image: x}]}}
+            - {name: w, replicas: 2, template: {spec: {containers: [{image: x}]}}}
+            - {replicas: 3, template: {spec: {containers: [{image: x}]}}}
+        """
+    )
+    assert [(w.role, w.replicas, w.pod_labels["volcano.sh/task-spec"]) for w in found] == [
+        ("task default0", 0, "default0"),
+        ("task w", 2, "w"),
+        ("task default2", 3, "default2"),
+    ]
+
+
+# the CRD serves batch.volcano.sh v1alpha1 only (volcano config/crd/volcano/bases/
+# batch.volcano.sh_jobs.yaml): a `v1` Job is not read, and a GPU request in it is reported as
+# unmodelled, not taken for a core batch/v1 Job (which it shares the kind name with)
+def test_a_custom_job_of_an_unread_version_is_unmodelled() -> None:
+    from gpudrv_check.model.coverage import unmodelled_gpu_workloads
+
+    text = """
+    apiVersion: batch.volcano.sh/{version}
+    kind: Job
+    metadata: {{name: ddp, namespace: b}}
+    spec:
+      tasks:
+        - name: w
+          replicas: 2
+          template:
+            spec: {{containers: [{{image: x, resources: {{limits: {{nvidia.com/gpu: 8}}}}}}]}}
+    """
+    for version, modelled in (("v1", False), ("v1alpha1", True)):
+        source = textwrap.dedent(text.format(version=version)).encode()
+        manifests = parse_manifest_bytes("w.yaml", source).manifests
+        found = build_workloads(manifests, workload_kinds(None))[0]
+        unmodelled = unmodelled_gpu_workloads(manifests, None, {id(w.manifest) for w in found})
+        assert (bool(found), [m.api_version for m in unmodelled]) == (
+            (True, []) if modelled else (False, [f"batch.volcano.sh/{version}"])
+        )

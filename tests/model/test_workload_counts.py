@@ -4,6 +4,7 @@ and function it follows; the expected values are ours, worked out from that code
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -590,3 +591,32 @@ def test_a_custom_job_of_an_unread_version_is_unmodelled() -> None:
         assert (bool(found), [m.api_version for m in unmodelled]) == (
             (True, []) if modelled else (False, [f"batch.volcano.sh/{version}"])
         )
+
+
+# --- Argo containerSet ------------------------------------------------------------------------
+
+
+# argoproj/argo-workflows workflow/controller/container_set_template.go executeContainerSet:
+# one pod with every container of containerSet.containers (createWorkflowPod with
+# ContainerSet.GetContainers()); the pod requests their sum
+CONTAINER_SET = [
+    {
+        "name": "main",
+        "containerSet": {
+            "containers": [
+                {"name": "a", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}},
+                {"name": "b", "image": "y", "resources": {"limits": {"nvidia.com/gpu": 2}}},
+            ]
+        },
+    }
+]
+
+
+@pytest.mark.parametrize(("kind", "where"), [("Workflow", ""), ("CronWorkflow", "workflowSpec")])
+def test_argo_container_set_is_a_pod(kind: str, where: str) -> None:
+    templates = {"templates": CONTAINER_SET}
+    spec = {where: templates} if where else templates
+    doc = {"apiVersion": "argoproj.io/v1alpha1", "kind": kind, "metadata": {"name": "cs"}}
+    (template,) = workloads(json.dumps({**doc, "spec": spec}))  # JSON is YAML
+    assert (template.role, template.gpus, template.replicas) == ("template main", 3, None)
+    assert [c.name for c in template.containers] == ["a", "b"]

@@ -39,11 +39,27 @@ def _runtime(user: Manifest, uses: Uses, manifests: list[Manifest]) -> Manifest 
     return None
 
 
-def _count(user: Manifest, override: TrainerOverride | None) -> int | None:
-    value = user.get(*override.count) if override and override.count else None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
+def _count(user: Manifest, runtime: Manifest, override: TrainerOverride | None) -> int | None:
+    """The trainer job's pods: the TrainJob's numNodes (torch.go, plainml.go set the trainer
+    PodSet's count to it), else the runtime's mlPolicy.numNodes, else 1 (core/trainingruntime.go
+    ``ptr.Deref(mlPolicy.NumNodes, 1)``); another template of the runtime runs one pod. A value
+    written but not a count makes the count unknown."""
+    if override is None:
+        return 1
+    for manifest, path in ((user, override.count), (runtime, override.fallback_count)):
+        value = manifest.get(*path) if path else None
+        if value is None:
+            continue
+        whole = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return value if whole else None
+    return 1
+
+
+def _count_key(user: Manifest, override: TrainerOverride | None) -> tuple | None:
+    """The TrainJob's numNodes when written: the key a fix names (the runtime's is shared by
+    every TrainJob that uses it)."""
+    path = override.count if override is not None else None
+    return path if path is not None and user.get(*path) is not None else None
 
 
 def _containers(
@@ -81,7 +97,7 @@ def _workload(
     override = next((o for o in entry.overrides if o.template == runtime.role), None)
     containers = _containers(user, runtime, override)
     requests = pod_requests_of(containers, runtime.pod_spec)
-    count = _count(user, override)
+    count = _count(user, runtime_manifest, override)
     of = f"{runtime_manifest.kind} {runtime_manifest.name}"
     return Workload(
         manifest=user,
@@ -89,7 +105,8 @@ def _workload(
         pod_spec=runtime.pod_spec,
         pod_labels=dict(runtime.pod_labels),
         labels_path=None,
-        replicas=count if count is not None else (1 if override is None else None),
+        replicas=count,
+        replicas_path=_count_key(user, override),
         containers=containers,
         gpus=value(requests.get(GPU_RESOURCE, Fraction(0))),
         requests=requests,

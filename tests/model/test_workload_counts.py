@@ -620,3 +620,53 @@ def test_argo_container_set_is_a_pod(kind: str, where: str) -> None:
     (template,) = workloads(json.dumps({**doc, "spec": spec}))  # JSON is YAML
     assert (template.role, template.gpus, template.replicas) == ("template main", 3, None)
     assert [c.name for c in template.containers] == ["a", "b"]
+
+
+# --- TrainJob ---------------------------------------------------------------------------------
+
+TRAINJOB = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {{name: torch}}
+spec:
+  {policy}
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            spec:
+              template:
+                spec:
+                  containers:
+                    - {{name: node, image: x, resources: {{limits: {{nvidia.com/gpu: 8}}}}}}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {{name: tj, namespace: research}}
+spec:
+  runtimeRef: {{name: torch}}
+  trainer: {{image: x{trainer}}}
+"""
+
+
+# kubeflow/trainer pkg/runtime/core/trainingruntime.go: the trainer job's count is
+# ptr.Deref(mlPolicy.NumNodes, 1); pkg/runtime/framework/plugins/torch/torch.go and
+# plainml/plainml.go replace it with the TrainJob's trainer.numNodes when set
+@pytest.mark.parametrize(
+    ("policy", "trainer", "pods", "key"),
+    [
+        ("mlPolicy: {numNodes: 4}", "", 4, None),
+        ("mlPolicy: {numNodes: 4}", ", numNodes: 2", 2, ("spec", "trainer", "numNodes")),
+        ("mlPolicy: {torch: {}}", "", 1, None),
+        ("", "", 1, None),
+        ("", ", numNodes: 3", 3, ("spec", "trainer", "numNodes")),
+    ],
+)
+def test_trainjob_num_nodes(policy: str, trainer: str, pods: int, key: tuple | None) -> None:
+    found = [
+        w
+        for w in workloads(TRAINJOB.format(policy=policy, trainer=trainer))
+        if w.kind == "TrainJob"
+    ]
+    assert [(w.replicas, w.replicas_path) for w in found] == [(pods, key)]

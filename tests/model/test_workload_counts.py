@@ -670,3 +670,44 @@ def test_trainjob_num_nodes(policy: str, trainer: str, pods: int, key: tuple | N
         if w.kind == "TrainJob"
     ]
     assert [(w.replicas, w.replicas_path) for w in found] == [(pods, key)]
+
+
+# --- NIMService -------------------------------------------------------------------------------
+
+
+# NVIDIA/k8s-nim-operator api/apps/v1alpha1/nimservice_types.go GetReplicas: with autoscaling
+# enabled (IsAutoScalingEnabled: scale.enabled true) the HPA's minReplicas, kubebuilder
+# default 1 (common_types.go HorizontalPodAutoscalerSpec), else spec.replicas (Deployment
+# default 1)
+HPA = "{minReplicas: 3, maxReplicas: 4}"
+
+
+@pytest.mark.parametrize(
+    ("replicas", "scale", "pods", "key"),
+    [
+        ("", "{}", 1, None),
+        ("replicas: 2", "{}", 2, ("spec", "replicas")),
+        (
+            "replicas: 2",
+            f"{{enabled: true, hpa: {HPA}}}",
+            3,
+            ("spec", "scale", "hpa", "minReplicas"),
+        ),
+        ("replicas: 2", "{enabled: true, hpa: {maxReplicas: 4}}", 1, None),
+        ("replicas: 2", f"{{enabled: false, hpa: {HPA}}}", 2, ("spec", "replicas")),
+        ("replicas: 2", f"{{hpa: {HPA}}}", 2, ("spec", "replicas")),
+    ],
+)
+def test_nimservice_replicas(replicas: str, scale: str, pods: int, key: tuple | None) -> None:
+    (nim,) = workloads(
+        f"""
+        apiVersion: apps.nvidia.com/v1alpha1
+        kind: NIMService
+        metadata: {{name: llama, namespace: nim}}
+        spec:
+          image: {{repository: nvcr.io/nim/meta/llama-3.1-8b-instruct, tag: "1.3.3"}}
+          scale: {scale}
+          {replicas}
+        """
+    )
+    assert (nim.replicas, nim.replicas_path) == (pods, key)

@@ -711,3 +711,40 @@ def test_nimservice_replicas(replicas: str, scale: str, pods: int, key: tuple | 
         """
     )
     assert (nim.replicas, nim.replicas_path) == (pods, key)
+
+
+# --- the fix names the key the count comes from -----------------------------------------------
+
+RAY_FULL = """
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {{name: llm, namespace: ml}}
+spec:
+  headGroupSpec: {{template: {{spec: {{containers: [{{name: head, image: x}}]}}}}}}
+  workerGroupSpecs:
+    - groupName: gpu
+      {counts}
+      template:
+        spec:
+          nodeSelector: {{nvidia.com/gpu.present: "true"}}
+          tolerations: [{{operator: Exists}}]
+          containers: [{{name: w, image: x, resources: {{limits: {{nvidia.com/gpu: 8}}}}}}]
+"""
+
+
+# two 8-GPU nodes take two 8-GPU workers: the third is Pending (GPU010); the fix names the key
+# that set the count: minReplicas when it raises replicas (KubeRay
+# GetWorkerGroupDesiredReplicas), maxReplicas when it caps them, else replicas
+@pytest.mark.parametrize(
+    ("counts", "key"),
+    [
+        ("replicas: 1, minReplicas: 3, maxReplicas: 4", "spec.workerGroupSpecs[0].minReplicas"),
+        ("replicas: 9, minReplicas: 1, maxReplicas: 3", "spec.workerGroupSpecs[0].maxReplicas"),
+        ("replicas: 3", "spec.workerGroupSpecs[0].replicas"),
+    ],
+)
+def test_pending_replicas_fix_names_the_count_key(tmp_path: Path, counts: str, key: str) -> None:
+    text = RAY_FULL.format(counts=counts.replace(", ", "\n      "))
+    (found,) = findings(tmp_path, text, "GPU010")
+    assert "1 of 3 pods stay Pending" in found.message
+    assert found.hint is not None and found.hint.startswith(f"Lower `{key}` or the nvidia.com/gpu")

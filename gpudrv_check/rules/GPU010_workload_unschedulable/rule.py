@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpudrv_check.core.finding import Finding
+from gpudrv_check.core.located import field_path_text
 from gpudrv_check.k8s.taints import TAINT_NODE_UNSCHEDULABLE
 from gpudrv_check.model.admission import EXTENDED_RESOURCE_TOLERATION, extended_resources
 from gpudrv_check.model.pending import (
@@ -173,17 +174,25 @@ def pending_replicas_finding(ctx: Context, workload: Workload) -> Finding | None
     )
     path = resource_request_path(workload, resource) or workload.spec_path
     shows = f"(`gpudrv-check place --workload {workload.key}` shows who holds what)"
+    count = _count_text(workload)
     if resource == "pods":  # no pod requests it: the nodes' allocatable pods are taken
         hint = (
-            "Lower the replicas, or add nodes: the pods that run already fill every node this "
+            f"Lower {count}, or add nodes: the pods that run already fill every node this "
             f"one may use up to its allocatable pods {shows}."
         )
     else:
         hint = (
-            f"Lower the replicas or the {resource} each pod requests, or add nodes: the pods "
+            f"Lower {count} or the {resource} each pod requests, or add nodes: the pods "
             f"that run already hold the {resource} of every node this one may use {shows}."
         )
     return ctx.finding(ID, workload.manifest, path, message, hint)
+
+
+def _count_text(workload: Workload) -> str:
+    """The key the pod count comes from (a RayCluster group's minReplicas when it raises the
+    replicas, a Job's completions when they cap parallelism), else "the replicas"."""
+    path = workload.replicas_path
+    return f"`{field_path_text(path)}`" if path else "the replicas"
 
 
 def check(ctx: Context) -> Iterator[Finding]:

@@ -1,6 +1,7 @@
 """Pod counts the operators and controllers derive from what a manifest writes (the workload
-table's `replicas:` forms and the core Job, CronJob): one row per upstream rule, citing the file
-and function it follows; the expected values are ours, worked out from that code."""
+table's `replicas:` forms and the core Job, CronJob; docs/kubernetes.md §9): one row per
+upstream rule, citing the file and function it follows; the expected values are ours, worked
+out from that code."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.taints import first_untolerated_taint
 from gpudrv_check.model.workload import GPU_RESOURCE, Workload
 from gpudrv_check.model.workload_kinds import QUEUE_LABEL
+
 GROUP = "kueue.x-k8s.io"
 
 

@@ -50,9 +50,11 @@ from gpudrv_check.nvidia.nvidiadriver import (
     MULTIPLE_DEFAULTS,
     NO_OS_TAG,
     OWNER_LABEL,
+    POOL_EXCLUDED,
     RESERVED_LABEL,
     DriverCR,
     NodePool,
+    SkippedNode,
     assign_owners,
     cr_upgrade_policy,
     has_owner_assignment,
@@ -129,6 +131,7 @@ class NodeDriver:
     current: str | None = None  # the driver the labels say runs now
     current_branch: str | None = None
     pool: NodePool | None = None
+    left_out_of: NodePool | None = None  # the pool of its name, whose selector excludes it
     other_os_tags: tuple[str, ...] = ()  # ClusterPolicy with mixed OS: tags it may get instead
     upgrade_policy: dict | None = None
 
@@ -601,7 +604,7 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
                 _owner_fix(problem.kind, src.cr is None, version),
             )
         )
-    pool_of: dict[str, tuple[NodePool | None, DriverCR, DriverSource, str | None]] = {}
+    pool_of: _PoolOf = {}
     for cr, src in sources:
         owned = {n.name: labels[n.name] for n in gpu if ownership.owner.get(n.name) == cr.name}
         pools, skipped = node_pools(cr, owned, version)
@@ -614,7 +617,7 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
             for name in pool.nodes:
                 pool_of[name] = (pool, cr, src, None)
         for skip in skipped:
-            pool_of[skip.node] = (None, cr, src, skip.missing_label)
+            pool_of[skip.node] = (None, cr, src, skip)
         _cr_version_problems(plan, cr, src, sorted(image_errors))
     for node in gpu:
         plan.nodes[node.name] = _cr_node(
@@ -707,7 +710,7 @@ def _cr_location(src: DriverSource, key: tuple[str, ...]) -> Location:
     return src.manifest.location(path)
 
 
-_PoolOf = dict[str, tuple["NodePool | None", DriverCR, DriverSource, "str | None"]]
+_PoolOf = dict[str, tuple["NodePool | None", DriverCR, DriverSource, "SkippedNode | None"]]
 
 
 def _cr_node(
@@ -726,10 +729,23 @@ def _cr_node(
     if owner is None:
         return NodeDriver(node, False, "no NVIDIADriver owns it", current=current)
     reason = _unmanaged_reason(node, sandbox, default, version)
-    pool, cr, src, missing = pool_of.get(node.name, (None, None, None, None))
+    pool, cr, src, skip = pool_of.get(node.name, (None, None, None, None))
+    missing = skip.missing_label if skip is not None else None
     policy = cr_upgrade_policy(cr, fallback, version) if cr is not None else None
     if reason or cr is None:
         return NodeDriver(node, False, reason or "no driver pool takes it", src, current=current)
+    if skip is not None and skip.pool is not None and missing == POOL_EXCLUDED:
+        result = _excluded_result(node, skip.pool, skip.label)
+        return NodeDriver(
+            node,
+            True,
+            "",
+            src,
+            result,
+            current=current,
+            left_out_of=skip.pool,
+            upgrade_policy=policy,
+        )
     if pool is None and missing == NO_OS_TAG:
         error = (
             f"operator {version} cannot form an OS tag from ID={quoted(f.os_id)} "
@@ -755,3 +771,15 @@ def _cr_node(
         pool=pool,
         upgrade_policy=policy,
     )
+
+
+def _excluded_result(node: Node, pool: NodePool, label: str) -> TagResult:
+    """A node the pool of its name leaves out: its selector reads another value of ``label``."""
+    wanted, have = pool.node_selector.get(label), node.labels.get(label)
+    error = (
+        f"NVIDIADriver {pool.driver}'s pool {pool.name} selects {label}={quoted(wanted)}, the "
+        "value of whichever of its nodes the operator lists first (its node cache has no order; "
+        f"{pool.nodes[0]} here), and {node.name} has {quoted(have)}: no driver DaemonSet selects "
+        f"{node.name} (listed the other way round, {pool.nodes[0]} is the one left out)"
+    )
+    return TagResult(None, error=error, excluded_by=label)

@@ -97,6 +97,7 @@ DISABLED = "disabled"  # switched off in the operator configuration
 NODE_NAME_CAUSE = "node-name"  # the pod template names another node
 GPUS = "gpus"  # the pod requests more nvidia.com/gpu than the node offers
 POOL_LABEL = "pool-label"  # a label every NVIDIADriver pool selects on (NFD's OS release...)
+POOL_SELECTOR = "pool-selector"  # the pool of the node's name selects another value of a label
 WORKLOAD_TYPE = "workload-type"  # the operator sets the deploy label on other workload types
 
 DRIVER = "driver"
@@ -824,6 +825,11 @@ def _no_pool_cause(repo: Repo, node: Node, config: OperatorConfig | None) -> Cau
         detail = "no NVIDIADriver owns it: the owner assignment fails (GPU015)"
         return Cause(SELECTOR, detail, first.location, first.about, first.path)
     missing = entry.result.missing
+    excluded = entry.result.excluded_by
+    if entry.managed and excluded and entry.left_out_of is not None:
+        detail = f"the NVIDIADriver pool {entry.left_out_of.name} selects another {excluded}"
+        path = (*node.labels_path, excluded)
+        return Cause(POOL_SELECTOR, detail, node.label_location(excluded), node, path)
     if entry.managed and missing:
         detail = f"its NVIDIADriver's node pools need the label {missing[0]}"
         path = (*node.labels_path, missing[0])
@@ -930,6 +936,12 @@ def remedy(cause: Cause, operand: str | None, node: str) -> str | None:
             f"Give {node} the label {label}, which every NVIDIADriver pool selects on: Node "
             "Feature Discovery writes it on a running node (is NFD deployed there?); in the repo, "
             f"add it to {node}'s labels"
+        )
+    if cause.kind == POOL_SELECTOR:
+        return (
+            f"Give {node} its own NVIDIADriver (a nodeSelector that picks it), or bring its "
+            f"{cause.path[-1]} to the value of the pool's other nodes: the pool's selector comes "
+            "from one of them"
         )
     if cause.kind == WORKLOAD_TYPE:
         return (

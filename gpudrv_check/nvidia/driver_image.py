@@ -162,6 +162,9 @@ class TagResult:
     error: str | None = None
     # the OS labels are there, and the operator forms no OS tag from them (`os_tag` is None)
     no_os_tag: bool = False
+    # the node is in no NVIDIADriver pool: the pool of its name selects another value of this
+    # label (nvidiadriver.py `node_pools`)
+    excluded_by: str | None = None
 
     @property
     def ok(self) -> bool:

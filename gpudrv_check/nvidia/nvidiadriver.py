@@ -20,7 +20,15 @@ Before v26.7 there is no ``default`` field and no owner label: each CR selects i
 Node pools (``internal/state/nodepool.go`` ``getNodePools``): one per OS tag (``getOSTag``),
 and in precompiled mode per OS tag and kernel. A node without the OS labels (or, precompiled,
 the kernel label) is skipped. v26.7 truncates ``rhel``/``rocky``/``ol`` to the major version and
-selects such a pool on ``VERSION_ID.major``: a node without that label is skipped too.
+selects such a pool on ``VERSION_ID.major``: a node without that label is skipped too. Before,
+every pool selects the exact ``VERSION_ID``, although v26.3 already names ``rocky9`` (and
+``rhel10``) pools by the major version.
+
+A pool is keyed by its name, and the first node the operator lists under that name sets the
+pool's selector; a later node of the same name that the selector does not match is in no
+DaemonSet (v26.3 ``rocky`` 9.2 next to 9.4; precompiled kernels that differ only in the
+architecture, which the pool name drops). The operator's node cache has no order, so which
+node comes first is not defined: here the first by name stands for it.
 """
 
 from __future__ import annotations
@@ -122,7 +130,10 @@ class SkippedNode:
     """An owned node no pool takes: no driver DaemonSet selects it."""
 
     node: str
-    missing_label: str  # or NO_OS_TAG: the labels are there, the release forms no OS tag
+    missing_label: str  # or NO_OS_TAG / POOL_EXCLUDED
+    # POOL_EXCLUDED: the pool of the node's name, and the label its selector reads otherwise
+    pool: NodePool | None = None
+    label: str = ""
 
 
 #: the CRD's default of spec.image (api/nvidia/v1alpha1/nvidiadriver_types.go,
@@ -131,6 +142,10 @@ DEFAULT_CR_IMAGE = "nvcr.io/nvidia/driver"
 
 #: `SkippedNode.missing_label` of a node whose OS labels the operator forms no OS tag from
 NO_OS_TAG = "\0no-os-tag"
+#: `SkippedNode.missing_label` of a node whose pool (by name) selects another value of a label
+POOL_EXCLUDED = "\0pool-excluded"
+#: from v26.7 a truncated OS tag's pool selects VERSION_ID.major (nodepool.go getNodePools)
+VERSION_MAJOR_SELECTOR_SINCE: tuple[int, int] = (26, 7)
 
 
 def _text(value: object) -> str | None:
@@ -312,7 +327,7 @@ def _pool_of(
     selector = {**cr.selector(), GPU_PRESENT_LABEL: "true", OS_RELEASE_ID_LABEL: os_id}
     if has_owner_assignment(operator_version):
         selector[OWNER_LABEL] = cr.name
-    if not tag.endswith(version):
+    if not tag.endswith(version) and _selects_version_major(operator_version):
         major = labels.get(OS_VERSION_ID_MAJOR_LABEL)
         if not major:
             return OS_VERSION_ID_MAJOR_LABEL
@@ -328,11 +343,25 @@ def _pool_of(
     return tag, kernel, selector
 
 
+def _selects_version_major(operator_version: object) -> bool:
+    """Whether a truncated OS tag's pool selects ``VERSION_ID.major`` (v26.7 on; unknown =
+    newest); before, every pool selects the exact ``VERSION_ID``."""
+    release = operator_release(operator_version)
+    return release is None or release >= VERSION_MAJOR_SELECTOR_SINCE
+
+
+def _excluding_label(pool: Mapping[str, str], own: Mapping[str, str]) -> str | None:
+    """The first label the pool's selector reads with another value than the node's own pool
+    selector (``_pool_of``) does: both hold the same keys, from the same CR."""
+    return next((k for k, v in pool.items() if own.get(k) != v), None)
+
+
 def node_pools(
     cr: DriverCR, owned: Mapping[str, Mapping[str, str]], operator_version: object = None
 ) -> tuple[list[NodePool], list[SkippedNode]]:
     """The pools (one driver DaemonSet each) of the nodes ``cr`` owns, sorted by name."""
     pools: dict[str, tuple[str, str | None, dict[str, str], list[str]]] = {}
+    excluded: list[tuple[str, str, str]] = []  # node, pool name, label
     skipped = []
     for node in sorted(owned):
         found = _pool_of(cr, owned[node], operator_version)
@@ -341,12 +370,20 @@ def node_pools(
             continue
         tag, kernel, selector = found
         name = f"{tag}-{sanitized_kernel_version(kernel)}" if kernel else tag
-        pools.setdefault(name, (tag, kernel, selector, []))[3].append(node)
-    out = [
-        NodePool(cr.name, name, tag, kernel, selector, tuple(nodes))
+        first = pools.setdefault(name, (tag, kernel, selector, []))
+        # getNodePools keeps the first node's pool of each name: its selector decides
+        label = _excluding_label(first[2], selector)
+        if label is None:
+            first[3].append(node)
+        else:
+            excluded.append((node, name, label))
+    out = {
+        name: NodePool(cr.name, name, tag, kernel, selector, tuple(nodes))
         for name, (tag, kernel, selector, nodes) in sorted(pools.items())
-    ]
-    return out, skipped
+    }
+    for node, name, label in excluded:
+        skipped.append(SkippedNode(node, POOL_EXCLUDED, out[name], label))
+    return list(out.values()), sorted(skipped, key=lambda s: s.node)
 
 
 def pool_image(cr: DriverCR, pool: NodePool) -> ImageRefResult:

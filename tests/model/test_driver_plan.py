@@ -514,3 +514,57 @@ def test_gpu015_names_five_shared_nodes_and_counts_the_rest(tmp_path, release, n
     for f in found:
         assert nodes in f.message
         assert f.message.endswith("no CR installs a driver on any node")
+
+
+# --- a node the pool of its name leaves out (nodepool.go getNodePools, per release) -----------
+
+ROCKY_NODES = (
+    ("r92", "9.2", "5.14.0-284.el9_2.x86_64"),
+    ("r94", "9.4", "5.14.0-427.el9_4.x86_64"),
+)
+CR_550 = (
+    "apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata: {name: gpu}\n"
+    "spec:\n  repository: r.io/nv\n  image: driver\n  version: '550.90.07'\n"
+)
+
+
+def _rocky(root: Path) -> None:
+    major = "    feature.node.kubernetes.io/system-os_release.VERSION_ID.major: '9'\n"
+    for name, version, kernel in ROCKY_NODES:
+        node = gpu_node(name, major, os_id="rocky", version=version, kernel=kernel)
+        write(root, f"{name}.yaml", node)
+    write(root, "support-matrix.csv", "driver_branch,kernel,os_tag\n")
+    write(root, "cp.yaml", CRD_ON)
+    write(root, "gpu.yaml", CR_550)
+
+
+@pytest.mark.parametrize(("release", "left_out"), [("v26.3.0", True), ("v26.7.0", False)])
+def test_v26_3_rocky_pool_selects_the_exact_version_id(tmp_path, release, left_out) -> None:
+    # v26.3 getNodePools: pool rocky9, selector VERSION_ID of its first node (r92 here)
+    _rocky(tmp_path)
+    result = run(tmp_path, release)
+    found = {}
+    for f in result.findings:
+        found.setdefault(f.rule, []).append(f)
+    entries = {e.node.name: e for e in audit_entries(result.repo)}
+    if not left_out:
+        assert "GPU002" not in found and "GPU030" not in found
+        assert entries["r94"].result.ok
+        return
+    [gpu002] = found["GPU002"]
+    assert gpu002.object.name == "r94"
+    # the VERSION_ID label of r94 (line 12: after the VERSION_ID.major line gpu_node inserts)
+    assert (gpu002.location.file, gpu002.location.line, gpu002.location.column) == (
+        "r94.yaml",
+        12,
+        5,
+    )
+    assert "pool rocky9 selects feature.node.kubernetes.io/system-os_release.VERSION_ID='9.2'" in (
+        gpu002.message
+    )
+    assert "no driver DaemonSet selects r94" in gpu002.message
+    assert "own NVIDIADriver" in gpu002.hint and "VERSION_ID.major" in gpu002.hint
+    assert not entries["r94"].result.ok and entries["r92"].result.ok
+    [gpu030] = found["GPU030"]
+    assert gpu030.object.name == "r94" and "pool rocky9 selects another" in gpu030.message
+    assert "own NVIDIADriver" in gpu030.hint

@@ -18,6 +18,7 @@ from gpudrv_check.nvidia.nvidiadriver import (
     OS_VERSION_ID_MAJOR_LABEL,
     OVERLAP,
     OWNER_LABEL,
+    POOL_EXCLUDED,
     RESERVED_LABEL,
     DriverCR,
     assign_owners,
@@ -168,6 +169,51 @@ def test_truncated_os_tags_need_the_version_major_label(release, tag, needs_majo
         assert pools[0].node_selector[OS_VERSION_ID_MAJOR_LABEL] == "9"
         assert OS_VERSION not in pools[0].node_selector
     assert [p.os_tag for p in pools] == [tag]
+
+
+# getNodePools: the pool of a name is the first node's (nodepool.go, every release); the node
+# cache has no order, the first by name stands for it. The pool selects VERSION_ID.major only
+# from v26.7 (v26.3 names rocky pools by major version but selects the exact VERSION_ID).
+ROCKY = {
+    "r92": labels("r92", os_id="rocky", version="9.2", **{OS_VERSION_ID_MAJOR_LABEL: "9"}),
+    "r94": labels("r94", os_id="rocky", version="9.4", **{OS_VERSION_ID_MAJOR_LABEL: "9"}),
+}
+
+
+@pytest.mark.parametrize(
+    ("release", "pools", "left_out"),
+    [
+        # v25.10 getOS: ID + VERSION_ID, one pool per release
+        ("v25.10.0", [("rocky9.2", ("r92",)), ("rocky9.4", ("r94",))], []),
+        # v26.3 getOSTag: rocky9 for both, selector VERSION_ID=9.2 from r92: r94 is left out
+        ("v26.3.0", [("rocky9", ("r92",))], [("r94", OS_VERSION)]),
+        # v26.7: rocky9 selects VERSION_ID.major=9, both in
+        ("v26.7.0", [("rocky9", ("r92", "r94"))], []),
+    ],
+)
+def test_a_pool_takes_the_selector_of_its_first_node(release, pools, left_out) -> None:
+    found, skipped = node_pools(DriverCR("d"), ROCKY, release)
+    assert [(p.name, p.nodes) for p in found] == pools
+    assert [(s.node, s.missing_label, s.label) for s in skipped] == [
+        (node, POOL_EXCLUDED, label) for node, label in left_out
+    ]
+    if release == "v26.3.0":
+        assert found[0].node_selector[OS_VERSION] == "9.2"
+        assert OS_VERSION_ID_MAJOR_LABEL not in found[0].node_selector
+        assert skipped[0].pool == found[0]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_precompiled_kernels_of_two_architectures_share_a_pool_name(release: str) -> None:
+    # getSanitizedKernelVersion drops x86_64/aarch64: one pool name, the first node's kernel
+    owned = {
+        "arm": {**labels("arm"), KERNEL: "5.15.0-119-generic.aarch64"},
+        "x86": {**labels("x86"), KERNEL: "5.15.0-119-generic.x86_64"},
+    }
+    pools, skipped = node_pools(DriverCR("d", use_precompiled=True), owned, release)
+    assert [(p.name, p.nodes) for p in pools] == [("ubuntu22.04-5.15.0-119-generic", ("arm",))]
+    assert pools[0].node_selector[KERNEL] == "5.15.0-119-generic.aarch64"
+    assert [(s.node, s.missing_label, s.label) for s in skipped] == [("x86", POOL_EXCLUDED, KERNEL)]
 
 
 @pytest.mark.parametrize("release", RELEASES)

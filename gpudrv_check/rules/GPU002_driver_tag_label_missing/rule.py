@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.model.driver import driver_managed, node_tag
 from gpudrv_check.model.driver_plan import LABELS, driver_plan
-from gpudrv_check.nvidia.driver_image import OS_VERSION_ID_LABEL
+from gpudrv_check.nvidia.driver_image import KERNEL_VERSION_LABEL, OS_VERSION_ID_LABEL
 from gpudrv_check.rules.context import Context
 
 ID = "GPU002"
@@ -39,6 +39,12 @@ def check(ctx: Context) -> Iterator[Finding]:
             message = f"GPU node {node.name}: driver image tag cannot be computed: {result.error}"
         path, hint = node.labels_path, None
         location = node.label_location(result.missing[0]) if result.missing else None
+        if result.excluded_by:
+            # the labels are there, with another value than the pool of the node's name selects
+            message = f"GPU node {node.name} gets no driver: {result.error}"
+            path = node.label_path(result.excluded_by)
+            location = node.label_location(result.excluded_by)
+            hint = _excluded_fix(result.excluded_by)
         if result.no_os_tag:
             # the labels are there: the release is one the operator forms no tag from
             path = node.label_path(OS_VERSION_ID_LABEL)
@@ -57,3 +63,19 @@ def check(ctx: Context) -> Iterator[Finding]:
             hint,
             location=location,
         )
+
+
+def _excluded_fix(label: str) -> str:
+    """How to get a node into a pool whose selector reads another value of ``label``."""
+    if label == KERNEL_VERSION_LABEL:
+        # getSanitizedKernelVersion drops the architecture: x86_64 and aarch64 share a name
+        return (
+            "The pool's name drops the CPU architecture from the kernel, so nodes whose kernels "
+            "differ only in it share one pool that selects one kernel: give the nodes of each "
+            "architecture their own NVIDIADriver (nodeSelector on kubernetes.io/arch)."
+        )
+    return (
+        f"Run one {label} on the nodes of this pool, or give the nodes of each release their "
+        "own NVIDIADriver (nodeSelector); from v26.7 a pool of a major-version OS tag (rocky9) "
+        "selects VERSION_ID.major and takes all of them."
+    )

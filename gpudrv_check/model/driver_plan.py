@@ -35,6 +35,7 @@ from gpudrv_check.nvidia.driver_image import (
     NodeDriverFacts,
     OsConflict,
     TagResult,
+    chart_driver_version,
     cluster_os_tag,
     driver_branch,
     driver_image_reference,
@@ -364,8 +365,20 @@ def _cluster_policy_plan(repo: Any, config: Any, settings: Any, version: object)
             other_os_tags=others,
             upgrade_policy=settings.upgrade_policy,
         )
-    _cluster_policy_problems(repo, plan, source, settings, version)
+    chart = _chart_version(config, version) if config.source != "clusterpolicy" else None
+    _cluster_policy_problems(repo, plan, source, settings, version, chart)
     return plan
+
+
+def _chart_version(config: Any, version: object) -> str:
+    """The chart's default ``driver.version`` (values.yaml) the values fall back to: of the
+    chart version written (with its patch), else of the operator version, else the newest."""
+    for written in (config.chart_version, version):
+        text = written.strip().lstrip("~^=> ") if isinstance(written, str) else None
+        found = chart_driver_version(text)
+        if found is not None:
+            return found
+    return chart_driver_version("v26.7.0") or ""
 
 
 def _explicit(config: Any, key: str) -> str | None:
@@ -385,7 +398,12 @@ def _managed(plan: DriverPlan) -> list[NodeDriver]:
 
 
 def _cluster_policy_problems(
-    repo: Any, plan: DriverPlan, source: DriverSource, settings: Any, version: object
+    repo: Any,
+    plan: DriverPlan,
+    source: DriverSource,
+    settings: Any,
+    version: object,
+    chart: str | None = None,
 ) -> None:
     managed = _managed(plan)
     if not managed:
@@ -408,6 +426,8 @@ def _cluster_policy_problems(
         )
     if settings.use_precompiled:
         why = precompiled_version_problem(settings.version)
+        if why is None and settings.version is None and chart:
+            _chart_version_problem(plan, source, chart, "ClusterPolicy")
         if why is not None:
             plan.problems.append(
                 DriverProblem(
@@ -424,6 +444,25 @@ def _cluster_policy_problems(
     if not plan.of_rule(builtin(OS_CONFLICT).id):
         # while the conflict stands `init` fails: no driver DaemonSet is rendered, no node moves
         _upgrade_problem(plan, source, managed, settings.version)
+
+
+def _chart_version_problem(plan: DriverPlan, source: DriverSource, chart: str, into: str) -> None:
+    """GPU014 for precompiled chart values without ``driver.version``: the chart's values.yaml
+    fills in a full version (templates/clusterpolicy.yaml, nvidiadriver.yaml render it)."""
+    plan.problems.append(
+        DriverProblem(
+            builtin(VERSION_FORM).id,
+            source.manifest,
+            source.path("usePrecompiled"),
+            source.location("usePrecompiled"),
+            "driver.usePrecompiled is true and driver.version is unset, so the chart renders "
+            f"its default {chart} (values.yaml) into the {into}: "
+            f"{precompiled_version_problem(chart)}",
+            f'Set driver.version to the driver branch (`"{driver_branch(chart)}"` for the '
+            "chart's default) in the values, or turn usePrecompiled off to run the chart's "
+            "full-version driver image that compiles its module on the node.",
+        )
+    )
 
 
 def _os_groups(cluster: ClusterOsTag) -> str:
@@ -619,6 +658,9 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
         for skip in skipped:
             pool_of[skip.node] = (None, cr, src, skip)
         _cr_version_problems(plan, cr, src, sorted(image_errors))
+        if src.cr is None and cr.use_precompiled and cr.version is None and config is not None:
+            chart = _chart_version(config, version)
+            _chart_version_problem(plan, src, chart, "default NVIDIADriver")
     for node in gpu:
         plan.nodes[node.name] = _cr_node(
             repo, node, ownership.owner.get(node.name), pool_of, sandbox, default, version, fallback

@@ -607,6 +607,27 @@ def cluster_os_tag(
     )
 
 
+#: `driver.version` of the gpu-operator chart's values.yaml per release (deployments/gpu-operator/
+#: values.yaml at each tag): every one a full version, which no precompiled image is tagged with
+CHART_DRIVER_VERSIONS: dict[tuple[int, int], str] = {
+    (25, 10): "580.95.05",  # v25.10.1: 580.105.08 (CHART_DRIVER_VERSION_PATCHES)
+    (26, 3): "580.126.20",  # v26.3.0 to v26.3.3
+    (26, 7): "595.91.07",
+}
+CHART_DRIVER_VERSION_PATCHES: dict[tuple[int, int, int], str] = {(25, 10, 1): "580.105.08"}
+
+
+def chart_driver_version(operator_version: object) -> str | None:
+    """The chart's default ``driver.version`` for an operator (chart) release, when known."""
+    release = operator_release(operator_version)
+    if release is None:
+        return None
+    match = _OPERATOR_VERSION_RE.match(str(operator_version).strip())
+    patch = parse_digits(match.group(3)) if match and match.group(3) else 0
+    found = CHART_DRIVER_VERSION_PATCHES.get((*release, patch or 0))
+    return found or CHART_DRIVER_VERSIONS.get(release)
+
+
 def precompiled_version_problem(version: object) -> str | None:
     """Why a precompiled ``driver.version`` pulls a tag that is never built, or ``None``.
 

@@ -568,3 +568,48 @@ def test_v26_3_rocky_pool_selects_the_exact_version_id(tmp_path, release, left_o
     [gpu030] = found["GPU030"]
     assert gpu030.object.name == "r94" and "pool rocky9 selects another" in gpu030.message
     assert "own NVIDIADriver" in gpu030.hint
+
+
+# --- precompiled chart values without driver.version: values.yaml's full version --------------
+
+
+@pytest.mark.parametrize(
+    ("chart", "default"),
+    [
+        # deployments/gpu-operator/values.yaml `driver.version` at each tag
+        ("v25.10.0", "580.95.05"),
+        ("v25.10.1", "580.105.08"),
+        ("v26.3.0", "580.126.20"),
+        ("v26.3.3", "580.126.20"),
+        ("v26.7.0", "595.91.07"),
+    ],
+)
+@pytest.mark.parametrize("crd", [False, True])
+def test_precompiled_chart_values_without_version_render_a_full_version(
+    tmp_path, chart, default, crd
+) -> None:
+    # templates/clusterpolicy.yaml and nvidiadriver.yaml render .Values.driver.version, whose
+    # values.yaml default is a full version: resolveDriverTag / GetPrecompiledImagePath put it
+    # in front of the kernel verbatim, a tag no precompiled image has
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    values = "    driver:\n      usePrecompiled: true\n"
+    if crd:
+        values += "      nvidiaDriverCRD: {enabled: true}\n"
+    write(tmp_path, "hr.yaml", helmrelease(chart, values))
+    [f] = rules(tmp_path)["GPU014"]
+    # driver.usePrecompiled in the values (line 9, under `driver:`)
+    assert (f.location.file, f.location.line, f.location.column) == ("hr.yaml", 9, 7)
+    into = "default NVIDIADriver" if crd else "ClusterPolicy"
+    assert f.message.startswith(
+        "driver.usePrecompiled is true and driver.version is unset, so the chart renders its "
+        f"default {default} (values.yaml) into the {into}: precompiled driver images are tagged "
+        f"by driver branch, so version '{default}' names '{default}-<kernel>-<os-tag>'"
+    )
+    assert f.hint.startswith(f'Set driver.version to the driver branch (`"{default[:3]}"`')
+
+
+def test_precompiled_chart_values_with_a_branch_are_fine(tmp_path) -> None:
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    values = "    driver:\n      usePrecompiled: true\n      version: '550'\n"
+    write(tmp_path, "hr.yaml", helmrelease("v26.3.0", values))
+    assert "GPU014" not in rules(tmp_path)

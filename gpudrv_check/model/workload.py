@@ -523,15 +523,15 @@ def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
 
 def _job_count_problems(manifest: Manifest, findings: list[Finding]) -> None:
     """batch/validation ValidateJobSpec: parallelism and completions non-negative."""
-    for field in ("parallelism", "completions"):
-        number = manifest.get("spec", field)
+    for key in ("parallelism", "completions"):
+        number = manifest.get("spec", key)
         if isinstance(number, int) and not isinstance(number, bool) and number < 0:
             findings.append(
                 invalid_field(
                     manifest,
-                    ("spec", field),
-                    f"spec.{field}: Invalid value: {number}: must be greater than or equal to 0",
-                    f"Write `{field}:` as 0 or more.",
+                    ("spec", key),
+                    f"spec.{key}: Invalid value: {number}: must be greater than or equal to 0",
+                    f"Write `{key}:` as 0 or more.",
                 )
             )
 

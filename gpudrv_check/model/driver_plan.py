@@ -309,11 +309,9 @@ def _reference(
 ) -> str | None:
     if not version and not (image and not repository):
         return None  # the version comes from the operator's environment or the chart default
-    if version and not repository:
-        return None
-    result = driver_image_reference(
-        repository, image or "driver", version, kernel, ostag, precompiled
-    )
+    if version and not (repository and image):
+        return None  # no image path the operator can pull (GPU014)
+    result = driver_image_reference(repository, image, version, kernel, ostag, precompiled)
     return result.reference
 
 
@@ -424,6 +422,8 @@ def _cluster_policy_problems(
                 MIXED_OS_FIX,
             )
         )
+    if chart is None:  # the chart's values.yaml fills in repository, image and version
+        _image_spec_problem(plan, source, settings, version)
     if settings.use_precompiled:
         why = precompiled_version_problem(settings.version)
         if why is None and settings.version is None and chart:
@@ -444,6 +444,60 @@ def _cluster_policy_problems(
     if not plan.of_rule(builtin(OS_CONFLICT).id):
         # while the conflict stands `init` fails: no driver DaemonSet is rendered, no node moves
         _upgrade_problem(plan, source, managed, settings.version)
+
+
+#: v26.7 ImagePath refuses a spec with some of repository, image, version (clusterpolicy_types.go)
+IMAGE_SPEC_CHECKED_SINCE: tuple[int, int] = (26, 7)
+_EXAMPLES = {
+    "repository": "`repository: nvcr.io/nvidia`",
+    "image": "`image: driver`",
+    "version": '`version: "550.90.07"`',
+}
+
+
+def _image_spec_problem(
+    plan: DriverPlan, source: DriverSource, settings: Any, version: object
+) -> None:
+    """GPU014 for a ClusterPolicy that sets some of repository, image and version but not all:
+    the CRD has no default for them, and the operator's DRIVER_IMAGE applies only when
+    repository and version are both unset (``imagePath``, ``resolveDriverTag``)."""
+    fields = {
+        "repository": settings.repository,
+        "image": settings.image,
+        "version": settings.version,
+    }
+    if not (settings.repository or settings.version) or all(fields.values()):
+        return
+    missing = [key for key, value in fields.items() if not value]
+    written = [key for key, value in fields.items() if value]
+    shown = ", ".join(f"{key}={value or ''}" for key, value in fields.items())
+    release = operator_release(version)
+    if not settings.use_precompiled and (release is None or release >= IMAGE_SPEC_CHECKED_SINCE):
+        outcome = (
+            'the operator fails the driver state with "invalid image specification: repository, '
+            f'image and version must all be set ({shown})" and renders no driver DaemonSet'
+        )
+    else:
+        # before v26.7, and precompiled in every release, the parts are joined as they are
+        repo, image, tag = (value or "" for value in fields.values())
+        tail = "-<kernel>-<os-tag>" if settings.use_precompiled else "-<os-tag>"
+        outcome = (
+            f"the operator joins them as they are, into {repo}/{image}:{tag}{tail}, which is no "
+            "valid image reference: the driver pods fail with InvalidImageName"
+        )
+    plan.problems.append(
+        DriverProblem(
+            builtin(VERSION_FORM).id,
+            source.manifest,
+            source.path(),
+            source.location(),
+            f"the {source.name} sets driver.{' and driver.'.join(written)} but not "
+            f"driver.{' or driver.'.join(missing)}: {outcome}",
+            f"Set driver.{', driver.'.join(missing)} in the {source.name} (e.g. "
+            f"{', '.join(_EXAMPLES[key] for key in missing)}; the CRD has no default), or unset "
+            "repository and version to use the operator's DRIVER_IMAGE.",
+        )
+    )
 
 
 def _chart_version_problem(plan: DriverPlan, source: DriverSource, chart: str, into: str) -> None:

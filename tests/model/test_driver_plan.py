@@ -613,3 +613,77 @@ def test_precompiled_chart_values_with_a_branch_are_fine(tmp_path) -> None:
     values = "    driver:\n      usePrecompiled: true\n      version: '550'\n"
     write(tmp_path, "hr.yaml", helmrelease("v26.3.0", values))
     assert "GPU014" not in rules(tmp_path)
+
+
+# --- a ClusterPolicy image spec with some of repository, image, version ----------------------
+
+
+@pytest.mark.parametrize(
+    ("driver", "release", "outcome"),
+    [
+        # v26.7 api/nvidia/v1/clusterpolicy_types.go imagePath: the error, no DaemonSet
+        (
+            "    repository: r.io/nv\n    version: 550.90.07\n",
+            "v26.7.0",
+            'fails the driver state with "invalid image specification: repository, image and '
+            'version must all be set (repository=r.io/nv, image=, version=550.90.07)"',
+        ),
+        (
+            "    image: driver\n    version: 550.90.07\n",
+            "v26.7.0",
+            "(repository=, image=driver, version=550.90.07)",
+        ),
+        # v25.10 / v26.3 imagePath joins them without a check
+        (
+            "    repository: r.io/nv\n    version: 550.90.07\n",
+            "v26.3.0",
+            "joins them as they are, into r.io/nv/:550.90.07-<os-tag>, which is no valid image",
+        ),
+        (
+            "    image: driver\n    version: 550.90.07\n",
+            "v25.10.0",
+            "into /driver:550.90.07-<os-tag>",
+        ),
+        # v26.7 resolveDriverTag: precompiled never calls imagePath, the parts are joined
+        (
+            "    usePrecompiled: true\n    repository: r.io/nv\n    version: '550'\n",
+            "v26.7.0",
+            "into r.io/nv/:550-<kernel>-<os-tag>",
+        ),
+    ],
+)
+def test_a_cluster_policy_image_spec_needs_all_three_parts(
+    tmp_path, driver, release, outcome
+) -> None:
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    write(tmp_path, "cp.yaml", cluster_policy(driver))
+    result = run(tmp_path, release)
+    [f] = [f for f in result.findings if f.rule == "GPU014"]
+    # the `driver:` section: the missing key is not written anywhere
+    assert (f.location.file, f.location.line, f.location.column) == ("cp.yaml", 5, 3)
+    assert outcome in f.message
+    missing = "image" if "repository" in driver else "repository"
+    assert f.hint.startswith(f"Set driver.{missing} in the ClusterPolicy cluster-policy")
+    [entry] = audit_entries(result.repo)
+    assert entry.reference is None  # no pullable image to name
+
+
+@pytest.mark.parametrize(
+    "driver",
+    [
+        "    repository: r.io/nv\n    image: driver\n    version: 550.90.07\n",
+        "    image: r.io/nv/driver:550.90.07\n",  # kbld: image alone is a full path
+        "    usePrecompiled: false\n",  # nothing: the operator's DRIVER_IMAGE
+    ],
+)
+def test_complete_or_empty_cluster_policy_image_specs_are_fine(tmp_path, driver) -> None:
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    write(tmp_path, "cp.yaml", cluster_policy(driver))
+    assert "GPU014" not in rules(tmp_path, "v26.7.0")
+
+
+def test_chart_values_supply_repository_and_image(tmp_path) -> None:
+    # values.yaml: repository nvcr.io/nvidia, image driver; only version is written
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    write(tmp_path, "hr.yaml", helmrelease("v26.7.0", "    driver:\n      version: 550.90.07\n"))
+    assert "GPU014" not in rules(tmp_path)

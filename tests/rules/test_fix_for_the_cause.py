@@ -169,7 +169,10 @@ def test_gpu006_the_row_fix_follows_the_header(tmp_path: Path) -> None:
 def test_gpu014_the_fix_names_the_branch_of_the_version(tmp_path: Path) -> None:
     """The message said "use '535'", the static fix `"550"` and spoke of NVIDIADriver CRs."""
     write(tmp_path, "nodes.yaml", gpu_node("n1"))
-    policy = '  driver:\n    usePrecompiled: true\n    version: "535.183.06"\n'
+    policy = (
+        "  driver:\n    usePrecompiled: true\n    repository: nvcr.io/nvidia\n    image: driver\n"
+        '    version: "535.183.06"\n'
+    )
     write(tmp_path, "cp.yaml", cluster_policy(policy))
     [f] = found(tmp_path, "GPU014")
     assert f.hint is not None and f.hint.startswith(

@@ -6,6 +6,16 @@ object: checking it alone would report fields it never meant to set. Such a file
 once as not checkable (GPU009) and contributes no object. Paths resolve against the
 kustomization's directory and never leave the repo root; inline patches and remote bases are
 not files and are ignored.
+
+A kustomization's `namespace:` is the namespace of what it builds: kustomize's namespace
+transformer adds or replaces `metadata.namespace` on every object its resources, bases and
+components yield, cluster-scoped kinds left alone (kustomize api/filters/namespace, with the
+field specs of api/konfig/builtinpluginconsts/namespace.go: `create: true` on every kind but
+the cluster-wide ones). An overlay builds its bases first and transforms their output, so the
+outermost kustomization that sets one wins. `applied_namespaces` works that out per file from
+the kustomizations no other one builds on (the roots), so the same `job.yaml` under `team-a`
+and `team-b` is two objects, and a base two overlays put in two namespaces is one object per
+namespace (each located at the base file).
 """
 
 from __future__ import annotations
@@ -15,9 +25,15 @@ from typing import Any
 
 from gpudrv_check.core.located import LMap, LSeq, Pos
 from gpudrv_check.core.records import record
+from gpudrv_check.k8s.scope import is_cluster_scoped
 
-KUSTOMIZATION_FILES = frozenset(("kustomization.yaml", "kustomization.yml"))
+# kustomize api/konfig/general.go RecognizedKustomizationFileNames
+KUSTOMIZATION_FILES = frozenset(("kustomization.yaml", "kustomization.yml", "Kustomization"))
 PATCH_FIELDS = ("patches", "patchesStrategicMerge", "patchesJson6902")
+#: what a kustomization builds on: files, or folders holding another kustomization
+BUILD_FIELDS = ("resources", "bases", "components")
+#: (kustomization folder, namespace over it) pairs one walk visits at most (a hostile repo)
+MAX_NAMESPACE_VISITS = 20_000
 
 
 @record(frozen=True, slots=True)
@@ -75,3 +91,72 @@ def patch_refs(kustomization: str, data: Any) -> dict[str, PatchRef]:
                 pos = entry.key_pos("path")
             out[target] = PatchRef(kustomization, field, pos[0], pos[1])
     return out
+
+
+def _preference(rel: str) -> tuple[str, int]:
+    """kustomization.yaml before .yml before Kustomization, as kustomize looks for them."""
+    names = sorted(KUSTOMIZATION_FILES, key=lambda n: (n[0].isupper(), n.endswith("yml")))
+    return (posixpath.dirname(rel), names.index(posixpath.basename(rel)))
+
+
+def in_namespaces(
+    kind: str, written: str | None, namespaces: tuple[str | None, ...]
+) -> list[str | None]:
+    """The namespaces an object of `kind` written in `written` is applied in (a cluster-scoped
+    object keeps what it says: the transformer skips it)."""
+    if is_cluster_scoped(kind):
+        return [written]
+    return list(dict.fromkeys(written if ns is None else ns for ns in namespaces))
+
+
+def _namespace_of(data: Any) -> str | None:
+    value = data.get("namespace") if isinstance(data, LMap) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _built_on(kustomization: str, data: Any) -> list[str]:
+    """The repo paths a kustomization's resources, bases and components name, in order."""
+    out: list[str] = []
+    for field in BUILD_FIELDS:
+        entries = data.get(field) if isinstance(data, LMap) else None
+        for entry in entries if isinstance(entries, LSeq) else ():
+            target = resolve(kustomization, entry) if isinstance(entry, str) else None
+            if target is not None:
+                out.append(target)
+    return out
+
+
+def applied_namespaces(
+    kustomizations: dict[str, Any], listed: set[str]
+) -> dict[str, tuple[str | None, ...]]:
+    """Per listed file that some kustomization builds into a namespace, the namespaces its
+    objects are applied in (None: as written, for a root that sets none over it), from the
+    parsed kustomization documents by file. Files no kustomization lists are left out."""
+    by_dir: dict[str, str] = {}
+    for rel in sorted(kustomizations, key=_preference):
+        by_dir.setdefault(posixpath.dirname(rel), rel)
+    built: dict[str, list[str]] = {
+        d: _built_on(rel, kustomizations[rel]) for d, rel in by_dir.items()
+    }
+    referenced = {t for targets in built.values() for t in targets if t in by_dir}
+    found: dict[str, set[str | None]] = {}
+    seen: set[tuple[str, str | None]] = set()
+    pending: list[tuple[str, str | None]] = [
+        (d, None) for d in sorted(by_dir) if d not in referenced
+    ]
+    while pending and len(seen) < MAX_NAMESPACE_VISITS:
+        directory, outer = pending.pop()
+        if (directory, outer) in seen:
+            continue
+        seen.add((directory, outer))
+        namespace = outer or _namespace_of(kustomizations[by_dir[directory]])
+        for target in built[directory]:
+            if target in by_dir:
+                pending.append((target, namespace))
+            elif target in listed:
+                found.setdefault(target, set()).add(namespace)
+    return {
+        rel: tuple(sorted(namespaces, key=lambda n: (n is not None, n or "")))
+        for rel, namespaces in found.items()
+        if namespaces != {None}
+    }

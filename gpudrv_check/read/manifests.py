@@ -7,7 +7,7 @@ import os
 import posixpath
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any, Protocol
 
 from gpudrv_check.core.finding import Finding, Location
@@ -16,7 +16,13 @@ from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 from gpudrv_check.core.records import record
 from gpudrv_check.read.block_yaml import forget as forget_lines
-from gpudrv_check.read.kustomization import PatchRef, is_kustomization, patch_refs
+from gpudrv_check.read.kustomization import (
+    PatchRef,
+    applied_namespaces,
+    in_namespaces,
+    is_kustomization,
+    patch_refs,
+)
 from gpudrv_check.read.policy import builtin
 from gpudrv_check.read.prefetched import Prefetched
 from gpudrv_check.read.safe_io import TooLarge
@@ -82,7 +88,9 @@ class FileCache(Protocol):
 
     def save(self) -> None: ...
 
-    def partitions(self, reads: list[tuple[str, str]]) -> Decoding | None:
+    def partitions(
+        self, reads: list[tuple[str, str]], namespaces: dict[str, tuple] | None = None
+    ) -> Decoding | None:
         """Which files this run decodes, from how each was read; None: all of them."""
 
     def unread(self, rel: str) -> tuple[int, int]:
@@ -590,8 +598,18 @@ def _manifest(
 
 def kustomize_patches(source: Source, files: list[FileRef], max_bytes: int) -> dict[str, PatchRef]:
     """Patch files named by the repo's kustomizations (the first naming wins), by path."""
+    return kustomize_layout(source, files, max_bytes)[0]
+
+
+def kustomize_layout(
+    source: Source, files: list[FileRef], max_bytes: int
+) -> tuple[dict[str, PatchRef], dict[str, tuple[str | None, ...]]]:
+    """What the repo's kustomizations say of the other files: the patch files they name (the
+    first naming wins), and the namespaces they build listed files into
+    (read/kustomization.py `applied_namespaces`), by path."""
     listed = {ref.rel for ref in files}
     out: dict[str, PatchRef] = {}
+    documents: dict[str, Any] = {}
     for ref in files:
         if not is_kustomization(ref.rel):
             continue
@@ -602,10 +620,27 @@ def kustomize_patches(source: Source, files: list[FileRef], max_bytes: int) -> d
         if text is None or problem is not None:
             continue
         for doc in parse_text(text).docs:
+            if isinstance(doc.data, LMap):
+                documents.setdefault(ref.rel, doc.data)
             for rel, patch in patch_refs(ref.rel, doc.data).items():
                 if rel in listed and rel not in out and rel != ref.rel:
                     out[rel] = patch
-    return out
+    namespaces = applied_namespaces(documents, listed - set(out))
+    return out, namespaces
+
+
+def _apply_namespaces(results: list[FileResult], namespaces: dict[str, tuple]) -> None:
+    """Each object of a file a kustomization builds into a namespace, in that namespace (one
+    object per namespace when several roots build it; file, line and column stay the file's)."""
+    for result in results:
+        targets = namespaces.get(result.rel)
+        if targets is None:
+            continue
+        result.manifests = [
+            m if ns == m.namespace else replace(m, namespace=ns)
+            for m in result.manifests
+            for ns in in_namespaces(m.kind, m.namespace, targets)
+        ]
 
 
 @record
@@ -779,9 +814,11 @@ def _how_read(
     hits: dict[int, tuple[str, bool, bytes | None]],
     helm_of: dict[int, bool],
     patches: dict[str, PatchRef],
+    namespaces: dict[str, tuple],
 ) -> list[tuple[str, str]]:
     """Per file, how it was read: its digest and Helm flag, a Kustomize patch, or why it was
-    not read; a change in any of them changes the partition keys."""
+    not read, and the namespaces kustomizations build it into; a change in any of them
+    changes the partition keys."""
     out = []
     for i, ref in enumerate(files):
         result = results[i]
@@ -795,6 +832,8 @@ def _how_read(
         else:
             assert result is not None
             how = "unread: " + "; ".join(f.message for f in result.problems)
+        if ref.rel in namespaces:
+            how += f" namespaces={namespaces[ref.rel]!r}"
         out.append((ref.rel, how))
     return out
 
@@ -856,7 +895,7 @@ def read_repo(
                 )
             ]
         )
-    patches = kustomize_patches(source, files, max_bytes)
+    patches, namespaces = kustomize_layout(source, files, max_bytes)
     total = len(files)
     done = 0
 
@@ -933,7 +972,8 @@ def read_repo(
             assert result is not None
             cache.add(result, helm, encoded.get(i), rel in content.placeholder_files)
         helm_of = {i: helm for i, _, helm in parsed_files}
-        content.plan = cache.partitions(_how_read(files, results, hits, helm_of, patches))
+        how = _how_read(files, results, hits, helm_of, patches, namespaces)
+        content.plan = cache.partitions(how, namespaces)
     if expect is not None and cache is not None:  # the hits this run reads late: one batch
         expect(
             [
@@ -974,6 +1014,7 @@ def read_repo(
     if cache is not None:
         cache.save()
     content.files = [r for r in results if r is not None]
+    _apply_namespaces(content.files, namespaces)
     charts = chart_findings(files, templates)
     for result in content.files:
         if result.rel in charts:

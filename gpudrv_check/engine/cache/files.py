@@ -35,6 +35,23 @@ FORMAT = 2
 BUCKETS = 64
 
 
+def applied_summary(summary: Summary, namespaces: tuple) -> Summary:
+    """A file's summary with its objects in the namespaces a kustomization builds them into
+    (the same objects as `read_repo` gives the run; pseudo-objects kept as they are)."""
+    from gpudrv_check.read.kustomization import in_namespaces
+
+    objects = tuple(
+        (kind, applied)
+        for kind, written in summary[0]
+        for applied in (
+            (written,)
+            if (kind, written) == PLACEHOLDERS
+            else in_namespaces(kind, written, namespaces)
+        )
+    )
+    return (objects, summary[1])
+
+
 def bucket(rel: str) -> int:
     """The bucket of a path: the same in every process (not `hash`, which is salted)."""
     return crc32(rel.encode("utf-8", "surrogatepass")) % BUCKETS
@@ -198,15 +215,23 @@ class FilesCache:
             else:
                 self.cache.drop(KIND, self._bucket_name(number))
 
-    def partitions(self, reads: list[tuple[str, str]]) -> Plan | None:
+    def partitions(
+        self, reads: list[tuple[str, str]], namespaces: dict[str, tuple] | None = None
+    ) -> Plan | None:
         """Which files this run decodes, given how each was read (path, what it was read as:
-        its digest and Helm flag, a Kustomize patch, why it was not read); None: all."""
+        its digest and Helm flag, a Kustomize patch, why it was not read); None: all.
+        `namespaces`: the files a kustomization builds into other namespaces than they say
+        (read/kustomization.py): a summary is stored as written, so they are planned in the
+        namespaces the run puts their objects in."""
         if self.context is None:
             return None
         metas = []
         for rel, how in reads:
             entry = self.fresh.get(rel)
-            metas.append((rel, how, entry.summary if entry is not None else None))
+            summary = entry.summary if entry is not None else None
+            if summary is not None and namespaces and rel in namespaces:
+                summary = applied_summary(summary, namespaces[rel])
+            metas.append((rel, how, summary))
         return plan(self.cache, self.name, self.context, metas, self.redo, self.source)
 
     def unread(self, rel: str) -> tuple[int, int]:

@@ -350,7 +350,9 @@ def load(
         unknowns = substitute(content.manifests, content.placeholder_files, source)
     run = _model(source, config, content, listing, matrix, matrix_missing, custom, rules, unknowns)
     listed = {f.rel for f in content.files}
-    applied = set().union(*(c.files for c in every))
+    # a cluster's `clusters.NAME.inventory` is applied to that cluster, as its paths are: not
+    # a node file of no cluster's, which every cluster would read
+    applied = set().union(*(c.files | _own_inventory(source, config, c) for c in every))
     unassigned_nodes = {
         f.rel
         for f in content.files
@@ -475,8 +477,8 @@ def _cluster_run(
     if found.operator is not None:
         update["operator"] = found.operator
     sub_config = config.model_copy(update=update)
-    shared = _shared(config) | unassigned_nodes
-    files = [f for f in content.files if f.rel in found.files or f.rel in shared]
+    mine = found.files | _own_inventory(source, config, found) | _shared(config) | unassigned_nodes
+    files = [f for f in content.files if f.rel in mine]
     extra = _extra_inventory(source, sub_config, (), set(listed))
     sub = RepoContent(
         files=[*files, *extra],
@@ -505,6 +507,11 @@ def _is_node_file(m: Manifest) -> bool:
     from gpudrv_check.model.inventory import is_inventory
 
     return (m.kind == "Node" and m.api_version == "v1") or is_inventory(m)
+
+
+def _own_inventory(source: Source, config: Config, found: Cluster) -> set[str]:
+    """The inventory files the config names for this one cluster (`clusters.NAME.inventory`)."""
+    return {_config_path(source, config, rel, "inventory") for rel in found.inventory}
 
 
 def _shared(config: Config) -> set[str]:

@@ -66,15 +66,21 @@ def _target(args: InventoryOptions) -> tuple[Path, Path] | str:
 
 
 def _cluster_inventory(root: Path, config: Config, name: str) -> list[str]:
-    """The NodeInventory files of one cluster: those its paths hold and its config names."""
+    """The NodeInventory files of one cluster: those its paths hold and its config names.
+
+    Not the node files every cluster reads (the repo's `inventory:`, a nodes.yaml no cluster
+    applies): they hold the other clusters' nodes too, which one cluster's export would drop.
+    """
     from gpudrv_check.engine.run import load
     from gpudrv_check.model.inventory import is_inventory
+    from gpudrv_check.read.source import clean_rel
 
     run = load(root, config, matrix_optional=True, cluster=name)
-    one = run.clusters[0] if run.clusters else run
-    held = {m.file for m in one.repo.manifests if is_inventory(m)}
-    named = one.cluster.inventory if one.cluster is not None else []
-    return [*held, *named]
+    one = run.clusters[0]  # `load` raises a ConfigError for a name that is no cluster
+    assert one.cluster is not None
+    paths = one.cluster.files
+    held = {m.file for m in one.repo.manifests if is_inventory(m) and m.file in paths}
+    return sorted(held | {clean_rel(rel) or rel for rel in one.cluster.inventory})
 
 
 def run(args: InventoryOptions) -> int:

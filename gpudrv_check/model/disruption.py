@@ -8,9 +8,11 @@ placement (no eligible node: all Pending) and the anti-affinity cap (model/sprea
 beyond the topology domains stay Pending and are never healthy).
 
 Pod counts per kind: Deployment, ReplicaSet, StatefulSet, ReplicationController their
-`replicas`; Job its `parallelism`; CronJob its job template's `parallelism` (pods that exist
-while a run is active); DaemonSet one per eligible node; a bare Pod one, with no controller
-(a Pod manifest in a repo is never owned: ownerReferences are set by controllers).
+`replicas`; Job its `parallelism` capped by `completions`, none while suspended (unless
+Kueue admits it); CronJob its job template's likewise, none while the CronJob is suspended
+(pods that exist while a run is active); DaemonSet one per eligible node; a bare Pod one,
+with no controller (a Pod manifest in a repo is never owned: ownerReferences are set by
+controllers).
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ from gpudrv_check.k8s.scheduler import (
 )
 from gpudrv_check.model.placement import Placement, Verdict, ok_flags
 from gpudrv_check.model.spread import DomainCache, namespace_labels, workload_spread
-from gpudrv_check.model.workload import Workload
+from gpudrv_check.model.workload import Workload, cron_job_pods
 
 if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
@@ -75,7 +75,8 @@ InputsKey = Callable[["InputTables", list[tuple]], str]
 
 
 def pod_count(workload: Workload, eligible: int) -> int:
-    """Pods the workload has while it runs (Job/CronJob: parallelism; DaemonSet: one per node)."""
+    """Pods the workload has while it runs (a Job, each Job of a CronJob: parallelism capped
+    by completions, none while suspended; a DaemonSet: one per node)."""
     if workload.api_rejects or workload.template_only:
         return 0  # the API server refuses the object, or pods come from the objects using it
     if workload.owner_kind:
@@ -84,8 +85,8 @@ def pod_count(workload: Workload, eligible: int) -> int:
     if kind == "DaemonSet":
         return eligible
     if kind == "CronJob":
-        value = workload.manifest.get("spec", "jobTemplate", "spec", "parallelism")
-        return value if isinstance(value, int) and not isinstance(value, bool) else 1
+        count = cron_job_pods(workload.manifest)
+        return 1 if count is None else count
     if kind == "Job":
         return workload.replicas if workload.replicas is not None else 1
     return workload.replicas or 0

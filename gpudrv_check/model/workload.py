@@ -540,12 +540,13 @@ def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _job_pods(manifest: Manifest, spec: Path) -> int | None:
+def _job_pods(manifest: Manifest, spec: Path, job: Path = ()) -> int | None:
     """The pods a Job runs at once (job_controller.go manageJob): none while suspended, unless
-    Kueue admits it (its `batch/job` integration lifts `suspend`); else `parallelism`
-    (default 1), never more than `completions` when that is set (NonIndexed and Indexed
-    alike, before any pod succeeds)."""
-    if manifest.get(*spec, "suspend") is True and not kueue_queued(manifest.data):
+    Kueue admits it (its `batch/job` integration lifts `suspend`; the queue label is the Job's
+    own, at `job`); else `parallelism` (default 1), never more than `completions` when that is
+    set (NonIndexed and Indexed alike, before any pod succeeds)."""
+    queued = kueue_queued(manifest.get(*job) if job else manifest.data)
+    if manifest.get(*spec, "suspend") is True and not queued:
         return 0
     written = manifest.get(*spec, "parallelism")
     parallelism = 1 if written is None else _whole(written)
@@ -554,6 +555,16 @@ def _job_pods(manifest: Manifest, spec: Path) -> int | None:
         return parallelism
     cap = _whole(completions)
     return None if cap is None else min(parallelism, cap)
+
+
+def cron_job_pods(manifest: Manifest) -> int | None:
+    """The pods each Job of a CronJob runs: none while the CronJob is suspended
+    (cronjob_controllerv2 syncCronJob), else its job template's, as a Job's
+    (getJobFromTemplate2 copies the template's spec and labels into the Job); None when the
+    template's counts are not whole numbers."""
+    if manifest.get("spec", "suspend") is True:
+        return 0
+    return _job_pods(manifest, ("spec", "jobTemplate", "spec"), ("spec", "jobTemplate"))
 
 
 def _replicas_path(manifest: Manifest, replicas: int | None) -> Path | None:

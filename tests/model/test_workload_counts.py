@@ -14,6 +14,7 @@ import pytest
 
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.engine.run import check
+from gpudrv_check.model.occupancy import pod_count
 from gpudrv_check.model.workload import Workload, build_workloads
 from gpudrv_check.model.workload_kinds import workload_kinds
 from gpudrv_check.read.config import Config
@@ -203,6 +204,46 @@ spec:
 def test_cronjob_suspend(suspend: str, pods: int | None) -> None:
     (cron,) = workloads(CRONJOB.format(suspend=suspend))
     assert (cron.replicas, cron.placeable) == (pods, pods != 0)
+
+
+CRON_TEMPLATE = """
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: ml}
+spec:
+  schedule: "0 2 * * *"
+  SUSPEND
+  jobTemplate:
+    metadata: {labels: LABELS}
+    spec:
+      JOB
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: t, image: x, resources: {limits: {nvidia.com/gpu: 1}}}]
+"""
+
+
+# the pods one Job of a CronJob runs, which the capacity simulation and the budgets count:
+# cronjob_controllerv2.go getJobFromTemplate2 makes the Job from jobTemplate (its spec and its
+# labels), job_controller.go manageJob runs min(parallelism, completions) of them and none while
+# the Job is suspended, unless Kueue admits it (the queue label the Job carries: jobTemplate's)
+@pytest.mark.parametrize(
+    ("suspend", "job", "labels", "pods"),
+    [
+        ("", "", "{}", 1),  # parallelism defaults to 1
+        ("", "parallelism: 4", "{}", 4),
+        ("", "parallelism: 8\n      completions: 2", "{}", 2),  # manageJob: completions cap
+        ("suspend: true", "parallelism: 4", "{}", 0),  # syncCronJob: no Job at all
+        ("", "suspend: true", "{}", 0),  # each Job created suspended
+        ("", "suspend: true", "{kueue.x-k8s.io/queue-name: q}", 1),  # Kueue lifts it
+        ("", "parallelism: -1", "{}", 1),  # refused by the API server: counted as the default
+    ],
+)
+def test_cronjob_job_pods(suspend: str, job: str, labels: str, pods: int) -> None:
+    text = CRON_TEMPLATE.replace("SUSPEND", suspend).replace("JOB", job)
+    (cron,) = workloads(text.replace("LABELS", labels))
+    assert pod_count(cron, eligible=3) == pods
 
 
 # --- MPIJob -----------------------------------------------------------------------------------

@@ -461,6 +461,9 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
             )
         )
         return
+    if sops_encrypted(data):
+        result.skipped.append(Skipped(where, SOPS_SKIPPED))
+        return
     api_version = data.get("apiVersion")
     kind = data.get("kind")
     if api_version is None or kind is None:
@@ -486,6 +489,20 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
         return
     _check_name_types(result, rel, data)
     result.manifests.append(_manifest(rel, index, data, api_version, kind, None))
+
+
+SOPS_SKIPPED = "SOPS-encrypted: Flux decrypts it before applying; its values are not known here"
+
+
+def sops_encrypted(data: LMap) -> bool:
+    """Whether a document is SOPS-encrypted: a top-level `sops` mapping with a non-empty
+    `mac`, as Flux's kustomize-controller tells one (internal/decryptor/decryptor.go,
+    isSOPSEncryptedResource) and decrypts it before applying. Its values are `ENC[…]` text
+    standing for numbers and strings nobody here knows, so the document is skipped (and
+    counted, `-v`) rather than checked as written: a GPU count of `ENC[AES256_GCM,…]` is
+    no mistake of the repo's."""
+    metadata = data.get("sops")
+    return isinstance(metadata, LMap) and metadata.get("mac") not in (None, "")
 
 
 def _holds_objects(items: LSeq) -> bool:

@@ -31,6 +31,7 @@ from gpudrv_check.nvidia.driver_image import (
     DEPLOY_DRIVER_LABEL,
     DEPLOY_OPERANDS_LABEL,
     GPU_PRESENT_LABEL,
+    MISSING_KERNEL_LABEL_ERROR,
     ClusterOsTag,
     NodeDriverFacts,
     OsConflict,
@@ -441,8 +442,8 @@ def _cluster_policy_problems(
                 )
             )
         _kernel_os_conflicts(repo, plan, source)
-    if not plan.of_rule(builtin(OS_CONFLICT).id):
-        # while the conflict stands `init` fails: no driver DaemonSet is rendered, no node moves
+    if not plan.of_rule(builtin(OS_CONFLICT).id) and not plan.of_rule(builtin(LABEL_MISSING).id):
+        # while `init` fails no driver DaemonSet is rendered, no node moves
         _upgrade_problem(plan, source, managed, settings.version)
 
 
@@ -547,17 +548,26 @@ def os_conflict_others(conflict: OsConflict, releases: Mapping[str, str]) -> dic
     return out
 
 
+#: how GPU003 names the release of a node without OS labels (the operator reads "")
+NO_RELEASE = "no OS release labels"
+
+
 def _kernel_os_conflicts(repo: Any, plan: DriverPlan, source: DriverSource) -> None:
-    """GPU003: getKernelVersionsMap over every GPU node (managed or not) fails ``init``."""
+    """GPU003 / GPU002: ``getKernelVersionsMap`` lists every GPU node (``gpu.present=true``,
+    managed or not: pre-installed, operands off, sandbox) and fails ``init`` on a node without
+    the kernel label, or on one kernel with two ``ID``+``VERSION_ID`` (missing labels read as
+    ``""``): the whole ClusterPolicy stops reconciling."""
     from gpudrv_check.model.driver import label_keys
 
     keys = label_keys(repo.config)
     triples = []
     for name, entry in sorted(plan.nodes.items()):
         f = _facts(repo, entry.node)
-        triples.append((name, f.kernel, f.os_release))
-    # a node without a release is in no conflict (precompiled_os_conflicts skips it)
-    releases = {t[0]: t[2] for t in triples if t[2] is not None}
+        triples.append((name, f.kernel, f"{f.os_id or ''}{f.os_version_id or ''}"))
+        if f.kernel is None and not entry.managed:
+            # a managed node's missing kernel is GPU002 already (its tag needs it)
+            _no_kernel_problem(plan, source, entry, str(keys["kernel"]))
+    releases = {t[0]: t[2] or NO_RELEASE for t in triples}
     for conflict in precompiled_os_conflicts(triples):
         others = os_conflict_others(conflict, releases)
         for name in conflict.nodes:
@@ -570,18 +580,50 @@ def _kernel_os_conflicts(repo: Any, plan: DriverPlan, source: DriverSource) -> N
                     node,
                     node.label_path(key),
                     node.label_location(key),
-                    f"GPU node {name} runs kernel {conflict.kernel} on {mine}, like "
+                    f"GPU node {name} runs kernel {conflict.kernel} "
+                    f"{'without OS release labels' if mine == NO_RELEASE else 'on ' + mine}, like "
                     f"{others[mine]} on another OS release; with precompiled drivers the "
                     f'operator fails "{conflict.message}" before any state, so the whole '
                     f"{source.name} stops reconciling",
-                    # usePrecompiled is one switch for every node of a ClusterPolicy, and
-                    # getKernelVersionsMap lists every GPU node (managed or not)
-                    "Run one OS release on the nodes of this kernel, or set "
-                    "driver.usePrecompiled: false (every node then builds its module), or move "
-                    "to NVIDIADriver CRs (driver.useNvidiaDriverCRD: true), which pool nodes by "
-                    "OS release and kernel.",
+                    _os_conflict_fix([n for n in conflict.nodes if releases[n] == NO_RELEASE]),
                 )
             )
+
+
+def _os_conflict_fix(unlabelled: list[str]) -> str:
+    if unlabelled:
+        return (
+            f"Give {names(unlabelled)} the OS release labels (Node Feature Discovery writes them; "
+            "is it deployed there?): the operator compares every GPU node's, also where the "
+            "driver is pre-installed. Or set driver.usePrecompiled: false."
+        )
+    # usePrecompiled is one switch for every node of a ClusterPolicy, and getKernelVersionsMap
+    # lists every GPU node (managed or not)
+    return (
+        "Run one OS release on the nodes of this kernel, or set driver.usePrecompiled: false "
+        "(every node then builds its module), or move to NVIDIADriver CRs "
+        "(driver.useNvidiaDriverCRD: true), which pool nodes by OS release and kernel."
+    )
+
+
+def _no_kernel_problem(plan: DriverPlan, source: DriverSource, entry: NodeDriver, key: str) -> None:
+    """GPU002 for a GPU node whose driver is not the operator's but whose kernel label
+    getKernelVersionsMap still needs (apierrors.NewNotFound for the label)."""
+    node = entry.node
+    plan.problems.append(
+        DriverProblem(
+            builtin(LABEL_MISSING).id,
+            node,
+            node.labels_path,
+            node.label_location(key),
+            f"GPU node {node.name} has no {key} label; its driver is not the operator's "
+            f"({entry.reason}), but with precompiled drivers the operator reads the kernel of "
+            f'every GPU node and fails "{MISSING_KERNEL_LABEL_ERROR}" before any state, so the '
+            f"whole {source.name} stops reconciling",
+            "Make sure Node Feature Discovery runs on the node (or add the label to the inventory "
+            "export); or set driver.usePrecompiled: false.",
+        )
+    )
 
 
 def _upgrade_problem(

@@ -487,7 +487,9 @@ def precompiled_os_conflicts(nodes: Iterable[object]) -> list[OsConflict]:
     ``ID``+``VERSION_ID`` (``NodeDriverFacts.os_release``) because that is what the operator
     compares, in every release. The operator refuses precompiled mode with
     ``PRECOMPILED_OS_CONFLICT_ERROR`` when this list is not empty. Malformed entries and nodes
-    without a kernel are skipped (``driver_facts`` reports those). Sorted by kernel.
+    without a kernel are skipped (``driver_facts`` reports those), and so are nodes whose
+    release is ``None``; pass ``""`` for a node without OS labels to compare it as the operator
+    does (``getKernelVersionsMap`` joins the missing labels' empty values). Sorted by kernel.
     """
     seen: dict[str, dict[str, set[str]]] = {}
     if not isinstance(nodes, Iterable):
@@ -495,7 +497,8 @@ def precompiled_os_conflicts(nodes: Iterable[object]) -> list[OsConflict]:
     for entry in nodes:
         if not isinstance(entry, Sequence) or isinstance(entry, str) or len(entry) != 3:
             continue
-        node, kernel, release = (_text(part) for part in entry)
+        node, kernel = _text(entry[0]), _text(entry[1])
+        release = "" if entry[2] == "" else _text(entry[2])
         if node is None or kernel is None or release is None:
             continue
         seen.setdefault(kernel, {}).setdefault(release, set()).add(node)

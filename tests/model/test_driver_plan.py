@@ -687,3 +687,63 @@ def test_chart_values_supply_repository_and_image(tmp_path) -> None:
     write(tmp_path, "n0.yaml", gpu_node("n0"))
     write(tmp_path, "hr.yaml", helmrelease("v26.7.0", "    driver:\n      version: 550.90.07\n"))
     assert "GPU014" not in rules(tmp_path)
+
+
+# --- getKernelVersionsMap reads every GPU node, also those whose driver is pre-installed ------
+
+
+def _two_nodes(root: Path, b_labels: str, *, kernel: bool = True, os_labels: bool = True) -> None:
+    write(root, "a.yaml", gpu_node("a"))
+    node = gpu_node("b", b_labels)
+    if not kernel:
+        node = node.replace(
+            "    feature.node.kubernetes.io/kernel-version.full: 5.15.0-119-generic\n", ""
+        )
+    if not os_labels:
+        node = "".join(line for line in node.splitlines(True) if "os_release" not in line)
+    write(root, "b.yaml", node)
+    write(root, "cp.yaml", cluster_policy(PRECOMPILED_550))
+
+
+PREINSTALLED = '    nvidia.com/gpu.deploy.driver: "false"\n'
+OPERANDS_OFF = '    nvidia.com/gpu.deploy.operands: "false"\n'
+
+
+@pytest.mark.parametrize("unmanaged", [PREINSTALLED, OPERANDS_OFF])
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_preinstalled_gpu_node_without_kernel_label_stops_precompiled(
+    tmp_path, release, unmanaged
+) -> None:
+    # getKernelVersionsMap (object_controls.go, the same in v25.10, v26.3, v26.7) lists
+    # MatchingLabels{gpu.present: true}: no kernel label is apierrors.NewNotFound, init fails
+    _two_nodes(tmp_path, unmanaged, kernel=False)
+    found = rules(tmp_path, release)
+    [f] = found["GPU002"]
+    assert f.object.name == "b" and (f.location.file, f.location.line) == ("b.yaml", 5)
+    assert "its driver is not the operator's" in f.message
+    assert "so the whole ClusterPolicy cluster-policy stops reconciling" in f.message
+    assert f.hint.startswith("Make sure Node Feature Discovery runs on the node")
+    assert "GPU016" not in found  # init fails: no driver DaemonSet, no node moves
+
+
+@pytest.mark.parametrize("b_labels", [PREINSTALLED, ""])
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_gpu_node_without_os_labels_conflicts_on_its_kernel(tmp_path, release, b_labels) -> None:
+    # getKernelVersionsMap joins ID + VERSION_ID as read, "" for missing labels: "" differs
+    # from ubuntu22.04 on the same kernel ("different OS versions found ...")
+    _two_nodes(tmp_path, b_labels, os_labels=False)
+    found = {f.object.name: f for f in rules(tmp_path, release)["GPU003"]}
+    assert sorted(found) == ["a", "b"]
+    assert "b (no OS release labels)" in found["a"].message
+    assert "runs kernel 5.15.0-119-generic without OS release labels, like a" in found["b"].message
+    assert found["a"].hint.startswith("Give b the OS release labels")
+    assert (found["a"].location.file, found["a"].location.line) == ("a.yaml", 11)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_without_precompiled_the_kernel_map_is_not_read(tmp_path, release) -> None:
+    # init calls getKernelVersionsMap only with driver.enabled and usePrecompiled
+    _two_nodes(tmp_path, PREINSTALLED, kernel=False, os_labels=False)
+    write(tmp_path, "cp.yaml", cluster_policy("    version: 550.90.07\n"))
+    found = rules(tmp_path, release)
+    assert "GPU002" not in found and "GPU003" not in found

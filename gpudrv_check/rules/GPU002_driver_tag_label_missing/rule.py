@@ -12,6 +12,7 @@ from gpudrv_check.model.driver import driver_managed, node_tag
 from gpudrv_check.model.driver_plan import LABELS, driver_plan
 from gpudrv_check.nvidia.driver_image import KERNEL_VERSION_LABEL, OS_VERSION_ID_LABEL
 from gpudrv_check.rules.context import Context
+from gpudrv_check.rules.driver_plan_findings import plan_findings
 
 ID = "GPU002"
 
@@ -19,6 +20,8 @@ ID = "GPU002"
 def check(ctx: Context) -> Iterator[Finding]:
     repo = ctx.repo
     plan = driver_plan(repo)
+    # the nodes the operator still reads a label of although it installs no driver there
+    yield from plan_findings(ctx, ID)
     for node in sorted(repo.gpu_nodes, key=lambda n: n.name):
         planned = plan.nodes.get(node.name)
         if plan.mode == LABELS and not driver_managed(node):

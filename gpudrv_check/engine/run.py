@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -198,20 +198,31 @@ def _read_limited(path: Path, shown: str, max_bytes: int, root: Path | str = "")
         raise ConfigError(f"cannot read support matrix {shown}: {err.strerror}") from None
 
 
-def _large_inventories(source: Source, config: Config, files: Sequence[FileRef]) -> set[str]:
-    """Inventory files the config names that the walk found over max_file_bytes."""
-    named = {_config_path(source, config, rel, "inventory") for rel in config.inventory}
+def _large_inventories(
+    source: Source, config: Config, inventory: Sequence[str], files: Sequence[FileRef]
+) -> set[str]:
+    """Named inventory files that the walk found over max_file_bytes: named by the config's
+    `inventory:`, a cluster's `clusters.NAME.inventory`, or `--inventory` inside the repo.
+    Each is read with max_inventory_bytes, as the docs promise for every named inventory."""
+    every = [*config.inventory, *(rel for c in config.clusters.values() for rel in c.inventory)]
+    named = {_config_path(source, config, rel, "inventory") for rel in every}
+    named |= {_shown(Path(given), source.disk_root, given) for given in inventory}
     return {f.rel for f in files if f.rel in named and f.size > config.max_file_bytes}
 
 
 def _extra_inventory(
-    source: Source, config: Config, inventory: Sequence[str], listed: set[str]
+    source: Source,
+    config: Config,
+    inventory: Sequence[str],
+    listed: set[str],
+    big: Collection[str] = (),
 ) -> list[FileResult]:
-    """Inventory files named by the config (inside the repo) and by `--inventory` (on disk)."""
+    """Inventory files named by the config (inside the repo) and by `--inventory` (on disk),
+    and the named ones the walk left to be read here (`big`, `_large_inventories`)."""
     from gpudrv_check.read.safe_io import TooLarge, read_named
 
     results = []
-    for rel in config.inventory:
+    for rel in [*config.inventory, *sorted(big)]:
         clean = _config_path(source, config, rel, "inventory")
         if clean in listed:
             continue
@@ -299,7 +310,7 @@ def load(
             [*listing.skipped, *(Skipped(rel, "custom policy file") for rel in files)],
             key=lambda s: s.rel,
         )
-    big = _large_inventories(source, config, listing.files)
+    big = _large_inventories(source, config, inventory, listing.files)
     if big:
         # read below with max_inventory_bytes (_extra_inventory), not as over-limit manifests
         listing.files = [f for f in listing.files if f.rel not in big]
@@ -318,7 +329,7 @@ def load(
         content = read_repo(source, listing.files, config.max_file_bytes, options)
     say_workers()
     content.files.extend(
-        _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
+        _extra_inventory(source, config, inventory, {f.rel for f in listing.files}, big)
     )
     read = content.manifests  # a new list per access: built once
     unknowns = substitute(read, content.placeholder_files, source)  # fills in, in place
@@ -345,7 +356,7 @@ def load(
     if content.plan is not None:  # the partition cache does not know clusters: read all
         content = read_repo(source, listing.files, config.max_file_bytes, _every_namespace(options))
         content.files.extend(
-            _extra_inventory(source, config, inventory, {f.rel for f in listing.files})
+            _extra_inventory(source, config, inventory, {f.rel for f in listing.files}, big)
         )
         unknowns = substitute(content.manifests, content.placeholder_files, source)
     run = _model(source, config, content, listing, matrix, matrix_missing, custom, rules, unknowns)

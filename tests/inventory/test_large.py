@@ -60,3 +60,37 @@ def test_max_inventory_bytes_bounds_the_named_inventory(tmp_path: Path) -> None:
     result = run_main("check", str(repo), "--inventory", str(extra))
     assert result.returncode == 2
     assert "over max_inventory_bytes (5000)" in result.stderr
+
+
+def test_an_inventory_option_inside_the_repo_over_max_file_bytes_is_read(tmp_path: Path) -> None:
+    # the walk finds the file too: it is the named inventory, read with max_inventory_bytes,
+    # not a manifest over max_file_bytes (GPU000) that leaves the repo without nodes
+    repo = _repo(tmp_path, "max_file_bytes: 4000\n")
+    named = repo / "inventory" / "nodes.yaml"
+    for given, cwd in ((str(named), None), ("inventory/nodes.yaml", repo)):
+        result = run_main("check", str(repo), "--inventory", given, "--format", "json", cwd=cwd)
+        findings = json.loads(result.stdout)["findings"]
+        assert not [f for f in findings if f["rule"] == "GPU000"], given
+        lab = json.loads(run_main("check", str(EXAMPLES / "lab"), "--format", "json").stdout)
+        assert sorted((f["rule"], f["message"]) for f in findings) == sorted(
+            (f["rule"], f["message"]) for f in lab["findings"]
+        )
+
+
+def test_a_cluster_inventory_over_max_file_bytes_is_read(tmp_path: Path) -> None:
+    # clusters.NAME.inventory is a named inventory as well (docs/clusters.md)
+    repo = _repo(tmp_path, "")
+    (repo / ".gpudrv-check.yaml").write_text(
+        "max_file_bytes: 4000\nexclude: [steps/]\nclusters:\n"
+        "  lab: {paths: [k8s], inventory: [inventory/nodes.yaml]}\n"
+        "  empty: {paths: [nowhere]}\n"
+    )
+    result = run_main("check", str(repo), "--cluster", "lab", "-v", "--format", "concise")
+    assert "GPU000" not in result.stdout
+    assert "cluster lab: " in result.stderr
+    line = next(x for x in result.stderr.splitlines() if x.startswith("cluster lab: "))
+    assert line.split("; ")[0] == "cluster lab: 5 file(s), 3 node(s)"
+    assert (
+        run_main("audit", str(repo), "--cluster", "lab").stdout
+        == run_main("audit", str(EXAMPLES / "lab")).stdout
+    )

@@ -204,16 +204,23 @@ def _build(repo: Any) -> DriverPlan:
     if config is not None:
         source = CP_SOURCE if config.source == "clusterpolicy" else HELM
         settings = driver_settings(config.values, source)
-        if not settings.enabled:
-            plan = DriverPlan(DISABLED)
-            for node in _gpu_nodes(repo):
-                plan.nodes[node.name] = NodeDriver(
-                    node, False, f"driver.enabled is false in the {config.describe()}"
-                )
-            return plan
-        if not settings.use_nvidia_driver_crd:
+        # the NVIDIADriver controller checks useNvidiaDriverCRD only, not driver.enabled
+        # (nvidiadriver_controller.go Reconcile): with it the CRs install drivers either way
+        crd = settings.use_nvidia_driver_crd
+        if not settings.enabled and not (crd and (crs or _chart_default_cr(config, version))):
+            return _disabled_plan(repo, config)
+        if not crd:
             return _cluster_policy_plan(repo, config, settings, version)
     return _nvidiadriver_plan(repo, config, crs, version)
+
+
+def _disabled_plan(repo: Any, config: Any) -> DriverPlan:
+    plan = DriverPlan(DISABLED)
+    for node in _gpu_nodes(repo):
+        plan.nodes[node.name] = NodeDriver(
+            node, False, f"driver.enabled is false in the {config.describe()}"
+        )
+    return plan
 
 
 def _gpu_nodes(repo: Any) -> list[Node]:
@@ -665,6 +672,8 @@ def _chart_default_cr(config: Any, version: object) -> tuple[DriverCR, DriverSou
     if crd.get("deployDefaultCR") is False:
         return None
     driver = config.get("driver") if isinstance(config.get("driver"), dict) else {}
+    if driver.get("enabled") is False and _chart_needs_driver_enabled(config, version):
+        return None
     spec: dict[str, Any] = {
         "repository": driver.get("repository") or "nvcr.io/nvidia",
         "image": driver.get("image") or "driver",
@@ -688,6 +697,31 @@ def _chart_default_cr(config: Any, version: object) -> tuple[DriverCR, DriverSou
         layers_location=base.layers_location,
     )
     return parse_driver_cr(CHART_DEFAULT_CR, spec), source
+
+
+#: the chart renders its default CR only with driver.enabled from v25.10.1 (nvidiadriver.yaml)
+DEFAULT_CR_NEEDS_DRIVER_ENABLED_SINCE = (25, 10, 1)
+
+
+def _chart_needs_driver_enabled(config: Any, version: object) -> bool:
+    """Whether the chart's templates/nvidiadriver.yaml has its `if .Values.driver.enabled`
+    guard: from v25.10.1 (v25.10.0 renders the default CR whatever driver.enabled says). The
+    chart version written decides, else the operator version; unknown = newest."""
+    for written in (config.chart_version, version):
+        release = _release_with_patch(written)
+        if release is not None:
+            return release >= DEFAULT_CR_NEEDS_DRIVER_ENABLED_SINCE
+    return True
+
+
+def _release_with_patch(version: object) -> tuple[int, int, int] | None:
+    text = version.strip().lstrip("~^=> ") if isinstance(version, str) else None
+    release = operator_release(text)
+    if release is None or text is None:
+        return None
+    parts = text.lstrip("v").split(".")
+    patch = parts[2].split("-")[0] if len(parts) > 2 else "0"
+    return (*release, int(patch) if patch.isdigit() else 0)
 
 
 def _cr_sources(

@@ -678,8 +678,13 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
             explicit = (
                 entry.spec_key is not None and config.get(entry.spec_key, "enabled") is not None
             )
-            if entry.name == DRIVER and enabled[DRIVER] and settings.use_nvidia_driver_crd:
-                pools = _pool_daemonsets(repo, config)
+            # NVIDIADriver CRs reconcile whatever driver.enabled says (nvidiadriver_controller.go)
+            pools = _pool_daemonsets(repo, config) if entry.name == DRIVER else []
+            if (
+                entry.name == DRIVER
+                and (enabled[DRIVER] or pools)
+                and settings.use_nvidia_driver_crd
+            ):
                 derived.extend(pools)
                 columns.append(entry.name)
                 if not pools:

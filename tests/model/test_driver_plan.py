@@ -747,3 +747,41 @@ def test_without_precompiled_the_kernel_map_is_not_read(tmp_path, release) -> No
     write(tmp_path, "cp.yaml", cluster_policy("    version: 550.90.07\n"))
     found = rules(tmp_path, release)
     assert "GPU002" not in found and "GPU003" not in found
+
+
+# --- driver.enabled: false does not stop NVIDIADriver CRs ------------------------------------
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_nvidiadriver_crs_install_drivers_with_driver_disabled(tmp_path, release) -> None:
+    # controllers/nvidiadriver_controller.go Reconcile checks UseNvidiaDriverCRDType only (v26.3,
+    # v26.7; v25.10 checks neither): the CR's pools are rendered with driver.enabled false
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    write(tmp_path, "cp.yaml", cluster_policy("    enabled: false\n    useNvidiaDriverCRD: true\n"))
+    write(tmp_path, "gpu.yaml", nvidiadriver("gpu", "550"))
+    result = run(tmp_path, release)
+    plan = driver_plan(result.repo)
+    assert plan.mode == NVIDIADRIVER
+    assert [(pool.driver, pool.nodes) for _, pool, _ in plan.pools] == [("gpu", ("n0",))]
+    [entry] = audit_entries(result.repo)
+    assert entry.reference == "r.io/nv/driver:550-5.15.0-119-generic-ubuntu22.04"
+
+
+@pytest.mark.parametrize(
+    ("chart", "mode"),
+    [
+        # templates/nvidiadriver.yaml: no `if .Values.driver.enabled` guard in v25.10.0
+        ("v25.10.0", NVIDIADRIVER),
+        ("v25.10.1", DISABLED),
+        ("v26.3.0", DISABLED),
+        ("v26.7.0", DISABLED),
+    ],
+)
+def test_the_charts_default_cr_with_driver_disabled(tmp_path, chart, mode) -> None:
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    values = "    driver:\n      enabled: false\n      version: '550'\n"
+    values += "      usePrecompiled: true\n      nvidiaDriverCRD: {enabled: true}\n"
+    write(tmp_path, "hr.yaml", helmrelease(chart, values))
+    plan = driver_plan(run(tmp_path).repo)
+    assert plan.mode == mode
+    assert plan.nodes["n0"].managed is (mode == NVIDIADRIVER)

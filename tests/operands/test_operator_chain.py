@@ -79,3 +79,24 @@ def test_no_owner_means_no_driver_and_says_why(tmp_path: Path):
     assert cause.detail == "no NVIDIADriver owns it: the owner assignment fails (GPU015)"
     assert cause.location.file == "x.yaml"
     assert [b.missing for b in p.breaks["gpu-a"]][0] == "driver"
+
+
+def test_nvidiadriver_pools_run_with_driver_enabled_false(tmp_path: Path):
+    # nvidiadriver_controller.go Reconcile checks useNvidiaDriverCRD, not driver.enabled (v26.7)
+    driver = "  driver: {enabled: false, useNvidiaDriverCRD: true}\n"
+    write(tmp_path, "cp.yaml", CLUSTERPOLICY + driver)
+    os_release = "feature.node.kubernetes.io/system-os_release"
+    write(
+        tmp_path,
+        "a.yaml",
+        node("gpu-a", {f"{os_release}.ID": "ubuntu", f"{os_release}.VERSION_ID": "22.04"}),
+    )
+    write(
+        tmp_path,
+        "gpu.yaml",
+        "apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata: {name: gpu}\n"
+        "spec: {repository: r.io/nv, image: driver, version: '550.90.07'}\n",
+    )
+    p = placement(tmp_path)
+    assert p.cells["gpu-a"]["driver"].daemonsets == ("nvidia-gpu-driver-gpu-ubuntu22.04",)
+    assert "gpu-a" not in p.breaks

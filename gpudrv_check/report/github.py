@@ -9,14 +9,24 @@ GitHub shows at most 10 annotations of each type per step and 50 per job (action
 docs/problem-matchers.md, "Limitations"); the rest are dropped without a word. So when the
 findings do not fit, the most severe come first, up to 10 errors, 10 warnings and 9 notices,
 then one notice says how many were not annotated and where they are: listed in this step's
-log right below it (plain lines, not commands) and in the SARIF report.
+log right below it and in the SARIF report.
+
+Every line that is not one of our commands goes through `log_line`, so the runner reads none
+of them as a command whatever a repo names its files or writes in its labels. The runner tries
+each line of the log with two parsers (actions/runner src/Runner.Common/ActionCommand.cs,
+called by ActionCommandManager.TryProcessCommand): `TryParseV2` takes a line that starts with
+`::` once leading white space is trimmed (`TrimStart`), and the legacy `TryParse` takes `##[`
+anywhere in the line. Leading spaces therefore protect nothing. The text is escaped in our own
+`\\x..` style instead of wrapped in `::stop-commands::<token>`: escaping keeps the output a
+function of the findings alone (byte-identical across runs) and leaves the runner no state,
+where a token would have to be one the repo's author cannot write into the text it encloses.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpudrv_check.core.finding import Finding, Severity
+from gpudrv_check.core.finding import Finding, Severity, printable
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report
@@ -49,6 +59,27 @@ def annotation(report: Report, f: Finding) -> str:
     return f"::{COMMANDS[f.severity]} {props}::{escape_data(message)}"
 
 
+def log_line(text: str) -> str:
+    """`text` as a plain line of the step's log: printable (the runner reads the log with
+    `StreamReader.ReadLine`, ProcessInvoker.StartReadStream, which ends a line at CR too), a
+    leading `::` written `\\x3a:` so `TryParseV2` finds no command, and `#[` written `#\\x5b`
+    so the legacy parser finds no `##[`. Every `#[` is escaped, not only `##[`:
+    `TryParse` looks for `##[` with `string.IndexOf(string)`, a culture-aware comparison that
+    may skip a character such as U+00AD between the two `#`, so no `[` may follow a `#`."""
+    text = printable(text)
+    body = text.lstrip()  # str.isspace covers every character .NET's TrimStart trims
+    if body.startswith("::"):
+        text = text[: len(text) - len(body)] + "\\x3a" + body[1:]
+    return text.replace("#[", "#\\x5b")
+
+
+def overflow_line(report: Report, f: Finding) -> str:
+    """`file:line:col: severity RULE message`, the file as the annotations name it."""
+    loc = f.location
+    where = f"{report.uri(loc.file)}:{loc.line}:{loc.column}"
+    return log_line(f"  {where}: {f.severity.value} {f.rule} {f.message}")
+
+
 def budget(findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:
     """(annotated, left over): all of them when each type fits in a step, else the most
     severe first, keeping one notice for the count of the rest."""
@@ -69,7 +100,7 @@ def budget(findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:
 
 
 def render(report: Report, *, colour: bool = False) -> str:
-    from gpudrv_check.report.text import finding_line, render_summary
+    from gpudrv_check.report.text import render_summary
 
     shown, rest = budget(report.findings)
     lines = [annotation(report, f) for f in shown]
@@ -84,7 +115,6 @@ def render(report: Report, *, colour: bool = False) -> str:
             "GitHub shows 10 annotations of each type per step; they are listed in this step's "
             "log below, and all findings are in the SARIF report (code scanning)"
         )
-        # two spaces in front: a line of the log, never a workflow command
-        lines.extend("  " + finding_line(f) for f in rest)
-    lines.append(render_summary(report))
+        lines.extend(overflow_line(report, f) for f in rest)
+    lines.extend(log_line(line) for line in render_summary(report).split("\n"))
     return "\n".join(lines) + "\n"

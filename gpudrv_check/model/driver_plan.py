@@ -753,7 +753,7 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
     gpu = _gpu_nodes(repo)
     # gpu.present as the operator keeps it: these are the nodes it lists as GPU nodes
     labels = {n.name: {**n.labels, GPU_PRESENT_LABEL: "true"} for n in gpu}
-    ownership = assign_owners([cr for cr, _ in sources], labels, version)
+    ownership = assign_owners([cr for cr, _ in sources], labels, version, _all_labels(repo))
     by_name = dict((cr.name, (cr, src)) for cr, src in sources)
     for problem in ownership.problems:
         cr, src = by_name[problem.driver]
@@ -801,6 +801,20 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
     return plan
 
 
+def _all_labels(repo: Any) -> dict[str, dict[str, str]]:
+    """Every node's labels, ``gpu.present`` as the operator keeps it on GPU nodes and resets it
+    on a node without GPU PCI labels (``labelGPUNodes``)."""
+    out = {}
+    for node in repo.nodes:
+        labels = dict(node.labels)
+        if node.is_gpu:
+            labels[GPU_PRESENT_LABEL] = "true"
+        elif labels.get(GPU_PRESENT_LABEL) == "true":
+            labels[GPU_PRESENT_LABEL] = "false"
+        out[node.name] = labels
+    return out
+
+
 def _owner_fix(kind: str, chart_default: bool, version: object) -> str:
     """The fix of one owner-assignment error (nvidia/nvidiadriver.py `assign_owners`), as the
     operator release reads the CRs (`spec.default` and the owner label came with v26.7)."""
@@ -828,7 +842,8 @@ def _owner_fix(kind: str, chart_default: bool, version: object) -> str:
         )
     return (
         "Make the nodeSelectors of the CRs disjoint: this release gives each CR every node its "
-        "selector matches (no default CR before v26.7), and a node matched twice stops them all."
+        "selector matches (no default CR before v26.7), and a node matched twice, GPU node or "
+        "not, stops them all."
     )
 
 

@@ -232,15 +232,17 @@ def assign_owners(
     drivers: Sequence[DriverCR],
     gpu_nodes: Mapping[str, Mapping[str, str]],
     operator_version: object = None,
+    all_nodes: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Ownership:
     """The CR owning each GPU node, as the given operator release decides it.
 
-    ``gpu_nodes`` maps node name to labels (GPU nodes only). On any problem the result owns no
-    node: upstream returns the first error before labelling anything; every problem is listed
-    here so all can be fixed at once.
+    ``gpu_nodes`` maps node name to labels (GPU nodes only); ``all_nodes`` every node (GPU or
+    not; default ``gpu_nodes``), which releases before v26.7 check for overlaps. On any problem
+    the result owns no node: upstream returns the first error before labelling anything; every
+    problem is listed here so all can be fixed at once.
     """
     if not has_owner_assignment(operator_version):
-        return _assign_by_selector(drivers, gpu_nodes)
+        return _assign_by_selector(drivers, gpu_nodes, all_nodes or gpu_nodes)
     result = Ownership(problems=_selector_problems(drivers))
     defaults = [cr for cr in drivers if cr.default]
     fallback = defaults[0].name if len(defaults) == 1 else None
@@ -258,15 +260,19 @@ def assign_owners(
 
 
 def _assign_by_selector(
-    drivers: Sequence[DriverCR], gpu_nodes: Mapping[str, Mapping[str, str]]
+    drivers: Sequence[DriverCR],
+    gpu_nodes: Mapping[str, Mapping[str, str]],
+    all_nodes: Mapping[str, Mapping[str, str]],
 ) -> Ownership:
-    """Before v26.7: each CR takes the nodes its selector matches; an overlap fails them all."""
+    """Before v26.7: each CR takes the GPU nodes its selector matches; an overlap on any node,
+    GPU or not (``getNVIDIADriverSelectedNodes`` lists by the selector alone), fails them all."""
     result = Ownership()
     overlaps: dict[tuple[str, ...], list[str]] = {}
     matching: Sequence[str]  # a list here, a tuple key in the loop over overlaps
-    for node, labels in sorted(gpu_nodes.items()):
+    for node, labels in sorted({**all_nodes, **gpu_nodes}.items()):
         matching = [cr.name for cr in drivers if node_selector_map_matches(cr.selector(), labels)]
-        result.owner[node] = matching[0] if len(matching) == 1 else None
+        if node in gpu_nodes:
+            result.owner[node] = matching[0] if len(matching) == 1 else None
         if len(matching) > 1:
             overlaps.setdefault(tuple(matching), []).append(node)
     result.problems.extend(_overlap_problems(overlaps, _conflicting_selectors_message))

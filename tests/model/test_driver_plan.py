@@ -785,3 +785,25 @@ def test_the_charts_default_cr_with_driver_disabled(tmp_path, chart, mode) -> No
     plan = driver_plan(run(tmp_path).repo)
     assert plan.mode == mode
     assert plan.nodes["n0"].managed is (mode == NVIDIADRIVER)
+
+
+@pytest.mark.parametrize(
+    ("release", "conflict"), [("v25.10.0", True), ("v26.3.0", True), ("v26.7.0", False)]
+)
+def test_selectors_overlapping_on_a_cpu_node_before_v26_7(tmp_path, release, conflict) -> None:
+    # v25.10/v26.3 internal/validator/validator.go nodeSelectorValidator.Validate: every node
+    write(tmp_path, "g1.yaml", gpu_node("g1", "    example.com/zone: east\n"))
+    cpu = "apiVersion: v1\nkind: Node\nmetadata:\n  name: cpu1\n  labels:\n"
+    cpu += "    example.com/zone: east\n    example.com/rack: r1\n"
+    write(tmp_path, "cpu1.yaml", cpu)
+    write(tmp_path, "cp.yaml", CRD_ON)
+    write(tmp_path, "east.yaml", nvidiadriver("east", "550", "example.com/zone: east"))
+    write(tmp_path, "r1.yaml", nvidiadriver("r1", "550", "example.com/rack: r1"))
+    found = rules(tmp_path, release).get("GPU015", [])
+    assert sorted(f.object.name for f in found) == (["east", "r1"] if conflict else [])
+    if conflict:
+        f = found[0]
+        # spec.nodeSelector of the CR
+        assert (f.location.file, f.location.line, f.location.column) == ("east.yaml", 9, 3)
+        assert "node(s) cpu1 selected by east, r1" in f.message
+        assert "GPU node or not" in f.hint

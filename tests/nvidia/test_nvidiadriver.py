@@ -304,3 +304,20 @@ def test_upgrade_policy_per_cr_from_v26_7(release, spec_policy, auto) -> None:
     fallback = {"autoUpgrade": "fallback", "drain": {"enable": False}}
     policy = cr_upgrade_policy(cr, fallback, release)
     assert policy["autoUpgrade"] == auto
+
+
+@pytest.mark.parametrize(
+    ("release", "conflict"), [*((r, True) for r in RELEASES[:2]), (RELEASES[2], False)]
+)
+def test_overlaps_on_nodes_without_gpus(release: str, conflict: bool) -> None:
+    # v25.10/v26.3 validator.go getNVIDIADriverSelectedNodes lists by the CR's selector alone,
+    # GPU nodes or not; v26.7 AssignOwners looks at gpu.present nodes only
+    gpu = {"g1": labels("g1", **{"example.com/zone": "east"})}
+    cpu = {"cpu1": {"example.com/zone": "east", "example.com/rack": "r1"}}
+    east = DriverCR("east", node_selector={"example.com/zone": "east"})
+    rack = DriverCR("r1", node_selector={"example.com/rack": "r1"})
+    result = assign_owners((east, rack), gpu, release, {**gpu, **cpu})
+    assert [(p.driver, p.kind, p.nodes) for p in result.problems] == (
+        [("east", OVERLAP, ("cpu1",)), ("r1", OVERLAP, ("cpu1",))] if conflict else []
+    )
+    assert result.owner == {"g1": None if conflict else "east"}

@@ -30,7 +30,6 @@ from gpudrv_check.k8s.nodeaffinity import (
     prefilter_node_names,
     required_node_affinity,
 )
-from gpudrv_check.k8s.numbers import gpu_count
 from gpudrv_check.k8s.quantity import quantity_value
 from gpudrv_check.k8s.resources import is_extended
 from gpudrv_check.k8s.scheduler import (
@@ -133,11 +132,17 @@ def node_gpu_count(node: Node) -> int | None:
 
     A node whose allocatable (or capacity) is given without ``nvidia.com/gpu`` offers 0: that
     is what the scheduler sees on a node without a running device plugin.
+
+    Read as the quantity it is, not as digits: the kubelet's device manager writes the device
+    count as ``resource.NewQuantity(n, resource.DecimalSI)`` (pkg/kubelet/cm/devicemanager
+    ``GetCapacity``), whose text for 2000 time-sliced replicas is ``2k``.
     """
     for source in (node.allocatable, node.capacity):
         if source:
-            count, _ = gpu_count(source.get(GPU_RESOURCE, "0"))
-            return count or 0  # not a count (reported by the inventory reader): none offered
+            amount, _ = quantity_value(source.get(GPU_RESOURCE, "0"))
+            if amount is None or amount < 0 or amount.denominator != 1:
+                return 0  # no whole count (reported by the inventory reader): none offered
+            return int(amount)
     return None
 
 

@@ -321,6 +321,29 @@ def test_node_gpu_count_reads_allocatable_then_capacity() -> None:
     assert node_gpu_count(node) == 7
 
 
+@pytest.mark.parametrize(
+    ("written", "count"),
+    [
+        # the kubelet writes the count as resource.NewQuantity(n, DecimalSI)
+        # (pkg/kubelet/cm/devicemanager GetCapacity): 2000 time-sliced replicas print as 2k
+        ("2k", 2000),
+        ("1M", 1_000_000),
+        ("2e3", 2000),
+        ("16", 16),
+        (" 4 ", 4),  # Quantity.UnmarshalJSON trims the text
+        (8, 8),
+        # not a whole, non-negative count: none offered (the inventory reader reports them)
+        ("8.5", 0),
+        ("500m", 0),
+        ("-1", 0),
+        ("abc", 0),
+    ],
+)
+def test_node_gpu_count_reads_the_quantity(written: object, count: int) -> None:
+    node = make_node("n").model_copy(update={"allocatable": {"nvidia.com/gpu": written}})
+    assert node_gpu_count(node) == count
+
+
 def _reason(nodes: list[Node], spec: dict, kind: str = "Pod") -> dict[str, str]:
     verdicts = Placement(nodes).verdicts(make_workload(spec, kind))
     return {name: v.reason for name, v in verdicts.items()}

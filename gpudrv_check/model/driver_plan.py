@@ -48,6 +48,7 @@ from gpudrv_check.nvidia.driver_image import (
 )
 from gpudrv_check.nvidia.nvidiadriver import (
     CHART_DEFAULT_CR,
+    DEFAULT_IMAGE_ONLY,
     DEFAULT_WITH_SELECTOR,
     MULTIPLE_DEFAULTS,
     NO_OS_TAG,
@@ -869,6 +870,12 @@ def _cr_version_problems(
         missing = [f for f in ("repository", "image", "version") if not getattr(cr, f)]
         if cr.image_unset and "spec.image is unset" in error:
             hint = "Set spec.image to the image's name in the repository, e.g. `image: driver`."
+        if error.startswith(DEFAULT_IMAGE_ONLY):
+            hint = (
+                "Set spec.repository, spec.image and spec.version in the NVIDIADriver (e.g. "
+                '`repository: nvcr.io/nvidia`, `image: driver`, `version: "550.90.07"`): a CR '
+                "has no environment default, only the CRD's image name."
+            )
         plan.problems.append(
             DriverProblem(
                 builtin(VERSION_FORM).id,

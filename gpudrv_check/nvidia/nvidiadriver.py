@@ -412,10 +412,31 @@ def pool_image(cr: DriverCR, pool: NodePool) -> ImageRefResult:
             error="invalid image specification: repository, image and version must all be set "
             f"(repository={repo}, image={image}, version={version})",
         )
+    if not (repo or version) and cr.image_unset:
+        return _default_image_only(cr, pool)
     if not (repo or version) and not image:
         return ImageRefResult(None, error="empty image path provided in the NVIDIADriver spec")
     return driver_image_reference(
         cr.repository, cr.image, cr.version, pool.kernel, pool.os_tag, cr.use_precompiled
+    )
+
+
+#: the start of `_default_image_only`'s error, which `model/driver_plan.py` gives its own fix
+DEFAULT_IMAGE_ONLY = "repository, image and version are all unset"
+
+
+def _default_image_only(cr: DriverCR, pool: NodePool) -> ImageRefResult:
+    """No image field written: the CRD's default image is a full path to ``ImagePath``, and
+    ``GetImagePath`` appends ``-<os-tag>`` (precompiled ``-<kernel>-<os-tag>``) to its *name*:
+    a reference without a tag, which the runtime pulls as ``:latest``."""
+    suffix = f"{pool.kernel}-{pool.os_tag}" if cr.use_precompiled else pool.os_tag
+    pulled = f"{DEFAULT_CR_IMAGE}-{suffix}:latest"
+    return ImageRefResult(
+        None,
+        error=f"{DEFAULT_IMAGE_ONLY}: the API server fills in the CRD's default image "
+        f"{DEFAULT_CR_IMAGE}, which the operator takes as a full path and appends the "
+        f"{'kernel and ' if cr.use_precompiled else ''}OS tag to, so the driver pods pull "
+        f"{pulled}, which does not exist",
     )
 
 

@@ -807,3 +807,14 @@ def test_selectors_overlapping_on_a_cpu_node_before_v26_7(tmp_path, release, con
         assert (f.location.file, f.location.line, f.location.column) == ("east.yaml", 9, 3)
         assert "node(s) cpu1 selected by east, r1" in f.message
         assert "GPU node or not" in f.hint
+
+
+def test_gpu014_for_a_cr_without_image_fields_says_what_is_pulled(tmp_path) -> None:
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    write(tmp_path, "cp.yaml", CRD_ON)
+    cr = "apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata: {name: gpu}\n"
+    write(tmp_path, "gpu.yaml", cr + "spec:\n  driverType: gpu\n")
+    [f] = rules(tmp_path, "v26.7.0")["GPU014"]
+    assert (f.location.file, f.location.line, f.location.column) == ("gpu.yaml", 4, 1)  # spec
+    assert "pull nvcr.io/nvidia/driver-ubuntu22.04:latest, which does not exist" in f.message
+    assert f.hint.startswith("Set spec.repository, spec.image and spec.version in the NVIDIADriver")

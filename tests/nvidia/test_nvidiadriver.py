@@ -321,3 +321,22 @@ def test_overlaps_on_nodes_without_gpus(release: str, conflict: bool) -> None:
         [("east", OVERLAP, ("cpu1",)), ("r1", OVERLAP, ("cpu1",))] if conflict else []
     )
     assert result.owner == {"g1": None if conflict else "east"}
+
+
+@pytest.mark.parametrize(
+    ("precompiled", "pulled"),
+    [
+        (False, "nvcr.io/nvidia/driver-ubuntu22.04:latest"),
+        (True, "nvcr.io/nvidia/driver-5.15.0-119-generic-ubuntu22.04:latest"),
+    ],
+)
+def test_a_cr_without_image_fields_pulls_the_crd_default_as_latest(precompiled, pulled) -> None:
+    # nvidiadriver_types.go: `+kubebuilder:default=nvcr.io/nvidia/driver` on spec.image;
+    # internal/image ImagePath returns image alone when repository and version are empty, and
+    # GetImagePath / GetPrecompiledImagePath append -<os-tag> (-<kernel>-<os-tag>) to it
+    cr = parse_driver_cr("gpu", {"usePrecompiled": precompiled})
+    [pool], _ = node_pools(cr, {"a": labels("a")}, "v26.7.0")
+    result = pool_image(cr, pool)
+    assert result.reference is None
+    assert result.error.startswith("repository, image and version are all unset")
+    assert f"the driver pods pull {pulled}, which does not exist" in result.error

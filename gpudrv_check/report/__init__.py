@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
-from gpudrv_check.core.finding import Finding, Severity
+from gpudrv_check.core.finding import MAX_MESSAGE, Finding, Severity, printable
 from gpudrv_check.core.records import record
 
 if TYPE_CHECKING:
@@ -98,6 +98,17 @@ class Report:
 def suppression_source(finding: Finding) -> str:
     """`annotation`, `config` or `baseline`: which mechanism suppressed the finding."""
     return (finding.suppressed_by or "").split(" ", 1)[0]
+
+
+def suppression_text(finding: Finding) -> str:
+    """Why the finding is suppressed, as every report shows it. The reason after `#` in an
+    annotation, or a config exemption's `reason`, is text from the repo: made printable and
+    cut as a message is (core/finding.py `_line_of_text`), so it forges no line, terminal
+    escape or bidirectional reordering and carries no megabytes into each suppressed result."""
+    text = finding.suppressed_by or ""
+    if not text.isprintable():
+        text = printable(text, line_breaks=" ")
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 
 def path_prefix(root: str, cwd: str | None = None) -> str:

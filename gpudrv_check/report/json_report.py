@@ -8,6 +8,7 @@ from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Finding
+from gpudrv_check.report import suppression_text
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report
@@ -31,7 +32,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "fingerprint": f.fingerprint(),
     }
     if f.suppressed_by:
-        out["suppressed_by"] = f.suppressed_by
+        out["suppressed_by"] = suppression_text(f)
     if f.cluster is not None:
         out["cluster"] = f.cluster
     return out

@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from gpudrv_check.core.finding import Finding
+from gpudrv_check.report import suppression_text
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report
@@ -39,7 +40,7 @@ def _line(report: Report, f: Finding) -> str:
     if f.hint:
         text += f"\n    fix: {f.hint}"
     if f.suppressed_by:
-        text += f"\n    suppressed by {f.suppressed_by}"
+        text += f"\n    suppressed by {suppression_text(f)}"
     return text
 
 
@@ -84,7 +85,7 @@ def render(report: Report, *, colour: bool = False) -> str:
                 failure.text = body
                 counts["failures"] += 1
             elif all(f.suppressed_by for f in findings):
-                skipped = ET.SubElement(case, "skipped", message=_clean(first.suppressed_by or ""))
+                skipped = ET.SubElement(case, "skipped", message=_clean(suppression_text(first)))
                 skipped.text = body
                 counts["skipped"] += 1
             else:

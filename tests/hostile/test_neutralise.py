@@ -102,3 +102,46 @@ def test_a_code_span_holds_any_backticks():
     assert code("a`b") == "``a`b``"
     assert code("`x") == "`` `x ``"
     assert code("p|q") == "`p\\|q`"
+
+
+@pytest.fixture(scope="module")
+def exempt_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The lab with its trainer's findings suppressed by an annotation whose reason is
+    hostile: a clear screen, a right-to-left override, a line separator, a CR and a command."""
+    root = tmp_path_factory.mktemp("exempt") / "repo"
+    shutil.copytree(EXAMPLES / "lab", root)
+    trainer = root / "k8s" / "trainer.yaml"
+    reason = "why \x1b[2J \u202e \u2028 \r::error::x ##[error]y"
+    ignore = json.dumps(f"GPU021 cuda-driver-too-old # {reason}")
+    trainer.write_text(
+        trainer.read_text().replace(
+            "  namespace: gpu-drv\n",
+            f"  namespace: gpu-drv\n  annotations:\n    gpudrv-check.io/ignore: {ignore}\n",
+            1,
+        )
+    )
+    return root
+
+
+RAW_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.mark.parametrize(
+    "fmt", ["text", "concise", "json", "sarif", "junit", "github", "gitlab", "markdown", "html"]
+)
+def test_an_exemption_reason_is_neutral_in_every_format(exempt_repo: Path, fmt: str):
+    """`suppressed_by` is repo text (report/__init__.py `suppression_text`): escaped as a
+    message is, in the `-v` listing and in every format that shows it."""
+    result = run_main("check", str(exempt_repo), "--no-cache", "-v", "--format", fmt)
+    assert result.returncode in (0, 1), result.stderr
+    listed = [line for line in result.stderr.splitlines() if line.startswith("suppressed ")]
+    # a line break reads as a space, as in a message
+    assert listed and all(line.endswith(" ::error::x ##[error]y)") for line in listed)
+    assert "why \\x1b[2J \\u202e \\u2028  ::error" in listed[0]
+    assert RAW_UNSAFE.search(result.stderr) is None, repr(result.stderr[-2000:])
+    assert RAW_UNSAFE.search(result.stdout) is None
+    if fmt == "json":
+        values = [f["suppressed_by"] for f in json.loads(result.stdout)["suppressed"]]
+        assert values and all(RAW_UNSAFE.search(v) is None and "\\x1b[2J" in v for v in values)
+    if fmt == "junit":
+        assert 'message="annotation gpudrv-check.io/ignore: why \\x1b[2J \\u202e' in result.stdout

@@ -351,8 +351,11 @@ def _check(
     del check_run
     report.quiet = options.quiet
     if options.verbose:
+        from gpudrv_check.report import suppression_text
+
         for f in report.suppressed:
-            sys.stderr.write(f"suppressed {f.location}: {f.rule} {f.message} ({f.suppressed_by})\n")
+            line = f"suppressed {f.location}: {f.rule} {f.message} ({suppression_text(f)})"
+            sys.stderr.write(terminal_text(line) + "\n")
     with phase("render"):
         _render_all(report, pairs, colour, actions, options.quiet)
     keep_until_exit(report)  # freed by the exit, not here

@@ -6,8 +6,10 @@ chain per node (`repo.operand_placement`, as `operands` and GPU030 see it), and,
 operator configuration sets `driver.version`, the rehearsal of that upgrade reconcile by
 reconcile (model/fleet_rehearsal.py, what `gpudrv-check rehearse` prints).
 
-Every repo text is escaped (`html.escape`); the Content-Security-Policy meta forbids any
-request the page could make, so a hostile name cannot load anything even if it slipped by.
+Every repo text is made printable (control, line-separator and bidirectional characters
+written `\\x1b`, as in every other format) and escaped (`html.escape`); the
+Content-Security-Policy meta forbids any request the page could make, so a hostile name cannot
+load anything even if it slipped by.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
+from gpudrv_check.core.finding import printable
 from gpudrv_check.model.driver import fleet
 from gpudrv_check.model.operands import MODE_NONE
 from gpudrv_check.nvidia.upgrade import UPGRADE_STATES, upgrade_state
@@ -37,7 +40,10 @@ _CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 
 def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+    """Repo text for the page. `printable` first: escaping alone leaves a label value's ESC
+    or U+202E in the page, which reorders what a reader sees (a line break is white space in
+    HTML, so it reads as a space)."""
+    return escape(printable(str(text), " "), quote=True)
 
 
 def _section(anchor: str, title: str, body: str) -> str:

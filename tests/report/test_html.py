@@ -4,6 +4,7 @@ it loads with no console message, and its screenshot and DOM have the expected e
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import struct
@@ -141,3 +142,25 @@ def test_the_rehearsal_timeline_when_the_operator_config_sets_a_driver_version(l
 
 def test_no_timeline_without_a_target(lab_page: Path):
     assert 'id="rehearsal"' not in lab_page.read_text(encoding="utf-8")
+
+
+HOSTILE = "x\x1b[2J\u202eevil\u2028y\rz"
+
+
+def test_label_values_in_the_page_are_printable(lab_repo: Path):
+    """A kernel and an upgrade-state label with ESC, U+202E, U+2028 and CR: the page shows
+    them escaped (`\\x1b`) in every table, as the findings table and the markdown cells do."""
+    nodes = lab_repo / "k8s" / "nodes.yaml"
+    value = json.dumps(HOSTILE)
+    nodes.write_text(
+        nodes.read_text().replace(
+            "kernel-version.full: 5.15.0-119-generic",
+            f"kernel-version.full: {value}\n      nvidia.com/gpu-driver-upgrade-state: {value}",
+            1,
+        )
+    )
+    result = run_main("check", str(lab_repo), "--no-cache", "--format", "html")
+    page = result.stdout
+    assert re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e]", page) is None
+    escaped = "x\\x1b[2J\\u202eevil\\u2028y z"
+    assert f"<td><code>{escaped}</code></td><td>1</td>" in page  # the upgrade state

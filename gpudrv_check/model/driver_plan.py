@@ -71,6 +71,7 @@ from gpudrv_check.nvidia.operands import (
 from gpudrv_check.nvidia.operands import (
     HELM,
     WORKLOAD_CONTAINER,
+    WORKLOAD_VM_VGPU,
     default_workload,
     driver_settings,
     sandbox_workloads_enabled,
@@ -228,12 +229,22 @@ def _gpu_nodes(repo: Any) -> list[Node]:
     return sorted(repo.gpu_nodes, key=lambda n: n.name)
 
 
-def _unmanaged_reason(node: Node, sandbox: bool, default: str, version: object) -> str:
+#: an NVIDIADriver of this driverType is the vGPU host manager: its DaemonSet selects
+#: VGPU_MANAGER_LABEL instead of gpu.deploy.driver (manifests/state-driver/0500_daemonset.yaml)
+VGPU_HOST_MANAGER = "vgpu-host-manager"
+VGPU_MANAGER_LABEL = "nvidia.com/gpu.deploy.vgpu-manager"
+
+
+def _unmanaged_reason(
+    node: Node, sandbox: bool, default: str, version: object, driver_type: str = "gpu"
+) -> str:
     """Why the operator renders no driver pod for the node ('' when it does)."""
     labels = node.labels
     if labels.get(DEPLOY_OPERANDS_LABEL) == "false":
         return f"{DEPLOY_OPERANDS_LABEL}=false: the operator removes every operand from it"
     workload = workload_config(labels, sandbox, default)
+    if driver_type == VGPU_HOST_MANAGER:
+        return _vgpu_host_manager_reason(labels, workload)
     if workload != WORKLOAD_CONTAINER:
         return (
             f"sandbox workload {workload}: the operator deploys no driver container there "
@@ -246,6 +257,20 @@ def _unmanaged_reason(node: Node, sandbox: bool, default: str, version: object) 
     if value == "" and release is not None and release < (26, 7):
         # v26.7 treats an empty state label as absent and sets it to "true" (addGPUStateLabels)
         return f'{DEPLOY_DRIVER_LABEL} is empty: the driver DaemonSet selects only "true"'
+    return ""
+
+
+def _vgpu_host_manager_reason(labels: Mapping[str, str], workload: str) -> str:
+    """A vgpu-host-manager CR's pods run where the operator sets gpu.deploy.vgpu-manager: on
+    vm-vgpu nodes (gpuStateLabels), unless an admin's "false" stays."""
+    if workload != WORKLOAD_VM_VGPU:
+        return (
+            f"its NVIDIADriver is of driverType {VGPU_HOST_MANAGER}, whose DaemonSet selects "
+            f"{VGPU_MANAGER_LABEL}=true, which the operator sets only on {WORKLOAD_VM_VGPU} nodes "
+            f"(this one is {workload})"
+        )
+    if labels.get(VGPU_MANAGER_LABEL) == "false":
+        return f"{VGPU_MANAGER_LABEL}=false: the vGPU manager is kept off the node"
     return ""
 
 
@@ -922,8 +947,9 @@ def _cr_node(
     current = _current(f)
     if owner is None:
         return NodeDriver(node, False, "no NVIDIADriver owns it", current=current)
-    reason = _unmanaged_reason(node, sandbox, default, version)
     pool, cr, src, skip = pool_of.get(node.name, (None, None, None, None))
+    kind = cr.driver_type if cr is not None else "gpu"
+    reason = _unmanaged_reason(node, sandbox, default, version, kind)
     missing = skip.missing_label if skip is not None else None
     policy = cr_upgrade_policy(cr, fallback, version) if cr is not None else None
     if reason or cr is None:

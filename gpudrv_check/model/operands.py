@@ -101,6 +101,7 @@ POOL_SELECTOR = "pool-selector"  # the pool of the node's name selects another v
 WORKLOAD_TYPE = "workload-type"  # the operator sets the deploy label on other workload types
 
 DRIVER = "driver"
+VGPU_MANAGER = "vgpu-manager"
 TOOLKIT = "container-toolkit"
 DEVICE_PLUGIN = "device-plugin"
 MIG_MANAGER = "mig-manager"
@@ -409,7 +410,7 @@ def _pool_daemonsets(repo: Repo, config: OperatorConfig) -> list[OperandDaemonSe
     """One driver DaemonSet per NVIDIADriver node pool (internal/state/driver.go: one per pool,
     nodeSelector = gpu.deploy.driver=true + the pool's selector, tolerations added to the
     asset's nvidia.com/gpu one)."""
-    from gpudrv_check.model.driver_plan import NVIDIADRIVER, driver_plan
+    from gpudrv_check.model.driver_plan import NVIDIADRIVER, VGPU_HOST_MANAGER, driver_plan
     from gpudrv_check.nvidia.nvidiadriver import driver_tolerations, parse_driver_cr
 
     plan = driver_plan(repo)
@@ -420,11 +421,15 @@ def _pool_daemonsets(repo: Repo, config: OperatorConfig) -> list[OperandDaemonSe
     for source, pool, _reference in plan.pools:
         cr = source.cr or parse_driver_cr(pool.driver, {})
         name = f"nvidia-{cr.driver_type}-driver-{pool.driver}-{pool.name}"
+        operand = DRIVER
+        if cr.driver_type == VGPU_HOST_MANAGER:
+            # getDriverName; the asset selects gpu.deploy.vgpu-manager (0500_daemonset.yaml)
+            name, operand = f"nvidia-vgpu-manager-{pool.driver}-{pool.name}", VGPU_MANAGER
         tolerations = driver_tolerations(cr)
-        selector = {OPERANDS[DRIVER].deploy_label: "true", **pool.node_selector}
+        selector = {OPERANDS[operand].deploy_label: "true", **pool.node_selector}
         out.append(
             _rendered_daemonset(
-                DRIVER,
+                operand,
                 name,
                 namespace,
                 source.manifest,
@@ -687,12 +692,15 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
             ):
                 derived.extend(pools)
                 columns.append(entry.name)
+                columns.extend(ds.operand for ds in pools)  # vgpu-host-manager CRs
                 if not pools:
                     notes.append(
                         "driver: driver.useNvidiaDriverCRD is set and no NVIDIADriver renders a "
                         "driver DaemonSet (no CR, or none owns a GPU node)"
                     )
                 continue
+            if entry.name == VGPU_MANAGER and settings.use_nvidia_driver_crd:
+                continue  # step skips state-vgpu-manager: NVIDIADriver CRs deploy it
             if entry.extra_selector and not _any_node_has(repo, entry.extra_selector):
                 continue  # e.g. no MPS-capable node: a column of "no" says nothing
             if entry.name == DRIVER and enabled[DRIVER] and settings.use_precompiled:

@@ -818,3 +818,34 @@ def test_gpu014_for_a_cr_without_image_fields_says_what_is_pulled(tmp_path) -> N
     assert (f.location.file, f.location.line, f.location.column) == ("gpu.yaml", 4, 1)  # spec
     assert "pull nvcr.io/nvidia/driver-ubuntu22.04:latest, which does not exist" in f.message
     assert f.hint.startswith("Set spec.repository, spec.image and spec.version in the NVIDIADriver")
+
+
+def test_a_vgpu_host_manager_cr_runs_on_vm_vgpu_nodes(tmp_path) -> None:
+    # manifests/state-driver/0500_daemonset.yaml: driverType vgpu-host-manager selects
+    # nvidia.com/gpu.deploy.vgpu-manager=true, which gpuStateLabels sets on vm-vgpu nodes;
+    # internal/state/driver.go getDriverName: nvidia-vgpu-manager-<cr>-<os-tag>
+    from gpudrv_check.model.operands import build_operand_placement
+
+    write(tmp_path, "c.yaml", gpu_node("c"))
+    write(tmp_path, "v.yaml", gpu_node("v", "    nvidia.com/gpu.workload.config: vm-vgpu\n"))
+    sandbox = "  sandboxWorkloads: {enabled: true, defaultWorkload: container}\n"
+    write(tmp_path, "cp.yaml", cluster_policy("    useNvidiaDriverCRD: true\n", sandbox))
+    cr = (
+        "apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata: {name: vgpu}\n"
+        "spec: {driverType: vgpu-host-manager, repository: r.io/nv, image: vgpu-manager, "
+        "version: '570.124.03'}\n"
+    )
+    write(tmp_path, "vgpu.yaml", cr)
+    result = run(tmp_path, "v26.7.0")
+    plan = driver_plan(result.repo)
+    assert plan.nodes["v"].managed and plan.nodes["v"].pool is not None
+    assert not plan.nodes["c"].managed
+    assert plan.nodes["c"].reason.startswith(
+        "its NVIDIADriver is of driverType vgpu-host-manager, whose DaemonSet selects "
+        "nvidia.com/gpu.deploy.vgpu-manager=true"
+    )
+    placement = build_operand_placement(result.repo)
+    [ds] = [d for d in placement.daemonsets if d.operand == "vgpu-manager"]
+    assert ds.name == "nvidia-vgpu-manager-vgpu-ubuntu22.04"
+    assert ds.desired == ("v",) or list(ds.desired) == ["v"]
+    assert placement.cells["v"]["vgpu-manager"].running

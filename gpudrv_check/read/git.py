@@ -26,6 +26,7 @@ from gpudrv_check.read.tree import (
     FileRef,
     Listing,
     Skipped,
+    is_manifest_name,
 )
 
 _SYMLINK, _SUBMODULE = 0o120000, 0o160000
@@ -211,7 +212,7 @@ class GitTree:
             if entry.mode == _SUBMODULE:
                 listing.skipped.append(Skipped(rel, "git submodule, not checked"))
                 continue
-            if not name.endswith(MANIFEST_SUFFIXES) or (len(parts) == 1 and name in SKIP_FILES):
+            if not is_manifest_name(name) or (len(parts) == 1 and name in SKIP_FILES):
                 continue
             if not rel.isascii() and _UNDECODED.search(rel):
                 listing.skipped.append(Skipped(rel, "file name is not UTF-8"))

@@ -19,6 +19,10 @@ from gpudrv_check.read.exclude import (
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT, Beneath, read_inside
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+#: read although they have no suffix: kustomize's third kustomization file name (api/konfig/
+#: general.go RecognizedKustomizationFileNames), whose patches and resources matter as much
+#: as a kustomization.yaml's
+MANIFEST_NAMES = frozenset(("Kustomization",))
 SKIP_DIRS = frozenset((".git", ".hg", ".svn"))
 # our own config is not a manifest
 SKIP_FILES = frozenset((".gpudrv-check.yaml",))
@@ -36,6 +40,10 @@ class FileRef:
 
 # characters a path must not carry into a report line (controls, line and bidi overrides)
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def is_manifest_name(name: str) -> bool:
+    return name.endswith(MANIFEST_SUFFIXES) or name in MANIFEST_NAMES
 
 
 def display_name(name: str) -> str:
@@ -191,7 +199,7 @@ class WorkingTree:
             for entry in entries:
                 name = entry.name
                 rel, disk = rel_dir + display_name(name), disk_dir + name
-                manifest_name = name.endswith(MANIFEST_SUFFIXES)
+                manifest_name = is_manifest_name(name)
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError as err:

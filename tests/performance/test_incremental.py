@@ -1383,14 +1383,16 @@ status:
 def test_a_file_read_outside_the_listing_is_part_of_every_partition_key(
     tmp_path: Path, clean_partitions: list[set[str]], edit
 ):
-    """The kustomization of a Flux scope, named `Kustomization` (no suffix, so no listing
-    names it), decides which files `${DRIVER}` is filled in (model/placeholders.py). The
+    """The kustomization of a Flux scope, in no listing (excluded; a `Kustomization` file is
+    listed since kustomize's third name is read), decides which files `${DRIVER}` is filled
+    in (model/placeholders.py). The
     partition and cluster-wide entries are stored with what the run found at such files, and
     taken only while each is found so again (engine/cache/inputs.py `outside_holds`): the
     namespaces' findings (GPU011 on team-a's Deployment, from the node's driver) follow it."""
     root = tmp_path / "repo"
     write(root, "clusters/prod/infra.yaml", FLUX_INFRA)
     write(root, "infra/Kustomization", "resources:\n- node.yaml\n")
+    write(root, ".gpudrv-check.yaml", "exclude: [infra/Kustomization]\n")
     write(root, "infra/node.yaml", FLUX_NODE)
     write(root, "team-a/d.yaml", _deployment("d", "team-a", "nvcr.io/nvidia/cuda:12.8.0-base"))
     write(root, "team-c/job.yaml", JOB)

@@ -150,6 +150,16 @@ class NodeDriver:
             self.version and self.current_branch and self.next_branch != self.current_branch
         )
 
+    @property
+    def changes(self) -> bool:
+        """The spec installs another driver than the labels say runs now: another branch, or
+        within the branch another full version when both are full (a branch-only spec or label
+        cannot tell a change inside the branch)."""
+        if self.upgrades:
+            return True
+        spec, now = self.version or "", self.current or ""
+        return "." in spec and "." in now and spec != now
+
 
 @record(frozen=True)
 class DriverProblem:
@@ -662,7 +672,10 @@ def _no_kernel_problem(plan: DriverPlan, source: DriverSource, entry: NodeDriver
 def _upgrade_problem(
     plan: DriverPlan, source: DriverSource, entries: list[NodeDriver], version: str | None
 ) -> None:
-    moving = [e for e in entries if e.upgrades]
+    """GPU016: the nodes whose driver the next reconcile replaces. The operator renders the
+    DaemonSet with the spec's version: any change of its image, within one branch too, puts
+    every node on it as its driver pod is replaced (the upgrade controller, or by hand)."""
+    moving = [e for e in entries if e.changes]
     if not moving:
         return
     # the first few, then a count: every node of a large pool made a message longer than a
@@ -670,7 +683,15 @@ def _upgrade_problem(
     nodes = names(
         [f"{e.node.name} (runs {e.current})" for e in moving[:MAX_NAMES]], total=len(moving)
     )
-    verb = "moves" if len(moving) == 1 else "move"
+    branch = driver_branch(version)
+    other = [e.node.name for e in moving if e.upgrades]
+    if len(other) == len(moving):
+        verb = "moves" if len(moving) == 1 else "move"
+        when = f"which {verb} to branch {branch} when the driver pod is replaced"
+    else:
+        # the same branch, another version: the pods are replaced all the same
+        also = f" (and moving {names(other)} to branch {branch})" if other else ""
+        when = f"whose driver restarts on it when the driver pod is replaced{also}"
     what = "NVIDIADriver " + source.name if source.kind == NVIDIADRIVER else source.name
     plan.problems.append(
         DriverProblem(
@@ -678,9 +699,8 @@ def _upgrade_problem(
             source.manifest,
             source.path("version"),
             source.location("version"),
-            f"the {what} installs driver {version} (branch {driver_branch(version)}): the next "
-            f"reconcile renders it for {nodes}, which {verb} to branch {driver_branch(version)} "
-            "when the driver pod is replaced",
+            f"the {what} installs driver {version} (branch {branch}): the next reconcile renders "
+            f"it for {nodes}, {when}",
         )
     )
 

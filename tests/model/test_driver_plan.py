@@ -849,3 +849,34 @@ def test_a_vgpu_host_manager_cr_runs_on_vm_vgpu_nodes(tmp_path) -> None:
     assert ds.name == "nvidia-vgpu-manager-vgpu-ubuntu22.04"
     assert ds.desired == ("v",) or list(ds.desired) == ["v"]
     assert placement.cells["v"]["vgpu-manager"].running
+
+
+@pytest.mark.parametrize(
+    ("labels", "version", "expected"),
+    [
+        # another full version of the running branch: the DaemonSet's image changes, the pod
+        # is replaced (upgrade controller) all the same
+        (
+            '    nvidia.com/cuda.driver-version.full: "550.90.07"\n',
+            "550.127.05",
+            "n0 (runs 550.90.07), whose driver restarts on it when the driver pod is replaced",
+        ),
+        # the same full version: nothing changes
+        ('    nvidia.com/cuda.driver-version.full: "550.127.05"\n', "550.127.05", None),
+        # only the branch known on the node: a change inside it cannot be told
+        ("", "550.127.05", None),
+    ],
+)
+def test_gpu016_fires_on_a_version_change_within_the_branch(
+    tmp_path, labels, version, expected
+) -> None:
+    write(tmp_path, "n0.yaml", gpu_node("n0", labels))
+    driver = f"    repository: r.io/nv\n    image: driver\n    version: {version}\n"
+    write(tmp_path, "cp.yaml", cluster_policy(driver))
+    found = rules(tmp_path, "v26.7.0").get("GPU016", [])
+    if expected is None:
+        assert found == []
+        return
+    [f] = found
+    assert (f.location.file, f.location.line, f.location.column) == ("cp.yaml", 8, 5)
+    assert expected in f.message

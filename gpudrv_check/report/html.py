@@ -97,6 +97,8 @@ def _fleet(repo: Repo) -> str | None:
 
 
 def _upgrade_states(repo: Repo) -> str | None:
+    from gpudrv_check.report.sections.upgrade_states import shown_state
+
     if not repo.gpu_nodes:
         return None
     by_state: dict[str, list[str]] = {}
@@ -104,7 +106,7 @@ def _upgrade_states(repo: Repo) -> str | None:
         by_state.setdefault(upgrade_state(node.labels), []).append(node.name)
     order = {state: i for i, state in enumerate(("", *UPGRADE_STATES))}
     rows = [
-        f"<tr><td><code>{_e(state or '(none)')}</code></td><td>{len(names)}</td>"
+        f"<tr><td><code>{_e(shown_state(state) or '(none)')}</code></td><td>{len(names)}</td>"
         f"<td>{_e(', '.join(sorted(names)))}</td></tr>"
         for state, names in sorted(by_state.items(), key=lambda i: (order.get(i[0], 99), i[0]))
     ]

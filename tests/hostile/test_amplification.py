@@ -115,6 +115,28 @@ def test_every_quoted_value_is_cut(tmp_path: Path):
     assert len(quoted([value] * 1000)) < 4 * QUOTE_LIMIT
 
 
+@pytest.mark.parametrize("fmt", ["concise", "markdown", "html", "json", "sarif", "github"])
+def test_a_megabyte_upgrade_state_costs_no_report_a_megabyte(tmp_path: Path, fmt: str):
+    """A 1,000,000-character upgrade-state label: GPU022 quotes it cut (`quoted`), and the
+    upgrade-state tables of markdown and html show it cut, with its length."""
+    from gpudrv_check.core.finding import QUOTE_LIMIT
+    from tests.conftest import run_main
+
+    def report(state: str) -> str:
+        label = f"  labels:\n    nvidia.com/gpu-driver-upgrade-state: {state}\n"
+        write(tmp_path, "n.yaml", gpu_node("n1").replace("  labels:\n", label))
+        write(tmp_path, "support-matrix.csv", MATRIX)
+        proc = run_main("check", str(tmp_path), "--no-cache", "--format", fmt)
+        assert proc.returncode == 1, proc.stderr[-2000:]
+        return proc.stdout
+
+    short, long = report("s"), report("s" * 1_000_000)
+    # GPU040 quotes it too, as a message: cut at 2000 characters
+    assert len(long) - len(short) < 8_000
+    shown = "s" * QUOTE_LIMIT + ("… " if fmt in ("markdown", "html") else "'… ")
+    assert shown + "(1000000 characters)" in long
+
+
 @pytest.mark.slow
 def test_the_input_budget_of_a_run(tmp_path: Path):
     """Over `max_total_bytes`, the rest of the files (in path order) are not read: a GPU000 for

@@ -71,7 +71,7 @@ def test_gpu022_cleared_by_sandbox_workloads_and_skip_values(tmp_path: Path) -> 
     assert cleared.hint is not None and "sandboxWorkloads.enabled off" in cleared.hint
     assert "autoUpgrade on" not in cleared.hint
     [empty] = [f for f in findings if "skip=" in f.message]
-    assert 'nvidia.com/gpu-driver-upgrade.skip="", but' in empty.message
+    assert "nvidia.com/gpu-driver-upgrade.skip='', but" in empty.message
 
 
 def test_gpu012_a_bound_pod_is_not_pending_and_gets_no_node_selector(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpudrv_check.core.finding import QUOTE_LIMIT
 from gpudrv_check.nvidia.upgrade import UPGRADE_STATES, state_meaning, upgrade_state
 
 if TYPE_CHECKING:
@@ -13,6 +14,14 @@ if TYPE_CHECKING:
 ORDER = 40
 TITLE = "GPU nodes per upgrade state"
 _SHOWN_NAMES = 10
+
+
+def shown_state(state: str) -> str:
+    """A state as a table shows it: the label value is repo text of any length, so a long one
+    is cut as a message quotes it (`quoted` in core/finding.py), with its length."""
+    if len(state) <= QUOTE_LIMIT:
+        return state
+    return f"{state[:QUOTE_LIMIT]}… ({len(state)} characters)"
 
 
 def render(report: Report) -> str | None:
@@ -30,6 +39,6 @@ def render(report: Report) -> str | None:
         names = sorted(by_state[state])
         shown = ", ".join(names[:_SHOWN_NAMES]) + (" …" if len(names) > _SHOWN_NAMES else "")
         meaning = state_meaning(state) or "not a state the upgrade controller writes"
-        label = code(state) if state else "(none)"
+        label = code(shown_state(state)) if state else "(none)"
         lines.append(f"| {label} | {len(names)} | {cell(shown)} | {cell(meaning)} |")
     return "\n".join(lines)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpudrv_check.core.finding import Finding, Severity
+from gpudrv_check.core.finding import Finding, Severity, quoted
 from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.upgrade import (
     UPGRADE_SKIP_LABEL,
@@ -19,9 +19,6 @@ from gpudrv_check.nvidia.upgrade import (
 from gpudrv_check.rules.context import Context
 
 ID = "GPU022"
-
-
-EMPTY = '""'  # an empty label value, as written
 
 
 def _cleared_reason(ctx: Context) -> str | None:
@@ -44,9 +41,9 @@ def _cleared(ctx: Context, node: Node, state: str, reason: str) -> Finding:
         ID,
         node,
         node.label_path(UPGRADE_STATE_LABEL),
-        f"node {node.name} has {UPGRADE_STATE_LABEL}={state}, which the upgrade controller "
-        f"removes ({reason}; upgrade_controller.go removeNodeUpgradeStateLabels): it records "
-        "nothing",
+        f"node {node.name} has {UPGRADE_STATE_LABEL}={quoted(state)}, which the upgrade "
+        f"controller removes ({reason}; upgrade_controller.go removeNodeUpgradeStateLabels): it "
+        "records nothing",
         hint="Remove the label from the inventory"
         + (
             ", or turn sandboxWorkloads.enabled off if the controller should upgrade this node "
@@ -60,6 +57,8 @@ def _cleared(ctx: Context, node: Node, state: str, reason: str) -> Finding:
 
 
 def check(ctx: Context) -> Iterator[Finding]:
+    # a label value is repo text of any length: messages quote it (`quoted`, cut to about 120
+    # characters), the empty one included (`''`)
     cleared = _cleared_reason(ctx)
     for node in ctx.repo.nodes:
         state = node.labels.get(UPGRADE_STATE_LABEL)
@@ -75,8 +74,8 @@ def check(ctx: Context) -> Iterator[Finding]:
                 ID,
                 node,
                 path,
-                f"node {node.name} has {UPGRADE_STATE_LABEL}={state}, which is not a state the "
-                "GPU Operator's upgrade controller writes; nothing acts on it",
+                f"node {node.name} has {UPGRADE_STATE_LABEL}={quoted(state)}, which is not a "
+                "state the GPU Operator's upgrade controller writes; nothing acts on it",
                 hint=f"Use one of {', '.join(UPGRADE_STATES)}, or remove the label and let the "
                 "controller set it.",
                 severity=Severity.ERROR,
@@ -116,7 +115,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 ID,
                 node,
                 skip_path,
-                f"node {node.name} has {UPGRADE_SKIP_LABEL}={skip or EMPTY}, but the upgrade "
+                f"node {node.name} has {UPGRADE_SKIP_LABEL}={quoted(skip)}, but the upgrade "
                 "controller skips a node only for the exact value true; this node is upgraded",
                 hint=f'Write `{UPGRADE_SKIP_LABEL}: "true"` to skip it, or remove the label.',
                 severity=Severity.WARNING,

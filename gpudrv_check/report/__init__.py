@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from gpudrv_check.core.finding import MAX_MESSAGE, Finding, Severity, printable
 from gpudrv_check.core.records import record
@@ -75,10 +76,20 @@ class Report:
     # no summary) for the text and concise formats
     width: int = 100
     quiet: bool = False
+    # finding file → the name as the file system has it (str with `surrogateescape` bytes),
+    # for the names the reader escaped for display (read/tree.py `display_name`)
+    disk_paths: dict[str, str] = field(default_factory=dict)
 
     def uri(self, file: str) -> str:
         """A finding's file as a path from the working directory (see `path_prefix`)."""
         return self.path_prefix + file
+
+    def link(self, file: str) -> str:
+        """`uri` as a URI path: the name's own octets percent-encoded (RFC 3986 section 2.1),
+        so a name that is not UTF-8 (bytes FF FE) links to `%FF%FE`, the file itself, not to
+        `%5Cxff%5Cxfe`, the escaped text the other formats show."""
+        raw = self.path_prefix + self.disk_paths.get(file, file)
+        return quote(raw, safe="/", errors="surrogateescape")
 
     def rule(self, rule_id: str) -> RulePolicy | None:
         return self.rules.get(rule_id)

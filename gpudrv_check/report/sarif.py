@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from gpudrv_check.core.finding import Finding, Severity, unique_fingerprints
 
@@ -84,7 +83,7 @@ def _result(
     location: dict[str, Any] = {
         "physicalLocation": {
             "artifactLocation": {
-                "uri": quote(report.uri(finding.location.file), safe="/"),
+                "uri": report.link(finding.location.file),
                 "uriBaseId": "%SRCROOT%",
             },
             "region": _region(finding),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report
@@ -38,7 +37,7 @@ def render(report: Report) -> str | None:
     for f in report.findings[:MAX_ROWS]:
         uri = report.uri(f.location.file)
         where = f"{uri}:{f.location.line}:{f.location.column}"
-        link = f"[{cell(where)}]({base}{quote(uri, safe='/')}#L{f.location.line})"
+        link = f"[{cell(where)}]({base}{report.link(f.location.file)}#L{f.location.line})"
         obj = cell(f.object) if f.object else ""
         lines.append(f"| {f.severity.value} | {f.rule} | {link} | {obj} | {cell(f.message)} |")
     more = len(report.findings) - MAX_ROWS

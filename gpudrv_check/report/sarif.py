@@ -3,9 +3,9 @@
 One run: the tool with every rule of the run (a built-in rule's help and `helpUri` from its
 generated page, rules/docs.py; a custom policy's from the policy; `properties.precision` and
 `properties.problem.severity`, which code scanning sorts and filters alerts by), and one result
-per reported finding with its physical location (start line and column, and the end of the key
-when the finding names one; columns count Unicode code points, as the YAML reader does) and a
-partial fingerprint that survives line shifts.
+per reported finding with its physical location (start line and column, no end: `_region`;
+columns count Unicode code points, as the YAML reader does) and a partial fingerprint that
+survives line shifts.
 
 Suppressed findings (annotation, config exemption, baseline) are left out: GitHub code
 scanning ignores SARIF `suppressions` and would open an alert for each
@@ -66,14 +66,13 @@ def _rule(policy: RulePolicy) -> dict[str, Any]:
 
 
 def _region(finding: Finding) -> dict[str, Any]:
-    """Start line and column; with the key the finding points at, its end on that line."""
+    """Start line and column, no end. The end of the key (SARIF 2.1.0 §3.30: `endColumn` is
+    the column after its last character) is not known here: the reader keeps where a key
+    starts, not how it is written (`"team"` in JSON or a quoted YAML key, an escape, or a key
+    the object lacks, which points at its mapping), so `column + len(key)` was wrong for all
+    of those. Left out, it defaults to the end of the line (§3.30), which holds the key."""
     loc = finding.location
-    region: dict[str, Any] = {"startLine": loc.line, "startColumn": loc.column}
-    key = finding.path[-1] if finding.path else None
-    if isinstance(key, str) and key:
-        region["endLine"] = loc.line
-        region["endColumn"] = loc.column + len(key)
-    return region
+    return {"startLine": loc.line, "startColumn": loc.column}
 
 
 def _result(

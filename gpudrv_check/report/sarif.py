@@ -1,11 +1,11 @@
 """SARIF 2.1.0 for code scanning (GitHub, Azure DevOps, IDE viewers).
 
-One run: the tool with every rule of the run (a built-in rule's help and `helpUri` from its
-generated page, rules/docs.py; a custom policy's from the policy; `properties.precision` and
-`properties.problem.severity`, which code scanning sorts and filters alerts by), and one result
-per reported finding with its physical location (start line and column, no end: `_region`;
-columns count Unicode code points, as the YAML reader does) and a partial fingerprint that
-survives line shifts.
+One run: the tool with every rule of the run (a built-in rule's help from its generated page,
+rules/docs.py, and `helpUri` to it when the package declares a Documentation URL; a custom
+policy's from the policy; `properties.precision` and `properties.problem.severity`, which code
+scanning sorts and filters alerts by), and one result per reported finding with its physical
+location (start line and column, no end: `_region`; columns count Unicode code points, as the
+YAML reader does) and a partial fingerprint that survives line shifts.
 
 Suppressed findings (annotation, config exemption, baseline) are left out: GitHub code
 scanning ignores SARIF `suppressions` and would open an alert for each
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from gpudrv_check.core.finding import Finding, Severity, unique_fingerprints
 
@@ -60,7 +61,11 @@ def _rule(policy: RulePolicy) -> dict[str, Any]:
         # a built-in rule: its generated page (rules/docs.py), linked and carried whole
         from gpudrv_check.rules.docs import help_uri, page
 
-        rule["helpUri"] = help_uri(policy.id)
+        uri = help_uri(policy.id)
+        # the schema's helpUri is "format": "uri", an absolute URI; without a Documentation
+        # URL in [project.urls] there is only the page's path in the repo, which is not one
+        if urlsplit(uri).scheme:
+            rule["helpUri"] = uri
         rule["help"]["markdown"] = page(policy)
     return rule
 

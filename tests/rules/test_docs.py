@@ -49,7 +49,20 @@ def test_sarif_rules_link_their_page_and_carry_it(tmp_path: Path):
     rules = json.loads(out.read_text())["runs"][0]["tool"]["driver"]["rules"]
     assert rules
     for rule in rules:
-        assert rule["helpUri"] == help_uri(rule["id"])
         assert rule["help"]["markdown"] == page(catalog()[rule["id"]])
-        # without a Documentation URL in [project.urls]: the page's path in the repo
-        assert (ROOT / rule["helpUri"]).is_file()
+        # without a Documentation URL in [project.urls] the link is the page's path in the
+        # repo, and SARIF's helpUri must be an absolute URI (schema: "format": "uri"): none
+        assert (ROOT / help_uri(rule["id"])).is_file()
+        assert "helpUri" not in rule
+
+
+def test_sarif_helpuri_is_given_when_absolute(monkeypatch):
+    """With a Documentation URL (help_uri gives an absolute URI), the rule links it."""
+    from gpudrv_check.report.sarif import _rule
+    from gpudrv_check.rules import docs
+
+    policy = catalog()["GPU001"]
+    monkeypatch.setattr(docs, "help_uri", lambda rule_id: f"https://docs.example/{rule_id}.md")
+    assert _rule(policy)["helpUri"] == "https://docs.example/GPU001.md"
+    monkeypatch.setattr(docs, "help_uri", lambda rule_id: f"docs/rules/{rule_id}.md")
+    assert "helpUri" not in _rule(policy)

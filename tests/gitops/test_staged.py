@@ -67,4 +67,7 @@ def test_usage_errors(git_repo: Path, tmp_path: Path):
     outside.mkdir()
     nogit = run_main("check", str(outside), "--staged")
     assert nogit.returncode == 2 and "not inside a git repository" in nogit.stderr
+    # the option given is the one named (read/git.py words it for --rev and --base)
+    assert "--staged reads the git index" in nogit.stderr and "drop --staged" in nogit.stderr
+    assert "--rev" not in nogit.stderr and "--base" not in nogit.stderr
     assert "Traceback" not in both.stderr + stdin.stderr + nogit.stderr

@@ -53,9 +53,7 @@ def make_source(options: RepoOptions, rev: str | None = None) -> Source:
         raise ConfigError(f"not a directory: {path}")
     source: Source
     if staged:
-        from gpudrv_check.read.git import IndexTree
-
-        source = IndexTree(root)
+        source = _index_tree(root)
     elif rev is not None:
         from gpudrv_check.read.git import GitTree
 
@@ -69,6 +67,24 @@ def make_source(options: RepoOptions, rev: str | None = None) -> Source:
 
         source = KustomizeSource(source)
     return source
+
+
+def _index_tree(root: Path) -> Source:
+    """The index below `root` (`--staged`). read/git.py words its usage errors for --rev and
+    --base; they name --staged here, the option the user gave."""
+    from gpudrv_check.read.git import IndexTree
+
+    try:
+        return IndexTree(root)
+    except ConfigError as err:
+        message = err.message
+        for said, meant in (
+            ("--rev and --base read commits from git", "--staged reads the git index"),
+            ("drop --rev/--base", "drop --staged"),
+            ("--rev/--base need", "--staged needs"),
+        ):
+            message = message.replace(said, meant)
+        raise ConfigError(message, err.file, err.line, err.column) from None
 
 
 def repo_config(

@@ -223,6 +223,7 @@ def substitute(manifests: list[Manifest], files: set[str], source: Any = None) -
         variables = _variables(scopes, m.file)
         unknown: set[str] = set()
         _walk(m.data, variables, unknown)
+        _refresh(m, variables, unknown)
         if unknown:
             unknowns.by_object[(m.file, m.kind, m.name)] = unknown
     return unknowns
@@ -259,9 +260,22 @@ def _unshare(manifests: list[Manifest]) -> None:
                 pending.append(child)
 
 
+def _refresh(m: Manifest, variables: dict[str, str] | None, unknown: set[str]) -> None:
+    """The object's name and namespace as substituted: the reader took them from the text as
+    written (`name: trainer-${TEAM}`), and identities, messages and a budget's namespace
+    follow them. The namespace is filled in as the object holds it, which is a kustomization's
+    when one set it (Flux substitutes after the build)."""
+    if m.name is not None and "${" in m.name:
+        m.name = _fill(m.name, variables, unknown)
+    if m.namespace is not None and "${" in m.namespace:
+        m.namespace = _fill(m.namespace, variables, unknown) or None
+
+
 def _walk(root: Any, variables: dict[str, str] | None, unknown: set[str]) -> None:
     for node in containers(root, MAX_VISITED):
         if isinstance(node, LMap):
+            if any(isinstance(key, str) and "${" in key for key in node):
+                _fill_keys(node, variables, unknown)
             for key, value in node.items():
                 if isinstance(value, str) and "${" in value:
                     node[key] = _value(value, variables, unknown)
@@ -269,3 +283,29 @@ def _walk(root: Any, variables: dict[str, str] | None, unknown: set[str]) -> Non
             for i, item in enumerate(node):
                 if isinstance(item, str) and "${" in item:
                     node[i] = _value(item, variables, unknown)
+
+
+def _fill_keys(node: LMap, variables: dict[str, str] | None, unknown: set[str]) -> None:
+    """Placeholders in the keys of a mapping, filled in: Flux substitutes the whole text before
+    decoding (fluxcd/pkg kustomize/kustomize_varsub.go, envsubst over the YAML), so
+    `${GPU_LABEL}: "true"` is a key like any other. Order and positions are kept; when two
+    keys would become one (a duplicate the decoder refuses), they stay unknown."""
+    renamed: dict[str, str] = {}
+    for key in node:
+        if isinstance(key, str) and "${" in key:
+            filled = _fill(key, variables, unknown)
+            if filled != key:
+                renamed[key] = filled
+    targets = [renamed.get(key, key) for key in node]
+    if len(set(targets)) != len(targets):
+        for key in renamed:
+            unknown.update(match.group(1) for match in PLACEHOLDER.finditer(key))
+        return
+    if not renamed:
+        return
+    items = list(node.items())
+    node.clear()
+    node.update((renamed.get(key, key), value) for key, value in items)
+    node.kpos = {renamed.get(key, key): pos for key, pos in node.kpos.items()}
+    if node.raw is not None:
+        node.raw = {renamed.get(key, key): text for key, text in node.raw.items()}

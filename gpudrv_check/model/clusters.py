@@ -89,6 +89,8 @@ class _Repo:
         return None
 
     def is_dir(self, folder: str) -> bool:
+        if folder in ("", "."):  # the repo root (Argo CD `path: .`), a folder of every file
+            return bool(self.files)
         prefix = folder.rstrip("/") + "/"
         return any(rel.startswith(prefix) for rel in self.files)
 
@@ -213,12 +215,28 @@ def _applications(repo: _Repo) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+#: the cluster Argo CD runs in: its address (argo-cd common/common.go
+#: KubernetesInternalAPIServerAddr) and the name Argo CD gives it (util/db/cluster.go, the
+#: local cluster "in-cluster"); a destination by either is the same cluster
+IN_CLUSTER_SERVER = "https://kubernetes.default.svc"
+IN_CLUSTER_NAME = "in-cluster"
+
+
+def _destination(destination: Any) -> str | None:
+    """The cluster an Application deploys to: `destination.name`, else `server`."""
+    if not isinstance(destination, dict):
+        return None
+    name = destination.get("name") or destination.get("server")
+    if not isinstance(name, str) or not name:
+        return None
+    return IN_CLUSTER_NAME if name.rstrip("/") == IN_CLUSTER_SERVER else name
+
+
 def _argo_clusters(repo: _Repo) -> list[Cluster]:
     by_name: dict[str, Cluster] = {}
     for rel, spec in _applications(repo):
-        destination = spec.get("destination") or {}
-        name = destination.get("name") or destination.get("server")
-        if not isinstance(name, str) or not name:
+        name = _destination(spec.get("destination"))
+        if name is None:
             continue
         sources = [spec["source"]] if isinstance(spec.get("source"), dict) else []
         sources += [s for s in spec.get("sources") or [] if isinstance(s, dict)]

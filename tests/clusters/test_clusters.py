@@ -270,3 +270,45 @@ def test_overlay_roots_under_kustomize_are_clusters(tmp_path: Path) -> None:
     found = _gpu010(tmp_path, "--kustomize")
     # located in the repo file the object came from (kustomize origin annotations)
     assert found == [("production", "base/job.yaml")]
+
+
+def _application(name: str, path: str, destination: str) -> str:
+    return f"""---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {{name: {name}, namespace: argocd}}
+spec:
+  project: default
+  source: {{repoURL: https://example.com/repo.git, path: {path}}}
+  destination: {{{destination}, namespace: ml}}
+"""
+
+
+def test_in_cluster_by_name_and_by_address_is_one_cluster(tmp_path: Path) -> None:
+    """argo-cd common/common.go KubernetesInternalAPIServerAddr is the cluster Argo CD runs
+    in, which util/db/cluster.go names `in-cluster`: one cluster, one set of nodes."""
+    write(tmp_path, "nodes.yaml", NODE.format(major=535))
+    write(tmp_path, "apps/train/job.yaml", JOB.format(name="train", major=550))
+    write(tmp_path, "apps/serve/job.yaml", JOB.format(name="serve", major=550))
+    apps = _application("train", "apps/train", "name: in-cluster")
+    apps += _application("serve", "apps/serve", 'server: "https://kubernetes.default.svc"')
+    write(tmp_path, "argocd/apps.yaml", apps)
+    # one cluster: the findings name none, and both Jobs are placed on the repo's node
+    assert _gpu010(tmp_path) == [(None, "apps/serve/job.yaml"), (None, "apps/train/job.yaml")]
+    verbose = run_main("check", str(tmp_path), "--matrix", "none", "-v")
+    assert "cluster in-cluster" not in verbose.stderr
+
+
+def test_an_application_of_the_repo_root_applies_its_top_level_files(tmp_path: Path) -> None:
+    """`path: .` is the repo root: its manifests (below it only with directory.recurse)."""
+    write(tmp_path, "nodes.yaml", NODE.format(major=535))
+    write(tmp_path, "job.yaml", JOB.format(name="root-job", major=550))
+    write(tmp_path, "staging/nodes.yaml", NODE.format(major=550))
+    write(tmp_path, "staging/job.yaml", JOB.format(name="staged", major=550))
+    apps = _application("prod", ".", "name: prod") + _application(
+        "staging", "staging", "name: staging"
+    )
+    write(tmp_path, "argocd/apps.yaml", apps)
+    assert _gpu010(tmp_path) == [("prod", "job.yaml")]
+    verbose = run_main("check", str(tmp_path), "--matrix", "none", "-v")
+    assert "cluster prod: 3 file(s), 1 node(s)" in verbose.stderr  # apps.yaml, job, nodes

@@ -6,7 +6,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from gpudrv_check.core.finding import Finding, ObjectRef, Severity, quoted
+from gpudrv_check.core.finding import QUOTE_LIMIT, Finding, ObjectRef, Severity, quoted
 from gpudrv_check.core.located import (
     LMap,
     Path,
@@ -16,12 +16,27 @@ from gpudrv_check.core.located import (
     type_name,
 )
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.k8s.labels import (
+    dns1123_subdomain_errors,
+    label_key_errors,
+    label_value_errors,
+    labels_valid,
+)
 from gpudrv_check.k8s.numbers import TOO_LARGE, too_large
+from gpudrv_check.k8s.quantity import milli_value, quantity_value
+from gpudrv_check.k8s.resources import NEGATIVE, NOT_INTEGER, is_integer_resource
 from gpudrv_check.model.node import Node, entry_to_object_path
 from gpudrv_check.read.policy import builtin, default_severity
 
 INVENTORY_API = "gpudrv-check.io/v1alpha1"
 INVENTORY_KIND = "NodeInventory"
+
+
+def _rejected(manifest: Manifest) -> str:
+    """The rule of a value that cannot be: in a `kind: Node` object it is the API server's
+    rejection (GPU040, as for any object); in a NodeInventory entry, the entry is malformed
+    (GPU005): no API server reads that file, the checker's schema and reader do."""
+    return builtin("invalid-inventory" if is_inventory(manifest) else "invalid-field").id
 
 
 def _finding(
@@ -66,7 +81,7 @@ def _string_map(
     if not isinstance(value, dict):
         findings.append(
             _finding(
-                builtin("invalid-field").id,
+                _rejected(manifest),
                 manifest,
                 path,
                 f"{what}s must be a mapping of strings, not a {type_name(value)}",
@@ -84,7 +99,7 @@ def _string_map(
         if text is None:
             findings.append(
                 _finding(
-                    builtin("invalid-field").id,
+                    _rejected(manifest),
                     manifest,
                     (*path, key),
                     f"{what} {quoted(key)} must be a string, not a {type_name(item)}",
@@ -110,32 +125,115 @@ def _string_map(
     return out
 
 
+def _shown(text: str) -> str:
+    """A value as the API server quotes it (`"GPU_2"`), cut as `quoted` cuts: a hostile file's
+    megabyte label makes no megabyte message."""
+    if len(text) <= QUOTE_LIMIT:
+        return json.dumps(text, ensure_ascii=False)
+    return json.dumps(text[:QUOTE_LIMIT], ensure_ascii=False) + f"… ({len(text)} characters)"
+
+
+def _labels(manifest: Manifest, path: Path, node: str, findings: list[Finding]) -> dict[str, str]:
+    """A node's labels, each key and value checked as apimachinery `ValidateLabels` does for the
+    Node's metadata (`ValidateObjectMeta`); a label the API server refuses is reported at its
+    key and still read as written, as a workload's labels are (model/workload.py)."""
+    labels = _string_map(manifest, path, "label", node, findings, True)
+    if labels_valid(labels):
+        return labels
+    where = field_path_text(path)
+    for key, text in labels.items():
+        for errors, shown, fix in (
+            (label_key_errors(key), key, _LABEL_KEY_FIX),
+            (label_value_errors(text), text, _LABEL_VALUE_FIX),
+        ):
+            if errors:
+                message = f"{where}: Invalid value: {_shown(shown)}: {'; '.join(errors)}"
+                findings.append(
+                    _finding(_rejected(manifest), manifest, (*path, key), message, fix, node)
+                )
+    return labels
+
+
+_LABEL_KEY_FIX = (
+    "Write the label key as [prefix/]name: a DNS subdomain prefix, and a name of at most 63 "
+    "alphanumerics, '-', '_' or '.', starting and ending alphanumeric."
+)
+_LABEL_VALUE_FIX = (
+    "Write the label value as at most 63 alphanumerics, '-', '_' or '.', starting and ending "
+    'alphanumeric (or empty, `""`).'
+)
+
+
+def _name_problem(manifest: Manifest, path: Path, name: str, findings: list[Finding]) -> None:
+    """pkg/apis/core/validation `ValidateNodeName` (apimachinery `NameIsDNSSubdomain`): the
+    API server refuses a Node named otherwise. The node is still read, under that name."""
+    errors = dns1123_subdomain_errors(name)
+    if errors:
+        message = f"{field_path_text(path)}: Invalid value: {_shown(name)}: {'; '.join(errors)}"
+        fix = (
+            "Name the node as a lowercase RFC 1123 subdomain, at most 253 characters of lowercase "
+            f"letters, digits, '-' and '.' (e.g. `{_suggested_name(name)}`)."
+        )
+        findings.append(_finding(_rejected(manifest), manifest, path, message, fix, name))
+
+
+def _suggested_name(name: str) -> str:
+    """The name lowercased, other characters as '-': what a hostname of that node would be."""
+    text = "".join(c if c.isascii() and (c.isalnum() or c in ".-") else "-" for c in name.lower())
+    return text.strip("-.")[:253] or "gpu-1"
+
+
 def _quantities(
     manifest: Manifest, path: Path, node: str, findings: list[Finding]
 ) -> dict[str, str]:
-    """A node's capacity or allocatable; a GPU count past what the API server holds is GPU040."""
+    """A node's capacity or allocatable, without the quantities the API server refuses (each
+    reported at its key): the model never counts an amount that cannot be."""
     value = manifest.get(*path)
     if not isinstance(value, dict):
         return {}
     out = {}
     for key in value:
         text = scalar_text(value, key)
-        if text is None:
-            continue
-        if key == "nvidia.com/gpu" and too_large(text):
+        problem = _quantity_problem(key, value[key], text)
+        if problem is not None:
+            message, fix = problem
+            where = field_path_text((*path, key))
             findings.append(
                 _finding(
-                    builtin("invalid-field").id,
-                    manifest,
-                    (*path, key),
-                    f"{key} {quoted(text)} is {TOO_LARGE}",
-                    "Write the number of GPUs the node has, e.g. `8`.",
-                    node,
+                    _rejected(manifest), manifest, (*path, key), f"{where}: {message}", fix, node
                 )
             )
             continue
-        out[key] = text
+        if text is not None:
+            out[key] = text
     return out
+
+
+def _quantity_problem(key: str, raw: object, text: str | None) -> tuple[str, str] | None:
+    """Why the API server refuses a node's quantity, and the fix; None when it takes it.
+
+    The text must parse (apimachinery resource `ParseQuantity`, when the Node is decoded), then
+    pkg/apis/core/validation `ValidateNodeResources` checks each capacity and allocatable amount
+    with `ValidateResourceQuantityValue`: not negative, and a whole number for the integer
+    resources (`pods` and extended resources such as nvidia.com/gpu)."""
+    if text is None:
+        return f"must be a quantity, not a {type_name(raw)}", _QUANTITY_FIX
+    if key == "nvidia.com/gpu" and too_large(text):
+        return f"{quoted(text)} is {TOO_LARGE}", "Write the number of GPUs the node has, e.g. `8`."
+    amount, why = quantity_value(raw)
+    shown = _shown(text.strip())
+    if amount is None:
+        return f"Invalid value: {shown}: {why}", _QUANTITY_FIX
+    if amount < 0:
+        return f"Invalid value: {shown}: {NEGATIVE}", "Write the amount the node has, 0 or more."
+    if is_integer_resource(key) and milli_value(amount) % 1000:
+        return f"Invalid value: {shown}: {NOT_INTEGER}", f"Write a whole number of {key}, e.g. `8`."
+    return None
+
+
+_QUANTITY_FIX = (
+    "Write a Kubernetes quantity: a number with an optional suffix, e.g. `8`, `500m`, `64Gi`."
+)
 
 
 def _taint_fix(path: tuple, message: str) -> str:
@@ -167,7 +265,7 @@ def _taints(manifest: Manifest, path: Path, node: str, findings: list[Finding]) 
         where = field_path_text(full)
         findings.append(
             _finding(
-                builtin("invalid-field").id,
+                _rejected(manifest),
                 manifest,
                 full,
                 f"{where}: {problem.message}",
@@ -186,7 +284,7 @@ def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | Non
     if not manifest.name:
         findings.append(
             _finding(
-                builtin("invalid-field").id,
+                _rejected(manifest),
                 manifest,
                 ("metadata", "name"),
                 "Node without metadata.name; skipped",
@@ -196,11 +294,12 @@ def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | Non
         )
         return None
     name = manifest.name
+    _name_problem(manifest, ("metadata", "name"), name, findings)
     unschedulable = manifest.get("spec", "unschedulable")
     if unschedulable is not None and not isinstance(unschedulable, bool):
         findings.append(
             _finding(
-                builtin("invalid-field").id,
+                _rejected(manifest),
                 manifest,
                 ("spec", "unschedulable"),
                 "spec.unschedulable must be true or false",
@@ -211,7 +310,7 @@ def _node_from_object(manifest: Manifest, findings: list[Finding]) -> Node | Non
         unschedulable = False
     return Node(
         name=name,
-        labels=_string_map(manifest, ("metadata", "labels"), "label", name, findings, True),
+        labels=_labels(manifest, ("metadata", "labels"), name, findings),
         annotations=_string_map(
             manifest, ("metadata", "annotations"), "annotation", name, findings, False
         ),
@@ -299,11 +398,12 @@ def _nodes_from_inventory(manifest: Manifest, findings: list[Finding]) -> list[N
             continue
         base: Path = ("nodes", index)
         name = entry["name"]
+        _name_problem(manifest, (*base, "name"), name, findings)
         unschedulable = entry.get("unschedulable", False)
         nodes.append(
             Node(
                 name=name,
-                labels=_string_map(manifest, (*base, "labels"), "label", name, findings, True),
+                labels=_labels(manifest, (*base, "labels"), name, findings),
                 annotations=_string_map(
                     manifest, (*base, "annotations"), "annotation", name, findings, False
                 ),

@@ -211,3 +211,50 @@ def test_write_with_cluster_updates_that_clusters_inventory(tmp_path: Path) -> N
     assert result.returncode == 2 and "found none" in result.stderr
     result = run_main(*args, "--cluster", "qa")
     assert result.returncode == 2 and "no cluster named 'qa'" in result.stderr
+
+
+def test_write_keeps_the_label_keys_the_config_reads_the_driver_tag_from(tmp_path: Path) -> None:
+    """`labels.kernel: example.com/kernel-version` names where the kernel is (read/config.py
+    LabelKeys): an import for that repo keeps the key, or audit finds the label missing."""
+    repo = tmp_path / "repo"
+    (repo / "inventory").mkdir(parents=True)
+    (repo / ".gpudrv-check.yaml").write_text(
+        "inventory: [inventory/nodes.yaml]\nmatrix: null\n"
+        "labels:\n  kernel: example.com/kernel-version\n  driver_branch: [example.com/branch]\n"
+    )
+    labels = {
+        "example.com/kernel-version": "5.15.0-119-generic",
+        "example.com/branch": "550",
+        "example.com/other": "dropped",
+        "nvidia.com/gpu.present": "true",
+        "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID": "22.04",
+    }
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-1", "labels": labels}}
+    export = tmp_path / "nodes.json"
+    export.write_text(json.dumps(node))
+    args = ("inventory", "import", str(export), "--write", "--root", str(repo))
+    assert run_main(*args).returncode == 0
+    text = (repo / "inventory" / "nodes.yaml").read_text()
+    body = text[text.index("nodes:") :]
+    assert body == (
+        "nodes:\n"
+        "- name: gpu-1\n"
+        "  labels:\n"
+        '    example.com/branch: "550"\n'
+        '    example.com/kernel-version: "5.15.0-119-generic"\n'
+        '    feature.node.kubernetes.io/system-os_release.ID: "ubuntu"\n'
+        '    feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"\n'
+        '    nvidia.com/gpu.present: "true"\n'
+    )
+    write_matrix = repo / "support-matrix.csv"
+    write_matrix.write_text("driver_branch,kernel,os_tag\n550,5.15.0-119-generic,ubuntu22.04\n")
+    audit = run_main("audit", str(repo), "--matrix", str(write_matrix))
+    assert (audit.returncode, audit.stdout) == (0, "OK\n"), audit.stderr
+    # the default keys are in the kept families: the header names nothing more
+    (repo / ".gpudrv-check.yaml").write_text("inventory: [inventory/nodes.yaml]\nmatrix: null\n")
+    assert run_main(*args).returncode == 0
+    assert "Kept: the label families of docs/inventory.md, nvidia.com/" in " ".join(
+        line.removeprefix("#: ")
+        for line in (repo / "inventory" / "nodes.yaml").read_text().splitlines()
+    )

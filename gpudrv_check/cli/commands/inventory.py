@@ -46,8 +46,8 @@ def _read_input(given: str, limit: int) -> bytes:
     return _read_stdin(limit) if given == "-" else read_named(given, limit)
 
 
-def _target(args: InventoryOptions) -> tuple[Path, Path] | str:
-    """(repo root, inventory file) for `--write`, or the usage error."""
+def _target(args: InventoryOptions) -> tuple[Path, Path, Config] | str:
+    """(repo root, inventory file, the repo's config) for `--write`, or the usage error."""
     root = Path(args.root or ".")
     try:
         config = load_config(root, args.config)
@@ -62,7 +62,19 @@ def _target(args: InventoryOptions) -> tuple[Path, Path] | str:
             f"--write updates the one inventory file of {where}, found {found}; "
             "use --output FILE instead"
         )
-    return root, root / files[0]
+    return root, root / files[0], config
+
+
+def _config_labels(config: Config) -> tuple[str, ...]:
+    """The label keys the repo's config names under `labels:` that no kept family holds
+    (`labels.kernel: example.com/kernel-version`): the checker reads the driver tag from them,
+    so an import that dropped them would leave every node without it (audit MISSING-LABEL).
+    They are kept as `--labels-prefix` keeps a prefix."""
+    from gpudrv_check.edit.inventory_import import KEPT_LABELS
+
+    labels = config.labels
+    keys = [*labels.driver_branch, labels.kernel, labels.os_id, labels.os_version_id]
+    return tuple(k for k in dict.fromkeys(keys) if "/" in k and not k.startswith(KEPT_LABELS))
 
 
 def _cluster_inventory(root: Path, config: Config, name: str) -> list[str]:
@@ -114,7 +126,8 @@ def run(args: InventoryOptions) -> int:
         target = _target(args)
         if isinstance(target, str):
             return _usage(target)
-        root, path = target
+        root, path, config = target
+        prefixes = (*prefixes, *_config_labels(config))
         try:
             old = read_named(path, limit, root).decode("utf-8")
         except FileNotFoundError:

@@ -39,6 +39,7 @@ from typing import Any
 from gpudrv_check.core.records import record
 from gpudrv_check.read.config_file import DEFAULT_MAX_TOTAL_BYTES, ConfigError
 from gpudrv_check.read.exclude import Exclusions
+from gpudrv_check.read.kustomization import PATCH_FIELDS
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT
 from gpudrv_check.read.source import Source, clean_rel
 from gpudrv_check.read.tree import FileRef, Listing, Skipped
@@ -47,6 +48,9 @@ KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization
 RENDERED_SUFFIX = " (rendered)"
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 RENDER_TIMEOUT_SECONDS = 120
+#: kustomizations one root's patch order visits at most (a cycle kustomize refuses, or a
+#: hostile repo)
+MAX_PATCH_WALK = 2000
 _SAFE_FLAGS = (
     "--enable-helm=false",
     "--enable-alpha-plugins=false",
@@ -86,9 +90,12 @@ class RenderProblem:
 class Kustomization:
     directory: str  # "" for the checked root itself
     file: str
-    dirs: list[str] = field(default_factory=list)  # kustomizations it builds on
+    dirs: list[str] = field(default_factory=list)  # kustomizations it builds on, in order
     files: list[str] = field(default_factory=list)  # files it reads
     blockers: list[RenderProblem] = field(default_factory=list)  # why it cannot render offline
+    patches: list[str] = field(default_factory=list)  # its patch files, in listed order
+    prefixes: list[str] = field(default_factory=list)  # namePrefix, when set
+    suffixes: list[str] = field(default_factory=list)  # nameSuffix, when set
 
 
 def _join(directory: str, ref: str) -> str | None:
@@ -163,6 +170,12 @@ def parse_kustomization(source: Source, file: str) -> Kustomization:
                 block(path, _outside_message("file", ref))
             elif rel is not None and source.exists(rel):
                 k.files.append(rel)
+                if path[0] in PATCH_FIELDS and rel not in k.patches:
+                    k.patches.append(rel)
+    for key, names in (("namePrefix", k.prefixes), ("nameSuffix", k.suffixes)):
+        value = data.get(key)
+        if isinstance(value, str) and value:
+            names.append(value)
     return k
 
 
@@ -223,6 +236,36 @@ class Plan:
             seen.add(directory)
             stack.extend(self.kustomizations[directory].dirs)
         return seen
+
+    def patches_applied(self, root: str) -> list[str]:
+        """The patch files a root's build applies, in the order kustomize applies them: a
+        kustomization builds its resources, bases and components first, in that order (each
+        with its own patches), then applies its own patches in the order listed (kustomize
+        api/internal/target/kusttarget.go AccumulateTarget: accumulateResources, then
+        accumulateComponents, then runTransformers). A kustomization met twice is said once."""
+        out: list[str] = []
+        seen: set[str] = set()
+
+        def visit(directory: str) -> None:
+            k = self.kustomizations.get(directory)
+            if k is None or directory in seen or len(seen) >= MAX_PATCH_WALK:
+                return
+            seen.add(directory)
+            for below in k.dirs:
+                visit(below)
+            out.extend(p for p in k.patches if p not in out)
+
+        visit(root)
+        return out
+
+    def name_changes(self, root: str) -> tuple[list[str], list[str]]:
+        """The namePrefix and nameSuffix values of the kustomizations a root builds on."""
+        prefixes: list[str] = []
+        suffixes: list[str] = []
+        for directory in sorted(self.closure(root)):
+            prefixes += self.kustomizations[directory].prefixes
+            suffixes += self.kustomizations[directory].suffixes
+        return prefixes, suffixes
 
 
 def plan(source: Source, listing: Listing) -> Plan:
@@ -347,6 +390,7 @@ class KustomizeSource:
         self.roots: dict[str, str] = {}  # rendered file -> root directory
         self.consumed: dict[str, str] = {}  # file -> rendered file that reads it
         self.problems: list[RenderProblem] = []
+        self.plan: Plan | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._origins: dict[str, list[str | None]] = {}
         # a revision is written out for kustomize up to these (the config's limits: `bound`);
@@ -370,7 +414,7 @@ class KustomizeSource:
 
     def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
         listing = self.inner.list_manifests(exclude)
-        the_plan = plan(self.inner, listing)
+        the_plan = self.plan = plan(self.inner, listing)
         if not the_plan.roots:
             return listing
         disk = self._render_root()
@@ -492,24 +536,29 @@ class KustomizeSource:
         root_file = rendered.removesuffix(RENDERED_SUFFIX)
         if origin is None:
             return root_file, 1, 1
-        patches = [
-            rel
-            for rel, by in self.consumed.items()
-            if by == rendered
-            and rel != origin
-            and posixpath.basename(rel) not in KUSTOMIZATION_FILES
-        ]
-        for rel in reversed(sorted(patches)):
-            found = self._find(rel, kind, name, path, whole=True)
+        root = self.roots.get(rendered)
+        patches: list[str] = []
+        names: tuple[list[str], list[str]] = ([], [])
+        if self.plan is not None and root is not None:
+            patches = [p for p in self.plan.patches_applied(root) if p != origin]
+            names = self.plan.name_changes(root)
+        for rel in reversed(patches):  # the last one applied that sets the key wins
+            found = self._find(rel, kind, name, path, whole=True, names=names)
             if found is not None:
                 return rel, found[0], found[1]
-        found = self._find(origin, kind, name, path, whole=False)
+        found = self._find(origin, kind, name, path, whole=False, names=names)
         if found is None:
             return origin, 1, 1
         return origin, found[0], found[1]
 
     def _find(
-        self, rel: str, kind: str, name: str | None, path: list, whole: bool
+        self,
+        rel: str,
+        kind: str,
+        name: str | None,
+        path: list,
+        whole: bool,
+        names: tuple[list[str], list[str]] = ([], []),
     ) -> tuple[int, int] | None:
         """(line, column) of `path` in the document of `rel` that is the object: same kind,
         and a name the rendered one was made from (kustomize adds prefixes and suffixes);
@@ -524,7 +573,7 @@ class KustomizeSource:
         docs = [
             d.data for d in parsed.docs if isinstance(d.data, LMap) and d.data.get("kind") == kind
         ]
-        named = [d for d in docs if _made_from(_name_of(d), name)]
+        named = [d for d in docs if _made_from(_name_of(d), name, *names)]
         if len(named) != 1:  # the exact name, else the one object of its kind the file declares
             exact = [d for d in named if _name_of(d) == name]
             named = exact or (docs if len(docs) == 1 and not whole else [])
@@ -551,9 +600,25 @@ def _name_of(data: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _made_from(source: str | None, rendered: str | None) -> bool:
-    """Whether kustomize's prefixes and suffixes could make `rendered` from `source`."""
-    return bool(source and rendered and source in rendered)
+def _made_from(
+    source: str | None, rendered: str | None, prefixes: list[str], suffixes: list[str]
+) -> bool:
+    """Whether `rendered` is `source` with some of the build's namePrefix values before it and
+    nameSuffix values after it (kustomize prefixes and suffixes each layer's names in turn):
+    `trainer-large` is not made from `trainer` unless a suffix `-large` is set."""
+    if not source or not rendered:
+        return False
+    pending, seen = [rendered], set()
+    while pending:
+        current = pending.pop()
+        if current == source:
+            return True
+        if current in seen or len(current) <= len(source):
+            continue
+        seen.add(current)
+        pending += [current[len(p) :] for p in prefixes if current.startswith(p)]
+        pending += [current[: -len(x)] for x in suffixes if current.endswith(x)]
+    return False
 
 
 def _holds(data: Any, path: list) -> bool:

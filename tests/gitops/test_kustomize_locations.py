@@ -1,0 +1,118 @@
+"""`--kustomize`: where a finding on a rendered object lands (read/kustomize.py
+`source_location`). Only the patch files the build's kustomizations list are patches, searched
+in the reverse of the order kustomize applies them (api/internal/target/kusttarget.go
+AccumulateTarget: resources, then components, then the kustomization's own patches), and a
+name matches when the build's namePrefix/nameSuffix values make the rendered name of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check.read.kustomize import _made_from, kustomize_command
+from tests.conftest import MATRIX, run_main, write
+from tests.gitops.test_kustomization_namespace import NODES
+
+needs_kustomize = pytest.mark.skipif(
+    kustomize_command() is None, reason="neither kustomize nor kubectl is on PATH"
+)
+
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: t
+        image: nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04
+        resources:
+          limits: {{nvidia.com/gpu: {gpus}}}
+"""
+
+PATCH = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: trainer
+spec:
+  template:
+    spec:
+      containers:
+      - name: t
+        resources:
+          limits: {{nvidia.com/gpu: {gpus}}}
+"""
+
+
+def _pending(root: Path) -> list[str]:
+    done = run_main("check", str(root), "--no-cache", "--format", "concise", "--kustomize")
+    assert done.returncode in (0, 1), done.stderr
+    return [line.split(": error")[0] for line in done.stdout.splitlines() if "GPU010" in line]
+
+
+def _base(root: Path) -> None:
+    write(root, "support-matrix.csv", MATRIX)
+    write(root, "nodes.yaml", NODES)
+
+
+def test_names_follow_the_prefix_and_suffix_rule():
+    assert _made_from("trainer", "prod-trainer-v2", ["prod-"], ["-v2"])
+    assert _made_from("trainer", "b-a-trainer", ["a-", "b-"], [])  # an overlay over a base
+    assert not _made_from("trainer", "trainer-large", [], [])  # a name of its own
+    assert not _made_from("trainer", "x-trainer", ["y-"], [])
+    assert _made_from("trainer", "trainer", [], [])
+
+
+@needs_kustomize
+def test_a_resource_whose_name_holds_another_is_not_its_patch(tmp_path):
+    _base(tmp_path)
+    write(tmp_path, "app/kustomization.yaml", "resources:\n- small.yaml\n- big.yaml\n")
+    write(tmp_path, "app/small.yaml", JOB.format(name="trainer", gpus=1))
+    write(tmp_path, "app/big.yaml", "# the big one\n" + JOB.format(name="trainer-large", gpus=16))
+    assert _pending(tmp_path) == ["app/big.yaml:14:20"]
+
+
+@needs_kustomize
+def test_the_root_patch_applied_last_is_the_place(tmp_path):
+    _base(tmp_path)
+    write(tmp_path, "base/kustomization.yaml", "resources:\n- job.yaml\n")
+    write(tmp_path, "base/job.yaml", JOB.format(name="trainer", gpus=1))
+    write(
+        tmp_path,
+        "components/big-gpu/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+        "patches:\n- path: gpu.yaml\n",
+    )
+    write(tmp_path, "components/big-gpu/gpu.yaml", PATCH.format(gpus=16))
+    write(
+        tmp_path,
+        "apps/prod/kustomization.yaml",
+        "resources:\n- ../../base\ncomponents:\n- ../../components/big-gpu\n"
+        "patches:\n- path: gpu-32.yaml\n",
+    )
+    write(tmp_path, "apps/prod/gpu-32.yaml", PATCH.format(gpus=32))
+    # kustomize renders 32: the root's own patch after the component's, whatever the paths
+    assert _pending(tmp_path) == ["apps/prod/gpu-32.yaml:11:20"]
+    # without the root's patch, the component's is the last applied
+    (tmp_path / "apps" / "prod" / "gpu-32.yaml").unlink()
+    write(
+        tmp_path,
+        "apps/prod/kustomization.yaml",
+        "resources:\n- ../../base\ncomponents:\n- ../../components/big-gpu\n",
+    )
+    assert _pending(tmp_path) == ["components/big-gpu/gpu.yaml:11:20"]
+
+
+@needs_kustomize
+def test_a_prefixed_object_is_found_in_its_base_file(tmp_path):
+    _base(tmp_path)
+    write(tmp_path, "base/kustomization.yaml", "resources:\n- job.yaml\n- other.yaml\n")
+    write(tmp_path, "base/job.yaml", JOB.format(name="trainer", gpus=16))
+    write(tmp_path, "base/other.yaml", JOB.format(name="trainer-2", gpus=1))
+    write(tmp_path, "prod/kustomization.yaml", "namePrefix: prod-\nresources:\n- ../base\n")
+    assert _pending(tmp_path) == ["base/job.yaml:13:20"]

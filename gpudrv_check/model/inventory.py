@@ -109,18 +109,7 @@ def _string_map(
             )
             continue
         if warn_typed and not isinstance(item, str):
-            kind = "boolean" if isinstance(item, bool) else "number"
-            findings.append(
-                _finding(
-                    builtin("label-value-not-string").id,
-                    manifest,
-                    (*path, key),
-                    f"{what} {quoted(key)} is written as a YAML {kind} ({text}); the API server "
-                    "rejects non-string label values",
-                    f'Quote it: `{key}: "{text}"`.',
-                    node,
-                )
-            )
+            findings.append(_typed_label(manifest, (*path, key), what, item, text, node))
         out[key] = text
     return out
 
@@ -181,6 +170,29 @@ def _suggested_name(name: str) -> str:
     """The name lowercased, other characters as '-': what a hostname of that node would be."""
     text = "".join(c if c.isascii() and (c.isalnum() or c in ".-") else "-" for c in name.lower())
     return text.strip("-.")[:253] or "gpu-1"
+
+
+def _typed_label(
+    manifest: Manifest, path: Path, what: str, item: object, text: str, node: str
+) -> Finding:
+    """GPU007: a label value written as a number or boolean. The API server decodes labels
+    into a map of strings and refuses the object; the checker reads the text that was meant.
+    The wording and the fix follow the file: YAML `pool: "1"`, JSON `"pool": "1"`."""
+    key = str(path[-1])
+    kind = "boolean" if isinstance(item, bool) else "number"
+    if manifest.file.lower().endswith(".json"):
+        language, fix = "JSON", f"{json.dumps(key)}: {json.dumps(text)}"
+    else:
+        language, fix = "YAML", f'{key}: "{text}"'
+    return _finding(
+        builtin("label-value-not-string").id,
+        manifest,
+        path,
+        f"{what} {quoted(key)} is written as a {language} {kind} ({text}); the API server "
+        "rejects non-string label values",
+        f"Quote it: `{fix}`.",
+        node,
+    )
 
 
 def _quantities(

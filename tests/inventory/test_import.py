@@ -258,3 +258,29 @@ def test_write_keeps_the_label_keys_the_config_reads_the_driver_tag_from(tmp_pat
         line.removeprefix("#: ")
         for line in (repo / "inventory" / "nodes.yaml").read_text().splitlines()
     )
+
+
+def test_a_json_number_label_value_is_imported_as_its_text_with_a_json_warning(
+    tmp_path: Path,
+) -> None:
+    """The API server decodes labels into map[string]string: a JSON number there is refused
+    (encoding/json "cannot unmarshal number"). The import keeps the text meant, quoted, warns in
+    the file's own syntax (GPU007), and exits 0 as for any warning (docs/inventory.md)."""
+    export = tmp_path / "nodes.json"
+    export.write_text(
+        '{"apiVersion": "v1", "kind": "Node",\n'
+        ' "metadata": {"name": "gpu-1", "labels": {"pool": 1, "ready": true}}}\n'
+    )
+    result = run_main("inventory", "import", str(export))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "nodes.json:2:43: warning GPU007 label 'pool' is written as a JSON number (1); "
+        "the API server rejects non-string label values",
+        "nodes.json:2:54: warning GPU007 label 'ready' is written as a JSON boolean (true); "
+        "the API server rejects non-string label values",
+    ]
+    assert '    pool: "1"\n    ready: "true"\n' in result.stdout
+    fixes = [f.hint for f in read_export("nodes.json", export.read_bytes()).findings]
+    assert fixes == ['Quote it: `"pool": "1"`.', 'Quote it: `"ready": "true"`.']
+    yaml_fixes = [f.hint for f in read_export("nodes.yaml", export.read_bytes()).findings]
+    assert yaml_fixes == ['Quote it: `pool: "1"`.', 'Quote it: `ready: "true"`.']

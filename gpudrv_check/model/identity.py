@@ -8,7 +8,9 @@ every run, and the choice is said at each copy not used (`Copies.findings`, an i
 
 Which copy: the one deepest in the tree (an overlay or a cluster folder sits below the base it
 specialises), then the first in path order. Objects named by `generateName` are never copies:
-each apply creates a new one.
+each apply creates a new one. Nor are the objects of two rendered Kustomize roots
+(`--kustomize`): each root is a deployment of its own (an overlay per environment), so a base
+two overlays build is checked once per overlay, as read/kustomize.py promises.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import field
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.records import record
+from gpudrv_check.read.kustomize import RENDERED_SUFFIX
 from gpudrv_check.read.policy import builtin
 
 WHY = "deepest path first, as an overlay sits below its base; then path order"
@@ -80,6 +83,14 @@ def identity(m: Manifest) -> tuple[str, str, str, str] | None:
     return (group, m.kind, m.namespace or "", m.name)
 
 
+def _copy_key(m: Manifest) -> tuple | None:
+    """The identity, and the rendered root an object comes from (None for a repo file)."""
+    key = identity(m)
+    if key is None:
+        return None
+    return (*key, m.file if m.file.endswith(RENDERED_SUFFIX) else None)
+
+
 def _rank(m: Manifest) -> tuple[int, str, int, int]:
     return (-m.file.count("/"), m.file, m.doc, m.item if m.item is not None else -1)
 
@@ -89,7 +100,7 @@ def one_per_identity(manifests: list[Manifest]) -> tuple[list[Manifest], list[Co
     more than once. Copies in one file are left alone (the rules on that file say why)."""
     by_id: dict[tuple, list[Manifest]] = {}
     for m in manifests:
-        key = identity(m)
+        key = _copy_key(m)
         if key is not None:
             by_id.setdefault(key, []).append(m)
     dropped: set[int] = set()

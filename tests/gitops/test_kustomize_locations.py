@@ -116,3 +116,24 @@ def test_a_prefixed_object_is_found_in_its_base_file(tmp_path):
     write(tmp_path, "base/other.yaml", JOB.format(name="trainer-2", gpus=1))
     write(tmp_path, "prod/kustomization.yaml", "namePrefix: prod-\nresources:\n- ../base\n")
     assert _pending(tmp_path) == ["base/job.yaml:13:20"]
+
+
+@needs_kustomize
+def test_two_overlays_of_one_base_are_each_checked(tmp_path):
+    """Each rendered root is a deployment of its own (read/kustomize.py: "a base shared by two
+    overlays is checked once per overlay"): neither rendering is dropped as a copy of the
+    other, and what the production overlay finds is located at its patch."""
+    _base(tmp_path)
+    write(tmp_path, "app/base/kustomization.yaml", "resources:\n- job.yaml\n")
+    write(tmp_path, "app/base/job.yaml", JOB.format(name="trainer", gpus=1))
+    write(tmp_path, "app/overlays/dev/kustomization.yaml", "resources:\n- ../../base\n")
+    write(
+        tmp_path,
+        "app/overlays/production/kustomization.yaml",
+        "resources:\n- ../../base\npatches:\n- path: gpu.yaml\n",
+    )
+    write(tmp_path, "app/overlays/production/gpu.yaml", PATCH.format(gpus=16))
+    done = run_main("check", str(tmp_path), "--no-cache", "--format", "concise", "--kustomize")
+    assert "GPU009" not in done.stdout
+    assert _pending(tmp_path) == ["app/overlays/production/gpu.yaml:11:20"]
+    assert done.stdout.endswith("3 files, 3 objects read; 1 error, 0 warnings\n")

@@ -178,3 +178,16 @@ def test_gpu_requests_are_found_in_any_kind():
         }
     )
     assert not requests_gpus(node.data)
+
+
+def test_the_objects_of_two_rendered_roots_are_not_copies():
+    """--kustomize: each rendered root is a deployment of its own (model/identity.py)."""
+    dev, prod = "a/kustomization.yaml (rendered)", "b/kustomization.yaml (rendered)"
+    objects = _objects({dev: DEPLOY.format(replicas=1), prod: DEPLOY.format(replicas=4)})
+    kept, copies = one_per_identity(objects)
+    assert [m.file for m in kept] == [dev, prod] and copies == []
+    # two repo files are still one object
+    kept, [group] = one_per_identity(
+        _objects({"x/web.yaml": DEPLOY.format(replicas=1), "y/web.yaml": DEPLOY.format(replicas=4)})
+    )
+    assert [m.file for m in kept] == ["x/web.yaml"] and group.differ

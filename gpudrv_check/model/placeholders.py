@@ -62,13 +62,21 @@ class Scope:
 
 
 def _kustomize_files(source: Any, directory: str) -> set[str] | None:
-    """The files the kustomization in `directory` (and every one it builds on) lists; None
-    when the directory has no kustomization file."""
-    from gpudrv_check.read.kustomize import find_kustomization_file, parse_kustomization
+    """The files the kustomization in `directory` (and every one it builds on) lists, and
+    its rendered stream under `--kustomize` (`<dir>/kustomization.yaml (rendered)`, where the
+    objects are read from then); None when the directory has no kustomization file."""
+    from gpudrv_check.read.kustomize import (
+        find_kustomization_file,
+        parse_kustomization,
+        rendered_name,
+    )
 
-    if source is None or find_kustomization_file(source, directory) is None:
+    own = find_kustomization_file(source, directory) if source is not None else None
+    if own is None:
         return None
     files: set[str] = set()
+    if rendered_name(own) in getattr(source, "rendered", {}):
+        files.add(rendered_name(own))
     seen: set[str] = set()
     pending = [directory]
     while pending and len(seen) < MAX_KUSTOMIZATIONS:

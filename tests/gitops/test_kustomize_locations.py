@@ -137,3 +137,33 @@ def test_two_overlays_of_one_base_are_each_checked(tmp_path):
     assert "GPU009" not in done.stdout
     assert _pending(tmp_path) == ["app/overlays/production/gpu.yaml:11:20"]
     assert done.stdout.endswith("3 files, 3 objects read; 1 error, 0 warnings\n")
+
+
+FLUX = """\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {{name: apps, namespace: flux-system}}
+spec:
+  path: ./apps/{env}
+  postBuild:
+    substitute: {{GPU_COUNT: "16"}}
+"""
+
+
+@needs_kustomize
+def test_flux_variables_reach_the_rendered_stream(tmp_path):
+    """A Flux Kustomization whose path holds a kustomization substitutes in what that builds
+    (fluxcd/pkg kustomize_varsub.go), which under --kustomize is read from the rendered
+    stream: its placeholders are filled in, not unknown (model/placeholders.py)."""
+    _base(tmp_path)
+    for env in ("dev", "prod"):
+        write(tmp_path, f"clusters/{env}/apps.yaml", FLUX.format(env=env))
+        write(tmp_path, f"apps/{env}/kustomization.yaml", "resources:\n- job.yaml\n")
+        block = JOB.format(name="trainer", gpus=0).replace(
+            "{nvidia.com/gpu: 0}", "\n            nvidia.com/gpu: ${GPU_COUNT}"
+        )
+        write(tmp_path, f"apps/{env}/job.yaml", block)
+    done = run_main("check", str(tmp_path), "--no-cache", "--format", "concise", "--kustomize")
+    assert "unknown values" not in done.stdout
+    assert _pending(tmp_path) == ["apps/dev/job.yaml:14:13", "apps/prod/job.yaml:14:13"]
+    assert "[dev] Job default/trainer" in done.stdout

@@ -91,17 +91,38 @@ def terminal_safe(text: str) -> bool:
 def terminal_text(text: str, colour: bool = False) -> str:
     """Text for a terminal: every control character escaped (`\\x1b`) but line feeds and
     tabs, so repo text cannot clear the screen, set the clipboard (OSC 52) or rewrite a line
-    (CR); with `colour`, the report's own colour codes are kept."""
+    (CR); with `colour`, the report's own colour codes are kept. A terminal is also a CI log:
+    no line of it reads as a GitHub Actions workflow command (`no_runner_commands`)."""
     if terminal_safe(text):
-        return text
+        return no_runner_commands(text)
     if not colour:
-        return _TERMINAL_UNSAFE.sub(_escape, text)
+        return no_runner_commands(_TERMINAL_UNSAFE.sub(_escape, text))
     pieces = _OWN_COLOUR.split(text)
     codes = _OWN_COLOUR.findall(text)
     out = [_TERMINAL_UNSAFE.sub(_escape, pieces[0])]
     for code, piece in zip(codes, pieces[1:], strict=True):
         out += [code, _TERMINAL_UNSAFE.sub(_escape, piece)]
-    return "".join(out)
+    return no_runner_commands("".join(out))
+
+
+#: a line whose first characters but blanks are `::` (actions/runner ActionCommand.TryParseV2
+#: trims the line's start, then wants `::` first)
+_RUNNER_V2 = re.compile(r"^([ \t]*):(?=:)", re.MULTILINE)
+
+
+def no_runner_commands(text: str) -> str:
+    """`text` (printable but for line feeds and tabs) with nothing the GitHub Actions runner
+    reads as a workflow command, whatever repo text it quotes: the runner parses every line of
+    a step's output. A `::` that starts a line but for blanks is written `\\x3a:`
+    (`TryParseV2`), and every `#[` `#\\x5b`: the legacy `TryParse` finds `##[` anywhere in a
+    line with `string.IndexOf(string)`, a culture-aware comparison that may skip a character
+    such as U+00AD between the two `#`, so no `[` may follow a `#`. The tool's own text holds
+    neither, so only quoted repo text changes."""
+    if "#[" in text:
+        text = text.replace("#[", "#\\x5b")
+    if "::" in text:
+        text = _RUNNER_V2.sub(r"\1\\x3a", text)
+    return text
 
 
 #: how much of a value a message quotes: a message names the value, it does not carry it

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpudrv_check.core.finding import Finding, Severity, printable
+from gpudrv_check.core.finding import Finding, Severity, no_runner_commands, printable
 
 if TYPE_CHECKING:
     from gpudrv_check.report import Report
@@ -61,16 +61,10 @@ def annotation(report: Report, f: Finding) -> str:
 
 def log_line(text: str) -> str:
     """`text` as a plain line of the step's log: printable (the runner reads the log with
-    `StreamReader.ReadLine`, ProcessInvoker.StartReadStream, which ends a line at CR too), a
-    leading `::` written `\\x3a:` so `TryParseV2` finds no command, and `#[` written `#\\x5b`
-    so the legacy parser finds no `##[`. Every `#[` is escaped, not only `##[`:
-    `TryParse` looks for `##[` with `string.IndexOf(string)`, a culture-aware comparison that
-    may skip a character such as U+00AD between the two `#`, so no `[` may follow a `#`."""
-    text = printable(text)
-    body = text.lstrip()  # str.isspace covers every character .NET's TrimStart trims
-    if body.startswith("::"):
-        text = text[: len(text) - len(body)] + "\\x3a" + body[1:]
-    return text.replace("#[", "#\\x5b")
+    `StreamReader.ReadLine`, ProcessInvoker.StartReadStream, which ends a line at CR too; the
+    space is then the only blank .NET's TrimStart trims) and read as no workflow command
+    (core/finding.py `no_runner_commands`)."""
+    return no_runner_commands(printable(text))
 
 
 def overflow_line(report: Report, f: Finding) -> str:

@@ -88,26 +88,35 @@ def terminal_safe(text: str) -> bool:
     return True
 
 
-def terminal_text(text: str, colour: bool = False) -> str:
+def terminal_text(text: str, colour: bool = False, commands: bool = False) -> str:
     """Text for a terminal: every control character escaped (`\\x1b`) but line feeds and
     tabs, so repo text cannot clear the screen, set the clipboard (OSC 52) or rewrite a line
     (CR); with `colour`, the report's own colour codes are kept. A terminal is also a CI log:
-    no line of it reads as a GitHub Actions workflow command (`no_runner_commands`)."""
+    no line of it reads as a GitHub Actions workflow command (`no_runner_commands`), unless
+    `commands`: the text is the github format, whose own lines are commands and which makes
+    every other line safe itself (report/github.py `log_line`)."""
+    guard = _keep if commands else no_runner_commands
     if terminal_safe(text):
-        return no_runner_commands(text)
+        return guard(text)
     if not colour:
-        return no_runner_commands(_TERMINAL_UNSAFE.sub(_escape, text))
+        return guard(_TERMINAL_UNSAFE.sub(_escape, text))
     pieces = _OWN_COLOUR.split(text)
     codes = _OWN_COLOUR.findall(text)
     out = [_TERMINAL_UNSAFE.sub(_escape, pieces[0])]
     for code, piece in zip(codes, pieces[1:], strict=True):
         out += [code, _TERMINAL_UNSAFE.sub(_escape, piece)]
-    return no_runner_commands("".join(out))
+    return guard("".join(out))
+
+
+def _keep(text: str) -> str:
+    return text
 
 
 #: a line whose first characters but blanks are `::` (actions/runner ActionCommand.TryParseV2
-#: trims the line's start, then wants `::` first)
-_RUNNER_V2 = re.compile(r"^([ \t]*):(?=:)", re.MULTILINE)
+#: trims the line's start, then wants `::` first): blanks are what .NET's TrimStart trims
+#: (char.IsWhiteSpace: tab, the space, U+00A0, U+3000 and the other Zs), here every
+#: whitespace character but the line feed that ends the line
+_RUNNER_V2 = re.compile(r"^([^\S\n]*):(?=:)", re.MULTILINE)
 
 
 def no_runner_commands(text: str) -> str:

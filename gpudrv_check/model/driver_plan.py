@@ -408,6 +408,8 @@ def _cluster_policy_plan(repo: Any, config: Any, settings: Any, version: object)
             upgrade_policy=settings.upgrade_policy,
         )
     chart = _chart_version(config, version) if config.source != "clusterpolicy" else None
+    if chart and config.values_unknown:
+        chart = ""  # driver.version may be set where the repo does not show: not the default
     _cluster_policy_problems(repo, plan, source, settings, version, chart)
     return plan
 
@@ -834,7 +836,13 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
         for skip in skipped:
             pool_of[skip.node] = (None, cr, src, skip)
         _cr_version_problems(plan, cr, src, sorted(image_errors))
-        if src.cr is None and cr.use_precompiled and cr.version is None and config is not None:
+        if (
+            src.cr is None
+            and cr.use_precompiled
+            and cr.version is None
+            and config is not None
+            and not config.values_unknown
+        ):
             chart = _chart_version(config, version)
             _chart_version_problem(plan, src, chart, "default NVIDIADriver")
     for node in gpu:

@@ -73,6 +73,10 @@ class OperatorConfig:
     notes: list[str] = field(default_factory=list)
     # HelmRelease valuesFrom: every layer, spec.values last; empty when values has one source
     layers: list[ValuesLayer] = field(default_factory=list)
+    # some values come from where the repo does not show (a valuesFrom reference it does not
+    # hold, an Argo CD source's valueFiles): a value unset here may be set there, so no rule
+    # takes it for the chart's default
+    values_unknown: bool = False
 
     def get(self, *path: str) -> Any:
         node: Any = self.values
@@ -315,6 +319,8 @@ def _from_helmrelease(m: Manifest, index: dict, embedded: EmbeddedReader) -> Ope
         chart_version=version if isinstance(version, str) else None,
     )
     layers = _values_from(m, index, config.notes, embedded)
+    refs = m.get("spec", "valuesFrom")
+    config.values_unknown = isinstance(refs, list) and len(layers) < len(refs)
     if layers:
         config.layers = [*layers, ValuesLayer(m, inline, ("spec", "values"), False, "spec.values")]
         merged: dict = {}
@@ -344,6 +350,8 @@ def _from_application(m: Manifest, reader: EmbeddedReader) -> OperatorConfig | N
         version = source.get("targetRevision")
         helm = source.get("helm") if isinstance(source.get("helm"), dict) else {}
         values_object = helm.get("valuesObject")
+        # valueFiles are read from the chart's repository or another source: not in the repo
+        unknown = bool(helm.get("valueFiles"))
         if isinstance(values_object, dict):
             return OperatorConfig(
                 m,
@@ -351,6 +359,7 @@ def _from_application(m: Manifest, reader: EmbeddedReader) -> OperatorConfig | N
                 values_object,
                 (*base, "helm", "valuesObject"),
                 version if isinstance(version, str) else None,
+                values_unknown=unknown,
             )
         values_text = helm.get("values")
         values: dict = {}
@@ -365,6 +374,7 @@ def _from_application(m: Manifest, reader: EmbeddedReader) -> OperatorConfig | N
             (*base, "helm", "values"),
             version if isinstance(version, str) else None,
             embedded=embedded,
+            values_unknown=unknown,
         )
     return None
 

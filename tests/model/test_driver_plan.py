@@ -608,6 +608,31 @@ def test_precompiled_chart_values_without_version_render_a_full_version(
     assert f.hint.startswith(f'Set driver.version to the driver branch (`"{default[:3]}"`')
 
 
+VALUES_FROM = "  valuesFrom: [{kind: ConfigMap, name: gpu-operator-values}]\n"
+VALUES_CM = (
+    "apiVersion: v1\nkind: ConfigMap\n"
+    "metadata: {name: gpu-operator-values, namespace: gpu-operator}\n"
+    "data:\n  values.yaml: |\n    driver:\n      version: '550'\n"
+)
+
+
+@pytest.mark.parametrize("crd", [False, True])
+@pytest.mark.parametrize(("configmap", "reported"), [(False, False), (True, False)])
+def test_precompiled_chart_values_with_values_from(tmp_path, crd, configmap, reported) -> None:
+    # helm-controller merges valuesFrom before spec.values (model/operator.py): the ConfigMap
+    # the repo holds sets the branch; one it does not hold (a configMapGenerator's, as in
+    # examples/flux) may set it, so driver.version is unknown there, not the chart's default
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    values = "    driver:\n      usePrecompiled: true\n"
+    if crd:
+        values += "      nvidiaDriverCRD: {enabled: true}\n"
+    release = helmrelease("v26.7.0", values).replace("  values:\n", VALUES_FROM + "  values:\n")
+    write(tmp_path, "hr.yaml", release)
+    if configmap:
+        write(tmp_path, "cm.yaml", VALUES_CM)
+    assert ("GPU014" in rules(tmp_path)) is reported
+
+
 def test_precompiled_chart_values_with_a_branch_are_fine(tmp_path) -> None:
     write(tmp_path, "n0.yaml", gpu_node("n0"))
     values = "    driver:\n      usePrecompiled: true\n      version: '550'\n"

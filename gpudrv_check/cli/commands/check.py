@@ -375,7 +375,8 @@ def _render_all(report, pairs: list[tuple[str, str]], colour: bool, actions, qui
             pieces = render_pieces(fmt, dataclasses.replace(report, width=stdout_width()), coloured)
             if fmt in _TERMINAL_FORMATS:  # read on a terminal: no raw control character
                 # a piece ends between files' blocks, never inside a colour code
-                pieces = [terminal_text(piece, colour=coloured) for piece in pieces]
+                commands = fmt == "github"  # its own lines are the annotations
+                pieces = [terminal_text(p, colour=coloured, commands=commands) for p in pieces]
             actions.append(("stdout", "", pieces))
         else:
             actions.append(("file", dest, render_pieces(fmt, report)))

@@ -144,3 +144,16 @@ def test_log_line_escapes_only_what_a_parser_could_take():
 
 def test_the_output_is_the_same_bytes_every_time():
     assert render(_hostile_report()) == render(_hostile_report())
+
+
+@pytest.mark.parametrize("fmt", ["text", "concise"])
+def test_a_terminal_report_holds_no_command_either(fmt):
+    """The text formats, read in a CI log (the README's own CI example runs `--format text`),
+    quote the same hostile names and values: core/finding.py `no_runner_commands` leaves no
+    line either parser takes (terminal_text applies it to every terminal report)."""
+    from gpudrv_check.core.finding import terminal_text
+    from gpudrv_check.report import render_pieces
+
+    text = terminal_text("".join(render_pieces(fmt, _hostile_report())))
+    assert "forged-by-value" in text and "legacy.yaml" in text
+    assert _runner_commands(text) == []

@@ -190,6 +190,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
 def _applications(repo: _Repo) -> list[tuple[str, dict[str, Any]]]:
     """(file, Application spec) for each Application and each expanded ApplicationSet entry."""
     out: list[tuple[str, dict[str, Any]]] = []
@@ -204,8 +212,9 @@ def _applications(repo: _Repo) -> list[tuple[str, dict[str, Any]]]:
                 out.append((rel, spec))
             elif m.kind == "ApplicationSet":
                 template = spec.get("template")
-                for generator in spec.get("generators") or []:
-                    elements = (generator or {}).get("list", {}).get("elements") or []
+                # any shape may be written: what is not a list generator's elements is not read
+                for generator in _list(spec.get("generators")):
+                    elements = _list(_dict(_dict(generator).get("list")).get("elements"))
                     for element in elements:
                         if isinstance(element, dict) and isinstance(template, dict):
                             values = {str(k): str(v) for k, v in element.items()}
@@ -239,7 +248,7 @@ def _argo_clusters(repo: _Repo) -> list[Cluster]:
         if name is None:
             continue
         sources = [spec["source"]] if isinstance(spec.get("source"), dict) else []
-        sources += [s for s in spec.get("sources") or [] if isinstance(s, dict)]
+        sources += [s for s in _list(spec.get("sources")) if isinstance(s, dict)]
         cluster = by_name.setdefault(
             name, Cluster(name, set(), "Argo CD: the paths of the Applications deployed to it")
         )
@@ -249,7 +258,7 @@ def _argo_clusters(repo: _Repo) -> list[Cluster]:
             target = _clean(path) if isinstance(path, str) else None
             if target is None or not (repo.is_dir(target) or target in repo.files):
                 continue
-            recurse = bool((source.get("directory") or {}).get("recurse"))
+            recurse = _dict(source.get("directory")).get("recurse") is True
             cluster.files |= applied(repo, target, recurse)
     return [by_name[n] for n in sorted(by_name)]
 

@@ -485,7 +485,7 @@ def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int
     items = data.get("items")
     if kind.endswith("List") and isinstance(items, LSeq) and kind != "NodeInventory":
         for i, item in enumerate(items):
-            _collect_item(result, rel, index, i, item, items.item_pos(i))
+            _collect_item(result, rel, index, i, item, (api_version, kind))
         return
     _check_name_types(result, rel, data)
     result.manifests.append(_manifest(rel, index, data, api_version, kind, None))
@@ -573,14 +573,22 @@ def _check_name_types(result: FileResult, rel: str, data: LMap) -> None:
 
 
 def _collect_item(
-    result: FileResult, rel: str, index: int, item_index: int, item: Any, pos: tuple[int, int]
+    result: FileResult, rel: str, index: int, item_index: int, item: Any, listed: tuple[str, str]
 ) -> None:
+    """One item of a List. An item with neither apiVersion nor kind is of the list's own type:
+    the list's apiVersion and its kind without `List` (a `NodeList` from the API, as
+    `kubectl get --raw /api/v1/nodes` prints it, holds Nodes written without either), as
+    apimachinery's unstructured decoding sets them (unstructured/helpers.go decodeToList)."""
     where = f"{rel}#{index}.items[{item_index}]"
     if not isinstance(item, LMap):
         result.skipped.append(Skipped(where, "List item is not a mapping"))
         return
     api_version = item.get("apiVersion")
     kind = item.get("kind")
+    # GetAPIVersion and GetKind read a value that is no string as ""
+    unset = not isinstance(api_version, str) or not api_version
+    if unset and (not isinstance(kind, str) or not kind) and listed[1] != "List":
+        api_version, kind = listed[0], listed[1][: -len("List")]
     if not isinstance(api_version, str) or not isinstance(kind, str):
         result.skipped.append(Skipped(where, "List item without apiVersion/kind"))
         return

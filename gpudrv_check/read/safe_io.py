@@ -212,13 +212,25 @@ def write_atomic(
     A link at `path` is replaced, not followed. Below `root` (the checked repo), the directory
     written to must resolve inside the root: a committed link cannot direct the write out of
     it. `before_rename` may raise to abandon the write (the old file stays as it was).
+
+    A character device or a FIFO is written into, as a shell's `>` would (`--output
+    /dev/null`, `/dev/stdout`, a process substitution `>(…)`), never replaced by a file
+    (which, run as root, would put a regular file where /dev/null was); outside the root a link
+    to one is followed to it, as those names are links. A block device is refused.
     """
     target = Path(os.path.abspath(path))
-    if root and _inside(target, root) is not None:
+    inside = bool(root) and _inside(target, root) is not None
+    if inside:
         parent = os.path.realpath(target.parent)
         real_root = os.path.realpath(root)
         if os.path.commonpath([parent, real_root]) != real_root:
             raise Refused(f"the directory of {os.fspath(path)} leaves the repo root; not written")
+    special = _special(target, follow=not inside)
+    if special is not None:
+        if stat.S_ISBLK(special):
+            raise Refused(f"{os.fspath(path)} is a block device; not written")
+        _write_into(target, data, follow=not inside)
+        return
     mode = _mode_for(target)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -237,6 +249,40 @@ def write_atomic(
             pass
         raise
     _sync_directory(target.parent)
+
+
+def _special(target: Path, follow: bool) -> int | None:
+    """The mode of `target` when it is a character device, a FIFO or a block device (through a
+    link when `follow`), else None."""
+    try:
+        info = os.stat(target) if follow else os.lstat(target)
+    except OSError:
+        return None
+    mode = info.st_mode
+    return mode if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISBLK(mode) else None
+
+
+def _write_into(target: Path, data: bytes, follow: bool) -> None:
+    """Write `data` into a device or a FIFO. A FIFO nobody reads is an error, not a wait:
+    it is opened without blocking (ENXIO), then written blocking."""
+    flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(target, flags)
+    except OSError as err:
+        if err.errno == errno.ENXIO:  # open(2): a FIFO with no reader, in non-blocking mode
+            raise Refused(f"{os.fspath(target)} is a FIFO no process reads; not written") from None
+        raise
+    try:
+        if not stat.S_ISCHR(os.fstat(fd).st_mode) and not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            raise Refused(f"{os.fspath(target)} changed while it was opened; not written")
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def _mode_for(target: Path) -> int:

@@ -14,6 +14,7 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 from pathlib import Path
 
@@ -97,6 +98,76 @@ def test_a_cached_result_cannot_direct_an_output_out_of_the_root_either(tmp_path
     assert "phase read" not in again.stderr  # answered by the result cache
     assert "leaves the repo root; not written" in _usage_error(again)
     assert list(outside.iterdir()) == []
+
+
+def test_an_output_that_is_a_fifo_is_written_into(tmp_path: Path):
+    """`--output` a FIFO (as a shell's process substitution `>(…)` gives one): the report goes
+    into it, as a shell's `>` would write it, and the FIFO stays a FIFO."""
+    import threading
+
+    root = _lab(tmp_path)
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as handle:
+            received.append(handle.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    with time_limit(60):
+        result = run_cli(
+            "check", ".", "--no-cache", "--format", "json", "--output", str(fifo), cwd=root
+        )
+        reader.join(30)
+    assert result.returncode == 1, result.stderr
+    assert json.loads(received[0])["findings"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_an_output_fifo_nobody_reads_is_an_error_not_a_wait(tmp_path: Path):
+    root = _lab(tmp_path)
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    with time_limit(60):
+        result = run_cli(
+            "check", ".", "--no-cache", "--format", "json", "--output", str(fifo), cwd=root
+        )
+    assert "is a FIFO no process reads; not written" in _usage_error(result)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_an_output_link_out_of_the_root_to_a_device_is_followed(tmp_path: Path):
+    """`--output /dev/stdout` (a link to /proc/self/fd/1) or a link the user made to
+    /dev/null: a device is written into, never replaced by a regular file (as root, that put
+    a file where /dev/null was)."""
+    root = _lab(tmp_path)
+    link = tmp_path / "null"
+    link.symlink_to("/dev/null")
+    result = run_cli(
+        "check", ".", "--no-cache", "--format", "sarif", "--output", str(link), cwd=root
+    )
+    assert result.returncode == 1, result.stderr
+    assert link.is_symlink() and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    shown = run_cli(
+        "check", ".", "--no-cache", "--format", "json", "--output", "/dev/stdout", cwd=root
+    )
+    assert shown.returncode == 1 and json.loads(shown.stdout.split("\n6 files")[0])
+
+
+def test_a_link_in_the_root_to_a_fifo_is_replaced_not_followed(tmp_path: Path):
+    """Inside the checked root no link is followed, whatever it points to."""
+    root = _lab(tmp_path)
+    fifo = tmp_path / "outside.fifo"
+    os.mkfifo(fifo)
+    (root / "out.json").symlink_to(fifo)
+    result = run_cli(
+        "check", ".", "--no-cache", "--format", "json", "--output", "out.json", cwd=root
+    )
+    assert result.returncode == 1, result.stderr
+    out = root / "out.json"
+    assert not out.is_symlink() and json.loads(out.read_text())
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
 def _file_size_limit(limit: int):

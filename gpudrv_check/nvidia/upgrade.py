@@ -12,12 +12,11 @@ defaults from ``api/upgrade/v1alpha1/upgrade_spec.go`` (CRD) and the gpu-operato
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from gpudrv_check.core.records import record
+from gpudrv_check.core.yaml_scalars import resolve_plain
 from gpudrv_check.k8s.intstr import parse_int_or_percent, scaling_error
 from gpudrv_check.k8s.selector_string import parse_selector
 
@@ -179,41 +178,12 @@ HELM_TEMPLATE_DEFAULTS: Mapping[str, Any] = {
     "enable": False,
 }
 
-# The words and numbers YAML 1.1 reads as other than a string, as the manifest decoder that
-# reads the rendered chart applies them (sigs.k8s.io/yaml, go-yaml v2 resolve). The reader has
-# the full resolver (read/yaml_docs.py resolve_plain); nvidia/ may not import read/, and only
-# a value printed from a string in the values comes back here.
-_YAML11_WORDS: Mapping[str, bool | None] = {
-    **dict.fromkeys(("", "~", "null", "Null", "NULL")),
-    **dict.fromkeys(
-        ("true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON"), True
-    ),
-    **dict.fromkeys(
-        ("false", "False", "FALSE", "n", "N", "no", "No", "NO", "off", "Off", "OFF"), False
-    ),
-}
-_YAML11_INT = re.compile(r"[-+]?(?:0[bB][01]+|0[oO][0-7]+|0[xX][0-9a-fA-F]+|[0-9]+)\Z")
-_YAML11_OCTAL = re.compile(r"[-+]?0[0-7]+\Z")
-_YAML11_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
-
 
 def _unquoted(text: str) -> object:
-    """What a string printed unquoted into YAML reads back as: null, a bool, an int (go-yaml
-    v2 drops "_" and calls strconv.ParseInt with base 0: 0x, 0o, 0b, a leading 0 for octal,
-    64 bits), else a float, else the string itself."""
-    if text in _YAML11_WORDS:
-        return _YAML11_WORDS[text]
-    plain = text.replace("_", "")
-    if _YAML11_INT.match(plain):
-        try:
-            number = int(plain, 8) if _YAML11_OCTAL.match(plain) else int(plain, 0)
-        except ValueError:  # "08": not an int in base 0, a float below
-            number = None
-        if number is not None and -(2**63) <= number < 2**64:
-            return number
-    if _YAML11_FLOAT.match(plain) and math.isfinite(float(plain)):
-        return float(plain)
-    return text
+    """What a string printed unquoted into YAML reads back as when the API server decodes the
+    rendered manifest: null when empty, else the plain scalar as Kubernetes' decoder types it
+    (core/yaml_scalars.py, the readers' own resolver: YAML 1.1 words, Go's integer bases)."""
+    return None if not text else resolve_plain(text)
 
 
 def _helm_rendered(name: str, value: object) -> object:

@@ -29,8 +29,9 @@ from typing import Any
 
 from gpudrv_check.core.located import LMap, LSeq, Pos
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
+from gpudrv_check.core.yaml_scalars import NULLS as _NULLS
+from gpudrv_check.core.yaml_scalars import resolve_plain
 from gpudrv_check.read.yaml_docs import (
-    _NULLS,
     MAX_DEPTH,
     POSITIONS,
     Doc,
@@ -38,7 +39,6 @@ from gpudrv_check.read.yaml_docs import (
     _share,
     _too_deep,
     append_item,
-    resolve_plain,
     shared_layout,
     skims,
 )

@@ -17,7 +17,6 @@ code hosts count them (libyaml also breaks lines at a lone CR, NEL, LS and PS).
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -30,6 +29,8 @@ from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import LMap, LSeq, Pos
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 from gpudrv_check.core.records import record
+from gpudrv_check.core.yaml_scalars import NULLS as _NULLS
+from gpudrv_check.core.yaml_scalars import resolve_plain
 from gpudrv_check.read.policy import builtin
 
 # Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
@@ -40,28 +41,6 @@ MAX_DEPTH = 128
 # counts one node more per 64 characters, so bytes are budgeted too: about 12 MB of expanded
 # text): above this the document is an alias bomb ("billion laughs") and is not read
 MAX_EXPANDED_NODES = 200_000
-# the int range Kubernetes' YAML decoder (yaml.v2 ParseInt/ParseUint) keeps as an integer
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
-
-_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
-_TRUE = frozenset(("true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON"))
-_FALSE = frozenset(("false", "False", "FALSE", "n", "N", "no", "No", "NO", "off", "Off", "OFF"))
-# the plain scalars that are not strings, and the first characters a number can have
-_PLAIN = object()
-_SPECIAL: dict[str, bool | None] = {
-    **dict.fromkeys(_NULLS),
-    **dict.fromkeys(_TRUE, True),
-    **dict.fromkeys(_FALSE, False),
-}
-_NUMBER_START = frozenset("0123456789-+.")
-_INT_DEC = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)\Z")
-# go-yaml v2 strips "_" and calls strconv.ParseInt(text, 0, 64): Go's base prefixes 0b, 0o and
-# 0x (either case, so plain `0o17` is the number 15) and a leading 0 for octal
-_INT_OTHER = re.compile(r"[-+]?(?:0[bB][01_]+|0[oO][0-7_]+|0[xX][0-9a-fA-F_]+|0[0-7_]+)\Z")
-_FLOAT = re.compile(
-    r"[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?\Z"
-    r"|[-+]?\.(?:inf|Inf|INF)\Z|\.(?:nan|NaN|NAN)\Z"
-)
 _STD_TAG = "tag:yaml.org,2002:"
 _STR_TAG = _STD_TAG + "str"
 _KNOWN_TAGS = frozenset(
@@ -115,45 +94,6 @@ class ParsedFile:
     failed: bool = False  # reading stopped early: a syntax error, a bad character, too deep
     # where libyaml refused a `:` inside a flow scalar (`{image: a/b:1.0}`), or -1 (flow_colons)
     flow_colon: int = -1
-
-
-def resolve_plain(text: str) -> Any:
-    """Type of an unquoted scalar under YAML 1.1 as the Kubernetes decoder applies it."""
-    special = _SPECIAL.get(text, _PLAIN)
-    if special is not _PLAIN:
-        return special
-    if text[0] not in _NUMBER_START:
-        return text
-    if _INT_DEC.match(text):
-        digits = text.replace("_", "")
-        # beyond 64 bits yaml.v2 reads a float; int() would also refuse > 4300 digits
-        if len(digits) <= 21:
-            value = int(digits)
-            if _INT_MIN <= value <= _INT_MAX:
-                return value
-        return float(digits)
-    if _INT_OTHER.match(text):
-        sign = -1 if text[0] == "-" else 1
-        body = text.lstrip("+-").replace("_", "").lower()
-        if body in ("0b", "0o", "0x"):
-            return text  # a prefix without digits: ParseInt fails, go-yaml keeps the string
-        if body.startswith("0b"):
-            value = sign * int(body[2:], 2)
-        elif body.startswith("0x"):
-            value = sign * int(body[2:], 16)
-        elif body.startswith("0o"):
-            value = sign * int(body[2:], 8)
-        else:
-            value = sign * int(body, 8)
-        return value if _INT_MIN <= value <= _INT_MAX else text
-    if _FLOAT.match(text):
-        try:
-            number = float(text.replace("_", ""))
-        except ValueError:
-            return text
-        # strconv.ParseFloat refuses `1e400` (out of range): go-yaml keeps the string
-        return number if math.isfinite(number) else text
-    return text
 
 
 def _resolve_tagged(text: str, tag: str) -> Any:

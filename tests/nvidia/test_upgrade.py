@@ -286,3 +286,26 @@ def test_defaults_are_not_shared_between_calls() -> None:
     first = effective_upgrade_policy(None)
     first["drain"]["enable"] = True
     assert effective_upgrade_policy(None)["drain"]["enable"] is False
+
+
+@pytest.mark.parametrize(
+    ("printed", "read"),
+    [
+        ("", None),  # `key: ` rendered from an empty string: null
+        ("2", 2),
+        ("false", False),
+        ("off", False),  # YAML 1.1 words (go-yaml v2 resolve table)
+        ("25%", "25%"),
+        ("0o17", 15),  # Go's base prefixes (strconv.ParseInt base 0)
+        ("_1", "_1"),  # no number starts with `_` (resolve's first-character hint)
+        ("1_0", 10),
+    ],
+)
+def test_a_value_the_chart_prints_unquoted_reads_back_as_the_readers_read_it(printed, read):
+    """templates/clusterpolicy.yaml prints each upgradePolicy field unquoted; the API server
+    decodes the rendered text as it decodes any manifest (core/yaml_scalars.py resolve_plain,
+    the same resolver the readers use)."""
+    from gpudrv_check.nvidia.upgrade import _unquoted
+
+    value = _unquoted(printed)
+    assert value == read and type(value) is type(read)

@@ -124,6 +124,9 @@ class RepoContent:
     # a file the caches had taken at one content was read with another (written while the run
     # was under way): what this run finds is not stored under the keys it planned with
     unsettled: bool = False
+    # a file's name as reports show it → as the file system has it, for the names the walk
+    # escaped (read/tree.py `display_name`): report links name the file itself (Report.link)
+    disk_names: dict[str, str] = field(default_factory=dict)
 
     @property
     def manifests(self) -> list[Manifest]:
@@ -899,6 +902,7 @@ def read_repo(
     """Every manifest file of a listing, in path order."""
     options = options or ReadOptions()
     content = RepoContent()
+    content.disk_names = dict(getattr(source, "disk_names", None) or {})
     templates = chart_template_dirs(files)
     held: dict[str, str] = getattr(options.data, "held", {})
     hashed: dict[str, str] = getattr(options.data, "digests", {})

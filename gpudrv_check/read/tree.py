@@ -240,6 +240,12 @@ class WorkingTree:
         listing.skipped.sort(key=lambda s: s.rel)
         return listing
 
+    @property
+    def disk_names(self) -> dict[str, str]:
+        """The names the walk escaped for display (`display_name`), as the file system has
+        them (str with `surrogateescape` bytes)."""
+        return self._on_disk
+
     def _remember(self, rel: str, disk: str) -> None:
         if rel != disk:
             self._on_disk[rel] = disk

@@ -41,3 +41,29 @@ def test_without_the_disk_name_the_display_text_is_encoded_as_before():
     report = _report({})
     assert report.link(SHOWN) == "deploy/k8s/bad%5Cxff%5Cxfename.yaml"
     assert report.link("k8s/odd, name%.yaml") == "deploy/k8s/odd%2C%20name%25.yaml"
+
+
+def test_a_check_links_a_file_named_with_other_bytes_to_the_file_itself(tmp_path):
+    """End to end: the walk escapes the name for display, and the check hands the report the
+    name the file system has (read/tree.py WorkingTree.disk_names, RepoContent.disk_names),
+    with the cache and without it."""
+    import os
+    import shutil
+
+    from tests.conftest import EXAMPLES, run_main
+
+    root = tmp_path / "repo"
+    shutil.copytree(EXAMPLES / "lab", root)
+    os.rename(root / "k8s" / "trainer.yaml", os.fsencode(root) + b"/k8s/bad\xff\xfename.yaml")
+    outputs = []
+    for cache in ("--no-cache", "--cache-dir", "--cache-dir"):
+        args = [cache, str(tmp_path / "cache")] if cache == "--cache-dir" else [cache]
+        result = run_main("check", str(root), "--format", "sarif", *args)
+        outputs.append(result.stdout)
+        uris = {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(result.stdout)["runs"][0]["results"]
+        }
+        assert any(u.endswith("k8s/bad%FF%FEname.yaml") for u in uris), uris
+        assert not any("%5Cx" in u for u in uris)
+    assert outputs[0] == outputs[1] == outputs[2]

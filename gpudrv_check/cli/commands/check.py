@@ -244,6 +244,7 @@ def build_report(
         repo=run.repo if keep_repo else None,
         path_prefix=path_prefix(root) if root != "-" else "",
         tool_version=__version__,
+        disk_paths=run.content.disk_names,
     )
 
 

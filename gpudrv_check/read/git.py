@@ -49,26 +49,31 @@ class _Entry:
     size: int
 
 
-def _import_git() -> Any:
+#: how a usage error names the options that read git: (the options, what they read, verb)
+REV_OR_BASE = ("--rev/--base", "--rev and --base read commits from git", "need")
+STAGED = ("--staged", "--staged reads the git index", "needs")
+
+
+def _import_git(use: tuple[str, str, str] = REV_OR_BASE) -> Any:
     try:
-        import git  # gitpython: only for --rev/--base
+        import git  # gitpython: only for --rev, --base and --staged
     except ImportError as err:  # also raised when the git executable is missing
         raise ConfigError(
-            f"--rev/--base need gitpython and the git command on PATH: {err}".splitlines()[0]
+            f"{use[0]} {use[2]} gitpython and the git command on PATH: {err}".splitlines()[0]
         ) from None
     return git
 
 
-def open_repository(path: Path) -> Any:
-    """The git repository that contains `path`, or a usage error saying what to do."""
-    git = _import_git()
+def open_repository(path: Path, use: tuple[str, str, str] = REV_OR_BASE) -> Any:
+    """The git repository that contains `path`, or a usage error saying what to do (naming
+    the option given, `use`)."""
+    git = _import_git(use)
     try:
         return git.Repo(path, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise ConfigError(
-            f"{path} is not inside a git repository; --rev and --base read commits from git: "
-            "run in a clone (not a downloaded archive), or drop --rev/--base to check the files "
-            "on disk"
+            f"{path} is not inside a git repository; {use[1]}: run in a clone (not a "
+            f"downloaded archive), or drop {use[0]} to check the files on disk"
         ) from None
 
 
@@ -373,7 +378,7 @@ class IndexTree(GitTree):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.disk_root = Path(path)
         self.rev = "the index"
-        self.repo = open_repository(self.disk_root)
+        self.repo = open_repository(self.disk_root, STAGED)
         self.prefix = _prefix(self.repo, self.disk_root)
         self.label = f"index:{self.prefix or '.'}"
         self.tree_sha = ""
@@ -383,7 +388,7 @@ class IndexTree(GitTree):
         self._cache = {}
 
     def _ls_index(self) -> dict[str, _Entry]:
-        git = _import_git()
+        git = _import_git(STAGED)
         start = self.prefix + "/" if self.prefix else ""
         try:
             raw = self.repo.git.ls_files("--stage", "-z", stdout_as_string=False)

@@ -70,21 +70,10 @@ def make_source(options: RepoOptions, rev: str | None = None) -> Source:
 
 
 def _index_tree(root: Path) -> Source:
-    """The index below `root` (`--staged`). read/git.py words its usage errors for --rev and
-    --base; they name --staged here, the option the user gave."""
+    """The index below `root` (`--staged`)."""
     from gpudrv_check.read.git import IndexTree
 
-    try:
-        return IndexTree(root)
-    except ConfigError as err:
-        message = err.message
-        for said, meant in (
-            ("--rev and --base read commits from git", "--staged reads the git index"),
-            ("drop --rev/--base", "drop --staged"),
-            ("--rev/--base need", "--staged needs"),
-        ):
-            message = message.replace(said, meant)
-        raise ConfigError(message, err.file, err.line, err.column) from None
+    return IndexTree(root)
 
 
 def repo_config(

@@ -63,6 +63,7 @@ from gpudrv_check.k8s.scheduler import (
 from gpudrv_check.model.placement import Placement, Verdict, ok_flags
 from gpudrv_check.model.spread import DomainCache, namespace_labels, workload_spread
 from gpudrv_check.model.workload import Workload, cron_job_pods
+from gpudrv_check.nvidia.device_plugin import PREFIX as NVIDIA_PREFIX
 
 if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
@@ -188,6 +189,13 @@ class Occupancy:
         self._nodes: dict[int, tuple[Any, Nodes]] = {}
         self._domain_cache: DomainCache = {}
         self._domain_maps: dict[int, tuple[Any, dict[str, str]]] = {}
+        # nodes the inventory gives no allocatable for that are no GPU nodes: nothing is known
+        # of what they offer but that it holds none of NVIDIA's resources (no device plugin
+        # runs there; GPU012 reads them so), which the scheduler finds short at once
+        self._gpuless = {
+            n.name for n in self.placement.nodes if self._alloc[n.name] is None and not n.is_gpu
+        }
+        self._gpu_nodes: dict[int, tuple[Nodes, Nodes]] = {}
         demands = self._fresh(repo)
         if cached is not None:
             demands.extend(decode_inputs(cached, self))
@@ -277,6 +285,10 @@ class Occupancy:
             requests = {r: v for r, v in requests.items() if r in allocatable or not is_extended(r)}
         rid, requests = self.intern_requests(requests)
         nodes = self._nodes_of(placement.verdicts(workload))
+        if workload.node_name is None:
+            nodes = self._offering_nvidia(nodes, requests)
+            if not nodes.eligible:
+                return None  # no node it may use offers them: GPU012 says so
         if not self._tracked(requests, nodes, rid):
             return None  # nothing a node counts: every pod runs where the placement allows
         return Demand(
@@ -320,6 +332,28 @@ class Occupancy:
                     for reason in placement.node_reasons(verdict):
                         static[reason] += n
             found = self._nodes[id(verdicts)] = (verdicts, Nodes(eligible, static))
+        return found[1]
+
+    def _offering_nvidia(self, nodes: Nodes, requests: Mapping[str, Fraction]) -> Nodes:
+        """`nodes` without the GPU-less nodes of unknown allocatable (`_gpuless`) when the pod
+        asks for one of NVIDIA's resources: those nodes lack it from the start, as a static
+        reason (`Insufficient nvidia.com/gpu`; the scheduler's preemption finds nothing to
+        gain there), so the replicas the GPU nodes have no room for stay Pending instead of
+        landing on a node without GPUs. Per Nodes (their verdicts fix the requests)."""
+        wanted = {r: v for r, v in requests.items() if r.startswith(NVIDIA_PREFIX)}
+        if not wanted or not self._gpuless:
+            return nodes
+        found = self._gpu_nodes.get(id(nodes))
+        if found is None:
+            dropped = sum(1 for n in nodes.eligible if n in self._gpuless)
+            kept = nodes
+            if dropped:
+                static = Counter(nodes.static)
+                for lack in fits_request(wanted, {}):
+                    static[lack.reason] += dropped
+                eligible = tuple(n for n in nodes.eligible if n not in self._gpuless)
+                kept = Nodes(eligible, static)
+            found = self._gpu_nodes[id(nodes)] = (nodes, kept)  # holds `nodes`: its id stays
         return found[1]
 
     def _domains(self, repo: Repo, workload: Workload, namespaces: dict) -> dict[str, str] | None:

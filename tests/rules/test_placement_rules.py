@@ -396,6 +396,34 @@ def test_gpu012_gpu_request_that_reaches_only_cpu_nodes(tmp_path: Path) -> None:
     assert found(tmp_path, "GPU012") == []
 
 
+def test_gpu010_replicas_the_gpu_nodes_have_no_room_for_never_land_on_a_cpu_node(
+    tmp_path: Path,
+) -> None:
+    """cpu-1 lists no allocatable and is no GPU node: nothing is known of its cpu or memory,
+    but it holds no nvidia.com/gpu (no device plugin runs there), so the scheduler finds it
+    short for every GPU pod (NodeResourcesFit; unresolvable, so preemption is not helpful
+    there). The 4th replica, for which the GPU nodes (2 + 1 GPUs) have no room, stays Pending;
+    it used to "land" on cpu-1."""
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ml}\nspec:\n"
+        "  replicas: 4\n  selector: {matchLabels: {app: d}}\n  template:\n"
+        "    metadata: {labels: {app: d}}\n    spec:\n"
+        "      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]\n"
+        "      containers:\n      - name: c\n        image: busybox\n"
+        "        resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+    write(tmp_path, "nodes.yaml", NODES)
+    write(tmp_path, "deploy.yaml", deployment)
+    [f] = found(tmp_path, "GPU010")
+    assert f.message.startswith(
+        "Deployment ml/d: 1 of 4 pods stay Pending (Deployment/ml/d#3), the nodes they may use "
+        "being full: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu. no new claims to "
+        "deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for "
+        "scheduling, 2 No preemption victims found for incoming pod."
+    ), f.message
+    assert found(tmp_path, "GPU012") == []
+
+
 ODD_SPECS = [
     "  affinity: [a]\n",
     "  affinity: {nodeAffinity: [x]}\n",

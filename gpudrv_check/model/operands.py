@@ -645,9 +645,12 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     repo_ds = _repo_daemonsets(repo.workloads)
     notes: list[str] = []
     enabled: dict[str, bool] | None = None
-    sandbox, default, mode = False, "container", None
+    sandbox, default = False, "container"
+    # sandboxWorkloads.mode (kubevirt or kata): kept apart from `mode` below, which names the
+    # sources of the operand set; the relabelling needs it for vm-passthrough nodes
+    sandbox_mode_value = None
     if config is not None:
-        mode = config.get("sandboxWorkloads", "mode")
+        sandbox_mode_value = config.get("sandboxWorkloads", "mode")
         values = config.values
         source = _config_source(config)
         enabled = operands_from_operator_config(values, source, _version(repo))
@@ -734,7 +737,7 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     owners = _pool_owners(repo) if operator_mode else {}
     for node in repo.nodes:
         seen = (
-            _operator_labels(node, sandbox, default, _version(repo), mode)
+            _operator_labels(node, sandbox, default, _version(repo), sandbox_mode_value)
             if operator_mode and node.is_gpu
             else node.labels
         )

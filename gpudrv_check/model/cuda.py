@@ -95,7 +95,9 @@ def _problem_path(problem: str) -> tuple[str | int, ...]:
 @record(frozen=True)
 class NodeDriver:
     version: str  # "550.90.07", or a branch alone ("550") when only the major is labelled
-    major_label: str  # the label key holding the branch, for affinity suggestions
+    # the label key holding the branch, for affinity suggestions; "" when the node carries only
+    # the full version (no label an integer `Gt` can read)
+    major_label: str
 
 
 def node_driver(node: Node) -> NodeDriver | None:
@@ -117,7 +119,7 @@ def node_driver(node: Node) -> NodeDriver | None:
                 parts.append(rev)
         return NodeDriver(".".join(parts), major_key)
     if full and parse_digits(full.split(".")[0]) is not None:
-        return NodeDriver(full, DRIVER_PART_LABELS[0][0])
+        return NodeDriver(full, "")
     return None
 
 
@@ -135,7 +137,9 @@ class CudaFit:
 
     @property
     def all_too_old(self) -> bool:
-        return bool(self.too_old) and not self.limited and not self.fine
+        """Every node it can land on is older: none runs it, and none is unknown (a node
+        without driver labels is not judged)."""
+        return bool(self.too_old) and not self.limited and not self.fine and not self.unknown
 
 
 #: a driver version `_fit` has not judged yet
@@ -174,8 +178,9 @@ def _fit(
             drivers[node.name] = (node, driver.version) if driver is not None else None
         pair = drivers[node.name]
         if pair is None:
-            fit.unknown.append(node)
-            continue
+            if node.is_gpu:  # a GPU node whose driver no label says: not judged, and said
+                fit.unknown.append(node)
+            continue  # no GPU: no NVIDIA driver runs there, nothing for CUDA to need
         if pair[0] is not node:  # another node of the same name: its driver, as by name
             pair = (node, pair[1])
         version = pair[1]
@@ -278,7 +283,11 @@ def excluding_expression(
     separable = all(branch(n) < floor_branch for n in excluded_names) and all(
         name in excluded_names for _, name in below
     )
-    if separable and len(keys) == 1 and all(drivers.get(n) for n in excluded_names):
+    if separable and keys and "" not in keys and len(keys) == 1:
+        separable = all(drivers.get(n) for n in excluded_names)
+    else:
+        separable = False
+    if separable:
         return {"key": keys.pop(), "operator": "Gt", "values": [str(floor_branch - 1)]}
     hostname = "kubernetes.io/hostname"
     if 0 < len(excluded) <= MAX_HOSTNAMES and all(hostname in n.labels for n in excluded):

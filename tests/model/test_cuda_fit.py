@@ -50,11 +50,10 @@ def deprecated(major: str, minor: str = "", rev: str = "") -> dict[str, str]:
         (deprecated("550", "90", "07"), "550.90.07", "nvidia.com/cuda.driver.major"),
         (deprecated("550", "120"), "550.120", "nvidia.com/cuda.driver.major"),  # empty rev
         (deprecated("550"), "550", "nvidia.com/cuda.driver.major"),  # branch only
-        (
-            {"nvidia.com/cuda.driver-version.full": "535.183.01"},
-            "535.183.01",
-            "nvidia.com/cuda.driver-version.major",
-        ),
+        # the full version alone: no label an integer Gt can read (a suggested expression on
+        # the major label would remove the node: kube-scheduler nodeaffinity, Gt on a missing
+        # label matches nothing)
+        ({"nvidia.com/cuda.driver-version.full": "535.183.01"}, "535.183.01", ""),
         ({"nvidia.com/cuda.driver.major": "abc"}, None, None),
         ({}, None, None),
     ],
@@ -115,7 +114,8 @@ LAB = [
     make_node("lab-node-0", deprecated("550", "90", "07")),
     make_node("lab-node-1", deprecated("535", "183", "06")),
     make_node("old", deprecated("515", "65", "01")),
-    make_node("cpu"),
+    make_node("cpu"),  # no GPU: no driver, nothing for CUDA to need
+    make_node("unlabelled", {"nvidia.com/gpu.present": "true"}),  # a GPU, its driver unknown
 ]
 
 
@@ -135,7 +135,8 @@ LAB = [
             [],
             [],
         ),
-        # CUDA 11.8 needs 520.61.05; 515 runs it with minor version compatibility (11.x: 450)
+        # CUDA 11.8 needs 520.61.05; 515 runs it with minor version compatibility (11.x from
+        # 450.80.02: docs.nvidia.com/deploy/cuda-compatibility minor-version-compatibility)
         ("nvidia/cuda:11.8.0-base-ubuntu22.04", True, [], ["old"], ["lab-node-0", "lab-node-1"]),
     ],
 )
@@ -146,7 +147,7 @@ def test_cuda_fits(
     assert sorted(n.name for n, _ in fit.too_old) == too_old
     assert sorted(n.name for n, _ in fit.limited) == limited
     assert sorted(n.name for n, _ in fit.fine) == fine
-    assert [n.name for n in fit.unknown] == ["cpu"]
+    assert [n.name for n in fit.unknown] == ["unlabelled"]
 
 
 def test_unknown_images_are_not_guessed_and_the_worst_image_comes_first() -> None:

@@ -118,7 +118,10 @@ def test_image_cuda_selects_its_exact_row(table) -> None:
 
 @pytest.mark.parametrize(
     ("cuda", "branch"),
-    [("11.8", "450"), ("12.9.1", "525"), ("13.0.2", "580"), ("10.2", None), ("x", None)],
+    # docs.nvidia.com/deploy/cuda-compatibility, minor version compatibility, Table 1: 13.x
+    # >= 580, 12.x >= 525, 11.x >= 450 with its footnote: 11.0 shipped with an older 450
+    # driver, minor version compatibility across 11.x needs 450.80.02
+    [("11.8", "450.80.02"), ("12.9.1", "525"), ("13.0.2", "580"), ("10.2", None), ("x", None)],
 )
 def test_minor_version_compat(table, cuda, branch) -> None:
     assert compat_branch_for_cuda(table, cuda) == branch

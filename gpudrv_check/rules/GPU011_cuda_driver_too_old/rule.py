@@ -23,11 +23,24 @@ def _listed(pairs: list[tuple[Node, str]]) -> str:
 
 
 def _hint(
-    excluded: list[tuple[Node, str]], floor: str, nodes: list[Node], stays: bool, memo: dict
+    excluded: list[tuple[Node, str]],
+    floor: str,
+    nodes: list[Node],
+    stays: bool,
+    memo: dict,
+    unknown: list[Node] | None = None,
 ) -> str:
-    """Exclude the nodes by affinity when some node would be left, else upgrade their driver."""
+    """Exclude the nodes by affinity when some node would be left, else upgrade their driver.
+    `unknown`: nodes it can land on whose driver no label says (none known to run it)."""
     names = node_names([n for n, _ in excluded])
     upgrade = f"upgrade the driver on {names} to {floor} or newer"
+    if unknown and not stays:
+        return (
+            f"No node it can land on is known to run it ({node_names(unknown)} "
+            f"{'carries' if len(unknown) == 1 else 'carry'} no driver label, the GPU Feature "
+            f"Discovery labels nvidia.com/cuda.driver-version.*): {upgrade}, or label the "
+            "drivers of the others so they are checked."
+        )
     expression = (
         excluding_expression(floor, [n for n, _ in excluded], nodes, memo) if stays else None
     )
@@ -47,6 +60,13 @@ def _hint(
     )
 
 
+def _compat_floor(floor: str, before: str = "") -> str:
+    """The minor-version-compatibility floor as the table gives it: a branch (`branch 525`,
+    after `before`), or a full version where the family needs one (`driver 450.80.02`: CUDA
+    11.0 shipped with an older 450 driver)."""
+    return f"driver {floor}" if "." in floor else f"{before}branch {floor}"
+
+
 def _verdict(fit: CudaFit, nodes: list[Node], memo: dict) -> tuple[str, str, Severity]:
     """(message after the workload's name, hint, severity): the same for every workload whose
     image and node set are the same."""
@@ -55,7 +75,7 @@ def _verdict(fit: CudaFit, nodes: list[Node], memo: dict) -> tuple[str, str, Sev
     if fit.too_old:
         compat = fit.floor != need.min_driver
         floor = (
-            f"driver branch {fit.floor} or newer (minor version compatibility"
+            f"{_compat_floor(fit.floor, 'driver ')} or newer (minor version compatibility"
             + (f"; {need.min_driver} for full support)" if need.min_driver else ")")
             if compat
             else f"driver {fit.floor} or newer"
@@ -73,14 +93,14 @@ def _verdict(fit: CudaFit, nodes: list[Node], memo: dict) -> tuple[str, str, Sev
                 f"{_listed(fit.too_old)}; a pod placed there fails at run time"
             )
             severity = Severity.WARNING
-        hint = _hint(fit.too_old, fit.floor, nodes, stays=not fit.all_too_old, memo=memo)
+        stays = bool(fit.limited or fit.fine)
+        hint = _hint(fit.too_old, fit.floor, nodes, stays=stays, memo=memo, unknown=fit.unknown)
     else:
         message = (
             f"{image}, which needs driver {need.min_driver} for full support; "
             f"{_listed(fit.limited)} {'runs' if len(fit.limited) == 1 else 'run'} it only under "
-            "CUDA minor version compatibility "
-            f"(branch {fit.floor} or newer): newer PTX cannot be JIT-compiled there and APIs "
-            "that need a newer driver fail"
+            f"CUDA minor version compatibility ({_compat_floor(fit.floor)} or newer): newer PTX "
+            "cannot be JIT-compiled there and APIs that need a newer driver fail"
         )
         severity = Severity.INFO
         hint = _hint(

@@ -117,14 +117,30 @@ def _error(rel: str, data: Any, path: tuple, message: str) -> ConfigError:
 
 def _check_message(rel: str, data: LMap) -> None:
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(data["message"]) if f is not None]
+        fields = [
+            (f, spec, conv)
+            for _, f, spec, conv in string.Formatter().parse(data["message"])
+            if f is not None
+        ]
     except ValueError as err:
         raise _error(rel, data, ("message",), f"message: {err}") from None
-    for name in fields:
+    allowed = ", ".join("{" + p + "}" for p in sorted(PLACEHOLDERS))
+    for name, spec, conv in fields:
         if name not in PLACEHOLDERS:
-            allowed = ", ".join("{" + p + "}" for p in sorted(PLACEHOLDERS))
             raise _error(
                 rel, data, ("message",), f"message: unknown placeholder {{{name}}} ({allowed})"
+            )
+        # a format spec or conversion is applied to text from the repo: `{name:d}` fails on
+        # it, `{name:>100000000}` pads a message to 100 MB; placeholders are plain
+        if spec or conv:
+            extra = f"!{conv}" if conv else ""
+            extra += f":{spec}" if spec else ""
+            raise _error(
+                rel,
+                data,
+                ("message",),
+                f"message: {{{name}{extra}}} has a conversion or format spec; write {{{name}}} "
+                f"(placeholders are {allowed}, inserted as they are)",
             )
 
 

@@ -86,6 +86,13 @@ BAD_POLICIES = [
         "unknown placeholder {node}",
         id="placeholder",
     ),
+    # a format spec or conversion would be applied to repo text: a crash or a huge message
+    *(
+        pytest.param(
+            ZONE_POLICY.replace("{name}", spec), (4, 1), "conversion or format spec", id=spec
+        )
+        for spec in ("{name:d}", "{name!x}", "{name!r}", "{name:{kind}}", "{name:>100000000}")
+    ),
     pytest.param(
         ZONE_POLICY.replace(
             '{matchLabels: {nvidia.com/gpu.present: "true"}}',
@@ -478,3 +485,12 @@ def test_malformed_policy_end_to_end_exits_2_with_its_location(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("gpudrv-check: error: policy.yaml:3:1: policy: severity:")
     assert "Traceback" not in result.stderr
+
+
+def test_a_format_spec_in_a_message_exits_2_at_the_message(tmp_path):
+    """Review p_fmt: `{name:d}` raised ValueError while formatting a finding (internal error)."""
+    root = _repo(tmp_path, ZONE_POLICY.replace("{name}", "{name:d}"))
+    result = run_main("check", str(root), "--no-cache")
+    assert result.returncode == 2
+    assert result.stderr.startswith("gpudrv-check: error: policy.yaml:4:1: message: {name:d}")
+    assert "internal error" not in result.stderr

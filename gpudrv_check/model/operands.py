@@ -19,7 +19,9 @@ labels of every ``nvidia.com/gpu.present=true`` node before any DaemonSet sees t
 is added as ``"true"``, an admin's value is kept, and ``nvidia.com/gpu.deploy.operands=false``
 removes them all. That removal is the *only* way that label works: no DaemonSet selects on it.
 So without an operator configuration the labels are read as written, and hand-written
-DaemonSets still land on a node labelled ``operands=false`` (a note says so).
+DaemonSets still land on a node labelled ``operands=false`` (a note says so). Nodes that are
+not GPU nodes lose every deploy label when their ``gpu.present=true`` is stale (no NVIDIA PCI
+label), and from v26.7 always.
 
 Placement per (DaemonSet, node) is ``repo.placement``'s verdict with the DaemonSet controller's
 own tolerations; ``desiredNumberScheduled`` counts the nodes where the controller's
@@ -99,6 +101,7 @@ GPUS = "gpus"  # the pod requests more nvidia.com/gpu than the node offers
 POOL_LABEL = "pool-label"  # a label every NVIDIADriver pool selects on (NFD's OS release...)
 POOL_SELECTOR = "pool-selector"  # the pool of the node's name selects another value of a label
 WORKLOAD_TYPE = "workload-type"  # the operator sets the deploy label on other workload types
+NOT_GPU = "not-gpu"  # the operator strips deploy labels from a node that is no GPU node
 
 DRIVER = "driver"
 VGPU_MANAGER = "vgpu-manager"
@@ -482,13 +485,21 @@ def config_name(config: OperatorConfig) -> str:
 def _operator_labels(
     node: Node, sandbox: bool, default: str, version: object = None, mode: object = None
 ) -> dict[str, str]:
+    """Every node goes through the relabelling: it also strips the deploy labels of nodes
+    that are not (or no longer) GPU nodes."""
     kept = {k: v for k, v in node.labels.items() if operand_for_deploy_label(k) is None}
     # gpu.present as the operator keeps it (from NFD's PCI labels when the repo has them)
-    labels = {**node.labels, GPU_PRESENT_LABEL: "true" if node.is_gpu else "false"}
     if node.is_gpu:
         kept[GPU_PRESENT_LABEL] = "true"
-    kept.update(expected_deploy_labels(labels, sandbox, default, version, mode))
+    elif _stale_gpu_present(node):
+        kept[GPU_PRESENT_LABEL] = "false"
+    kept.update(expected_deploy_labels(node.labels, sandbox, default, version, mode, node.is_gpu))
     return kept
+
+
+def _stale_gpu_present(node: Node) -> bool:
+    """`gpu.present=true` written on a node NFD shows no NVIDIA GPU on: the operator resets it."""
+    return not node.is_gpu and node.labels.get(GPU_PRESENT_LABEL) == "true"
 
 
 # --- explaining a node the DaemonSet does not reach -------------------------------------------
@@ -523,9 +534,45 @@ def _selected_key(pod_spec: Mapping, path: Path) -> str | None:
 
 
 class _Explainer:
-    def __init__(self, operator_mode: bool, labels: dict[str, dict[str, str]]) -> None:
+    def __init__(
+        self, operator_mode: bool, labels: dict[str, dict[str, str]], version: object = None
+    ) -> None:
+        from gpudrv_check.nvidia.driver_image import operator_release
+
         self.operator_mode = operator_mode
         self.labels = labels
+        release = operator_release(version)
+        # v26.7 updateGPUStateLabels strips every node without gpu.present=true
+        self.strips_non_gpu = release is None or release >= (26, 7)
+
+    def not_gpu_cause(self, node: Node, key: str) -> Cause | None:
+        """Why a deploy label cannot stay on a node that is no GPU node, or None (before
+        v26.7 the labels of a node never marked present are left as written)."""
+        stale = _stale_gpu_present(node)
+        if not (stale or self.strips_non_gpu):
+            return None
+        if stale:
+            why = (
+                f"{node.name} has {GPU_PRESENT_LABEL}=true but no NVIDIA PCI label from NFD "
+                "(feature.node.kubernetes.io/pci-10de.present), so the operator sets it to "
+                "false and removes every nvidia.com/gpu.deploy.* label"
+            )
+        else:
+            why = (
+                "the operator removes every nvidia.com/gpu.deploy.* label from a node without "
+                f"{GPU_PRESENT_LABEL}=true"
+            )
+        written = key in node.labels
+        verb = "removed" if written else "missing"
+        # at the label the operator removes, else at the stale gpu.present
+        where = GPU_PRESENT_LABEL if stale and not written else key
+        return Cause(
+            NOT_GPU,
+            f"label {key} {verb}: {why}",
+            node.label_location(where),
+            node,
+            node.label_path(where),
+        )
 
     def label_cause(self, node: Node, key: str) -> Cause:
         seen = self.labels[node.name]
@@ -540,6 +587,10 @@ class _Explainer:
                 node.label_path(DEPLOY_OPERANDS_LABEL),
             )
         value = seen.get(key)
+        if self.operator_mode and not node.is_gpu and value is None:
+            cause = self.not_gpu_cause(node, key)
+            if cause is not None:
+                return cause
         if value is None:
             detail = f"label {key} missing"
             if self.operator_mode and not node.is_gpu:
@@ -738,7 +789,7 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
     for node in repo.nodes:
         seen = (
             _operator_labels(node, sandbox, default, _version(repo), sandbox_mode_value)
-            if operator_mode and node.is_gpu
+            if operator_mode
             else node.labels
         )
         if node.name in owners:
@@ -769,7 +820,7 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
         or any(operand_for_deploy_label(k) for k in labels[n.name])
         or any(operand_for_deploy_label(k) for k in n.labels)
     ]
-    explainer = _Explainer(operator_mode, labels)
+    explainer = _Explainer(operator_mode, labels, _version(repo))
     cells: dict[str, dict[str, Cell]] = {}
     for node in rows:
         row: dict[str, Cell] = {}
@@ -958,6 +1009,13 @@ def remedy(cause: Cause, operand: str | None, node: str) -> str | None:
             f"Give {node} its own NVIDIADriver (a nodeSelector that picks it), or bring its "
             f"{cause.path[-1]} to the value of the pool's other nodes: the pool's selector comes "
             "from one of them"
+        )
+    if cause.kind == NOT_GPU:
+        return (
+            f"Leave {node} without operands if it has no NVIDIA GPU (drop the "
+            "nvidia.com/gpu.deploy.* labels from its manifest); if it has one, NFD's "
+            "feature.node.kubernetes.io/pci-10de.present=true makes the operator label it "
+            f"{GPU_PRESENT_LABEL}=true and then deploy {what} (is NFD running there?)"
         )
     if cause.kind == WORKLOAD_TYPE:
         return (

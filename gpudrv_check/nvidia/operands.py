@@ -571,14 +571,23 @@ def expected_deploy_labels(
     default: str = WORKLOAD_CONTAINER,
     operator_version: object = None,
     sandbox_mode_value: object = None,
+    gpu_present: bool | None = None,
 ) -> dict[str, str]:
-    """The ``nvidia.com/gpu.deploy.*`` labels a GPU node ends up with after the operator
+    """The ``nvidia.com/gpu.deploy.*`` labels a node ends up with after the operator
     relabels it (``updateGPUStateLabels``).
+
+    ``gpu_present`` is ``nvidia.com/gpu.present`` after ``reconcileCommonGPULabel`` (from NFD's
+    PCI labels; ``None``: the label as written). A node that is not a GPU node loses every
+    deploy label when it had ``gpu.present=true`` written (the operator resets it to
+    ``false``: ``labelGPUNodes`` v25.10/v26.3, ``reconcileCommonGPULabel`` +
+    ``updateGPUStateLabels`` v26.7), and from v26.7 in any case (``updateGPUStateLabels``
+    strips them from every node without the common GPU label); before v26.7 the labels of a
+    node never marked present stay as written.
 
     ``nvidia.com/gpu.deploy.operands=false`` removes them all. Otherwise labels of the node's
     workload type are added with ``"true"`` unless already present (an admin's ``false`` stays),
     labels of other workload types are removed, and ``mig-manager`` is added for MIG-capable
-    container nodes. Nodes without ``nvidia.com/gpu.present=true`` are not relabelled.
+    container nodes.
 
     An empty value (``nvidia.com/gpu.deploy.driver: ""``, which k8s-driver-manager leaves when
     it pauses an operand that never ran) is kept before v26.7, so the operand stays off; v26.7
@@ -588,7 +597,8 @@ def expected_deploy_labels(
     from gpudrv_check.nvidia.driver_image import operator_release
 
     release = operator_release(operator_version)
-    empty_is_absent = release is None or release >= (26, 7)
+    v26_7 = release is None or release >= (26, 7)
+    empty_is_absent = v26_7
     if not isinstance(labels, Mapping):
         return {}
     current = {
@@ -596,8 +606,10 @@ def expected_deploy_labels(
         for key, value in labels.items()
         if isinstance(key, str) and operand_for_deploy_label(key) is not None
     }
-    if labels.get(GPU_PRESENT_LABEL) != "true":
-        return current
+    written = labels.get(GPU_PRESENT_LABEL) == "true"
+    present = written if gpu_present is None else gpu_present
+    if not present:
+        return {} if written or v26_7 else current
     if labels.get(DEPLOY_OPERANDS_LABEL) == "false":
         return {}
     config = workload_config(labels, sandbox_enabled, default)

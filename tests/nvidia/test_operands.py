@@ -362,9 +362,29 @@ def test_operands_false_removes_everything() -> None:
     assert expected_deploy_labels(labels) == {}
 
 
-def test_non_gpu_node_is_not_relabelled() -> None:
-    labels = {"nvidia.com/gpu.deploy.device-plugin": "true"}
-    assert expected_deploy_labels(labels) == labels
+DP = {"nvidia.com/gpu.deploy.device-plugin": "true"}
+
+
+@pytest.mark.parametrize(
+    ("labels", "present", "release", "expected"),
+    [
+        # v25.10.0 / v26.3.0 labelGPUNodes: a node never marked present keeps its labels
+        (DP, None, "v25.10.0", DP),
+        (DP, None, "v26.3.0", DP),
+        # v26.7.0 nodelabeling_controller.go updateGPUStateLabels: !hasCommonGPULabel ->
+        # removeAllGPUStateLabels
+        (DP, None, "v26.7.0", {}),
+        (DP, None, None, {}),
+        # labelGPUNodes (v25.10/v26.3), reconcileCommonGPULabel (v26.7): gpu.present=true
+        # without an NVIDIA PCI label is reset to false and the state labels go
+        ({**GPU, **DP}, False, "v25.10.0", {}),
+        ({**GPU, **DP}, False, "v26.3.0", {}),
+        ({**GPU, **DP}, False, "v26.7.0", {}),
+    ],
+)
+def test_non_gpu_node_labels_per_release(labels, present, release, expected) -> None:
+    deploy = expected_deploy_labels(labels, False, "container", release, None, present)
+    assert deploy == expected
     assert expected_deploy_labels(None) == {}
 
 

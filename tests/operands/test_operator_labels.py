@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.engine.run import load
-from gpudrv_check.model.operands import OperandPlacement
+from gpudrv_check.model.operands import OperandPlacement, remedy
 from gpudrv_check.read.config import Config, OperatorSettings
 from tests.conftest import cluster_policy, write
 from tests.operands.build import node, states
@@ -53,3 +53,109 @@ def test_kata_mode_labels_a_passthrough_node_for_the_kata_device_plugin(
     assert states(p, "pt-a")["kata-sandbox-device-plugin"] == cell
     assert states(p, "pt-a")["vfio-manager"] == "yes"
     assert not p.breaks
+
+
+CPU_NODE = node("cpu-a", {"container-toolkit": "true", "device-plugin": "true"}, gpu=False)
+CPU_CAUSE = (
+    "the operator removes every nvidia.com/gpu.deploy.* label from a node without "
+    "nvidia.com/gpu.present=true"
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "toolkit", "device_plugin", "broken"),
+    [
+        # v25.10.0 / v26.3.0 state_manager.go labelGPUNodes: only nodes with gpu.present=true
+        # go through updateGPUStateLabels; the others keep their deploy labels as written
+        ("25.10.0", "yes", "yes", ["driver", "operator-validator"]),
+        ("26.3.0", "yes", "yes", ["driver", "operator-validator"]),
+        # v26.7.0 nodelabeling_controller.go updateGPUStateLabels: !hasCommonGPULabel ->
+        # removeAllGPUStateLabels, so nothing runs on the CPU node and no chain breaks there
+        ("26.7.0", "no (not-gpu)", "no (not-gpu)", []),
+    ],
+)
+def test_deploy_labels_on_a_node_without_gpu_present(
+    tmp_path: Path, version: str, toolkit: str, device_plugin: str, broken: list[str]
+):
+    write(tmp_path, "cp.yaml", cluster_policy("  daemonsets: {}\n"))
+    write(tmp_path, "g.yaml", node("gpu-a"))
+    write(tmp_path, "c.yaml", CPU_NODE)
+    p = placement_at(tmp_path, version)
+    assert states(p, "cpu-a")["container-toolkit"] == toolkit
+    assert states(p, "cpu-a")["device-plugin"] == device_plugin
+    assert [b.missing for b in p.breaks.get("cpu-a", [])] == broken
+    assert states(p, "gpu-a")["device-plugin"] == "yes"
+
+
+def test_v26_7_says_where_the_removed_label_is_and_what_to_do(tmp_path: Path):
+    write(tmp_path, "cp.yaml", cluster_policy("  daemonsets: {}\n"))
+    write(tmp_path, "c.yaml", CPU_NODE)
+    p = placement_at(tmp_path, "26.7.0")
+    [cause] = p.cells["cpu-a"]["device-plugin"].causes
+    assert cause.detail == f"label nvidia.com/gpu.deploy.device-plugin removed: {CPU_CAUSE}"
+    assert (cause.location.file, cause.location.line, cause.location.column) == ("c.yaml", 8, 5)
+    hint = remedy(cause, "device-plugin", "cpu-a")
+    assert hint is not None and hint.startswith("Leave cpu-a without operands if it has no")
+    assert "pci-10de.present=true" in hint
+    # a label never written: the same reason, at the node's labels
+    [missing] = p.cells["cpu-a"]["driver"].causes
+    assert missing.detail == f"label nvidia.com/gpu.deploy.driver missing: {CPU_CAUSE}"
+
+
+def test_before_v26_7_a_missing_label_on_a_cpu_node_is_the_admins(tmp_path: Path):
+    # labelGPUNodes leaves the node alone: labelling it by hand is what would deploy there
+    write(tmp_path, "cp.yaml", cluster_policy("  daemonsets: {}\n"))
+    write(tmp_path, "c.yaml", CPU_NODE)
+    [cause] = placement_at(tmp_path, "26.3.0").cells["cpu-a"]["driver"].causes
+    assert cause.kind == "label"
+    assert cause.detail.endswith("the operator labels only nodes with nvidia.com/gpu.present=true")
+
+
+STALE_NODES = (
+    node("gpu-a", {"feature.node.kubernetes.io/pci-10de.present": "true"}),
+    node(
+        "gone-a",
+        {
+            "feature.node.kubernetes.io/pci-1234.present": "true",
+            "driver": "true",
+            "container-toolkit": "true",
+            "device-plugin": "true",
+            "operator-validator": "true",
+        },
+    ),
+)
+STALE_CAUSE = (
+    "gone-a has nvidia.com/gpu.present=true but no NVIDIA PCI label from NFD "
+    "(feature.node.kubernetes.io/pci-10de.present), so the operator sets it to false and "
+    "removes every nvidia.com/gpu.deploy.* label"
+)
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        # v25.10.0 / v26.3.0 state_manager.go labelGPUNodes: hasCommonGPULabel && !hasGPULabels
+        # -> gpu.present=false and removeAllGPUStateLabels
+        "25.10.0",
+        "26.3.0",
+        # v26.7.0 nodelabeling_controller.go reconcileCommonGPULabel sets false, then
+        # updateGPUStateLabels removes every state label (!hasCommonGPULabel)
+        "26.7.0",
+    ],
+)
+def test_stale_gpu_present_loses_every_deploy_label(tmp_path: Path, version: str):
+    write(tmp_path, "cp.yaml", cluster_policy("  daemonsets: {}\n"))
+    write(tmp_path, "n.yaml", "---\n".join(STALE_NODES))
+    p = placement_at(tmp_path, version)
+    assert p.labels["gone-a"]["nvidia.com/gpu.present"] == "false"
+    assert set(states(p, "gone-a").values()) == {"no (not-gpu)"}
+    assert "gone-a" not in p.breaks
+    [ds] = p.daemonsets_of("driver")
+    assert ds.desired == ["gpu-a"]
+    [cause] = p.cells["gone-a"]["driver"].causes
+    assert cause.detail == f"label nvidia.com/gpu.deploy.driver removed: {STALE_CAUSE}"
+    assert (cause.location.file, cause.location.line) == ("n.yaml", 19)
+    # an operand whose label was never written: at the stale gpu.present
+    [gfd] = p.cells["gone-a"]["gpu-feature-discovery"].causes
+    assert gfd.detail.startswith("label nvidia.com/gpu.deploy.gpu-feature-discovery missing:")
+    assert (gfd.location.file, gfd.location.line) == ("n.yaml", 17)

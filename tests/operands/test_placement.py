@@ -397,16 +397,6 @@ def test_repo_daemonsets_win_over_the_configuration_for_their_operand(tmp_path: 
     assert any("disables it, but DaemonSet(s) gpu-operator/my-device-plugin" in n for n in p.notes)
 
 
-def test_non_gpu_nodes_are_not_labelled_by_the_operator(tmp_path: Path):
-    write(tmp_path, "cp.yaml", CLUSTERPOLICY)
-    write(tmp_path, "a.yaml", node("cpu-a", {"device-plugin": "true"}, gpu=False))
-    p = placement(tmp_path)
-    assert states(p, "cpu-a")["device-plugin"] == "yes"
-    [cause] = p.cells["cpu-a"]["container-toolkit"].causes
-    assert cause.detail.endswith("the operator labels only nodes with nvidia.com/gpu.present=true")
-    assert [b.missing for b in p.breaks["cpu-a"]] == ["container-toolkit", "operator-validator"]
-
-
 def test_no_operands_anywhere(tmp_path: Path):
     write(tmp_path, "a.yaml", node("gpu-a", all_labels()))
     p = placement(tmp_path)

@@ -151,3 +151,32 @@ def test_baseline_is_deterministic_and_bad_baselines_are_usage_errors(tmp_path):
     (tmp_path / "bad.json").write_text("{\n  nope\n")
     bad = run_main("check", str(root), "--baseline", str(tmp_path / "bad.json"))
     assert bad.returncode == 2 and "bad.json:2:3: baseline is not JSON" in bad.stderr
+
+
+BAD_BASELINES = [
+    pytest.param(
+        '{"version": 1, "findings": [' + "[" * 5000 + "]" * 5000 + "]}",
+        ":1:155: not a gpudrv-check baseline: it nests too deep",  # the 129th bracket
+        id="deep",
+    ),
+    pytest.param('{"version": 2, "findings": []}', ": unsupported baseline version 2", id="v2"),
+    pytest.param(
+        '{"version": true, "findings": []}', ": unsupported baseline version true", id="t"
+    ),
+    pytest.param('{"version": 1.0, "findings": []}', ": unsupported baseline version 1.0", id="f"),
+    pytest.param(
+        '{"version": 1, "findings": [{"fingerprint": 1}]}', ": baseline entry findings[0]", id="fp"
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_BASELINES)
+def test_a_malformed_baseline_is_a_usage_error_with_its_location(tmp_path, text, message):
+    """Review bm: a deeply nested baseline was an internal RecursionError; a version `true`
+    or `1.0` was read as version 1."""
+    root = _repo(tmp_path / "repo")
+    (tmp_path / "b.json").write_text(text)
+    result = run_main("check", str(root), "--no-cache", "--baseline", str(tmp_path / "b.json"))
+    assert result.returncode == 2, result.stderr
+    assert f"b.json{message}" in result.stderr
+    assert "internal error" not in result.stderr

@@ -53,20 +53,75 @@ def read_baseline(path: str, root: str | os.PathLike[str] = "") -> Counter[str]:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"baseline is not JSON: {err.msg}", path, err.lineno, err.colno) from None
+    except RecursionError:
+        line, col = _too_deep(text)
+        raise ConfigError(
+            "not a gpudrv-check baseline: it nests too deep to read; write one with "
+            "--write-baseline",
+            path,
+            line,
+            col,
+        ) from None
+    return _fingerprints(doc, path)
+
+
+def _fingerprints(doc: object, path: str) -> Counter[str]:
     entries = doc.get("findings") if isinstance(doc, dict) else None
-    if not isinstance(entries, list) or doc.get("version") != BASELINE_VERSION:
+    if not isinstance(doc, dict) or not isinstance(entries, list):
         raise ConfigError(
             f"not a gpudrv-check baseline (version {BASELINE_VERSION}); write one with "
             "--write-baseline",
             path,
         )
+    version = doc.get("version")
+    # `true` and `1.0` equal 1 in Python, but no writer of ours puts them there
+    if type(version) is not int or version != BASELINE_VERSION:
+        raise ConfigError(
+            f"unsupported baseline version {_shown(version)} (this gpudrv-check reads "
+            f"version {BASELINE_VERSION}); write it again with --write-baseline",
+            path,
+        )
     counts: Counter[str] = Counter()
-    for entry in entries:
+    for index, entry in enumerate(entries):
         fingerprint = entry.get("fingerprint") if isinstance(entry, dict) else None
         if not isinstance(fingerprint, str):
-            raise ConfigError("baseline entry without a fingerprint", path)
+            raise ConfigError(
+                f"baseline entry findings[{index}] has no fingerprint (a string); write the "
+                "baseline again with --write-baseline",
+                path,
+            )
         counts[fingerprint] += 1
     return counts
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, (dict, list)):
+        return "an object" if isinstance(value, dict) else "a list"
+    return json.dumps(value)[:40]
+
+
+def _too_deep(text: str, limit: int = 128) -> tuple[int, int]:
+    """Line and column of the bracket that opens the level past `limit`, so the message
+    points at where the nesting gets out of hand (json.loads says only RecursionError)."""
+    depth, in_string, escaped, line, col = 0, False, False, 1, 0
+    for char in text:
+        col += 1
+        if char == "\n":
+            line, col = line + 1, 0
+        elif escaped:
+            escaped = False
+        elif in_string:
+            escaped = char == "\\"
+            in_string = char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return line, col
+        elif char in "]}":
+            depth -= 1
+    return 1, 1
 
 
 def apply_baseline(

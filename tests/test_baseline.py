@@ -180,3 +180,25 @@ def test_a_malformed_baseline_is_a_usage_error_with_its_location(tmp_path, text,
     assert result.returncode == 2, result.stderr
     assert f"b.json{message}" in result.stderr
     assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["cached", "no-cache"])
+def test_a_committed_baseline_is_not_read_as_a_manifest(tmp_path, monkeypatch, cache):
+    """Review b1: a baseline inside the repo over max_file_bytes was a GPU000, and any
+    baseline inside it was counted as a file read."""
+    root = _repo(tmp_path / "repo")
+    write(root, ".gpudrv-check.yaml", "max_file_bytes: 4096\n")
+    monkeypatch.chdir(root)
+    flags = () if cache else ("--no-cache",)
+    cache_dir = ("--cache-dir", str(tmp_path / "cache"))
+    wrote = run_main("check", ".", *cache_dir, "--write-baseline", "base.json")
+    assert wrote.returncode == 0, wrote.stderr
+    with (root / "base.json").open("a") as out:
+        out.write(" " * 5000)  # over max_file_bytes, still the same JSON
+    for _ in range(2):  # the second run answers from the result cache
+        result = run_main(
+            "check", ".", *cache_dir, *flags, "--baseline", "base.json", "--format", "concise"
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "GPU000" not in result.stdout
+        assert result.stdout.splitlines()[-1].startswith("2 files, 2 objects read; 0 errors")

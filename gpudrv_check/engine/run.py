@@ -263,6 +263,21 @@ def _render_problem(problem) -> Finding:
     )
 
 
+def _baseline_rels(source: Source, paths: Sequence[str]) -> set[str]:
+    """The baseline files among the repo's paths (POSIX, relative to its root). A path is
+    given relative to the working directory, as the baseline is read from the disk also with
+    --rev: the same path in the revision is that baseline committed."""
+    root = Path(source.disk_root).resolve()
+    found = set()
+    for given in paths:
+        try:
+            rel = Path(os.path.abspath(given)).relative_to(root)
+        except ValueError:  # outside the root (or a link's target: not resolved, as listed)
+            continue
+        found.add(rel.as_posix())
+    return found
+
+
 def load(
     root: Path | Source,
     config: Config,
@@ -271,10 +286,12 @@ def load(
     options: ReadOptions | None = None,
     matrix_optional: bool = False,
     cluster: str | None = None,
+    baselines: Sequence[str] = (),
 ) -> Run:
     """Read a repo (a directory, or any source: a git revision, stdin, Kustomize renderings)
     into the model the rules evaluate. `matrix_optional`: an absent default matrix is one
-    warning (`check`), not a usage error."""
+    warning (`check`), not a usage error. `baselines`: the --baseline/--write-baseline files
+    as given (relative to the working directory), never read as manifests."""
     if isinstance(root, Path):
         if not root.is_dir():
             raise ConfigError(f"not a directory: {root}")
@@ -308,6 +325,15 @@ def load(
         listing.files = [f for f in listing.files if f.rel not in files]
         listing.skipped = sorted(
             [*listing.skipped, *(Skipped(rel, "custom policy file") for rel in files)],
+            key=lambda s: s.rel,
+        )
+    own = _baseline_rels(source, baselines) & {f.rel for f in listing.files}
+    if own:
+        # a committed baseline is the checker's own output (JSON), not a manifest: read as one
+        # it is a GPU000 once it outgrows max_file_bytes, and counted as a file read
+        listing.files = [f for f in listing.files if f.rel not in own]
+        listing.skipped = sorted(
+            [*listing.skipped, *(Skipped(rel, "baseline file") for rel in own)],
             key=lambda s: s.rel,
         )
     big = _large_inventories(source, config, inventory, listing.files)
@@ -345,13 +371,17 @@ def load(
             # a rule reads every namespace in this run (a `reads:` entry with `when:`): read
             # the namespaces the partition cache would have answered for too
             again = _every_namespace(options)
-            return load(source, config, matrix_override, inventory, again, matrix_optional)
+            return load(
+                source, config, matrix_override, inventory, again, matrix_optional, None, baselines
+            )
         redo = _capacity_changed(run)
         if redo:
             # the nodes' shared capacity went otherwise for some clean partitions: read them
             # too (or every file, when the cached inputs are unusable), as a full run would
             again = _evaluating_again(options, None if redo is True else redo)
-            return load(source, config, matrix_override, inventory, again, matrix_optional)
+            return load(
+                source, config, matrix_override, inventory, again, matrix_optional, None, baselines
+            )
         return run
     if content.plan is not None:  # the partition cache does not know clusters: read all
         content = read_repo(source, listing.files, config.max_file_bytes, _every_namespace(options))

@@ -126,8 +126,18 @@ def load_source(
     reading = read_options(options, progress, data, context)
     try:
         optional = isinstance(options, CheckOptions)
+        own = (
+            (options.baseline, options.write_baseline) if isinstance(options, CheckOptions) else ()
+        )
         run = load(
-            source, config, options.matrix, options.inventory, reading, optional, options.cluster
+            source,
+            config,
+            options.matrix,
+            options.inventory,
+            reading,
+            optional,
+            options.cluster,
+            [path for path in own if path],
         )
     finally:
         if progress is not None:

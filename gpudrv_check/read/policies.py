@@ -59,14 +59,25 @@ def policy_files(root: Path, config: Config, source: Any = None) -> list[str]:
             for dirpath, dirnames, filenames in os.walk(
                 path, onerror=_unreadable(root, config, index), followlinks=False
             ):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                dirnames[:] = sorted(d for d in dirnames if not _hidden(d))
                 for name in filenames:
                     full = os.path.join(dirpath, name)
-                    if name.endswith(MANIFEST_SUFFIXES) and not os.path.islink(full):
+                    if _policy_name(name) and not os.path.islink(full):
                         found.add(Path(os.path.relpath(full, root)).as_posix())
         else:
             raise config.error(f"policies: {entry!r} not found", "policies", index)
     return sorted(found)
+
+
+def _hidden(name: str) -> bool:
+    """A dot-name below a `policies:` folder (`.git/`, an editor's `.#p.yaml` or `.p.yaml.swp`)
+    is not read, from the disk, the index or a revision alike; the folder or file an entry
+    names is read whatever its name (`policies: [.policies/]`)."""
+    return name.startswith(".")
+
+
+def _policy_name(path: str) -> bool:
+    return path.endswith(MANIFEST_SUFFIXES) and not _hidden(path.rsplit("/", 1)[-1])
 
 
 def _unreadable(root: Path, config: Config, index: int):
@@ -99,10 +110,11 @@ def _source_policy_files(config: Config, source: Any) -> list[str]:
         if rel and source.exists(rel):
             found.add(rel)
             continue
+        skip = len(rel) + 1 if rel else 0  # the entry itself may be a dot-name
         under = [
             f
             for f in source.files_under(rel)
-            if f.endswith(MANIFEST_SUFFIXES) and not any(p.startswith(".") for p in f.split("/"))
+            if _policy_name(f) and not any(_hidden(p) for p in f[skip:].split("/"))
         ]
         if not under:
             raise config.error(f"policies: {entry!r} not found", "policies", index)

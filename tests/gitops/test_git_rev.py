@@ -272,3 +272,24 @@ def test_a_revision_written_out_for_kustomize_is_bounded(git_repo: Path, tmp_pat
     assert left_out == ["big.yaml", "c.yaml"]
     assert written == ["a.yaml", "d.yaml"]
     assert (dest / "a.yaml").read_text() == "a: 1\n"
+
+
+@pytest.mark.parametrize("entry", [".policies/", "policies/"])
+def test_policy_files_are_the_same_from_every_source(git_repo: Path, entry: str):
+    """Review dp, dp2: `policies: [.policies/]` was found on disk but "not found" with --staged
+    or --rev, and a dot-file inside a policies folder was read from the disk only. One rule
+    now: the entry is read whatever its name, dot-names below it are not."""
+    from gpudrv_check.read.config import load_config
+    from gpudrv_check.read.git import GitTree, IndexTree
+    from gpudrv_check.read.policies import policy_files
+
+    write(git_repo, ".gpudrv-check.yaml", f"matrix: null\npolicies: [{entry}]\n")
+    folder = entry.rstrip("/")
+    for rel in ("p.yaml", ".extra.yaml", ".hidden/q.yaml", "team/r.yaml"):
+        write(git_repo, f"{folder}/{rel}", "id: X\n")
+    commit(git_repo, "policies")
+    config = load_config(git_repo)
+    expected = [f"{folder}/p.yaml", f"{folder}/team/r.yaml"]
+    assert policy_files(git_repo, config) == expected
+    assert policy_files(git_repo, config, IndexTree(git_repo)) == expected
+    assert policy_files(git_repo, config, GitTree(git_repo, "HEAD")) == expected

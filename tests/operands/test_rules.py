@@ -411,3 +411,50 @@ def test_an_operand_requesting_more_gpus_than_the_node_has_is_fixed_at_its_reque
     assert f.hint is not None and f.hint.startswith(
         "Lower the nvidia.com/gpu request of the container-toolkit DaemonSet to what gpu-0 offers"
     )
+
+
+# GPU017 reads the container toolkit's cell: v26.3.0/v26.7.0 controllers/state_manager.go
+# gpuStateLabels gives vm-passthrough and vm-vgpu nodes no gpu.deploy.container-toolkit, so no
+# toolkit configures the nvidia handler there although the node has GPUs
+RUNTIME_POD = (
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: r, namespace: default}\n"
+    "spec:\n  runtimeClassName: nvidia\n  containers: [{name: c, image: busybox}]\n"
+)
+SANDBOX_POLICY = "  sandboxWorkloads: {enabled: true}\n  vfioManager: {enabled: true}\n"
+
+
+@pytest.mark.parametrize(
+    ("spec", "workload", "severity", "detail"),
+    [
+        # a vm-passthrough node: no toolkit, so no runtime (gpuStateLabels[vm-passthrough])
+        (
+            SANDBOX_POLICY,
+            "vm-passthrough",
+            "error",
+            "pt-a: label nvidia.com/gpu.deploy.container-toolkit missing: the operator sets it "
+            "only on nodes of another GPU workload type (n.yaml:5)",
+        ),
+        # a container node: the toolkit runs, no finding
+        (SANDBOX_POLICY, "container", None, None),
+        # toolkit.enabled: false: the hosts' toolkit, so GPUs decide as before (isStateEnabled)
+        (SANDBOX_POLICY + "  toolkit: {enabled: false}\n", "vm-passthrough", None, None),
+    ],
+)
+def test_gpu017_uses_the_toolkit_cell(tmp_path: Path, spec, workload, severity, detail):
+    write(tmp_path, "cp.yaml", cluster_policy(spec))
+    labels = {"nvidia.com/gpu.workload.config": workload}
+    write(tmp_path, "n.yaml", node("pt-a", labels))
+    write(tmp_path, "p.yaml", RUNTIME_POD)
+    found = findings(tmp_path, "GPU017")
+    if severity is None:
+        assert found == []
+        return
+    [f] = found
+    assert (f.location.file, f.location.line, f.location.column) == ("p.yaml", 5, 3)
+    assert f.severity.value == severity
+    assert f"has no NVIDIA container toolkit (pt-a; {detail})" in f.message
+    assert f.hint == (
+        "Keep the pod on nodes the container toolkit runs on (`nodeSelector: {nvidia.com/gpu."
+        'deploy.container-toolkit: "true"}`, or `scheduling.nodeSelector` on the RuntimeClass), '
+        "or drop `runtimeClassName` if the pod needs no GPU."
+    )

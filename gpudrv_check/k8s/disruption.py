@@ -229,13 +229,18 @@ def pdb_covers(
     return scope is not None and scope[0] == pod_namespace and scope[1].matches(pod_labels)
 
 
-def pdb_scope(pdb: object, *, default_namespace: str = "default") -> tuple[str, SelectorKey] | None:
+def pdb_scope(
+    pdb: object, *, default_namespace: str = "default", namespace: str | None = None
+) -> tuple[str, SelectorKey] | None:
     """(namespace, canonical selector) of the PDB object ``pdb``, None when it covers no pod:
-    what ``pdb_covers`` decides from, computed once per PDB by callers matching many pods."""
+    what ``pdb_covers`` decides from, computed once per PDB by callers matching many pods.
+    ``namespace``: the one the object is applied in when the repo sets it apart from its
+    metadata (a kustomization's `namespace:`), else its metadata's."""
     if not isinstance(pdb, MAPPINGS):
         return None
-    metadata = pdb.get("metadata")
-    namespace = metadata.get("namespace") if isinstance(metadata, MAPPINGS) else None
+    if namespace is None:
+        metadata = pdb.get("metadata")
+        namespace = metadata.get("namespace") if isinstance(metadata, MAPPINGS) else None
     if not isinstance(namespace, str) or not namespace:
         namespace = default_namespace
     spec = _spec_of(pdb)

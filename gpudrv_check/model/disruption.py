@@ -109,7 +109,9 @@ class PDB:
     def _scope(self) -> tuple[str, SelectorKey] | None:
         """pdb_covers' namespace and selector, compiled once for every workload it is matched
         against."""
-        return pdb_scope(self.manifest.data, default_namespace="default")
+        # the namespace it is applied in (a kustomization's `namespace:` sets it), as its own
+        # title and the workloads' namespaces read it
+        return pdb_scope(self.manifest.data, namespace=self.namespace)
 
     @property
     def rule_path(self) -> Path:

@@ -28,7 +28,14 @@ def check(ctx: Context) -> Iterator[Finding]:
     disruption = ctx.repo.disruption
     for workload in ctx.repo.workloads:
         pdbs = disruption.covering(workload)
-        if len(pdbs) < 2 or disruption.pods(workload).pods == 0:
+        if len(pdbs) < 2:
+            continue
+        pods = disruption.pods(workload)
+        # only pods a drain evicts and that run: kubectl drain (and the operator's drain
+        # helper) skip DaemonSet and mirror pods (pkg/drain daemonSetFilter, mirrorPodFilter),
+        # and the eviction API deletes a Pending pod without asking its budgets
+        # (eviction.go canIgnorePDB)
+        if pods.pods == 0 or not pods.evicted_by_drain or not pods.healthy:
             continue
         # the first few by name and location, then a count: listing every budget of a label
         # that a hundred select made a message longer than a finding holds, cut before it

@@ -126,6 +126,9 @@ class Cause:
     location: Location
     about: Manifest | Node = field(compare=False)  # the object the reason is written in
     path: Path = field(compare=False)  # key path inside that object
+    # TAINT: the tolerations list to add to, when it is not the configuration's
+    # daemonsets.tolerations (an NVIDIADriver's spec.tolerations), as `text (file:line)`
+    tolerate_in: str | None = field(default=None, compare=False)
 
     def cited(self) -> str:
         return f"{self.detail} ({self.location.file}:{self.location.line})"
@@ -149,6 +152,9 @@ class OperandDaemonSet:
     desired: list[str] = field(default_factory=list)  # nodes the controller counts
     # nodes whose labels it selects but whose taint it does not tolerate: not counted
     tainted_out: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    # NVIDIADriver pools: the tolerations list that *adds* to nvidia.com/gpu for these pods,
+    # written `text (file:line)`; None for the configuration's own operands and repo DaemonSets
+    tolerate_in: str | None = None
 
     @property
     def key(self) -> str:
@@ -430,18 +436,27 @@ def _pool_daemonsets(repo: Repo, config: OperatorConfig) -> list[OperandDaemonSe
             name, operand = f"nvidia-vgpu-manager-{pool.driver}-{pool.name}", VGPU_MANAGER
         tolerations = driver_tolerations(cr)
         selector = {OPERANDS[operand].deploy_label: "true", **pool.node_selector}
-        out.append(
-            _rendered_daemonset(
-                operand,
-                name,
-                namespace,
-                source.manifest,
-                selector,
-                tolerations,
-                source.path(),
-                source.path("tolerations"),
-            )
+        if source.cr is None:
+            # the chart's default CR: templates/nvidiadriver.yaml copies daemonsets.tolerations
+            # into its spec.tolerations
+            tolerations_path = config_key_path(config, "daemonsets", "tolerations")
+            label = "daemonsets.tolerations (the chart copies it into its default NVIDIADriver)"
+        else:
+            tolerations_path = source.path("tolerations")
+            label = f"spec.tolerations of NVIDIADriver {cr.name}"
+        ds = _rendered_daemonset(
+            operand,
+            name,
+            namespace,
+            source.manifest,
+            selector,
+            tolerations,
+            source.path(),
+            tolerations_path,
         )
+        at = source.manifest.location(tolerations_path)
+        ds.tolerate_in = f"{label} ({at.file}:{at.line})"
+        out.append(ds)
     return out
 
 
@@ -661,6 +676,7 @@ class _Explainer:
                     node.location(path),
                     node,
                     path,
+                    tolerate_in=ds.tolerate_in,
                 )
             )
         if verdict.reason == INSUFFICIENT_GPU:
@@ -988,6 +1004,13 @@ def remedy(cause: Cause, operand: str | None, node: str) -> str | None:
         return (
             f"Remove {DEPLOY_OPERANDS_LABEL}=false from {node} if its GPUs should be used; the "
             "operator then labels it again"
+        )
+    if cause.kind == TAINT and cause.tolerate_in is not None:
+        # NVIDIADriver pods: the CR's list is added to nvidia.com/gpu (state-driver
+        # 0500_daemonset.yaml); the ClusterPolicy's daemonsets.tolerations does not reach them
+        return (
+            f"Tolerate the taint in {what}: add it to {cause.tolerate_in}, which adds to the "
+            f"default nvidia.com/gpu toleration; or remove the taint from {node}"
         )
     if cause.kind == TAINT:
         return (

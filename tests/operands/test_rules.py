@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.core.finding import Severity
-from tests.conftest import cluster_policy, write
+from tests.conftest import cluster_policy, helm_release, write
 from tests.operands.build import all_labels, daemonset, findings, lab_daemonsets, node
 
 CLUSTERPOLICY = cluster_policy("  operator: {defaultRuntime: containerd}\n")
@@ -457,4 +457,75 @@ def test_gpu017_uses_the_toolkit_cell(tmp_path: Path, spec, workload, severity, 
         "Keep the pod on nodes the container toolkit runs on (`nodeSelector: {nvidia.com/gpu."
         'deploy.container-toolkit: "true"}`, or `scheduling.nodeSelector` on the RuntimeClass), '
         "or drop `runtimeClassName` if the pod needs no GPU."
+    )
+
+
+# GPU032/GPU030 on NVIDIADriver pools: v26.7.0 manifests/state-driver/0500_daemonset.yaml gives
+# the driver pods nvidia.com/gpu plus the CR's spec.tolerations; the ClusterPolicy's
+# daemonsets.tolerations does not reach them
+ND_POLICY = cluster_policy(
+    "  driver: {useNvidiaDriverCRD: true}\n"
+    "  daemonsets:\n    tolerations:\n"
+    "    - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n"
+    "    - {key: dedicated, operator: Exists, effect: NoSchedule}\n"
+)
+ND = (
+    "apiVersion: nvidia.com/v1alpha1\nkind: NVIDIADriver\nmetadata: {name: default}\n"
+    "spec:\n  repository: nvcr.io/nvidia\n  image: driver\n  version: '570.124.06'\n"
+)
+OS_LABELS = {
+    "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+    "feature.node.kubernetes.io/system-os_release.VERSION_ID": "22.04",
+}
+DEDICATED = "taints:\n- {key: dedicated, value: gpu, effect: NoSchedule}\n"
+
+
+@pytest.mark.parametrize(
+    ("cr", "line"),
+    [
+        (ND, 4),  # no spec.tolerations: at the CR's spec
+        (ND + "  tolerations:\n  - {key: other, operator: Exists}\n", 8),
+    ],
+)
+def test_gpu032_points_nvidiadriver_pools_at_the_crs_tolerations(tmp_path: Path, cr, line):
+    write(tmp_path, "cp.yaml", ND_POLICY)
+    write(tmp_path, "nd.yaml", cr)
+    write(tmp_path, "n.yaml", node("gpu-a", OS_LABELS, spec=DEDICATED))
+    [f] = findings(tmp_path, "GPU032")
+    assert (f.location.file, f.location.line) == ("nd.yaml", line)
+    assert f.object.kind == "NVIDIADriver"
+    at = f"spec.tolerations of NVIDIADriver default (nd.yaml:{line})"
+    assert f.message.startswith(
+        "the driver DaemonSet(s) nvidia-gpu-driver-default-ubuntu22.04 do not tolerate taint "
+        f"dedicated=gpu:NoSchedule on GPU node(s) gpu-a: their pods carry "
+        f"nvidia.com/gpu:NoSchedule plus {at}, not daemonsets.tolerations;"
+    )
+    assert f.hint == (
+        f"Add {{key: dedicated, operator: Exists, effect: NoSchedule}} to {at}, or remove the "
+        "taint from the node(s)."
+    )
+    [chain] = findings(tmp_path, "GPU030")
+    assert chain.hint.startswith(
+        f"Tolerate the taint in the driver DaemonSet: add it to {at}, which adds to the default "
+        "nvidia.com/gpu toleration; or remove the taint from gpu-a"
+    )
+
+
+def test_gpu032_chart_default_cr_takes_daemonsets_tolerations(tmp_path: Path):
+    # v26.7.0 deployments/gpu-operator/templates/nvidiadriver.yaml: the default CR's
+    # spec.tolerations is daemonsets.tolerations
+    values = (
+        "  values:\n    driver:\n      nvidiaDriverCRD: {enabled: true}\n"
+        "    daemonsets:\n      tolerations:\n      - {key: other, operator: Exists}\n"
+    )
+    write(tmp_path, "hr.yaml", helm_release("v26.7.0", values))
+    write(tmp_path, "n.yaml", node("gpu-a", OS_LABELS, spec=DEDICATED))
+    found = findings(tmp_path, "GPU032")
+    [f] = [f for f in found if f.message.startswith("the driver DaemonSet(s)")]
+    assert (f.location.file, f.location.line, f.location.column) == ("hr.yaml", 15, 7)
+    assert "not daemonsets.tolerations" not in f.message
+    assert f.hint == (
+        "Add {key: dedicated, operator: Exists, effect: NoSchedule} to daemonsets.tolerations "
+        "(the chart copies it into its default NVIDIADriver) (hr.yaml:15), or remove the taint "
+        "from the node(s)."
     )

@@ -30,6 +30,24 @@ def _toleration(taint: Mapping[str, Any]) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
+def _nvidiadriver_text(
+    dss: list[OperandDaemonSet], shown: str, nodes_text: str, taint: Mapping[str, Any]
+) -> tuple[str, str]:
+    """Driver DaemonSets an NVIDIADriver renders: their pods carry nvidia.com/gpu plus the CR's
+    spec.tolerations (state-driver 0500_daemonset.yaml), never daemonsets.tolerations."""
+    ds = dss[0]
+    # the chart's default CR is the one whose list is daemonsets.tolerations itself
+    own = "" if str(ds.tolerate_in).startswith("daemonsets.") else ", not daemonsets.tolerations"
+    message = (
+        f"the {ds.operand} DaemonSet(s) {names([d.name for d in dss])} do not tolerate taint "
+        f"{shown} on GPU node(s) {nodes_text}: their pods carry nvidia.com/gpu:NoSchedule plus "
+        f"{ds.tolerate_in}{own}; the DaemonSet controller does not count those nodes and no "
+        f"{ds.operand} runs there"
+    )
+    hint = f"Add {_toleration(taint)} to {ds.tolerate_in}, or remove the taint from the node(s)."
+    return message, hint
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     repo = ctx.repo
     placement = repo.operand_placement
@@ -40,7 +58,12 @@ def check(ctx: Context) -> Iterator[Finding]:
             node = nodes.get(node_name)
             if node is None or not node.is_gpu:
                 continue
-            where = (ds.key, ds.operand) if ds.source != OPERATOR else (OPERATOR,)
+            # the configuration's operands share daemonsets.tolerations; each NVIDIADriver's
+            # pools share that CR's spec.tolerations instead
+            if ds.source != OPERATOR:
+                where: tuple = (ds.key, ds.operand)
+            else:
+                where = (OPERATOR, ds.tolerate_in)
             key = (*where, taint_text(taint))
             dss, tainted, _ = groups.setdefault(key, ([], [], taint))
             if not any(d is ds for d in dss):
@@ -53,7 +76,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         # the first few nodes, then a count: a taint on a whole pool made a message longer than
         # a finding holds, cut before it said what the controller does (MAX_MESSAGE)
         nodes_text = names(tainted)
-        if ds.source == OPERATOR and placement.config is not None:
+        if ds.source == OPERATOR and ds.tolerate_in is not None:
+            message, hint = _nvidiadriver_text(dss, shown, nodes_text, taint)
+        elif ds.source == OPERATOR and placement.config is not None:
             config = placement.config
             operands = ", ".join(d.operand for d in dss)
             replaced = default_toleration_replaced(config)

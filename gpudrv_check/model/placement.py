@@ -384,25 +384,35 @@ class Placement:
     def _judge(self, node: Node, c: _Constraints) -> Verdict:
         taints = self._taints[node.name]
         if c.bound is not None:
-            # no scheduler: the kubelet admits on affinity, NoExecute taints and resources
+            # no scheduler: the kubelet admits it (lifecycle/predicate.go generalFilter) on
+            # scheduler.AdmissionCheck, resources first, then node affinity, then its NoExecute
+            # taints, and tells the first reason it finds
             if c.bound != node.name:
                 return Verdict(NODE_NAME)
+            fit = self._resources(node, c)
+            if not fit.ok:
+                return fit
             if not c.affinity.matches(node.name, node.labels):
                 return Verdict(AFFINITY)
             taint = first_untolerated_taint_for_bound_pod(taints, c.tolerations)
             if taint is not None:
                 return Verdict(TAINT, taint)
-        else:
-            if c.prefilter is not None and node.name not in c.prefilter:
-                return Verdict(PREFILTER)
-            cordon = self._cordon.get(node.name)
-            if cordon is not None and first_untolerated_taint([cordon], c.tolerations):
-                return Verdict(UNSCHEDULABLE, cordon)
-            taint = first_untolerated_taint(taints, c.tolerations)
-            if taint is not None:
-                return Verdict(TAINT, taint)
-            if not c.affinity.matches(node.name, node.labels):
-                return Verdict(AFFINITY)
+            return fit
+        if c.prefilter is not None and node.name not in c.prefilter:
+            return Verdict(PREFILTER)
+        cordon = self._cordon.get(node.name)
+        if cordon is not None and first_untolerated_taint([cordon], c.tolerations):
+            return Verdict(UNSCHEDULABLE, cordon)
+        taint = first_untolerated_taint(taints, c.tolerations)
+        if taint is not None:
+            return Verdict(TAINT, taint)
+        if not c.affinity.matches(node.name, node.labels):
+            return Verdict(AFFINITY)
+        return self._resources(node, c)
+
+    def _resources(self, node: Node, c: _Constraints) -> Verdict:
+        """NodeResourcesFit on the node's allocatable (a bound pod's extended resources the
+        node does not list are dropped first, as the kubelet does)."""
         allocatable = self._alloc[node.name]
         if allocatable is None:
             return _OK

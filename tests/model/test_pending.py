@@ -257,6 +257,22 @@ def test_bound_pods_get_the_kubelets_words() -> None:
     )
     assert gpu.path == ("spec", "containers", 0, "resources", "requests", "nvidia.com/gpu")
 
+    # resources before affinity and taints: the kubelet's generalFilter runs
+    # scheduler.AdmissionCheck (noderesources.Fits first, then node affinity), then its
+    # NoExecute taints, and says the first reason (lifecycle/predicate.go Admit: reasons[0])
+    tainted = [
+        make_node("a", {"zone": "a"}, [{"key": "k", "value": "v", "effect": "NoExecute"}], gpus=1)
+    ]
+    both = explain({**spec, "nodeSelector": {"zone": "b"}}, tainted)
+    assert both.message.endswith(
+        "Node didn't have enough resource: nvidia.com/gpu, requested: 2, used: 0, capacity: 1"
+    )
+    fits = {**spec, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    affinity_first = explain({**fits, "nodeSelector": {"zone": "b"}}, tainted)
+    assert affinity_first.message.endswith(
+        "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+    )
+
 
 def test_long_node_lists_are_cut() -> None:
     assert node_names([f"n{i}" for i in range(3)]) == "n0, n1, n2"

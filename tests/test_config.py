@@ -83,3 +83,49 @@ def test_pyproject_unknown_key(tmp_path: Path):
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path)
     assert err.value.file == "pyproject.toml" and "matrixx" in str(err.value)
+
+
+WRONG_TYPES = [
+    ("max_file_bytes: true\n", (1, 1), "max_file_bytes: must be an integer, not a boolean"),
+    ('max_file_bytes: "100"\n', (1, 1), "max_file_bytes: must be an integer, not the string '100'"),
+    ("max_total_bytes: 1.5\n", (1, 1), "max_total_bytes: must be an integer, not the number 1.5"),
+    ('gitignore: "yes"\n', (1, 1), "gitignore: must be true or false, not the string 'yes'"),
+    (
+        'rules:\n  GPU011: {enabled: "off"}\n',
+        (2, 12),
+        "rules.GPU011.enabled: must be true or false, not the string 'off'",
+    ),
+    ("rules:\n  GPU011: 5\n", (2, 3), "rules.GPU011: must be a mapping, not an integer"),
+    ("labels: {kernel: 5}\n", (1, 10), "labels.kernel: must be a string, not an integer"),
+    ("exclude: charts/\n", (1, 1), "exclude: must be a list, not the string 'charts/'"),
+    ("fail_on: warnings\n", (1, 1), "fail_on: must be 'error', 'warning', 'info' or 'never'"),
+    ("exemptions: [{kind: Pod}]\n", (1, 14), "exemptions.0: key 'rule' is required"),
+]
+
+
+@pytest.mark.parametrize(("text", "where", "message"), WRONG_TYPES)
+def test_a_value_of_the_wrong_type_is_never_coerced(tmp_path: Path, text, where, message):
+    """Review c_bool2, c_strbool, c_strint: `max_file_bytes: true` was read as 1, `enabled:
+    "off"` as true, "100" as 100. The models are strict; the message says what the key must
+    hold, in our words (no pydantic wording, no model class names)."""
+    write(tmp_path, ".gpudrv-check.yaml", text)
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert (err.value.line, err.value.column) == where, str(err.value)
+    assert message in str(err.value)
+    assert "Input should" not in str(err.value) and "instance of" not in str(err.value)
+
+
+def test_values_as_yaml_and_toml_type_them_validate(tmp_path: Path):
+    """Strict models take what YAML and TOML give: ints, booleans, strings, a severity."""
+    config = (
+        "max_file_bytes: 1024\ngitignore: false\nfail_on: never\nmatrix: null\n"
+        "rules: {GPU011: {enabled: false, severity: info, params: {a: 1}}}\n"
+        "exemptions: [{rule: GPU021, kind: Deployment}]\n"
+    )
+    write(tmp_path, ".gpudrv-check.yaml", config)
+    loaded = load_config(tmp_path)
+    assert (loaded.max_file_bytes, loaded.gitignore, loaded.fail_on) == (1024, False, "never")
+    assert loaded.rules["GPU011"].severity == "info" and loaded.exemptions[0].rule == ["GPU021"]
+    write(tmp_path / "t", "pyproject.toml", "[tool.gpudrv-check]\nmax_file_bytes = 2048\n")
+    assert load_config(tmp_path / "t").max_file_bytes == 2048

@@ -24,7 +24,9 @@ from gpudrv_check.read.exclude import DEFAULT_EXCLUDE
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a value of the wrong type is an error, never coerced (`max_file_bytes: true`
+    # read as 1, `enabled: "off"` as true); YAML and TOML give each value its own type
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class LabelKeys(_Strict):
@@ -99,7 +101,8 @@ class ApiServerSettings(_Strict):
 
 class RuleSettings(_Strict):
     enabled: bool = True
-    severity: Severity | None = None
+    # an enum: strict would take only a Severity, never the text YAML gives
+    severity: Severity | None = Field(default=None, strict=False)
     params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -182,6 +185,54 @@ def _format_loc(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
 
 
+#: what a value of each type pydantic checks must be, in the words of a YAML reader
+_EXPECTED = {
+    "int_type": "an integer",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "none_required": "null",
+}
+
+
+def _problem(error: Any) -> str:
+    """pydantic's complaint in the project's own words: what the key must hold and what it
+    holds instead, never a model's class name ("instance of RuleSettings")."""
+    from gpudrv_check.core.finding import quoted
+
+    kind, ctx, value = error.get("type", ""), error.get("ctx") or {}, error.get("input")
+    if kind in _EXPECTED:
+        return f"must be {_EXPECTED[kind]}, not {_described(value)}"
+    if kind in ("literal_error", "enum"):
+        return f"must be {ctx.get('expected')}, not {_described(value)}"
+    if kind == "too_short":
+        return "must not be empty"
+    if kind == "greater_than":
+        return f"must be greater than {ctx.get('gt')}, not {quoted(value)}"
+    if kind == "value_error":  # our own validators' messages
+        return str(ctx.get("error") or error.get("msg"))
+    return str(error.get("msg"))
+
+
+def _described(value: Any) -> str:
+    from gpudrv_check.core.finding import quoted
+
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {quoted(value)}"
+    return "a list" if isinstance(value, list) else "a mapping"
+
+
 def _error_from_validation(err: ValidationError, data: Any, file: str) -> ConfigError:
     from gpudrv_check.core.located import locate
 
@@ -190,8 +241,10 @@ def _error_from_validation(err: ValidationError, data: Any, file: str) -> Config
     line, col = locate(data, loc) if data is not None else (0, 0)
     if first.get("type") == "extra_forbidden":
         message = f"unknown key {_format_loc(loc)!r}"
+    elif first.get("type") == "missing":  # at the mapping that should hold it
+        message = f"{_format_loc(loc[:-1])}: key {str(loc[-1])!r} is required"
     else:
-        message = f"{_format_loc(loc)}: {first.get('msg')}"
+        message = f"{_format_loc(loc)}: {_problem(first)}"
     more = len(err.errors()) - 1
     if more:
         message += f" (and {more} more)"

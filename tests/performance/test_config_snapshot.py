@@ -79,7 +79,7 @@ def test_an_edited_config_is_validated_again(tmp_path: Path):
             assert cached == fresh, text
         codes.append(fresh[0])
     assert codes == [0, 1, 0, 2]
-    assert ".gpudrv-check.yaml:1:1: fail_on: Input should be" in fresh[2]
+    assert ".gpudrv-check.yaml:1:1: fail_on: must be" in fresh[2]
 
 
 def test_the_flags_that_override_the_config_take_their_own_snapshot(tmp_path: Path):

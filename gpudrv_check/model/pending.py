@@ -552,7 +552,12 @@ def _explain(workload: Workload, placement: Placement) -> Pending:
     reasons = [r for n in nodes for r in placement.node_reasons(verdicts[n.name])]
     if workload.kind == "DaemonSet":
         message = f"0/{len(nodes)} nodes run a pod of this DaemonSet: {reasons_histogram(reasons)}."
-        return Pending(message, tuple(details), path, cause, taint)
+        # short of a resource: the request of the resource it lacks, as for other kinds (the
+        # fix then names that resource, not the GPUs)
+        resource = _first_short(verdicts, nodes) if cause == CAUSE_GPU else None
+        if resource is not None:
+            path = resource_request_path(workload, resource) or path
+        return Pending(message, tuple(details), path, cause, taint, resource=resource)
     conflict = any(verdicts[n.name].reason == AFFINITY_CONFLICT for n in nodes)
     release = placement.release
     # before 1.34 an insufficient resource was resolvable: preemption looked for victims there

@@ -219,6 +219,20 @@ def test_daemonset_message_is_the_controllers_view() -> None:
     assert pending.path == ("spec", "template", "spec", "nodeSelector", "x")
 
 
+def test_a_daemonset_short_of_a_resource_points_at_that_request() -> None:
+    """Its pods lack cpu, not GPUs: the finding sits at the cpu request and the fix names cpu
+    (the other kinds' path through `_first_short`)."""
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "512"}}}]}
+    node = make_node("a", gpus=1)
+    node.allocatable["cpu"] = "4"
+    pending = explain(spec, [node], kind="DaemonSet")
+    assert pending.message == "0/1 nodes run a pod of this DaemonSet: 1 Insufficient cpu."
+    assert (pending.resource, pending.path) == (
+        "cpu",
+        ("spec", "template", "spec", "containers", 0, "resources", "requests", "cpu"),
+    )
+
+
 def test_bound_pods_get_the_kubelets_words() -> None:
     missing = explain({"nodeName": "lab-node-9"})
     assert missing.message == (

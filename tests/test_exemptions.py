@@ -163,3 +163,16 @@ def test_verbose_lists_suppressed_findings_and_why(tmp_path):
     result = run_main("check", str(root), "-v")
     assert "suppressed nodes/gpu-1.yaml:11:5: GPU001 node gpu-1 needs driver image" in result.stderr
     assert "(annotation gpudrv-check.io/ignore: image built next sprint)" in result.stderr
+
+
+def test_an_exemption_naming_no_rule_exits_2_at_its_rule_key(tmp_path):
+    """Review e_empty: `rule: []` suppressed nothing and passed; README says an exemption naming
+    no rule is a usage error at its line."""
+    write(
+        tmp_path, ".gpudrv-check.yaml", "matrix: null\nexemptions:\n  - rule: []\n    kind: Pod\n"
+    )
+    result = run_main("check", str(tmp_path), "--no-cache")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "gpudrv-check: error: .gpudrv-check.yaml:3:5: exemptions.0.rule: must not be empty\n"
+    )

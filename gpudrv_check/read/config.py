@@ -113,7 +113,8 @@ class Exemption(_Strict):
     matches everything. `rule` is one rule or a list, by id or name; `*` means every rule.
     """
 
-    rule: list[str]
+    # an exemption naming no rule would suppress nothing, silently: a usage error
+    rule: list[str] = Field(min_length=1)
     kind: str | None = None
     namespace: str | None = None
     name: str | None = None

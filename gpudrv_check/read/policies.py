@@ -337,6 +337,25 @@ def parse_policy(rel: str, data: Any, doc_pos: tuple[int, int]) -> CustomPolicy:
     return CustomPolicy.model_validate({**data, "file": rel, "line": line})
 
 
+def _check_unique(
+    rel: str, data: LMap, policy: CustomPolicy, seen_ids: dict[str, str], taken: dict[str, str]
+) -> None:
+    """The policy's id and name name no other rule, in any case."""
+    ident, name = policy.id.lower(), policy.name.lower()
+    if ident in seen_ids:
+        raise _error(rel, data, ("id",), f"id {policy.id} is already used at {seen_ids[ident]}")
+    if ident in taken:
+        raise _error(rel, data, ("id",), f"id {policy.id} is taken by {taken[ident]}")
+    if name in taken and name != ident:  # its own id as its name names it alone
+        raise _error(
+            rel,
+            data,
+            ("name",),
+            f"name {policy.name!r} is taken by {taken[name]}; `rules:` and exemptions take an "
+            "id or a name in any case, so each must name one rule",
+        )
+
+
 def load_custom_policies(
     root: Path, config: Config, files: list[str], source: Any = None
 ) -> list[CustomPolicy]:
@@ -345,10 +364,12 @@ def load_custom_policies(
     from gpudrv_check.read.text import decode_text
     from gpudrv_check.read.yaml_docs import parse_text
 
-    builtin = catalog()
-    builtin_names = {p.name: p.id for p in builtin.values()}
+    # `rules:`, exemptions and annotations take an id or a name in any case: each one, lower-
+    # cased, may name one rule only (a policy named `org001` next to ORG001 would be either)
+    taken: dict[str, str] = {}
+    for rule in catalog().values():
+        taken[rule.id.lower()] = taken[rule.name.lower()] = rule.id
     seen_ids: dict[str, str] = {}
-    seen_names: dict[str, str] = {}
     policies: list[CustomPolicy] = []
     for rel in files:
         try:
@@ -369,17 +390,8 @@ def load_custom_policies(
                 continue
             policy = parse_policy(rel, doc.data, doc.pos)
             where = f"{policy.file}:{policy.line}"
-            if policy.id in seen_ids:
-                raise _error(
-                    rel,
-                    doc.data,
-                    ("id",),
-                    f"id {policy.id} is already used at {seen_ids[policy.id]}",
-                )
-            if policy.name in builtin_names or policy.name in seen_names:
-                other = builtin_names.get(policy.name) or seen_names[policy.name]
-                raise _error(rel, doc.data, ("name",), f"name {policy.name!r} is taken by {other}")
-            seen_ids[policy.id] = where
-            seen_names[policy.name] = where
+            _check_unique(rel, doc.data, policy, seen_ids, taken)
+            seen_ids[policy.id.lower()] = where
+            taken[policy.id.lower()] = taken[policy.name.lower()] = f"{policy.id} ({where})"
             policies.append(policy)
     return policies

@@ -494,3 +494,29 @@ def test_a_format_spec_in_a_message_exits_2_at_the_message(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("gpudrv-check: error: policy.yaml:4:1: message: {name:d}")
     assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("second", "where", "text"),
+    [
+        (
+            "id: ACME002\nname: acme001\n",
+            (17, 1),
+            "name 'acme001' is taken by ACME001 (policy.yaml:1)",
+        ),
+        ("id: ACME002\nname: gpu010\n", (17, 1), "name 'gpu010' is taken by GPU010"),
+    ],
+    ids=["name-is-an-id", "name-is-a-builtin-id"],
+)
+def test_an_id_or_name_another_rule_answers_to_is_refused(tmp_path, second, where, text):
+    """Review amb: a policy named `org001` next to ORG001 (or `gpu010`) was accepted, and
+    `rules: {org001: ...}` then meant either (ids and names are matched in any case)."""
+    policy = ZONE_POLICY.replace("id: ACME001\nname: gpu-node-zone\n", second)
+    err = _load_error(tmp_path, ZONE_POLICY + "---\n" + policy)
+    assert (err.line, err.column) == where, str(err)
+    assert text in str(err)
+
+
+def test_a_policy_may_be_named_as_its_own_id(tmp_path):
+    root = _repo(tmp_path, ZONE_POLICY.replace("name: gpu-node-zone", "name: acme001"))
+    assert _found(root) is not None

@@ -205,6 +205,9 @@ class SchedulerRelease:
       (PR 134740, backported to 1.34).
     - before 1.34: none of the three: no DRA clause, an insufficient resource is resolvable
       (preemption finds no victims), and the taint reads "node(s) had untolerated taint {k: v}".
+    - 1.26 to 1.29: ``FitError.Error`` appended the PostFilter message with its
+      ``SeparatorFormat`` `" %v."`, after the message's own period: it ends in ".." (1.30 appends
+      it as `" %v"`).
     """
 
     minor: int = 35
@@ -226,7 +229,8 @@ class SchedulerRelease:
     def postfilter(self, num_nodes: int, preemption_policy: object, no_victims: int = 0) -> str:
         """What follows the filter reasons: the DRA clause (1.34+) and the preemption message."""
         preemption = preemption_message(num_nodes, preemption_policy, no_victims)
-        return f"{DRA_POSTFILTER}, {preemption}" if self.dra else preemption
+        message = f"{DRA_POSTFILTER}, {preemption}" if self.dra else preemption
+        return message + "." if 26 <= self.minor <= 29 else message
 
 
 def scheduler_release(text: object) -> SchedulerRelease | None:

@@ -325,6 +325,14 @@ def test_scheduler_version_chooses_the_wording(tmp_path: Path) -> None:
     )
     [now] = found(root, "GPU010")
     assert f"{DRA}preemption: 0/1 nodes are available: 1 Preemption is not helpful" in now.message
+    assert "Preemption is not helpful for scheduling. Why:" in now.message
+    # 1.26-1.29: FitError.Error appended the PostFilter message with SeparatorFormat " %v.",
+    # after the preemption message's own period (kubernetes#116133, v1.26.1): ".."
+    for release, end in (("1.29", "pod.. Why:"), ("1.26", "pod.. Why:"), ("1.25", "pod. Why:")):
+        params = {"scheduler_version": release}
+        config = Config(matrix=None, rules={"GPU010": RuleSettings(params=params)})
+        [old] = found(root, "GPU010", config)
+        assert f"No preemption victims found for incoming {end}" in old.message, release
 
 
 def test_dra_claims_are_unknown_not_wrong(tmp_path: Path) -> None:

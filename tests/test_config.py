@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from gpudrv_check.engine.run import check
 from gpudrv_check.read.config import ConfigError, load_config
-from tests.conftest import write
+from tests.conftest import run_main, write
 
 
 def test_defaults_when_there_is_no_config(tmp_path: Path):
@@ -129,3 +130,44 @@ def test_values_as_yaml_and_toml_type_them_validate(tmp_path: Path):
     assert loaded.rules["GPU011"].severity == "info" and loaded.exemptions[0].rule == ["GPU021"]
     write(tmp_path / "t", "pyproject.toml", "[tool.gpudrv-check]\nmax_file_bytes = 2048\n")
     assert load_config(tmp_path / "t").max_file_bytes == 2048
+
+
+PYPROJECT_ERRORS = [
+    ('matrix = "m.csv"\nmax_file_bytes = true\n', "pyproject.toml:3:1: max_file_bytes: must be"),
+    ('[tool.gpudrv-check.rules.GPU011]\nenabled = "off"\n', "pyproject.toml:3:1: rules.GPU011"),
+    ('[tool.gpudrv-check.rules]\nGPU011 = {enabled = "off"}\n', "pyproject.toml:3:1: rules.GPU0"),
+    ("  foo = 1\n", "pyproject.toml:2:3: unknown key 'foo'"),
+    (
+        '[[tool.gpudrv-check.exemptions]]\nrule = "GPU021"\n[[tool.gpudrv-check.exemptions]]\n'
+        'rule = "NOPE"\n',
+        "pyproject.toml:5:1: exemptions: unknown rule 'NOPE'",
+    ),
+    # the text does not say for sure (a multi-line string could hold `key =`): no position
+    ('x = """\nmax_file_bytes = 1\n"""\nmax_file_bytes = true\n', "pyproject.toml: max_file_bytes"),
+]
+
+
+@pytest.mark.parametrize(("table", "expected"), PYPROJECT_ERRORS)
+def test_a_pyproject_error_is_at_its_key_line(tmp_path: Path, table, expected):
+    """Review c_pyp: every pyproject.toml error was at 1:1 (tomllib keeps no positions); the
+    key's line is found in the text of our table, or no line is given."""
+    write(tmp_path, "pyproject.toml", "[tool.gpudrv-check]\n" + table + "[other]\nfoo = 1\n")
+    with pytest.raises(ConfigError) as err:
+        check(tmp_path, load_config(tmp_path))
+    assert str(err.value).startswith(expected), str(err.value)
+
+
+def test_config_option_reads_a_toml_file_as_pyproject(tmp_path: Path):
+    """Review c_pyp: `--config pyproject.toml` (any .toml) was read as YAML (a YAML syntax
+    error); a TOML file named so without our table is an error, not the defaults."""
+    write(tmp_path, "cfg/other.toml", '[tool.gpudrv-check]\nmatrix = "drivers.csv"\n')
+    write(tmp_path, "cfg/bad.toml", "[tool.gpudrv-check]\nmax_file_bytes = true\n")
+    write(tmp_path, "cfg/none.toml", "[tool.black]\n")
+    assert load_config(tmp_path, str(tmp_path / "cfg/other.toml")).matrix == "drivers.csv"
+    bad = run_main("check", str(tmp_path), "--no-cache", "--config", "cfg/bad.toml", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr == (
+        "gpudrv-check: error: cfg/bad.toml:2:1: max_file_bytes: must be an integer, not a boolean\n"
+    )
+    none = run_main("check", str(tmp_path), "--config", "cfg/none.toml", cwd=tmp_path)
+    assert none.returncode == 2 and "no [tool.gpudrv-check] table" in none.stderr

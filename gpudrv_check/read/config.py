@@ -3,6 +3,7 @@ that point at file:line (where the config comes from: read/config_file.py)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -163,11 +164,15 @@ class Config(_Strict):
     source: str | None = Field(default=None, exclude=True)
     # the located data it was read from, so later checks can point at a line
     _data: Any = PrivateAttr(default=None)
+    # the text of a TOML config (tomllib keeps no positions: they are searched for in it)
+    _toml: str | None = PrivateAttr(default=None)
 
     def position(self, *path: str | int) -> tuple[int, int]:
         """(line, column) of the deepest key along `path` in the config file; (0, 0) if unknown."""
         from gpudrv_check.core.located import locate
 
+        if self._toml is not None:
+            return _toml_position(self._toml, path)
         if self._data is None or not hasattr(self._data, "pos"):
             return (0, 0)
         return locate(self._data, path)
@@ -249,7 +254,9 @@ def _error_from_validation(err: ValidationError, data: Any, file: str) -> Config
     more = len(err.errors()) - 1
     if more:
         message += f" (and {more} more)"
-    return ConfigError(message, file, line, col)
+    error = ConfigError(message, file, line, col)
+    error.path = loc  # type: ignore[attr-defined]  # for a file read without positions (TOML)
+    return error
 
 
 def parse_config(data: Any, file: str) -> Config:
@@ -276,41 +283,104 @@ def parse_found(found: FoundConfig) -> Config:
     ConfigError at the offending line."""
     if found.kind == "default" or found.raw is None:
         return Config()
-    if found.kind != "pyproject":
+    if found.kind not in ("pyproject", "toml"):
         return _parse_yaml_config(found.raw, found.shown or CONFIG_FILE)
+    shown = found.shown or "pyproject.toml"
+    text = _toml_text(found.raw, shown)
+    doc = _toml_doc(text, shown)
+    tool = doc.get("tool")  # a table by the pyproject spec; anything else holds no section
+    section = tool.get("gpudrv-check") if isinstance(tool, dict) else None
+    if section is None and found.kind == "toml":
+        # named with --config: a file without our table is a mistake, not "the defaults"
+        raise ConfigError("no [tool.gpudrv-check] table in this TOML file", shown)
+    if section is None:
+        return Config()
+    if not isinstance(section, dict):
+        raise ConfigError("tool.gpudrv-check must be a table", shown, *_toml_position(text, ()))
+    try:
+        config = parse_config(section, shown)
+    except ConfigError as err:
+        if hasattr(err, "path"):  # a validation error: the TOML data holds no positions
+            err.line, err.column = _toml_position(text, err.path)
+        raise
+    config._toml = text
+    return config
+
+
+def _toml_text(raw: bytes, shown: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"not UTF-8 text (byte {err.start})", shown) from None
+
+
+def _toml_doc(text: str, shown: str) -> dict[str, Any]:
     try:
         import tomllib  # type: ignore[import-not-found]
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef, unused-ignore]  # used on 3.11+
     try:
-        doc = tomllib.loads(found.raw.decode("utf-8"))
+        return tomllib.loads(text)  # type: ignore[no-any-return]
     except tomllib.TOMLDecodeError as err:
-        raise _toml_error(err) from None
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"not UTF-8 text (byte {err.start})", "pyproject.toml") from None
+        raise _toml_error(err, shown) from None
     except RecursionError:
-        raise ConfigError("pyproject.toml nests too deep to read", "pyproject.toml") from None
+        raise ConfigError(f"{shown} nests too deep to read", shown) from None
     except ValueError as err:  # tomllib's int(): more than 4300 digits
         reason = str(err).split(":")[0]
-        raise ConfigError(f"cannot read a value: {reason}", "pyproject.toml") from None
-    tool = doc.get("tool")  # a table by the pyproject spec; anything else holds no section
-    section = tool.get("gpudrv-check") if isinstance(tool, dict) else None
-    if section is not None:
-        return parse_config(section, "pyproject.toml")
-    return Config()
+        raise ConfigError(f"cannot read a value: {reason}", shown) from None
 
 
-def _toml_error(err: Exception) -> ConfigError:
+#: a table header of ours, `[tool.gpudrv-check.rules]` or `[[tool.gpudrv-check.exemptions]]`
+_TOML_HEADER = re.compile(
+    r"\s*(\[\[?)\s*tool\s*\.\s*(?:gpudrv-check|\"gpudrv-check\")((?:\s*\.\s*[A-Za-z0-9_-]+)*)"
+    r"\s*\]\]?\s*(?:#.*)?$"
+)
+_TOML_OTHER_HEADER = re.compile(r"\s*\[")
+_TOML_KEY = re.compile(r"(\s*)([A-Za-z0-9_-]+|\"[^\"\\]*\")\s*=")
+
+
+def _toml_position(text: str, path: tuple) -> tuple[int, int]:
+    """Line and column of the key `path` names in our table, found in the text (tomllib keeps
+    no positions): the deepest part of the path that one header or `key =` line alone
+    defines; (0, 0), no position, when the text does not say for sure (a multi-line string,
+    dotted keys, a key defined twice)."""
+    if '"""' in text or "'''" in text:
+        return (0, 0)
+    seen: dict[tuple, list[tuple[int, int]]] = {}
+    table: tuple | None = None  # the table the lines are in, relative to ours; None: not ours
+    arrays: dict[tuple, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _TOML_HEADER.match(line)
+        if header:
+            parts = tuple(p.strip() for p in header.group(2).split(".") if p.strip())
+            if header.group(1) == "[[":
+                arrays[parts] = arrays.get(parts, -1) + 1
+                parts = (*parts, arrays[parts])
+            table = parts
+            seen.setdefault(parts, []).append((number, line.index("[") + 1))
+        elif _TOML_OTHER_HEADER.match(line):
+            table = None
+        elif table is not None:
+            key = _TOML_KEY.match(line)
+            if key:
+                name = key.group(2).strip('"')
+                seen.setdefault((*table, name), []).append((number, len(key.group(1)) + 1))
+    for depth in range(len(path), 0, -1):
+        found = seen.get(tuple(path[:depth]))
+        if found is not None:
+            return found[0] if len(found) == 1 else (0, 0)
+    return (0, 0)
+
+
+def _toml_error(err: Exception, shown: str = "pyproject.toml") -> ConfigError:
     """A TOML syntax error at its line and column (tomllib puts them in the message)."""
-    import re
-
     message = str(err)
     found = re.search(r"\(at line (\d+), column (\d+)\)", message)
     if found is None:
-        return ConfigError(f"TOML syntax error: {message}", "pyproject.toml")
+        return ConfigError(f"TOML syntax error: {message}", shown)
     message = message[: found.start()].strip()
     return ConfigError(
-        f"TOML syntax error: {message}", "pyproject.toml", int(found.group(1)), int(found.group(2))
+        f"TOML syntax error: {message}", shown, int(found.group(1)), int(found.group(2))
     )
 
 

@@ -45,9 +45,10 @@ class ConfigError(Exception):
 
 @record(frozen=True)
 class FoundConfig:
-    """The config a run uses: `kind` is "explicit" (`--config FILE`), "yaml"
-    (.gpudrv-check.yaml), "pyproject" (pyproject.toml, which may have no section for us) or
-    "default" (no file: the defaults); `shown` names it in messages; `raw` its bytes."""
+    """The config a run uses: `kind` is "explicit" (`--config FILE`, YAML), "toml" (`--config
+    FILE.toml`: its [tool.gpudrv-check] table), "yaml" (.gpudrv-check.yaml), "pyproject"
+    (pyproject.toml, which may have no section for us) or "default" (no file: the defaults);
+    `shown` names it in messages; `raw` its bytes."""
 
     kind: str
     shown: str | None = None
@@ -81,7 +82,9 @@ def find_config(root: Path, explicit: str | None = None, source: Any = None) -> 
         path = Path(explicit)
         if not path.is_file():
             raise ConfigError(f"config file not found: {explicit}")
-        return FoundConfig("explicit", explicit, _read_file(path, explicit, root))
+        raw = _read_file(path, explicit, root)
+        # a TOML file is read as pyproject.toml is: its [tool.gpudrv-check] table
+        return FoundConfig("toml" if path.suffix == ".toml" else "explicit", explicit, raw)
     if source is None:
         from gpudrv_check.read.tree import WorkingTree
 

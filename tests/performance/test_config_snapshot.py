@@ -256,8 +256,9 @@ def test_a_pyproject_whose_tool_is_no_table_has_no_config(tmp_path: Path):
     assert _outcome(run_cli("check", str(plain), "--no-cache"))[::2] == (1, "")
     write(root, "pyproject.toml", "[tool]\ngpudrv-check = 1\n")
     proc = run_cli("check", str(root), "--no-cache")
+    # the key is on line 2, under [tool]: no position rather than a wrong one
     assert (
-        proc.returncode == 2 and "pyproject.toml:1:1: the config must be a mapping" in proc.stderr
+        proc.returncode == 2 and "pyproject.toml: tool.gpudrv-check must be a table" in proc.stderr
     )
 
 

@@ -320,7 +320,7 @@ def _toml_doc(text: str, shown: str) -> dict[str, Any]:
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef, unused-ignore]  # used on 3.11+
     try:
-        return tomllib.loads(text)  # type: ignore[no-any-return]
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise _toml_error(err, shown) from None
     except RecursionError:

@@ -18,6 +18,12 @@ Three sources of tolerations and node selectors that are not in the manifest:
   tolerates, pkg/scheduler/flavorassigner).
 
 Each workload's ``pod_spec`` is replaced by a copy with them; ``admitted`` says who added what.
+
+And the Priority admission plugin (plugin/pkg/admission/priority/admission.go admitPod): a pod
+naming a PriorityClass the repo holds, or naming none while the repo holds a `globalDefault`
+one, takes that class's `preemptionPolicy` (default PreemptLowerPriority), which the
+scheduler's preemption message reads (`preemption: not eligible due to
+preemptionPolicy=Never.`).
 """
 
 from __future__ import annotations
@@ -121,8 +127,17 @@ class Admission:
         from gpudrv_check.model.kueue import Kueue
 
         self.kueue = Kueue(manifests)
+        self.priority_classes: dict[str, Manifest] = {}
+        self.default_class: Manifest | None = None
+        for m in manifests:
+            if m.kind == "PriorityClass" and m.api_version.startswith("scheduling.k8s.io/"):
+                if m.name:
+                    self.priority_classes.setdefault(m.name, m)
+                if m.get("globalDefault") is True and self.default_class is None:
+                    self.default_class = m
 
     def apply(self, workload: Workload) -> None:
+        self._priority(workload)
         if not isinstance(workload.pod_spec, MAPPINGS) or not self._may_apply(workload):
             return
         spec = copy_pod_spec(workload.pod_spec)
@@ -131,6 +146,22 @@ class Admission:
         changed = self.kueue.apply(workload, spec) or changed
         if changed:
             workload.pod_spec = spec
+
+    def _priority(self, workload: Workload) -> None:
+        """The preemption policy the Priority admission plugin gives the pod: its class's
+        (the named one, else the repo's globalDefault class), when the repo holds it."""
+        if not self.priority_classes:
+            return
+        name = workload.spec_get("priorityClassName")
+        found = (
+            self.priority_classes.get(name)
+            if isinstance(name, str) and name
+            else self.default_class
+        )
+        if found is None:
+            return
+        policy = found.get("preemptionPolicy")
+        workload.admitted_preemption(policy if isinstance(policy, str) else "PreemptLowerPriority")
 
     def _may_apply(self, workload: Workload) -> bool:
         """Cheap test first: most workloads meet none of the sources."""

@@ -245,6 +245,11 @@ class Workload:
             found = self._preemption = value if isinstance(value, str) else None
         return found
 
+    def admitted_preemption(self, policy: str) -> None:
+        """The preemption policy admission gives the pod (its PriorityClass's,
+        model/admission.py): it replaces what the spec says, as the plugin does."""
+        self._preemption = policy
+
     def gpu_request_path(self) -> Path | None:
         """Where the largest ``nvidia.com/gpu`` amount is written (limits before requests);
         found once (the pending messages of its replicas and several rules ask)."""

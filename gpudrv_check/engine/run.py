@@ -145,7 +145,7 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
             ".gpudrv-check.yaml, pass --matrix FILE, or --matrix none to check without one)"
         )
         if "matrix" in config.model_fields_set:
-            raise ConfigError(message)
+            raise config.error_at(message, "matrix")
         raise MatrixMissing(message, rel)
     return parse_matrix(rel, _read_repo_file(source, config, rel, "matrix"))
 
@@ -263,6 +263,72 @@ def _render_problem(problem) -> Finding:
     )
 
 
+def _validate_named_files(source: Source, config: Config) -> None:
+    """Every file and folder the config names for the manifests' side (`inventory:`, each
+    cluster's `paths`, `inventory` and `matrix`) is inside the repo and there, else a usage
+    error at its key: a typo would check a cluster without its files, nodes or matrix."""
+    from gpudrv_check.model.clusters import clean_path
+
+    for index, rel in enumerate(config.inventory):
+        _named_file(source, config, rel, ("inventory", index))
+    for name, settings in config.clusters.items():
+        for index, path in enumerate(settings.paths):
+            where = ("clusters", name, "paths", index)
+            target = clean_path(path)
+            if target is None:
+                raise config.error_at(_leaves(where, path), *where)
+            if target and not _present(source, target):
+                raise config.error_at(f"{_key(where)}: {path!r} not found", *where)
+        for index, rel in enumerate(settings.inventory):
+            _named_file(source, config, rel, ("clusters", name, "inventory", index))
+        if settings.matrix is not None:
+            _named_file(source, config, settings.matrix, ("clusters", name, "matrix"))
+
+
+def _named_file(source: Source, config: Config, rel: str, where: tuple) -> None:
+    clean = clean_rel(rel)
+    if clean is None:
+        raise config.error_at(_leaves(where, rel), *where)
+    if not source.exists(clean):
+        raise config.error_at(f"{_key(where)}: file {rel!r} not found", *where)
+
+
+def _key(where: tuple) -> str:
+    return ".".join(str(step) for step in where)
+
+
+def _leaves(where: tuple, path: str) -> str:
+    return f"{_key(where)}: {path!r} leaves the repo root; config paths stay inside the repo"
+
+
+def _present(source: Source, rel: str) -> bool:
+    """A file or folder of the source; a source that cannot list folders is taken at its
+    word (stdin, a Kustomize rendering)."""
+    if source.exists(rel):
+        return True
+    if isinstance(source, WorkingTree):
+        return (source.root / rel).is_dir()
+    files_under = getattr(source, "files_under", None)
+    return files_under is None or bool(files_under(rel))
+
+
+def _the_one_cluster(config: Config) -> Config:
+    """A repo that declares one cluster is checked as one cluster, as ever, but with that
+    cluster's own inventory, matrix and operator settings (they were dropped, silently)."""
+    [settings] = config.clusters.values()
+    update: dict[str, Any] = {
+        "inventory": [
+            *config.inventory,
+            *(r for r in settings.inventory if r not in config.inventory),
+        ]
+    }
+    if settings.matrix is not None:
+        update["matrix"] = settings.matrix
+    if settings.operator is not None:
+        update["operator"] = settings.operator
+    return config.model_copy(update=update)
+
+
 def _baseline_rels(source: Source, paths: Sequence[str]) -> set[str]:
     """The baseline files among the repo's paths (POSIX, relative to its root). A path is
     given relative to the working directory, as the baseline is read from the disk also with
@@ -312,6 +378,9 @@ def load(
     rules = all_rules(custom)
     validate_rule_settings(config, rules)
     validate_exemptions(config, rules)
+    _validate_named_files(source, config)
+    if cluster is None and len(config.clusters) == 1:
+        config = _the_one_cluster(config)
     matrix_missing = None
     try:
         matrix = load_matrix(source, config, matrix_override)

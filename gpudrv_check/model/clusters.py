@@ -106,6 +106,12 @@ def _clean(path: str, base: str = "") -> str | None:
     return "" if joined == "." else joined
 
 
+def clean_path(path: str) -> str | None:
+    """A `clusters.NAME.paths` entry as the discovery reads it ("" for the root), or None
+    when it leaves the repo or is remote (the config is validated with it)."""
+    return _clean(path)
+
+
 def applied(
     repo: _Repo, start: str, recurse: bool = True, seen: set[str] | None = None
 ) -> set[str]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_main, write
 
 _POD = """
@@ -128,3 +130,59 @@ def test_import_write_with_cluster_ignores_node_files_every_cluster_reads(tmp_pa
     assert result.returncode == 0, result.stderr
     assert "gpu-9" in (root / "inventory/staging-nodes.yaml").read_text()
     assert "gpu-9" not in (root / "nodes.yaml").read_text()
+
+
+def test_one_declared_cluster_keeps_its_own_matrix_and_inventory(tmp_path: Path) -> None:
+    """Review cl3, cl4: with one cluster declared the repo is one cluster, as ever, and that
+    cluster's `matrix` and `inventory` were dropped silently. They are its settings now."""
+    from tests.conftest import MATRIX, gpu_node
+
+    write(
+        tmp_path,
+        ".gpudrv-check.yaml",
+        "clusters:\n  prod:\n    paths: [k8s/]\n    matrix: prod.csv\n    inventory: [n.yaml]\n",
+    )
+    write(tmp_path, "support-matrix.csv", "driver_branch,kernel,os_tag\n")  # no image at all
+    write(tmp_path, "prod.csv", MATRIX)
+    write(tmp_path, "n.yaml", gpu_node("gpu-1"))
+    write(tmp_path, "k8s/pod.yaml", _POD.format(name="p", pool="x", gpus=1))
+    result = run_main("check", str(tmp_path), "--no-cache", "--format", "json")
+    found = json.loads(result.stdout)["findings"]
+    assert not [f for f in found if f["rule"] == "GPU001"], found  # prod.csv has its image
+
+
+@pytest.mark.parametrize(
+    ("clusters", "where", "message"),
+    [
+        ("  prod:\n    paths: [nope/]\n", "3:13", "clusters.prod.paths.0: 'nope/' not found"),
+        (
+            "  a:\n    paths: [k8s/]\n  b:\n    paths: [../]\n",
+            "5:13",
+            "clusters.b.paths.0: '../' leaves the repo root",
+        ),
+        (
+            "  prod:\n    paths: [k8s/]\n    inventory: [missing.yaml]\n",
+            "4:17",
+            "clusters.prod.inventory.0: file 'missing.yaml' not found",
+        ),
+        (
+            "  prod:\n    paths: [k8s/]\n    matrix: missing.csv\n",
+            "4:5",
+            "clusters.prod.matrix: file 'missing.csv' not found",
+        ),
+    ],
+    ids=["path-missing", "path-leaves", "inventory-missing", "matrix-missing"],
+)
+def test_a_cluster_naming_what_is_not_there_exits_2_at_the_key(
+    tmp_path: Path, clusters: str, where: str, message: str
+) -> None:
+    """Review cl1b, cl5b, cl3, cl4: a cluster path that does not exist or leaves the root
+    checked a cluster with nothing in it, silently; a missing inventory or matrix was an
+    error without a line, or (one cluster) nothing at all."""
+    write(tmp_path, ".gpudrv-check.yaml", "clusters:\n" + clusters)
+    write(tmp_path, "k8s/pod.yaml", _POD.format(name="p", pool="x", gpus=1))
+    result = run_main("check", str(tmp_path), "--no-cache", "--matrix", "none")
+    assert result.returncode == 2
+    assert result.stderr == f"gpudrv-check: error: .gpudrv-check.yaml:{where}: {message}" + (
+        "; config paths stay inside the repo\n" if "leaves" in message else "\n"
+    )

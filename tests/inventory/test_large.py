@@ -83,7 +83,7 @@ def test_a_cluster_inventory_over_max_file_bytes_is_read(tmp_path: Path) -> None
     (repo / ".gpudrv-check.yaml").write_text(
         "max_file_bytes: 4000\nexclude: [steps/]\nclusters:\n"
         "  lab: {paths: [k8s], inventory: [inventory/nodes.yaml]}\n"
-        "  empty: {paths: [nowhere]}\n"
+        "  empty: {paths: [steps]}\n"  # there, but excluded: a cluster of no file
     )
     result = run_main("check", str(repo), "--cluster", "lab", "-v", "--format", "concise")
     assert "GPU000" not in result.stdout

@@ -415,8 +415,7 @@ def _details(
     if by_reason.get(INSUFFICIENT):
         resources = _short_resources(verdicts, by_reason[INSUFFICIENT])
         out.extend(_resource_details(workload, placement, resources, nodes))
-    if dra_claims(spec):
-        out.append(DRA_NOT_EVALUATED)
+    out.extend(not_evaluated(spec))
     return out
 
 
@@ -426,6 +425,54 @@ DRA_NOT_EVALUATED = (
     "its DRA resource claims (spec.resourceClaims) were not evaluated: which nodes their "
     "devices allow is unknown here"
 )
+
+
+#: the scheduler's filters this check does not run, and what each may decide that it cannot
+TOPOLOGY_SPREAD_NOT_EVALUATED = (
+    "its topologySpreadConstraints with whenUnsatisfiable: DoNotSchedule were not evaluated: "
+    "the PodTopologySpread filter may keep its pods off nodes this check lets them on"
+)
+POD_AFFINITY_NOT_EVALUATED = (
+    "its required podAffinity was not evaluated: the InterPodAffinity filter places its pods "
+    "only beside the pods it selects, which this check does not track"
+)
+HOST_PORTS_NOT_EVALUATED = (
+    "its hostPort(s) were not evaluated: the NodePorts filter lets one pod per node take a port"
+)
+
+
+def not_evaluated(spec: object) -> list[str]:
+    """What the scheduler filters on in this pod spec that no verdict here reads (DRA claims,
+    topology spread that must hold, required pod affinity, host ports), one clause each: said
+    with every verdict, never taken for a fit."""
+    if not isinstance(spec, MAPPINGS):
+        return []
+    out = [DRA_NOT_EVALUATED] if dra_claims(spec) else []
+    spread = spec.get("topologySpreadConstraints")
+    if isinstance(spread, list) and any(
+        isinstance(c, MAPPINGS) and c.get("whenUnsatisfiable") == "DoNotSchedule" for c in spread
+    ):
+        out.append(TOPOLOGY_SPREAD_NOT_EVALUATED)
+    affinity = spec.get("affinity")
+    pod_affinity = affinity.get("podAffinity") if isinstance(affinity, MAPPINGS) else None
+    if isinstance(pod_affinity, MAPPINGS) and pod_affinity.get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ):
+        out.append(POD_AFFINITY_NOT_EVALUATED)
+    if _host_ports(spec):
+        out.append(HOST_PORTS_NOT_EVALUATED)
+    return out
+
+
+def _host_ports(spec: Mapping[str, Any]) -> bool:
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key)
+        for container in containers if isinstance(containers, list) else ():
+            ports = container.get("ports") if isinstance(container, MAPPINGS) else None
+            for port in ports if isinstance(ports, list) else ():
+                if isinstance(port, MAPPINGS) and port.get("hostPort"):
+                    return True
+    return False
 
 
 def dra_claims(spec: object) -> list:

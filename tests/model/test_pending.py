@@ -442,3 +442,39 @@ def test_a_pod_level_request_is_the_key_pointed_at(pod_level_first):
     assert said["in-pod"].path == (*base, "resources", "requests", "cpu")
     assert said["in-container"].path == (*base, "containers", 0, "resources", "requests", "cpu")
     assert said["in-pod"].resource == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        # PodTopologySpread filters on DoNotSchedule only (ScheduleAnyway scores)
+        ({"topologySpreadConstraints": [{"whenUnsatisfiable": "DoNotSchedule"}]}, True),
+        ({"topologySpreadConstraints": [{"whenUnsatisfiable": "ScheduleAnyway"}]}, False),
+        # InterPodAffinity filters on the required terms (preferred ones score)
+        (
+            {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}},
+            True,
+        ),
+        (
+            {
+                "affinity": {
+                    "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{}]}
+                }
+            },
+            False,
+        ),
+        # NodePorts filters on host ports
+        ({"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}]}, True),
+        ({"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}, False),
+    ],
+)
+def test_filters_this_check_does_not_run_are_said(fields: dict, said: bool) -> None:
+    """The scheduler's filters no verdict here reads are said with the verdict, as the DRA
+    claims are (pending.py not_evaluated), never taken for a fit."""
+    from gpudrv_check.model.pending import not_evaluated
+
+    assert bool(not_evaluated(fields)) is said
+    pending = explain({**fields, "nodeSelector": {"x": "y"}})
+    assert (
+        any("were not evaluated" in d or "was not evaluated" in d for d in pending.details) is said
+    )

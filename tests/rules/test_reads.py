@@ -52,8 +52,9 @@ BEFORE_NODE_STATUS = frozenset(
     "addresses config daemonEndpoints features images nodeInfo runtimeHandlers volumesAttached "
     "volumesInUse".split()
 )
+# `ports` is read since GPU010 says when host ports were not evaluated (model/pending.py)
 BEFORE_CONTAINER = frozenset(
-    "args command env envFrom lifecycle livenessProbe ports readinessProbe securityContext "
+    "args command env envFrom lifecycle livenessProbe readinessProbe securityContext "
     "startupProbe volumeDevices volumeMounts".split()
 )
 

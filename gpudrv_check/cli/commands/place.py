@@ -25,6 +25,7 @@ from gpudrv_check.model.pending import (
     dra_claims,
     explain_pending,
     node_names,
+    not_evaluated,
     taint_text,
 )
 from gpudrv_check.model.repo import Repo
@@ -133,6 +134,9 @@ def _entry(
     entry["cuda"] = [_cuda_json(f) for f in fits]
     if dra_claims(workload.pod_spec):
         entry["dra"] = DRA_NOT_EVALUATED
+    unread = not_evaluated(workload.pod_spec)
+    if unread:
+        entry["not_evaluated"] = unread
     replicas = repo.occupancy.replicas(workload)
     if replicas is not None and replicas.pending:
         entry["pending_pods"] = {
@@ -183,11 +187,11 @@ def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
         lines.append(
             f"  lands on {len(nodes)} of {total} nodes{scaled}: {node_names(nodes, NAMES_SHOWN)}"
         )
+        # what no verdict read (with no node, the reasons above say it)
+        lines.extend(f"  {clause}" for clause in entry.get("not_evaluated", ()))
     else:
         lines.append(f"  lands on no node{scaled}: {entry['message']}")
         lines.extend(f"  - {why}" for why in entry["why"])
-    if entry.get("dra"):
-        lines.append(f"  {entry['dra']}")
     pending = entry.get("pending_pods")
     if pending:
         names = node_names(pending["pods"], NAMES_SHOWN)

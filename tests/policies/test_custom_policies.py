@@ -520,3 +520,25 @@ def test_an_id_or_name_another_rule_answers_to_is_refused(tmp_path, second, wher
 def test_a_policy_may_be_named_as_its_own_id(tmp_path):
     root = _repo(tmp_path, ZONE_POLICY.replace("name: gpu-node-zone", "name: acme001"))
     assert _found(root) is not None
+
+
+def test_explain_and_rules_know_the_repos_custom_policies(tmp_path, monkeypatch):
+    """Review s3: `explain ACME001` (or its name) said "unknown rule", and `rules` did not
+    list it; both read the config of the working directory, as `check .` does."""
+    root = _repo(tmp_path, ZONE_POLICY)
+    monkeypatch.chdir(root)
+    for key in ("ACME001", "acme001", "gpu-node-zone"):
+        explained = run_main("explain", key)
+        assert explained.returncode == 0, explained.stderr
+        assert explained.stdout.startswith("ACME001 gpu-node-zone (warning, custom)\n")
+    listed = run_main("rules")
+    assert "ACME001  warning  gpu-node-zone" in listed.stdout
+    assert run_main("explain", "GPU001").returncode == 0
+    unknown = run_main("explain", "ACME002")
+    assert (unknown.returncode, unknown.stderr) == (
+        2,
+        "gpudrv-check: error: unknown rule 'ACME002'\n",
+    )
+    write(root, "policy.yaml", ZONE_POLICY.replace("{name}", "{name:d}"))
+    broken = run_main("explain", "ACME001")
+    assert broken.returncode == 2 and "policy.yaml:4:1: message:" in broken.stderr

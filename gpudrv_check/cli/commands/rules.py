@@ -6,7 +6,7 @@ import sys
 
 from gpudrv_check.cli.options import RulesOptions
 from gpudrv_check.core.finding import quoted
-from gpudrv_check.read.policy import RulePolicy, by_id_or_name, catalog
+from gpudrv_check.read.policy import RulePolicy, by_id_or_name, catalog, find_rule
 
 
 def rules_table_markdown() -> str:
@@ -29,9 +29,27 @@ def explain_text(policy: RulePolicy) -> str:
     )
 
 
+def repo_rules() -> dict[str, RulePolicy]:
+    """The built-in rules and the custom policies of the repo in the working directory (its
+    config's `policies:`), as `check .` reads them: a config or policy that does not load is
+    the usage error `check` gives, at its line."""
+    from pathlib import Path
+
+    from gpudrv_check.engine.run import all_rules
+    from gpudrv_check.read.config import load_config
+    from gpudrv_check.read.policies import load_custom_policies, policy_files
+
+    root = Path(".")
+    config = load_config(root)
+    if not config.policies:
+        return dict(catalog())
+    return all_rules(load_custom_policies(root, config, policy_files(root, config)))
+
+
 def run(options: RulesOptions) -> int:
     if options.command == "explain":
-        policy = by_id_or_name(options.rule or "")
+        # a built-in rule is explained without reading the repo; any other may be its policy
+        policy = by_id_or_name(options.rule or "") or find_rule(options.rule or "", repo_rules())
         if policy is None:
             sys.stderr.write(f"gpudrv-check: error: unknown rule {quoted(options.rule)}\n")
             return 2
@@ -40,7 +58,7 @@ def run(options: RulesOptions) -> int:
     if options.format == "markdown":
         sys.stdout.write(rules_table_markdown())
         return 0
-    for policy in catalog().values():
+    for policy in repo_rules().values():
         sys.stdout.write(
             f"{policy.id}  {policy.severity.value:<7}  {policy.name:<28} {policy.title}\n"
         )

@@ -171,3 +171,35 @@ def test_config_option_reads_a_toml_file_as_pyproject(tmp_path: Path):
     )
     none = run_main("check", str(tmp_path), "--config", "cfg/none.toml", cwd=tmp_path)
     assert none.returncode == 2 and "no [tool.gpudrv-check] table" in none.stderr
+
+
+KEYED_ERRORS = [
+    ("cuda:\n  imgs: []\n", "2:3: cuda: unknown key 'imgs' (expected images, min_driver,"),
+    ("cuda:\n  images: {}\n", "2:3: cuda: images: expected a list"),
+    ('cuda:\n  min_driver: {"twelve": "580.1"}\n', "2:16: cuda: min_driver.twelve: expected"),
+    ("workloads:\n  kindz: []\n", "2:3: workloads: unknown key 'kindz'"),
+    (
+        "workloads:\n  kinds:\n  - kind: Notebook\n    group: g\n    versions: [v1]\n"
+        "    templates: [{role: null, template: [spec], replicas: one}]\n",
+        "6:48: workloads.kinds[0].templates[0].replicas: must be null, an integer or a mapping, "
+        "not the string 'one'",
+    ),
+    (
+        "workloads:\n  kinds:\n  - kind: Notebook\n    group: g\n    versions: [v1]\n"
+        "    templates: [{role: null, template: [spec], replicas: 1}]\n    extra: 1\n",
+        "7:5: workloads.kinds[0]: unknown key 'extra'",
+    ),
+    ("matrix: nope.csv\n", "1:1: support matrix not found: "),
+    ("inventory: [nodes.yaml, missing.yaml]\n", "1:25: inventory.1: file 'missing.yaml' not found"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), KEYED_ERRORS)
+def test_config_table_errors_are_at_their_key_in_our_words(tmp_path: Path, text, expected):
+    """Review cu4, cu6, cu8, w1, w2, w3, m1, cl7: errors without a line, at the `cuda:` key
+    rather than the one at fault, or in jsonschema's words ("'one' is not of type 'null'")."""
+    write(tmp_path, ".gpudrv-check.yaml", text)
+    write(tmp_path, "nodes.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n")
+    result = run_main("check", str(tmp_path), "--no-cache")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"gpudrv-check: error: .gpudrv-check.yaml:{expected}")

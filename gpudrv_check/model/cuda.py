@@ -36,7 +36,7 @@ from gpudrv_check.nvidia.cuda import (
     merge_tables,
     parse_cuda_table,
 )
-from gpudrv_check.read.config import Config, ConfigError
+from gpudrv_check.read.config import Config
 
 DRIVER_FULL_LABEL = "nvidia.com/cuda.driver-version.full"
 #: (major, minor, revision) label keys: current GFD names first, then the deprecated ones
@@ -69,27 +69,49 @@ def cuda_table(config: Config) -> CudaTable:
     extension = config.cuda
     if not extension:
         return base
-    unknown = sorted(str(k) for k in extension if k not in _TABLE_KEYS)
+    unknown = sorted((k for k in extension if k not in _TABLE_KEYS), key=str)
     if unknown:
-        raise ConfigError(
-            f"cuda: unknown key {quoted(unknown[0])} (expected {', '.join(sorted(_TABLE_KEYS))})",
-            config.source,
+        raise config.error(
+            f"cuda: unknown key {quoted(str(unknown[0]))} "
+            f"(expected {', '.join(sorted(_TABLE_KEYS))})",
+            "cuda",
+            unknown[0],
         )
     parsed, problems = parse_cuda_table(extension, base.releases)
     if problems:
-        raise config.error(f"cuda: {problems[0]}", "cuda", *_problem_path(problems[0]))
+        where = _problem_path(problems[0], extension)
+        raise config.error(f"cuda: {problems[0]}", "cuda", *where)
     return merge_tables(base, parsed)
 
 
-def _problem_path(problem: str) -> tuple[str | int, ...]:
-    """The key path a CUDA table problem names (`images[2].tag_regex: ...`), for its line."""
-    import re
+def _problem_path(problem: str, data: Any) -> tuple[str | int, ...]:
+    """The key path a CUDA table problem names (`images[2].tag_regex: ...`,
+    `min_driver.12.10: ...`), for its line: the text before the first ": ", followed in the
+    data itself, as keys may hold dots ("12.10"); as far as it leads."""
+    text, node = problem.split(": ", 1)[0], data
+    path: list[str | int] = []
+    while text:
+        if isinstance(node, list):
+            index = text[1:].split("]", 1)[0] if text.startswith("[") else ""
+            if not index.isdigit() or int(index) >= len(node):
+                break
+            path.append(int(index))
+            node, text = node[int(index)], text[len(index) + 2 :].lstrip(".")
+            continue
+        if not isinstance(node, dict):
+            break
+        # the longest key the text goes on with (`24.07` before `24`)
+        keys = [k for k in node if isinstance(k, str) and _leads(text, k)]
+        if not keys:
+            break
+        key = max(keys, key=len)
+        path.append(key)
+        node, text = node[key], text[len(key) :].lstrip(".")
+    return tuple(path)
 
-    found = re.match(r"images\[(\d+)\](?:\.(\w+))?", problem)
-    if found is None:
-        return ()
-    key = (found.group(2),) if found.group(2) else ()
-    return ("images", int(found.group(1)), *key)
+
+def _leads(text: str, key: str) -> bool:
+    return text.startswith(key) and text[len(key) : len(key) + 1] in ("", ".", "[")
 
 
 @record(frozen=True)

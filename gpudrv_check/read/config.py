@@ -211,9 +211,9 @@ def _problem(error: Any) -> str:
 
     kind, ctx, value = error.get("type", ""), error.get("ctx") or {}, error.get("input")
     if kind in _EXPECTED:
-        return f"must be {_EXPECTED[kind]}, not {_described(value)}"
+        return f"must be {_EXPECTED[kind]}, not {described(value)}"
     if kind in ("literal_error", "enum"):
-        return f"must be {ctx.get('expected')}, not {_described(value)}"
+        return f"must be {ctx.get('expected')}, not {described(value)}"
     if kind == "too_short":
         return "must not be empty"
     if kind == "greater_than":
@@ -223,7 +223,8 @@ def _problem(error: Any) -> str:
     return str(error.get("msg"))
 
 
-def _described(value: Any) -> str:
+def described(value: Any) -> str:
+    """A value as a message names it: its type, and a short text quoted."""
     from gpudrv_check.core.finding import quoted
 
     if value is None:

@@ -27,7 +27,50 @@ def _first_error(data: Any) -> Any:
     if not errors:
         return None
     first = errors[0]
-    return best_match(first.context) if first.context else first
+    if first.context and not _types_only(first):
+        return best_match(first.context)
+    return first
+
+
+def _types_only(error: Any) -> bool:
+    """A choice (`oneOf`) that failed on the value's type alone in every branch: said as one
+    list of the types it may have, rather than the one branch best_match picks ('one' is
+    not of type 'null')."""
+    return all(c.validator == "type" and not c.relative_path for c in error.context)
+
+
+#: JSON Schema types, as a person reading YAML names them
+_TYPE_WORDS = {
+    "null": "null",
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "a mapping",
+}
+
+
+def _in_words(error: Any) -> tuple[tuple, str]:
+    """(key path, message) of a schema error, in the words of the config's other errors."""
+    from gpudrv_check.core.located import schema_error_path
+    from gpudrv_check.read.config import described
+
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties":
+        extra = schema_error_path(error)
+        if len(extra) > len(path):
+            return extra, f"unknown key {str(extra[-1])!r}"
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [k for k in error.validator_value if k not in error.instance]
+        if missing:
+            return path, f"key {missing[0]!r} is required"
+    types = [c.validator_value for c in error.context] if error.context else [error.validator_value]
+    if error.validator == "type" or (error.context and _types_only(error)):
+        words = [_TYPE_WORDS.get(t, str(t)) for t in types if isinstance(t, str)]
+        either = " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+        return path, f"must be {either}, not {described(error.instance)}"
+    return path, error.message
 
 
 @lru_cache(maxsize=1)
@@ -58,7 +101,11 @@ def user_workload_table(config: Config) -> Any | None:
         return None
     error = _first_error(data)
     if error is not None:
-        path = list(error.absolute_path)
-        where = "workloads" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-        raise config.error(f"{where}: {error.message}", "workloads", *path)
+        path, message = _in_words(error)
+        if message.startswith("unknown key"):
+            path_of = path[:-1]  # the key is named in the message, at its own line
+        else:
+            path_of = path
+        where = "workloads" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path_of)
+        raise config.error(f"{where}: {message}", "workloads", *path)
     return data

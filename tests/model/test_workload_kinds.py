@@ -317,7 +317,7 @@ def test_a_config_kind_is_placed_like_any_workload(tmp_path: Path) -> None:
 def test_a_bad_config_kind_is_a_usage_error_at_its_key() -> None:
     bad = {"kinds": [{"kind": "Notebook", "group": "kubeflow.org", "versions": ["v1"]}]}
     config = parse_config({"workloads": bad}, "c.yaml")
-    with pytest.raises(ConfigError, match=r"workloads\.kinds\[0\]: 'templates' is a required"):
+    with pytest.raises(ConfigError, match=r"workloads\.kinds\[0\]: key 'templates' is required"):
         workload_kinds(config)
 
 

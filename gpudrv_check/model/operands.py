@@ -356,10 +356,12 @@ def _derived_daemonset(
     config: OperatorConfig,
     name: str | None = None,
     extra: Mapping[str, str] | None = None,
+    release: tuple[int, int] | None = None,
 ) -> OperandDaemonSet:
     entry = OPERANDS[operand]
     tolerations = operator_tolerations(config.values)
-    selector = {entry.deploy_label: "true", **dict(entry.extra_selector), **(extra or {})}
+    own = dict(entry.selector_in(release))
+    selector = {entry.deploy_label: "true", **own, **(extra or {})}
     section = (entry.spec_key,) if entry.spec_key and config.get(entry.spec_key) else ()
     return _rendered_daemonset(
         operand,
@@ -777,7 +779,10 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
                 derived.extend(_precompiled_driver_daemonsets(repo, config))
                 columns.append(entry.name)
             elif enabled[entry.name]:
-                derived.append(_derived_daemonset(entry.name, config))
+                from gpudrv_check.nvidia.driver_image import operator_release
+
+                release = operator_release(_version(repo))
+                derived.append(_derived_daemonset(entry.name, config, release=release))
                 columns.append(entry.name)
             elif explicit:
                 columns.append(entry.name)

@@ -93,6 +93,18 @@ class Operand:
     # operator releases (year, month) that have it; None: every release
     since: tuple[int, int] | None = None
     until: tuple[int, int] | None = None  # first release without it
+    # the first release whose chart values.yaml has chart_default_enabled (before it, the
+    # opposite), and the node selector its asset added before a release
+    chart_default_since: tuple[int, int] | None = None
+    old_selector: tuple[tuple[str, str], ...] = ()
+    old_selector_until: tuple[int, int] | None = None
+
+    def selector_in(self, release: tuple[int, int] | None) -> tuple[tuple[str, str], ...]:
+        """What its DaemonSet selects besides its deploy label in `release` (None: newest)."""
+        old = self.old_selector_until
+        if old is not None and release is not None and release < old:
+            return (*self.extra_selector, *self.old_selector)
+        return self.extra_selector
 
     @property
     def deploy_label(self) -> str:
@@ -302,6 +314,11 @@ _CATALOG: tuple[Operand, ...] = (
         True,
         _VM,
         sandbox=True,
+        # v25.10 values.yaml ccManager.enabled: false (true from v26.3), and its
+        # assets/state-cc-manager/0500_daemonset.yaml selected nvidia.com/cc.capable too
+        chart_default_since=(26, 3),
+        old_selector=(("nvidia.com/cc.capable", "true"),),
+        old_selector_until=(26, 3),
         note="confidential computing mode",
     ),
 )
@@ -461,6 +478,9 @@ def operands_from_operator_config(
             enabled[entry.name] = False
             continue
         default = entry.chart_default_enabled if source == HELM else entry.default_enabled
+        since = entry.chart_default_since
+        if source == HELM and default is not None and since and release and release < since:
+            default = not default
         if entry.spec_key is None or default is None:
             switch = True
         else:

@@ -159,3 +159,42 @@ def test_stale_gpu_present_loses_every_deploy_label(tmp_path: Path, version: str
     [gfd] = p.cells["gone-a"]["gpu-feature-discovery"].causes
     assert gfd.detail.startswith("label nvidia.com/gpu.deploy.gpu-feature-discovery missing:")
     assert (gfd.location.file, gfd.location.line) == ("n.yaml", 17)
+
+
+CC_POLICY = cluster_policy(
+    "  sandboxWorkloads: {enabled: true, defaultWorkload: vm-passthrough}\n"
+    "  sandboxDevicePlugin: {enabled: true}\n"
+    "  vfioManager: {enabled: true}\n"
+    "  ccManager: {enabled: true}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "capable", "cell"),
+    [
+        # v25.10.0 assets/state-cc-manager/0500_daemonset.yaml selects the deploy label and
+        # nvidia.com/cc.capable: "true"
+        ("25.10.0", None, "no (selector)"),
+        ("25.10.0", "true", "yes"),
+    ],
+)
+def test_the_cc_manager_of_v25_10_selects_capable_nodes(
+    tmp_path: Path, version: str, capable: str | None, cell: str
+):
+    labels = {**PASSTHROUGH, **({"nvidia.com/cc.capable": capable} if capable else {})}
+    write(tmp_path, "cp.yaml", CC_POLICY)
+    write(tmp_path, "n.yaml", node("pt-a", labels))
+    assert states(placement_at(tmp_path, version), "pt-a")["cc-manager"] == cell
+
+
+@pytest.mark.parametrize(("release", "on"), [((25, 10), False), ((26, 3), True), (None, True)])
+def test_the_charts_cc_manager_default_per_release(release, on):
+    """deployments/gpu-operator/values.yaml ccManager.enabled: false in v25.10.0, true from
+    v26.3.0 (chart values without the key take it)."""
+    from gpudrv_check.nvidia.operands import HELM, operands_from_operator_config
+
+    version = None if release is None else f"v{release[0]}.{release[1]}.0"
+    # mode kata: from v26.3 cc-manager is a Kata operand (isStateEnabled); v25.10 has no mode
+    values = {"sandboxWorkloads": {"enabled": True, "mode": "kata"}}
+    enabled = operands_from_operator_config(values, HELM, version)
+    assert enabled["cc-manager"] is on

@@ -359,7 +359,13 @@ def _derived_daemonset(
     release: tuple[int, int] | None = None,
 ) -> OperandDaemonSet:
     entry = OPERANDS[operand]
-    tolerations = operator_tolerations(config.values)
+    since = entry.asset_toleration_since
+    # the chart renders its values.yaml list when the values leave daemonsets.tolerations out
+    chart_list = _config_source(config) == HELM and "tolerations" not in (
+        config.get("daemonsets") or {}
+    )
+    bare = since is not None and release is not None and release < since and not chart_list
+    tolerations = operator_tolerations(config.values, asset_tolerates=not bare)
     own = dict(entry.selector_in(release))
     selector = {entry.deploy_label: "true", **own, **(extra or {})}
     section = (entry.spec_key,) if entry.spec_key and config.get(entry.spec_key) else ()

@@ -98,6 +98,9 @@ class Operand:
     chart_default_since: tuple[int, int] | None = None
     old_selector: tuple[tuple[str, str], ...] = ()
     old_selector_until: tuple[int, int] | None = None
+    # the first release whose asset DaemonSet tolerates nvidia.com/gpu:NoSchedule (before it,
+    # an empty `daemonsets.tolerations` leaves it none); None: every release's does
+    asset_toleration_since: tuple[int, int] | None = None
 
     def selector_in(self, release: tuple[int, int] | None) -> tuple[tuple[str, str], ...]:
         """What its DaemonSet selects besides its deploy label in `release` (None: newest)."""
@@ -294,6 +297,9 @@ _CATALOG: tuple[Operand, ...] = (
         sandbox=True,
         needs=("vgpu-manager",),
         note="creates vGPU devices",
+        # assets/state-vgpu-device-manager/0600_daemonset.yaml: no tolerations in v25.10 and
+        # v26.3, nvidia.com/gpu:NoSchedule from v26.7
+        asset_toleration_since=(26, 7),
     ),
     Operand(
         "kata-manager",
@@ -503,18 +509,20 @@ def operator_config_problems(values: object, source: str = CLUSTERPOLICY) -> lis
     return problems
 
 
-def operator_tolerations(values: object) -> list[dict[str, Any]]:
+def operator_tolerations(values: object, asset_tolerates: bool = True) -> list[dict[str, Any]]:
     """The tolerations every operand DaemonSet gets.
 
     A non-empty ``daemonsets.tolerations`` list *replaces* the assets' default
-    ``nvidia.com/gpu:NoSchedule`` (Exists) toleration rather than adding to it; an empty or
-    missing list leaves the default. Same path in a ClusterPolicy spec and in chart values.
+    ``nvidia.com/gpu:NoSchedule`` (Exists) toleration rather than adding to it
+    (applyCommonDaemonsetConfig); an empty or missing list leaves the asset's own, which is that
+    toleration, or none where the asset has none (`asset_tolerates` false). Same path in a
+    ClusterPolicy spec and in chart values (the chart fills the list when the values omit it).
     Entries that are not mappings are dropped.
     """
     raw = _section(values, "daemonsets").get("tolerations")
     if isinstance(raw, list) and raw:
         return [dict(item) for item in raw if isinstance(item, Mapping)]
-    return [default_operand_toleration()]
+    return [default_operand_toleration()] if asset_tolerates else []
 
 
 def driver_settings(values: object, source: str = CLUSTERPOLICY) -> DriverSettings:

@@ -198,3 +198,71 @@ def test_the_charts_cc_manager_default_per_release(release, on):
     values = {"sandboxWorkloads": {"enabled": True, "mode": "kata"}}
     enabled = operands_from_operator_config(values, HELM, version)
     assert enabled["cc-manager"] is on
+
+
+VGPU_POLICY = cluster_policy(
+    "  sandboxWorkloads: {enabled: true, defaultWorkload: vm-vgpu}\n"
+    "  vgpuManager: {enabled: true}\n"
+    "  vgpuDeviceManager: {enabled: true}\n"
+    "  sandboxDevicePlugin: {enabled: true}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "cell"),
+    [
+        # assets/state-vgpu-device-manager/0600_daemonset.yaml has no tolerations before v26.7
+        # and applyCommonDaemonsetConfig adds none when daemonsets.tolerations is empty
+        ("25.10.0", "no (taint)"),
+        ("26.3.0", "no (taint)"),
+        ("26.7.0", "yes"),  # the asset tolerates nvidia.com/gpu:NoSchedule
+    ],
+)
+def test_the_vgpu_device_manager_before_v26_7_tolerates_no_gpu_taint(
+    tmp_path: Path, version: str, cell: str
+):
+    write(tmp_path, "cp.yaml", VGPU_POLICY)
+    write(
+        tmp_path,
+        "n.yaml",
+        node(
+            "vgpu-a",
+            {"nvidia.com/gpu.workload.config": "vm-vgpu"},
+            "taints: [{key: nvidia.com/gpu, effect: NoSchedule}]\n",
+        ),
+    )
+    assert states(placement_at(tmp_path, version), "vgpu-a")["vgpu-device-manager"] == cell
+    # daemonsets.tolerations replaces every asset's: with it, every release tolerates
+    write(
+        tmp_path,
+        "cp.yaml",
+        VGPU_POLICY + "  daemonsets:\n    tolerations:\n"
+        "    - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n",
+    )
+    assert states(placement_at(tmp_path, version), "vgpu-a")["vgpu-device-manager"] == "yes"
+
+
+def test_gpu032_says_the_vgpu_device_manager_carries_no_toleration(tmp_path: Path):
+    write(tmp_path, "cp.yaml", VGPU_POLICY)
+    write(
+        tmp_path,
+        "n.yaml",
+        node(
+            "vgpu-a",
+            {"nvidia.com/gpu.workload.config": "vm-vgpu"},
+            "taints: [{key: nvidia.com/gpu, effect: NoSchedule}]\n",
+        ),
+    )
+    config = Config(matrix=None, operator=OperatorSettings(version="26.3.0"))
+    [f] = [f for f in load_and_check(tmp_path, config) if f.rule == "GPU032"]
+    assert "vgpu-device-manager carries no toleration in this operator release" in f.message
+    assert f.hint == (
+        "Add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to "
+        "daemonsets.tolerations (the list is given to every operand DaemonSet)."
+    )
+
+
+def load_and_check(root: Path, config: Config) -> list:
+    from gpudrv_check.engine.run import check
+
+    return check(root, config, "none").findings

@@ -23,6 +23,18 @@ from gpudrv_check.rules.wording import names
 ID = "GPU032"
 
 
+GPU_KEY = "nvidia.com/gpu"
+
+
+def _tolerates_gpu(ds: OperandDaemonSet) -> bool:
+    """Whether its pods carry a toleration of the nvidia.com/gpu key (or of every key)."""
+    return any(
+        isinstance(t, Mapping)
+        and (t.get("key") == GPU_KEY or (not t.get("key") and t.get("operator") == "Exists"))
+        for t in ds.tolerations
+    )
+
+
 def _toleration(taint: Mapping[str, Any]) -> str:
     parts = [f"key: {taint.get('key')}", "operator: Exists"]
     if taint.get("effect"):
@@ -82,23 +94,36 @@ def check(ctx: Context) -> Iterator[Finding]:
             config = placement.config
             operands = ", ".join(d.operand for d in dss)
             replaced = default_toleration_replaced(config)
-            why = (
-                "daemonsets.tolerations replaces the default nvidia.com/gpu:NoSchedule "
-                "toleration instead of adding to it"
-                if replaced
-                else "the operands carry only the default nvidia.com/gpu:NoSchedule toleration"
-            )
+            # an operand whose asset tolerates nothing in this release (vgpu-device-manager
+            # before v26.7) while daemonsets.tolerations is empty
+            bare = [d.operand for d in dss if not _tolerates_gpu(d)]
+            if replaced:
+                why = (
+                    "daemonsets.tolerations replaces the default nvidia.com/gpu:NoSchedule "
+                    "toleration instead of adding to it"
+                )
+            elif bare:
+                why = (
+                    f"{', '.join(bare)} {'carries' if len(bare) == 1 else 'carry'} no "
+                    "toleration in this operator release (its asset DaemonSet has none, and "
+                    "daemonsets.tolerations is empty)"
+                )
+            else:
+                why = "the operands carry only the default nvidia.com/gpu:NoSchedule toleration"
             message = (
                 f"the operand DaemonSets of the {config_name(config)} ({operands}) do not "
                 f"tolerate taint {shown} on GPU node(s) {nodes_text}: {why}; the DaemonSet "
                 "controller does not count those nodes and no operand runs there"
             )
+            own = taint.get("key") == GPU_KEY
             hint = f"Add {_toleration(taint)} to daemonsets.tolerations" + (
                 "."
-                if replaced
+                if replaced or own
                 else ", together with {key: nvidia.com/gpu, operator: Exists, effect: "
                 "NoSchedule}, since the list replaces the default."
             )
+            if bare and own and not replaced:
+                hint = hint[:-1] + " (the list is given to every operand DaemonSet)."
         else:
             message = (
                 f"DaemonSet {ds.key} ({ds.operand}) does not tolerate taint {shown} on GPU "

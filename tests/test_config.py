@@ -203,3 +203,42 @@ def test_config_table_errors_are_at_their_key_in_our_words(tmp_path: Path, text,
     result = run_main("check", str(tmp_path), "--no-cache")
     assert result.returncode == 2
     assert result.stderr.startswith(f"gpudrv-check: error: .gpudrv-check.yaml:{expected}")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "operator:\n  version: banana\n",
+            "2:3: operator.version: operator version 'banana' names no GPU Operator release",
+        ),
+        (
+            "clusters:\n  a:\n    paths: [k8s]\n    operator: {version: latest}\n",
+            "4:16: clusters.a.operator.version: operator version 'latest' names no GPU Operator",
+        ),
+        (
+            "rules:\n  GPU010: {params: {scheduler_version: banana}}\n",
+            "2:21: rules: GPU010 parameter 'scheduler_version' 'banana' names no kube-scheduler",
+        ),
+    ],
+    ids=["operator", "cluster-operator", "scheduler"],
+)
+def test_a_version_that_names_no_release_exits_2_at_its_key(tmp_path: Path, text, expected):
+    """Review: `operator.version: banana` and `scheduler_version: banana` were read as the
+    newest release, silently."""
+    write(tmp_path, ".gpudrv-check.yaml", text)
+    write(tmp_path, "k8s/n.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n")
+    result = run_main("check", str(tmp_path), "--no-cache", "--matrix", "none")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"gpudrv-check: error: .gpudrv-check.yaml:{expected}")
+
+
+def test_an_operator_version_option_that_names_no_release_is_a_usage_error(tmp_path: Path):
+    result = run_main("check", str(tmp_path), "--operator-version", "banana")
+    assert result.returncode == 2
+    assert (
+        "argument --operator-version: operator version 'banana' names no GPU Operator release"
+        in result.stderr
+    )
+    fine = run_main("check", str(tmp_path), "--matrix", "none", "--operator-version", "v25.10.0")
+    assert fine.returncode == 0, fine.stderr

@@ -77,14 +77,13 @@ def _positive_int(text: str) -> int:
 
 
 def _operator_version(text: str) -> str:
-    from gpudrv_check.k8s.numbers import oversized_number
+    from gpudrv_check.read.config_file import operator_version_problem
 
-    if oversized_number(text) is not None:
+    problem = operator_version_problem(text)
+    if problem is not None:
         import argparse
 
-        from gpudrv_check.read.config import operator_version_error
-
-        raise argparse.ArgumentTypeError(operator_version_error(text))
+        raise argparse.ArgumentTypeError(problem)
     return text
 
 

@@ -20,6 +20,8 @@ from gpudrv_check.read.config_file import (  # noqa: F401 - their home before; i
     FoundConfig,
     find_config,
     inside_root,
+    operator_version_error,
+    operator_version_problem,
 )
 from gpudrv_check.read.exclude import DEFAULT_EXCLUDE
 
@@ -58,20 +60,10 @@ class OperatorSettings(_Strict):
     @field_validator("version")
     @classmethod
     def _names_a_release(cls, value: str | None) -> str | None:
-        from gpudrv_check.k8s.numbers import oversized_number
-
-        if value is not None and oversized_number(value) is not None:
-            raise ValueError(operator_version_error(value))
+        problem = operator_version_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
         return value
-
-
-def operator_version_error(value: str) -> str:
-    """Why an operator version with a number past int64 names no release."""
-    from gpudrv_check.core.finding import quoted
-
-    return (
-        f"operator version {quoted(value)} has a number larger than any release (at most 19 digits)"
-    )
 
 
 class ClusterSettings(_Strict):
@@ -271,7 +263,31 @@ def parse_config(data: Any, file: str) -> Config:
         raise _error_from_validation(err, data, file) from None
     config.source = file
     config._data = data
+    _check_scheduler_version(config)
     return config
+
+
+def _check_scheduler_version(config: Config) -> None:
+    """GPU010's `scheduler_version` names a kube-scheduler release: one that names none was
+    read as the current one, silently. (Its type is checked with the other parameters.)"""
+    from gpudrv_check.core.finding import quoted
+    from gpudrv_check.k8s.scheduler import scheduler_release
+    from gpudrv_check.read.policy import builtin, find_rule
+
+    for key, settings in config.rules.items():
+        value = settings.params.get("scheduler_version")
+        if not isinstance(value, str) or scheduler_release(value) is not None:
+            continue
+        rule = find_rule(key)
+        if rule is not None and rule.id == builtin("workload-unschedulable").id:
+            raise config.error(
+                f"rules: {rule.id} parameter 'scheduler_version' {quoted(value)} names no "
+                'kube-scheduler release (as "1.35" or "v1.33.2")',
+                "rules",
+                key,
+                "params",
+                "scheduler_version",
+            )
 
 
 def load_config(root: Path, explicit: str | None = None, source: Any = None) -> Config:

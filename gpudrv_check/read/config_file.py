@@ -132,3 +132,29 @@ def _read(source: Any, rel: str) -> bytes:
         raise ConfigError(f"config is over {DEFAULT_MAX_FILE_BYTES} bytes; not read", rel) from None
     except OSError as err:
         raise ConfigError(f"cannot read config: {err.strerror}", rel) from None
+
+
+def operator_version_error(value: str) -> str:
+    """Why an operator version with a number past int64 names no release."""
+    from gpudrv_check.core.finding import quoted
+
+    return (
+        f"operator version {quoted(value)} has a number larger than any release (at most 19 digits)"
+    )
+
+
+def operator_version_problem(value: str) -> str | None:
+    """Why an operator version (`operator.version`, --operator-version) names no release, or
+    None: one that names none was read as the newest release, silently ("banana")."""
+    from gpudrv_check.core.finding import quoted
+    from gpudrv_check.k8s.numbers import oversized_number
+    from gpudrv_check.nvidia.driver_image import operator_release
+
+    if oversized_number(value) is not None:
+        return operator_version_error(value)
+    if operator_release(value) is None:
+        return (
+            f"operator version {quoted(value)} names no GPU Operator release (as v25.10.0 or "
+            "25.3.1); leave it unset for the newest"
+        )
+    return None

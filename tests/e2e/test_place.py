@@ -165,7 +165,7 @@ def test_cuda_table_extension_from_the_config(lab_repo: Path) -> None:
     config.write_text(config.read_text() + "  imagez: []\n")
     broken = run_cli("check", str(lab_repo))
     assert broken.returncode == 2
-    assert ".gpudrv-check.yaml: cuda: unknown key 'imagez'" in broken.stderr
+    assert ".gpudrv-check.yaml:8:3: cuda: unknown key 'imagez'" in broken.stderr  # at the key
 
 
 def _console_block(readme: Path, command: str) -> str:

@@ -16,7 +16,8 @@ from gpudrv_check.cli.options import InventoryOptions
 from gpudrv_check.core.finding import terminal_text
 from gpudrv_check.edit.inventory_import import ImportError_, read_export, render, update
 from gpudrv_check.read.config import Config, ConfigError, load_config
-from gpudrv_check.read.safe_io import TooLarge, read_named, write_atomic
+from gpudrv_check.read.safe_io import TooLarge, read_named, resolve_inside, write_atomic
+from gpudrv_check.read.source import clean_rel
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 DEFAULT_MAX_BYTES = INVENTORY_MAX_BYTES
@@ -62,7 +63,14 @@ def _target(args: InventoryOptions) -> tuple[Path, Path, Config] | str:
             f"--write updates the one inventory file of {where}, found {found}; "
             "use --output FILE instead"
         )
-    return root, root / files[0], config
+    rel = files[0]
+    clean = clean_rel(rel)
+    if clean is None or resolve_inside(root, clean) is None:
+        return (
+            f"inventory path {rel!r} leaves the repo root; --write only writes inside the repo"
+            " (use --output FILE for a file elsewhere)"
+        )
+    return root, root / clean, config
 
 
 def _config_labels(config: Config) -> tuple[str, ...]:
@@ -85,7 +93,6 @@ def _cluster_inventory(root: Path, config: Config, name: str) -> list[str]:
     """
     from gpudrv_check.engine.run import load
     from gpudrv_check.model.inventory import is_inventory
-    from gpudrv_check.read.source import clean_rel
 
     run = load(root, config, matrix_optional=True, cluster=name)
     one = run.clusters[0]  # `load` raises a ConfigError for a name that is no cluster

@@ -1,0 +1,48 @@
+"""`inventory import --write/--output`: what it refuses to write, and what it keeps."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.conftest import run_main
+
+EXPORT = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "node-a", "labels": {"nvidia.com/gpu.present": "true", "pool": "a"}},
+    "status": {"capacity": {"nvidia.com/gpu": "8"}},
+}
+
+
+def _repo(tmp_path: Path, inventory: str = "inventory/nodes.yaml") -> tuple[Path, Path]:
+    repo = tmp_path / "repo"
+    (repo / "inventory").mkdir(parents=True)
+    (repo / ".gpudrv-check.yaml").write_text(f"inventory: [{inventory}]\nmatrix: null\n")
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(EXPORT))
+    return repo, export
+
+
+def _write(repo: Path, export: Path):  # noqa: ANN202
+    return run_main("inventory", "import", str(export), "--write", "--root", str(repo))
+
+
+def test_an_inventory_path_outside_the_root_is_refused(tmp_path: Path) -> None:
+    repo, export = _repo(tmp_path, "../outside.yaml")
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("# not the checker's\n")
+    result = _write(repo, export)
+    assert result.returncode == 2, result.stderr
+    assert "'../outside.yaml' leaves the repo root" in result.stderr
+    assert outside.read_text() == "# not the checker's\n"
+    # a link inside the root that points out of it is refused the same way
+    repo2 = tmp_path / "two"
+    repo2.mkdir()
+    (repo2 / ".gpudrv-check.yaml").write_text("inventory: [nodes.yaml]\nmatrix: null\n")
+    (repo2 / "nodes.yaml").symlink_to(outside)
+    result = _write(repo2, export)
+    assert result.returncode == 2 and "leaves the repo root" in result.stderr
+    assert outside.read_text() == "# not the checker's\n"
+    assert sorted(os.listdir(tmp_path)) == ["export.json", "outside.yaml", "repo", "two"]

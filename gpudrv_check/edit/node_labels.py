@@ -101,6 +101,37 @@ def _walk(node: object, path: Path, rel: str) -> object:
     return node
 
 
+def _shared(node: object) -> str | None:
+    """Why ``node`` may be shared with another part of the file: an anchor (`&name`, so an
+    alias `*name` reads the same object) or a merge key (`<<: *name`); None when neither."""
+    from ruamel.yaml.comments import merge_attrib
+
+    anchor = getattr(node, "anchor", None)
+    name = getattr(anchor, "value", None)
+    if name:
+        return f"has an anchor &{name} (its aliases *{name} share it)"
+    if getattr(node, merge_attrib, None):
+        return "merges another mapping (`<<:`)"
+    return None
+
+
+def _refuse_shared(root: object, path: Path, rel: str, node_name: str) -> None:
+    """Refuse when the labels mapping, or anything on the path to it, is anchored, an alias,
+    or merges another mapping: a change there would change every node sharing it (or could
+    not be written where the value is), so the user edits such a file by hand."""
+    node = root
+    for depth in range(len(path) + 1):
+        if depth:
+            node = node[path[depth - 1]]  # type: ignore[index]
+        why = _shared(node)
+        if why is not None:
+            where = ".".join(map(str, path[:depth])) or "the document"
+            raise EditError(
+                f"{rel}: the labels of {node_name} may be shared: {where} {why}; "
+                "a rewrite could change other nodes too; edit the file by hand; nothing written"
+            )
+
+
 def _styled(old: object, new: str) -> object:
     """``new`` in the quoting style of ``old`` (a label written as a number becomes quoted)."""
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString, ScalarString
@@ -149,10 +180,16 @@ def rewrite_labels(
     labels = _walk(docs[doc_index], labels_path, rel)
     if not isinstance(labels, CommentedMap):
         raise EditError(f"{rel}: the labels of {node_name} are not a mapping")
+    _refuse_shared(docs[doc_index], labels_path, rel, node_name)
     allowed: set[int] = set()
     for key, value in changes.items():
         if key not in labels:
             raise EditError(f"{rel}: node {node_name} has no label {key}")
+        if _shared(labels[key]) is not None:
+            raise EditError(
+                f"{rel}: label {key} of {node_name} has an anchor (`&`) other values may share; "
+                "edit the file by hand; nothing written"
+            )
         line, _ = labels.lc.value(key)
         allowed.add(line)
         labels[key] = _styled(labels[key], value)

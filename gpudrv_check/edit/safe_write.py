@@ -86,8 +86,10 @@ def replace_atomically(path: Path, expected: bytes, updated: bytes) -> None:
 def apply_edits(edits: list[FileEdit]) -> None:
     """Apply every edit, or none: a failure restores the files already replaced."""
     done: list[FileEdit] = []
+    current: FileEdit | None = None
     try:
         for edit in edits:
+            current = edit
             replace_atomically(edit.path, edit.original, edit.updated)
             done.append(edit)
     except BaseException as err:
@@ -99,5 +101,6 @@ def apply_edits(edits: list[FileEdit]) -> None:
         if isinstance(err, EditError):
             raise
         if isinstance(err, OSError):
-            raise EditError(f"cannot write: {err}") from None
+            name = current.rel if current is not None else "the file"
+            raise EditError(f"cannot write {name}: {err.strerror or err}") from None
         raise

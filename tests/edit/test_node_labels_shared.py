@@ -67,3 +67,17 @@ def test_unshared_labels_are_still_rewritten(tmp_path: Path) -> None:
     assert result.returncode in (0, 1), result.stderr
     text = (repo / "inventory" / "nodes.yaml").read_text()
     assert 'nvidia.com/cuda.driver.major: "550"' in text
+
+
+def test_a_plan_write_that_fails_names_the_file(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    nodes = f"{HEAD}  labels:\n{LABELS}"
+    repo = _repo(tmp_path, nodes)
+
+    def read_only(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", "x")
+
+    monkeypatch.setattr("gpudrv_check.edit.safe_write.replace_atomically", read_only)
+    result = run_main("plan", "node-a", "--driver", "550.90.07", str(repo), "--write")
+    assert result.returncode == 2, result.stderr
+    assert "cannot write inventory/nodes.yaml: Permission denied" in result.stderr
+    assert (repo / "inventory" / "nodes.yaml").read_text() == nodes

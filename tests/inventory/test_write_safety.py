@@ -46,3 +46,25 @@ def test_an_inventory_path_outside_the_root_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2 and "leaves the repo root" in result.stderr
     assert outside.read_text() == "# not the checker's\n"
     assert sorted(os.listdir(tmp_path)) == ["export.json", "outside.yaml", "repo", "two"]
+
+
+def test_a_write_that_fails_is_a_usage_error_naming_the_file(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    repo, export = _repo(tmp_path)
+    missing = tmp_path / "nonexistent" / "x.yaml"
+    result = run_main("inventory", "import", str(export), "--output", str(missing))
+    assert result.returncode == 2, result.stderr
+    assert f"cannot write {missing}: No such file or directory" in result.stderr
+    assert "internal error" not in result.stderr and not missing.parent.exists()
+    result = run_main("inventory", "import", str(export), "--output", str(tmp_path))
+    assert result.returncode == 2 and f"cannot write {tmp_path}: is a directory" in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["export.json", "repo"]
+
+    def read_only(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", "x")
+
+    monkeypatch.setattr("gpudrv_check.cli.commands.inventory.write_atomic", read_only)
+    result = _write(repo, export)
+    assert result.returncode == 2, result.stderr
+    target = repo / "inventory" / "nodes.yaml"
+    assert f"cannot write {target}: Permission denied; nothing written" in result.stderr
+    assert not target.exists() and "internal error" not in result.stderr

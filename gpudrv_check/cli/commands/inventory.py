@@ -28,6 +28,11 @@ def _usage(message: str) -> int:
     return EXIT_USAGE
 
 
+def _cannot_write(path: str | Path, err: OSError) -> str:
+    """`cannot write FILE: reason` (the old file, if any, is as it was: writes are atomic)."""
+    return terminal_text(f"cannot write {path}: {err.strerror or err}; nothing written")
+
+
 def _read_stdin(limit: int) -> bytes:
     """Standard input, refused past `limit` bytes (a pipe has no size to check first)."""
     stream = getattr(sys.stdin, "buffer", None)
@@ -145,7 +150,10 @@ def run(args: InventoryOptions) -> int:
         if text == old:
             sys.stderr.write(f"gpudrv-check: {path} is up to date\n")
         else:
-            write_atomic(path, text.encode(), root)
+            try:
+                write_atomic(path, text.encode(), root)
+            except OSError as err:
+                return _usage(_cannot_write(path, err))
             sys.stderr.write(f"gpudrv-check: wrote {path} ({len(imported.nodes)} nodes)\n")
     else:
         text = render(imported, prefixes)
@@ -155,7 +163,10 @@ def run(args: InventoryOptions) -> int:
             except OSError:
                 old_bytes = None
             if old_bytes != text.encode():
-                write_atomic(args.output, text.encode())
+                try:
+                    write_atomic(args.output, text.encode())
+                except OSError as err:
+                    return _usage(_cannot_write(args.output, err))
         else:
             sys.stdout.write(text)
     return EXIT_FINDINGS if errors else EXIT_OK

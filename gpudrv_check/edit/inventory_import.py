@@ -285,6 +285,43 @@ def _identities(lines: list[str]) -> list[tuple[Any, ...] | None]:
     return out
 
 
+_DOC_MARK = re.compile(r"(---|\.\.\.)(\s|\Z)")
+
+
+def _content(line: str) -> bool:
+    """A line that holds YAML content: not blank, not a comment, not a directive."""
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith(("#", "%"))
+
+
+def check_updatable(name: str, existing: str) -> None:
+    """Raise ImportError_ when `update` cannot rewrite ``existing`` without losing part of it:
+    a file of more than one YAML document (`update` writes one, the others would be dropped)
+    or a JSON / flow-style file (`update` writes block YAML, one fact per line)."""
+    lines = existing.splitlines()
+    first = next(
+        (line.strip() for line in lines if _content(line) and not _DOC_MARK.match(line)), ""
+    )
+    if first.startswith(("{", "[")):
+        raise ImportError_(
+            f"{name} is JSON (or flow-style YAML); --write rewrites it as block YAML: convert it "
+            "by hand first, or use --output FILE; nothing written"
+        )
+    seen = False
+    for number, line in enumerate(lines, 1):
+        if _DOC_MARK.match(line):
+            if seen and any(
+                _content(rest) and not _DOC_MARK.match(rest) for rest in lines[number:]
+            ):
+                raise ImportError_(
+                    f"{name}:{number}: holds more than one YAML document; --write would keep only "
+                    "the NodeInventory and drop the others: move them to another file, or use "
+                    "--output FILE; nothing written"
+                )
+        elif _content(line):
+            seen = True
+
+
 def update(existing: str, imported: Imported, label_prefixes: Sequence[str] = ()) -> str:
     """The new inventory text for a file that holds `existing`, keeping the reader's comments.
 
@@ -301,8 +338,9 @@ def update(existing: str, imported: Imported, label_prefixes: Sequence[str] = ()
         if line.startswith("apiVersion:"):
             body_start = i
             break
-        if not line.startswith(HEADER_MARK):
-            top.append(line)
+        stripped = line.strip()
+        if not line.startswith(HEADER_MARK) and (not stripped or stripped.startswith("#")):
+            top.append(line)  # the reader's comments and blank lines, never content
     else:
         body_start = len(old)
     before: dict[tuple[Any, ...], list[str]] = {}

@@ -68,3 +68,59 @@ def test_a_write_that_fails_is_a_usage_error_naming_the_file(tmp_path: Path, mon
     target = repo / "inventory" / "nodes.yaml"
     assert f"cannot write {target}: Permission denied; nothing written" in result.stderr
     assert not target.exists() and "internal error" not in result.stderr
+
+
+HEADER_AND_NODE = """\
+apiVersion: gpudrv-check.io/v1alpha1
+kind: NodeInventory
+nodes:
+- name: node-a
+  labels:
+    nvidia.com/gpu.present: "true"
+"""
+
+
+def test_an_inventory_file_of_several_documents_is_refused(tmp_path: Path) -> None:
+    repo, export = _repo(tmp_path)
+    target = repo / "inventory" / "nodes.yaml"
+    multi = (
+        f"{HEADER_AND_NODE}---\n# hand-kept\napiVersion: v1\nkind: Node\nmetadata:\n  name: cpu\n"
+    )
+    target.write_text(multi)
+    result = _write(repo, export)
+    assert result.returncode == 2, result.stderr
+    assert f"{target}:7: holds more than one YAML document" in result.stderr
+    assert "nothing written" in result.stderr
+    assert target.read_text() == multi
+    assert os.listdir(target.parent) == ["nodes.yaml"]
+    # a start marker before the one document, or an end marker after it, is one document
+    target.write_text(f"---\n{HEADER_AND_NODE}...\n")
+    assert _write(repo, export).returncode == 0
+    assert "kind: NodeInventory" in target.read_text()
+
+
+def test_only_comments_and_blank_lines_above_apiversion_are_kept(tmp_path: Path) -> None:
+    repo, export = _repo(tmp_path)
+    target = repo / "inventory" / "nodes.yaml"
+    target.write_text(
+        "# GPU nodes of prod\n\nkind: NodeInventory\napiVersion: gpudrv-check.io/v1alpha1\n"
+        'nodes:\n- name: node-a\n  labels:\n    nvidia.com/gpu.present: "true"\n'
+    )
+    result = _write(repo, export)
+    assert result.returncode == 0, result.stderr
+    text = target.read_text()
+    assert text.count("kind: NodeInventory") == 1
+    assert "# GPU nodes of prod\n\napiVersion:" in text
+    result = run_main("check", str(repo), "--format", "json")
+    assert "Traceback" not in result.stderr and "duplicate" not in result.stdout.lower()
+
+
+def test_a_json_inventory_file_is_refused(tmp_path: Path) -> None:
+    repo, export = _repo(tmp_path)
+    target = repo / "inventory" / "nodes.yaml"
+    doc = '{"apiVersion": "gpudrv-check.io/v1alpha1", "kind": "NodeInventory", "nodes": []}\n'
+    target.write_text(doc)
+    result = _write(repo, export)
+    assert result.returncode == 2, result.stderr
+    assert f"{target} is JSON" in result.stderr and "nothing written" in result.stderr
+    assert target.read_text() == doc

@@ -14,7 +14,13 @@ from pathlib import Path
 from gpudrv_check.cli import INVENTORY_MAX_BYTES
 from gpudrv_check.cli.options import InventoryOptions
 from gpudrv_check.core.finding import terminal_text
-from gpudrv_check.edit.inventory_import import ImportError_, read_export, render, update
+from gpudrv_check.edit.inventory_import import (
+    ImportError_,
+    check_updatable,
+    read_export,
+    render,
+    update,
+)
 from gpudrv_check.read.config import Config, ConfigError, load_config
 from gpudrv_check.read.safe_io import TooLarge, read_named, resolve_inside, write_atomic
 from gpudrv_check.read.source import clean_rel
@@ -146,6 +152,10 @@ def run(args: InventoryOptions) -> int:
             old = ""
         except (OSError, UnicodeDecodeError) as err:
             return _usage(f"cannot read {path}: {getattr(err, 'strerror', None) or err}")
+        try:
+            check_updatable(str(path), old)
+        except ImportError_ as err:
+            return _usage(terminal_text(str(err)))
         text = update(old, imported, prefixes) if old else render(imported, prefixes)
         if text == old:
             sys.stderr.write(f"gpudrv-check: {path} is up to date\n")

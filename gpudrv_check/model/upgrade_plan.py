@@ -47,7 +47,7 @@ from gpudrv_check.nvidia.driver_image import (
     precompiled_tag,
 )
 
-_VERSION_RE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?\Z")
+_VERSION_RE = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?\Z")  # ASCII digits only
 UNMANAGED_POD_ERROR = "cannot delete Pods that declare no controller (use --force to override)"
 
 READY, BLOCKED = "ready", "blocked"

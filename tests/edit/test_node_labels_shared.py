@@ -81,3 +81,13 @@ def test_a_plan_write_that_fails_names_the_file(tmp_path: Path, monkeypatch) -> 
     assert result.returncode == 2, result.stderr
     assert "cannot write inventory/nodes.yaml: Permission denied" in result.stderr
     assert (repo / "inventory" / "nodes.yaml").read_text() == nodes
+
+
+def test_a_version_of_non_ascii_digits_is_refused(tmp_path: Path) -> None:
+    nodes = f"{HEAD}  labels:\n{LABELS}"
+    repo = _repo(tmp_path, nodes)
+    full_width = "\uff15\uff15\uff10.\uff19\uff10.\uff10\uff17"  # 550.90.07, full-width
+    result = run_main("plan", "node-a", "--driver", full_width, str(repo), "--write")
+    assert result.returncode == 2, result.stderr
+    assert "give the full driver version" in result.stderr
+    assert (repo / "inventory" / "nodes.yaml").read_text() == nodes

@@ -155,17 +155,31 @@ def load_source(
 
 
 def say_unread(run: Run, max_bytes: int) -> None:
-    """Files over max_file_bytes, once on stderr: `check` reports each as GPU000, but a command
-    without findings would otherwise answer as if they did not exist (`audit`: OK)."""
+    """Files over max_file_bytes, and files that do not parse, once on stderr: `check` reports
+    each as GPU000, but a command without findings would otherwise answer as if they did not
+    exist (`audit`: OK)."""
     over = sorted(f.rel for f in run.listing.files if f.size > max_bytes)
-    if not over:
-        return
-    shown = ", ".join(printable(rel) for rel in over[:3]) + (", ..." if len(over) > 3 else "")
-    sys.stderr.write(
-        f"gpudrv-check: note: {len(over)} file(s) over max_file_bytes ({max_bytes}) not read: "
-        f"{shown}; a node export: name it under `inventory:` in .gpudrv-check.yaml (read up to "
-        "max_inventory_bytes), else raise max_file_bytes\n"
+    if over:
+        sys.stderr.write(
+            f"gpudrv-check: note: {len(over)} file(s) over max_file_bytes ({max_bytes}) not "
+            f"read: {_some(over)}; a node export: name it under `inventory:` in "
+            ".gpudrv-check.yaml (read up to max_inventory_bytes), else raise max_file_bytes\n"
+        )
+    from gpudrv_check.read.policy import builtin  # pydantic: not for runs that load nothing
+
+    unreadable = builtin("unreadable-file").id
+    broken = sorted(
+        {p.location.file for p in run.content.problems if p.rule == unreadable} - set(over)
     )
+    if broken:
+        sys.stderr.write(
+            f"gpudrv-check: warning: {len(broken)} file(s) not read whole: {_some(broken)}; "
+            "what they hold is not in this answer (`gpudrv-check check` says why)\n"
+        )
+
+
+def _some(rels: list[str]) -> str:
+    return ", ".join(printable(rel) for rel in rels[:3]) + (", ..." if len(rels) > 3 else "")
 
 
 #: the commands that report on every cluster of a repo at once (the others take --cluster)

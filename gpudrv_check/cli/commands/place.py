@@ -16,7 +16,7 @@ from typing import Any
 
 from gpudrv_check.cli.commands.common import load_run
 from gpudrv_check.cli.options import PlaceOptions
-from gpudrv_check.core.finding import quoted, terminal_text
+from gpudrv_check.core.finding import printable, quoted, terminal_text
 from gpudrv_check.model.cuda import CudaFit, cuda_fits
 from gpudrv_check.model.pending import (
     DRA_NOT_EVALUATED,
@@ -242,7 +242,10 @@ def run(options: PlaceOptions) -> int:
                 "exit_code": code,
             },
         }
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        from gpudrv_check.report import json_safe
+
+        # no raw bidi or line-separator character in the bytes (report/__init__.py json_safe)
+        sys.stdout.write(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n")
         return code
     lines: list[str] = []
     total = len(repo.nodes)
@@ -252,5 +255,6 @@ def run(options: PlaceOptions) -> int:
         f"{len(entries)} workload(s) on {total} node(s): "
         f"{sum(e['status'] == 'placed' for e in entries)} placed, {len(pending)} with no node"
     )
-    sys.stdout.write(terminal_text("\n".join(lines) + "\n"))
+    # each line one line: a line break in repo text (a node name, a label) is escaped
+    sys.stdout.write(terminal_text("\n".join(printable(line) for line in lines) + "\n"))
     return code

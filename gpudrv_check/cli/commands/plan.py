@@ -21,7 +21,7 @@ from typing import Any
 
 from gpudrv_check.cli.commands.common import load_run
 from gpudrv_check.cli.options import PlanOptions
-from gpudrv_check.core.finding import terminal_text
+from gpudrv_check.core.finding import printable, terminal_text
 from gpudrv_check.edit.safe_write import EditError, FileEdit, apply_edits, read_unchanged
 from gpudrv_check.engine.run import Run
 from gpudrv_check.model.upgrade_plan import DriverVersion, Item, Plan, plan_upgrade
@@ -84,7 +84,8 @@ def render_text(plan: Plan, written: list[str]) -> str:
     else:
         steps = ", ".join(str(n) for n in plan.blocked_steps)
         lines.append(f"blocked: step{'s' if len(plan.blocked_steps) > 1 else ''} {steps}")
-    return "\n".join(lines) + "\n"
+    # each line one line: a line break in repo text (a node name, a label) is escaped
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def _file_digest(run: Run, rel: str) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 
 from gpudrv_check.cli.commands.common import load_run
 from gpudrv_check.cli.options import FormatOptions
-from gpudrv_check.core.finding import terminal_text
+from gpudrv_check.core.finding import printable, terminal_text
 from gpudrv_check.model.driver import audit_entries, node_tag
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.nvidia.upgrade import UPGRADE_STATES, upgrade_state
@@ -74,13 +74,21 @@ def render_text(facts: dict[str, Any]) -> str:
     if "skew" in facts:
         lines.append(f"SKEW={facts['skew']}")
         lines.append(f"MATRIX_ROWS={facts['matrix_rows']}")
-    lines += [f"{state_key(state)}={n}" for state, n in facts["upgrade_states"].items()]
+    # one line per key: states a key cannot tell apart (`upgrade-done`, `Upgrade_Done`: only
+    # the first is a state the controller writes) are counted together, as a script reads them;
+    # the JSON keeps each state as written
+    keyed: dict[str, int] = {}
+    for state, n in facts["upgrade_states"].items():
+        keyed[state_key(state)] = keyed.get(state_key(state), 0) + n
+    lines += [f"{key}={n}" for key, n in keyed.items()]
     node = facts.get("node")
     if node is not None:
         lines.append(f"NODE={node['name']}")
         lines.append(f"TAG={node['tag'] or ''}")
         lines.append(f"UPGRADE_STATE={node['upgrade_state']}")
-    return "\n".join(lines) + "\n"
+    # one KEY=value per line: a line break in a value from the repo (a label, a node name) is
+    # escaped, never a forged line
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def run(options: FormatOptions) -> int:

@@ -350,8 +350,8 @@ def update(existing: str, imported: Imported, label_prefixes: Sequence[str] = ()
         body = old[body_start:]
         for line, ident in zip(body, _identities(body), strict=True):
             stripped = line.strip()
-            if stripped.startswith("#"):
-                pending.append(line)
+            if stripped.startswith("#") or not stripped:
+                pending.append(line)  # blank lines too: a section comment stays with its node
                 continue
             if ident is None:
                 pending = []

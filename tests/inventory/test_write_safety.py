@@ -124,3 +124,32 @@ def test_a_json_inventory_file_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert f"{target} is JSON" in result.stderr and "nothing written" in result.stderr
     assert target.read_text() == doc
+
+
+TWO_NODES = {
+    "apiVersion": "v1",
+    "kind": "List",
+    "items": [
+        {**EXPORT, "metadata": {"name": name, "labels": {"pool": name}}}
+        for name in ("node-a", "node-b")
+    ],
+}
+
+
+def test_a_section_comment_and_its_blank_lines_stay_with_the_next_node(tmp_path: Path) -> None:
+    repo, export = _repo(tmp_path)
+    export.write_text(json.dumps(TWO_NODES))
+    assert _write(repo, export).returncode == 0
+    target = repo / "inventory" / "nodes.yaml"
+    section = "\n# ---- rack 2: owned by team-b ----\n\n- name: node-b\n"
+    text = target.read_text().replace("- name: node-b\n", section)
+    target.write_text(text)
+    result = _write(repo, export)
+    assert result.returncode == 0 and "up to date" in result.stderr, result.stderr
+    assert target.read_text() == text
+    changed = json.loads(json.dumps(TWO_NODES))
+    changed["items"][0]["metadata"]["labels"]["pool"] = "changed"
+    export.write_text(json.dumps(changed))
+    result = _write(repo, export)
+    assert result.returncode == 0 and "wrote" in result.stderr, result.stderr
+    assert target.read_text() == text.replace('pool: "node-a"', 'pool: "changed"')

@@ -285,6 +285,25 @@ def _identities(lines: list[str]) -> list[tuple[Any, ...] | None]:
     return out
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+def split_encoding(data: bytes) -> tuple[str, bool, bool]:
+    """(text with `\\n` line ends, had a UTF-8 byte order mark, used CRLF line ends) of an
+    inventory file; raises UnicodeDecodeError for bytes that are not UTF-8."""
+    bom = data.startswith(BOM)
+    text = data[len(BOM) :].decode("utf-8") if bom else data.decode("utf-8")
+    crlf = "\r\n" in text
+    return (text.replace("\r\n", "\n") if crlf else text), bom, crlf
+
+
+def join_encoding(text: str, bom: bool, crlf: bool) -> bytes:
+    """`text` written back the way `split_encoding` found the file."""
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    return (BOM if bom else b"") + text.encode("utf-8")
+
+
 _DOC_MARK = re.compile(r"(---|\.\.\.)(\s|\Z)")
 
 

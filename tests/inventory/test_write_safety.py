@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_main
 
 EXPORT = {
@@ -153,3 +155,25 @@ def test_a_section_comment_and_its_blank_lines_stay_with_the_next_node(tmp_path:
     result = _write(repo, export)
     assert result.returncode == 0 and "wrote" in result.stderr, result.stderr
     assert target.read_text() == text.replace('pool: "node-a"', 'pool: "changed"')
+
+
+@pytest.mark.parametrize(("bom", "crlf"), [(True, False), (False, True), (True, True)])
+def test_a_bom_and_crlf_line_ends_are_kept(tmp_path: Path, bom: bool, crlf: bool) -> None:
+    repo, export = _repo(tmp_path)
+    assert _write(repo, export).returncode == 0
+    target = repo / "inventory" / "nodes.yaml"
+    plain = target.read_bytes()
+    styled = (b"\xef\xbb\xbf" if bom else b"") + (plain.replace(b"\n", b"\r\n") if crlf else plain)
+    target.write_bytes(styled)
+    result = _write(repo, export)
+    assert result.returncode == 0 and "up to date" in result.stderr, result.stderr
+    assert target.read_bytes() == styled
+    changed = json.loads(json.dumps(EXPORT))
+    changed["metadata"]["labels"]["pool"] = "b"
+    export.write_text(json.dumps(changed))
+    result = _write(repo, export)
+    assert result.returncode == 0 and "wrote" in result.stderr, result.stderr
+    data = target.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf") == bom
+    assert data.count(b"\r\n") == (data.count(b"\n") if crlf else 0)
+    assert b'pool: "b"' in data and data.count(b"#: NodeInventory") == 1

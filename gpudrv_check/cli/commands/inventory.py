@@ -17,8 +17,10 @@ from gpudrv_check.core.finding import terminal_text
 from gpudrv_check.edit.inventory_import import (
     ImportError_,
     check_updatable,
+    join_encoding,
     read_export,
     render,
+    split_encoding,
     update,
 )
 from gpudrv_check.read.config import Config, ConfigError, load_config
@@ -147,21 +149,23 @@ def run(args: InventoryOptions) -> int:
         root, path, config = target
         prefixes = (*prefixes, *_config_labels(config))
         try:
-            old = read_named(path, limit, root).decode("utf-8")
+            raw = read_named(path, limit, root)
+            old, bom, crlf = split_encoding(raw)
         except FileNotFoundError:
-            old = ""
+            raw, old, bom, crlf = b"", "", False, False
         except (OSError, UnicodeDecodeError) as err:
             return _usage(f"cannot read {path}: {getattr(err, 'strerror', None) or err}")
         try:
             check_updatable(str(path), old)
         except ImportError_ as err:
             return _usage(terminal_text(str(err)))
-        text = update(old, imported, prefixes) if old else render(imported, prefixes)
-        if text == old:
+        text = update(old, imported, prefixes) if old.strip() else render(imported, prefixes)
+        data = join_encoding(text, bom, crlf)  # the file's own BOM and line ends, kept
+        if data == raw:
             sys.stderr.write(f"gpudrv-check: {path} is up to date\n")
         else:
             try:
-                write_atomic(path, text.encode(), root)
+                write_atomic(path, data, root)
             except OSError as err:
                 return _usage(_cannot_write(path, err))
             sys.stderr.write(f"gpudrv-check: wrote {path} ({len(imported.nodes)} nodes)\n")

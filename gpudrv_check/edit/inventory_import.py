@@ -157,15 +157,27 @@ def entry(node: Node, label_prefixes: Sequence[str] = ()) -> dict[str, Any]:
     return out
 
 
+def _quoted(text: str) -> str:
+    """`text` double-quoted: JSON escapes are YAML double-quoted escapes, except that JSON
+    writes a character beyond U+FFFF as a surrogate pair (`\\ud83d\\ude80`), which YAML
+    rejects: those are written `\\U0001F680`."""
+    if all(ord(char) <= 0xFFFF for char in text):
+        return json.dumps(text)
+    body = "".join(
+        f"\\U{ord(char):08X}" if ord(char) > 0xFFFF else json.dumps(char)[1:-1] for char in text
+    )
+    return f'"{body}"'
+
+
 def _scalar(text: str) -> str:
     """A map key or name: plain when YAML reads it back as the same string, else quoted."""
     if _PLAIN.match(text) and text.lower() not in _RESERVED:
         return text
-    return json.dumps(text)
+    return _quoted(text)
 
 
 def _value(text: str) -> str:
-    return json.dumps(text)  # JSON escapes are YAML double-quoted escapes
+    return _quoted(text)
 
 
 def header(imported: Imported, label_prefixes: Sequence[str] = ()) -> list[str]:

@@ -177,3 +177,20 @@ def test_a_bom_and_crlf_line_ends_are_kept(tmp_path: Path, bom: bool, crlf: bool
     assert data.startswith(b"\xef\xbb\xbf") == bom
     assert data.count(b"\r\n") == (data.count(b"\n") if crlf else 0)
     assert b'pool: "b"' in data and data.count(b"#: NodeInventory") == 1
+
+
+def test_characters_beyond_the_bmp_round_trip(tmp_path: Path) -> None:
+    from gpudrv_check.edit.inventory_import import read_export
+
+    repo, export = _repo(tmp_path)
+    doc = json.loads(json.dumps(EXPORT))
+    doc["metadata"]["annotations"] = {"nvidia.com/owner": "team \U0001f680 gpu \\ud83d \u00e9"}
+    export.write_text(json.dumps(doc))
+    result = _write(repo, export)
+    assert result.returncode == 0, result.stderr
+    data = (repo / "inventory" / "nodes.yaml").read_bytes()
+    assert b'"team \\U0001F680 gpu \\\\ud83d \\u00e9"' in data
+    again = read_export("nodes.yaml", data)
+    assert not [f for f in again.findings if f.severity.value == "error"]
+    assert again.nodes[0].annotations["nvidia.com/owner"] == "team \U0001f680 gpu \\ud83d \u00e9"
+    assert _write(repo, export).returncode == 0  # and it is up to date

@@ -153,10 +153,19 @@ class AuditEntry:
     # with a ClusterPolicy over GPU nodes of several OS releases: the OS tags it may get instead
     other_os_tags: tuple[str, ...] = ()
     planned: NodeDriver | None = None  # from model/driver_plan.py, with a configuration
+    # whether the operator installs a precompiled image there (`<branch>-<kernel>-<os-tag>`,
+    # the matrix's rows); else it builds the module on the node from `<version>-<os-tag>`, and
+    # a kernel the matrix lacks is not validated, not an image that was never built (GPU001)
+    precompiled: bool = True
 
     @property
     def missing(self) -> bool:
         return self.result.ok and not self.in_matrix
+
+    @property
+    def unbuilt(self) -> bool:
+        """The node needs a precompiled image the matrix does not have (audit's MISSING)."""
+        return self.missing and self.precompiled
 
     @property
     def image(self) -> str | None:
@@ -196,6 +205,12 @@ def _planned_entries(repo: Repo, plan: DriverPlan) -> list[AuditEntry]:
         found = False
         if planned.matrix_key is not None and repo.matrix is not None:
             found = repo.matrix.has(*planned.matrix_key)
+        if planned.source is None:
+            precompiled = True  # the node's labels alone: the lab's precompiled tag
+        elif planned.pool is not None:
+            precompiled = planned.pool.kernel is not None  # a pool names its kernel if so
+        else:
+            precompiled = plan.precompiled
         entries.append(
             AuditEntry(
                 planned.node,
@@ -204,6 +219,7 @@ def _planned_entries(repo: Repo, plan: DriverPlan) -> list[AuditEntry]:
                 planned.reference,
                 planned.other_os_tags,
                 planned,
+                precompiled,
             )
         )
     return entries
@@ -264,7 +280,7 @@ def fleet(repo: Repo) -> tuple[list[FleetCell], list[str]]:
             key = _split(entry.result, entry.node, repo)
         cells.setdefault((key[0], key[1], key[2]), []).append(entry)
     out = [
-        FleetCell(b, k, o, tuple(e.node.name for e in entries), any(e.missing for e in entries))
+        FleetCell(b, k, o, tuple(e.node.name for e in entries), any(e.unbuilt for e in entries))
         for (b, k, o), entries in sorted(cells.items())
     ]
     return out, unknown

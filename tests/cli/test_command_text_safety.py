@@ -76,3 +76,35 @@ def test_audit_says_which_files_it_could_not_read(tmp_path: Path):
     write(root, "bad.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: [\n")
     result = run_main("audit", str(root))
     assert "1 file(s) not read whole: bad.yaml" in result.stderr
+
+
+POLICY = """apiVersion: nvidia.com/v1
+kind: ClusterPolicy
+metadata: {name: cluster-policy}
+spec:
+  driver: {repository: registry.example/nvidia, image: driver, version: "550.90.07"%s}
+"""
+
+
+def test_audit_and_report_agree_with_gpu001_without_precompiled(tmp_path: Path):
+    """Without usePrecompiled the operator pulls `<version>-<os-tag>` and builds the module on
+    the node: a kernel the matrix lacks is GPU001's warning (not validated), so `audit` prints
+    no MISSING line (a note on stderr) and `report` counts no skew; with usePrecompiled the
+    image `<branch>-<kernel>-<os-tag>` was never built: MISSING, exit 1."""
+    root = _repo(tmp_path, NODE.format(name="gpu-a", state="upgrade-done"))
+    write(root, "support-matrix.csv", "driver_branch,kernel,os_tag\n550,6.1.0,ubuntu22.04\n")
+    write(root, "cp.yaml", POLICY % "")
+    audit = run_main("audit", str(root))
+    assert (audit.returncode, audit.stdout) == (0, "OK\n")
+    assert "not validated, no image missing" in audit.stderr
+    assert "SKEW=0" in run_main("report", str(root)).stdout.splitlines()
+    write(
+        root,
+        "cp.yaml",
+        POLICY.replace('version: "550.90.07"%s', 'version: "550", usePrecompiled: true'),
+    )
+    audit = run_main("audit", str(root))
+    assert audit.returncode == 1 and audit.stdout.startswith(
+        "gpu-a MISSING 550-5.15.0-999-generic-ubuntu22.04"
+    )
+    assert "SKEW=1" in run_main("report", str(root)).stdout.splitlines()

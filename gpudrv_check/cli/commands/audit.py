@@ -55,9 +55,20 @@ def _lines(repo: Repo, prefix: str) -> list[str]:
     lines = []
     for entry in audit_entries(repo):
         name = prefix + entry.node.name
-        if entry.missing:
+        if entry.unbuilt:
             line = f"{name} MISSING {entry.result.tag}"
             lines.append(f"{line} {entry.reference}" if entry.reference else line)
+        elif entry.missing:
+            # not precompiled: the operator builds the module on the node; the matrix only
+            # says the kernel was not validated (GPU001's warning), no image is missing
+            sys.stderr.write(
+                printable(
+                    f"gpudrv-check: note: {name}: kernel and OS {entry.result.tag} are not in "
+                    "the support matrix; the operator builds the driver module on the node "
+                    "(usePrecompiled off): not validated, no image missing"
+                )
+                + "\n"
+            )
         elif not entry.result.ok:
             what = ",".join(entry.result.missing) or "tag"
             lines.append(f"{name} MISSING-LABEL {what}")

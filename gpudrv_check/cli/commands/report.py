@@ -53,7 +53,7 @@ def report_facts(repo: Repo, node_name: str | None) -> dict[str, Any]:
     facts: dict[str, Any] = {"nodes": len(repo.gpu_nodes)}
     if repo.matrix is not None:
         entries = audit_entries(repo)
-        facts["skew"] = sum(1 for e in entries if e.missing or not e.result.ok)
+        facts["skew"] = sum(1 for e in entries if e.unbuilt or not e.result.ok)
         facts["matrix_rows"] = repo.matrix.data_lines
     facts["upgrade_states"] = state_counts(repo)
     if node_name is not None:

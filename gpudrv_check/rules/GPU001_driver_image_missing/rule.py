@@ -79,15 +79,9 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 
 def _precompiled(entry: AuditEntry, plan: DriverPlan) -> bool:
-    """Whether the node's driver image is a precompiled one (`<branch>-<kernel>-<os-tag>`):
-    from its labels alone (no operator configuration), its NVIDIADriver pool (which names a
-    kernel only when precompiled), or the ClusterPolicy's `usePrecompiled`."""
-    planned = entry.planned
-    if planned is None or planned.source is None:
-        return True
-    if planned.pool is not None:
-        return planned.pool.kernel is not None
-    return plan.precompiled
+    """Whether the node's driver image is a precompiled one (`AuditEntry.precompiled`: from
+    its labels alone, its NVIDIADriver pool, or the ClusterPolicy's `usePrecompiled`)."""
+    return entry.precompiled
 
 
 def _other_branches(matrix: Matrix, key: tuple[str, str, str]) -> list[str]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpudrv_check.core.finding import Finding
-from gpudrv_check.model.driver import AuditEntry, audit_entries, label_keys
-from gpudrv_check.model.driver_plan import DriverPlan, DriverSource, driver_plan
+from gpudrv_check.model.driver import audit_entries, label_keys
+from gpudrv_check.model.driver_plan import DriverSource
 from gpudrv_check.read.matrix import Matrix
 from gpudrv_check.read.policy import builtin
 from gpudrv_check.rules.context import Context
@@ -22,7 +22,6 @@ def check(ctx: Context) -> Iterator[Finding]:
     if repo.matrix is None:
         return
     kernel_key = label_keys(ctx.config)["kernel"]
-    plan = driver_plan(repo)
     for entry in audit_entries(repo):
         if not entry.missing:
             continue
@@ -36,7 +35,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         if planned is not None and planned.matrix_key is not None:
             key = planned.matrix_key
         row = ",".join(key)
-        if not _precompiled(entry, plan):
+        if not entry.precompiled:
             # `<version>-<os-tag>`: the image builds its module on the node; nothing is pulled
             # per kernel, the matrix row says the kernel was validated (resolveDriverTag)
             yield ctx.finding(
@@ -76,12 +75,6 @@ def check(ctx: Context) -> Iterator[Finding]:
             f"{repo.matrix.file}; {keep}.",
             location=node.label_location(str(kernel_key)),
         )
-
-
-def _precompiled(entry: AuditEntry, plan: DriverPlan) -> bool:
-    """Whether the node's driver image is a precompiled one (`AuditEntry.precompiled`: from
-    its labels alone, its NVIDIADriver pool, or the ClusterPolicy's `usePrecompiled`)."""
-    return entry.precompiled
 
 
 def _other_branches(matrix: Matrix, key: tuple[str, str, str]) -> list[str]:

@@ -194,3 +194,33 @@ def test_characters_beyond_the_bmp_round_trip(tmp_path: Path) -> None:
     assert not [f for f in again.findings if f.severity.value == "error"]
     assert again.nodes[0].annotations["nvidia.com/owner"] == "team \U0001f680 gpu \\ud83d \u00e9"
     assert _write(repo, export).returncode == 0  # and it is up to date
+
+
+def test_an_edit_made_while_the_import_runs_is_never_overwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer (an editor, a checkout) changes the inventory after the import read it:
+    the import abandons its write (write_atomic's before_rename), as `plan --write` does."""
+    import gpudrv_check.cli.commands.inventory as inventory
+
+    repo, export = _repo(tmp_path)
+    assert _write(repo, export).returncode == 0
+    nodes = repo / "inventory" / "nodes.yaml"
+    EXPORT["metadata"]["labels"]["pool"] = "b"  # an export that changes the file
+    try:
+        export.write_text(json.dumps(EXPORT))
+    finally:
+        EXPORT["metadata"]["labels"]["pool"] = "a"
+    real = inventory.update
+
+    def racing(old, *args, **kwargs):  # noqa: ANN001, ANN202
+        with open(nodes, "a") as handle:
+            handle.write("# someone else's edit, meanwhile\n")
+        return real(old, *args, **kwargs)
+
+    monkeypatch.setattr(inventory, "update", racing)
+    result = _write(repo, export)
+    assert result.returncode == 2, result.stderr
+    assert "changed while it was being rewritten; nothing written" in result.stderr
+    assert nodes.read_text().endswith("# someone else's edit, meanwhile\n")
+    assert 'pool: "a"' in nodes.read_text()  # the export's pool b was not written

@@ -31,6 +31,10 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 DEFAULT_MAX_BYTES = INVENTORY_MAX_BYTES
 
 
+class ChangedMeanwhile(Exception):
+    """The inventory file changed between its reading and the rename of the new one."""
+
+
 def _usage(message: str) -> int:
     sys.stderr.write(f"gpudrv-check: error: {message}\n")
     return EXIT_USAGE
@@ -164,8 +168,21 @@ def run(args: InventoryOptions) -> int:
         if data == raw:
             sys.stderr.write(f"gpudrv-check: {path} is up to date\n")
         else:
+
+            def unchanged() -> None:
+                # another writer (an editor, a second import) since it was read: its edit
+                # would be lost; abandon ours instead (as `plan --write` does)
+                try:
+                    now: bytes | None = read_named(path, limit, root)
+                except FileNotFoundError:
+                    now = b""
+                if now != raw:
+                    raise ChangedMeanwhile(f"{path} changed while it was being rewritten")
+
             try:
-                write_atomic(path, data, root)
+                write_atomic(path, data, root, before_rename=unchanged)
+            except ChangedMeanwhile as err:
+                return _usage(f"{err}; nothing written, run the import again")
             except OSError as err:
                 return _usage(_cannot_write(path, err))
             sys.stderr.write(f"gpudrv-check: wrote {path} ({len(imported.nodes)} nodes)\n")

@@ -173,7 +173,7 @@ def say_unread(run: Run, max_bytes: int) -> None:
     )
     if broken:
         sys.stderr.write(
-            f"gpudrv-check: warning: {len(broken)} file(s) not read whole: {_some(broken)}; "
+            f"gpudrv-check: note: {len(broken)} file(s) not read whole: {_some(broken)}; "
             "what they hold is not in this answer (`gpudrv-check check` says why)\n"
         )
 

@@ -34,7 +34,7 @@ from typing import Any
 from gpudrv_check.core.located import LMap, LSeq
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.labels import MAPPINGS
-from gpudrv_check.model.workload import Workload
+from gpudrv_check.model.workload import SCALABLE_KINDS, Workload
 from gpudrv_check.read.config import Config
 
 EXTENDED_RESOURCE_TOLERATION = "ExtendedResourceToleration"
@@ -213,7 +213,57 @@ class Admission:
 
 
 def admit(workloads: list[Workload], manifests: list[Manifest], config: Config) -> None:
-    """Apply every admission source to every workload's pod spec, in place."""
+    """Apply every admission source to every workload's pod spec, in place; and the replicas a
+    HorizontalPodAutoscaler of the repo keeps its target at (`autoscale`)."""
     admission = Admission(manifests, config)
+    scalers = autoscalers(manifests)
     for workload in workloads:
         admission.apply(workload)
+        if scalers:
+            autoscale(workload, scalers)
+
+
+#: (namespace, kind, name) of a target -> the (minReplicas, maxReplicas) of each HPA on it
+Autoscalers = dict[tuple[str, str, str], list[tuple[int, int]]]
+
+
+def autoscalers(manifests: list[Manifest]) -> Autoscalers:
+    """The repo's HorizontalPodAutoscalers (autoscaling/v1, v2) by the object they scale:
+    `spec.scaleTargetRef` in the HPA's namespace; `minReplicas` defaults to 1 and
+    `maxReplicas` is required (an HPA without a whole one is left out)."""
+    out: Autoscalers = {}
+    for m in manifests:
+        if m.kind != "HorizontalPodAutoscaler" or not m.api_version.startswith("autoscaling/"):
+            continue
+        target = m.get("spec", "scaleTargetRef")
+        low, high = m.get("spec", "minReplicas"), m.get("spec", "maxReplicas")
+        low = 1 if low is None else low
+        if not (isinstance(target, MAPPINGS) and _whole(low) and _whole(high)):
+            continue
+        kind, name = target.get("kind"), target.get("name")
+        if isinstance(kind, str) and isinstance(name, str):
+            key = (m.namespace or "default", kind, name)
+            out.setdefault(key, []).append((low, high))
+    return out
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def autoscale(workload: Workload, scalers: Autoscalers) -> None:
+    """The replicas the HPA controller keeps its target at, before any metric moves it
+    (pkg/controller/podautoscaler/horizontal.go reconcileAutoscaler): the written count raised
+    to minReplicas and cut to maxReplicas; 0 stays 0 (autoscaling disabled for a target scaled
+    to zero); a target of two HPAs is not scaled (the controller refuses both, with
+    AmbiguousSelector)."""
+    if workload.kind not in SCALABLE_KINDS or workload.replicas is None:
+        return
+    found = scalers.get((workload.namespace or "default", workload.kind, workload.name or ""))
+    if found is None or len(found) != 1 or workload.replicas == 0:
+        return
+    low, high = found[0]
+    wanted = min(max(workload.replicas, max(low, 1)), high)
+    if wanted != workload.replicas:
+        workload.replicas = wanted
+        workload.replicas_path = None  # the count is the HPA's, not a key of this object

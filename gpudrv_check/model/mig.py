@@ -96,10 +96,17 @@ def _default_profiles() -> dict[str, MigConfig]:
     profiles = data.get("profiles") if isinstance(data, dict) else None
     out: dict[str, MigConfig] = {}
     for name, devices in (profiles or {}).items():
-        # the file lists a config that differs per device with no devices: unknown offline
+        if devices == PER_DEVICE:  # differs per GPU model (a device-filter): unknown offline
+            out[str(name)] = (MigEntry(None, True, {}),)
+            continue
+        # null: MIG off; {}: MIG on with no devices (`all-enabled`)
         mig = None if devices is None else {str(k): v for k, v in devices.items()}
-        out[str(name)] = (MigEntry(None, devices == {}, mig),)
+        out[str(name)] = (MigEntry(None, False, mig),)
     return out
+
+
+#: policies/mig-profiles.yaml's mark of a config that differs per device
+PER_DEVICE = "per-device"
 
 
 def _strategy(repo: Repo) -> tuple[str | None, bool]:

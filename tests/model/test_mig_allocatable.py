@@ -220,3 +220,24 @@ def test_sharing_over_mig(strategy: str, config: str, offers: dict) -> None:
 def test_sharing_config_map_not_in_the_repo_leaves_the_node_unknown() -> None:
     r = repo(node("all-3g.40gb"), policy(f"mig: {{strategy: single}}\n{SHARING}"))
     assert mig_allocatable(r) == {}
+
+
+@pytest.mark.parametrize(
+    ("strategy", "offers"),
+    [
+        # single: every GPU has MIG on and no MIG device: device_map.go
+        # assertAllMigDevicesAreValid refuses a MIG GPU without devices; nothing advertised
+        ("single", {G: 0}),
+        # mixed: no MIG device to advertise and no GPU with MIG off: the node lists none
+        ("mixed", {}),
+    ],
+)
+def test_the_default_all_enabled_config_is_mig_on_with_no_devices(strategy: str, offers: dict):
+    """assets/state-mig-manager/0400_configmap.yaml `all-enabled`: `mig-enabled: true`,
+    `mig-devices: {}` (policies/mig-profiles.yaml `{}`), not a config that differs per device,
+    which the node's allocatable could not be known from."""
+    r = repo(node("all-enabled"), policy(f"mig: {{strategy: {strategy}}}"))
+    assert mig_allocatable(r)["gpu-0"] == offers
+    # a config that differs per device (device-filter, `per-device` in the table): unknown
+    unknown = repo(node("all-balanced"), policy(f"mig: {{strategy: {strategy}}}"))
+    assert "gpu-0" not in mig_allocatable(unknown)

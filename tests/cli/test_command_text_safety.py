@@ -108,3 +108,22 @@ def test_audit_and_report_agree_with_gpu001_without_precompiled(tmp_path: Path):
         "gpu-a MISSING 550-5.15.0-999-generic-ubuntu22.04"
     )
     assert "SKEW=1" in run_main("report", str(root)).stdout.splitlines()
+
+
+CPU_NODE = """apiVersion: v1
+kind: Node
+metadata: {name: cpu-1, labels: {kubernetes.io/hostname: cpu-1}}
+"""
+
+
+def test_place_lists_no_gpu_less_node_among_a_gpu_workloads(tmp_path: Path):
+    """A node with no allocatable and no GPU holds none of NVIDIA's resources: `place` lists
+    it apart (JSON `no_nvidia`), as the capacity simulation keeps the pods off it."""
+    nodes = NODE.format(name="gpu-a", state="upgrade-done") + CPU_NODE
+    root = _repo(tmp_path, nodes)
+    out = run_main("place", str(root)).stdout.splitlines()
+    assert "  lands on 1 of 2 nodes: gpu-a" in out
+    assert any(line.startswith("  no NVIDIA resources on cpu-1") for line in out)
+    doc = json.loads(run_main("place", str(root), "--format", "json").stdout)
+    [entry] = doc["workloads"]
+    assert (entry["nodes"], entry["no_nvidia"]) == (["gpu-a"], ["cpu-1"])

@@ -30,6 +30,7 @@ from gpudrv_check.model.pending import (
 )
 from gpudrv_check.model.repo import Repo
 from gpudrv_check.model.workload import Workload
+from gpudrv_check.nvidia.device_plugin import PREFIX as NVIDIA_PREFIX
 from gpudrv_check.read.config_file import ConfigError
 from gpudrv_check.read.policy import builtin
 from gpudrv_check.rules.context import Context
@@ -95,6 +96,16 @@ def _cuda_line(fit: CudaFit) -> str:
     return head + (": " + "; ".join(parts) if parts else "")
 
 
+def _without_nvidia(placement: Any, workload: Workload, eligible: list) -> list:
+    """The eligible nodes that hold none of the NVIDIA resources the pod asks for: no GPU node
+    and no allocatable given (no device plugin runs there); a bound pod's kubelet drops them."""
+    if workload.node_name is not None:
+        return []
+    if not any(r.startswith(NVIDIA_PREFIX) for r in placement.requests(workload)):
+        return []
+    return [n for n in eligible if placement.allocatable(n) is None and not n.is_gpu]
+
+
 def _entry(
     repo: Repo, workload: Workload, minor_compat: bool, verbose: bool
 ) -> tuple[dict[str, Any], list[CudaFit]]:
@@ -116,6 +127,13 @@ def _entry(
         return entry, []
     eligible = placement.eligible(workload)
     entry["nodes"] = [n.name for n in eligible]
+    gpuless = _without_nvidia(placement, workload, eligible)
+    if gpuless:
+        # NVIDIA's resources on a node the inventory gives no allocatable and no GPU for: none
+        # (the capacity simulation keeps the pods off it, model/occupancy.py); listed apart
+        entry["no_nvidia"] = [n.name for n in gpuless]
+        if len(gpuless) < len(eligible):
+            entry["nodes"] = [n.name for n in eligible if n not in gpuless]
     pending: Pending | None = explain_pending(workload, placement)
     entry["status"] = "placed" if eligible else "pending"
     entry["message"] = pending.message if pending else None
@@ -192,6 +210,11 @@ def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
     else:
         lines.append(f"  lands on no node{scaled}: {entry['message']}")
         lines.extend(f"  - {why}" for why in entry["why"])
+    if entry.get("no_nvidia"):
+        lines.append(
+            f"  no NVIDIA resources on {node_names(entry['no_nvidia'], NAMES_SHOWN)}: no GPU "
+            "node and no allocatable given, so its GPU pods never run there"
+        )
     pending = entry.get("pending_pods")
     if pending:
         names = node_names(pending["pods"], NAMES_SHOWN)

@@ -39,6 +39,7 @@ from gpudrv_check.read.yaml_docs import (
     _share,
     _too_deep,
     append_item,
+    shared_items,
     shared_layout,
     skims,
 )
@@ -283,6 +284,8 @@ def _flow(spec: tuple[bool, int, tuple[Any, ...]], number: int, shared: bool) ->
     seq = LSeq(pos)
     for value, raw, at in items:
         append_item(seq, value, _pos(number, at + 1), raw)
+    if shared:
+        seq.ipos = shared_items(seq.ipos)
     return seq
 
 
@@ -537,8 +540,11 @@ class _Reader:
                 top.indent > indent or (top.indent == indent and not dash and not top.is_map)
             ):
                 stack.pop()
-                if top.is_map and not top.skim:
-                    top.node.kpos = shared_layout(top.node.kpos)
+                if not top.skim:
+                    if top.is_map:
+                        top.node.kpos = shared_layout(top.node.kpos)
+                    else:
+                        top.node.ipos = shared_items(top.node.ipos)
                 if stack:
                     top = stack[-1]
                     top.key = None  # its value is complete
@@ -619,8 +625,11 @@ class _Reader:
         stack = self.stack
         while stack:
             frame = stack.pop()
-            if frame.is_map and not frame.skim:
-                frame.node.kpos = shared_layout(frame.node.kpos)
+            if not frame.skim:
+                if frame.is_map:
+                    frame.node.kpos = shared_layout(frame.node.kpos)
+                else:
+                    frame.node.ipos = shared_items(frame.node.ipos)
         pos = self.doc_pos if self.doc_pos is not None else self.root.pos
         self.result.docs.append(Doc(self.doc_index, self.root, pos))
         self.in_doc = False

@@ -20,7 +20,13 @@ from typing import Any
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import LMap, LSeq
 from gpudrv_check.core.manifest import Manifest
-from gpudrv_check.read.yaml_docs import LAYOUTS, POSITIONS, shared_layout
+from gpudrv_check.read.yaml_docs import (
+    ITEM_LAYOUTS,
+    LAYOUTS,
+    POSITIONS,
+    shared_items,
+    shared_layout,
+)
 
 FORMAT = 2  # bump when the encoding changes
 
@@ -86,7 +92,10 @@ def _dec_seq(value: list) -> LSeq:
     seq = LSeq.__new__(LSeq)
     shared = POSITIONS.get
     seq.pos = shared(value[0], value[0])
-    seq.ipos = [shared(p, p) for p in value[1]]
+    ipos = ITEM_LAYOUTS.get(tuple(value[1]))
+    if ipos is None:  # not seen yet: its positions as the shared tuples (yaml_docs)
+        ipos = shared_items([shared(p, p) for p in value[1]])
+    seq.ipos = ipos
     seq.raw = value[2]
     for i in range(3, len(value)):
         c = value[i].__class__

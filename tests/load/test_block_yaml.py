@@ -316,6 +316,42 @@ def test_positions_and_layouts_are_the_shared_ones():
     assert LAYOUTS[(*one.kpos, *one.kpos.values())] is one.kpos
 
 
+_TWO_LISTS = (
+    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  tolerations:\n  - key: a\n"
+    "    operator: Exists\n  - key: b\n  args: [x, {name}]\n"
+)
+
+
+def test_item_positions_are_shared_by_sequences_laid_out_alike():
+    """Memory (issue 22): sequences whose items sit at the same positions share one ipos list
+    (ITEM_LAYOUTS), in the line reader, the event builder and a file decoded from the cache
+    or a worker (read/codec.py); each tree's items and their positions are still its own."""
+    from gpudrv_check.read.codec import decode, encode
+    from gpudrv_check.read.manifests import parse_manifest_bytes
+    from gpudrv_check.read.yaml_docs import ITEM_LAYOUTS
+
+    block = parse_block(_TWO_LISTS.format(name="a"))
+    built = parse_text(_TWO_LISTS.format(name="b") + "  x: !!str 1\n")  # a tag: the builder
+    assert block is not None and built.problems == []
+    assert block_yaml.parse_block(_TWO_LISTS.format(name="b") + "  x: !!str 1\n") is None
+    one, two = block.docs[0].data["spec"], built.docs[0].data["spec"]
+    for key, expected in (("tolerations", [(7, 5), (9, 5)]), ("args", [(10, 10), (10, 13)])):
+        assert one[key].ipos == expected and one[key].ipos is two[key].ipos
+        assert ITEM_LAYOUTS[tuple(expected)] is one[key].ipos
+        assert all(POSITIONS[pos] is pos for pos in one[key].ipos)
+    assert (one["args"], two["args"]) == (["x", "a"], ["x", "b"])
+    data = _TWO_LISTS.format(name="c").encode()
+    again = decode(encode(parse_manifest_bytes("c.yaml", data, False, NOTHING_SKIPPED, "")))
+    decoded = again.manifests[0].data["spec"]
+    assert decoded["tolerations"].ipos is one["tolerations"].ipos
+    # a layout the decoder meets first: shared by the next file decoded
+    data = _TWO_LISTS.format(name="d").replace("  args:", "\n\n  args:").encode()
+    stored = encode(parse_manifest_bytes("d.yaml", data, False, NOTHING_SKIPPED, ""))
+    ITEM_LAYOUTS.pop(((12, 10), (12, 13)))
+    first, second = (decode(stored).manifests[0].data["spec"]["args"] for _ in range(2))
+    assert first.ipos == [(12, 10), (12, 13)] and first.ipos is second.ipos
+
+
 def test_skimmed_values_are_kept_empty_at_their_position():
     parsed = parse_block(NODE, skim_plan())
     assert parsed is not None

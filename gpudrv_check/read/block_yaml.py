@@ -39,6 +39,7 @@ from gpudrv_check.read.yaml_docs import (
     _share,
     _too_deep,
     append_item,
+    kept_empty,
     shared_items,
     shared_layout,
     skims,
@@ -526,7 +527,7 @@ class _Reader:
                         and (held in skim_keys or (skim_top and len(stack) == 1))
                         and plan_skims(stack, plan)
                     ):
-                        kept = LSeq(at) if dash else LMap(at)  # kept empty, as built
+                        kept = kept_empty(at, not dash)  # as the builder keeps it
                         skim = True
                     parent = top.node
                     parent[held] = kept
@@ -603,7 +604,7 @@ class _Reader:
                     top.key = None
                 if skimmed:  # kept empty, at its bracket, as the builder keeps it
                     at = _pos(number, value[1] + 1)
-                    node[key] = LSeq(at) if value[0] else LMap(at)
+                    node[key] = kept_empty(at, not value[0])
                 else:
                     node[key] = _flow(value, number, not top.skim)
                 node.kpos[key] = pos

@@ -359,6 +359,18 @@ def test_skimmed_values_are_kept_empty_at_their_position():
     assert status["images"] == [] and status["images"].pos == (12, 3)
     assert status["nodeInfo"] == {} and status["nodeInfo"].pos == (15, 5)
     assert status["capacity"] == {"cpu": "96"}  # read by the rules: built
+    # with the empty positions every kept-empty collection shares, as the builder keeps them
+    from gpudrv_check.read.yaml_docs import ITEM_LAYOUTS
+
+    tagged = NODE + "extra: !!str x\n"  # a tag: the event builder reads it
+    assert parse_block(tagged, skim_plan()) is None
+    built = parse_text(tagged, skim_plan()).docs[0].data["status"]
+    for kept in (status, built):
+        assert kept["images"].ipos is ITEM_LAYOUTS[()] and kept["nodeInfo"].kpos is LAYOUTS[()]
+    flow = parse_block("kind: Node\nstatus:\n  images: [a]\n  nodeInfo: {a: b}\n", skim_plan())
+    assert flow is not None
+    kept = flow.docs[0].data["status"]
+    assert kept["images"].ipos is ITEM_LAYOUTS[()] and kept["nodeInfo"].kpos is LAYOUTS[()]
 
 
 def test_the_lines_remembered_are_forgotten_when_reading_ends():

@@ -26,12 +26,21 @@ from gpudrv_check.read.tree import (
     FileRef,
     Listing,
     Skipped,
+    display_name,
     is_manifest_name,
 )
 
 _SYMLINK, _SUBMODULE = 0o120000, 0o160000
-#: a byte of a path that is not UTF-8, as `surrogateescape` decodes it
-_UNDECODED = re.compile("[\udc80-\udcff]")
+#: the object id of the empty blob (SHA-1, SHA-256): what an intent-to-add entry names
+_EMPTY_BLOBS = frozenset(
+    (
+        b"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+        b"473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
+    )
+)
+#: `ce_flags` bit of an entry added with `git add -N` (git's cache.h CE_INTENT_TO_ADD)
+_INTENT_TO_ADD = 1 << 29
+_DEBUG_FLAGS = re.compile(rb"  size: \d+\tflags: ([0-9a-f]+)(?:\n|\Z)")  # last: no newline
 # manifests are read in one batch when they are small enough to hold at once
 _PREFETCH_FILE_BYTES = 8 * 1024 * 1024
 _PREFETCH_TOTAL_BYTES = 512 * 1024 * 1024
@@ -69,12 +78,49 @@ def open_repository(path: Path, use: tuple[str, str, str] = REV_OR_BASE) -> Any:
     the option given, `use`)."""
     git = _import_git(use)
     try:
+        if os.environ.get("GIT_DIR"):
+            return _repository_of_environment(git)
         return git.Repo(path, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise ConfigError(
             f"{path} is not inside a git repository; {use[1]}: run in a clone (not a "
             f"downloaded archive), or drop {use[0]} to check the files on disk"
         ) from None
+
+
+#: the variables that name a repository's parts; git resolves a relative one from the current
+#: directory (a hook gets `GIT_WORK_TREE=.`, `GIT_INDEX_FILE=.git/index.lock`...)
+_LOCATION_VARIABLES = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_COMMON_DIR",
+)
+
+
+def _repository_of_environment(git: Any) -> Any:
+    """The repository GIT_DIR names, as git finds it when the variable is set (a hook of a
+    bare repository with a separate work tree: GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE), not
+    the one above PATH. gitpython reads GIT_DIR only when it is given no path, and takes a
+    bare repository for one without a work tree whatever GIT_WORK_TREE says: the work tree
+    is git's own answer (`rev-parse --show-toplevel`), and the commands are given every
+    location as an absolute path, since gitpython runs them from another directory."""
+    env = {
+        name: os.path.abspath(os.environ[name])
+        for name in _LOCATION_VARIABLES
+        if os.environ.get(name)
+    }
+    try:
+        top = git.Git(os.getcwd()).rev_parse("--show-toplevel").strip()
+    except git.GitCommandError:
+        top = ""  # no work tree: a revision can still be read
+    repo = git.Repo(env["GIT_DIR"])
+    if top:
+        env["GIT_WORK_TREE"] = top
+    repo.git.update_environment(**env)
+    repo.gpudrv_top = top or None  # see `_prefix`
+    return repo
 
 
 def is_shallow(repo: Any) -> bool:
@@ -156,6 +202,7 @@ class GitTree:
             if tree.type != "tree":
                 raise NotAtRevision(f"{self.prefix} is not a directory at revision {rev!r}")
         self.tree_sha = tree.hexsha
+        self._raw = {}
         self.entries = self._ls_tree(tree.hexsha)
         self._wanted: list[str] = []
         self._cache: dict[str, bytes] = {}
@@ -176,7 +223,7 @@ class GitTree:
                 continue
             meta, _, path = line.partition(b"\t")
             mode, _kind, sha, size = meta.split(None, 3)
-            rel = path.decode("utf-8", "surrogateescape")
+            rel = self._shown(path.decode("utf-8", "surrogateescape"))
             size_text = size.strip()
             entries[rel] = _Entry(
                 int(mode, 8),
@@ -184,6 +231,19 @@ class GitTree:
                 int(size_text) if size_text.isdigit() else 0,
             )
         return entries
+
+    #: the names git lists that reports show escaped (`display_name`: bytes that are not
+    #: UTF-8, control characters), by the name shown; the entries are keyed by the name shown
+    _raw: dict[str, str]
+
+    def _shown(self, rel: str) -> str:
+        """`rel` as reports name it, as the working tree's walk names it; its own name kept."""
+        if rel.isascii() and rel.isprintable():
+            return rel
+        shown = display_name(rel)
+        if shown != rel:
+            self._raw[shown] = rel
+        return shown
 
     def list_manifests(self, exclude: Exclusions | list[str]) -> Listing:
         """The same walk as the working tree's: same suffixes, exclusions and skipped links
@@ -218,9 +278,6 @@ class GitTree:
                 listing.skipped.append(Skipped(rel, "git submodule, not checked"))
                 continue
             if not is_manifest_name(name) or (len(parts) == 1 and name in SKIP_FILES):
-                continue
-            if not rel.isascii() and _UNDECODED.search(rel):
-                listing.skipped.append(Skipped(rel, "file name is not UTF-8"))
                 continue
             why = rules.reason(rel)
             if why is not None:
@@ -341,13 +398,14 @@ class GitTree:
         the files left out for their size; a tool that needs one fails on it, and says so."""
         left_out = []
         for rel, entry in sorted(self.entries.items()):
-            if entry.mode in (_SYMLINK, _SUBMODULE) or clean_rel(rel) != rel:
+            name = self._raw.get(rel, rel)  # on disk as git names it
+            if entry.mode in (_SYMLINK, _SUBMODULE) or clean_rel(name) != name:
                 continue  # never write outside dest, never create links
             if entry.size > min(limit, total):
                 left_out.append(rel)
                 continue
             total -= entry.size
-            target = dest / rel
+            target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(self._blob(rel, entry))
         return left_out
@@ -358,11 +416,18 @@ class GitTree:
 
 def _prefix(repo: Any, disk_root: Path) -> str:
     """PATH inside the repository, from its top ("" for the top itself)."""
-    top = Path(repo.working_tree_dir or repo.git_dir).resolve()
+    top = Path(getattr(repo, "gpudrv_top", None) or repo.working_tree_dir or repo.git_dir)
+    top = top.resolve()
     try:
         prefix = disk_root.resolve().relative_to(top).as_posix()
     except ValueError:
-        prefix = "."
+        # a link out of the work tree (git holds a link there, nothing below it), or
+        # GIT_DIR/GIT_WORK_TREE naming another repository: never the whole repository
+        raise ConfigError(
+            f"{disk_root} is outside the git work tree {top} (a symbolic link out of it, or "
+            "GIT_DIR/GIT_WORK_TREE naming another repository): git holds no files there; "
+            "check a directory of the repository itself"
+        ) from None
     return "" if prefix == "." else prefix
 
 
@@ -383,6 +448,7 @@ class IndexTree(GitTree):
         self.label = f"index:{self.prefix or '.'}"
         self.tree_sha = ""
         self.unmerged: list[str] = []
+        self._raw = {}
         self.entries = self._ls_index()
         self._wanted = []
         self._cache = {}
@@ -395,6 +461,7 @@ class IndexTree(GitTree):
         except git.GitCommandError as err:
             raise ConfigError(f"cannot read the git index: {_git_detail(err)}") from None
         staged: dict[str, tuple[int, str]] = {}
+        empty: list[bytes] = []  # entries of the empty blob: added with -N, or empty files
         for line in raw.split(b"\0"):
             meta, _, path = line.partition(b"\t")
             if not path:
@@ -403,17 +470,51 @@ class IndexTree(GitTree):
             rel = path.decode("utf-8", "surrogateescape")
             if not rel.startswith(start):
                 continue
-            rel = rel[len(start) :]
+            rel = self._shown(rel[len(start) :])
             if stage != b"0":
                 if rel not in self.unmerged:
                     self.unmerged.append(rel)
                 continue
             staged[rel] = (int(mode, 8), sha.decode())
+            if sha in _EMPTY_BLOBS:
+                empty.append(path)
+        for path in self._intent_to_add(empty):
+            rel = path.decode("utf-8", "surrogateescape")
+            staged.pop(self._shown(rel[len(start) :]), None)
         sizes = self._sizes([sha for mode, sha in staged.values() if mode != _SUBMODULE])
         return {
             rel: _Entry(mode, bytes.fromhex(sha), sizes.get(sha, 0))
             for rel, (mode, sha) in staged.items()
         }
+
+    def _intent_to_add(self, paths: list[bytes]) -> list[bytes]:
+        """Those of `paths` that `git add -N` put in the index: entries the next commit does
+        not record (`git write-tree` leaves them out), which the index lists with the empty
+        blob's id. Their flags are in `git ls-files --debug` (CE_INTENT_TO_ADD)."""
+        git = _import_git(STAGED)
+        out: list[bytes] = []
+        for at in range(0, len(paths), 500):  # a command line of a bounded length
+            specs = [
+                ":(literal)" + p.decode("utf-8", "surrogateescape") for p in paths[at : at + 500]
+            ]
+            try:
+                raw = self.repo.git.ls_files("--debug", "-z", "--", *specs, stdout_as_string=False)
+            except git.GitCommandError as err:
+                raise ConfigError(f"cannot read the git index: {_git_detail(err)}") from None
+            # each entry: its path, NUL, then its debug lines, the last one its flags
+            path, pos = None, 0
+            while pos < len(raw):
+                if path is None:
+                    end = raw.index(b"\0", pos)
+                    path, pos = raw[pos:end], end + 1
+                    continue
+                found = _DEBUG_FLAGS.search(raw, pos)
+                if found is None:
+                    break
+                if int(found.group(1), 16) & _INTENT_TO_ADD:
+                    out.append(path)
+                path, pos = None, found.end()
+        return out
 
     def _sizes(self, shas: list[str]) -> dict[str, int]:
         """Blob sizes by sha, in one `git cat-file --batch-check`."""

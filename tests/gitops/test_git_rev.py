@@ -97,9 +97,10 @@ def test_rev_skips_symlinks_and_honours_exclude(git_repo: Path):
     assert "skipped vendor/: excluded by config" in result.stderr
 
 
-def test_rev_skips_a_file_name_that_is_not_utf8(git_repo: Path):
-    """git lists the name's bytes; a name that is not UTF-8 is said once and not read, as the
-    working tree's walk does (read/git.py `list_manifests`)."""
+def test_rev_reads_a_file_name_that_is_not_utf8_shown_escaped(git_repo: Path):
+    """git lists the name's bytes; a name that is not UTF-8 is read, and shown with its bytes
+    escaped, as the working tree's walk reads and shows it (read/tree.py `display_name`): it
+    was skipped, so a commit could hold a manifest no check of the index or revision read."""
     write(git_repo, "support-matrix.csv", MATRIX)
     write(git_repo, "real/n.yaml", gpu_node("r"))
     write(git_repo, "real/caf\u00e9.yaml", gpu_node("u"))  # UTF-8: read
@@ -107,10 +108,15 @@ def test_rev_skips_a_file_name_that_is_not_utf8(git_repo: Path):
     with open(bad, "wb") as fh:
         fh.write(gpu_node("l", kernel=NEW_KERNEL).encode())
     commit(git_repo, "names")
-    result = run_main("check", str(git_repo), "--rev", "HEAD", "-v")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "skipped real/latin1-" in result.stderr and "file name is not UTF-8" in result.stderr
-    assert "read    real/caf\u00e9.yaml: 1 object(s)" in result.stderr  # UTF-8, not ASCII
+    on_disk = run_main("check", str(git_repo), "--format", "json", "--no-cache")
+    for args in (("--rev", "HEAD"), ("--staged",)):
+        result = run_main("check", str(git_repo), *args, "-v", "--no-cache")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "read    real/latin1-\\xe9.yaml: 1 object(s)" in result.stderr
+        assert "read    real/caf\u00e9.yaml: 1 object(s)" in result.stderr  # UTF-8, not ASCII
+        assert "real/latin1-\\xe9.yaml" in result.stdout and "GPU001" in result.stdout
+        as_json = run_main("check", str(git_repo), *args, "--format", "json", "--no-cache")
+        assert _findings(as_json) == _findings(on_disk)
 
 
 @pytest.mark.slow

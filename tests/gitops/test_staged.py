@@ -5,10 +5,11 @@ them, read from the object store (read/git.py IndexTree)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
-from tests.conftest import MATRIX, gpu_node, run_main, write
-from tests.gitops.conftest import commit, git
+from tests.conftest import MATRIX, cli_env, gpu_node, run_main, write
+from tests.gitops.conftest import GIT_ENV, commit, git
 
 NEW_KERNEL = "6.8.0-52-generic"
 
@@ -71,3 +72,72 @@ def test_usage_errors(git_repo: Path, tmp_path: Path):
     assert "--staged reads the git index" in nogit.stderr and "drop --staged" in nogit.stderr
     assert "--rev" not in nogit.stderr and "--base" not in nogit.stderr
     assert "Traceback" not in both.stderr + stdin.stderr + nogit.stderr
+
+
+def test_an_intent_to_add_entry_is_not_staged(git_repo: Path):
+    """`git add -N` puts an entry in the index that the next commit does not record (`git
+    write-tree` leaves it out; the index lists it with the empty blob's id): --staged reads
+    what the commit records, so the hook no longer refuses a commit for a file it leaves
+    out. A file staged empty is recorded, and read."""
+    write(git_repo, "support-matrix.csv", MATRIX)
+    write(git_repo, "k8s/a.yaml", gpu_node("a"))
+    commit(git_repo, "clean")
+    write(git_repo, "k8s/later.yaml", gpu_node("l", kernel=NEW_KERNEL))
+    git(git_repo, "add", "-N", "k8s/later.yaml")
+    write(git_repo, "k8s/empty.yaml", "")
+    git(git_repo, "add", "k8s/empty.yaml")
+    recorded = git(git_repo, "ls-tree", "-r", "--name-only", git(git_repo, "write-tree"))
+    assert "k8s/later.yaml" not in recorded.split() and "k8s/empty.yaml" in recorded.split()
+    result = run_main("check", str(git_repo), "--staged", "-v", "--no-cache")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "read    k8s/empty.yaml: 0 object(s)" in result.stderr
+    assert "later.yaml" not in result.stderr + result.stdout
+    git(git_repo, "add", "k8s/later.yaml")  # now staged with its content: read
+    assert _nodes(git_repo) == ["l"]
+
+
+def test_the_repository_git_dir_and_git_work_tree_name(git_repo: Path, tmp_path: Path):
+    """As git finds it when GIT_DIR is set (a hook of a bare repository with a separate work
+    tree gets GIT_DIR, GIT_WORK_TREE=. and GIT_INDEX_FILE): not the repository above PATH.
+    gitpython ignored GIT_DIR when given a path, so every such commit was a usage error."""
+    bare, tree = tmp_path / "bare.git", tmp_path / "tree"
+    tree.mkdir()
+    git(git_repo, "init", "-q", "--bare", str(bare))
+    env = cli_env(GIT_DIR=str(bare), GIT_WORK_TREE=".", GIT_INDEX_FILE=str(bare / "index"))
+    write(tree, "support-matrix.csv", MATRIX)
+    write(tree, "k8s/a.yaml", gpu_node("a", kernel=NEW_KERNEL))
+    for args in (("add", "-A"), ("commit", "-q", "--no-verify", "-m", "one")):
+        subprocess.run(["git", *args], cwd=tree, env={**env, **GIT_ENV}, check=True)
+    write(tree, "k8s/b.yaml", gpu_node("b", kernel=NEW_KERNEL))  # not staged
+    for args in (("--staged",), ("--rev", "HEAD")):
+        result = run_main("check", ".", *args, "--format", "json", "--no-cache", cwd=tree, env=env)
+        assert result.returncode == 1, result.stderr
+        names = [f["object"]["name"] for f in json.loads(result.stdout)["findings"]]
+        assert names == ["a"]
+
+
+def test_a_path_that_links_out_of_the_work_tree_is_a_usage_error(git_repo: Path, tmp_path: Path):
+    """git holds a link there and nothing below it: the check said nothing of PATH and read
+    the whole repository instead (`_prefix` took "outside" for the top)."""
+    outside = tmp_path / "elsewhere"
+    write(outside, "o.yaml", gpu_node("o", kernel=NEW_KERNEL))
+    write(git_repo, "top.yaml", "kind: [\n")
+    (git_repo / "deploy").symlink_to(outside)
+    commit(git_repo, "a link")
+    for args in (("--staged",), ("--rev", "HEAD")):
+        result = run_main("check", str(git_repo / "deploy"), *args, "--no-cache")
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "is outside the git work tree" in result.stderr
+        assert "top.yaml" not in result.stdout
+
+
+def test_a_name_with_a_control_character_is_listed_escaped(git_repo: Path):
+    """-v lists a git source's files as the working tree's walk does: a newline in a name is
+    shown escaped, never printed raw (it would forge lines of the listing)."""
+    write(git_repo, "new\nline.yaml", "kind: [\n")
+    commit(git_repo, "a name with a newline")
+    disk = run_main("check", str(git_repo), "-v", "--no-cache", "--matrix", "none")
+    for args in (("--staged",), ("--rev", "HEAD")):
+        result = run_main("check", str(git_repo), *args, "-v", "--no-cache", "--matrix", "none")
+        assert "read    new\\x0aline.yaml: 0 object(s)" in result.stderr
+        assert "\nline.yaml" not in result.stderr and result.stdout == disk.stdout

@@ -73,6 +73,8 @@ class Run:
     # the partition cache stores each finding's text with it, for the runs that take it from
     # the cache (engine/cache/partition.py); None: no text report
     text_renderer: tuple[int, Callable[[Finding], str]] | None = None
+    # the rules --select/--ignore left out (cli/commands/check.py `select_rules`)
+    not_selected: frozenset[str] = frozenset()
 
     def forget_models(self) -> None:
         """Done with the model of this run and of its clusters: see `Repo.forget`."""

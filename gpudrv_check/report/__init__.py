@@ -60,6 +60,12 @@ class Summary:
     clusters: list[dict[str, Any]] = field(default_factory=list)
 
 
+#: a byte of a name that is not UTF-8 (as `surrogateescape` holds it): no text names the file
+_NOT_TEXT = re.compile("[\udc80-\udcff]")
+#: what a workflow command line must not carry raw (tab, CR and LF aside: CR and LF escaped)
+_NOT_COMMAND = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 @record
 class Report:
     """What every format renders: the findings, the suppressed ones, the rules, the repo."""
@@ -79,10 +85,24 @@ class Report:
     # finding file → the name as the file system has it (str with `surrogateescape` bytes),
     # for the names the reader escaped for display (read/tree.py `display_name`)
     disk_paths: dict[str, str] = field(default_factory=dict)
+    # the rules --select/--ignore left out (their findings dropped): not said to pass
+    not_selected: frozenset[str] = frozenset()
 
     def uri(self, file: str) -> str:
         """A finding's file as a path from the working directory (see `path_prefix`)."""
         return self.path_prefix + file
+
+    def path(self, file: str, controls: bool = True) -> str:
+        """`uri` with the file's own name where reports show it escaped (read/tree.py
+        `display_name`: a tab, a newline, a control character), for a format whose consumer
+        finds the file by it (GitLab's `location.path`, a GitHub annotation's `file`); the
+        escaped text for a name that is not UTF-8, which no text names. `controls`: whether
+        the format carries any control character (JSON does; a workflow command carries tab,
+        CR and LF, the last two escaped, and the others stay escaped)."""
+        raw = self.disk_paths.get(file)
+        if raw is None or _NOT_TEXT.search(raw) or (not controls and _NOT_COMMAND.search(raw)):
+            return self.uri(file)
+        return self.path_prefix + raw
 
     def link(self, file: str) -> str:
         """`uri` as a URI path: the name's own octets percent-encoded (RFC 3986 section 2.1),

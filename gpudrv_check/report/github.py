@@ -49,7 +49,7 @@ def annotation(report: Report, f: Finding) -> str:
     props = ",".join(
         f"{key}={escape_property(value)}"
         for key, value in (
-            ("file", report.uri(loc.file)),
+            ("file", report.path(loc.file, controls=False)),
             ("line", str(loc.line)),
             ("col", str(loc.column)),
             ("title", f.rule),

@@ -30,7 +30,10 @@ def render(report: Report, *, colour: bool = False) -> str:
             "categories": ["Bug Risk"],
             "fingerprint": fingerprint,
             "severity": SEVERITIES[f.severity],
-            "location": {"path": report.uri(f.location.file), "lines": {"begin": f.location.line}},
+            "location": {
+                "path": report.path(f.location.file),
+                "lines": {"begin": f.location.line},
+            },
         }
         if f.hint or policy is not None:
             issue["content"] = {"body": f.hint or policy.fix}  # type: ignore[union-attr]

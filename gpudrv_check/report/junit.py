@@ -3,7 +3,14 @@
 A test case fails (`<failure>`) when the object has a finding of the rule at or above the
 `--fail-on` level, so the JUnit verdict agrees with the exit code; findings below it are listed
 in `<system-out>` of a passing case; suppressed findings make a `<skipped>` case. A rule without
-findings has one passing case, `all objects`, so every rule that ran is visible.
+findings has one case, `all objects`: passing when the rule ran, `<skipped>` with the reason when
+it did not (no node inventory, no matrix: the summary's skipped rules) or was left out by
+--select/--ignore, so no rule passes that checked nothing.
+
+The document is valid against the JUnit schema CI plugins check reports against (the Jenkins
+xUnit plugin's junit-10.xsd, which it validates every JUnit input with, and which pytest's
+default `junit_family=xunit2` follows): no `file`/`line` attributes on a test case (the
+location is the first line of each finding's text) and no `skipped` count on `<testsuites>`.
 """
 
 from __future__ import annotations
@@ -50,6 +57,12 @@ def render(report: Report, *, colour: bool = False) -> str:
     for f in report.all_findings:
         cases[f.rule][_subject(f)].append(f)
     rule_ids = sorted(set(report.rules) | set(cases))
+    not_run = {
+        rule: f"not checked: {group['reason']}; see {group['see']}"
+        for group in report.summary.skipped_rules
+        for rule in group["rules"]
+    }
+    not_run.update((rule, "left out by --select/--ignore") for rule in report.not_selected)
     root = ET.Element("testsuites", name="gpudrv-check")
     totals = {"tests": 0, "failures": 0, "skipped": 0}
     for rule_id in rule_ids:
@@ -59,19 +72,15 @@ def render(report: Report, *, colour: bool = False) -> str:
         counts = {"tests": 0, "failures": 0, "skipped": 0}
         by_subject = cases.get(rule_id, {})
         if not by_subject:
-            ET.SubElement(suite, "testcase", classname=rule_id, name="all objects")
+            case = ET.SubElement(suite, "testcase", classname=rule_id, name="all objects")
             counts["tests"] += 1
+            if rule_id in not_run:
+                ET.SubElement(case, "skipped", message=_clean(not_run[rule_id]))
+                counts["skipped"] += 1
         for subject in sorted(by_subject):
             findings = by_subject[subject]
             first = findings[0]
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=rule_id,
-                name=_clean(subject),
-                file=_clean(report.uri(first.location.file)),
-                line=str(first.location.line),
-            )
+            case = ET.SubElement(suite, "testcase", classname=rule_id, name=_clean(subject))
             counts["tests"] += 1
             failing = [f for f in findings if not f.suppressed_by and f.severity.rank >= threshold]
             body = _clean("\n".join(_line(report, f) for f in findings))
@@ -94,8 +103,8 @@ def render(report: Report, *, colour: bool = False) -> str:
             suite.set(key, str(value))
             totals[key] += value
         suite.set("errors", "0")
-    for key, value in totals.items():
-        root.set(key, str(value))
+    for key in ("tests", "failures"):  # `skipped` is no attribute of <testsuites> (the xsd)
+        root.set(key, str(totals[key]))
     root.set("errors", "0")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

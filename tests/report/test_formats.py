@@ -13,7 +13,7 @@ import pytest
 from gpudrv_check.cli.commands.check import pair_outputs
 from gpudrv_check.read.config import ConfigError
 from gpudrv_check.report.github import escape_data, escape_property
-from tests.conftest import run_main
+from tests.conftest import run_main, write
 
 FORMATS = {
     "json": "r.json",
@@ -107,11 +107,11 @@ def test_every_format_reports_the_same_findings(ci_repo: Path, tmp_path: Path):
 
     junit = ET.fromstring(out["junit"])
     failing = {
-        (case.get("classname"), case.get("file"), int(case.get("line")))
+        (case.get("classname"), *case.find("failure").text.split(":")[:2])
         for case in junit.iter("testcase")
         if case.find("failure") is not None
     }
-    assert failing == {("GPU001", "nodes/gpu-1.yaml", 11)}  # fail-on error: only errors fail
+    assert failing == {("GPU001", "nodes/gpu-1.yaml", "11")}  # fail-on error: only errors fail
 
     md_rows = set(re.findall(r"\| (\w+) \| \[(.+?):(\d+):(\d+)\]\((.+?)\)", out["markdown"]))
     assert {(rule, f, int(line), int(col)) for rule, f, line, col, _ in md_rows} == EXPECTED
@@ -433,3 +433,51 @@ def test_json_formats_escape_bidi_and_line_separators(tmp_path: Path, fmt: str):
     if fmt == "json":
         paths = [f["path"] for f in json.loads(proc.stdout)["findings"]]
         assert ["metadata", "labels", key] in paths  # the same value once decoded
+
+
+def test_junit_follows_the_schema_ci_plugins_validate_against(ci_repo: Path, tmp_path: Path):
+    """The Jenkins xUnit plugin validates every JUnit input against its junit-10.xsd and drops
+    a file that fails (JUnitInputMetric, XUnitTransformerCallable); pytest's default
+    `junit_family=xunit2` follows the same schema. It allows on <testsuites> only name, time,
+    tests, failures and errors, and on <testcase> only name, time, classname and group: the
+    location is in each finding's text. A rule that did not run passes no case: it is
+    <skipped> with why (no node inventory, --select/--ignore)."""
+    _, out = _run_all(ci_repo, tmp_path)
+    root = ET.fromstring(out["junit"])
+    assert set(root.attrib) <= {"name", "time", "tests", "failures", "errors"}
+    for case in root.iter("testcase"):
+        assert set(case.attrib) <= {"name", "time", "classname", "group"}
+    for suite in root.iter("testsuite"):
+        assert {"name", "tests", "failures", "errors"} <= set(suite.attrib)
+    bare = tmp_path / "bare"
+    write(bare, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+    result = run_main(
+        "check", str(bare), "--format", "junit", "--matrix", "none", "--ignore", "GPU008"
+    )
+    suites = {s.get("name").split()[0]: s for s in ET.fromstring(result.stdout).iter("testsuite")}
+    skipped = suites["GPU010"].find("testcase/skipped")
+    assert skipped is not None and "no node inventory" in skipped.get("message")
+    assert suites["GPU010"].get("skipped") == "1"
+    ignored = suites["GPU008"].find("testcase/skipped")
+    assert ignored is not None and "--select/--ignore" in ignored.get("message")
+    assert suites["GPU004"].find("testcase/skipped") is None  # ran, found nothing: passes
+
+
+def test_gitlab_and_github_name_the_file_itself(tmp_path: Path):
+    """GitLab's `location.path` is "the relative path to the file" and a GitHub annotation's
+    `file` names the file to annotate: the name itself (a tab; a control character in JSON),
+    not the escaped text the other reports show, which names no file; the escaped text where
+    no text names the file (bytes that are not UTF-8) or the format cannot carry it."""
+    root = tmp_path / "repo"
+    doc = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {}\ndata:\n  k: a\n  k: b\n"
+    names = {"tab\there.yaml": "a", "ctl\x01.yaml": "b"}
+    for name, obj in names.items():
+        write(root, name, doc.format(obj))
+    with open(os.fsencode(str(root)) + b"/lat\xe9.yaml", "wb") as fh:
+        fh.write(doc.format("c").encode())
+    gitlab = run_main("check", str(root), "--format", "gitlab", "--matrix", "none", "--no-cache")
+    paths = sorted(i["location"]["path"] for i in json.loads(gitlab.stdout))
+    assert paths == ["ctl\x01.yaml", "lat\\xe9.yaml", "tab\there.yaml"]
+    github = run_main("check", str(root), "--format", "github", "--matrix", "none", "--no-cache")
+    files = sorted(re.findall(r"^::error file=(.+?),line=", github.stdout, re.M))
+    assert files == ["ctl\\x01.yaml", "lat\\xe9.yaml", "tab\there.yaml"]

@@ -183,6 +183,9 @@ def select_rules(run: Run, options: CheckOptions) -> None:
 
     run.findings = [f for f in run.findings if wanted(f)]
     run.suppressed = [f for f in run.suppressed if wanted(f)]
+    run.not_selected = frozenset(
+        r for r in run.rules if (selected is not None and r not in selected) or r in ignored
+    )
 
 
 def build_report(
@@ -245,6 +248,7 @@ def build_report(
         path_prefix=path_prefix(root) if root != "-" else "",
         tool_version=__version__,
         disk_paths=run.content.disk_names,
+        not_selected=run.not_selected,
     )
 
 

@@ -31,7 +31,6 @@ RUNTIME_MODULES = {
     "ruamel.yaml.clib": "_ruamel_yaml",
     "jsonschema": "jsonschema",
     "gitpython": "git",
-    "pathspec": "pathspec",
 }
 
 

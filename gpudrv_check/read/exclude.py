@@ -1,27 +1,36 @@
 """Which paths the walk leaves out: default folders, `.gitignore`, and the config's `exclude:`.
 
-Every pattern has gitignore semantics (the `pathspec` package's matcher, which follows git's
-`dir.c`): `vendor/*.yaml` matches `vendor/a.yaml` but not `vendor/a/b.yaml`, a pattern without
-a slash matches at any depth, a trailing slash matches directories only, `**` crosses folders,
-and `!pattern` takes a path back. The defaults come first and the config's `exclude:` after
-them, so `exclude: ["!testdata/"]` checks a folder the defaults leave out; `default_exclude: []`
-drops the defaults altogether.
+Every pattern has gitignore semantics, matched as git matches them (read/gitignore.py, after
+git's dir.c and wildmatch.c): `vendor/*.yaml` matches `vendor/a.yaml` but not
+`vendor/a/b.yaml`, a pattern without a slash matches at any depth, a trailing slash matches
+folders only, `**` crosses folders, and `!pattern` takes a path back; within one list the
+last pattern that matches the path itself decides, and a folder left out is not walked, so
+nothing below it is taken back. The defaults come first and the config's `exclude:` after
+them, so `exclude: ["!testdata/"]` checks a folder the defaults leave out; `default_exclude:
+[]` drops the defaults altogether.
 
 `.gitignore` files (the root's and those of the folders walked, each relative to its folder,
 the deeper one deciding) are honoured in a working tree only: a git revision holds only what
 was committed. The config decides before `.gitignore` does, so a negation there also takes back
-a path `.gitignore` ignores.
+a path `.gitignore` ignores. Only the `.gitignore` files below the checked root are read
+(nothing outside it is: the root's parents' files, `.git/info/exclude` and
+`core.excludesFile` are not).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpudrv_check.core.records import record
-
-if TYPE_CHECKING:
-    from collections.abc import Iterable
+from gpudrv_check.read.gitignore import (
+    Pattern,
+    PatternList,
+    parse_pattern,
+    patterns_of,
+    trim_trailing_spaces,
+)
 
 #: folders that hold other people's files, CI and editor settings: never this repo's manifests
 DEFAULT_EXCLUDE = (
@@ -36,111 +45,37 @@ DEFAULT_EXCLUDE = (
     ".idea/",
 )
 GITIGNORE = ".gitignore"
-#: a .gitignore larger than this is not read (a real one is a few kilobytes)
+#: a .gitignore larger than this is not read (a real one is a few kilobytes), and `-v` says so
 MAX_GITIGNORE_BYTES = 1024 * 1024
 BY_CONFIG = "excluded by config"
 BY_DEFAULT = "excluded by default (set default_exclude: [] or exclude: ['!DIR/'] to check it)"
 BY_GITIGNORE = "ignored by {file}"
+GITIGNORE_TOO_LARGE = f"over {MAX_GITIGNORE_BYTES} bytes: not read, it ignores nothing"
 
 
-def _plain(pattern: str) -> bool:
-    """A plain name, or a folder name with its trailing slash (`vendor/`, `steps`): no glob,
-    escape, negation, comment, inner slash or dot-only name."""
-    name = pattern[:-1] if pattern.endswith("/") else pattern
-    return bool(name) and name.strip(".") != "" and all(c in _NAME_CHARS for c in name)
+def _config_pattern(text: str, index: int) -> Pattern | None:
+    """A pattern of the config's lists, as a .gitignore line (`./x`, the old spelling of a
+    path from the root, is gitignore's `/x`)."""
+    line = trim_trailing_spaces(os.fsencode(text))
+    if line.startswith(b"./"):
+        line = b"/" + line[2:]
+    return parse_pattern(line, index)
 
 
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
-@record(frozen=True)
-class _Hit:
-    include: bool
-    index: int
-
-
-class _Names:
-    """Patterns that are all plain names (the defaults, `exclude: [steps/]`): in gitignore a
-    name without an inner slash matches at any depth, and a trailing slash matches folders
-    only, so a path's components answer without importing pathspec (start-up time)."""
-
-    def __init__(self, patterns: list[str]) -> None:
-        self.patterns = patterns
-        # name -> the last pattern naming it: `name/` (folders only), `name` (any component)
-        self.folders: dict[str, int] = {}
-        self.names: dict[str, int] = {}
-        for index, pattern in enumerate(patterns):
-            if pattern.endswith("/"):
-                self.folders[pattern[:-1]] = index
-            else:
-                self.names[pattern] = index
-
-    def check_file(self, path: str) -> _Hit | None:
-        """The last pattern matching `path` (gitignore: the last match decides)."""
-        *parents, last = path.split("/")
-        folders, names = self.folders, self.names
-        hit = names.get(last, -1)
-        for part in parents:
-            hit = max(hit, folders.get(part, -1), names.get(part, -1))
-        return None if hit < 0 else _Hit(True, hit)
-
-
-class _Spec:
-    """A gitignore spec and one regular expression of all its patterns: most paths match no
-    pattern, and one match answers that ~10x faster than asking each pattern in turn."""
-
-    def __init__(self, lines: Iterable[str]) -> None:
-        import re
-
-        from pathspec import GitIgnoreSpec
-
-        # a line git cannot read (a lone `!`, a trailing `\`) matches nothing, as in git
-        self.spec = GitIgnoreSpec.from_lines([a for a in map(_anchor, lines) if valid(a)])
-        parts = [
-            regex.pattern.replace("(?P<ps_d>", "(")
-            for p in self.spec.patterns
-            if p.include is not None and (regex := getattr(p, "regex", None)) is not None
-        ]
-        self.any = re.compile("|".join(f"(?:{part})" for part in parts)) if parts else None
-
-    def check_file(self, path: str) -> Any:
-        if self.any is None or self.any.match(path) is None:
-            return None
-        return self.spec.check_file(path)
+def _config_list(patterns: list[str]) -> PatternList:
+    parsed = (_config_pattern(text, i) for i, text in enumerate(patterns))
+    return PatternList([p for p in parsed if p is not None])
 
 
 def valid(pattern: str) -> bool:
-    """Whether the gitignore matcher can read `pattern`."""
-    if _plain(pattern):
-        return True
-    from pathspec import GitIgnoreSpec
-
-    try:
-        GitIgnoreSpec.from_lines([pattern])
-    except ValueError:  # GitIgnorePatternError
+    """Whether a config pattern names something: not a lone `!` or `/`, not ending in a lone
+    backslash (git keeps such lines, and they match no path)."""
+    parsed = _config_pattern(pattern, 0)
+    if parsed is None:
         return False
-    return True
-
-
-def _spec(lines: Iterable[str]) -> _Spec | _Names:
-    patterns = [_anchor(line) for line in lines]
-    if all(_plain(p) for p in patterns):
-        return _Names(patterns)
-    return _Spec(patterns)
-
-
-def _anchor(pattern: str) -> str:
-    """`./x` (the old spelling of a path from the root) is gitignore's `/x`."""
-    text = pattern.strip()
-    return "/" + text[2:] if text.startswith("./") else text
-
-
-def _decision(spec: Any, rel: str) -> tuple[bool | None, int]:
-    """(excluded?, index of the deciding pattern), (None, -1) when no pattern matches."""
-    result = spec.check_file(rel)
-    if result is None or result.include is None:
-        return None, -1
-    return bool(result.include), result.index if result.index is not None else -1
+    text = parsed.text
+    backslashes = len(text) - len(text.rstrip(b"\\"))
+    return backslashes % 2 == 0
 
 
 @record
@@ -160,36 +95,40 @@ class Exclusions:
         """What identifies these exclusions (a listing is cached per key)."""
         return (tuple(self.exclude), tuple(self.default), self.gitignore)
 
-    def reason(self, rel: str, is_dir: bool = False) -> str | None:
-        path = rel.rstrip("/") + ("/" if is_dir else "")
+    def reason(self, rel: str, is_dir: bool = False, raw: str | None = None) -> str | None:
+        """Why the walk leaves `rel` out, or None. `raw`: its name as the file system has it,
+        when the walk shows it escaped (git compares the name's own bytes)."""
+        path = os.fsencode(raw if raw is not None else rel).rstrip(b"/")
         if self._config is None:
-            self._config = _spec([*self.default, *self.exclude])
-        excluded, index = _decision(self._config, path)
-        if excluded is not None:
-            if not excluded:
+            self._config = _config_list([*self.default, *self.exclude])
+        decided = self._config.decide(path, is_dir)
+        if decided is not None:
+            if decided.negative:
                 return None
-            return BY_DEFAULT if index < len(self.default) else BY_CONFIG
-        return self._ignored(path) if self.gitignore else None
+            return BY_DEFAULT if decided.line < len(self.default) else BY_CONFIG
+        return self._ignored(path, is_dir) if self.gitignore else None
 
-    def _ignored(self, path: str) -> str | None:
+    def _ignored(self, path: bytes, is_dir: bool) -> str | None:
         """The deepest .gitignore with a pattern for `path` decides."""
         for folder in self._deepest:
-            if not path.startswith(folder) or path == folder:
+            prefix = os.fsencode(folder)
+            if not path.startswith(prefix) or path == prefix.rstrip(b"/"):
                 continue
-            excluded, _ = _decision(self._ignores[folder], path[len(folder) :])
-            if excluded is not None:
-                return BY_GITIGNORE.format(file=folder + GITIGNORE) if excluded else None
+            decided = self._ignores[folder].decide(path[len(prefix) :], is_dir)
+            if decided is not None:
+                return None if decided.negative else BY_GITIGNORE.format(file=folder + GITIGNORE)
         return None
 
-    def add_gitignore(self, folder: str, raw: bytes) -> None:
+    def add_gitignore(self, folder: str, raw: bytes) -> bool:
         """Take in `folder`'s .gitignore, given as the bytes the walk read (bounded, through
-        read/safe_io.py: no link followed)."""
-        if not self.gitignore or len(raw) > MAX_GITIGNORE_BYTES:
-            return
-        lines = raw.decode("utf-8", "replace").splitlines()
-        # the matcher's own escapes and comments; a trailing-space rule is git's, kept as is
-        self._ignores[folder] = _spec(line for line in lines if line.strip())
+        read/safe_io.py: no link followed); False when it is too large to be taken."""
+        if not self.gitignore:
+            return True
+        if len(raw) > MAX_GITIGNORE_BYTES:
+            return False
+        self._ignores[folder] = patterns_of(raw)
         self._deepest = tuple(sorted(self._ignores, key=len, reverse=True))
+        return True
 
 
 def exclusions_of(exclude: Any, gitignore: bool = False) -> Exclusions:
@@ -204,6 +143,6 @@ def from_config(config: Any) -> Exclusions:
     pattern the matcher cannot read is a usage error at its line."""
     for key in ("exclude", "default_exclude"):
         for i, pattern in enumerate(getattr(config, key)):
-            if not valid(_anchor(pattern)):
+            if not valid(pattern):
                 raise config.error(f"{key}[{i}]: {pattern!r} is not a gitignore pattern", key, i)
     return Exclusions(list(config.exclude), list(config.default_exclude), config.gitignore)

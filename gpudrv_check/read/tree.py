@@ -12,11 +12,12 @@ from pathlib import Path
 from gpudrv_check.core.records import record
 from gpudrv_check.read.exclude import (
     GITIGNORE,
+    GITIGNORE_TOO_LARGE,
     MAX_GITIGNORE_BYTES,
     Exclusions,
     exclusions_of,
 )
-from gpudrv_check.read.safe_io import DEFAULT_LIMIT, Beneath, read_inside
+from gpudrv_check.read.safe_io import DEFAULT_LIMIT, Beneath, TooLarge, read_inside
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 #: read although they have no suffix: kustomize's third kustomization file name (api/konfig/
@@ -86,19 +87,23 @@ def inside_root(root: str | os.PathLike[str], rel: str) -> bool:
 
 def _read_gitignore(
     exclude: Exclusions, entries: list[os.DirEntry[str]], rel_dir: str, files: Beneath, disk: str
-) -> None:
+) -> Skipped | None:
     """A folder's .gitignore, when it is a regular file (a link is not followed; one that
-    cannot be read ignores nothing, as in git)."""
+    cannot be read ignores nothing, as in git); one too large to be read is said."""
     if not exclude.gitignore:
-        return
+        return None
     for entry in entries:
         if entry.name == GITIGNORE and entry.is_file(follow_symlinks=False):
             try:
                 raw = files.read(disk + GITIGNORE, MAX_GITIGNORE_BYTES + 1)
+            except TooLarge:
+                return Skipped(rel_dir + GITIGNORE, GITIGNORE_TOO_LARGE)
             except OSError:
-                return
-            exclude.add_gitignore(rel_dir, raw)
-            return
+                return None
+            if not exclude.add_gitignore(rel_dir, raw):
+                return Skipped(rel_dir + GITIGNORE, GITIGNORE_TOO_LARGE)
+            return None
+    return None
 
 
 def _links_to_dir(entry: os.DirEntry[str]) -> bool:
@@ -194,7 +199,9 @@ class WorkingTree:
                 listing.skipped.append(Skipped(rel_dir, "directory already walked (mount loop)"))
                 continue
             seen_dirs.add((info.st_dev, info.st_ino))
-            _read_gitignore(exclude, entries, rel_dir, self._files, disk_dir)
+            too_large = _read_gitignore(exclude, entries, rel_dir, self._files, disk_dir)
+            if too_large is not None:
+                listing.skipped.append(too_large)
             subdirs = []
             for entry in entries:
                 name = entry.name
@@ -217,14 +224,14 @@ class WorkingTree:
                 elif stat.S_ISDIR(st.st_mode):
                     if name in SKIP_DIRS:
                         continue
-                    why = exclude.reason(rel, is_dir=True)
+                    why = exclude.reason(rel, is_dir=True, raw=disk)
                     if why is not None:
                         listing.skipped.append(Skipped(rel + "/", why))
                     else:
                         subdirs.append((rel + "/", disk + "/"))
                 elif not manifest_name or (not rel_dir and name in SKIP_FILES):
                     continue
-                elif (why := exclude.reason(rel)) is not None:
+                elif (why := exclude.reason(rel, raw=disk)) is not None:
                     listing.skipped.append(Skipped(rel, why))
                 elif not stat.S_ISREG(st.st_mode):
                     listing.skipped.append(

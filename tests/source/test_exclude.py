@@ -26,7 +26,7 @@ def _listed(root: Path, config: Config | None = None) -> tuple[list[str], dict[s
     return [f.rel for f in listing.files], {s.rel: s.reason for s in listing.skipped}
 
 
-# gitignore semantics (git's dir.c, as the pathspec package reproduces it)
+# gitignore semantics (git's dir.c and wildmatch.c: read/gitignore.py)
 @pytest.mark.parametrize(
     ("pattern", "path", "excluded"),
     [
@@ -120,29 +120,3 @@ def test_lines_git_cannot_read_in_a_gitignore_match_nothing(tmp_path: Path):
     root = _repo(tmp_path, {".gitignore": "!\n\\\nx/\n", "a.yaml": NODE, "x/b.yaml": NODE})
     files, skipped = _listed(root)
     assert files == ["a.yaml"] and skipped == {"x/": "ignored by .gitignore"}
-
-
-PLAIN = [
-    ["vendor/", "third_party/", "steps/"],
-    ["steps", "vendor/"],
-    ["a", "a/"],
-    ["x.yaml"],
-    ["steps/", "x.yaml", "steps/", "x.yaml"],  # a name twice: the last pattern decides
-]
-PATHS = [
-    *("vendor/", "vendor/x.yaml", "a/vendor/", "a/vendor/b/c.yaml", "vendor", "a/vendor"),
-    *("steps/", "steps", "x/steps/y.yaml", "steps.yaml", "a", "a/", "b/a", "b/a/"),
-    *("x.yaml", "d/x.yaml", "x.yaml/", "x.yamlz"),
-]
-
-
-@pytest.mark.parametrize("patterns", PLAIN, ids=lambda p: ",".join(p))
-def test_plain_names_decide_as_the_gitignore_matcher_does(patterns):
-    """Issue 22: patterns that are all plain names are matched without importing pathspec
-    (a start-up cost); each path gets pathspec's own answer (GitIgnoreSpec)."""
-    from gpudrv_check.read.exclude import _decision, _Names, _Spec, _spec
-
-    assert isinstance(_spec(patterns), _Names)
-    assert not isinstance(_spec([*patterns, "*.tmp"]), _Names)  # a glob: the real matcher
-    for path in PATHS:
-        assert _decision(_Names(patterns), path) == _decision(_Spec(patterns), path), path

@@ -39,6 +39,9 @@ def _finding(**kw) -> Finding:
         ({"object": ObjectRef(kind="Node", name="other")}, False),
         ({"object": ObjectRef(kind="Pod", name="n", namespace="x")}, False),
         ({"path": ["metadata", "labels", "j"]}, False),
+        # the namespace an object lives in: omitted is `default` (review: writing it out made
+        # a pull request's old finding new and dropped it from a baseline)
+        ({"object": ObjectRef(kind="Pod", name="n", namespace="default")}, False),
     ],
 )
 def test_fingerprint_identity(change, same):
@@ -50,6 +53,60 @@ def test_objectless_findings_use_file_and_message_not_line():
     moved = a.copy_with(location=Location(file="a.yaml", line=9, column=1))
     other_file = a.copy_with(location=Location(file="b.yaml", line=3, column=5))
     assert a.fingerprint() == moved.fingerprint() != other_file.fingerprint()
+
+
+def test_the_namespace_is_the_one_the_object_lives_in():
+    omitted = _finding(object=ObjectRef(kind="Pod", name="p"), path=[])
+    written = _finding(object=ObjectRef(kind="Pod", name="p", namespace="default"), path=[])
+    assert omitted.fingerprint() == written.fingerprint()
+    assert omitted.fingerprint(1) != written.fingerprint(1)  # as version 1 baselines have them
+    node = _finding(object=ObjectRef(kind="Node", name="n", namespace=None))
+    assert node.fingerprint() == node.fingerprint(1)  # cluster-scoped: no namespace either way
+
+
+def test_a_message_fingerprint_leaves_its_numbers_out():
+    """A YAML error names its line: a line added above it is no new error (review)."""
+    at = _finding(object=None, path=[], message="quoted scalar that starts at line 7, column 6")
+    moved = at.copy_with(message="quoted scalar that starts at line 8, column 6")
+    assert at.fingerprint() == moved.fingerprint()
+    assert at.fingerprint(1) != moved.fingerprint(1)
+    other = at.copy_with(message="did not find expected key at line 7, column 6")
+    assert at.fingerprint() != other.fingerprint()
+
+
+def test_a_version_1_baseline_is_matched_by_its_own_fingerprints(tmp_path):
+    """Baselines written before the fingerprint named the namespace an object lives in keep
+    accepting what they accepted; a new one is written as version 2."""
+    root = _repo(tmp_path / "repo")
+    write(root, "apps/pod.yaml", _PENDING_POD)  # no namespace: `default`
+    new = tmp_path / "new.json"
+    first = run_main("check", str(root), "--no-cache", "--write-baseline", str(new))
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(new.read_text())
+    assert doc["version"] == 2 and "GPU010" in {e["rule"] for e in doc["findings"]}
+    found = check(root, load_config(root)).findings
+    assert any(f.rule == "GPU010" and f.fingerprint(1) != f.fingerprint() for f in found)
+    old = {"version": 1, "findings": [{"fingerprint": f.fingerprint(1)} for f in found]}
+    (tmp_path / "v1.json").write_text(json.dumps(old))
+    again = run_main("check", str(root), "--no-cache", "--baseline", str(tmp_path / "v1.json"))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"0 errors, 0 warnings; {len(found)} suppressed" in again.stdout
+
+
+_PENDING_POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  nodeSelector:
+    no: such
+  containers:
+  - name: c
+    image: busybox
+    resources:
+      limits:
+        nvidia.com/gpu: 1
+"""
 
 
 def test_unique_fingerprints_number_repeats():
@@ -159,7 +216,7 @@ BAD_BASELINES = [
         ":1:155: not a gpudrv-check baseline: it nests too deep",  # the 129th bracket
         id="deep",
     ),
-    pytest.param('{"version": 2, "findings": []}', ": unsupported baseline version 2", id="v2"),
+    pytest.param('{"version": 3, "findings": []}', ": unsupported baseline version 3", id="v3"),
     pytest.param(
         '{"version": true, "findings": []}', ": unsupported baseline version true", id="t"
     ),

@@ -176,3 +176,59 @@ def test_an_exemption_naming_no_rule_exits_2_at_its_rule_key(tmp_path):
     assert result.stderr == (
         "gpudrv-check: error: .gpudrv-check.yaml:3:5: exemptions.0.rule: must not be empty\n"
     )
+
+
+_DUPLICATE = """apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: pdb
+  namespace: ml{annotation}
+spec:
+  minAvailable: 1
+  minAvailable: 1
+  selector:
+    matchLabels:
+      app: x
+"""
+
+
+def test_a_duplicate_key_is_a_problem_of_its_object_at_its_key(tmp_path):
+    """GPU008 names the object it is written in and the key (review): the object's annotation
+    and an exemption by kind and name reach it, and moving the file keeps its fingerprint."""
+    write(tmp_path, "support-matrix.csv", "driver_branch,kernel,os_tag\n")
+    write(tmp_path, "a/pdb.yaml", _DUPLICATE.format(annotation=""))
+    first = check(tmp_path, load_config(tmp_path))
+    [found] = [f for f in first.findings if f.rule == "GPU008"]
+    assert str(found.object) == "PodDisruptionBudget/ml/pdb"
+    assert found.path == ["spec", "minAvailable"] and found.location.line == 8
+    (tmp_path / "a" / "pdb.yaml").rename(tmp_path / "moved.yaml")
+    [moved] = [f for f in check(tmp_path, load_config(tmp_path)).findings if f.rule == "GPU008"]
+    assert moved.fingerprint() == found.fingerprint() and moved.location.file == "moved.yaml"
+    annotated = '\n  annotations:\n    gpudrv-check.io/ignore: "GPU008 # known"'
+    write(tmp_path, "moved.yaml", _DUPLICATE.format(annotation=annotated))
+    run = check(tmp_path, load_config(tmp_path))
+    assert not [f for f in run.findings if f.rule == "GPU008"]
+    assert [f.rule for f in run.suppressed] == ["GPU008"]
+    write(tmp_path, "moved.yaml", _DUPLICATE.format(annotation=""))
+    write(
+        tmp_path,
+        ".gpudrv-check.yaml",
+        "matrix: support-matrix.csv\n"
+        "exemptions:\n  - {rule: GPU008, kind: PodDisruptionBudget, name: pdb, reason: r}\n",
+    )
+    run = check(tmp_path, load_config(tmp_path))
+    assert [f.rule for f in run.suppressed] == ["GPU008"]
+
+
+def test_a_duplicate_key_in_a_part_not_built_names_its_object(tmp_path):
+    """In a container's `env` (skimmed: not built) the key is not kept, the object is."""
+    write(tmp_path, "support-matrix.csv", "driver_branch,kernel,os_tag\n")
+    write(
+        tmp_path,
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
+        "  - name: c\n    image: busybox\n    env:\n    - name: A\n      value: x\n"
+        "      value: y\n",
+    )
+    [found] = [f for f in check(tmp_path, load_config(tmp_path)).findings if f.rule == "GPU008"]
+    assert str(found.object) == "Pod/p" and found.location.line == 12

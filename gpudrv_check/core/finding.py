@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Any
 
 from gpudrv_check.core.records import record
+from gpudrv_check.core.scope import effective_namespace
 
 # control, line-separator and bidi-override characters: from a hostile repo they could forge
 # report lines, terminal escapes or CI annotations, or hide text ("Trojan source")
@@ -18,6 +19,8 @@ _UNPRINTABLE = re.compile(
     "[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 _LINE_BREAKS = re.compile("\r\n|[\n\r]")
+#: the numbers of a message a fingerprint leaves out (lines, columns, sizes, counts)
+_DIGITS = re.compile("[0-9]+")
 MAX_MESSAGE = 2000
 
 
@@ -398,23 +401,32 @@ class Finding:
         loc = self.location
         return (loc.file, loc.line, loc.column, self.rule, self.message)
 
-    def fingerprint(self) -> str:
+    def fingerprint(self, version: int = 2) -> str:
         """Stable identity: rule, object identity and key path inside the object.
 
         Not the line or the file, so edits above the object, moving it to another file, or
-        inserting a node above it in an inventory keep it. Findings with no key path add the
-        message; findings about no object (a file that cannot be read) use file and message.
-        Two findings can share a fingerprint: baselines count occurrences, and
-        `unique_fingerprints` numbers repeats for formats that need one per result.
+        inserting a node above it in an inventory keep it. The object's namespace is the one
+        it lives in (`default` for a namespaced object that names none: writing it out is no
+        new finding). Findings with no key path add the message, its numbers left out (a
+        YAML error names its line: a line added above is no new error); findings about no
+        object (a file that cannot be read) use file and message. Two findings can share a
+        fingerprint: baselines count occurrences, and `unique_fingerprints` numbers repeats
+        for formats that need one per result. `version`: 1 gives the fingerprints baselines
+        of version 1 recorded (the namespace as written, the message whole).
         """
+        message = "" if self.path else self.message
         if self.object is not None:
             ref = self.object
-            namespace = ref.namespace or ""
-            identity: tuple[str, ...] = ("object", ref.kind, namespace, ref.name or "")
+            namespace = (
+                ref.namespace if version == 1 else effective_namespace(ref.kind, ref.namespace)
+            )
+            identity: tuple[str, ...] = ("object", ref.kind, namespace or "", ref.name or "")
         else:
             identity = ("file", self.location.file)
+        if message and version != 1:
+            message = _DIGITS.sub("#", message)
         path = "/".join(str(p) for p in self.path)
-        raw = "\x1f".join((self.rule, *identity, path, "" if self.path else self.message))
+        raw = "\x1f".join((self.rule, *identity, path, message))
         if self.cluster is not None:  # the same object in two clusters is two findings
             raw += "\x1fcluster\x1f" + self.cluster
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]

@@ -110,6 +110,27 @@ def locate(node: Any, path: Iterable[PathItem]) -> Pos:
     return pos
 
 
+def key_at(node: Any, pos: Pos, limit: int = 100_000) -> Path | None:
+    """The path of the key written at `pos` in `node` (a mapping's key position), or None;
+    at most `limit` containers are visited."""
+    pending: list[tuple[Any, Path]] = [(node, ())]
+    while pending and limit > 0:
+        limit -= 1
+        current, path = pending.pop()
+        if isinstance(current, LMap):
+            for key, at in current.kpos.items():
+                if at == pos and key in current:
+                    return (*path, key)
+            pending.extend(
+                (v, (*path, k)) for k, v in current.items() if isinstance(v, (LMap, LSeq))
+            )
+        elif isinstance(current, LSeq):
+            pending.extend(
+                (v, (*path, i)) for i, v in enumerate(current) if isinstance(v, (LMap, LSeq))
+            )
+    return None
+
+
 def scalar_text(container: Any, key: PathItem) -> str | None:
     """The value at `container[key]` as Kubernetes would store it in a string field.
 

@@ -17,7 +17,10 @@ from gpudrv_check.engine.exemptions import BY_BASELINE
 from gpudrv_check.read.config import ConfigError
 from gpudrv_check.read.config_file import MAX_BASELINE_BYTES
 
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
+#: the versions read: a version 1 baseline recorded the namespace as written and messages
+#: whole (core/finding.py `Finding.fingerprint`); its entries match by those fingerprints
+READ_VERSIONS = (1, 2)
 
 
 def render_baseline(findings: list[Finding]) -> str:
@@ -38,9 +41,10 @@ def render_baseline(findings: list[Finding]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def read_baseline(path: str, root: str | os.PathLike[str] = "") -> Counter[str]:
-    """Fingerprint → how many findings the baseline accepts with it. Inside the checked `root`
-    a link may not lead out of it; a FIFO, a device or a file over 64 MiB is refused."""
+def read_baseline(path: str, root: str | os.PathLike[str] = "") -> Accepted:
+    """What the baseline accepts: fingerprint → how many findings with it, and the version
+    that fingerprinted them. Inside the checked `root` a link may not lead out of it; a FIFO,
+    a device or a file over 64 MiB is refused."""
     from gpudrv_check.read.safe_io import read_named
 
     try:
@@ -65,7 +69,13 @@ def read_baseline(path: str, root: str | os.PathLike[str] = "") -> Counter[str]:
     return _fingerprints(doc, path)
 
 
-def _fingerprints(doc: object, path: str) -> Counter[str]:
+class Accepted(Counter):
+    """Fingerprint → count, with the baseline version whose fingerprints they are."""
+
+    version: int = BASELINE_VERSION
+
+
+def _fingerprints(doc: object, path: str) -> Accepted:
     entries = doc.get("findings") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(entries, list):
         raise ConfigError(
@@ -75,13 +85,14 @@ def _fingerprints(doc: object, path: str) -> Counter[str]:
         )
     version = doc.get("version")
     # `true` and `1.0` equal 1 in Python, but no writer of ours puts them there
-    if type(version) is not int or version != BASELINE_VERSION:
+    if type(version) is not int or version not in READ_VERSIONS:
         raise ConfigError(
             f"unsupported baseline version {_shown(version)} (this gpudrv-check reads "
-            f"version {BASELINE_VERSION}); write it again with --write-baseline",
+            f"versions 1 and {BASELINE_VERSION}); write it again with --write-baseline",
             path,
         )
-    counts: Counter[str] = Counter()
+    counts = Accepted()
+    counts.version = version
     for index, entry in enumerate(entries):
         fingerprint = entry.get("fingerprint") if isinstance(entry, dict) else None
         if not isinstance(fingerprint, str):
@@ -127,12 +138,14 @@ def _too_deep(text: str, limit: int = 128) -> tuple[int, int]:
 def apply_baseline(
     findings: list[Finding], accepted: Counter[str], shown: str
 ) -> tuple[list[Finding], list[Finding]]:
-    """(new findings, findings the baseline accepts), in the input order."""
+    """(new findings, findings the baseline accepts), in the input order; each finding is
+    fingerprinted as the baseline's version fingerprinted it."""
+    version = getattr(accepted, "version", BASELINE_VERSION)
     left = Counter(accepted)
     new: list[Finding] = []
     known: list[Finding] = []
     for finding in findings:
-        fingerprint = finding.fingerprint()
+        fingerprint = finding.fingerprint(version)
         if left[fingerprint] > 0:
             left[fingerprint] -= 1
             known.append(finding.copy_with(suppressed_by=f"{BY_BASELINE} {shown}"))

@@ -40,10 +40,14 @@ def _split(findings: list[Finding], budget: Counter) -> tuple[list[Finding], lis
     return matched, unmatched
 
 
-def compare(base: list[Finding], head: list[Finding], revision: str = "") -> Comparison:
-    """Head findings split into new and unchanged; base findings no longer present are fixed."""
+def compare(
+    base: list[Finding], head: list[Finding], revision: str = "", accepted: list[Finding] = ()
+) -> Comparison:
+    """Head findings split into new and unchanged; base findings no longer present are fixed.
+    `accepted`: head findings a baseline accepts (reported neither way): still present, so
+    the base's findings they match are not fixed."""
     base_counts = Counter(f.fingerprint() for f in base)
-    head_counts = Counter(f.fingerprint() for f in head)
+    head_counts = Counter(f.fingerprint() for f in (*head, *accepted))
     unchanged, new = _split(head, base_counts)
     _, fixed = _split(base, head_counts)
     return Comparison(base=revision, new=new, fixed=fixed, unchanged=unchanged)

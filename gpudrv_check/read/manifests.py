@@ -11,7 +11,7 @@ from dataclasses import field, replace
 from typing import Any, Protocol
 
 from gpudrv_check.core.finding import Finding, Location
-from gpudrv_check.core.located import LMap, LSeq, scalar_text, type_name
+from gpudrv_check.core.located import LMap, LSeq, key_at, scalar_text, type_name
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 from gpudrv_check.core.records import record
@@ -440,7 +440,34 @@ def parse_manifest_bytes(
         result.problems.append(problem_finding(rel, p))
     for doc in parsed.docs:
         _collect(result, rel, doc.index, doc.data, doc.pos)
+    if result.problems and result.manifests:
+        _own_duplicate_keys(result, parsed.docs)
     return result
+
+
+def _own_duplicate_keys(result: FileResult, docs: list[Any]) -> None:
+    """A duplicate key (GPU008) is a problem of the object it is written in, at its key: the
+    object's annotation and the config's exemptions by kind and name reach it, and its
+    fingerprint is the object's and the key's, not the file's (a `git mv` makes it no new
+    finding). The key is found where the builder kept it (the repeated key's position); in
+    a part of the object that is not built (a skimmed value), the object alone."""
+    rule = builtin("duplicate-key").id
+    starts = sorted((d.pos, d.index) for d in docs)
+    for i, finding in enumerate(result.problems):
+        if finding.rule != rule or finding.object is not None:
+            continue
+        at = (finding.location.line, finding.location.column)
+        doc = [index for start, index in starts if start <= at]
+        owners = [m for m in result.manifests if doc and m.doc == doc[-1]]
+        for m in owners:
+            path = key_at(m.data, at)
+            if path is not None:
+                result.problems[i] = finding.copy_with(object=m.ref, path=list(path))
+                break
+        else:
+            started = [m for m in owners if getattr(m.data, "pos", (0, 0)) <= at]
+            if started:
+                result.problems[i] = finding.copy_with(object=started[-1].ref)
 
 
 def _collect(result: FileResult, rel: str, index: int, data: Any, pos: tuple[int, int]) -> None:
@@ -669,6 +696,12 @@ def _apply_namespaces(results: list[FileResult], namespaces: dict[str, tuple]) -
             for m in result.manifests
             for ns in in_namespaces(m.kind, m.namespace, targets)
         ]
+        for i, f in enumerate(result.problems):  # a problem of an object (GPU008): its namespace
+            ref = f.object
+            if ref is not None:
+                ns = in_namespaces(ref.kind, ref.namespace, targets)[:1]
+                if ns and ns[0] != ref.namespace:
+                    result.problems[i] = f.copy_with(object=replace(ref, namespace=ns[0]))
 
 
 @record

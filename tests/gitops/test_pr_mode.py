@@ -182,3 +182,26 @@ def test_a_base_that_cannot_be_checked_counts_everything_as_new(git_repo: Path, 
     assert result.stdout.splitlines()[-1] == f"1 new, 0 fixed, 0 unchanged (base {base})"
     assert result.stderr.startswith(f"gpudrv-check: warning: the base {base} cannot be checked (")
     assert result.stderr.endswith("); every finding counts as new\n")
+
+
+def test_findings_a_baseline_accepts_are_not_counted_fixed(git_repo: Path, tmp_path: Path):
+    """With --baseline beside --base, the findings the baseline accepts at the head are still
+    there: the base's findings they match are not fixed (review: a change that touched one
+    comment counted every baselined finding as fixed)."""
+    write(git_repo, "support-matrix.csv", MATRIX)
+    write(git_repo, "nodes/a.yaml", gpu_node("a", kernel=NEW_KERNEL))
+    write(git_repo, "nodes/b.yaml", gpu_node("b", kernel=NEW_KERNEL))
+    commit(git_repo, "two nodes without images")
+    baseline = tmp_path / "baseline.json"
+    wrote = run_main("check", str(git_repo), "--no-cache", "--write-baseline", str(baseline))
+    assert wrote.returncode == 0, wrote.stderr
+    with open(git_repo / "nodes" / "a.yaml", "a") as fh:
+        fh.write("# touched\n")
+    commit(git_repo, "a comment")
+    result = run_main(
+        "check", str(git_repo), "--base", "HEAD~1", "--baseline", str(baseline), "--format", "json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = _json(result)["summary"]
+    assert (summary["new"], summary["fixed"], summary["unchanged"]) == (0, 0, 0)
+    assert summary["suppressed"] == 2

@@ -340,8 +340,11 @@ def _check(
     base = options.base
     if base is not None:
         from gpudrv_check.engine.compare import compare
+        from gpudrv_check.engine.exemptions import BY_BASELINE
+        from gpudrv_check.report import suppression_source
 
-        comparison = compare(base_findings(options, base), check_run.findings, base)
+        accepted = [f for f in check_run.suppressed if suppression_source(f) == BY_BASELINE]
+        comparison = compare(base_findings(options, base), check_run.findings, base, accepted)
         check_run.findings = comparison.new  # only what this change introduces, and gates
     code = exit_code(check_run.findings, check_run.repo.config.fail_on)
     if gating is not None:

@@ -26,6 +26,7 @@ from gpudrv_check.core.finding import MAX_NAMES, Location, names, plural, quoted
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.records import record
+from gpudrv_check.core.yaml_scalars import resolve_plain
 from gpudrv_check.model.node import Node
 from gpudrv_check.nvidia.driver_image import (
     DEPLOY_DRIVER_LABEL,
@@ -785,9 +786,56 @@ def _cr_sources(
     return sorted(out, key=lambda pair: pair[0].name)
 
 
+#: the chart quotes `driver.version` in its default NVIDIADriver from v26.7.0 (nvidiadriver.yaml
+#: `version: {{ .Values.driver.version | quote }}`, NVIDIA/gpu-operator 9202ddcf); before it
+#: wrote the value bare, so a branch such as "550" rendered as the YAML integer 550
+DEFAULT_CR_VERSION_QUOTED_SINCE = (26, 7, 0)
+
+
+def _rejected_default_cr(plan: DriverPlan, config: Any, version: object) -> bool:
+    """Whether the chart's default NVIDIADriver is refused by the API server: before v26.7.0
+    the chart writes `driver.version` unquoted, and a version YAML reads as a number (a
+    branch, "550") makes `spec.version` no string, which the CRD requires (`type: string`).
+    The release then fails on that object and no default CR exists: GPU014, at the version."""
+    value = config.get("driver", "version") if config is not None else None
+    if isinstance(value, bool) or value is None:
+        return False
+    text = value if isinstance(value, str) else str(value)
+    typed = resolve_plain(text) if isinstance(value, str) and text else value
+    if isinstance(typed, bool) or not isinstance(typed, (int, float)):
+        return False
+    for written in (config.chart_version, version):
+        release = _release_with_patch(written)
+        if release is not None:
+            if release >= DEFAULT_CR_VERSION_QUOTED_SINCE:
+                return False
+            break
+    else:
+        return False  # unknown: the newest chart, which quotes it
+    base = _source_of_config(config)
+    plan.problems.append(
+        DriverProblem(
+            builtin(VERSION_FORM).id,
+            base.manifest,
+            base.path("version"),
+            config.location(("driver", "version")),
+            f"driver.version {quoted(text)} is written bare into the chart's default "
+            f"NVIDIADriver (templates/nvidiadriver.yaml before v26.7.0), where YAML reads it as "
+            f"the number {typed}: the API server refuses the CR (spec.version must be a string), "
+            "the Helm release fails on it, and no default NVIDIADriver installs a driver",
+            "Set driver.version to a full version (e.g. `550.90.07`), which YAML reads as text, "
+            "or upgrade the chart to v26.7.0 or later, which quotes it; or write the "
+            "NVIDIADriver CR yourself (deployDefaultCR: false) with a quoted version.",
+        )
+    )
+    return True
+
+
 def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: object) -> DriverPlan:
     plan = DriverPlan(NVIDIADRIVER)
     sources = _cr_sources(config, crs, version)
+    if any(src.cr is None for _, src in sources) and _rejected_default_cr(plan, config, version):
+        sources = [(cr, src) for cr, src in sources if src.cr is not None]
     if config is None:
         plan.notes.append(
             "NVIDIADriver CRs are in the repo but no ClusterPolicy or chart values: they are "

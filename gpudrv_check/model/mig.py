@@ -139,13 +139,21 @@ def build_mig(repo: Repo) -> MigState | None:
             None,
         )
         if manifest is None:
-            return None  # not in the repo: nothing to check it against
-        text = manifest.get("data", "config.yaml")
-        # the mig-manager reads -config-file=/mig-parted-config/config.yaml
-        profiles, error = mig_configs(_parse(repo.embedded_reader, text))
-        if text is None:
-            error = MISSING_KEY
-        state = MigState(strategy, f"ConfigMap {custom}", profiles, manifest, error)
+            from_values = _chart_made_config(repo, operator)
+            if from_values is None:
+                return None  # not in the repo: nothing to check it against
+            state = MigState(
+                strategy,
+                f"ConfigMap {custom} (the chart makes it from migManager.config.data)",
+                from_values,
+            )
+        else:
+            text = manifest.get("data", "config.yaml")
+            # the mig-manager reads -config-file=/mig-parted-config/config.yaml
+            profiles, error = mig_configs(_parse(repo.embedded_reader, text))
+            if text is None:
+                error = MISSING_KEY
+            state = MigState(strategy, f"ConfigMap {custom}", profiles, manifest, error)
     else:
         state = MigState(
             strategy, "the GPU Operator's default mig-parted config", _default_profiles()
@@ -154,6 +162,23 @@ def build_mig(repo: Repo) -> MigState | None:
     state.chart = chart
     state.sharing = build_sharing(repo)
     return state
+
+
+def _chart_made_config(repo: Repo, operator: Any) -> dict[str, MigConfig] | None:
+    """The profiles of the ConfigMap the chart makes from its values (templates/mig_config.yaml:
+    `if and .Values.migManager.config.create (not (empty .Values.migManager.config.data))`,
+    named `migManager.config.name`, its data `toYaml` of `data`), when its config.yaml is a
+    config mig-parted reads; None otherwise (a config it refuses is not modelled here)."""
+    if operator is None or operator.source == "clusterpolicy":
+        return None
+    data = operator.get("migManager", "config", "data")
+    if operator.get("migManager", "config", "create") is not True or not isinstance(data, dict):
+        return None
+    text = data.get("config.yaml")
+    if not isinstance(text, str):
+        return None
+    profiles, error = mig_configs(_parse(repo.embedded_reader, text))
+    return profiles if error is None else None
 
 
 #: the error of a custom ConfigMap without the key the mig-manager reads (gpu-operator: the

@@ -379,6 +379,24 @@ def _from_application(m: Manifest, reader: EmbeddedReader) -> OperatorConfig | N
     return None
 
 
+#: the chart renders its ClusterPolicy only `if .Values.clusterPolicy.deployCR` from v26.7.0
+#: (templates/clusterpolicy.yaml; values.yaml: `gpuCluster.deployCR=true and
+#: clusterPolicy.deployCR=false` selects the GPUCluster (DRA) stack instead)
+DEPLOY_CR_SINCE = (26, 7)
+
+
+def renders_cluster_policy(config: OperatorConfig) -> bool:
+    """Whether chart values render a ClusterPolicy: not with `clusterPolicy.deployCR: false`
+    on a chart that reads it (v26.7.0 on; an unknown version is the newest)."""
+    if config.source == "clusterpolicy" or config.get("clusterPolicy", "deployCR") is not False:
+        return True
+    from gpudrv_check.nvidia.driver_image import operator_release
+
+    text = config.chart_version.strip().lstrip("~^=> ") if config.chart_version else None
+    release = operator_release(text)
+    return release is not None and release < DEPLOY_CR_SINCE
+
+
 def find_operator_configs(
     manifests: list[Manifest], embedded: EmbeddedReader
 ) -> list[OperatorConfig]:
@@ -400,10 +418,10 @@ def find_operator_configs(
             )
         elif m.kind == "HelmRelease" and group == "helm.toolkit.fluxcd.io":
             config = _from_helmrelease(m, index, embedded)
-            if config is not None:
+            if config is not None and renders_cluster_policy(config):
                 found.append(config)
         elif m.kind == "Application" and group == "argoproj.io":
             config = _from_application(m, embedded)
-            if config is not None:
+            if config is not None and renders_cluster_policy(config):
                 found.append(config)
     return found

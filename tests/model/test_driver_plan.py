@@ -16,7 +16,13 @@ import pytest
 
 from gpudrv_check.engine.run import check
 from gpudrv_check.model.driver import audit_entries
-from gpudrv_check.model.driver_plan import CLUSTERPOLICY, DISABLED, NVIDIADRIVER, driver_plan
+from gpudrv_check.model.driver_plan import (
+    CLUSTERPOLICY,
+    DISABLED,
+    LABELS,
+    NVIDIADRIVER,
+    driver_plan,
+)
 from gpudrv_check.read.config import Config
 from tests.conftest import gpu_node as _gpu_node
 from tests.conftest import write
@@ -363,6 +369,11 @@ CHART_VALUES = (
     "    driver:\n      usePrecompiled: true\n      repository: r.io/nv\n      version: '550'\n"
     "      nvidiaDriverCRD: {enabled: true}\n"
 )
+# before v26.7.0 the chart writes driver.version bare into its default CR: a branch ("550")
+# becomes a YAML number the API server refuses (test_a_branch_version_breaks_the_charts_...)
+CHART_VALUES_UNQUOTED = CHART_VALUES.replace("'550'", "'550.90.07'").replace(
+    "usePrecompiled: true", "usePrecompiled: false"
+)
 
 
 @pytest.mark.parametrize(
@@ -372,7 +383,8 @@ def test_the_charts_default_cr_from_helm_values(tmp_path, chart, conflict) -> No
     # templates/nvidiadriver.yaml: `default: true` only from v26.7; before, the default CR
     # selects every GPU node and overlaps with any other CR
     lab(tmp_path, os2="22.04")
-    write(tmp_path, "hr.yaml", helmrelease(chart, CHART_VALUES))
+    values = CHART_VALUES if chart == "v26.7.0" else CHART_VALUES_UNQUOTED
+    write(tmp_path, "hr.yaml", helmrelease(chart, values))
     write(tmp_path, "d535.yaml", nvidiadriver("d535", "535", "kubernetes.io/hostname: n1"))
     result = run(tmp_path)
     plan = driver_plan(result.repo)
@@ -804,12 +816,43 @@ def test_nvidiadriver_crs_install_drivers_with_driver_disabled(tmp_path, release
 )
 def test_the_charts_default_cr_with_driver_disabled(tmp_path, chart, mode) -> None:
     write(tmp_path, "n0.yaml", gpu_node("n0"))
-    values = "    driver:\n      enabled: false\n      version: '550'\n"
-    values += "      usePrecompiled: true\n      nvidiaDriverCRD: {enabled: true}\n"
+    values = "    driver:\n      enabled: false\n      version: '550.90.07'\n"
+    values += "      nvidiaDriverCRD: {enabled: true}\n"
     write(tmp_path, "hr.yaml", helmrelease(chart, values))
     plan = driver_plan(run(tmp_path).repo)
     assert plan.mode == mode
     assert plan.nodes["n0"].managed is (mode == NVIDIADRIVER)
+
+
+@pytest.mark.parametrize(
+    ("chart", "version", "rejected"),
+    [
+        # templates/nvidiadriver.yaml `version: {{ .Values.driver.version }}` before v26.7.0,
+        # `| quote` from it (NVIDIA/gpu-operator 9202ddcf); the CRD's spec.version is a string
+        ("v25.10.0", "'550'", True),
+        ("v26.3.0", "'550'", True),
+        ("v26.3.0", "550", True),
+        ("v26.3.0", "'550.90'", True),  # a YAML float
+        ("v26.3.0", "'550.90.07'", False),  # text in YAML
+        ("v26.7.0", "'550'", False),
+    ],
+)
+def test_a_branch_version_breaks_the_charts_default_cr_before_v26_7(
+    tmp_path, chart, version, rejected
+) -> None:
+    write(tmp_path, "n0.yaml", gpu_node("n0"))
+    values = f"    driver:\n      version: {version}\n      usePrecompiled: true\n"
+    values += "      nvidiaDriverCRD: {enabled: true}\n"
+    write(tmp_path, "hr.yaml", helmrelease(chart, values))
+    result = run(tmp_path)
+    found = [f for f in result.findings if f.rule == "GPU014" and "written bare" in f.message]
+    assert bool(found) is rejected
+    plan = driver_plan(result.repo)
+    assert plan.nodes["n0"].managed is not rejected
+    if rejected:
+        [f] = found
+        assert (f.location.file, f.location.line) == ("hr.yaml", 9)  # driver.version
+        assert "spec.version must be a string" in f.message and "v26.7.0" in f.hint
 
 
 @pytest.mark.parametrize(
@@ -905,3 +948,17 @@ def test_gpu016_fires_on_a_version_change_within_the_branch(
     [f] = found
     assert (f.location.file, f.location.line, f.location.column) == ("cp.yaml", 8, 5)
     assert expected in f.message
+
+
+@pytest.mark.parametrize(("chart", "rendered"), [("v26.3.0", True), ("v26.7.0", False)])
+def test_values_that_render_no_cluster_policy(tmp_path, chart, rendered) -> None:
+    # v26.7.0 templates/clusterpolicy.yaml: `{{- if .Values.clusterPolicy.deployCR }}` around
+    # the whole CR (values.yaml: gpuCluster.deployCR=true with clusterPolicy.deployCR=false
+    # selects the GPUCluster (DRA) stack); v26.3.0 renders it whatever the key says
+    write(tmp_path, "n0.yaml", gpu_node("n0", kernel="6.8.0-52-generic"))
+    values = "    clusterPolicy: {deployCR: false}\n    gpuCluster: {deployCR: true}\n"
+    values += "    driver: {version: '550.90.07'}\n"
+    write(tmp_path, "hr.yaml", helmrelease(chart, values))
+    result = run(tmp_path)
+    assert (result.repo.operator is not None) is rendered
+    assert driver_plan(result.repo).mode == (CLUSTERPOLICY if rendered else LABELS)

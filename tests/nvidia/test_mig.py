@@ -283,6 +283,47 @@ def test_gpu034_a_custom_config_under_another_key(tmp_path: Path) -> None:
     assert found(tmp_path, "GPU034") == []
 
 
+CHART_MADE = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-0
+  labels: {nvidia.com/gpu.present: "true", nvidia.com/mig.config: all-3g.20gb}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: gpu-operator, namespace: gpu-operator}
+spec:
+  chart: {spec: {chart: gpu-operator, version: v26.7.0}}
+  values:
+    migManager:
+      config:
+        name: custom-mig
+        create: CREATE
+        data:
+          config.yaml: |
+            version: v1
+            mig-configs:
+              all-disabled:
+              - devices: all
+                mig-enabled: false
+"""
+
+
+def test_gpu034_a_config_the_chart_makes_from_its_values(tmp_path: Path) -> None:
+    """templates/mig_config.yaml renders ConfigMap `migManager.config.name` from
+    `migManager.config.data` when `create` is true (review: such a config was not read, so a
+    node asking for a config it lacks went unreported); with `create: false` the ConfigMap is
+    not in the repo and nothing is said."""
+    write(tmp_path, "all.yaml", CHART_MADE.replace("CREATE", "true"))
+    [f] = found(tmp_path, "GPU034")
+    assert "all-3g.20gb" in f.message and "the chart makes it from migManager.config.data" in (
+        f.message
+    )
+    write(tmp_path, "all.yaml", CHART_MADE.replace("CREATE", "false"))
+    assert found(tmp_path, "GPU034") == []
+
+
 def mig_repo(strategy: str, configs: str, label: str, pods: str = "") -> str:
     """A ClusterPolicy (`mig: {strategy}` unless empty) naming ConfigMap custom-mig, whose
     config.yaml is `configs`, and one 8-GPU node labelled `label`."""

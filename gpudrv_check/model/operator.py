@@ -350,10 +350,11 @@ def _from_application(m: Manifest, reader: EmbeddedReader) -> OperatorConfig | N
         version = source.get("targetRevision")
         helm = source.get("helm") if isinstance(source.get("helm"), dict) else {}
         values_object = helm.get("valuesObject")
-        # valueFiles are read from the chart's repository or another source: not in the repo
-        unknown = bool(helm.get("valueFiles"))
+        # valueFiles are read from the chart's repository or another source, fileParameters
+        # from files: not in the repo
+        unknown = bool(helm.get("valueFiles")) or bool(helm.get("fileParameters"))
         if isinstance(values_object, dict):
-            return OperatorConfig(
+            config = OperatorConfig(
                 m,
                 "application",
                 values_object,
@@ -361,22 +362,73 @@ def _from_application(m: Manifest, reader: EmbeddedReader) -> OperatorConfig | N
                 version if isinstance(version, str) else None,
                 values_unknown=unknown,
             )
-        values_text = helm.get("values")
-        values: dict = {}
-        embedded = False
-        if isinstance(values_text, str):
-            values = reader.mapping(values_text) or {}
-            embedded = True
-        return OperatorConfig(
-            m,
-            "application",
-            values,
-            (*base, "helm", "values"),
-            version if isinstance(version, str) else None,
-            embedded=embedded,
-            values_unknown=unknown,
-        )
+        else:
+            values_text = helm.get("values")
+            values: dict = {}
+            embedded = False
+            if isinstance(values_text, str):
+                values = reader.mapping(values_text) or {}
+                embedded = True
+            config = OperatorConfig(
+                m,
+                "application",
+                values,
+                (*base, "helm", "values"),
+                version if isinstance(version, str) else None,
+                embedded=embedded,
+                values_unknown=unknown,
+            )
+        _with_parameters(config, helm.get("parameters"), (*base, "helm", "parameters"))
+        return config
     return None
+
+
+def _with_parameters(config: OperatorConfig, parameters: Any, path: Path) -> None:
+    """Argo CD's `helm.parameters`, each a `--set name=value` (`--set-string` with
+    `forceString`), over the values: "parameters > valuesObject > values > valueFiles > helm
+    repository values.yaml" (Argo CD's Helm user guide). Each one is a layer located at its
+    `value`."""
+    if not isinstance(parameters, list) or not parameters:
+        return
+    layers = [
+        ValuesLayer(config.manifest, config.values, config.values_path, config.embedded, "values")
+    ]
+    for i, parameter in enumerate(parameters):
+        if not isinstance(parameter, dict) or not isinstance(parameter.get("name"), str):
+            continue
+        raw = parameter.get("value")
+        text = raw if isinstance(raw, str) else "" if raw is None else str(raw)
+        value = text if parameter.get("forceString") is True else _set_typed(text)
+        tree = _at_path(_split_target_path(parameter["name"]), value)
+        if tree is None:
+            config.values_unknown = True  # a name this reading does not follow
+            continue
+        label = f"helm.parameters[{i}]"
+        layers.append(ValuesLayer(config.manifest, tree, (*path, i, "value"), True, label))
+    if len(layers) == 1:
+        return
+    config.layers = layers
+    merged: dict = {}
+    for layer in layers:
+        merged = merge_values(merged, layer.values)
+    config.values = merged
+
+
+def _set_typed(value: str) -> Any:
+    """A `--set` value as Helm types it (strvals `typedVal`): true, false and null in any case,
+    integers that do not start with 0 (and 0 itself); else the text."""
+    folded = value.lower()
+    if folded in ("true", "false"):
+        return folded == "true"
+    if folded == "null":
+        return None
+    if value == "0":
+        return 0
+    if value and value[0] != "0":
+        number = parse_int64(value)
+        if number is not None:
+            return number
+    return value
 
 
 #: the chart renders its ClusterPolicy only `if .Values.clusterPolicy.deployCR` from v26.7.0

@@ -174,6 +174,44 @@ spec:
     assert config.location(("driver", "repository")).line == 11
 
 
+def test_argo_helm_parameters_win_over_the_values():
+    """Argo CD's Helm guide: "parameters > valuesObject > values > valueFiles > helm repository
+    values.yaml"; each parameter is `--set` (strvals typedVal: 550 an integer, 1.0 text) or
+    `--set-string` with forceString, located at its `value` (review: they were ignored)."""
+    config = operator(
+        """\
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: gpu-operator, namespace: argocd}
+spec:
+  source:
+    repoURL: https://helm.ngc.nvidia.com/nvidia
+    chart: gpu-operator
+    targetRevision: v26.7.0
+    helm:
+      valuesObject:
+        driver: {version: "550.90.07", repository: registry.example/nvidia}
+      parameters:
+      - name: driver.version
+        value: "535.183.06"
+      - name: driver.upgradePolicy.maxParallelUpgrades
+        value: "3"
+      - name: devicePlugin.config.default
+        value: "7"
+        forceString: true
+      - name: toolkit.enabled
+        value: "FALSE"
+"""
+    )
+    assert config.get("driver", "version") == "535.183.06"
+    assert config.get("driver", "repository") == "registry.example/nvidia"  # kept
+    assert config.get("driver", "upgradePolicy", "maxParallelUpgrades") == 3
+    assert config.get("devicePlugin", "config", "default") == "7"
+    assert config.get("toolkit", "enabled") is False
+    assert config.location(("driver", "version")).line == 14  # the parameter's value
+    assert config.location(("driver", "repository")).line == 11
+
+
 RHEL_NODE = gpu_node("r", kernel="5.14.0-427.13.1.el9_4.x86_64", os_id="rhel", version="9.4")
 
 

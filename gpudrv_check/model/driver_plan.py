@@ -598,7 +598,9 @@ def os_conflict_others(conflict: OsConflict, releases: Mapping[str, str]) -> dic
 NO_RELEASE = "no OS release labels"
 
 
-def _kernel_os_conflicts(repo: Any, plan: DriverPlan, source: DriverSource) -> None:
+def _kernel_os_conflicts(
+    repo: Any, plan: DriverPlan, source: DriverSource, crd: bool = False
+) -> None:
     """GPU003 / GPU002: ``getKernelVersionsMap`` lists every GPU node (``gpu.present=true``,
     managed or not: pre-installed, operands off, sandbox) and fails ``init`` on a node without
     the kernel label, or on one kernel with two ``ID``+``VERSION_ID`` (missing labels read as
@@ -631,12 +633,23 @@ def _kernel_os_conflicts(repo: Any, plan: DriverPlan, source: DriverSource) -> N
                     f"{others[mine]} on another OS release; with precompiled drivers the "
                     f'operator fails "{conflict.message}" before any state, so the whole '
                     f"{source.name} stops reconciling",
-                    _os_conflict_fix([n for n in conflict.nodes if releases[n] == NO_RELEASE]),
+                    _os_conflict_fix([n for n in conflict.nodes if releases[n] == NO_RELEASE], crd),
                 )
             )
 
 
-def _os_conflict_fix(unlabelled: list[str]) -> str:
+def _os_conflict_fix(unlabelled: list[str], crd: bool = False) -> str:
+    if crd:
+        return (
+            "The NVIDIADriver CRs decide precompiled per CR: set driver.usePrecompiled: false "
+            "in the ClusterPolicy (chart values before v26.7.0 render it there even with "
+            "nvidiaDriverCRD.enabled; v26.7.0 leaves it out), "
+            + (
+                f"or give {names(unlabelled)} the OS release labels."
+                if unlabelled
+                else "or run one OS release on the nodes of this kernel."
+            )
+        )
     if unlabelled:
         return (
             f"Give {names(unlabelled)} the OS release labels (Node Feature Discovery writes them; "
@@ -900,7 +913,32 @@ def _nvidiadriver_plan(repo: Any, config: Any, crs: list[Manifest], version: obj
     for cr, src in sources:
         entries = [e for e in plan.nodes.values() if e.managed and e.source is src]
         _upgrade_problem(plan, src, entries, cr.version)
+    if config is not None and _init_checks_precompiled(config, version):
+        _kernel_os_conflicts(repo, plan, _source_of_config(config), crd=True)
     return plan
+
+
+#: from v26.7.0 the chart leaves `usePrecompiled` out of the ClusterPolicy when
+#: nvidiaDriverCRD.enabled (templates/clusterpolicy.yaml `if not .Values.driver.nvidiaDriverCRD
+#: .enabled` around it); before, it renders it whatever the CRD setting
+PRECOMPILED_LEFT_OUT_WITH_CRD_SINCE = (26, 7, 0)
+
+
+def _init_checks_precompiled(config: Any, version: object) -> bool:
+    """Whether the ClusterPolicy the operator reads has `driver.enabled` (unset: true) and
+    `usePrecompiled: true` while the NVIDIADriver CRs install the drivers: state_manager.go
+    `init` checks `Driver.IsEnabled() && Driver.UsePrecompiledDrivers()` whatever
+    useNvidiaDriverCRD says, and then `getKernelVersionsMap` over every GPU node."""
+    driver = config.get("driver") if isinstance(config.get("driver"), dict) else {}
+    if driver.get("usePrecompiled") is not True or driver.get("enabled") is False:
+        return False
+    if config.source == "clusterpolicy":
+        return True
+    for written in (config.chart_version, version):
+        release = _release_with_patch(written)
+        if release is not None:
+            return release < PRECOMPILED_LEFT_OUT_WITH_CRD_SINCE
+    return False  # unknown: the newest chart, which leaves it out
 
 
 def _all_labels(repo: Any) -> dict[str, dict[str, str]]:

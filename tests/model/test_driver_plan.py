@@ -962,3 +962,38 @@ def test_values_that_render_no_cluster_policy(tmp_path, chart, rendered) -> None
     result = run(tmp_path)
     assert (result.repo.operator is not None) is rendered
     assert driver_plan(result.repo).mode == (CLUSTERPOLICY if rendered else LABELS)
+
+
+@pytest.mark.parametrize(
+    ("how", "conflict"),
+    [
+        # templates/clusterpolicy.yaml renders usePrecompiled whatever nvidiaDriverCRD.enabled
+        # says before v26.7.0, and leaves it out with it from v26.7.0
+        ("v26.3.0", True),
+        ("v25.10.0", True),
+        ("v26.7.0", False),
+        ("clusterpolicy", True),  # written by hand: what it says
+    ],
+)
+def test_init_checks_precompiled_nodes_with_nvidiadriver_crs(tmp_path, how, conflict) -> None:
+    # state_manager.go init: `Driver.IsEnabled() && Driver.UsePrecompiledDrivers()` (not
+    # useNvidiaDriverCRD) runs getKernelVersionsMap over every GPU node, which fails on one
+    # kernel with two OS releases: the whole ClusterPolicy stops reconciling (review)
+    write(tmp_path, "a.yaml", gpu_node("a"))
+    write(tmp_path, "b.yaml", gpu_node("b", version="20.04"))
+    write(tmp_path, "d.yaml", nvidiadriver("all", "550"))
+    if how == "clusterpolicy":
+        write(
+            tmp_path,
+            "cp.yaml",
+            cluster_policy("    useNvidiaDriverCRD: true\n    usePrecompiled: true\n"),
+        )
+    else:
+        values = "    driver:\n      usePrecompiled: true\n      version: '550.90.07'\n"
+        values += "      nvidiaDriverCRD: {enabled: true, deployDefaultCR: false}\n"
+        write(tmp_path, "hr.yaml", helmrelease(how, values))
+    result = run(tmp_path, "v26.7.0" if how == "clusterpolicy" else None)
+    found = [f for f in result.findings if f.rule == "GPU003"]
+    assert len(found) == (2 if conflict else 0)
+    if conflict:
+        assert "set driver.usePrecompiled: false in the ClusterPolicy" in found[0].hint

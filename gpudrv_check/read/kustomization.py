@@ -12,10 +12,15 @@ transformer adds or replaces `metadata.namespace` on every object its resources,
 components yield, cluster-scoped kinds left alone (kustomize api/filters/namespace, with the
 field specs of api/konfig/builtinpluginconsts/namespace.go: `create: true` on every kind but
 the cluster-wide ones). An overlay builds its bases first and transforms their output, so the
-outermost kustomization that sets one wins. `applied_namespaces` works that out per file from
-the kustomizations no other one builds on (the roots), so the same `job.yaml` under `team-a`
-and `team-b` is two objects, and a base two overlays put in two namespaces is one object per
-namespace (each located at the base file).
+outermost kustomization that sets one wins. A Component's `namespace:` acts on what its
+parent accumulated before it (kusttarget.go AccumulateTarget runs the components after the
+resources), the last component's winning, and only where neither the parent nor an outer
+kustomization sets one (the parent's own transformers run after its components):
+`kubectl kustomize` (v1.32, kustomize v5.5) puts a parent's resources in its component's
+namespace, and in the parent's when both set one. `applied_namespaces` works that out per
+file from the kustomizations no other one builds on (the roots), so the same `job.yaml` under
+`team-a` and `team-b` is two objects, and a base two overlays put in two namespaces is one
+object per namespace (each located at the base file).
 """
 
 from __future__ import annotations
@@ -114,10 +119,10 @@ def _namespace_of(data: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _built_on(kustomization: str, data: Any) -> list[str]:
+def _built_on(kustomization: str, data: Any, fields: tuple[str, ...] = BUILD_FIELDS) -> list[str]:
     """The repo paths a kustomization's resources, bases and components name, in order."""
     out: list[str] = []
-    for field in BUILD_FIELDS:
+    for field in fields:
         entries = data.get(field) if isinstance(data, LMap) else None
         for entry in entries if isinstance(entries, LSeq) else ():
             target = resolve(kustomization, entry) if isinstance(entry, str) else None
@@ -138,6 +143,23 @@ def applied_namespaces(
     built: dict[str, list[str]] = {
         d: _built_on(rel, kustomizations[rel]) for d, rel in by_dir.items()
     }
+    components: dict[str, set[str]] = {
+        d: {c for c in _built_on(rel, kustomizations[rel], ("components",)) if c in by_dir}
+        for d, rel in by_dir.items()
+    }
+
+    def component_namespace(directory: str, depth: int = 0) -> str | None:
+        """The namespace a component gives what its parent accumulated: its own, else the
+        last of its own components' (they transform the same accumulation before it)."""
+        own = _namespace_of(kustomizations[by_dir[directory]])
+        if own is not None or depth > 20:
+            return own
+        found = None
+        for inner in built[directory]:
+            if inner in components[directory]:
+                found = component_namespace(inner, depth + 1) or found
+        return found
+
     referenced = {t for targets in built.values() for t in targets if t in by_dir}
     found: dict[str, set[str | None]] = {}
     seen: set[tuple[str, str | None]] = set()
@@ -150,11 +172,21 @@ def applied_namespaces(
             continue
         seen.add((directory, outer))
         namespace = outer or _namespace_of(kustomizations[by_dir[directory]])
-        for target in built[directory]:
+        targets = built[directory]
+        # what the components listed after each entry make of it: a component's transformers
+        # act on what its parent accumulated before it, the last one's namespace winning
+        later: list[str | None] = [None] * len(targets)
+        after: str | None = None
+        for i in range(len(targets) - 1, -1, -1):
+            later[i] = after
+            if after is None and targets[i] in components[directory]:
+                after = component_namespace(targets[i])
+        for target, from_components in zip(targets, later, strict=True):
+            applied = namespace or from_components
             if target in by_dir:
-                pending.append((target, namespace))
+                pending.append((target, applied))
             elif target in listed:
-                found.setdefault(target, set()).add(namespace)
+                found.setdefault(target, set()).add(applied)
     return {
         rel: tuple(sorted(namespaces, key=lambda n: (n is not None, n or "")))
         for rel, namespaces in found.items()

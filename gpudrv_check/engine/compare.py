@@ -9,6 +9,7 @@ finding with a fingerprint than the base, exactly one of them is new (the last i
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import field
 
 from gpudrv_check.core.finding import Finding
@@ -41,7 +42,10 @@ def _split(findings: list[Finding], budget: Counter) -> tuple[list[Finding], lis
 
 
 def compare(
-    base: list[Finding], head: list[Finding], revision: str = "", accepted: list[Finding] = ()
+    base: list[Finding],
+    head: list[Finding],
+    revision: str = "",
+    accepted: Sequence[Finding] = (),
 ) -> Comparison:
     """Head findings split into new and unchanged; base findings no longer present are fixed.
     `accepted`: head findings a baseline accepts (reported neither way): still present, so

@@ -409,6 +409,8 @@ def _cluster_policy_plan(repo: Any, config: Any, settings: Any, version: object)
             upgrade_policy=settings.upgrade_policy,
         )
     chart = _chart_version(config, version) if config.source != "clusterpolicy" else None
+    if config.deleted("driver", "version"):
+        chart = None  # Helm drops the null: the template renders no version, values.yaml's none
     if chart and config.values_unknown:
         chart = ""  # driver.version may be set where the repo does not show: not the default
     _cluster_policy_problems(repo, plan, source, settings, version, chart)

@@ -118,8 +118,8 @@ def _strategy(repo: Repo) -> tuple[str | None, bool]:
     strategy = operator.get("mig", "strategy")
     if isinstance(strategy, str):
         return strategy or None, False  # the chart template leaves an empty strategy out
-    if operator.source == "clusterpolicy":
-        return None, False
+    if operator.source == "clusterpolicy" or operator.deleted("mig", "strategy"):
+        return None, False  # a null in chart values: Helm drops it, the template leaves it out
     return CHART_STRATEGY, True  # chart values merge over values.yaml
 
 

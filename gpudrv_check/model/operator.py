@@ -95,6 +95,20 @@ class OperatorConfig:
             return self.manifest.location(self.values_path)
         return self.manifest.location((*self.values_path, *path))
 
+    def deleted(self, *path: str) -> bool:
+        """Whether chart values set the key at `path` to null: Helm removes a key the user sets
+        to null from the merged values ("Deleting a default key", its coalesce deletes it), so
+        the chart's template sees no key, and neither does the ClusterPolicy it renders. The
+        field then takes the ClusterPolicy's own default, not the chart's."""
+        if self.source == "clusterpolicy" or not path:
+            return False
+        node: Any = self.values
+        for step in path[:-1]:
+            if not isinstance(node, dict):
+                return False
+            node = node.get(step)
+        return isinstance(node, dict) and path[-1] in node and node[path[-1]] is None
+
     def enabled(self, section: str, default: bool = True) -> bool:
         """`<section>.enabled`; unset means the chart's default."""
         value = self.get(section, "enabled")

@@ -35,7 +35,13 @@ POLICY_PATH = ("driver", "upgradePolicy")
 
 
 def policy_source(config: OperatorConfig) -> str:
-    return "clusterpolicy" if config.source == "clusterpolicy" else "helm"
+    """How the upgrade policy's unset fields are filled: by the chart (its values.yaml and
+    template) for chart values, by the CRD for a ClusterPolicy, and by the CRD too when chart
+    values set `driver.upgradePolicy: null` (Helm drops the key; the template renders no
+    upgradePolicy: `{{- if .Values.driver.upgradePolicy }}`, so autoUpgrade is off)."""
+    if config.source == "clusterpolicy" or config.deleted(*POLICY_PATH):
+        return "clusterpolicy"
+    return "helm"
 
 
 @record(frozen=True)

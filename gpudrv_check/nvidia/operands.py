@@ -490,7 +490,12 @@ def operands_from_operator_config(
         if entry.spec_key is None or default is None:
             switch = True
         else:
-            value = _as_bool(_section(values, entry.spec_key).get("enabled"), source)
+            section = _section(values, entry.spec_key)
+            value = _as_bool(section.get("enabled"), source)
+            if source == HELM and value is None and "enabled" in section:
+                # a null in chart values: Helm drops the key, the ClusterPolicy the template
+                # renders has no value there, and the operator's own default decides
+                default = entry.default_enabled
             switch = default if value is None else value
         enabled[entry.name] = switch and (sandbox or not entry.sandbox)
     return enabled
@@ -560,7 +565,13 @@ def driver_settings(values: object, source: str = CLUSTERPOLICY) -> DriverSettin
         repository=repository,
         image=image,
         version=text("version"),
-        upgrade_policy=effective_upgrade_policy(section.get("upgradePolicy"), source),
+        # a null upgradePolicy in chart values renders none: the CRD's defaults (autoUpgrade off)
+        upgrade_policy=effective_upgrade_policy(
+            section.get("upgradePolicy"),
+            CLUSTERPOLICY
+            if "upgradePolicy" in section and section["upgradePolicy"] is None
+            else source,
+        ),
     )
 
 

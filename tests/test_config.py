@@ -79,6 +79,13 @@ def test_pyproject_section(tmp_path: Path):
     assert config.matrix == "drivers.csv" and config.exclude == ["charts/"]
 
 
+def test_pyproject_a_date_is_said_as_a_date(tmp_path: Path):
+    """TOML has dates: a date where a string belongs was called "a mapping" (review)."""
+    write(tmp_path, "pyproject.toml", "[tool.gpudrv-check]\nmatrix = 1979-05-27\n")
+    with pytest.raises(ConfigError, match="matrix: must be a string, not the date 1979-05-27"):
+        load_config(tmp_path)
+
+
 def test_pyproject_unknown_key(tmp_path: Path):
     write(tmp_path, "pyproject.toml", '[tool.gpudrv-check]\nmatrixx = "a.csv"\n')
     with pytest.raises(ConfigError) as err:
@@ -90,6 +97,11 @@ WRONG_TYPES = [
     ("max_file_bytes: true\n", (1, 1), "max_file_bytes: must be an integer, not a boolean"),
     ('max_file_bytes: "100"\n', (1, 1), "max_file_bytes: must be an integer, not the string '100'"),
     ("max_total_bytes: 1.5\n", (1, 1), "max_total_bytes: must be an integer, not the number 1.5"),
+    (  # past 64 bits YAML reads a float: said as written (review: "the number 1e+23")
+        "max_file_bytes: 99999999999999999999999\n",
+        (1, 1),
+        "max_file_bytes: must be an integer, not the number 99999999999999991611392",
+    ),
     ('gitignore: "yes"\n', (1, 1), "gitignore: must be true or false, not the string 'yes'"),
     (
         'rules:\n  GPU011: {enabled: "off"}\n',

@@ -93,7 +93,9 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
         nargs="?",
         default=None,
         metavar="PATH",
-        help="root of the GitOps repo (default: .); - reads a manifest stream from stdin",
+        help="root of the GitOps repo (default: the nearest directory up from here, within its "
+        "git repository, that holds .gpudrv-check.yaml; else .); - reads a manifest stream "
+        "from stdin",
     )
     p.add_argument(
         "--config",
@@ -109,7 +111,8 @@ def _repo_options(p: argparse.ArgumentParser) -> None:
         "--operator-version",
         metavar="VERSION",
         type=_operator_version,
-        help="GPU Operator release, selects the OS-tag rule (default: newest)",
+        help="GPU Operator release, selects the OS-tag rule (default: the gpu-operator chart "
+        "version the repo deploys, else newest)",
     )
     p.add_argument(
         "--jobs",
@@ -298,8 +301,8 @@ def _check_options(p: argparse.ArgumentParser, ordered: type) -> None:
         dest="output",
         action=ordered,
         metavar="FILE",
-        help="write the --format just before it to FILE ('-': stdout); the summary line "
-        "still goes to stdout",
+        help="write the --format just before it to FILE ('-': stdout); when no report goes to "
+        "stdout, the summary line does",
     )
     p.add_argument(
         "--baseline",

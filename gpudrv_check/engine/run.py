@@ -203,13 +203,17 @@ def _read_limited(path: Path, shown: str, max_bytes: int, root: Path | str = "")
 def _large_inventories(
     source: Source, config: Config, inventory: Sequence[str], files: Sequence[FileRef]
 ) -> set[str]:
-    """Named inventory files that the walk found over max_file_bytes: named by the config's
-    `inventory:`, a cluster's `clusters.NAME.inventory`, or `--inventory` inside the repo.
-    Each is read with max_inventory_bytes, as the docs promise for every named inventory."""
+    """Named inventory files that the walk found over max_file_bytes or over
+    max_inventory_bytes: named by the config's `inventory:`, a cluster's
+    `clusters.NAME.inventory`, or `--inventory` inside the repo. Each is read with
+    max_inventory_bytes, as the docs promise for every named inventory (one under
+    max_file_bytes but over a lower max_inventory_bytes was read as a manifest, whatever the
+    setting said, while the same file excluded from the walk was refused: a review)."""
     every = [*config.inventory, *(rel for c in config.clusters.values() for rel in c.inventory)]
     named = {_config_path(source, config, rel, "inventory") for rel in every}
     named |= {_shown(Path(given), source.disk_root, given) for given in inventory}
-    return {f.rel for f in files if f.rel in named and f.size > config.max_file_bytes}
+    limit = min(config.max_file_bytes, config.max_inventory_bytes)
+    return {f.rel for f in files if f.rel in named and f.size > limit}
 
 
 def _extra_inventory(

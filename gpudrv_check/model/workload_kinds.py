@@ -185,6 +185,8 @@ def _count(raw: Any) -> Count:
         return Count(known=False)
     if isinstance(raw, int) and not isinstance(raw, bool):
         return Count(fixed=raw)
+    if not isinstance(raw, dict):
+        return Count(known=False)  # the schema refuses it (validated before it is read)
     paths = tuple(_path(p) for p in raw.get("paths") or ())
     if "path" in raw:
         paths = (_path(raw["path"]), *paths)

@@ -3,6 +3,7 @@ that point at file:line (where the config comes from: read/config_file.py)."""
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -226,10 +227,17 @@ def described(value: Any) -> str:
     if isinstance(value, int):
         return "an integer"
     if isinstance(value, float):
+        # YAML reads an integer past 64 bits as a float: say it as written, not as 1e+23
+        if value.is_integer() and 2**63 <= abs(value) < 1e300:
+            return f"the number {int(value)}"
         return f"the number {value}"
     if isinstance(value, str):
         return f"the string {quoted(value)}"
-    return "a list" if isinstance(value, list) else "a mapping"
+    if isinstance(value, (datetime.date, datetime.time)):  # TOML dates and times
+        return f"the {type(value).__name__} {value.isoformat()}"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping" if isinstance(value, dict) else f"a {type(value).__name__}"
 
 
 def _error_from_validation(err: ValidationError, data: Any, file: str) -> ConfigError:

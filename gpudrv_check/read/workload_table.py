@@ -12,11 +12,19 @@ from gpudrv_check.read.config import Config
 
 @lru_cache(maxsize=1)
 def _validator() -> Any:
+    """The table's schema, with `integer` meaning an integer as written: JSON Schema counts
+    `1.0` as one, but a count read from a template is a number of pods, and YAML gives `1.0`
+    (or an integer past 64 bits) as a float, which the config refuses everywhere else."""
     from jsonschema import Draft202012Validator
+    from jsonschema.validators import extend
 
     from gpudrv_check.core.resources import read_resource
 
-    return Draft202012Validator(json.loads(read_resource("schemas", "workloads.schema.json")))
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    )
+    strict = extend(Draft202012Validator, type_checker=checker)
+    return strict(json.loads(read_resource("schemas", "workloads.schema.json")))
 
 
 def _first_error(data: Any) -> Any:

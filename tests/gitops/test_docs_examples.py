@@ -284,6 +284,33 @@ def test_the_action_checks_a_pull_request_and_writes_the_sarif(sample, tmp_path:
     assert outputs.read_text() == "file=gpudrv-check.sarif\n"
 
 
+@pytest.mark.parametrize(("inputs", "code"), [({}, 0), ({"fail-on": "info"}, 1)])
+def test_the_action_leaves_fail_on_to_the_config_unless_given(
+    sample, tmp_path: Path, inputs: dict, code: int
+):
+    """Review: the action passed `--fail-on error` always, so a repo's `fail_on:` was
+    overridden under the action; now the input, when set, and else the config decide."""
+    shared, base = sample
+    root = tmp_path / "repo"
+    shutil.copytree(shared, root, ignore=shutil.ignore_patterns(".git"))
+    config = root / ".gpudrv-check.yaml"
+    kept = config.read_text() if config.exists() else ""
+    config.write_text(kept + "fail_on: never\n")
+    check = _action_step("Check")
+    env = {**_env(base, {}), **_action_env(check, {"base": "", **inputs})}
+    env.pop("GITHUB_ACTIONS", None)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    done = subprocess.run(
+        ["bash", "-e", "-c", check["run"]],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == code, done.stdout + done.stderr
+
+
 def _kustomize_on_path(tmp: Path) -> str:
     """A directory whose `kustomize` is the real one, or `kubectl kustomize` behind that name."""
     if shutil.which("kustomize"):

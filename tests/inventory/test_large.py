@@ -94,3 +94,18 @@ def test_a_cluster_inventory_over_max_file_bytes_is_read(tmp_path: Path) -> None
         run_main("audit", str(repo), "--cluster", "lab").stdout
         == run_main("audit", str(EXAMPLES / "lab")).stdout
     )
+
+
+def test_a_walked_inventory_over_a_lower_max_inventory_bytes_is_refused(tmp_path: Path) -> None:
+    """The setting bounds every named inventory, walked or not (review: under max_file_bytes
+    it was read as a manifest whatever max_inventory_bytes said, and refused once excluded)."""
+    for walked in (True, False):
+        repo = _repo(tmp_path / str(walked), "max_inventory_bytes: 100\n")
+        excluded = "" if walked else ", inventory/"
+        (repo / ".gpudrv-check.yaml").write_text(
+            "max_inventory_bytes: 100\ninventory: [inventory/nodes.yaml]\n"
+            f"exclude: [steps/{excluded}]\n"
+        )
+        result = run_main("check", str(repo))
+        assert result.returncode == 2, result.stdout
+        assert "over max_inventory_bytes (100)" in result.stderr

@@ -321,6 +321,20 @@ def test_a_bad_config_kind_is_a_usage_error_at_its_key() -> None:
         workload_kinds(config)
 
 
+@pytest.mark.parametrize(("replicas", "shown"), [(1.0, "1.0"), (2.0**70, "1180591620717411303424")])
+def test_a_float_count_is_a_usage_error_not_an_internal_one(replicas, shown) -> None:
+    """JSON Schema counts 1.0 as an integer: the table's validator does not (review: the count
+    was read with `.get` and the run ended in an internal error); an integer past 64 bits is
+    a float as YAML reads it."""
+    template = {"role": None, "template": ["spec", "template"], "replicas": replicas}
+    kinds = {"kinds": [{"kind": "Notebook", "group": "kubeflow.org", "versions": ["v1"]}]}
+    kinds["kinds"][0]["templates"] = [template]
+    config = parse_config({"workloads": kinds}, "c.yaml")
+    message = rf"replicas: must be null, an integer or a mapping, not the number {shown}"
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("+", r"\+")):
+        workload_kinds(config)
+
+
 def test_a_pdb_over_operator_labels_covers_the_template(tmp_path: Path) -> None:
     """A PDB selecting KubeRay's pod labels (labelPod) covers the worker group: GPU020 when it
     leaves no disruption, as for a Deployment."""

@@ -495,7 +495,7 @@ def operands_from_operator_config(
             if source == HELM and value is None and "enabled" in section:
                 # a null in chart values: Helm drops the key, the ClusterPolicy the template
                 # renders has no value there, and the operator's own default decides
-                default = entry.default_enabled
+                default = entry.default_enabled if entry.default_enabled is not None else True
             switch = default if value is None else value
         enabled[entry.name] = switch and (sandbox or not entry.sandbox)
     return enabled

@@ -494,6 +494,33 @@ def _name_problems(manifest: Manifest, containers: list[Container]) -> list[Find
     return out
 
 
+def _pod_field_findings(manifest: Manifest, spec_path: Path, pod_spec: Any) -> list[Finding]:
+    """GPU040 for the pod-spec fields of k8s/podfields.py (nodeName, priorityClassName,
+    runtimeClassName, preemptionPolicy, host-network ports, overhead, init containers' image and
+    containers' restartPolicy), each at its key; only for the core kinds whose template the API
+    server validates (a custom resource's template is validated in its pods only)."""
+    group = manifest.api_version.rpartition("/")[0] if manifest.api_version else ""
+    if (group, manifest.kind) not in _VALIDATED_KINDS:
+        return []
+    from gpudrv_check.k8s.podfields import pod_field_problems
+
+    problems = pod_field_problems(pod_spec)
+    if not problems:
+        return []
+    where = field_path_text(spec_path)
+    out = []
+    for problem in problems:
+        if not problem.pods_only:
+            said = f"the API server rejects the {manifest.kind}"
+        elif manifest.kind == "Pod":
+            said = "the RuntimeClass admission plugin rejects the Pod"
+        else:
+            said = f"the RuntimeClass admission plugin rejects every pod of the {manifest.kind}"
+        message = f"{where}.{problem.message} ({said})"
+        out.append(invalid_field(manifest, (*spec_path, *problem.path), message, problem.fix))
+    return out
+
+
 _NAME_FIX = "Name the container with lower-case letters, digits and '-'."
 _UNIQUE_FIX = "Give each container of the pod a name of its own."
 
@@ -683,6 +710,7 @@ def workload_from_manifest(manifest: Manifest) -> tuple[Workload | None, list[Fi
         manifest, spec_path, _pod_labels_path(manifest.kind), DEFAULT_CONTAINERS, findings
     )
     findings += selector_findings(manifest)
+    findings += _pod_field_findings(manifest, spec_path, workload.pod_spec)
     workload.replicas = _replicas(manifest, findings)
     workload.replicas_path = _replicas_path(manifest, workload.replicas)
     placement_findings, placement_rejected = _placement_findings(manifest, spec_path, workload)

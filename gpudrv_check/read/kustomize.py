@@ -1284,3 +1284,29 @@ def _unmade(rendered: str, prefixes: list[str], suffixes: list[str]) -> list[str
         pending += [current[len(p) :] for p in prefixes if current.startswith(p) and current != p]
         pending += [current[: -len(x)] for x in suffixes if current.endswith(x) and current != x]
     return out
+
+
+def adds_metadata(source: Any, file: str, key: str, value: str) -> bool:
+    """Whether the kustomization `file` adds the label or annotation `key: value` to what it
+    builds (`commonLabels`, `commonAnnotations`, a `labels` entry's `pairs`); False when it
+    cannot be read or says nothing of it."""
+    from gpudrv_check.core.located import LMap, LSeq
+    from gpudrv_check.read.text import decode_text
+    from gpudrv_check.read.yaml_docs import parse_text
+
+    try:
+        raw = source.read(file)
+    except (OSError, AttributeError):
+        return False
+    text, problem = decode_text(raw)
+    if problem is not None or not text or key not in text:
+        return False
+    parsed = parse_text(text)
+    data = parsed.docs[0].data if parsed.docs else None
+    if not isinstance(data, LMap):
+        return False
+    maps = [data.get("commonLabels"), data.get("commonAnnotations")]
+    labels = data.get("labels")
+    if isinstance(labels, LSeq):
+        maps.extend(entry.get("pairs") for entry in labels if isinstance(entry, LMap))
+    return any(isinstance(m, LMap) and m.get(key) == value for m in maps)

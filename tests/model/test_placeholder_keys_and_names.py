@@ -44,6 +44,12 @@ spec:
 """
 
 
+STRICT_UNSET = (
+    "Kustomization flux-system/apps: envsubst error: variable substitution failed: "
+    'variable not set (strict mode): "UNSET"'
+)
+
+
 def _objects(files: dict[str, str]):
     return [
         m for rel, text in files.items() for m in parse_manifest_bytes(rel, text.encode()).manifests
@@ -59,8 +65,11 @@ def test_keys_names_and_namespaces_are_filled_in_keeping_order_and_positions():
     assert [selector.key_pos(k) for k in selector] == [(11, 9), (12, 9), (13, 9)]
     assert (job.name, job.namespace) == ("trainer-ml", "ml")
     assert job.get("metadata", "namespace") == "ml"
-    # an unknown key is unknown, and the findings on the object are held back
-    assert found.names == ["UNSET"]
+    # an unknown key is unknown, and the findings on the object are held back. Was
+    # `found.names == ["UNSET"]`, which contradicted Flux: UNSET is not set and every source
+    # is known, so in strict mode (kustomize-controller's default) the build fails (oracle:
+    # `${UNSET}` -> variable not set (strict mode): "UNSET") and nothing of it is applied
+    assert found.names == [] and found.failures == [STRICT_UNSET]
     assert ("apps/prod/job.yaml", "Job", "trainer-ml") in found.by_object
 
 
@@ -70,7 +79,8 @@ def test_two_keys_that_would_become_one_stay_unknown():
     found = substitute(objects, {"apps/prod/job.yaml"})
     [job] = [m for m in objects if m.kind == "Job"]
     assert "${GPU_LABEL}" in job.get("spec", "template", "spec", "nodeSelector")
-    assert found.names == ["GPU_LABEL", "UNSET"]
+    # was ["GPU_LABEL", "UNSET"]: UNSET fails the build in strict mode (see above)
+    assert found.names == ["GPU_LABEL"] and found.failures == [STRICT_UNSET]
 
 
 def _repo(root: Path, job: str, pdb: str = "") -> None:

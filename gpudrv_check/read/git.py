@@ -187,7 +187,7 @@ class GitTree:
     def __init__(self, path: str | os.PathLike[str], rev: str) -> None:
         self.disk_root = Path(path)
         self.rev = rev
-        self.repo = open_repository(self.disk_root)
+        self.repo = open_repository(_existing(self.disk_root))
         self.prefix = _prefix(self.repo, self.disk_root)
         self.label = f"{rev}:{self.prefix or '.'}"
         tree = resolve_tree(self.repo, rev)
@@ -412,6 +412,14 @@ class GitTree:
 
     def close(self) -> None:
         self.repo.close()
+
+
+def _existing(path: Path) -> Path:
+    """`path`, or its nearest ancestor on disk when it is gone (`--rev` reads a directory
+    deleted since from the revision): the repository is found from there."""
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
 
 
 def _prefix(repo: Any, disk_root: Path) -> str:

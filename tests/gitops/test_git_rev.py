@@ -84,6 +84,32 @@ def test_rev_checks_a_subdirectory_as_the_root(git_repo: Path):
 
 
 @pytest.mark.slow
+def test_rev_reads_a_directory_deleted_from_the_disk_since(git_repo: Path):
+    """PATH is read from the object store at the revision: a directory removed since (git rm)
+    is checked as it was, exactly as from a checkout that still has it; a PATH that never
+    held a directory is still a usage error, and without --rev a gone PATH is one."""
+    write(git_repo, "clusters/prod/support-matrix.csv", MATRIX)
+    write(git_repo, "clusters/prod/nodes.yaml", gpu_node("p", kernel=NEW_KERNEL))
+    old = commit(git_repo, "prod")
+    git(git_repo, "rm", "-rq", "clusters")
+    commit(git_repo, "prod retired")
+    prod = git_repo / "clusters" / "prod"
+    assert not prod.exists()
+    result = run_main("check", str(prod), "--rev", old, "--format", "json")
+    assert result.returncode == 1, result.stderr
+    assert _findings(result) == [("GPU001", "nodes.yaml", 9, 5)]
+    gone = run_main("check", str(prod / "nodes"), "--rev", old)
+    assert gone.returncode == 2 and "clusters/prod/nodes/ does not exist at revision" in (
+        gone.stderr
+    )
+    on_disk = run_main("check", str(prod))
+    assert on_disk.returncode == 2 and "not a directory" in on_disk.stderr
+    # a file in PATH's place is not a directory at any revision's say-so
+    write(git_repo, "clusters/prod", "a file now\n")
+    assert run_main("check", str(prod), "--rev", old).returncode == 2
+
+
+@pytest.mark.slow
 def test_rev_skips_symlinks_and_honours_exclude(git_repo: Path):
     write(git_repo, "support-matrix.csv", MATRIX)
     write(git_repo, ".gpudrv-check.yaml", "exclude: [vendor/]\n")

@@ -49,7 +49,9 @@ def make_source(options: RepoOptions, rev: str | None = None) -> Source:
     if stdin_name is not None:
         raise ConfigError("--stdin-name names standard input; it needs - as PATH")
     root = Path(path)
-    if not root.is_dir():
+    # at a revision, PATH is read from the object store: it may be gone from the disk (a
+    # directory deleted since), though not replaced by something else
+    if not root.is_dir() and not (rev is not None and not staged and not _exists(root)):
         raise ConfigError(f"not a directory: {path}")
     source: Source
     if staged:
@@ -67,6 +69,11 @@ def make_source(options: RepoOptions, rev: str | None = None) -> Source:
 
         source = KustomizeSource(source)
     return source
+
+
+def _exists(path: Path) -> bool:
+    """Whether anything, a dangling link included, is at `path`."""
+    return os.path.lexists(path)
 
 
 def _index_tree(root: Path) -> Source:

@@ -309,22 +309,24 @@ _READ = ("nodeName", "priorityClassName", "runtimeClassName", "preemptionPolicy"
 #: container fields it reads (ports only with hostNetwork)
 _CONTAINER_READ = ("image", "restartPolicy")
 
+#: a spec holding none of these keys, and no container restartPolicy, has nothing to check
+_KEYS = frozenset((*_READ, "hostNetwork", "initContainers"))
+
 _PROBLEMS: TextMemo[tuple[FieldProblem, ...]] = TextMemo()
 
 
 def _read(spec: Mapping[str, Any]) -> tuple[Any, ...] | None:
     """What `validate_pod_fields` reads of a spec; None when it reads nothing that could be
     wrong (the usual pod spec: no such key, no init container, no host network)."""
+    mains = spec.get("containers")
+    if _KEYS.isdisjoint(spec) and not any(
+        isinstance(c, MAPPINGS) and "restartPolicy" in c
+        for c in (mains if isinstance(mains, list) else ())
+    ):
+        return None  # checked once per workload: the usual spec costs a set test
     fields = tuple(spec.get(k, _ABSENT) for k in _READ)
     host = spec.get("hostNetwork") is True
     inits = spec.get("initContainers")
-    mains = spec.get("containers")
-    restart = any(
-        isinstance(c, MAPPINGS) and "restartPolicy" in c
-        for c in (mains if isinstance(mains, list) else ())
-    )
-    if not inits and not host and not restart and all(f is _ABSENT for f in fields):
-        return None
     return (
         tuple(None if f is _ABSENT else ("set", f) for f in fields),
         _container_fields(inits, _CONTAINER_READ),

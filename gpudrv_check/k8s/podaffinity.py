@@ -7,8 +7,17 @@ interpodaffinity/filtering.go) and the term semantics of k8s.io/api core/v1 ``Po
   ``namespaceSelector`` (``{}`` = every namespace); both absent means the pod's own namespace
   - whose labels match ``labelSelector`` (absent/null matches nothing, ``{}`` everything).
 - ``matchLabelKeys`` adds ``key In (<the pod's own value>)`` and ``mismatchLabelKeys`` adds
-  ``key NotIn (<the pod's own value>)`` for keys the pod carries; keys it lacks are ignored.
-  So a term with a mismatch key the pod carries never selects the pod's own siblings.
+  ``key NotIn (<the pod's own value>)`` for keys the pod carries; keys it lacks are ignored
+  (the API server merges them into ``labelSelector`` when it creates the pod: pkg/registry/
+  core/pod/strategy.go ``applyMatchLabelKeysAndMismatchLabelKeys``; not into a null selector).
+  The pod carries the labels its controller adds to the template's (`SiblingLabels`): a
+  Deployment's ``pod-template-hash``, a Job's ``job-name``, and on each StatefulSet pod or
+  Indexed Job pod a value of its own (``statefulset.kubernetes.io/pod-name``,
+  ``apps.kubernetes.io/pod-index``, ``batch.kubernetes.io/job-completion-index``). So a
+  mismatch key the siblings share, or a match key with a value per pod, never selects the pod's
+  own siblings. Before 1.31 (MatchLabelKeysInPodAffinity off by default, absent before 1.29)
+  the API server drops both fields (pkg/api/pod/util.go
+  ``dropDisabledMatchLabelKeysFieldInPodAffinity``): ``label_keys=False``.
 - A node whose labels lack ``topologyKey`` is not constrained by the term at all
   (``satisfyPodAntiAffinity`` only checks nodes that carry the key): such nodes take any
   number of replicas.
@@ -46,6 +55,70 @@ class AntiAffinityTerm:
     namespace_selector: object = None
     match_label_keys: tuple[str, ...] = ()
     mismatch_label_keys: tuple[str, ...] = ()
+
+
+#: a label value no pod spec can name (label values hold no ``<``): one the repo does not know
+UNKNOWN_VALUE = "<set by the controller>"
+#: the other pod's value of a label each pod of a template holds a value of its own for
+OTHER_POD_VALUE = "<another pod's own>"
+
+
+@record(frozen=True)
+class SiblingLabels:
+    """The labels a controller adds to every pod it creates from one template.
+
+    ``shared``: the same value on every pod of the template (None: a value the repo does not
+    know, such as a ``pod-template-hash``); ``per_pod``: keys each pod holds a value of its own
+    for. ``template_wins``: the template's own value of a ``shared`` key is kept (the Job API
+    adds its labels only when the template lacks them).
+    """
+
+    shared: Mapping[str, str | None] = field(default_factory=dict)
+    per_pod: frozenset[str] = frozenset()
+    template_wins: bool = False
+
+
+NO_SIBLING_LABELS = SiblingLabels()
+
+#: Deployment: the ReplicaSet's template gets the hash of the pod template (pkg/controller/
+#: deployment/sync.go ``getNewReplicaSet``, ``DefaultDeploymentUniqueLabelKey``)
+POD_TEMPLATE_HASH = "pod-template-hash"
+#: StatefulSet: the revision (``setPodRevision``) and the pod's identity (pkg/controller/
+#: statefulset/stateful_set_utils.go ``updateIdentity``; pod-index: PodIndexLabel, 1.28+)
+CONTROLLER_REVISION_HASH = "controller-revision-hash"
+STATEFULSET_POD_NAME = "statefulset.kubernetes.io/pod-name"
+POD_INDEX = "apps.kubernetes.io/pod-index"
+#: Job: pkg/registry/batch/job/strategy.go ``generateSelector`` (unless manualSelector), and
+#: the completion index of an Indexed Job's pod (pkg/controller/job/indexed_job_utils.go)
+JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
+JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+def controller_labels(kind: str, name: object, spec: object) -> SiblingLabels:
+    """What the controller of ``kind`` adds to the pods of its template. ``spec``: the object's
+    spec (a CronJob's: its ``jobTemplate.spec``); ``name``: the Job's name (None when it is
+    not known, as for the Jobs a CronJob names after the schedule)."""
+    if kind == "Deployment":
+        return SiblingLabels({POD_TEMPLATE_HASH: None})
+    if kind == "StatefulSet":
+        return SiblingLabels(
+            {CONTROLLER_REVISION_HASH: None}, frozenset((STATEFULSET_POD_NAME, POD_INDEX))
+        )
+    if kind in ("Job", "CronJob"):
+        spec = spec if isinstance(spec, MAPPINGS) else {}
+        per_pod = (
+            frozenset((JOB_COMPLETION_INDEX,))
+            if spec.get("completionMode") == "Indexed"
+            else frozenset()
+        )
+        if spec.get("manualSelector") is True:
+            return SiblingLabels({}, per_pod)
+        job_name = name if isinstance(name, str) and name else None
+        shared: dict[str, str | None] = dict.fromkeys(JOB_NAME_LABELS, job_name)
+        shared.update(dict.fromkeys(JOB_UID_LABELS))
+        return SiblingLabels(shared, per_pod, template_wins=True)
+    return NO_SIBLING_LABELS
 
 
 @record(frozen=True)
@@ -124,8 +197,9 @@ def term_namespace_matches(
         return True
     if term.namespace_selector is None:
         return False
-    labels = dict(namespace_labels or {})
-    labels.setdefault(NAMESPACE_NAME_LABEL, namespace)
+    # the API server sets the name label to the name, whatever the manifest says
+    # (pkg/apis/core/v1/defaults.go SetDefaults_Namespace)
+    labels = {**(namespace_labels or {}), NAMESPACE_NAME_LABEL: namespace}
     return selector_matches(term.namespace_selector, labels)
 
 
@@ -134,14 +208,34 @@ def term_selects_own_pods(
     pod_namespace: str,
     pod_labels: Mapping[str, str],
     namespace_labels: Mapping[str, str] | None = None,
+    *,
+    siblings: SiblingLabels = NO_SIBLING_LABELS,
+    label_keys: bool = True,
 ) -> bool:
-    """Whether the term keeps two pods of the same template apart (self anti-affinity)."""
+    """Whether the term keeps two pods of the same template apart (self anti-affinity).
+
+    ``pod_labels``: the template's labels; ``siblings``: what the controller adds to them;
+    ``label_keys``: whether the API server applies ``matchLabelKeys``/``mismatchLabelKeys``.
+    """
     if not term_namespace_matches(term, pod_namespace, pod_namespace, namespace_labels):
         return False
-    if any(key in pod_labels for key in term.mismatch_label_keys):
-        return False  # key NotIn (own value) never matches a sibling with the same value
-    # matchLabelKeys adds key In (own value): always true for a sibling
-    return selector_matches(term.label_selector, pod_labels)
+    if term.label_selector is None:
+        return False  # null selects nothing, whatever keys are merged (strategy.go skips it)
+    shared = {
+        key: UNKNOWN_VALUE if value is None else value
+        for key, value in siblings.shared.items()
+        if not (siblings.template_wins and key in pod_labels)
+    }
+    # the other pod, as the term of this one sees it
+    other = {**pod_labels, **shared, **dict.fromkeys(siblings.per_pod, OTHER_POD_VALUE)}
+    if label_keys:
+        for key in term.match_label_keys:
+            if key in siblings.per_pod:
+                return False  # key In (own value): a sibling holds another value
+        for key in term.mismatch_label_keys:
+            if key in other and key not in siblings.per_pod:
+                return False  # key NotIn (own value): a sibling holds the same value
+    return selector_matches(term.label_selector, other)
 
 
 def topology_domains(topology_key: str, nodes: Iterable[tuple[str, Mapping[str, str]]]) -> Domains:

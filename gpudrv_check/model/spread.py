@@ -1,11 +1,15 @@
 """How far required pod anti-affinity lets a workload spread over the nodes it can land on.
 
-For every workload with a fixed replica count and a required anti-affinity term that selects
-its own pods, the term allows one replica per topology domain of the eligible nodes (see
-k8s/podaffinity.py). The binding term is the one with the fewest domains. Nodes lacking the
-topology key are not limited by the term, so a term is binding only when every eligible node
-carries the key; `kubernetes.io/hostname`, which every kubelet sets, is read as the node's
-name when an inventory leaves it out.
+For every workload with a fixed pod count (replicas; a Job's or each Job of a CronJob's
+parallelism, capped by completions) and a required anti-affinity term that selects its own
+pods, the term allows one pod per topology domain of the eligible nodes (see
+k8s/podaffinity.py). Whether a term selects its own pods reads the labels the pods have when
+the API server creates them: the template's and those their controller adds
+(`controller_labels`), with ``matchLabelKeys``/``mismatchLabelKeys`` merged from 1.31 on (the
+scheduler release of GPU010's ``scheduler_version``). The binding term is the one with the
+fewest domains. Nodes lacking the topology key are not limited by the term, so a term is
+binding only when every eligible node carries the key; `kubernetes.io/hostname`, which every
+kubelet sets, is read as the node's name when an inventory leaves it out.
 """
 
 from __future__ import annotations
@@ -14,19 +18,27 @@ from typing import TYPE_CHECKING
 
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.records import record
+from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.podaffinity import (
     HOSTNAME_LABEL,
+    NO_SIBLING_LABELS,
     AntiAffinityTerm,
     Domains,
+    SiblingLabels,
+    controller_labels,
     required_anti_affinity_terms,
     term_selects_own_pods,
     topology_domains,
 )
 from gpudrv_check.model.node import Node
-from gpudrv_check.model.workload import Workload
+from gpudrv_check.model.workload import Workload, cron_job_pods
 
 if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
+
+#: MatchLabelKeysInPodAffinity: alpha (off) in 1.29 and 1.30, on by default from 1.31
+#: (pkg/features/kube_features.go); off, the API server drops both fields
+MATCH_LABEL_KEYS_SINCE = 31
 
 REQUIRED_ANTI_AFFINITY: Path = (
     "affinity",
@@ -42,8 +54,10 @@ class Spread:
     workload: Workload
     term: AntiAffinityTerm
     domains: Domains
-    replicas: int
+    replicas: int  # pods side by side (replicas; a Job's parallelism: `spread_pods`)
     eligible: tuple[str, ...]  # names of the eligible nodes
+    #: the term's matchLabelKeys/mismatchLabelKeys the API server drops (before 1.31)
+    keys_dropped: bool = False
 
     @property
     def capacity(self) -> int:
@@ -124,6 +138,41 @@ def eligible_domains(
     return domains
 
 
+def spread_pods(workload: Workload) -> int | None:
+    """The pods of ``workload`` that run side by side (what its anti-affinity spreads): its
+    replicas, a Job's parallelism capped by completions, each Job of a CronJob's likewise
+    (cronjob_controllerv2 starts them from its jobTemplate); None for a DaemonSet (one pod per
+    node), a count that is not a whole number, or a workload without pods of its own."""
+    if workload.api_rejects or workload.template_only or workload.kind == "DaemonSet":
+        return None
+    if workload.kind == "CronJob" and _core(workload):
+        return cron_job_pods(workload.manifest)
+    return workload.replicas
+
+
+#: the API groups of the core controllers `controller_labels` knows
+_CORE_GROUPS = frozenset(("apps", "extensions", "batch"))
+
+
+def _core(workload: Workload) -> bool:
+    """A core kind's own object, not a custom resource's pod template (nor a custom kind named
+    like a core one, such as Volcano's Job)."""
+    group = workload.manifest.api_version.rpartition("/")[0]
+    return not workload.owner_kind and group in _CORE_GROUPS
+
+
+def sibling_labels(workload: Workload) -> SiblingLabels:
+    """The labels the controller of ``workload`` adds to its pods (k8s/podaffinity.py
+    `controller_labels`); none for a pod template an operator's custom resource holds."""
+    if not _core(workload):
+        return NO_SIBLING_LABELS
+    kind, manifest = workload.kind, workload.manifest
+    if kind == "CronJob":
+        job = manifest.get("spec", "jobTemplate", "spec")
+        return controller_labels(kind, None, job if isinstance(job, MAPPINGS) else {})
+    return controller_labels(kind, workload.name, manifest.get("spec"))
+
+
 def workload_spread(
     repo: Repo,
     workload: Workload,
@@ -135,7 +184,8 @@ def workload_spread(
     ``namespaces`` (`namespace_labels(repo)`) and ``cache`` are passed in when called for many
     workloads.
     """
-    if workload.kind == "DaemonSet" or workload.replicas is None or workload.replicas < 2:
+    pods = spread_pods(workload)
+    if pods is None or pods < 2:
         return None
     terms = required_anti_affinity_terms(workload.pod_spec)
     if not terms:
@@ -146,14 +196,26 @@ def workload_spread(
     eligible = repo.placement.eligible(workload)
     if not eligible:
         return None  # nowhere to run at all: a placement problem, not a spread one
+    siblings = sibling_labels(workload)
+    label_keys = repo.placement.release.minor >= MATCH_LABEL_KEYS_SINCE
     best: Spread | None = None
     for term in terms:
-        if not term_selects_own_pods(term, workload.namespace, workload.pod_labels, ns_labels):
+        if not term_selects_own_pods(
+            term,
+            workload.namespace,
+            workload.pod_labels,
+            ns_labels,
+            siblings=siblings,
+            label_keys=label_keys,
+        ):
             continue
         domains = eligible_domains(term.topology_key, eligible, cache)
         if domains.unconstrained:
             continue  # nodes without the key take any number of replicas
-        spread = Spread(workload, term, domains, workload.replicas, tuple(n.name for n in eligible))
+        dropped = not label_keys and bool(term.match_label_keys or term.mismatch_label_keys)
+        spread = Spread(
+            workload, term, domains, pods, tuple(n.name for n in eligible), keys_dropped=dropped
+        )
         if best is None or spread.capacity < best.capacity:
             best = spread
     return best

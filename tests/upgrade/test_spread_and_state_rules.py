@@ -82,7 +82,7 @@ def test_gpu021_counts_only_eligible_nodes(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    ("zone_of", "nodes", "replicas", "said"),
+    ("zone_of", "nodes", "replicas", "said", "drained"),
     [
         # zone a of seven nodes and zone b of one, three replicas: zone a's first five nodes
         # named, two counted
@@ -92,6 +92,8 @@ def test_gpu021_counts_only_eligible_nodes(tmp_path: Path):
             3,
             "only 2 eligible zone domains (a: gpu-0, gpu-1, gpu-2, gpu-3, gpu-4 and 2 more; "
             "b: gpu-7): 1 replica stays Pending already",
+            # only gpu-7 is alone in its domain: draining a node of zone a moves its replica
+            "and draining GPU node gpu-7 for a driver upgrade strands one more",
         ),
         # seven zones of one node, eight replicas: four domains named, apart by semicolons,
         # and three counted
@@ -101,12 +103,14 @@ def test_gpu021_counts_only_eligible_nodes(tmp_path: Path):
             8,
             "only 7 eligible zone domains (z0: gpu-0; z1: gpu-1; z2: gpu-2; z3: gpu-3; and 3 more "
             "domains): 1 replica stays Pending already",
+            "and draining any one of gpu-0, gpu-1, gpu-2, gpu-3, gpu-4 and 2 more for a driver "
+            "upgrade strands one more",
         ),
     ],
     ids=["nodes of a domain", "domains"],
 )
 def test_gpu021_names_a_few_domains_and_nodes_and_counts_the_rest(
-    tmp_path: Path, zone_of, nodes: int, replicas: int, said: str
+    tmp_path: Path, zone_of, nodes: int, replicas: int, said: str, drained: str
 ):
     """GPU021 `_domains_text`: four domains and five nodes of each named, the rest counted, and
     the message still says what a drain does."""
@@ -115,7 +119,7 @@ def test_gpu021_names_a_few_domains_and_nodes_and_counts_the_rest(
     write(tmp_path, "trainer.yaml", deployment("trainer", replicas, extra_spec=spec))
     [message] = messages(tmp_path, "GPU021")
     assert said in message
-    assert message.endswith("and each drain for a driver upgrade strands one more")
+    assert message.endswith(drained)
 
 
 def node_with(tmp_path: Path, labels: str) -> Path:

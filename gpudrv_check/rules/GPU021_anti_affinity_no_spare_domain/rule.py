@@ -35,6 +35,27 @@ def _domains_text(spread: Spread) -> str:
     )
 
 
+def _job(spread: Spread) -> bool:
+    """A Job or CronJob: its pods side by side are its parallelism, not replicas."""
+    return spread.workload.kind in ("Job", "CronJob") and not spread.workload.owner_kind
+
+
+def _dropped(spread: Spread) -> str:
+    """Why a term with matchLabelKeys/mismatchLabelKeys still keeps the pods apart."""
+    if not spread.keys_dropped:
+        return ""
+    return (
+        " (the API server drops its matchLabelKeys/mismatchLabelKeys before Kubernetes 1.31, "
+        "the release scheduler_version names)"
+    )
+
+
+def _drain_text(spread: Spread, lone: list[str]) -> str:
+    """The GPU nodes whose drain strands a pod: those alone in their domain."""
+    which = "any one of" if len(lone) == len(spread.eligible) else "GPU node"
+    return f"draining {which} {names(lone)} for a driver upgrade"
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     repo = ctx.repo
     gpu = {n.name for n in repo.gpu_nodes}
@@ -45,16 +66,27 @@ def check(ctx: Context) -> Iterator[Finding]:
         title = workload.short_title
         key = spread.term.topology_key
         unit = "node" if spread.per_node else f"{key} domain"
+        job = _job(spread)
+        pod = "pod" if job else "replica"
+        count = "parallelism" if job else "replicas"
+        # draining a node alone in its domain takes that domain away: one more pod stays
+        # Pending; a node whose domain keeps another node leaves its pod that node
+        lone = [n for n in spread.single_node_domains() if n in gpu]
         if spread.pending:
+            asks = (
+                f"runs {spread.replicas} pods at once"
+                if job
+                else f"asks for {spread.replicas} replicas"
+            )
+            drains = f", and {_drain_text(spread, lone)} strands one more" if lone else ""
             message = (
-                f"{title} asks for {spread.replicas} replicas, but its required pod "
-                f"anti-affinity on {key} allows one per {unit} and it can land on only "
-                f"{_domains_text(spread)}: {plural(spread.pending, 'replica')} "
-                f"{'stays' if spread.pending == 1 else 'stay'} Pending already, "
-                "and each drain for a driver upgrade strands one more"
+                f"{title} {asks}, but its required pod anti-affinity on {key}{_dropped(spread)} "
+                f"allows one per {unit} and it can land on only {_domains_text(spread)}: "
+                f"{plural(spread.pending, pod)} {'stays' if spread.pending == 1 else 'stay'} "
+                f"Pending already{drains}"
             )
             hint = (
-                f"Lower replicas to {spread.capacity}, make more nodes eligible, or relax the "
+                f"Lower {count} to {spread.capacity}, make more nodes eligible, or relax the "
                 "term (preferredDuringScheduling, or topologySpreadConstraints with "
                 "whenUnsatisfiable: ScheduleAnyway)."
             )
@@ -67,21 +99,24 @@ def check(ctx: Context) -> Iterator[Finding]:
                 severity=Severity.ERROR,
             )
             continue
-        lone = [n for n in spread.single_node_domains() if n in gpu]
         if spread.replicas < spread.capacity or not lone:
             continue
+        runs = f"{spread.replicas} pods at once" if job else f"{spread.replicas} replicas"
         message = (
-            f"{title} runs {spread.replicas} replicas on exactly {_domains_text(spread)} with "
-            f"required pod anti-affinity on {key} (one per {unit}): draining "
-            f"{'any one of' if len(lone) == len(spread.eligible) else 'GPU node'} "
-            f"{names(lone)} for a driver upgrade leaves its replica Pending until the node is "
+            f"{title} runs {runs} on exactly {_domains_text(spread)} with "
+            f"required pod anti-affinity on {key}{_dropped(spread)} (one per {unit}): "
+            f"{_drain_text(spread, lone)} leaves its {pod} Pending until the node is "
             "uncordoned, since no spare domain is left"
         )
         fewer = spread.replicas - 1
         hint = (
             f"Keep a spare: make one more {unit} eligible"
-            + (f", or run {plural(fewer, 'replica')}" if fewer > 0 else "")
-            + "; otherwise expect one replica down per drained node."
+            + (
+                (f", or set {count} to {fewer}" if job else f", or run {plural(fewer, pod)}")
+                if fewer > 0
+                else ""
+            )
+            + f"; otherwise expect one {pod} down per drained node."
         )
         yield ctx.finding(
             ID,

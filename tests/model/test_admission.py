@@ -164,6 +164,7 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: gpus}
 spec:
+  namespaceSelector: {}  # every namespace (unset selects none: kueue ClusterQueueSpec)
   resourceGroups:
     - coveredResources: [cpu, nvidia.com/gpu]
       flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]

@@ -36,6 +36,22 @@ server's admission plugins) for the pod-based integrations. At admission the fla
 Nothing is injected when Kueue would not admit the workload, or when an object the answer
 depends on (the LocalQueue, ClusterQueue, a flavor) is not in the repo.
 
+``never_admitted`` says which workloads Kueue never admits when the repo settles it (GPU010
+reports them): the LocalQueue and its ClusterQueue are in the repo and one of these holds, in
+Kueue's order: a ``stopPolicy`` Hold or HoldAndDrain on the LocalQueue
+(controller/core/workload_controller.go "LocalQueue %s is stopped") or the ClusterQueue
+(updateQueueStatus: inactive); no ``namespaceSelector`` (selects nothing), or one that does not
+select the namespace when its labels are known: the Namespace is in the repo, or the selector
+reads only ``kubernetes.io/metadata.name`` (ValidateAdmissibility, ErrNamespaceMismatch); a
+requested resource no resource group covers ("resource %s unavailable in ClusterQueue", with
+Kueue's default ``quotaCheckStrategy`` and no ``excludeResourcePrefixes``); no flavor of a group
+fits, every flavor of it in the repo and the pod spec the one Kueue reads. A refusal an absent
+object could lift (a LocalQueue, ClusterQueue or ResourceFlavor not in the repo, a Namespace
+whose labels the selector needs) is not certain, nor one on a value the API server would refuse
+(a stopPolicy, selector or resource group of the wrong form): then the next certain one counts,
+if any. Such a job stays suspended; the pod integration's pods keep the scheduling gate
+``kueue.x-k8s.io/admission``.
+
 Kueue also suspends a queued object until admission and lifts ``suspend`` then, so for the
 kinds its default configuration integrates (batch/job, and the table's ``kueue: true`` kinds)
 a written ``suspend`` does not keep the pods away: model/workload.py (Job) and
@@ -47,17 +63,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpudrv_check.core.located import LMap, Path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.labels import MAPPINGS
-from gpudrv_check.k8s.labelselector import selector_matches
+from gpudrv_check.k8s.labelselector import selector_key
 from gpudrv_check.k8s.nodeaffinity import requirement_matches, selector_value
 from gpudrv_check.k8s.quantity import quantity_value
 from gpudrv_check.k8s.taints import first_untolerated_taint
 from gpudrv_check.model.workload import Workload
 from gpudrv_check.model.workload_kinds import QUEUE_LABEL
+
+if TYPE_CHECKING:
+    from gpudrv_check.model.repo import Repo
 
 GROUP = "kueue.x-k8s.io"
 #: constants.DefaultLocalQueueName
@@ -67,6 +86,29 @@ DEFAULT_QUEUE = "default"
 UNMANAGED_NAMESPACES = frozenset(("kube-system", "kueue-system"))
 #: apimachinery LabelMetadataName: the label the API server puts on every Namespace
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+#: the stopPolicy values that stop a queue (apis/kueue/v1beta2 StopPolicy: None, Hold,
+#: HoldAndDrain; another value is refused by the API server)
+HOLD_POLICIES = frozenset(("Hold", "HoldAndDrain"))
+_KINDS = frozenset(("LocalQueue", "ClusterQueue", "ResourceFlavor"))
+#: how a flavor's misfit reads (Refusal.details of NO_FLAVOR_FITS; flavorassigner.go's words)
+MISFIT_TAINT = "untolerated taint"
+MISFIT_AFFINITY = "doesn't match node affinity"
+MISFIT_QUOTA = "insufficient quota"
+#: the pod integration's scheduling gate: a pod Kueue has not admitted keeps it
+#: (pkg/controller/jobs/pod/constants SchedulingGateName)
+SCHEDULING_GATE = "kueue.x-k8s.io/admission"
+_EXTRAS_KEY = "kueue"
+#: why Kueue admits nothing (Refusal.cause)
+NO_LOCAL_QUEUE = "no-local-queue"
+LOCAL_QUEUE_STOPPED = "local-queue-stopped"
+NO_CLUSTER_QUEUE = "no-cluster-queue"
+CLUSTER_QUEUE_STOPPED = "cluster-queue-stopped"
+NO_NAMESPACE_SELECTOR = "no-namespace-selector"
+NAMESPACE_NOT_SELECTED = "namespace-not-selected"
+MISSING_FLAVOR = "missing-flavor"
+UNCOVERED_RESOURCE = "uncovered-resource"
+NO_FLAVOR_FITS = "no-flavor-fits"
+INVALID = "invalid"
 #: the core kinds of the default integrations: batch/job, pod, deployment, statefulset
 _CORE = {
     ("batch/v1", "Job"): False,
@@ -88,6 +130,18 @@ class Queue(NamedTuple):
     defaulted: bool  # the namespace's `default` LocalQueue, no label
 
 
+class Refusal(NamedTuple):
+    """Why Kueue does not admit a workload."""
+
+    cause: str  # one of the causes above
+    reason: str  # in words
+    certain: bool  # no object the repo may lack (or hold in another form) could lift it
+    local_queue: str  # namespace/name
+    cluster_queue: str | None
+    details: tuple[str, ...] = ()  # the flavors missing, resources uncovered, misfits
+    resources: tuple[str, ...] = ()  # what the group no flavor fits covers, of the requests
+
+
 def _spec(manifest: Manifest | None) -> Mapping[str, Any]:
     spec = manifest.get("spec") if manifest is not None else None
     return spec if isinstance(spec, MAPPINGS) else {}
@@ -105,6 +159,37 @@ def _list(value: object) -> list[Any]:
 def _stopped(spec: Mapping[str, Any]) -> bool:
     policy = spec.get("stopPolicy")
     return policy is not None and policy != "None"
+
+
+def _group_ok(group: object) -> bool:
+    """A resource group the API server accepts as far as the evaluation reads it: covered
+    resources and flavors (at least one each), names strings."""
+    if not isinstance(group, MAPPINGS):
+        return False
+    covered, flavors = group.get("coveredResources"), group.get("flavors")
+    return (
+        isinstance(covered, list)
+        and bool(covered)
+        and all(isinstance(r, str) for r in covered)
+        and isinstance(flavors, list)
+        and bool(flavors)
+        and all(isinstance(f, MAPPINGS) and isinstance(f.get("name"), str) for f in flavors)
+    )
+
+
+def _taint_text(taint: Mapping[str, Any]) -> str:
+    """``key=value:Effect`` (``key:Effect`` without a value)."""
+    key, value, effect = (str(taint.get(f) or "") for f in ("key", "value", "effect"))
+    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+
+
+def _labels_text(labels: Mapping[Any, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted((str(k), str(v)) for k, v in labels.items()))
+
+
+def _holds(policy: object) -> bool:
+    """A stopPolicy that stops the queue (another value than these and None is refused)."""
+    return isinstance(policy, str) and policy in HOLD_POLICIES
 
 
 def _integrated(manifest: Manifest) -> bool | None:
@@ -157,13 +242,23 @@ def _selector_fits(labels: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
 
 class Kueue:
     def __init__(self, manifests: list[Manifest]) -> None:
-        ours = [m for m in manifests if m.api_version.split("/", 1)[0] == GROUP and m.name]
-        self.local = {(m.namespace or "default", m.name): m for m in ours if m.kind == "LocalQueue"}
-        self.cluster = {m.name: m for m in ours if m.kind == "ClusterQueue"}
-        self.flavors = {m.name: m for m in ours if m.kind == "ResourceFlavor"}
-        self.namespaces = {
-            m.name: m.labels for m in manifests if m.kind == "Namespace" and m.api_version == "v1"
-        }
+        self.local: dict[tuple[str, str], Manifest] = {}
+        self.cluster: dict[str, Manifest] = {}
+        self.flavors: dict[str, Manifest] = {}
+        #: name -> metadata.labels as written (of any type)
+        self.namespaces: dict[str | None, Any] = {}
+        for m in manifests:  # one pass, the kind first (most objects are none of these)
+            kind = m.kind
+            if kind == "Namespace":
+                if m.api_version == "v1":
+                    self.namespaces[m.name] = m.get("metadata", "labels")
+            elif kind in _KINDS and m.name and m.api_version.split("/", 1)[0] == GROUP:
+                if kind == "LocalQueue":
+                    self.local[(m.namespace or "default", m.name)] = m
+                elif kind == "ClusterQueue":
+                    self.cluster[m.name] = m
+                else:
+                    self.flavors[m.name] = m
 
     # --- which queue ---------------------------------------------------------------------------
 
@@ -198,40 +293,108 @@ class Kueue:
 
     # --- which flavors -------------------------------------------------------------------------
 
-    def _namespace_selected(self, selector: object, namespace: str) -> bool:
-        """The ClusterQueue's namespaceSelector selects the namespace; False also when the
-        Namespace is not in the repo and the selector needs labels other than its name."""
-        labels = dict(self.namespaces.get(namespace) or {})
+    def _namespace_labels(self, namespace: str) -> tuple[dict[str, str], bool]:
+        """The namespace's labels as the API server keeps them (its name label added), and
+        whether they are all known: its Namespace is in the repo with labels it accepts."""
+        found = self.namespaces.get(namespace)
+        known = namespace in self.namespaces and (
+            found is None
+            or (
+                isinstance(found, MAPPINGS)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in found.items())
+            )
+        )
+        labels = dict(found) if known and isinstance(found, MAPPINGS) else {}
         labels[NAMESPACE_NAME_LABEL] = namespace
-        return selector_matches(selector, labels)
+        return labels, known
 
-    def _cluster_queue(self, workload: Workload, queue: Queue) -> tuple[Manifest | None, str]:
-        """The ClusterQueue that would admit the workload, else None and why not."""
+    def _check_queues(
+        self, workload: Workload, queue: Queue, out: list[Refusal]
+    ) -> Manifest | None:
+        """The ClusterQueue whose resource groups decide, else None: a refusal in ``out`` ends the
+        evaluation (the repo does not say more, or Kueue certainly admits nothing)."""
         where = f"{workload.namespace}/{queue.name}"
+
+        def refuse(
+            cause: str, reason: str, certain: bool, cq: str | None = None, *details: str
+        ) -> None:
+            out.append(Refusal(cause, reason, certain, where, cq, details))
+
         local = self.local.get((workload.namespace, queue.name))
         if local is None:
-            return None, f"the repo holds no LocalQueue {where}"
-        if _stopped(_spec(local)):
-            return None, f"LocalQueue {where} has a stopPolicy: it admits nothing"
-        target = _spec(local).get("clusterQueue")
+            refuse(NO_LOCAL_QUEUE, f"the repo holds no LocalQueue {where}", False)
+            return None
+        if not isinstance(local.get("spec"), MAPPINGS):  # the API server refuses it
+            refuse(INVALID, f"LocalQueue {where} has no spec", False)
+            return None
+        spec = _spec(local)
+        target = spec.get("clusterQueue")
+        if _stopped(spec):
+            policy = spec.get("stopPolicy")
+            refuse(
+                LOCAL_QUEUE_STOPPED,
+                f"LocalQueue {where} has stopPolicy {policy}, so it admits no workload",
+                # certain only with its ClusterQueue in the repo too (what the repo shows whole)
+                _holds(policy) and isinstance(target, str) and target in self.cluster,
+                target if isinstance(target, str) else None,
+            )
+            return None
         cq = self.cluster.get(target) if isinstance(target, str) else None
         if cq is None:
-            return None, f"the repo holds no ClusterQueue {target} (LocalQueue {where})"
+            refuse(
+                NO_CLUSTER_QUEUE,
+                f"the repo holds no ClusterQueue {target} (LocalQueue {where})",
+                False,
+            )
+            return None
+        if not isinstance(cq.get("spec"), MAPPINGS):
+            refuse(INVALID, f"ClusterQueue {cq.name} has no spec", False, cq.name)
+            return None
         spec = _spec(cq)
         if _stopped(spec):
-            return None, f"ClusterQueue {cq.name} has a stopPolicy: it admits nothing"
-        selector = spec.get("namespaceSelector")
-        if not self._namespace_selected(selector, workload.namespace):
-            if selector is None:
-                return None, (
-                    f"ClusterQueue {cq.name} has no namespaceSelector, which selects no "
-                    "namespace (`{}` selects all)"
-                )
-            return None, (
-                f"the namespaceSelector of ClusterQueue {cq.name} does not select namespace "
-                f"{workload.namespace}"
+            policy = spec.get("stopPolicy")
+            refuse(
+                CLUSTER_QUEUE_STOPPED,
+                f"ClusterQueue {cq.name} has stopPolicy {policy}, so it admits no workload",
+                _holds(policy),
+                cq.name,
             )
-        return cq, ""
+            return None
+        selector = spec.get("namespaceSelector")
+        key = selector_key(selector)
+        if key.kind == "nothing":
+            refuse(
+                NO_NAMESPACE_SELECTOR,
+                f"ClusterQueue {cq.name} has no namespaceSelector, which selects no "
+                "namespace (`{}` selects all)",
+                True,
+                cq.name,
+            )
+            return None
+        if key.kind == "invalid":  # the API server refuses the ClusterQueue
+            refuse(
+                INVALID,
+                f"the namespaceSelector of ClusterQueue {cq.name} is not valid",
+                False,
+                cq.name,
+            )
+            return None
+        labels, known = self._namespace_labels(workload.namespace)
+        if not key.matches_clean(labels):
+            # the labels are known when the Namespace is in the repo, or when the selector
+            # reads none but the name label the API server gives every Namespace
+            known = known or all(r.key == NAMESPACE_NAME_LABEL for r in key.requirements)
+            refuse(
+                NAMESPACE_NOT_SELECTED,
+                f"the namespaceSelector of ClusterQueue {cq.name} does not select namespace "
+                f"{workload.namespace}",
+                known,
+                cq.name,
+                _labels_text(labels),
+            )
+            if known:
+                return None
+        return cq
 
     @staticmethod
     def _requested(workload: Workload, covered: set[str]) -> dict[str, Fraction]:
@@ -243,83 +406,149 @@ class Kueue:
         return wanted
 
     @staticmethod
-    def _quota_fits(
-        entry: Mapping[str, Any], requested: Mapping[str, Fraction], cohort: bool
-    ) -> bool:
+    def _quota_misfit(
+        name: str, entry: Mapping[str, Any], requested: Mapping[str, Fraction], cohort: bool
+    ) -> str | None:
         """fitsResourceQuota: without a cohort a flavor's capacity is its nominalQuota, and a
         pod asking for more never fits (with one, what it may borrow is not modelled)."""
         if cohort:
-            return True
+            return None
         for item in _list(entry.get("resources")):
             if not isinstance(item, MAPPINGS) or "nominalQuota" not in item:
                 continue
-            amount = requested.get(str(item.get("name")))
+            resource = item.get("name")
+            amount = requested.get(resource) if isinstance(resource, str) else None
             quota, _ = quantity_value(item.get("nominalQuota"))
             if amount is not None and quota is not None and amount > quota:
-                return False
-        return True
+                from gpudrv_check.model.pending import amount_text
+
+                return (
+                    f"{MISFIT_QUOTA} for {resource} in flavor {name}: one pod requests "
+                    f"{amount_text(str(resource), amount)} > maximum capacity "
+                    f"{amount_text(str(resource), quota)}, and the ClusterQueue has no cohort "
+                    "to borrow from"
+                )
+        return None
 
     @staticmethod
-    def _fits(flavor: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
-        """checkFlavorForPodSets: taints tolerated, labels matched."""
+    def _misfit(name: str, flavor: Mapping[str, Any], spec: Mapping[str, Any]) -> str | None:
+        """checkFlavorForPodSets: taints tolerated, labels matched; else why not."""
         taints = [t for t in _list(flavor.get("nodeTaints")) if isinstance(t, MAPPINGS)]
         tolerations = [*_list(spec.get("tolerations")), *_list(flavor.get("tolerations"))]
-        if first_untolerated_taint(taints, tolerations) is not None:
-            return False
+        taint = first_untolerated_taint(taints, tolerations)
+        if taint is not None:
+            return f"{MISFIT_TAINT} {_taint_text(taint)} in flavor {name}"
         labels = flavor.get("nodeLabels")
         if not isinstance(labels, MAPPINGS):
-            return True
-        return _selector_fits({str(k): str(v) for k, v in labels.items()}, spec)
+            return None
+        if _selector_fits({str(k): str(v) for k, v in labels.items()}, spec):
+            return None
+        return f"flavor {name} {MISFIT_AFFINITY}, its nodeLabels being {_labels_text(labels)}"
+
+    def evaluate(
+        self, workload: Workload, queue: Queue, spec: Mapping[str, Any], spec_known: bool = True
+    ) -> tuple[list[str], list[Refusal]]:
+        """The flavors Kueue assigns, one per resource group the pod uses, in the ClusterQueue's
+        order, and why Kueue does not admit it, in Kueue's order; it goes on past a refusal the
+        repo cannot settle and stops at the first certain one. ``spec_known``: whether ``spec``
+        is the one Kueue reads (else no flavor's fit is certain)."""
+        out: list[Refusal] = []
+        cq = self._check_queues(workload, queue, out)
+        if cq is None:
+            return [], out
+        where = f"{workload.namespace}/{queue.name}"
+        raw = _spec(cq).get("resourceGroups")
+        # a malformed group makes the API server refuse the ClusterQueue: nothing is certain
+        strict = raw is None or (isinstance(raw, list) and all(_group_ok(g) for g in raw))
+        groups = [g for g in _list(raw) if isinstance(g, MAPPINGS)]
+        entries = [[f for f in _list(g.get("flavors")) if isinstance(f, MAPPINGS)] for g in groups]
+        named = [f.get("name") for group in entries for f in group]
+        missing = sorted({str(n) for n in named if not isinstance(n, str) or n not in self.flavors})
+        if missing:  # the ClusterQueue is inactive, or the repo partial
+            reason = (
+                f"the repo holds no ResourceFlavor {', '.join(missing)} (ClusterQueue {cq.name})"
+            )
+            out.append(Refusal(MISSING_FLAVOR, reason, False, where, cq.name, tuple(missing)))
+        covers = [
+            {r for r in _list(g.get("coveredResources")) if isinstance(r, str)} for g in groups
+        ]
+        requested = self._requested(workload, set().union(*covers))
+        uncovered = sorted(r for r in requested if not any(r in c for c in covers))
+        if uncovered:
+            reason = f"resource {uncovered[0]} unavailable in ClusterQueue {cq.name}"
+            out.append(
+                Refusal(UNCOVERED_RESOURCE, reason, strict, where, cq.name, tuple(uncovered))
+            )
+            return [], out
+        used = sorted({next(i for i, c in enumerate(covers) if r in c) for r in requested})
+        cohort = bool(_spec(cq).get("cohort") or _spec(cq).get("cohortName"))
+        chosen: list[str] = []
+        for index in used:
+            wanted = {k: v for k, v in requested.items() if k in covers[index]}
+            found: str | None = None
+            why: list[str] = []
+            complete = True
+            for entry in entries[index]:
+                name = entry.get("name")
+                if not isinstance(name, str) or name not in self.flavors:
+                    complete = False
+                    continue
+                misfit = self._misfit(name, _spec(self.flavors[name]), spec)
+                misfit = misfit or self._quota_misfit(name, entry, wanted, cohort)
+                if misfit is None:
+                    found = name
+                    break
+                why.append(misfit)
+            if found is None:
+                names = ", ".join(str(f.get("name")) for f in entries[index]) or "none"
+                reason = (
+                    f"no flavor of ClusterQueue {cq.name} for {', '.join(sorted(wanted))} fits "
+                    f"(flavors: {names})"
+                )
+                certain = strict and complete and spec_known and bool(entries[index])
+                out.append(
+                    Refusal(
+                        NO_FLAVOR_FITS,
+                        reason,
+                        certain,
+                        where,
+                        cq.name,
+                        tuple(why),
+                        tuple(sorted(wanted)),
+                    )
+                )
+                return [], out
+            if found not in chosen:
+                chosen.append(found)
+        return ([] if out else chosen), out
 
     def assign(
         self, workload: Workload, queue: Queue, spec: Mapping[str, Any]
     ) -> tuple[list[str], str]:
         """The flavors Kueue assigns, one per resource group the pod uses, in the ClusterQueue's
         order; else [] and why none (Kueue does not admit it, or the repo does not say)."""
-        cq, why = self._cluster_queue(workload, queue)
-        if cq is None:
-            return [], why
-        groups = [g for g in _list(_spec(cq).get("resourceGroups")) if isinstance(g, MAPPINGS)]
-        entries = [[f for f in _list(g.get("flavors")) if isinstance(f, MAPPINGS)] for g in groups]
-        named = [f.get("name") for group in entries for f in group]
-        missing = sorted({str(n) for n in named if not isinstance(n, str) or n not in self.flavors})
-        if missing:  # the ClusterQueue is inactive (or the repo partial)
-            return (
-                [],
-                f"the repo holds no ResourceFlavor {', '.join(missing)} (ClusterQueue {cq.name})",
-            )
-        covers = [
-            {r for r in _list(g.get("coveredResources")) if isinstance(r, str)} for g in groups
-        ]
-        requested = self._requested(workload, set().union(*covers))
-        used: set[int] = set()
-        for resource in sorted(requested):
-            index = next((i for i, c in enumerate(covers) if resource in c), None)
-            if index is None:
-                return [], f"resource {resource} unavailable in ClusterQueue {cq.name}"
-            used.add(index)
-        cohort = bool(_spec(cq).get("cohort") or _spec(cq).get("cohortName"))
-        chosen: list[str] = []
-        for index in sorted(used):
-            wanted = {k: v for k, v in requested.items() if k in covers[index]}
-            found = next(
-                (
-                    name
-                    for entry in entries[index]
-                    if self._fits(_spec(self.flavors[name := str(entry["name"])]), spec)
-                    and self._quota_fits(entry, wanted, cohort)
-                ),
-                None,
-            )
-            if found is None:
-                names = ", ".join(str(f["name"]) for f in entries[index]) or "none"
-                return [], (
-                    f"no flavor of ClusterQueue {cq.name} for {', '.join(sorted(wanted))} fits "
-                    f"(flavors: {names})"
-                )
-            if found not in chosen:
-                chosen.append(found)
-        return chosen, ""
+        chosen, refusals = self.evaluate(workload, queue, spec)
+        return chosen, refusals[0].reason if refusals else ""
+
+    def never_admits(self, workload: Workload) -> tuple[Queue, Refusal] | None:
+        """The queue and the first refusal that no object the repo may lack could lift, when
+        Kueue never admits the workload (after ``apply``, on the workload as admitted)."""
+        if not self.local or workload.admitted_by("Kueue "):
+            return None
+        queue = self.queue(workload)
+        if queue is None:
+            return None
+        from gpudrv_check.model.admission import EXTENDED_RESOURCE_TOLERATION
+
+        # Kueue read the pod (pod_spec after admission: it added nothing), or the template as
+        # written: pod_spec too unless another admission source changed it since
+        changed = any(
+            n.startswith((EXTENDED_RESOURCE_TOLERATION, "RuntimeClass ")) for n in workload.admitted
+        )
+        spec = workload.pod_spec if isinstance(workload.pod_spec, MAPPINGS) else {}
+        _, refusals = self.evaluate(workload, queue, spec, queue.pod_based or not changed)
+        certain = next((r for r in refusals if r.certain), None)
+        return (queue, certain) if certain is not None else None
 
     # --- admission -----------------------------------------------------------------------------
 
@@ -355,3 +584,56 @@ class Kueue:
         workload.admitted.append(note)
         workload.admitted_at = workload.admitted_at or queue.path
         return True
+
+
+def of_repo(repo: Repo) -> Kueue | None:
+    """The repo's Kueue objects, read once per run (kept in ``repo.extras``); None when it holds
+    no LocalQueue, so that a repo without Kueue costs the rules one pass over its objects."""
+    extras = repo.extras
+    if _EXTRAS_KEY not in extras:
+        found = Kueue(repo.manifests)
+        extras[_EXTRAS_KEY] = found if found.local else None
+    kueue = extras[_EXTRAS_KEY]
+    return kueue if isinstance(kueue, Kueue) else None
+
+
+#: id of a workload Kueue never admits -> the workload the refusal is about, its queue, why
+Held = dict[int, tuple[Workload, Queue, Refusal]]
+_HELD_KEY = "kueue_held"
+
+
+def never_admitted(repo: Repo) -> Held:
+    """The workloads whose pods never exist because Kueue never admits them (after admission),
+    each with a refusal the repo settles (`Kueue.never_admits`); every pod template of an
+    object Kueue admits as a whole (not through the pod integration) goes with the first
+    refused one. Worked out once per run (``repo.extras``); empty, at the cost of one pass
+    over the objects, when the repo holds no LocalQueue."""
+    found = repo.extras.get(_HELD_KEY)
+    if isinstance(found, dict):
+        return found
+    held: Held = {}
+    kueue = of_repo(repo)
+    if kueue is None:
+        repo.extras[_HELD_KEY] = held
+        return held
+    objects: dict[int, tuple[Workload, Queue, Refusal]] = {}
+    for workload in repo.workloads:
+        if not workload.placeable or workload.template_only:
+            continue
+        verdict = kueue.never_admits(workload)
+        if verdict is None:
+            continue
+        queue, refusal = verdict
+        held[id(workload)] = (workload, queue, refusal)
+        if not queue.pod_based:  # one Kueue Workload for all the object's pod sets
+            objects.setdefault(id(workload.manifest), (workload, queue, refusal))
+    if objects:
+        for workload in repo.workloads:
+            whole = objects.get(id(workload.manifest))
+            if whole is None or id(workload) in held or not workload.placeable:
+                continue
+            own = kueue.queue(workload)
+            if own is not None and not own.pod_based and not workload.template_only:
+                held[id(workload)] = whole
+    repo.extras[_HELD_KEY] = held
+    return held

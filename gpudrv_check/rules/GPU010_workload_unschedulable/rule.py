@@ -11,6 +11,7 @@ from typing import Any
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.core.located import field_path_text
 from gpudrv_check.k8s.taints import TAINT_NODE_UNSCHEDULABLE
+from gpudrv_check.model import kueue as kq
 from gpudrv_check.model.admission import EXTENDED_RESOURCE_TOLERATION, extended_resources
 from gpudrv_check.model.pending import (
     CAUSE_AFFINITY,
@@ -195,11 +196,130 @@ def _count_text(workload: Workload) -> str:
     return f"`{field_path_text(path)}`" if path else "the replicas"
 
 
+# --- Kueue never admits it --------------------------------------------------------------------
+
+
+def _object_title(workload: Workload) -> str:
+    return f"{workload.kind_text} {workload.namespace}/{workload.name}"
+
+
+def _outcome(workload: Workload, queue: kq.Queue) -> str:
+    """What happens to the pods, in Kueue's words for the integration that holds them."""
+    if queue.pod_based:
+        who = workload.title if workload.kind == "Pod" else f"the pods of {workload.title}"
+        verb = "keeps" if workload.kind == "Pod" else "keep"
+        return (
+            f"{who} {verb} Kueue's scheduling gate {kq.SCHEDULING_GATE} and never "
+            f"{'runs' if workload.kind == 'Pod' else 'run'}"
+        )
+    held = f"each Job of {_object_title(workload)}" if workload.kind == "CronJob" else None
+    return f"Kueue keeps {held or _object_title(workload)} suspended and never creates its pods"
+
+
+def _reason_text(refusal: kq.Refusal, about: Workload) -> str:
+    cq = f"ClusterQueue {refusal.cluster_queue}"
+    pods = f"the pods of its {about.role}" if about.role else "its pods"
+    if refusal.cause == kq.NAMESPACE_NOT_SELECTED:
+        return (
+            f"the namespaceSelector of {cq} does not select namespace {about.namespace} "
+            f"(labels {refusal.details[0] if refusal.details else 'unknown'})"
+        )
+    if refusal.cause == kq.UNCOVERED_RESOURCE:
+        names = ", ".join(refusal.details)
+        one = len(refusal.details) == 1
+        return (
+            f"{pods} request {names}, which no resourceGroup of {cq} covers "
+            f'("resource {refusal.details[0]} unavailable in ClusterQueue"'
+            f"{')' if one else ', …)'}"
+        )
+    if refusal.cause == kq.NO_FLAVOR_FITS:
+        why = "; ".join(refusal.details)
+        return f"no flavor of {cq} for {', '.join(refusal.resources)} fits {pods} ({why})"
+    return refusal.reason
+
+
+def _kueue_hint(kueue: kq.Kueue | None, refusal: kq.Refusal, about: Workload) -> str:
+    cq = f"ClusterQueue {refusal.cluster_queue}"
+    namespace = about.namespace
+    if refusal.cause == kq.LOCAL_QUEUE_STOPPED:
+        return (
+            f"Remove `stopPolicy` from LocalQueue {refusal.local_queue} (or set it to None) when "
+            "the hold is over, or send the workload to a LocalQueue that admits."
+        )
+    if refusal.cause == kq.CLUSTER_QUEUE_STOPPED:
+        return (
+            f"Remove `stopPolicy` from {cq} (or set it to None) when the hold is over, or send "
+            "the workload to a LocalQueue of another ClusterQueue."
+        )
+    if refusal.cause == kq.NO_NAMESPACE_SELECTOR:
+        return (
+            f"Add `namespaceSelector: {{}}` (every namespace) to {cq}, or a selector that "
+            f"matches namespace {namespace}, e.g. `namespaceSelector: {{matchLabels: "
+            f"{{{kq.NAMESPACE_NAME_LABEL}: {namespace}}}}}`."
+        )
+    if refusal.cause == kq.NAMESPACE_NOT_SELECTED:
+        labelled = kueue is not None and namespace in kueue.namespaces
+        return (
+            f"Make the namespaceSelector of {cq} select namespace {namespace} (`{{}}` selects "
+            "every namespace)"
+            + (f", or give Namespace {namespace} labels it matches" if labelled else "")
+            + ", or send the workload to a LocalQueue of a ClusterQueue that selects it."
+        )
+    if refusal.cause == kq.UNCOVERED_RESOURCE:
+        names = ", ".join(refusal.details)
+        return (
+            f"Add {names} to the coveredResources of a resourceGroup of {cq}, with a "
+            "nominalQuota in each of its flavors, or stop requesting "
+            f"{'it' if len(refusal.details) == 1 else 'them'} (Kueue's Configuration can also "
+            "leave a resource out: resources.excludeResourcePrefixes)."
+        )
+    fixes = []
+    if any(kq.MISFIT_TAINT in d for d in refusal.details):
+        fixes.append("tolerate the flavor's nodeTaints in the pod template")
+    if any(kq.MISFIT_AFFINITY in d for d in refusal.details):
+        fixes.append("make the nodeSelector or required node affinity match a flavor's nodeLabels")
+    if any(kq.MISFIT_QUOTA in d for d in refusal.details):
+        fixes.append(
+            "raise the flavor's nominalQuota to at least one pod's request (or put the "
+            "ClusterQueue in a cohort to borrow from), or request less per pod"
+        )
+    fixes.append(f"add to {cq} a flavor the pods fit")
+    text = "; ".join(fixes)
+    return text[0].upper() + text[1:] + "."
+
+
+def kueue_finding(ctx: Context, workload: Workload, held: kq.Held) -> Finding:
+    """Kueue never admits the workload: its pods never exist, wherever they could land."""
+    about, queue, refusal = held[id(workload)]
+    cq = refusal.cluster_queue
+    local = f"{'the namespace default ' if queue.defaulted else ''}LocalQueue {refusal.local_queue}"
+    message = (
+        f"{_reason_text(refusal, about)}: {_outcome(workload, queue)} ({local}"
+        f"{f', ClusterQueue {cq}' if cq else ''})."
+    )
+    return ctx.finding(
+        ID,
+        workload.manifest,
+        queue.path,
+        message,
+        _kueue_hint(kq.of_repo(ctx.repo), refusal, about),
+    )
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     if not ctx.repo.nodes:
         return
+    held = kq.never_admitted(ctx.repo)
+    reported: set[tuple[int, tuple]] = set()
     for workload in ctx.repo.workloads:
         if not workload.placeable:
+            continue
+        if held and id(workload) in held:  # no placement finding on pods that never exist
+            _, queue, _ = held[id(workload)]
+            key = (id(workload.manifest), queue.path)
+            if key not in reported:
+                reported.add(key)
+                yield kueue_finding(ctx, workload, held)
             continue
         finding = finding_for(ctx, workload) or pending_replicas_finding(ctx, workload)
         if finding is not None:

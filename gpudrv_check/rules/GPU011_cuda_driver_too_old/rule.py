@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.model.cuda import CudaFit, cuda_fits, excluding_expression, expression_text
+from gpudrv_check.model.kueue import never_admitted
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.pending import node_names
 from gpudrv_check.rules.context import Context
@@ -149,8 +150,9 @@ def check(ctx: Context) -> Iterator[Finding]:
     minor_compat = ctx.params(ID).get("minor_version_compatibility", True) is not False
     table = repo.cuda_table
     placement = repo.placement
+    held = never_admitted(repo)  # Kueue never admits them: their pods never start (GPU010)
     for workload in repo.workloads:
-        if not workload.placeable:
+        if not workload.placeable or (held and id(workload) in held):
             continue
         nodes = placement.eligible(workload)
         if not nodes:

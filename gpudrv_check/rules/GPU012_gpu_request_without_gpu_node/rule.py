@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpudrv_check.core.finding import Finding, Severity
+from gpudrv_check.model.kueue import never_admitted
 from gpudrv_check.model.node import GPU_PRESENT, Node
 from gpudrv_check.model.pending import node_names
 from gpudrv_check.model.placement import Placement
@@ -58,8 +59,9 @@ def check(ctx: Context) -> Iterator[Finding]:
     if not repo.nodes:
         return
     placement = repo.placement
+    held = never_admitted(repo)  # Kueue never admits them: no pod ever asks for a node
     for workload in repo.workloads:
-        if not workload.placeable or not workload.gpus:
+        if not workload.placeable or not workload.gpus or (held and id(workload) in held):
             continue
         nodes = placement.eligible(workload)
         if not nodes or any(has_gpu(n, placement) for n in nodes):

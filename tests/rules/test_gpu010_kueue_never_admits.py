@@ -1,0 +1,627 @@
+"""GPU010 for a workload Kueue never admits (model/kueue.py `never_admitted`): reported only
+when the repo settles it, at the queue label, with the fix for the cause, and instead of a
+placement finding about pods that never exist. Each test cites the kubernetes-sigs/kueue file
+and function it follows; the expected values are ours, worked out from that code."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check.core.finding import Finding
+from gpudrv_check.engine.run import check
+from gpudrv_check.model import kueue as kq
+from gpudrv_check.model.admission import admit
+from gpudrv_check.model.workload import Workload, build_workloads
+from gpudrv_check.model.workload_kinds import workload_kinds
+from gpudrv_check.read.config import Config, parse_config
+from gpudrv_check.read.manifests import parse_manifest_bytes
+from tests.conftest import write
+
+NODES = """
+apiVersion: gpudrv-check.io/v1alpha1
+kind: NodeInventory
+nodes:
+  - name: a100-1
+    labels: {nvidia.com/gpu.present: "true", gpu: a100}
+    taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+    capacity: {nvidia.com/gpu: "8"}
+  - name: cpu-1
+    labels: {kubernetes.io/os: linux}
+"""
+
+FLAVOR = """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: a100}
+spec:
+  nodeLabels: {gpu: a100}
+  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+"""
+ALL = "  namespaceSelector: {}\n"
+
+
+def cluster_queue(
+    extra: str = ALL, covered: str = "[cpu, nvidia.com/gpu]", flavors: str = "[a100]"
+) -> str:
+    names = [n.strip() for n in flavors.strip("[]").split(",")]
+    listed = "".join(
+        f"        - name: {n}\n"
+        "          resources: [{name: cpu, nominalQuota: 64}, {name: nvidia.com/gpu, "
+        "nominalQuota: 8}]\n"
+        for n in names
+    )
+    return (
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: gpus}\n"
+        f"spec:\n{extra}  resourceGroups:\n    - coveredResources: {covered}\n"
+        f"      flavors:\n{listed}"
+    )
+
+
+def local_queue(name: str = "team", namespace: str = "ml", extra: str = "") -> str:
+    return (
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
+        f"metadata: {{name: {name}, namespace: {namespace}}}\n"
+        f"spec: {{clusterQueue: gpus{extra}}}\n"
+    )
+
+
+def job(
+    labels: str = "{kueue.x-k8s.io/queue-name: team}",
+    resources: str = "{limits: {nvidia.com/gpu: 1}}",
+    pod: str = "",
+) -> str:
+    return f"""apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: ml
+  labels: {labels}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+{pod}      containers:
+        - name: trainer
+          image: nvcr.io/nvidia/pytorch:24.05-py3
+          resources: {resources}
+"""
+
+
+def docs(*parts: str) -> str:
+    return "\n---\n".join(textwrap.dedent(p).strip("\n") for p in parts) + "\n"
+
+
+def held(text: str, config: Config | None = None) -> kq.Refusal | None:
+    """The certain refusal of the (only) workload of `text`, after admission."""
+    result = parse_manifest_bytes("w.yaml", text.encode())
+    found, _ = build_workloads(result.manifests, workload_kinds(None))
+    admit(found, result.manifests, config or Config())
+    (workload,) = found
+    verdict = kq.Kueue(result.manifests).never_admits(workload)
+    return verdict[1] if verdict is not None else None
+
+
+def findings(root: Path, *rules: str, config: Config | None = None) -> list[Finding]:
+    parsed = config or parse_config({"matrix": None}, "c.yaml")
+    return [f for f in check(root, parsed).findings if f.rule in rules]
+
+
+def repo(root: Path, queues: str, workload: str) -> None:
+    write(root, "nodes.yaml", NODES)
+    write(root, "queues.yaml", queues)
+    write(root, "job.yaml", workload)
+
+
+# --- certain: Kueue never admits it ------------------------------------------------------------
+
+
+# apis/kueue/v1beta2/clusterqueue_types.go namespaceSelector ("Defaults to null which is a
+# nothing selector"); pkg/cache/scheduler/clusterqueue.go takes LabelSelectorAsSelector(nil),
+# which matches nothing; pkg/workload/resources.go ValidateAdmissibility: ErrNamespaceMismatch
+def test_unset_namespace_selector(tmp_path: Path) -> None:
+    repo(tmp_path, docs(FLAVOR, cluster_queue(""), local_queue()), job())
+    (finding,) = findings(tmp_path, "GPU010")
+    assert finding.message == (
+        "ClusterQueue gpus has no namespaceSelector, which selects no namespace (`{}` selects "
+        "all): Kueue keeps Job ml/train suspended and never creates its pods (LocalQueue "
+        "ml/team, ClusterQueue gpus)."
+    )
+    assert finding.hint is not None
+    assert finding.hint.startswith("Add `namespaceSelector: {}` (every namespace) to ClusterQueue")
+    assert "{matchLabels: {kubernetes.io/metadata.name: ml}}" in finding.hint
+    assert finding.severity.value == "error"
+    # the queue-name label: job.yaml line 6, the key's column
+    assert (finding.location.file, finding.location.line, finding.location.column) == (
+        "job.yaml",
+        6,
+        12,
+    )
+    assert finding.path == ["metadata", "labels", "kueue.x-k8s.io/queue-name"]
+
+
+# pkg/controller/core/workload_controller.go reconcileOnLocalQueueActiveState ("LocalQueue %s
+# is stopped") and reconcileOnClusterQueueActiveState; pkg/cache/scheduler/clusterqueue.go
+# updateQueueStatus (isStopped: the ClusterQueue is pending) and pkg/scheduler/scheduler.go
+# nominate ("ClusterQueue %s is inactive")
+@pytest.mark.parametrize(
+    ("cq_extra", "lq_extra", "cause", "reason", "fix"),
+    [
+        (
+            "",
+            ", stopPolicy: Hold",
+            kq.LOCAL_QUEUE_STOPPED,
+            "LocalQueue ml/team has stopPolicy Hold, so it admits no workload",
+            "Remove `stopPolicy` from LocalQueue ml/team",
+        ),
+        (
+            "  stopPolicy: HoldAndDrain\n",
+            "",
+            kq.CLUSTER_QUEUE_STOPPED,
+            "ClusterQueue gpus has stopPolicy HoldAndDrain, so it admits no workload",
+            "Remove `stopPolicy` from ClusterQueue gpus",
+        ),
+        (
+            "  stopPolicy: Hold\n",
+            "",
+            kq.CLUSTER_QUEUE_STOPPED,
+            "ClusterQueue gpus has stopPolicy Hold, so it admits no workload",
+            "Remove `stopPolicy` from ClusterQueue gpus",
+        ),
+    ],
+)
+def test_stop_policy(
+    tmp_path: Path, cq_extra: str, lq_extra: str, cause: str, reason: str, fix: str
+) -> None:
+    text = docs(FLAVOR, cluster_queue(ALL + cq_extra), local_queue(extra=lq_extra), job())
+    refusal = held(text)
+    assert refusal is not None and refusal.cause == cause
+    repo(tmp_path, docs(FLAVOR, cluster_queue(ALL + cq_extra), local_queue(extra=lq_extra)), job())
+    (finding,) = findings(tmp_path, "GPU010")
+    assert finding.message.startswith(reason + ": Kueue keeps Job ml/train suspended")
+    assert finding.hint is not None and finding.hint.startswith(fix)
+
+
+NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata: {name: ml, labels: {team: a}}\n"
+
+
+# pkg/workload/resources.go ValidateAdmissibility: the selector against the Namespace's labels;
+# the API server labels every Namespace kubernetes.io/metadata.name (NamespaceDefaultLabelName)
+@pytest.mark.parametrize(
+    ("selector", "namespace", "certain"),
+    [
+        ("{matchLabels: {team: b}}", True, True),
+        ("{matchExpressions: [{key: team, operator: DoesNotExist}]}", True, True),
+        ("{matchLabels: {kubernetes.io/metadata.name: other}}", False, True),
+        (
+            "{matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, "
+            "values: [ml]}]}",
+            False,
+            True,
+        ),
+        # the labels of a Namespace the repo does not hold are not known
+        ("{matchLabels: {team: b}}", False, False),
+        ("{matchExpressions: [{key: team, operator: Exists}]}", False, False),
+    ],
+)
+def test_namespace_selector_that_does_not_select(
+    selector: str, namespace: bool, certain: bool
+) -> None:
+    parts = [FLAVOR, cluster_queue(f"  namespaceSelector: {selector}\n"), local_queue(), job()]
+    if namespace:
+        parts.append(NAMESPACE)
+    refusal = held(docs(*parts))
+    if not certain:
+        assert refusal is None
+        return
+    assert refusal is not None and refusal.cause == kq.NAMESPACE_NOT_SELECTED
+    assert refusal.details == (
+        (
+            "kubernetes.io/metadata.name=ml, team=a"
+            if namespace
+            else "kubernetes.io/metadata.name=ml"
+        ),
+    )
+
+
+def test_namespace_selector_message_and_fix(tmp_path: Path) -> None:
+    queues = docs(FLAVOR, cluster_queue("  namespaceSelector: {matchLabels: {team: b}}\n"))
+    repo(tmp_path, docs(queues, local_queue(), NAMESPACE), job())
+    (finding,) = findings(tmp_path, "GPU010")
+    assert finding.message == (
+        "the namespaceSelector of ClusterQueue gpus does not select namespace ml (labels "
+        "kubernetes.io/metadata.name=ml, team=a): Kueue keeps Job ml/train suspended and never "
+        "creates its pods (LocalQueue ml/team, ClusterQueue gpus)."
+    )
+    assert finding.hint == (
+        "Make the namespaceSelector of ClusterQueue gpus select namespace ml (`{}` selects every "
+        "namespace), or give Namespace ml labels it matches, or send the workload to a "
+        "LocalQueue of a ClusterQueue that selects it."
+    )
+
+
+# pkg/scheduler/flavorassigner/flavorassigner.go assignFlavors / findFlavorForPodSets:
+# "resource %s unavailable in ClusterQueue" (default quotaCheckStrategy BlockUndeclared,
+# apis/config/v1beta2 configuration_types.go); a zero request is skipped (#8079)
+def test_a_resource_no_group_covers(tmp_path: Path) -> None:
+    resources = "{limits: {nvidia.com/gpu: 1, memory: 8Gi, ephemeral-storage: 1Gi}}"
+    repo(tmp_path, docs(FLAVOR, cluster_queue(), local_queue()), job(resources=resources))
+    (finding,) = findings(tmp_path, "GPU010")
+    assert finding.message == (
+        "its pods request ephemeral-storage, memory, which no resourceGroup of ClusterQueue gpus "
+        'covers ("resource ephemeral-storage unavailable in ClusterQueue", …): Kueue keeps Job '
+        "ml/train suspended and never creates its pods (LocalQueue ml/team, ClusterQueue gpus)."
+    )
+    assert finding.hint is not None and finding.hint.startswith(
+        "Add ephemeral-storage, memory to the coveredResources of a resourceGroup of "
+        "ClusterQueue gpus, with a nominalQuota in each of its flavors, or stop requesting them"
+    )
+    zero = job(resources="{limits: {nvidia.com/gpu: 1}, requests: {memory: 0}}")
+    assert held(docs(FLAVOR, cluster_queue(), local_queue(), zero)) is None
+
+
+# flavorassigner.go checkFlavorForPodSets ("untolerated taint %s in flavor %s", "flavor %s
+# doesn't match node affinity") and fitsResourceQuota (more than the maximum capacity, the
+# nominalQuota without a cohort, never fits)
+@pytest.mark.parametrize(
+    ("flavor", "cq_extra", "pod", "detail", "fix"),
+    [
+        (
+            FLAVOR,
+            ALL,
+            "      nodeSelector: {gpu: b200}\n",
+            "flavor a100 doesn't match node affinity, its nodeLabels being gpu=a100",
+            "Make the nodeSelector or required node affinity match a flavor's nodeLabels",
+        ),
+        (
+            FLAVOR.replace(
+                "  tolerations:",
+                "  nodeTaints: [{key: pool, value: x, effect: NoSchedule}]\n  tolerations:",
+            ),
+            ALL,
+            "",
+            "untolerated taint pool=x:NoSchedule in flavor a100",
+            "Tolerate the flavor's nodeTaints in the pod template",
+        ),
+    ],
+)
+def test_no_flavor_fits(
+    tmp_path: Path, flavor: str, cq_extra: str, pod: str, detail: str, fix: str
+) -> None:
+    repo(tmp_path, docs(flavor, cluster_queue(cq_extra), local_queue()), job(pod=pod))
+    (finding,) = findings(tmp_path, "GPU010")
+    assert finding.message == (
+        f"no flavor of ClusterQueue gpus for nvidia.com/gpu fits its pods ({detail}): Kueue keeps "
+        "Job ml/train suspended and never creates its pods (LocalQueue ml/team, ClusterQueue "
+        "gpus)."
+    )
+    assert finding.hint is not None and finding.hint.startswith(fix)
+
+
+def test_nominal_quota_below_one_pod_without_cohort() -> None:
+    """flavorassigner.go fitsResourceQuota: a request above PotentialAvailable (the nominalQuota
+    when the ClusterQueue has no cohort) is NoFit; with a cohort it may borrow."""
+    queues = cluster_queue().replace("nominalQuota: 8", "nominalQuota: 0")
+    refusal = held(
+        docs(FLAVOR, queues, local_queue(), job(resources="{limits: {nvidia.com/gpu: 2}}"))
+    )
+    assert refusal is not None and refusal.cause == kq.NO_FLAVOR_FITS
+    assert refusal.details == (
+        "insufficient quota for nvidia.com/gpu in flavor a100: one pod requests 2 > maximum "
+        "capacity 0, and the ClusterQueue has no cohort to borrow from",
+    )
+    cohort = cluster_queue(ALL + "  cohort: all\n").replace("nominalQuota: 8", "nominalQuota: 0")
+    assert held(docs(FLAVOR, cohort, local_queue(), job())) is None
+
+
+# --- not certain: nothing is said, as before ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # no LocalQueue team in the repo (jobframework: "LocalQueue %s doesn't exist" may not hold)
+        docs(FLAVOR, cluster_queue(""), local_queue("other"), job()),
+        # no ClusterQueue gpus in the repo
+        docs(FLAVOR, local_queue(), job()),
+        # a stopped LocalQueue whose ClusterQueue the repo lacks: the repo shows the pair partly
+        docs(FLAVOR, local_queue(extra=", stopPolicy: Hold"), job()),
+        # a stopPolicy the API server refuses: the queue in the cluster is not this one
+        docs(FLAVOR, cluster_queue(ALL + "  stopPolicy: Paused\n"), local_queue(), job()),
+        # a flavor not in the repo, and the one that is does not fit: the other may
+        docs(
+            FLAVOR,
+            cluster_queue(flavors="[a100, h100]"),
+            local_queue(),
+            job(pod="      nodeSelector: {gpu: h100}\n"),
+        ),
+        # a malformed selector: the API server refuses the ClusterQueue
+        docs(
+            FLAVOR,
+            cluster_queue("  namespaceSelector: {matchLabels: {team: [a]}}\n"),
+            local_queue(),
+            job(),
+        ),
+    ],
+    ids=[
+        "no-local-queue",
+        "no-cluster-queue",
+        "lq-stopped-cq-absent",
+        "bad-stop-policy",
+        "missing-flavor",
+        "bad-selector",
+    ],
+)
+def test_uncertain_refusals_say_nothing(tmp_path: Path, text: str) -> None:
+    assert held(text) is None
+    write(tmp_path, "nodes.yaml", NODES)
+    write(tmp_path, "all.yaml", text)
+    assert not [f for f in findings(tmp_path, "GPU010") if "Kueue" in f.message]
+
+
+def test_a_certain_refusal_after_an_uncertain_one() -> None:
+    """pkg/cache/scheduler/clusterqueue.go: a missing flavor only makes the ClusterQueue
+    inactive, which the repo cannot tell; the uncovered memory (findFlavorForPodSets) refuses
+    the Job whatever that flavor is."""
+    text = docs(
+        FLAVOR,
+        cluster_queue(flavors="[a100, h100]"),
+        local_queue(),
+        job(resources="{limits: {nvidia.com/gpu: 1, memory: 1Gi}}"),
+    )
+    refusal = held(text)
+    assert refusal is not None and refusal.cause == kq.UNCOVERED_RESOURCE
+    assert refusal.details == ("memory",)
+
+
+# --- which queue, where the finding points ------------------------------------------------------
+
+CRON_JOB = """apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: nightly
+  namespace: ml
+spec:
+  schedule: "0 0 * * *"
+  jobTemplate:
+    metadata:
+      labels: {kueue.x-k8s.io/queue-name: team}
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+            - name: c
+              image: nvcr.io/nvidia/pytorch:24.05-py3
+              resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ml
+  labels: {kueue.x-k8s.io/queue-name: team}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: c
+          image: nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04
+          resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+# jobframework QueueNameForObject (the object's label), kubernetes cronjob_controllerv2
+# getJobFromTemplate2 (a CronJob's Jobs take the jobTemplate's labels), jobframework/defaults.go
+# ApplyDefaultLocalQueue (the namespace's `default` LocalQueue), jobs/pod/pod_webhook.go Default
+# and pkg/controller/jobs/pod/constants SchedulingGateName (the pod integration's gate)
+@pytest.mark.parametrize(
+    ("workload", "queue", "line", "column", "outcome"),
+    [
+        (
+            CRON_JOB,
+            "team",
+            10,
+            16,
+            "Kueue keeps each Job of CronJob ml/nightly suspended and never creates its pods "
+            "(LocalQueue ml/team, ClusterQueue gpus).",
+        ),
+        (
+            job("{}"),
+            "default",
+            5,
+            3,
+            "Kueue keeps Job ml/train suspended and never creates its pods (the namespace "
+            "default LocalQueue ml/default, ClusterQueue gpus).",
+        ),
+        (
+            DEPLOYMENT,
+            "team",
+            6,
+            12,
+            "the pods of Deployment ml/web keep Kueue's scheduling gate kueue.x-k8s.io/admission "
+            "and never run (LocalQueue ml/team, ClusterQueue gpus).",
+        ),
+    ],
+    ids=["cronjob", "default-queue", "deployment"],
+)
+def test_where_the_finding_points(
+    tmp_path: Path, workload: str, queue: str, line: int, column: int, outcome: str
+) -> None:
+    repo(tmp_path, docs(FLAVOR, cluster_queue(""), local_queue(queue)), workload)
+    (finding,) = findings(tmp_path, "GPU010")
+    assert finding.message.endswith("(`{}` selects all): " + outcome)
+    assert (finding.location.line, finding.location.column) == (line, column)
+
+
+PYTORCH_JOB = """apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: ptj, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        metadata: {labels: {kueue.x-k8s.io/queue-name: team}}
+        spec:
+          containers:
+            - name: pytorch
+              image: nvcr.io/nvidia/pytorch:24.05-py3
+              resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def test_a_pod_template_label_of_a_kind_kueue_does_not_integrate(tmp_path: Path) -> None:
+    """config/components/manager/controller_manager_config.yaml leaves kubeflow.org/pytorchjob
+    out: the template's label reaches the pods, which the pod integration gates."""
+    repo(tmp_path, docs(FLAVOR, cluster_queue(""), local_queue()), PYTORCH_JOB)
+    (finding,) = findings(tmp_path, "GPU010")
+    assert (
+        "the pods of PyTorchJob ml/ptj Master replicas keep Kueue's scheduling gate"
+        in finding.message
+    )
+    assert finding.path == [
+        "spec", "pytorchReplicaSpecs", "Master", "template", "metadata", "labels",
+        "kueue.x-k8s.io/queue-name",
+    ]  # fmt: skip
+
+
+RAY_CLUSTER = """apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: llm
+  namespace: ml
+  labels: {kueue.x-k8s.io/queue-name: team}
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        nodeSelector: {pool: head}
+        containers: [{name: head, image: rayproject/ray:2.9.0, resources: {limits: {cpu: 2}}}]
+  workerGroupSpecs:
+    - groupName: gpu
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: worker
+              image: rayproject/ray:2.9.0-gpu
+              resources: {limits: {nvidia.com/gpu: 1, memory: 8Gi}}
+"""
+
+
+def test_an_object_kueue_admits_whole(tmp_path: Path) -> None:
+    """jobs/raycluster: one Workload with a pod set per group; flavorassigner.go assignFlavors
+    fails the Workload when one pod set gets no flavor: the head never runs either. One
+    finding for the object, and none about where its head (on a node no one has) would go."""
+    write(tmp_path, "nodes.yaml", NODES.split("  - name: cpu-1")[0])
+    write(tmp_path, "queues.yaml", docs(FLAVOR, cluster_queue(), local_queue()))
+    write(tmp_path, "ray.yaml", RAY_CLUSTER)
+    (finding,) = findings(tmp_path, "GPU010")
+    assert finding.message.startswith(
+        "the pods of its worker group gpu request memory, which no resourceGroup of ClusterQueue "
+        'gpus covers ("resource memory unavailable in ClusterQueue"): Kueue keeps RayCluster '
+        "ml/llm suspended"
+    )
+    assert finding.location.line == 6
+
+
+# --- no double report, no cost without Kueue -----------------------------------------------------
+
+
+def test_no_placement_finding_on_pods_that_never_exist(tmp_path: Path) -> None:
+    """Before: nothing was injected and GPU010 reported the bare template's untolerated taint
+    on the GPU node. Now the Kueue finding alone, once, whatever the run."""
+    write(tmp_path, "nodes.yaml", NODES.split("  - name: cpu-1")[0])
+    write(tmp_path, "queues.yaml", docs(FLAVOR, cluster_queue(""), local_queue()))
+    write(tmp_path, "job.yaml", job())
+    first = findings(tmp_path, "GPU010")
+    assert [f.message.split(":")[0] for f in first] == [
+        "ClusterQueue gpus has no namespaceSelector, which selects no namespace (`{}` selects all)"
+    ]
+    assert [f.message for f in findings(tmp_path, "GPU010")] == [f.message for f in first]
+    # admitted, the same Job lands on the A100 node
+    write(tmp_path, "queues.yaml", docs(FLAVOR, cluster_queue(), local_queue()))
+    assert not findings(tmp_path, "GPU010")
+
+
+def test_a_held_workload_gets_no_gpu012_or_gpu011_about_pods_that_never_exist(
+    tmp_path: Path,
+) -> None:
+    """Without Kueue's flavor the bare template lands on the CPU node only (the GPU node's taint
+    is not tolerated): GPU012 said "none of the nodes it can land on has a GPU". Kueue never
+    admits the Job (no namespaceSelector: clusterqueue_types.go, a nothing selector), so no pod
+    ever asks for a node: the Kueue finding alone."""
+    repo(tmp_path, docs(FLAVOR, cluster_queue(""), local_queue()), job())
+    assert [f.rule for f in findings(tmp_path, "GPU010", "GPU011", "GPU012")] == ["GPU010"]
+    # the same Job without a queue label: the bare template's GPU012 is right then
+    write(tmp_path, "job.yaml", job("{team: ml}"))
+    assert [f.rule for f in findings(tmp_path, "GPU010", "GPU011", "GPU012")] == ["GPU012"]
+
+
+def test_a_repo_without_kueue_never_evaluates_a_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`never_admitted` builds nothing per workload when the repo holds no LocalQueue."""
+
+    def refuse(self: kq.Kueue, workload: Workload) -> None:
+        raise AssertionError("evaluated")
+
+    monkeypatch.setattr(kq.Kueue, "never_admits", refuse)
+    write(tmp_path, "nodes.yaml", NODES)
+    write(tmp_path, "job.yaml", job("{kueue.x-k8s.io/queue-name: team}"))
+    assert [f.rule for f in findings(tmp_path, "GPU010", "GPU012")] == ["GPU012"]
+
+
+# --- hostile input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "queues",
+    [
+        local_queue(extra=", stopPolicy: [Hold]") + "---\n" + cluster_queue(""),
+        local_queue().replace("clusterQueue: gpus", "clusterQueue: [gpus]")
+        + "---\n"
+        + cluster_queue(""),
+        local_queue() + "---\n" + cluster_queue("  stopPolicy: {a: b}\n"),
+        local_queue() + "---\n" + cluster_queue("  namespaceSelector: 5\n"),
+        local_queue() + "---\n" + cluster_queue("  namespaceSelector: [a]\n"),
+        local_queue()
+        + "---\n"
+        + "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: gpus}\n"
+        "spec: {namespaceSelector: {}, resourceGroups: x}\n",
+        local_queue()
+        + "---\n"
+        + "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: gpus}\n"
+        "spec: {namespaceSelector: {}, resourceGroups: [{coveredResources: nvidia.com/gpu, "
+        "flavors: [{name: [a100]}, 3]}, 7]}\n",
+        local_queue()
+        + "---\n"
+        + cluster_queue().replace("nominalQuota: 8}", "nominalQuota: {a: 1}}"),
+        local_queue() + "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\n"
+        "metadata: {name: gpus}\nspec: 3\n",
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: team, "
+        "namespace: ml}\nspec: [1]\n---\n" + cluster_queue(""),
+        local_queue()
+        + "---\n"
+        + cluster_queue("  namespaceSelector: {matchLabels: {t: a}}\n")
+        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ml, labels: [a]}\n",
+    ],
+)
+def test_wrong_types_in_queue_objects_do_not_crash(tmp_path: Path, queues: str) -> None:
+    """Each object above is one the API server refuses (or leaves the answer to an object it
+    refuses): no crash, and no certain refusal."""
+    flavor = FLAVOR.replace(
+        "nodeLabels: {gpu: a100}", "nodeLabels: {gpu: a100}\n  nodeTaints: [{key: x, effect: 5}, 3]"
+    )
+    text = docs(flavor, queues, job())
+    assert held(text) is None
+    write(tmp_path, "nodes.yaml", NODES)
+    write(tmp_path, "all.yaml", text)
+    assert not [f for f in findings(tmp_path, "GPU010") if "Kueue" in f.message]

@@ -9,16 +9,18 @@ repo then take their share of what those nodes list as allocatable, in a determi
    node (the kubelet admits it only if the node still has room); any other pod on the first
    node, in name order, that still has room for it (NodeResourcesFit ``fitsRequest`` against
    what the pods before it requested), taking one node per replica in turn so a workload's
-   replicas spread (as the default topology spreading does), and never a second replica in a
-   topology domain its required pod anti-affinity already holds.
+   replicas spread (as the default topology spreading does), never a second replica in a
+   topology domain its required pod anti-affinity already holds, and only into a domain its
+   DoNotSchedule topology spread allows (`_place_spread`).
 
 Which node a replica takes is this checker's choice (kube-scheduler scores the nodes and breaks
 ties at random); how many replicas run where the nodes are alike is not. A replica that finds no
 node stays Pending, and its message is what the scheduler writes then: the static reasons of the
 nodes it can never use, the ``Insufficient …`` of the nodes whose room the other pods took (not
 unresolvable: preemption looks there and finds "No preemption victims found for incoming pod",
-every pod of a repo having the same priority), and "node(s) didn't match pod anti-affinity
-rules" on the nodes its own replicas hold.
+every pod of a repo having the same priority), "node(s) didn't match pod topology spread
+constraints" on the nodes whose domain the skew refuses (before the next filter), and "node(s)
+didn't match pod anti-affinity rules" on the nodes its own replicas hold.
 
 Resources are tracked where a node lists them (model/placement.py ``node_allocatable``); a pod
 that requests nothing a node tracks takes none of its room, and a node that lists no ``pods``
@@ -60,8 +62,15 @@ from gpudrv_check.k8s.scheduler import (
     fit_error_message,
     fits_request,
 )
+from gpudrv_check.k8s.topologyspread import REASON_SPREAD, REASON_SPREAD_LABEL, Skew
 from gpudrv_check.model.placement import Placement, Verdict, ok_flags
-from gpudrv_check.model.spread import DomainCache, namespace_labels, workload_spread
+from gpudrv_check.model.spread import (
+    DomainCache,
+    SpreadPlan,
+    namespace_labels,
+    spread_plan,
+    workload_spread,
+)
 from gpudrv_check.model.workload import Workload, cron_job_pods
 from gpudrv_check.nvidia.device_plugin import PREFIX as NVIDIA_PREFIX
 
@@ -119,6 +128,8 @@ class Demand:
     pods: str  # its pods' name without the index (`pod_name`)
     rid: int  # its requests' number in the Occupancy that built it (`intern_requests`)
     workload: Workload | None = None
+    #: its DoNotSchedule topology spread (model/spread.py `spread_plan`), if any
+    spread: SpreadPlan | None = None
 
 
 @record
@@ -289,7 +300,8 @@ class Occupancy:
             nodes = self._offering_nvidia(nodes, requests)
             if not nodes.eligible:
                 return None  # no node it may use offers them: GPU012 says so
-        if not self._tracked(requests, nodes, rid):
+        spread = spread_plan(workload, placement) if workload.node_name is None else None
+        if not self._tracked(requests, nodes, rid) and (spread is None or spread.skew is None):
             return None  # nothing a node counts: every pod runs where the placement allows
         return Demand(
             _order(workload),
@@ -304,6 +316,7 @@ class Occupancy:
             pod_name(workload, 0)[:-1],
             rid,
             workload,
+            spread,
         )
 
     def intern_requests(self, requests: Mapping[str, Fraction]) -> tuple[int, dict]:
@@ -390,6 +403,8 @@ class Occupancy:
         eligible = demand.nodes.eligible
         if demand.daemonset:
             record.nodes = [self._take(n, demand, i, rid) for i, n in enumerate(eligible)]
+        elif demand.spread is not None and demand.spread.skew is not None:
+            self._place_spread(demand, record, rid)
         else:
             held: set[str] = set()
             cursor = 0
@@ -406,6 +421,82 @@ class Occupancy:
         self.outcomes[demand.key] = record
         if demand.workload is not None:
             self._replicas[id(demand.workload)] = record
+
+    def _place_spread(self, demand: Demand, record: Replicas, rid: int) -> None:
+        """`_place` for a workload whose own pods a DoNotSchedule spread constraint counts:
+        each replica on a node with room whose domain the skew allows (k8s/topologyspread.py
+        `Skew`), the one holding the fewest of its pods (the first from the cursor among
+        them), as the scheduler's least-allocated score spreads them over alike nodes. How
+        many run does not depend on that choice: a domain with room that holds the fewest
+        pods always takes one more, so the replicas stop only once each domain holds all it
+        has room for or maxSkew over the fewest any domain holds, whichever replica went
+        where."""
+        held: set[str] = set()
+        cursor = 0
+        domain_of = demand.domains
+        skew = _skew(demand)
+        values = demand.spread.values or {} if demand.spread else {}
+        own: dict[str, int] = {}
+        for index in range(demand.count):
+            node, cursor = self._next_spread(demand, cursor, held, rid, skew, own)
+            if node is not None:
+                self._take(node, demand, index, rid)
+                if domain_of is not None:
+                    held.add(domain_of[node])
+                value = values[node]
+                skew.counts[value] = skew.counts.get(value, 0) + 1
+                own[node] = own.get(node, 0) + 1
+            record.nodes.append(node)
+
+    def _next_spread(
+        self,
+        demand: Demand,
+        cursor: int,
+        held: set[str],
+        rid: int,
+        skew: Skew,
+        own: dict[str, int],
+    ) -> tuple[str | None, int]:
+        """`_next` with the spread filter, taking the allowed node with room that holds the
+        fewest of the workload's pods (`own`): a node the skew refuses now is passed over for
+        this replica only (a later one may find its domain allowed)."""
+        key = (id(demand.nodes), rid)
+        if key in self._hopeless:
+            return None, cursor
+        requests, domain_of = demand.requests, demand.domains
+        values = demand.spread.values or {} if demand.spread else {}
+        fulls = [f for f in (self._full.get(r) for r in (*requests, "pods")) if f]
+        eligible = demand.nodes.eligible
+        total = len(eligible)
+        open_ = self._open.get(key)
+        if open_ is None:
+            open_ = self._open[key] = list(range(total + 1))
+        minimum = skew.minimum()
+        refused = False
+        short = self._short
+        best: tuple[int, int] | None = None  # (pods of it there, index) of the node to take
+        for start, stop in ((cursor, total), (0, cursor)):
+            at = _next_open(open_, start)
+            while at < stop:
+                node = eligible[at]
+                if any(node in full for full in fulls) or short(node, requests, rid):
+                    open_[at] = at + 1  # never room again for these requests
+                elif not skew.allows(values[node], minimum) or (
+                    domain_of is not None and domain_of.get(node) in held
+                ):
+                    refused = True
+                else:
+                    there = own.get(node, 0)
+                    if there == 0:
+                        return node, (at + 1) % total
+                    if best is None or there < best[0]:
+                        best = (there, at)
+                at = _next_open(open_, at + 1)
+        if best is not None:
+            return eligible[best[1]], (best[1] + 1) % total
+        if not refused:  # no node has room, whatever the filters after NodeResourcesFit say
+            self._hopeless.add(key)
+        return None, cursor
 
     def _next(
         self, demand: Demand, cursor: int, held: set[str], rid: int
@@ -484,6 +575,8 @@ class Occupancy:
         placement = self.placement
         nodes, requests, domain_of = demand.nodes, demand.requests, demand.domains
         total = len(placement.nodes)
+        if demand.spread is not None:
+            return self._spread_message(demand, record, rid)
         if domain_of is None:  # what the nodes lack alone decides: kept up to date, not redone
             lacking = self._lacking_for(nodes, requests, rid)
             asked = (lacking.changes, demand.preemption)
@@ -511,6 +604,71 @@ class Occupancy:
         postfilter = placement.release.postfilter(total, demand.preemption, no_victims)
         return fit_error_message(total, reasons, postfilter_message=postfilter), tuple(short)
 
+    def _spread_message(
+        self, demand: Demand, record: Replicas, rid: int
+    ) -> tuple[str, tuple[str, ...]]:
+        """`_pending_message` for a workload with DoNotSchedule topology spread: per node the
+        first filter that fails, in the default plugin order (NodeResourcesFit, then
+        PodTopologySpread, then InterPodAffinity), on the nodes as the replicas before left
+        them. A node the missing-label filter removed reads what it lacks when other pods took
+        its room, or the skew reason when a constraint before the one whose key it lacks
+        refuses it (filtering.go Filter checks them in order)."""
+        placement = self.placement
+        spread = demand.spread
+        assert spread is not None
+        nodes, requests, domain_of = demand.nodes, demand.requests, demand.domains
+        held = {domain_of[n] for n in record.nodes if n is not None} if domain_of else set()
+        skew = None
+        values = spread.values or {}
+        if spread.skew is not None:
+            skew = _skew(demand)
+            for node in record.nodes:
+                if node is not None:
+                    skew.counts[values[node]] = skew.counts.get(values[node], 0) + 1
+        minimum = skew.minimum() if skew is not None else 0
+        reasons = Counter(nodes.static)
+        no_victims = 0
+        short: dict[str, None] = {}
+        eligible = set(nodes.eligible)
+        order = sorted((*nodes.eligible, *spread.label_nodes)) if spread.label_nodes else None
+        wanted = None
+        for node in nodes.eligible if order is None else order:
+            taken = self._short(node, requests, rid)
+            if node not in eligible:  # removed for a missing topology key
+                if not taken and node in self._gpuless:
+                    if wanted is None:
+                        wanted = {r: v for r, v in requests.items() if r.startswith(NVIDIA_PREFIX)}
+                    lacks = fits_request(wanted, {}) if wanted else []
+                    if lacks:  # no NVIDIA resource there, before the label: static
+                        reasons[REASON_SPREAD_LABEL] -= 1
+                        reasons.update(s.reason for s in lacks)
+                        short.update((s.resource, None) for s in lacks)
+                    continue
+                if taken:
+                    reasons[REASON_SPREAD_LABEL] -= 1
+                    reasons.update(s.reason for s in taken)
+                    short.update((s.resource, None) for s in taken)
+                elif skew is not None and node in values and not skew.allows(values[node], minimum):
+                    reasons[REASON_SPREAD_LABEL] -= 1
+                    reasons[REASON_SPREAD] += 1
+                else:
+                    continue  # unresolvable: the label is missing
+                no_victims += 1
+                continue
+            if taken:
+                reasons.update(s.reason for s in taken)
+                short.update((s.resource, None) for s in taken)
+            elif skew is not None and not skew.allows(values[node], minimum):
+                reasons[REASON_SPREAD] += 1
+            elif domain_of is not None and domain_of.get(node) in held:
+                reasons[REASON_ANTI_AFFINITY] += 1
+            else:
+                continue  # room left: not reported
+            no_victims += 1
+        total = len(placement.nodes)
+        postfilter = placement.release.postfilter(total, demand.preemption, no_victims)
+        return fit_error_message(total, reasons, postfilter_message=postfilter), tuple(short)
+
     def _lacking_for(self, nodes: Nodes, requests: Mapping[str, Fraction], rid: int) -> _Lacking:
         """What the usable nodes lack for one pod, brought up to date with the pods taken
         since it was last asked for."""
@@ -527,6 +685,14 @@ class Occupancy:
         for node in changed:
             lacking.update(node, self._short(node, requests, rid))
         return lacking
+
+
+def _skew(demand: Demand) -> Skew:
+    """The skew state of a demand's counting constraint with no pod of it placed yet."""
+    spread = demand.spread
+    assert spread is not None and spread.skew is not None
+    max_skew, min_domains, domains = spread.skew
+    return Skew(max_skew, min_domains, dict.fromkeys(domains, 0))
 
 
 def _next_open(open_: list[int], at: int) -> int:
@@ -662,10 +828,15 @@ class InputTables:
             lambda r: tuple((k, v.numerator, v.denominator) for k, v in r.items()),
         )
         domains = -1 if d.domains is None else self._add(self.domains, d.domains, _items)
-        return (
+        made = (
             *(file, doc, item, d.key, d.daemonset, d.bound, d.count),
             *(nodes, requests, domains, d.preemption, d.pods),
         )
+        if d.spread is None:
+            return made
+        spread = d.spread
+        values = None if spread.values is None else tuple(spread.values.items())
+        return (*made, (spread.label_nodes, spread.skew, values))
 
     def _add(self, table: list[tuple], value: Any, encoded: Any) -> int:
         index = self._index.get(id(value))
@@ -757,7 +928,12 @@ def _decode_domains(value: Any, alloc: Mapping[str, Any]) -> dict[str, str]:
 def _decode_demand(
     r: Any, nodes: list[Nodes], requests: list[tuple[int, dict]], domains: list[dict]
 ) -> Demand:
-    if not (_tuple(r, 12) and isinstance(r[0], str) and isinstance(r[3], str)):
+    if not (
+        isinstance(r, tuple)
+        and len(r) in (12, 13)
+        and isinstance(r[0], str)
+        and isinstance(r[3], str)
+    ):
         raise InputsError("not a demand record")
     daemonset, bound, preemption, pods = r[4], r[5], r[10], r[11]
     if not (isinstance(daemonset, bool) and isinstance(bound, bool) and isinstance(pods, str)):
@@ -776,6 +952,44 @@ def _decode_demand(
     mapping = None if d < 0 else domains[d]
     if mapping is not None and any(node not in mapping for node in group.eligible):
         raise InputsError("a node without its domain")
+    spread = _decode_spread(r[12], group) if len(r) == 13 else None
     return Demand(
-        order, r[3], daemonset, bound, count, group, amounts, mapping, preemption, pods, rid
+        order,
+        r[3],
+        daemonset,
+        bound,
+        count,
+        group,
+        amounts,
+        mapping,
+        preemption,
+        pods,
+        rid,
+        None,
+        spread,
     )
+
+
+def _decode_spread(value: Any, group: Nodes) -> SpreadPlan:
+    """A stored `SpreadPlan` (label nodes, skew, values): every node it may land on with its
+    value when a constraint counts its pods."""
+    if not _tuple(value, 3):
+        raise InputsError("not (label nodes, skew, values)")
+    label_nodes, skew, values = _seq(value[0]), value[1], value[2]
+    if not _all_str(tuple(label_nodes)):
+        raise InputsError("not node names")
+    if skew is None:
+        if values is not None:
+            raise InputsError("values without a skew")
+        return SpreadPlan(tuple(label_nodes))
+    if not (_tuple(skew, 3) and _all_str(tuple(_seq(skew[2])))):
+        raise InputsError("not (maxSkew, minDomains, domains)")
+    mapping = {}
+    for entry in _seq(values):
+        if not (_tuple(entry, 2) and _all_str(entry)):
+            raise InputsError("not (node, value)")
+        mapping[entry[0]] = entry[1]
+    if any(node not in mapping for node in group.eligible):
+        raise InputsError("a node without its value")
+    plan = (_int(skew[0], 1), _int(skew[1], 1), tuple(skew[2]))
+    return SpreadPlan(tuple(label_nodes), plan, mapping)

@@ -39,12 +39,20 @@ from gpudrv_check.k8s.scheduler import (
     kubelet_rejection,
     reasons_histogram,
 )
+from gpudrv_check.k8s.topologyspread import (
+    DO_NOT_SCHEDULE,
+    missing_keys,
+    modelled,
+    spread_constraints,
+)
+from gpudrv_check.k8s.topologyspread import FIELD as SPREAD_FIELD
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.placement import (
     AFFINITY,
     AFFINITY_CONFLICT,
     INSUFFICIENT,
     PREFILTER,
+    SPREAD_LABEL,
     TAINT,
     UNSCHEDULABLE,
     Placement,
@@ -59,6 +67,7 @@ CAUSE_AFFINITY = "affinity"
 CAUSE_TAINT = "taint"
 CAUSE_GPU = "gpu"
 CAUSE_NODE_NAME = "node_name"
+CAUSE_SPREAD = "spread"  # a DoNotSchedule topologyKey the nodes lack
 
 
 @record(frozen=True)
@@ -415,7 +424,36 @@ def _details(
     if by_reason.get(INSUFFICIENT):
         resources = _short_resources(verdicts, by_reason[INSUFFICIENT])
         out.extend(_resource_details(workload, placement, resources, nodes))
+    if by_reason.get(SPREAD_LABEL):
+        out.extend(_spread_details(spec, by_reason[SPREAD_LABEL], placement))
     out.extend(not_evaluated(spec))
+    return out
+
+
+def _missing_spread_keys(spec: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """(index, topologyKey) of the DoNotSchedule constraints a node must carry a label for
+    (the hostname aside: every node has it)."""
+    constraints = spread_constraints(spec) or ()
+    keys = set(missing_keys(constraints))
+    return [(c.index, c.topology_key) for c in constraints if c.topology_key in keys]
+
+
+def _spread_details(spec: Mapping[str, Any], failed: list[Node], placement: Placement) -> list[str]:
+    """Which nodes each DoNotSchedule topologyKey removes (the first one a node lacks)."""
+    out = []
+    seen: set[str] = set()
+    for index, key in _missing_spread_keys(spec):
+        removed = [n for n in failed if key not in n.labels and n.name not in seen]
+        if not removed:
+            continue
+        seen.update(n.name for n in removed)
+        holders = sum(1 for n in placement.nodes if key in n.labels)
+        where = f"on {plural(holders, 'node')} of the inventory" if holders else "on no node"
+        out.append(
+            f"topologySpreadConstraints[{index}] spreads over {key}, a label "
+            f"{node_names(removed)} lack (it is {where}): PodTopologySpread keeps the pods off "
+            "a node without it"
+        )
     return out
 
 
@@ -436,6 +474,12 @@ POD_AFFINITY_NOT_EVALUATED = (
     "its required podAffinity was not evaluated: the InterPodAffinity filter places its pods "
     "only beside the pods it selects, which this check does not track"
 )
+#: what the spread filter here leaves out (k8s/topologyspread.py, model/spread.py)
+TOPOLOGY_SPREAD_OWN_PODS = (
+    "its topologySpreadConstraints with whenUnsatisfiable: DoNotSchedule were evaluated over its "
+    "own pods: pods of other workloads their labelSelector selects, which the PodTopologySpread "
+    "filter counts too, were not counted"
+)
 HOST_PORTS_NOT_EVALUATED = (
     "its hostPort(s) were not evaluated: the NodePorts filter lets one pod per node take a port"
 )
@@ -448,11 +492,9 @@ def not_evaluated(spec: object) -> list[str]:
     if not isinstance(spec, MAPPINGS):
         return []
     out = [DRA_NOT_EVALUATED] if dra_claims(spec) else []
-    spread = spec.get("topologySpreadConstraints")
-    if isinstance(spread, list) and any(
-        isinstance(c, MAPPINGS) and c.get("whenUnsatisfiable") == "DoNotSchedule" for c in spread
-    ):
-        out.append(TOPOLOGY_SPREAD_NOT_EVALUATED)
+    spread = _spread_note(spec)
+    if spread:
+        out.append(spread)
     affinity = spec.get("affinity")
     pod_affinity = affinity.get("podAffinity") if isinstance(affinity, MAPPINGS) else None
     if isinstance(pod_affinity, MAPPINGS) and pod_affinity.get(
@@ -462,6 +504,27 @@ def not_evaluated(spec: object) -> list[str]:
     if _host_ports(spec):
         out.append(HOST_PORTS_NOT_EVALUATED)
     return out
+
+
+def _spread_note(spec: Mapping[str, Any]) -> str | None:
+    """What the spread filter here does not settle for this spec: nothing without DoNotSchedule
+    constraints, or for a pod bound with spec.nodeName (no scheduler reads them); all of it
+    for a list the API server rejects or forms not modelled (k8s/topologyspread.py
+    `modelled`); else the pods of other workloads, which are not counted."""
+    spread = spec.get(SPREAD_FIELD)
+    if not isinstance(spread, list) or not any(
+        isinstance(c, MAPPINGS) and c.get("whenUnsatisfiable") == DO_NOT_SCHEDULE for c in spread
+    ):
+        return None
+    bound = spec.get("nodeName")
+    if isinstance(bound, str) and bound:
+        return None
+    constraints = spread_constraints(spec)
+    if not modelled(constraints):
+        return TOPOLOGY_SPREAD_NOT_EVALUATED
+    if any(c.label_selector is not None for c in constraints or ()):
+        return TOPOLOGY_SPREAD_OWN_PODS
+    return None
 
 
 def _host_ports(spec: Mapping[str, Any]) -> bool:
@@ -492,6 +555,9 @@ def _cause(workload: Workload, spec: Mapping[str, Any], placement: Placement) ->
     blocked = [n for n in admitted if verdicts[n.name].reason in (TAINT, UNSCHEDULABLE)]
     if len(blocked) == len(admitted):
         return CAUSE_TAINT
+    rest = [verdicts[n.name].reason for n in admitted if n not in blocked]
+    if rest and all(reason == SPREAD_LABEL for reason in rest):
+        return CAUSE_SPREAD  # the others lack a topologyKey of its spread constraints
     # the rest lack room, and a tainted one has enough: the taint is what to change, not the
     # request
     if all(verdicts[n.name].reason == INSUFFICIENT for n in admitted if n not in blocked):
@@ -516,7 +582,19 @@ def _path_for(cause: str, workload: Workload, spec: Mapping[str, Any], nodes: li
         return _blocked_path(workload)
     if cause == CAUSE_NODE_NAME:
         return (*workload.spec_path, "nodeName")
+    if cause == CAUSE_SPREAD:
+        return _spread_path(workload, spec, nodes)
     return workload.gpu_request_path() or workload.spec_path
+
+
+def _spread_path(workload: Workload, spec: Mapping[str, Any], nodes: list[Node]) -> Path:
+    """The topologyKey of the first DoNotSchedule constraint whose key fewest nodes carry."""
+    base = (*workload.spec_path, SPREAD_FIELD)
+    keys = _missing_spread_keys(spec)
+    if not keys:
+        return base
+    index, _ = min(keys, key=lambda k: (sum(1 for n in nodes if k[1] in n.labels), k[0]))
+    return (*base, index, "topologyKey")
 
 
 def resource_request_path(workload: Workload, resource: str) -> Path | None:
@@ -565,6 +643,8 @@ def explain_pending(workload: Workload, placement: Placement) -> Pending | None:
         tuple(selector) if isinstance(selector, dict) else None,
         bool(dra_claims(spec)),
         workload.spec_get("tolerations") is not None,
+        # the explanation names the constraints' places in the list
+        None if spec.get(SPREAD_FIELD) is None else repr(spec.get(SPREAD_FIELD)),
     )
     pending = placement.memo.get(key)
     if pending is None:

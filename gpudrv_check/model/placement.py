@@ -4,7 +4,9 @@ bound with ``spec.nodeName``, the DaemonSet controller for a DaemonSet) decide f
 Per node the verdict is the first filter that fails, in the scheduler's plugin order:
 NodeAffinity PreFilter (``matchFields metadata.name In`` in every term), NodeUnschedulable,
 NodeName, TaintToleration, NodeAffinity, NodeResourcesFit (``nvidia.com/gpu``, where the
-inventory gives allocatable or capacity). See ``k8s/scheduler.py`` for the wording.
+inventory gives allocatable or capacity), PodTopologySpread's missing-label filter (a node
+without the topologyKey of a DoNotSchedule constraint; the skew depends on where the pods
+went: model/occupancy.py). See ``k8s/scheduler.py`` for the wording.
 
 Speed: nodes that agree on their taints, cordon and GPU count form one *base class* (computed
 once). For one constraint set, nodes of a base class that also agree on every label key the
@@ -49,6 +51,12 @@ from gpudrv_check.k8s.taints import (
     first_untolerated_taint_for_bound_pod,
     node_taints,
 )
+from gpudrv_check.k8s.topologyspread import FIELD as SPREAD_FIELD
+from gpudrv_check.k8s.topologyspread import (
+    REASON_SPREAD_LABEL,
+    missing_keys,
+    spread_constraints,
+)
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.workload import GPU_RESOURCE, Workload, placement_fields
 
@@ -61,6 +69,7 @@ NODE_NAME = "node_name"  # NodeName: spec.nodeName names another node
 TAINT = "taint"  # TaintToleration: an untolerated NoSchedule/NoExecute taint
 AFFINITY = "affinity"  # NodeAffinity: nodeSelector / required node affinity
 INSUFFICIENT = "insufficient"  # NodeResourcesFit: a request larger than allocatable
+SPREAD_LABEL = "spread_label"  # PodTopologySpread: the node lacks a DoNotSchedule topologyKey
 INSUFFICIENT_GPU = INSUFFICIENT  # the name callers used when only nvidia.com/gpu was checked
 
 #: the scheduler's wording per reason (FitError messages)
@@ -71,6 +80,7 @@ SCHEDULER_WORDING = {
     NODE_NAME: REASON_NODE_NAME,
     TAINT: REASON_TAINT,
     AFFINITY: REASON_AFFINITY,
+    SPREAD_LABEL: REASON_SPREAD_LABEL,
 }
 
 
@@ -208,6 +218,9 @@ class _Constraints:
     bound: str | None  # spec.nodeName: no scheduler, the kubelet admits
     prefilter: frozenset[str] | None  # NodeAffinity PreFilter node names; None: every node
     requests: dict[str, Fraction]  # one pod's requests, RuntimeClass overhead included
+    #: the topologyKeys of its DoNotSchedule topology spread constraints a node must carry
+    #: (k8s/topologyspread.py `missing_keys`; none for a bound pod: no scheduler reads them)
+    spread_keys: tuple[str, ...] = ()
 
 
 class Placement:
@@ -269,6 +282,16 @@ class Placement:
             return (self.release.taint_reason(verdict.taint),)
         return verdict.reasons
 
+    def untolerated(self, node: Node, tolerations: object) -> bool:
+        """Whether the node has a NoSchedule or NoExecute taint ``tolerations`` do not tolerate,
+        the cordon's included (the node lifecycle controller taints a cordoned node)."""
+        taints = self._taints.get(node.name, [])
+        cordon = self._cordon.get(node.name)
+        return (
+            first_untolerated_taint([*taints, cordon] if cordon else taints, tolerations)
+            is not None
+        )
+
     def allocatable(self, node: Node) -> dict[str, Fraction] | None:
         """What the node offers (do not mutate the result); None when the inventory says nothing."""
         return self._alloc.get(node.name)
@@ -310,13 +333,26 @@ class Placement:
         # made once per workload (its validation made it: Workload.placement_text); one copy
         # kept per distinct text
         text = workload.placement_text(placement_fields(spec))
-        return (
+        key = (
             self._texts.setdefault(text, text),
             is_ds,
             workload.node_name,
             workload.host_network if is_ds else False,
             _amounts(self.requests(workload)),
         )
+        if spec.get(SPREAD_FIELD) is None:
+            return key
+        # the topologyKeys a node must carry (PodTopologySpread's missing-label filter)
+        return (*key, self.spread_keys(spec, workload.node_name))
+
+    def spread_keys(self, spec: Any, bound: str | None) -> tuple[str, ...]:
+        """The topology keys of the spec's DoNotSchedule constraints a node must carry, in
+        their order (k8s/topologyspread.py); none for a bound pod (the kubelet reads none)
+        or a list the API server rejects (no pod of it exists)."""
+        if bound is not None:
+            return ()
+        constraints = spread_constraints(spec, self.release.minor)
+        return missing_keys(constraints) if constraints else ()
 
     def verdicts(self, workload: Workload, daemonset: bool | None = None) -> dict[str, Verdict]:
         """Node name → verdict for every node of the inventory (do not mutate the result)."""
@@ -345,7 +381,12 @@ class Placement:
         # the PreFilter is the scheduler's; bound pods and the DaemonSet controller skip it
         prefilter = None if (bound or daemonset) else prefilter_node_names(spec)
         return _Constraints(
-            required_node_affinity(spec), tolerations, bound, prefilter, self.requests(workload)
+            required_node_affinity(spec),
+            tolerations,
+            bound,
+            prefilter,
+            self.requests(workload),
+            self.spread_keys(spec, bound) if spec.get(SPREAD_FIELD) is not None else (),
         )
 
     def _evaluate(self, workload: Workload, daemonset: bool) -> dict[str, Verdict]:
@@ -354,6 +395,8 @@ class Placement:
         if constraints.prefilter is not None and not constraints.prefilter:
             return {n.name: Verdict(AFFINITY_CONFLICT) for n in self.nodes}
         keys, uses_name = _mentioned_keys(workload.pod_spec)
+        if constraints.spread_keys:
+            keys = tuple(sorted({*keys, *constraints.spread_keys}))
         by_name = uses_name or constraints.bound is not None or constraints.prefilter is not None
         if by_name:  # every node is a class of its own
             self.class_evaluations += len(self.nodes)
@@ -408,7 +451,14 @@ class Placement:
             return Verdict(TAINT, taint)
         if not c.affinity.matches(node.name, node.labels):
             return Verdict(AFFINITY)
-        return self._resources(node, c)
+        fit = self._resources(node, c)
+        if c.spread_keys and fit.ok:
+            # PodTopologySpread, after NodeResourcesFit (the default plugin order): a node
+            # without a DoNotSchedule constraint's topologyKey (filtering.go Filter)
+            labels = node.labels
+            if any(key not in labels for key in c.spread_keys):
+                return Verdict(SPREAD_LABEL)
+        return fit
 
     def _resources(self, node: Node, c: _Constraints) -> Verdict:
         """NodeResourcesFit on the node's allocatable (a bound pod's extended resources the

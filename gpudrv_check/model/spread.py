@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import MAPPINGS
+from gpudrv_check.k8s.nodeaffinity import required_node_affinity
 from gpudrv_check.k8s.podaffinity import (
     HOSTNAME_LABEL,
     NO_SIBLING_LABELS,
@@ -30,7 +31,16 @@ from gpudrv_check.k8s.podaffinity import (
     term_selects_own_pods,
     topology_domains,
 )
+from gpudrv_check.k8s.topologyspread import FIELD as SPREAD_FIELD
+from gpudrv_check.k8s.topologyspread import (
+    SIBLINGS,
+    SpreadConstraint,
+    modelled,
+    own_selection,
+    spread_constraints,
+)
 from gpudrv_check.model.node import Node
+from gpudrv_check.model.placement import SPREAD_LABEL, Placement
 from gpudrv_check.model.workload import Workload, cron_job_pods
 
 if TYPE_CHECKING:
@@ -219,3 +229,88 @@ def workload_spread(
         if best is None or spread.capacity < best.capacity:
             best = spread
     return best
+
+
+# --- topology spread that must hold (PodTopologySpread's filter) ------------------------------
+
+
+@record(eq=False)
+class SpreadPlan:
+    """What the capacity simulation (model/occupancy.py) needs of a workload's DoNotSchedule
+    topology spread constraints (k8s/topologyspread.py): the nodes the missing-label filter
+    removed, which other pods may fill first (then NodeResourcesFit, which runs before, names
+    what they lack), and the one constraint that counts the workload's own pods, if any."""
+
+    label_nodes: tuple[str, ...]  # in node order
+    #: the counting constraint: (maxSkew, minDomains, every domain of the nodes that count)
+    skew: tuple[int, int, tuple[str, ...]] | None = None
+    #: node -> its value of the counting constraint's key: every node it may land on, and the
+    #: label nodes the Filter checks against it before it finds their missing key
+    values: dict[str, str] | None = None
+
+
+def _key_value(node: Node, key: str) -> str | None:
+    value = node.labels.get(key)
+    if value is None and key == HOSTNAME_LABEL:
+        return node.name  # every kubelet sets it (see `_topology_labels`)
+    return value
+
+
+def counting_constraint(workload: Workload, minor: int) -> SpreadConstraint | None:
+    """The DoNotSchedule constraint that counts the workload's own pods, when this check
+    evaluates its constraints (`modelled`: at most one may count them) and one does; a
+    DaemonSet's none (its pod's node affinity names its node: under nodeAffinityPolicy Honor
+    the only domain is that node's, where none of its pods runs yet, so no skew fails)."""
+    if workload.kind == "DaemonSet" or workload.node_name is not None:
+        return None
+    constraints = spread_constraints(workload.pod_spec, minor)
+    if not modelled(constraints) or not constraints:
+        return None
+    siblings = sibling_labels(workload)
+    counting = [
+        c for c in constraints if own_selection(c, workload.pod_labels, siblings) == SIBLINGS
+    ]
+    # two (a per-pod matchLabelKeys key its pods lack): not evaluated, as `modelled` says
+    return counting[0] if len(counting) == 1 else None
+
+
+def spread_plan(workload: Workload, placement: Placement) -> SpreadPlan | None:
+    """The workload's `SpreadPlan`; None when its DoNotSchedule constraints neither removed a
+    node nor count its own pods (or it has none)."""
+    spec = workload.pod_spec
+    if not isinstance(spec, dict) or spec.get(SPREAD_FIELD) is None:
+        return None
+    verdicts = placement.verdicts(workload)
+    label_nodes = tuple(name for name, v in verdicts.items() if v.reason == SPREAD_LABEL)
+    counting = counting_constraint(workload, placement.release.minor)
+    if counting is None:
+        return SpreadPlan(label_nodes) if label_nodes else None
+    constraints = spread_constraints(spec, placement.release.minor) or ()
+    keys = [c.topology_key for c in constraints]
+    affinity = required_node_affinity(spec)
+    tolerations = spec.get("tolerations")
+    domains: set[str] = set()
+    values: dict[str, str] = {}
+    eligible = {n.name for n in placement.eligible(workload)}
+    labelled = set(label_nodes)
+    for node in placement.nodes:
+        found = [_key_value(node, key) for key in keys]
+        value = _key_value(node, counting.topology_key)
+        if node.name in eligible and value is not None:
+            values[node.name] = value
+        elif node.name in labelled and value is not None:
+            # the Filter stops at the first constraint whose key the node lacks: this one is
+            # checked first when it comes before that
+            first_missing = next(i for i, v in enumerate(found) if v is None)
+            if counting.index < constraints[first_missing].index:
+                values[node.name] = value
+        # calPreFilterState: a node with every key that the inclusion policies admit
+        if value is None or any(v is None for v in found):
+            continue
+        if counting.honor_affinity and not affinity.matches(node.name, node.labels):
+            continue
+        if counting.honor_taints and placement.untolerated(node, tolerations):
+            continue
+        domains.add(value)
+    skew = (counting.max_skew, counting.min_domains, tuple(sorted(domains)))
+    return SpreadPlan(label_nodes, skew, values)

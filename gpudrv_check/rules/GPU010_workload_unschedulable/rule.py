@@ -5,14 +5,19 @@ Its user documentation is `docs:` in rule.yaml, next to this file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.core.located import field_path_text
+from gpudrv_check.k8s.podaffinity import HOSTNAME_LABEL
 from gpudrv_check.k8s.taints import TAINT_NODE_UNSCHEDULABLE
+from gpudrv_check.k8s.topologyspread import FIELD as SPREAD_FIELD
+from gpudrv_check.k8s.topologyspread import REASON_SPREAD
 from gpudrv_check.model import kueue as kq
 from gpudrv_check.model.admission import EXTENDED_RESOURCE_TOLERATION, extended_resources
+from gpudrv_check.model.occupancy import Replicas
 from gpudrv_check.model.pending import (
     CAUSE_AFFINITY,
     CAUSE_GPU,
@@ -22,6 +27,8 @@ from gpudrv_check.model.pending import (
     explain_pending,
     resource_request_path,
 )
+from gpudrv_check.model.placement import TAINT, UNSCHEDULABLE
+from gpudrv_check.model.spread import counting_constraint
 from gpudrv_check.model.workload import GPU_RESOURCE, Workload
 from gpudrv_check.rules.context import Context
 
@@ -160,9 +167,14 @@ def finding_for(ctx: Context, workload: Workload) -> Finding | None:
 
 
 def pending_replicas_finding(ctx: Context, workload: Workload) -> Finding | None:
-    """Some replicas run, the others find every node's room taken (model/occupancy.py)."""
+    """Some replicas run, the others find every node's room taken (model/occupancy.py), or,
+    with topology spread that must hold, the domains with room at their skew limit."""
     replicas = ctx.repo.occupancy.replicas(workload)
-    if replicas is None or not replicas.pending or not replicas.short:
+    if replicas is None or not replicas.pending:
+        return None
+    if not replicas.short:
+        if _SKEW.search(replicas.message) and ANTI_AFFINITY_REASON not in replicas.message:
+            return _skew_finding(ctx, workload, replicas)
         return None  # anti-affinity alone: GPU021's finding
     pending = replicas.pending
     names = ", ".join(replicas.pod_name(i) for i in pending[:3])
@@ -186,6 +198,59 @@ def pending_replicas_finding(ctx: Context, workload: Workload) -> Finding | None
             f"Lower {count} or the {resource} each pod requests, or add nodes: the pods "
             f"that run already hold the {resource} of every node this one may use {shows}."
         )
+    return ctx.finding(ID, workload.manifest, path, message, hint)
+
+
+#: the PodTopologySpread filter's skew reason (plugin.go ErrReasonConstraintsNotMatch), not
+#: its missing-label one, in the scheduler's message
+_SKEW = re.compile(re.escape(REASON_SPREAD) + r"(?! \(missing)")
+#: InterPodAffinity's reason for a node the pod's own anti-affinity rules out (GPU021's case)
+ANTI_AFFINITY_REASON = "didn't match pod anti-affinity rules"
+
+
+def _skew_finding(ctx: Context, workload: Workload, replicas: Replicas) -> Finding:
+    """Replicas Pending because every domain with room already holds the fewest pods of any
+    domain plus maxSkew (podtopologyspread filtering.go `Filter`), at the constraint's
+    maxSkew."""
+    placement = ctx.repo.placement
+    counting = counting_constraint(workload, placement.release.minor)
+    pending = replicas.pending
+    names = ", ".join(replicas.pod_name(i) for i in pending[:3])
+    names += f" and {len(pending) - 3} more" if len(pending) > 3 else ""
+    path: tuple = workload.spec_path
+    said = "its topologySpreadConstraints"
+    if counting is not None:
+        at = (*workload.spec_path, SPREAD_FIELD, counting.index, "maxSkew")
+        if workload.manifest.get(*at) is not None:
+            path = at
+        said = (
+            f"its topology spread over {counting.topology_key} (maxSkew {counting.max_skew}) "
+            "lets a domain hold at most the fewest pods of any domain plus "
+            f"{counting.max_skew}, and the domains with room are at that limit"
+        )
+    message = (
+        f"{workload.title}: {len(pending)} of {len(replicas.nodes)} pods stay Pending "
+        f"({names}): {said}: {replicas.message}"
+    )
+    tainted = False  # a domain counted through nodes the pods do not tolerate (Ignore)
+    if counting is not None and not counting.honor_taints:
+        key, verdicts = counting.topology_key, placement.verdicts(workload)
+        tainted = any(
+            verdicts[n.name].reason in (TAINT, UNSCHEDULABLE)
+            and (key in n.labels or key == HOSTNAME_LABEL)
+            for n in placement.nodes
+        )
+    hint = (
+        "Add room (GPU nodes) in the domains holding the fewest pods, raise maxSkew, or make "
+        "the constraint `whenUnsatisfiable: ScheduleAnyway` (a preference)"
+    )
+    if tainted:
+        hint += (
+            "; a domain whose nodes these pods do not tolerate still counts with 0 pods "
+            "(nodeTaintsPolicy defaults to Ignore): set `nodeTaintsPolicy: Honor` to leave "
+            "those nodes out"
+        )
+    hint += f" (`gpudrv-check place --workload {workload.key}` shows where each pod went)."
     return ctx.finding(ID, workload.manifest, path, message, hint)
 
 

@@ -20,21 +20,22 @@ from gpudrv_check.read.config import Config, parse_config
 from gpudrv_check.read.manifests import parse_manifest_bytes
 from tests.conftest import write
 
-FLAVORS = """
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: h100}
-spec:
-  nodeLabels: {gpu: h100}
-  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: a100}
-spec:
-  nodeLabels: {gpu: a100}
-  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
-"""
+TOLERATE_GPU = "  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]\n"
+
+
+def flavor(name: str, spec: str) -> str:
+    """A ResourceFlavor `name` whose spec is the lines `spec`."""
+    return (
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\n"
+        f"metadata: {{name: {name}}}\nspec:\n{spec}"
+    )
+
+
+FLAVORS = (
+    flavor("h100", "  nodeLabels: {gpu: h100}\n" + TOLERATE_GPU)
+    + "---\n"
+    + flavor("a100", "  nodeLabels: {gpu: a100}\n" + TOLERATE_GPU)
+)
 
 
 def cluster_queue(spec_extra: str = "  namespaceSelector: {}\n", gpu_quota: str = "8") -> str:
@@ -203,21 +204,15 @@ def test_prefer_no_schedule_taint_of_a_flavor_does_not_turn_it_down() -> None:
     ]
 
 
-TAINTED_FIRST = """
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: h100}
-spec:
-  nodeLabels: {gpu: h100}
-  nodeTaints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: a100}
-spec:
-  nodeLabels: {gpu: a100}
-  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
-"""
+TAINTED_FIRST = (
+    flavor(
+        "h100",
+        "  nodeLabels: {gpu: h100}\n"
+        "  nodeTaints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n",
+    )
+    + "---\n"
+    + flavor("a100", "  nodeLabels: {gpu: a100}\n" + TOLERATE_GPU)
+)
 
 
 def test_a_job_is_matched_by_its_template_a_pod_by_the_pod() -> None:

@@ -19,11 +19,13 @@ interpodaffinity/filtering.go) and the term semantics of k8s.io/api core/v1 ``Po
   the API server drops both fields (pkg/api/pod/util.go
   ``dropDisabledMatchLabelKeysFieldInPodAffinity``): ``label_keys=False``.
 - A node whose labels lack ``topologyKey`` is not constrained by the term at all
-  (``satisfyPodAntiAffinity`` only checks nodes that carry the key): such nodes take any
-  number of replicas.
+  (``satisfyPodAntiAffinity`` only checks nodes that carry the key, and a pod on such a node
+  adds no topology pair of the term): such nodes take any number of replicas as far as this
+  term goes (another term of the pod, on a key they carry, may still refuse them).
 - A term that selects the pod itself (self anti-affinity) allows at most one such pod per
   topology domain (distinct value of ``topologyKey``): a workload with N replicas needs N
-  eligible domains, and replicas beyond that stay Pending.
+  eligible domains when every eligible node carries the key, and replicas beyond that stay
+  Pending; with nodes lacking it, those take what their room holds besides.
 
 Inputs are plain JSON-like data and may have wrong types; nothing here raises. A malformed
 term (no ``topologyKey``, wrong types) is skipped: the API server would reject the pod.

@@ -10,8 +10,9 @@ repo then take their share of what those nodes list as allocatable, in a determi
    node, in name order, that still has room for it (NodeResourcesFit ``fitsRequest`` against
    what the pods before it requested), taking one node per replica in turn so a workload's
    replicas spread (as the default topology spreading does), never a second replica in a
-   topology domain its required pod anti-affinity already holds, and only into a domain its
-   DoNotSchedule topology spread allows (`_place_spread`).
+   topology domain its required pod anti-affinity already holds (per term: a node without the
+   term's key is in no domain of it, and takes any number of replicas as far as the term goes),
+   and only into a domain its DoNotSchedule topology spread allows (`_place_spread`).
 
 Which node a replica takes is this checker's choice (kube-scheduler scores the nodes and breaks
 ties at random); how many replicas run where the nodes are alike is not. A replica that finds no
@@ -20,7 +21,8 @@ nodes it can never use, the ``Insufficient …`` of the nodes whose room the oth
 unresolvable: preemption looks there and finds "No preemption victims found for incoming pod",
 every pod of a repo having the same priority), "node(s) didn't match pod topology spread
 constraints" on the nodes whose domain the skew refuses (before the next filter), and "node(s)
-didn't match pod anti-affinity rules" on the nodes its own replicas hold.
+didn't match pod anti-affinity rules" on the nodes with room in a domain its own replicas hold
+(InterPodAffinity, after both; not unresolvable either).
 
 Resources are tracked where a node lists them (model/placement.py ``node_allocatable``); a pod
 that requests nothing a node tracks takes none of its room, and a node that lists no ``pods``
@@ -45,6 +47,7 @@ finding says of it), not the nodes each pod took, which no `check` reports.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
@@ -68,8 +71,8 @@ from gpudrv_check.model.spread import (
     DomainCache,
     SpreadPlan,
     namespace_labels,
+    own_anti_affinity,
     spread_plan,
-    workload_spread,
 )
 from gpudrv_check.model.workload import Workload, cron_job_pods
 from gpudrv_check.nvidia.device_plugin import PREFIX as NVIDIA_PREFIX
@@ -77,7 +80,13 @@ from gpudrv_check.nvidia.device_plugin import PREFIX as NVIDIA_PREFIX
 if TYPE_CHECKING:
     from gpudrv_check.model.repo import Repo
 
+#: InterPodAffinity's reason for a node whose domain holds a pod the incoming pod's required
+#: anti-affinity selects (filtering.go ErrReasonAntiAffinityRulesNotMatch, Unschedulable)
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+_REFUSED = re.compile(r"(?:: |, )(\d+) " + re.escape(REASON_ANTI_AFFINITY) + r"[,.]")
+
+#: a node's topology pairs (key, value), one per self anti-affinity term key it carries
+Pairs = tuple[tuple[str, str], ...]
 
 #: the key of a simulation's inputs, from its demands as stored (tables, records in order):
 #: the partition cache's digest of them and of what the nodes come from (`Plan.inputs_key`)
@@ -123,7 +132,9 @@ class Demand:
     count: int  # pods
     nodes: Nodes
     requests: dict[str, Fraction]  # one pod's (a bound pod's: those its node can admit)
-    domains: dict[str, str] | None  # node -> domain of its binding self anti-affinity term
+    #: node -> its topology pairs (key, value) of the self anti-affinity terms whose key it
+    #: carries (model/spread.py `own_anti_affinity`); a node without any is not in it
+    domains: dict[str, Pairs] | None
     preemption: str | None  # spec.preemptionPolicy
     pods: str  # its pods' name without the index (`pod_name`)
     rid: int  # its requests' number in the Occupancy that built it (`intern_requests`)
@@ -199,7 +210,7 @@ class Occupancy:
         # table entry: one Nodes, so the memos above see one constraint set once
         self._nodes: dict[int, tuple[Any, Nodes]] = {}
         self._domain_cache: DomainCache = {}
-        self._domain_maps: dict[int, tuple[Any, dict[str, str]]] = {}
+        self._domain_maps: dict[tuple[int, ...], tuple[Any, dict[str, Pairs] | None]] = {}
         # nodes the inventory gives no allocatable for that are no GPU nodes: nothing is known
         # of what they offer but that it holds none of NVIDIA's resources (no device plugin
         # runs there; GPU012 reads them so), which the scheduler finds short at once
@@ -369,16 +380,25 @@ class Occupancy:
             found = self._gpu_nodes[id(nodes)] = (nodes, kept)  # holds `nodes`: its id stays
         return found[1]
 
-    def _domains(self, repo: Repo, workload: Workload, namespaces: dict) -> dict[str, str] | None:
-        """Node → topology domain of the workload's binding self anti-affinity term, if any."""
-        spread = workload_spread(repo, workload, namespaces, self._domain_cache)
-        if spread is None:
+    def _domains(self, repo: Repo, workload: Workload, namespaces: dict) -> dict[str, Pairs] | None:
+        """Node → its topology pairs of the workload's self anti-affinity terms (one per
+        distinct key it carries, in the terms' order); None when no eligible node carries a
+        key of them. A node is refused a replica when one of its pairs is held by another
+        (filtering.go `satisfyPodAntiAffinity` over the topology pairs' counts)."""
+        own = own_anti_affinity(repo, workload, namespaces, self._domain_cache)
+        if own is None:
             return None
-        found = self._domain_maps.get(id(spread.domains))
+        keyed = {d.topology_key: d for d in own.domains if d.count}  # a key once, in order
+        ids = tuple(map(id, keyed.values()))  # the domains are the cache's: kept alive
+        found = self._domain_maps.get(ids)
         if found is None:
-            by_value = spread.domains.by_value
-            mapping = {n: value for value, nodes in by_value.items() for n in nodes}
-            found = self._domain_maps[id(spread.domains)] = (spread.domains, mapping)
+            mapping: dict[str, Pairs] = {}
+            for key, domains in keyed.items():
+                for value, nodes in domains.by_value.items():
+                    pair = (key, value)
+                    for n in nodes:
+                        mapping[n] = (*mapping.get(n, ()), pair)
+            found = self._domain_maps[ids] = (tuple(keyed.values()), mapping or None)
         return found[1]
 
     # --- placing ----------------------------------------------------------------------------
@@ -406,7 +426,7 @@ class Occupancy:
         elif demand.spread is not None and demand.spread.skew is not None:
             self._place_spread(demand, record, rid)
         else:
-            held: set[str] = set()
+            held: set[tuple[str, str]] = set()
             cursor = 0
             domain_of = demand.domains
             for index in range(demand.count):
@@ -414,7 +434,7 @@ class Occupancy:
                 if node is not None:
                     self._take(node, demand, index, rid)
                     if domain_of is not None:
-                        held.add(domain_of[node])
+                        held.update(domain_of.get(node, ()))
                 record.nodes.append(node)
         if record.pending and not demand.daemonset:
             record.message, record.short = self._pending_message(demand, record, rid)
@@ -431,7 +451,7 @@ class Occupancy:
         pods always takes one more, so the replicas stop only once each domain holds all it
         has room for or maxSkew over the fewest any domain holds, whichever replica went
         where."""
-        held: set[str] = set()
+        held: set[tuple[str, str]] = set()
         cursor = 0
         domain_of = demand.domains
         skew = _skew(demand)
@@ -442,7 +462,7 @@ class Occupancy:
             if node is not None:
                 self._take(node, demand, index, rid)
                 if domain_of is not None:
-                    held.add(domain_of[node])
+                    held.update(domain_of.get(node, ()))
                 value = values[node]
                 skew.counts[value] = skew.counts.get(value, 0) + 1
                 own[node] = own.get(node, 0) + 1
@@ -452,7 +472,7 @@ class Occupancy:
         self,
         demand: Demand,
         cursor: int,
-        held: set[str],
+        held: set[tuple[str, str]],
         rid: int,
         skew: Skew,
         own: dict[str, int],
@@ -482,7 +502,7 @@ class Occupancy:
                 if any(node in full for full in fulls) or short(node, requests, rid):
                     open_[at] = at + 1  # never room again for these requests
                 elif not skew.allows(values[node], minimum) or (
-                    domain_of is not None and domain_of.get(node) in held
+                    domain_of is not None and not held.isdisjoint(domain_of.get(node, ()))
                 ):
                     refused = True
                 else:
@@ -499,7 +519,7 @@ class Occupancy:
         return None, cursor
 
     def _next(
-        self, demand: Demand, cursor: int, held: set[str], rid: int
+        self, demand: Demand, cursor: int, held: set[tuple[str, str]], rid: int
     ) -> tuple[str | None, int]:
         """The first node from ``cursor`` on (wrapping) with room; and where to start next.
 
@@ -524,10 +544,10 @@ class Occupancy:
                 node = eligible[at]
                 if any(node in full for full in fulls) or short(node, requests, rid):
                     open_[at] = at + 1  # never room again for these requests
-                elif domain_of is None or domain_of.get(node) not in held:
+                elif domain_of is None or held.isdisjoint(domain_of.get(node, ())):
                     return node, (at + 1) % total
                 at = _next_open(open_, at + 1)
-        if domain_of is None or not held:  # no node has room, whatever its domain
+        if domain_of is None or not held:  # no node has room, whatever its domains
             self._hopeless.add(key)
         return None, cursor
 
@@ -587,7 +607,7 @@ class Occupancy:
             message = fit_error_message(total, counts, postfilter_message=postfilter)
             lacking.said = (asked, (message, lacking.short()))
             return lacking.said[1]
-        held = {domain_of[n] for n in record.nodes if n is not None} if domain_of else set()
+        held = _held(domain_of, record)
         reasons = Counter(nodes.static)  # the message counts reasons: their order does not matter
         no_victims = 0
         short: dict[str, None] = {}
@@ -596,7 +616,7 @@ class Occupancy:
             if taken:
                 reasons.update(s.reason for s in taken)
                 short.update((s.resource, None) for s in taken)
-            elif domain_of is not None and domain_of.get(node) in held:
+            elif not held.isdisjoint(domain_of.get(node, ())):
                 reasons[REASON_ANTI_AFFINITY] += 1
             else:
                 continue  # room left (a replica count past the bound nodes): not reported
@@ -617,7 +637,7 @@ class Occupancy:
         spread = demand.spread
         assert spread is not None
         nodes, requests, domain_of = demand.nodes, demand.requests, demand.domains
-        held = {domain_of[n] for n in record.nodes if n is not None} if domain_of else set()
+        held = _held(domain_of, record)
         skew = None
         values = spread.values or {}
         if spread.skew is not None:
@@ -660,7 +680,7 @@ class Occupancy:
                 short.update((s.resource, None) for s in taken)
             elif skew is not None and not skew.allows(values[node], minimum):
                 reasons[REASON_SPREAD] += 1
-            elif domain_of is not None and domain_of.get(node) in held:
+            elif domain_of is not None and not held.isdisjoint(domain_of.get(node, ())):
                 reasons[REASON_ANTI_AFFINITY] += 1
             else:
                 continue  # room left: not reported
@@ -685,6 +705,21 @@ class Occupancy:
         for node in changed:
             lacking.update(node, self._short(node, requests, rid))
         return lacking
+
+
+def _held(domain_of: Mapping[str, Pairs] | None, record: Replicas) -> set[tuple[str, str]]:
+    """The topology pairs the workload's placed replicas hold (none without a self term)."""
+    if not domain_of:
+        return set()
+    return {pair for n in record.nodes if n is not None for pair in domain_of.get(n, ())}
+
+
+def anti_affinity_refusals(message: str) -> int:
+    """How many nodes with room a Pending replica's message says its own required pod
+    anti-affinity refused (`REASON_ANTI_AFFINITY` in the histogram of FitError.Error): read
+    from the message, which a replayed outcome keeps (`Replicas.outcome`)."""
+    found = _REFUSED.search(message)
+    return int(found.group(1)) if found else 0
 
 
 def _skew(demand: Demand) -> Skew:
@@ -854,7 +889,7 @@ class InputTables:
         return (tuple(self.nodes), tuple(self.requests), tuple(self.domains))
 
 
-def _items(mapping: Mapping[str, str]) -> tuple:
+def _items(mapping: Mapping[str, Pairs]) -> tuple:
     return tuple(mapping.items())
 
 
@@ -916,17 +951,24 @@ def _decode_requests(value: Any) -> dict[str, Fraction]:
     return out
 
 
-def _decode_domains(value: Any, alloc: Mapping[str, Any]) -> dict[str, str]:
+def _decode_domains(value: Any, alloc: Mapping[str, Any]) -> dict[str, Pairs]:
     out = {}
     for entry in _seq(value):
-        if not (_tuple(entry, 2) and _all_str(entry) and entry[0] in alloc):
-            raise InputsError("not (node, domain)")
-        out[entry[0]] = entry[1]
+        if not (_tuple(entry, 2) and isinstance(entry[0], str) and entry[0] in alloc):
+            raise InputsError("not (node, pairs)")
+        pairs = entry[1]
+        if not (
+            isinstance(pairs, tuple)
+            and pairs
+            and all(_tuple(pair, 2) and _all_str(pair) for pair in pairs)
+        ):
+            raise InputsError("not topology pairs")
+        out[entry[0]] = pairs
     return out
 
 
 def _decode_demand(
-    r: Any, nodes: list[Nodes], requests: list[tuple[int, dict]], domains: list[dict]
+    r: Any, nodes: list[Nodes], requests: list[tuple[int, dict]], domains: list[dict[str, Pairs]]
 ) -> Demand:
     if not (
         isinstance(r, tuple)
@@ -949,9 +991,7 @@ def _decode_demand(
         raise InputsError("a DaemonSet has one pod per eligible node")
     rid, amounts = requests[q]
     order = (r[0], _int(r[1], 0), _int(r[2], -1))
-    mapping = None if d < 0 else domains[d]
-    if mapping is not None and any(node not in mapping for node in group.eligible):
-        raise InputsError("a node without its domain")
+    mapping = None if d < 0 else domains[d]  # a node without pairs: in no domain
     spread = _decode_spread(r[12], group) if len(r) == 13 else None
     return Demand(
         order,

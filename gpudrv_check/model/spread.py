@@ -10,6 +10,16 @@ scheduler release of GPU010's ``scheduler_version``). The binding term is the on
 fewest domains. Nodes lacking the topology key are not limited by the term, so a term is
 binding only when every eligible node carries the key; `kubernetes.io/hostname`, which every
 kubelet sets, is read as the node's name when an inventory leaves it out.
+
+`own_anti_affinity` keeps every such term with its domains (`OwnAntiAffinity`): what the
+capacity simulation (model/occupancy.py) refuses a replica for, whether every eligible node
+carries the key or not. kube-scheduler's InterPodAffinity filter (pkg/scheduler/framework/
+plugins/interpodaffinity/filtering.go) counts the pods each term selects per topology pair
+(the key, the value of their node) and refuses a node one of whose pairs holds such a pod
+(`satisfyPodAntiAffinity`); a node without a term's key has no pair of it, so that term never
+refuses it however many of the pods it holds (the workload's other terms may). A term some
+eligible nodes lack the key of (`OwnAntiAffinity.mixed`) caps nothing by itself: the nodes
+without the key take the replicas their room holds, the others one per domain.
 """
 
 from __future__ import annotations
@@ -183,13 +193,62 @@ def sibling_labels(workload: Workload) -> SiblingLabels:
     return controller_labels(kind, workload.name, manifest.get("spec"))
 
 
-def workload_spread(
+@record(frozen=True)
+class OwnAntiAffinity:
+    """The required anti-affinity terms of a workload that select its own pods, each with its
+    domains over the eligible nodes (see the module docstring), in the order it lists them."""
+
+    workload: Workload
+    replicas: int  # pods side by side (`spread_pods`)
+    eligible: tuple[str, ...]  # names of the eligible nodes
+    terms: tuple[AntiAffinityTerm, ...]
+    domains: tuple[Domains, ...]  # per term
+    #: per term: its matchLabelKeys/mismatchLabelKeys the API server drops (before 1.31)
+    dropped: tuple[bool, ...]
+
+    def _fewest(self, mixed: bool) -> Spread | None:
+        """The first term with the fewest domains among those every eligible node carries
+        the key of (`mixed` False), or among those some eligible node lacks it of while
+        another carries it (True)."""
+        best: int | None = None
+        for index, domains in enumerate(self.domains):
+            if bool(domains.unconstrained) is not mixed or not domains.count:
+                continue
+            if best is None or domains.count < self.domains[best].count:
+                best = index
+        if best is None:
+            return None
+        return Spread(
+            self.workload,
+            self.terms[best],
+            self.domains[best],
+            self.replicas,
+            self.eligible,
+            keys_dropped=self.dropped[best],
+        )
+
+    @property
+    def binding(self) -> Spread | None:
+        """The term that caps the replicas at its domains, every eligible node carrying its
+        key (`workload_spread`)."""
+        return self._fewest(False)
+
+    @property
+    def mixed(self) -> Spread | None:
+        """A term some eligible nodes lack the key of and others carry: its domains take one
+        replica each, the nodes without the key any number (their room decides), so its
+        `Spread.capacity` counts its domains only, and caps nothing by itself."""
+        return self._fewest(True)
+
+
+def own_anti_affinity(
     repo: Repo,
     workload: Workload,
     namespaces: dict[str, dict[str, str]] | None = None,
     cache: DomainCache | None = None,
-) -> Spread | None:
-    """The anti-affinity cap of ``workload``, or None when no term limits its replicas.
+) -> OwnAntiAffinity | None:
+    """The required anti-affinity terms that select ``workload``'s own pods, with their
+    domains; None when it has none, fewer than two pods side by side, or no eligible node.
 
     ``namespaces`` (`namespace_labels(repo)`) and ``cache`` are passed in when called for many
     workloads.
@@ -208,27 +267,47 @@ def workload_spread(
         return None  # nowhere to run at all: a placement problem, not a spread one
     siblings = sibling_labels(workload)
     label_keys = repo.placement.release.minor >= MATCH_LABEL_KEYS_SINCE
-    best: Spread | None = None
-    for term in terms:
-        if not term_selects_own_pods(
+    own = [
+        term
+        for term in terms
+        if term_selects_own_pods(
             term,
             workload.namespace,
             workload.pod_labels,
             ns_labels,
             siblings=siblings,
             label_keys=label_keys,
-        ):
-            continue
-        domains = eligible_domains(term.topology_key, eligible, cache)
-        if domains.unconstrained:
-            continue  # nodes without the key take any number of replicas
-        dropped = not label_keys and bool(term.match_label_keys or term.mismatch_label_keys)
-        spread = Spread(
-            workload, term, domains, pods, tuple(n.name for n in eligible), keys_dropped=dropped
         )
-        if best is None or spread.capacity < best.capacity:
-            best = spread
-    return best
+    ]
+    if not own:
+        return None
+    return OwnAntiAffinity(
+        workload,
+        pods,
+        tuple(n.name for n in eligible),
+        tuple(own),
+        tuple(eligible_domains(term.topology_key, eligible, cache) for term in own),
+        tuple(
+            not label_keys and bool(term.match_label_keys or term.mismatch_label_keys)
+            for term in own
+        ),
+    )
+
+
+def workload_spread(
+    repo: Repo,
+    workload: Workload,
+    namespaces: dict[str, dict[str, str]] | None = None,
+    cache: DomainCache | None = None,
+) -> Spread | None:
+    """The anti-affinity cap of ``workload`` (`OwnAntiAffinity.binding`), or None when no term
+    limits its replicas: nodes without a term's key take any number of them.
+
+    ``namespaces`` (`namespace_labels(repo)`) and ``cache`` are passed in when called for many
+    workloads.
+    """
+    own = own_anti_affinity(repo, workload, namespaces, cache)
+    return None if own is None else own.binding
 
 
 # --- topology spread that must hold (PodTopologySpread's filter) ------------------------------

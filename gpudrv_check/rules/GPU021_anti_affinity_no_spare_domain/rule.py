@@ -9,7 +9,9 @@ from collections.abc import Iterator
 from itertools import islice
 
 from gpudrv_check.core.finding import Finding, Severity
-from gpudrv_check.model.spread import Spread
+from gpudrv_check.k8s.podaffinity import required_anti_affinity_terms
+from gpudrv_check.model.occupancy import anti_affinity_refusals
+from gpudrv_check.model.spread import DomainCache, Spread, namespace_labels, own_anti_affinity
 from gpudrv_check.rules.context import Context
 from gpudrv_check.rules.wording import MAX_NAMES, clauses, names, plural
 
@@ -56,11 +58,68 @@ def _drain_text(spread: Spread, lone: list[str]) -> str:
     return f"draining {which} {names(lone)} for a driver upgrade"
 
 
+def _mixed_finding(ctx: Context, spread: Spread) -> Finding | None:
+    """A term some eligible nodes lack the key of (model/spread.py `OwnAntiAffinity.mixed`):
+    they take any number of the pods, the other nodes one per domain (filtering.go
+    `satisfyPodAntiAffinity` finds no topology pair of the term on a node without its key).
+    The domains bind when the capacity simulation leaves pods Pending while it refuses them a
+    node with room in a domain the workload holds (model/occupancy.py): the nodes without the
+    key took all they could."""
+    workload = spread.workload
+    replicas = ctx.repo.occupancy.replicas(workload)
+    if replicas is None or not replicas.pending:
+        return None
+    if not anti_affinity_refusals(replicas.message):
+        return None  # nothing but room (or another filter) keeps them Pending: GPU010's
+    key = spread.term.topology_key
+    job = _job(spread)
+    pod = "pod" if job else "replica"
+    count = "parallelism" if job else "replicas"
+    pending = len(replicas.pending)
+    asks = f"runs {spread.replicas} pods at once" if job else f"asks for {spread.replicas} replicas"
+    free = list(spread.domains.unconstrained)
+    message = (
+        f"{workload.short_title} {asks}, but its required pod anti-affinity on {key}"
+        f"{_dropped(spread)} allows one per {key} domain and it can land on only "
+        f"{_domains_text(spread)}, besides {plural(len(free), 'node')} without {key} "
+        f"({names(free[:MAX_NAMES], total=len(free))}) that take{'s' if len(free) == 1 else ''} "
+        f"no more of them: {plural(pending, pod)} {'stays' if pending == 1 else 'stay'} "
+        "Pending already"
+    )
+    hint = (
+        f"Lower {count} to {replicas.placed}, make more nodes eligible, or relax the term "
+        "(preferredDuringScheduling, or topologySpreadConstraints with "
+        "whenUnsatisfiable: ScheduleAnyway)."
+    )
+    return ctx.finding(
+        ID,
+        workload.manifest,
+        spread.topology_key_path,
+        message,
+        hint,
+        severity=Severity.ERROR,
+    )
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     repo = ctx.repo
     gpu = {n.name for n in repo.gpu_nodes}
+    namespaces: dict[str, dict[str, str]] | None = None
+    cache: DomainCache = {}
     for workload in repo.workloads:
         spread = repo.disruption.spread(workload)
+        if (spread is None or not spread.pending) and required_anti_affinity_terms(
+            workload.pod_spec
+        ):
+            if namespaces is None:
+                namespaces = namespace_labels(repo)
+            own = own_anti_affinity(repo, workload, namespaces, cache)
+            mixed = None if own is None else own.mixed
+            if mixed is not None and gpu.intersection(mixed.eligible):
+                found = _mixed_finding(ctx, mixed)
+                if found is not None:
+                    yield found
+                    continue
         if spread is None or not gpu.intersection(spread.eligible):
             continue
         title = workload.short_title

@@ -270,7 +270,10 @@ def _expected_scale(groups: list[PodGroup]) -> tuple[int, int, str | None]:
             bare += pods
             continue
         if not group.scalable:
-            return 0, bare, f"{group.owner_kind} {group.owner_name!s} has no scale subresource"
+            owner = f"{group.owner_kind} {group.owner_name!s}"
+            if group.owner_kind == "Node":  # a static pod's mirror (kubelet mirror_client.go)
+                owner += ", the controller of a static pod's mirror,"
+            return 0, bare, f"{owner} has no scale subresource"
         scale[(group.owner_kind, str(group.owner_name))] = _count(group.replicas) or 0
     return sum(scale.values()), bare, None
 

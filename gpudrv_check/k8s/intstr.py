@@ -100,9 +100,10 @@ def scaled_value(value: object, total: object, *, round_up: bool) -> int | None:
 def validate_int_or_percent(value: object) -> list[str]:
     """Messages PDB validation gives for a set ``minAvailable``/``maxUnavailable`` value.
 
-    Null means "not set" and is valid. Mirrors one upstream quirk: a percentage too large
-    for Atoi ("99999999999999999999%") passes validation (its value reads as 0) and only
-    fails later, in the disruption controller.
+    Null means "not set" and is valid. A percentage too large for int64
+    ("99999999999999999999%") is over 100: `getPercentValue` (apimachinery validation) reads it
+    with strconv.Atoi, which returns the largest int64 with its range error, and the error is
+    dropped.
     """
     if value is None:
         return []
@@ -114,7 +115,7 @@ def validate_int_or_percent(value: object) -> list[str]:
         return ["must be greater than or equal to 0"] if int(value) < 0 else []
     if not _VALID_PERCENT_RE.fullmatch(value):
         return [INVALID_FORMAT_MESSAGE]
-    number = parse_int64(value[:-1])  # Go strconv.Atoi (64-bit)
-    if number is not None and number > 100:
+    number = parse_int64(value[:-1])  # Go strconv.Atoi (64-bit); None: past int64, clamped
+    if number is None or number > 100:
         return ["must not be greater than 100%"]
     return []

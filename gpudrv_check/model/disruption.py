@@ -12,7 +12,14 @@ Pod counts per kind: Deployment, ReplicaSet, StatefulSet, ReplicationController 
 Kueue admits it); CronJob its job template's likewise, none while the CronJob is suspended
 (pods that exist while a run is active); DaemonSet one per eligible node; a bare Pod one,
 with no controller (a Pod manifest in a repo is never owned: ownerReferences are set by
-controllers).
+controllers), except a static pod's mirror, which the kubelet makes controlled by its Node
+(pkg/kubelet/pod/mirror_client.go `CreateMirrorPod`), an owner without a scale.
+
+A selector is matched against the labels a pod has, not only its template's: the controller
+adds its own (`pdb_pod_labels`), as the disruption controller (`getPodsForPdb`) and the eviction
+API (eviction.go `getPodDisruptionBudgets`) match the pod's labels. A PDB selecting a Job's
+pods by `job-name` covers them; one reading a value the repo cannot know (a
+`pod-template-hash`) matches it through `Exists`/`NotIn` only.
 """
 
 from __future__ import annotations
@@ -37,9 +44,16 @@ from gpudrv_check.k8s.disruption import (
 )
 from gpudrv_check.k8s.labels import MAPPINGS, Problem
 from gpudrv_check.k8s.labelselector import EVERYTHING, SelectorKey, selector_key
+from gpudrv_check.k8s.podaffinity import NO_SIBLING_LABELS, OTHER_POD_VALUE, UNKNOWN_VALUE
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.occupancy import pod_count
-from gpudrv_check.model.spread import DomainCache, Spread, namespace_labels, workload_spread
+from gpudrv_check.model.spread import (
+    DomainCache,
+    Spread,
+    namespace_labels,
+    sibling_labels,
+    workload_spread,
+)
 from gpudrv_check.model.workload import SCALABLE_KINDS, Workload
 from gpudrv_check.read.policy import builtin
 
@@ -83,15 +97,15 @@ class PDB:
     def title(self) -> str:
         return f"PodDisruptionBudget {self.namespace}/{self.name}"
 
-    def covers(self, workload: Workload) -> bool:
-        """Whether the eviction API applies this PDB to the workload's pods."""
+    def covers(self, workload: Workload, labels: Mapping[str, str] | None = None) -> bool:
+        """Whether the eviction API applies this PDB to the workload's pods. ``labels``: the
+        pods' labels (`pdb_pod_labels`, computed once per workload by callers matching many
+        PDBs); worked out here when not given."""
         scope = self._covering_scope
-        # pod_labels holds only str -> str entries (model/workload.py): no cleaning needed
-        return (
-            scope is not None
-            and scope[0] == workload.namespace
-            and scope[1].matches_clean(workload.pod_labels)
-        )
+        if scope is None or scope[0] != workload.namespace:
+            return False
+        # str -> str entries only (model/workload.py pod_labels): no cleaning needed
+        return scope[1].matches_clean(pdb_pod_labels(workload) if labels is None else labels)
 
     @cached_property
     def _covering_scope(self) -> tuple[str, SelectorKey] | None:
@@ -133,6 +147,28 @@ class PDB:
     @cached_property
     def _location_text(self) -> str:
         return str(self.manifest.location(self.rule_path))
+
+
+def pdb_pod_labels(workload: Workload) -> Mapping[str, str]:
+    """The labels of the workload's pods as a PDB selector sees them: the template's, and what
+    the controller adds when it creates each pod (k8s/podaffinity.py `controller_labels`: a
+    Job's `job-name` and `batch.kubernetes.io/job-name` unless the template sets them, pkg/
+    registry/batch/job/strategy.go `generateSelector`; a Deployment's `pod-template-hash`; a
+    StatefulSet's `controller-revision-hash` and per-pod name and index). A value the repo
+    cannot know (a hash, a uid) is a placeholder no selector value equals, so only `Exists`
+    and `NotIn` match it; a per-pod key holds another placeholder (each pod its own value: a
+    selector naming one pod's value covers no pod of the model, see the README)."""
+    siblings = sibling_labels(workload)
+    if siblings is NO_SIBLING_LABELS or not (siblings.shared or siblings.per_pod):
+        return workload.pod_labels
+    labels = dict(workload.pod_labels)
+    for key, value in siblings.shared.items():
+        if siblings.template_wins and key in labels:
+            continue  # the Job API keeps the template's value
+        labels[key] = UNKNOWN_VALUE if value is None else value
+    for key in siblings.per_pod:
+        labels[key] = OTHER_POD_VALUE
+    return labels
 
 
 def _problem_path(manifest: Manifest, problem: Problem) -> Path:
@@ -227,6 +263,12 @@ class WorkloadPods:
             scale = self.workload.owner_replicas if self.workload.owner_scalable else None
             return PodGroup(owner, self.workload.owner_name or name, scale, self.pods, self.healthy)
         if kind == "Pod":
+            if self.workload.mirror_pod:
+                # the kubelet makes the Node the mirror pod's controller (mirror_client.go
+                # CreateMirrorPod); a Node has no scale (disruption.go getScaleController)
+                node = self.workload.manifest.get("spec", "nodeName")
+                node_name = node if isinstance(node, str) and node else "?"
+                return PodGroup("Node", node_name, None, self.pods, self.healthy)
             return PodGroup("", name, None, self.pods, self.healthy)
         if kind == "CronJob":
             return PodGroup("Job", name, None, self.pods, self.healthy)
@@ -267,12 +309,12 @@ class Coverage:
 class _LabelIndex:
     """Workloads by namespace and by label pair, so a PDB is matched against few of them."""
 
-    def __init__(self, workloads: list[Workload]) -> None:
+    def __init__(self, workloads: list[Workload], labels: dict[int, Mapping[str, str]]) -> None:
         self.by_namespace: dict[str, list[Workload]] = {}
         self.by_label: dict[tuple[str, str, str], list[Workload]] = {}
         for workload in workloads:
             self.by_namespace.setdefault(workload.namespace, []).append(workload)
-            for key, value in workload.pod_labels.items():
+            for key, value in labels[id(workload)].items():
                 self.by_label.setdefault((workload.namespace, key, value), []).append(workload)
 
     def label(self, pdb: PDB) -> tuple[str, str, str] | None:
@@ -324,6 +366,27 @@ def _budget_key(pdb: PDB, label: tuple[str, str, str] | None) -> tuple | None:
     return (label, *written)
 
 
+def _in_force(pdbs: list[PDB]) -> set[int]:
+    """The ids of the PDBs in force: the valid ones, and the same namespace and name written
+    twice in one file (copies in several files are one object already, model/identity.py)
+    once, the last one applied (`kubectl apply` writes each document in turn): the API server
+    holds one object, not two budgets whose pods the eviction API refuses with HTTP 500
+    (GPU024). A copy the API server rejects changes nothing: the one before stays."""
+    last: dict[tuple[str, str, str], int] = {}
+    kept: set[int] = set()
+    for pdb in pdbs:
+        if not pdb.valid:
+            continue
+        name = pdb.manifest.name
+        if not isinstance(name, str) or not name or name.endswith("*"):
+            # generateName (`name*`): each apply creates another object
+            kept.add(id(pdb))
+            continue
+        last[(pdb.manifest.file, pdb.namespace, name)] = id(pdb)
+    kept.update(last.values())
+    return kept
+
+
 class Disruption:
     """PDB coverage and budgets over the whole repo, computed once."""
 
@@ -366,7 +429,10 @@ class Disruption:
         self._covering: dict[int, list[PDB]] = {}
         self._order: dict[int, int] = {}
         sources = self._sources
-        index = _LabelIndex([w for w in repo.workloads if not w.template_only])
+        indexed = [w for w in repo.workloads if not w.template_only]
+        # the labels each workload's pods have, as selectors see them (computed once)
+        labels = {id(w): pdb_pod_labels(w) for w in indexed}
+        index = _LabelIndex(indexed, labels)
         self.coverages: list[Coverage] = []
         # budgets of PDBs with one label and the same minAvailable and maxUnavailable: one
         # computation (the budget reads nothing else of a valid spec, and the label names
@@ -377,8 +443,9 @@ class Disruption:
         by_label: dict[tuple[str, str, str], tuple[tuple[WorkloadPods, ...], list[PDB]]] = {}
         own: dict[int, list[PDB]] = {}
         pods_of = self._pods
+        in_force = _in_force(repo.pdbs)
         for order, pdb in enumerate(repo.pdbs):
-            if not pdb.valid:
+            if id(pdb) not in in_force:
                 continue
             self._order[id(pdb)] = order
             label = index.label(pdb)
@@ -386,7 +453,7 @@ class Disruption:
             if label is None:
                 found: list[WorkloadPods] = []
                 for workload in index.candidates(pdb):
-                    if pdb.covers(workload):
+                    if pdb.covers(workload, labels[id(workload)]):
                         found.append(pods_of[id(workload)])
                         mine = own.get(id(workload))
                         if mine is None:

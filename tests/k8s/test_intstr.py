@@ -109,8 +109,9 @@ VALIDATE_ROWS = [
     ("empty string", "", "integer or percentage"),
     ("percent sign only", "%", "integer or percentage"),
     ("space before percent", "5 %", "integer or percentage"),
-    # upstream quirk: Atoi fails, the value reads as 0, validation passes
-    ("percent beyond int64 passes validation", "99999999999999999999%", None),
+    # apimachinery getPercentValue: strconv.Atoi returns the largest int64 with ErrRange
+    # (strconv.ParseInt clamps), the error is dropped, and IsNotMoreThan100Percent refuses it
+    ("percent beyond int64", "99999999999999999999%", "must not be greater than 100%"),
     ("boolean", True, "integer or percentage"),
     ("float", 1.5, "integer or percentage"),
     ("list", [1], "integer or percentage"),

@@ -219,7 +219,8 @@ def _text(entry: dict[str, Any], total: int, fits: list[CudaFit]) -> list[str]:
     if pending:
         names = node_names(pending["pods"], NAMES_SHOWN)
         why = f": {pending['message']}" if pending["message"] else ""
-        lines.append(f"  {len(pending['pods'])} pod(s) Pending, no room left ({names}){why}")
+        # the scheduler's message says why: room taken, a skew or anti-affinity refusal
+        lines.append(f"  {len(pending['pods'])} pod(s) Pending ({names}){why}")
     lines.extend(f"  {_cuda_line(fit)}" for fit in fits)
     if entry.get("requests"):
         lines.append(f"  asks per pod: {_amounts_text(entry['requests'])}")

@@ -40,7 +40,7 @@ def pending_note(coverage: Coverage) -> str:
         if spread is None or spread.capacity >= member.pods:
             notes.append(
                 f"{missing} of {member.pods} pods of {workload_title(member)} stay Pending: the "
-                "nodes they may use have no room left for them (GPU010)"
+                "scheduler finds no node for them (GPU010)"
             )
             continue
         unit = "node" if spread.per_node else f"{spread.term.topology_key} domain"

@@ -65,7 +65,8 @@ REASON_AFFINITY_CONFLICT = "pod affinity terms conflict"
 PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 PREEMPTION_NEVER = "not eligible due to preemptionPolicy=Never."
 REASON_TOO_MANY_PODS = "Too many pods"
-#: SelectVictimsOnNode when no pod on the node has a lower priority (every pod here: priority 0)
+#: SelectVictimsOnNode when no pod on the node has a lower priority (the capacity simulation
+#: places pods by priority, model/occupancy.py: the pods before a Pending one have at least its)
 REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 #: the DynamicResources PostFilter for a pod without claims (DRA on by default since 1.34)
 DRA_POSTFILTER = "no new claims to deallocate"
@@ -182,8 +183,8 @@ def preemption_message(
     Nodes that failed UnschedulableAndUnresolvable (every static reason here, a request larger
     than allocatable included) read "Preemption is not helpful for scheduling"; the
     ``no_victims`` nodes that failed only for want of what other pods hold read
-    ``SelectVictimsOnNode``'s "No preemption victims found for incoming pod" (every pod of a repo
-    has the same priority, so none is a victim).
+    ``SelectVictimsOnNode``'s "No preemption victims found for incoming pod" (pods take room in
+    priority order, model/occupancy.py, so none placed before it has a lower priority).
     """
     if preemption_policy == "Never":
         return f"preemption: {PREEMPTION_NEVER}"

@@ -23,7 +23,8 @@ And the Priority admission plugin (plugin/pkg/admission/priority/admission.go ad
 naming a PriorityClass the repo holds, or naming none while the repo holds a `globalDefault`
 one, takes that class's `preemptionPolicy` (default PreemptLowerPriority), which the
 scheduler's preemption message reads (`preemption: not eligible due to
-preemptionPolicy=Never.`).
+preemptionPolicy=Never.`), and its priority (`pod_priority`), by which the capacity simulation
+orders the pods (model/occupancy.py).
 """
 
 from __future__ import annotations
@@ -148,8 +149,10 @@ class Admission:
             workload.pod_spec = spec
 
     def _priority(self, workload: Workload) -> None:
-        """The preemption policy the Priority admission plugin gives the pod: its class's
-        (the named one, else the repo's globalDefault class), when the repo holds it."""
+        """The priority and the preemption policy the Priority admission plugin gives the pod:
+        its class's (the named one, else the repo's globalDefault class), when the repo holds
+        it."""
+        workload.priority = pod_priority(workload, self.priority_classes, self.default_class)
         if not self.priority_classes:
             return
         name = workload.spec_get("priorityClassName")
@@ -210,6 +213,57 @@ class Admission:
             workload.admitted.append(f"RuntimeClass {name} scheduling")
             workload.admitted_at = workload.admitted_at or (*workload.spec_path, "runtimeClassName")
         return changed
+
+
+#: the classes every cluster holds (pkg/apis/scheduling/types.go SystemNodeCritical,
+#: SystemClusterCritical; the Priority plugin's PostStartHook creates them)
+SYSTEM_PRIORITY_CLASSES = {
+    "system-node-critical": 2000001000,
+    "system-cluster-critical": 2000000000,
+}
+#: pkg/apis/scheduling/types.go HighestUserDefinablePriority (validation refuses a user class
+#: above it) and the int32 range of `value`
+_HIGHEST_USER_PRIORITY = 1000000000
+_LOWEST_PRIORITY = -(2**31)
+
+
+def class_value(manifest: Manifest) -> int | None:
+    """A PriorityClass's `value` as the API server stores it; None when it refuses the class
+    (pkg/apis/scheduling/validation ValidatePriorityClass: an int32, at most
+    HighestUserDefinablePriority, a ``system-`` name only for the built-in classes)."""
+    name, value = manifest.name or "", manifest.get("value")
+    if name in SYSTEM_PRIORITY_CLASSES:
+        return SYSTEM_PRIORITY_CLASSES[name] if value == SYSTEM_PRIORITY_CLASSES[name] else None
+    if name.startswith("system-") or not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return value if _LOWEST_PRIORITY <= value <= _HIGHEST_USER_PRIORITY else None
+
+
+def pod_priority(
+    workload: Workload, classes: Mapping[str, Manifest], default: Manifest | None
+) -> int | None:
+    """The pod's priority (plugin/pkg/admission/priority/admission.go admitPod): the value of
+    the class `priorityClassName` names (a built-in one, else the repo's), or with no name the
+    globalDefault class's (the first the repo holds: the plugin's validatePriorityClass
+    refuses a second default), else 0 (DefaultPriorityWhenNoDefaultClassExists). A
+    `spec.priority` written in the template is only accepted when it equals that value.
+    None when it is not known: a class neither built in nor in the repo (the cluster may hold
+    it), a class the API server refuses, or a written priority the plugin forbids."""
+    name = workload.spec_get("priorityClassName")
+    found: int | None
+    if name is None or name == "":
+        found = 0 if default is None else class_value(default)
+    elif not isinstance(name, str):
+        return None
+    elif name in SYSTEM_PRIORITY_CLASSES:
+        found = SYSTEM_PRIORITY_CLASSES[name]
+    else:
+        named = classes.get(name)
+        found = None if named is None else class_value(named)
+    written = workload.spec_get("priority")
+    if written is not None and (written.__class__ is not int or written != found):
+        return None  # forbidden: "the integer value of priority (…) must not be provided …"
+    return found
 
 
 def admit(workloads: list[Workload], manifests: list[Manifest], config: Config) -> None:

@@ -1,10 +1,15 @@
 """Nodes' capacity shared by the pods that compete for it: which replicas run, which stay Pending.
 
 The static placement (model/placement.py) says on which nodes one pod *could* run. Pods of the
-repo then take their share of what those nodes list as allocatable, in a deterministic order:
+repo then take their share of what those nodes list as allocatable, in a deterministic order: by
+pod priority, highest first (the scheduling queue pops pods so, queuesort/priority_sort.go
+`Less`; the priority is the PriorityClass `value` admission gives the pod, model/admission.py
+`pod_priority`), and within one priority
 
 1. DaemonSet pods, one per node the DaemonSet controller places them on (they are there before
-   the workloads they serve);
+   the workloads they serve; the default scheduler places them, so a workload of a higher
+   priority takes room before them: it would preempt them, defaultpreemption
+   `SelectVictimsOnNode` evicts any pod of a lower priority);
 2. every other workload in file order, replica 0, 1, …: a pod bound with ``spec.nodeName`` on its
    node (the kubelet admits it only if the node still has room); any other pod on the first
    node, in name order, that still has room for it (NodeResourcesFit ``fitsRequest`` against
@@ -18,21 +23,27 @@ Which node a replica takes is this checker's choice (kube-scheduler scores the n
 ties at random); how many replicas run where the nodes are alike is not. A replica that finds no
 node stays Pending, and its message is what the scheduler writes then: the static reasons of the
 nodes it can never use, the ``Insufficient …`` of the nodes whose room the other pods took (not
-unresolvable: preemption looks there and finds "No preemption victims found for incoming pod",
-every pod of a repo having the same priority), "node(s) didn't match pod topology spread
-constraints" on the nodes whose domain the skew refuses (before the next filter), and "node(s)
-didn't match pod anti-affinity rules" on the nodes with room in a domain its own replicas hold
-(InterPodAffinity, after both; not unresolvable either).
+unresolvable: preemption looks there and finds "No preemption victims found for incoming pod", as
+every pod placed before it has at least its priority: SelectVictimsOnNode finds no pod of a lower
+one), "node(s) didn't match pod topology spread constraints" on the nodes whose domain the skew
+refuses (before the next filter), and "node(s) didn't match pod anti-affinity rules" on the nodes
+with room in a domain its own replicas hold (InterPodAffinity, after both; not unresolvable
+either). The message is the one of the replica's turn: pods of a lower priority placed after it, on
+room it could not use, would make a later attempt read, for their nodes, what the node lacks
+without them instead of "No preemption victims found" (not modelled). A workload whose priority is
+not known (it names a PriorityClass neither in the repo nor built in, or writes a `spec.priority`
+the plugin forbids) cannot be ordered: then every workload keeps the order above without priorities
+(DaemonSets, then file order), as when all have one priority.
 
 Resources are tracked where a node lists them (model/placement.py ``node_allocatable``); a pod
 that requests nothing a node tracks takes none of its room, and a node that lists no ``pods``
 holds any number of pods.
 
 The simulation runs on one `Demand` per workload that takes room: everything it reads of the
-workload (order, pod count, eligible nodes, requests, anti-affinity domains, the static reasons
-of the nodes it can never use), built from the model, or decoded from the partition cache for
-the workloads a partial run did not read (engine/cache/partition.py): the same demands give the
-same outcome whichever way they came.
+workload (order, priority, pod count, eligible nodes, requests, anti-affinity domains, the
+static reasons of the nodes it can never use), built from the model, or decoded from the
+partition cache for the workloads a partial run did not read (engine/cache/partition.py): the
+same demands give the same outcome whichever way they came.
 
 So the outcome of every workload is a function of the demands, in the order they take room, and
 of the nodes (their allocatable, the scheduler release that words the messages). The partition
@@ -141,6 +152,8 @@ class Demand:
     workload: Workload | None = None
     #: its DoNotSchedule topology spread (model/spread.py `spread_plan`), if any
     spread: SpreadPlan | None = None
+    #: its pods' priority (model/admission.py `pod_priority`); None: not known
+    priority: int | None = 0
 
 
 @record
@@ -231,12 +244,8 @@ class Occupancy:
         self.replayed = memo is not None and self._replay(*memo)
         if self.replayed:
             return
-        for demand in demands:
-            if demand.daemonset:
-                self._place(demand)
-        for demand in demands:
-            if not demand.daemonset:
-                self._place(demand)
+        for demand in _placing_order(demands):
+            self._place(demand)
 
     def records(self) -> dict[str, tuple]:
         """The outcome per workload (`Replicas.outcome`), by `Demand.key`."""
@@ -328,6 +337,7 @@ class Occupancy:
             rid,
             workload,
             spread,
+            workload.priority,
         )
 
     def intern_requests(self, requests: Mapping[str, Fraction]) -> tuple[int, dict]:
@@ -809,6 +819,21 @@ def _demand_order(demand: Demand) -> tuple[str, int, int]:
     return demand.order
 
 
+def _placing_order(demands: list[Demand]) -> list[Demand]:
+    """The demands (in file order) in the order they take room: by priority, highest first,
+    DaemonSets first within one priority, then file order (see the module docstring); without
+    priorities (all alike, or one not known) DaemonSets first, then file order."""
+    priorities = {d.priority for d in demands}
+    if len(priorities) > 1 and None not in priorities:
+        return sorted(demands, key=_priority_order)  # stable: file order within a priority
+    return [*(d for d in demands if d.daemonset), *(d for d in demands if not d.daemonset)]
+
+
+def _priority_order(demand: Demand) -> tuple[int, bool]:
+    assert demand.priority is not None
+    return (-demand.priority, not demand.daemonset)
+
+
 # --- the inputs as the partition cache stores them (engine/cache/partition.py) ---------------
 
 
@@ -854,7 +879,8 @@ class InputTables:
         self._by_value: dict[int, dict[tuple, int]] = {}
 
     def record(self, d: Demand) -> tuple:
-        """One demand: its order, key, kind, count, table entries, preemption, pod names."""
+        """One demand: its order, key, kind, count, table entries, preemption, pod names,
+        priority (and its spread, if any)."""
         file, doc, item = d.order
         nodes = self._add(self.nodes, d.nodes, lambda n: (n.eligible, tuple(n.static.items())))
         requests = self._add(
@@ -865,7 +891,7 @@ class InputTables:
         domains = -1 if d.domains is None else self._add(self.domains, d.domains, _items)
         made = (
             *(file, doc, item, d.key, d.daemonset, d.bound, d.count),
-            *(nodes, requests, domains, d.preemption, d.pods),
+            *(nodes, requests, domains, d.preemption, d.pods, d.priority),
         )
         if d.spread is None:
             return made
@@ -972,7 +998,7 @@ def _decode_demand(
 ) -> Demand:
     if not (
         isinstance(r, tuple)
-        and len(r) in (12, 13)
+        and len(r) in (13, 14)
         and isinstance(r[0], str)
         and isinstance(r[3], str)
     ):
@@ -982,6 +1008,9 @@ def _decode_demand(
         raise InputsError("not a demand record")
     if preemption is not None and not isinstance(preemption, str):
         raise InputsError("not a preemption policy")
+    priority = r[12]
+    if priority is not None and priority.__class__ is not int:
+        raise InputsError("not a priority")
     n, q, d = _int(r[7], 0), _int(r[8], 0), _int(r[9], -1)
     if n >= len(nodes) or q >= len(requests) or d >= len(domains):
         raise InputsError("no such table entry")
@@ -992,7 +1021,7 @@ def _decode_demand(
     rid, amounts = requests[q]
     order = (r[0], _int(r[1], 0), _int(r[2], -1))
     mapping = None if d < 0 else domains[d]  # a node without pairs: in no domain
-    spread = _decode_spread(r[12], group) if len(r) == 13 else None
+    spread = _decode_spread(r[13], group) if len(r) == 14 else None
     return Demand(
         order,
         r[3],
@@ -1007,6 +1036,7 @@ def _decode_demand(
         rid,
         None,
         spread,
+        priority,
     )
 
 

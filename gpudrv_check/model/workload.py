@@ -116,6 +116,9 @@ class Workload:
     # tolerations and node selectors added at admission, by whom (model/admission.py)
     admitted: list[str] = field(default_factory=list)
     admitted_at: Path | None = None  # the key that made them (the queue-name label, …)
+    # the pod priority the Priority admission plugin gives it (model/admission.py
+    # `pod_priority`); None when it is not known (a class neither in the repo nor built in)
+    priority: int | None = 0
     # the pod spec as written (pod_spec may be admission's copy), found on first use
     _written: Any = field(default=_UNREAD, init=False, repr=False, compare=False)
     # whether it is a static pod's mirror, found on first use (read once per PDB and per

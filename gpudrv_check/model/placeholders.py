@@ -34,6 +34,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import errno
 import posixpath
 import re
 from dataclasses import field
@@ -115,7 +116,14 @@ def _kustomize_files(source: Any, directory: str) -> tuple[set[str] | None, set[
         rendered_name,
     )
 
-    own = find_kustomization_file(source, directory) if source is not None else None
+    try:
+        own = find_kustomization_file(source, directory) if source is not None else None
+    except OSError as err:
+        # a Flux `path` no file system can name (a part past NAME_MAX, the whole past
+        # PATH_MAX) holds no kustomization file: asking for one raises ENAMETOOLONG
+        if err.errno != errno.ENAMETOOLONG:
+            raise
+        own = None
     if own is None:
         return None, set()
     files: set[str] = set()

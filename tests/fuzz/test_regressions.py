@@ -10,7 +10,10 @@ A file's name starts with the target it broke (tests/fuzz/targets.py) and says w
 - `matrix-nel-shifts-line-numbers`: the matrix split lines at NEL, VT and FF too;
 - `repo-tag-percent-escapes`: a `%0a%1b` tag put a newline and an escape into the report;
 - `*-kind-not-a-string`: a `kind:` holding a list or a mapping, before a value the skim plan
-  looks at, raised TypeError (unhashable) in the reader: an internal error.
+  looks at, raised TypeError (unhashable) in the reader: an internal error;
+- `repo-flux-path-too-long`: a Flux Kustomization's `spec.path` with a part past NAME_MAX
+  (or the whole past PATH_MAX) raised OSError ENAMETOOLONG looking for its kustomization file
+  (model/placeholders.py), when the repo holds a `${...}` placeholder.
 """
 
 from __future__ import annotations

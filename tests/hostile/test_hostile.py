@@ -180,6 +180,33 @@ CASES = [
         ("GPU005", 9, 3, "'name' is a required property"),
         ("GPU005", 12, 3, "unschedulable must be a boolean, not"),
     ),
+    # valid seeds of the newer models (the fuzzer mutates them): Kueue queues and flavors,
+    # topology spread, required anti-affinity, PDBs over Job and mirror pods, GPU040's pod-spec
+    # fields, Flux post-build substitution
+    case("kueue/queues.yaml", ("GPU010", 82, 24, "stopPolicy Hold")),
+    case(
+        "kueue/never-admits.yaml",
+        ("GPU010", 61, 12, "has stopPolicy HoldAndDrain"),
+        ("GPU010", 76, 12, "does not select namespace hostile-queues"),
+    ),
+    case("spread/topology-spread.yaml", ("GPU010", 49, 9, "topology spread")),
+    case("spread/anti-affinity.yaml", ("GPU021", 47, 13, "required pod anti-affinity")),
+    case(
+        "disruption/job-and-mirror-pods.yaml",
+        ("GPU024", 26, 16, "covered by 2 PodDisruptionBudgets"),
+        ("GPU020", 38, 3, "maxUnavailable 0"),
+        ("GPU020", 59, 3, "minAvailable 50%"),
+    ),
+    case(
+        "podfields/pod-spec-fields.yaml",
+        ("GPU040", 52, 7, "runtimeClassName"),
+        ("GPU040", 61, 37, "hostPort"),
+    ),
+    case(
+        "placeholders/flux/flux-post-build.yaml",
+        ("GPU040", 51, 22, "must be a string, not integer"),  # "${DRIVER:0:3}" read again
+        absent=("GPU000",),
+    ),
     # file names that would forge report lines: escaped, and the file is still checked
     *[
         case("names/" + shown, ("GPU040", *corpus.BAD_NODE_AT, "unschedulable"))

@@ -38,6 +38,7 @@ from gpudrv_check.read.policy import (
     rule_settings,
     validate_rule_settings,
 )
+from gpudrv_check.read.safe_io import is_dir, is_file
 from gpudrv_check.read.source import Source, clean_rel
 from gpudrv_check.read.tree import FileRef, Listing, Skipped, WorkingTree
 
@@ -126,7 +127,7 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
         if override.lower() == "none":
             return None
         path = Path(override)
-        if not path.is_file():
+        if not is_file(path):
             raise ConfigError(f"support matrix not found: {override}")
         return parse_matrix(
             _shown(path, source.disk_root, override),
@@ -239,7 +240,7 @@ def _extra_inventory(
         results.append(parse_manifest_bytes(clean, data))
     for given in inventory:
         path = Path(given)
-        if not path.is_file():
+        if not is_file(path):
             raise ConfigError(f"inventory file not found: {given}")
         shown = _shown(path, source.disk_root, given)
         if shown in listed:
@@ -313,7 +314,7 @@ def _present(source: Source, rel: str) -> bool:
     if source.exists(rel):
         return True
     if isinstance(source, WorkingTree):
-        return (source.root / rel).is_dir()
+        return is_dir(source.root / rel)
     files_under = getattr(source, "files_under", None)
     return files_under is None or bool(files_under(rel))
 

@@ -79,8 +79,10 @@ def find_config(root: Path, explicit: str | None = None, source: Any = None) -> 
     a git revision uses the config of that revision; `--config FILE` is always read from disk.
     """
     if explicit is not None:
+        from gpudrv_check.read.safe_io import is_file
+
         path = Path(explicit)
-        if not path.is_file():
+        if not is_file(path):
             raise ConfigError(f"config file not found: {explicit}")
         raw = _read_file(path, explicit, root)
         # a TOML file is read as pyproject.toml is: its [tool.gpudrv-check] table
@@ -98,15 +100,16 @@ def find_config(root: Path, explicit: str | None = None, source: Any = None) -> 
 
 def _repo_config_exists(root: Path, source: Any, name: str) -> bool:
     """Whether the repo has this config file; a link leaving the root is refused, not read."""
+    from gpudrv_check.read.safe_io import is_file, lexists
     from gpudrv_check.read.tree import WorkingTree
 
     if isinstance(source, WorkingTree):
         path = root / name
-        if not path.is_file() and not path.is_symlink():
+        if not lexists(path):
             return False
         if inside_root(root, name) is None:
             raise ConfigError(f"{name} is a link that leaves the repo root; not read", name)
-        return path.is_file()
+        return is_file(path)
     return source.exists(name)
 
 

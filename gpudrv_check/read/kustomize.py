@@ -41,7 +41,7 @@ from gpudrv_check.core.records import record
 from gpudrv_check.read.config_file import DEFAULT_MAX_TOTAL_BYTES, ConfigError
 from gpudrv_check.read.exclude import Exclusions
 from gpudrv_check.read.kustomization import PATCH_FIELDS
-from gpudrv_check.read.safe_io import DEFAULT_LIMIT
+from gpudrv_check.read.safe_io import DEFAULT_LIMIT, lexists
 from gpudrv_check.read.source import Source, clean_rel
 from gpudrv_check.read.tree import FileRef, Listing, Skipped
 
@@ -270,7 +270,7 @@ def _leaves_root(source: Source, rel: str) -> bool:
     if resolve is None:  # a git revision: links are never written out for kustomize
         return False
     path = Path(source.disk_root) / rel
-    return (path.exists() or path.is_symlink()) and resolve(rel) is None
+    return lexists(path) and resolve(rel) is None
 
 
 def _outside_message(what: str, ref: str) -> str:

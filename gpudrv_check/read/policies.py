@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.located import LMap, locate, schema_error_path
 from gpudrv_check.read.config_file import ConfigError
-from gpudrv_check.read.safe_io import read_inside
+from gpudrv_check.read.safe_io import is_dir, is_file, read_inside
 from gpudrv_check.read.tree import MANIFEST_SUFFIXES, inside_root
 
 if TYPE_CHECKING:  # (`policy_files` is asked by a run the whole-result cache answers: no pydantic)
@@ -53,9 +53,9 @@ def policy_files(root: Path, config: Config, source: Any = None) -> list[str]:
                 index,
             )
         path = root / entry
-        if path.is_file():
+        if is_file(path):
             found.add(Path(os.path.relpath(path, root)).as_posix())
-        elif path.is_dir():
+        elif is_dir(path):
             for dirpath, dirnames, filenames in os.walk(
                 path, onerror=_unreadable(root, config, index), followlinks=False
             ):

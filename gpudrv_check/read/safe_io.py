@@ -156,6 +156,33 @@ def _explain(err: OSError, dir_fd: int, name: str, shown: str) -> OSError:
     return OSError(err.errno, err.strerror, shown)
 
 
+def is_file(path: str | os.PathLike[str]) -> bool:
+    """`Path.is_file`, False for a name the system refuses to look up (longer than NAME_MAX or
+    PATH_MAX, unreadable directory on the way): pathlib ignores only a few errors and raises the
+    others, and such names come from the repo."""
+    try:
+        return os.path.isfile(path)
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: str | os.PathLike[str]) -> bool:
+    """`Path.is_dir` under the same terms as `is_file`."""
+    try:
+        return os.path.isdir(path)
+    except (OSError, ValueError):
+        return False
+
+
+def lexists(path: str | os.PathLike[str]) -> bool:
+    """Whether anything, a dangling link included, is at `path` (False for a name the system
+    refuses to look up)."""
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
+
+
 def resolve_inside(root: str | os.PathLike[str], rel: str) -> str | None:
     """`rel` with its links resolved, relative to the real root, when it stays inside it."""
     if not rel or os.path.isabs(rel) or "\x00" in rel:

@@ -17,7 +17,7 @@ from gpudrv_check.read.exclude import (
     Exclusions,
     exclusions_of,
 )
-from gpudrv_check.read.safe_io import DEFAULT_LIMIT, Beneath, TooLarge, read_inside
+from gpudrv_check.read.safe_io import DEFAULT_LIMIT, Beneath, TooLarge, is_file, read_inside
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 #: read although they have no suffix: kustomize's third kustomization file name (api/konfig/
@@ -146,7 +146,7 @@ class WorkingTree:
         """What a run found at `rel` as `outside` records it: the SHA-256 of its bytes (or
         "unreadable") when it was read, else "present" or "" (absent)."""
         if not read:
-            return "present" if (self.root / rel).is_file() else ""
+            return "present" if is_file(self.root / rel) else ""
         try:
             return hashlib.sha256(self.read(rel)).hexdigest()
         except (OSError, ValueError):
@@ -274,7 +274,7 @@ class WorkingTree:
         return data
 
     def exists(self, rel: str) -> bool:
-        found = (self.root / rel).is_file()
+        found = is_file(self.root / rel)
         self._saw(rel, "present" if found else "", False)
         return found
 

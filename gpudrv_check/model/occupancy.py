@@ -295,9 +295,16 @@ class Occupancy:
 
     # --- what the simulation reads of each workload -----------------------------------------
     def _fresh(self, repo: Repo) -> list[Demand]:
+        from gpudrv_check.model.kueue import never_admitted
+
         namespaces = namespace_labels(repo)
+        # Kueue never admits them: a Job stays suspended, pods keep the scheduling gate; they
+        # take no room (GPU010 says why)
+        held = never_admitted(repo)
         out = []
         for workload in repo.workloads:
+            if held and id(workload) in held:
+                continue
             demand = self._demand(repo, workload, namespaces)
             if demand is not None:
                 out.append(demand)

@@ -565,6 +565,39 @@ def test_a_held_workload_gets_no_gpu012_or_gpu011_about_pods_that_never_exist(
     assert [f.rule for f in findings(tmp_path, "GPU010", "GPU011", "GPU012")] == ["GPU012"]
 
 
+def test_a_held_workload_takes_no_room_from_the_others(tmp_path: Path) -> None:
+    """A Job Kueue never admits stays suspended (its pods never exist: jobframework keeps
+    `suspend`), so it holds none of the GPU node's 8 GPUs: the Deployment after it, which asks
+    for all 8, runs. Before, the Job's 8 pods took them in file order and the Deployment was
+    reported Pending."""
+    tolerate = "      tolerations: [{key: nvidia.com/gpu, operator: Exists}]\n"
+    repo(
+        tmp_path,
+        docs(FLAVOR, cluster_queue(""), local_queue()),
+        job(resources="{limits: {nvidia.com/gpu: 8}}", pod=tolerate),
+    )
+    write(
+        tmp_path,
+        "serve.yaml",
+        """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: serve, namespace: ml}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: serve}}
+  template:
+    metadata: {labels: {app: serve}}
+    spec:
+      tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+      containers:
+        - {name: s, image: x, resources: {limits: {nvidia.com/gpu: 8}}}
+""",
+    )
+    found = findings(tmp_path, "GPU010")
+    assert [f.location.file for f in found] == ["job.yaml"]  # the Kueue finding alone
+    assert found[0].message.startswith("ClusterQueue gpus has no namespaceSelector")
+
+
 def test_a_repo_without_kueue_never_evaluates_a_queue(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

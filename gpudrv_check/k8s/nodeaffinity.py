@@ -29,7 +29,7 @@ nothing. Node labels that are not ``str -> str`` are ignored, as no real Node ca
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.records import record
@@ -549,6 +549,20 @@ def _required_selector(pod_spec: Mapping[str, object]) -> tuple[bool, object]:
     if not isinstance(node_affinity, MAPPINGS):
         return False, None
     return True, node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+
+
+def node_selector_terms(pod_spec: object) -> list[Any]:
+    """The `nodeSelectorTerms` of a pod spec's required node affinity as written (their items
+    unchecked); [] when there is none or it is not a list."""
+    affinity = pod_spec.get("affinity") if isinstance(pod_spec, MAPPINGS) else None
+    node = affinity.get("nodeAffinity") if isinstance(affinity, MAPPINGS) else None
+    required = (
+        node.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(node, MAPPINGS)
+        else None
+    )
+    terms = required.get("nodeSelectorTerms") if isinstance(required, MAPPINGS) else None
+    return terms if isinstance(terms, list) else []
 
 
 def required_node_affinity(pod_spec: object) -> RequiredNodeAffinity:

@@ -69,7 +69,7 @@ from gpudrv_check.core.located import LMap, Path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.labelselector import selector_key
-from gpudrv_check.k8s.nodeaffinity import requirement_matches, selector_value
+from gpudrv_check.k8s.nodeaffinity import node_selector_terms, requirement_matches, selector_value
 from gpudrv_check.k8s.quantity import quantity_value
 from gpudrv_check.k8s.taints import first_untolerated_taint
 from gpudrv_check.model.workload import Workload
@@ -216,16 +216,8 @@ def _selector_fits(labels: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
         for key, raw in selector.items():
             if isinstance(key, str) and key in labels and selector_value(raw) != labels[key]:
                 return False
-    affinity = spec.get("affinity")
-    node = affinity.get("nodeAffinity") if isinstance(affinity, MAPPINGS) else None
-    required = (
-        node.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(node, MAPPINGS)
-        else None
-    )
-    terms = required.get("nodeSelectorTerms") if isinstance(required, MAPPINGS) else None
     kept: list[list[Any]] = []
-    for term in terms if isinstance(terms, list) else []:
+    for term in node_selector_terms(spec):
         found = term.get("matchExpressions") if isinstance(term, MAPPINGS) else None
         expressions = [
             e

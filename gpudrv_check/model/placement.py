@@ -29,6 +29,7 @@ from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.nodeaffinity import (
     RequiredNodeAffinity,
+    node_selector_terms,
     prefilter_node_names,
     required_node_affinity,
 )
@@ -189,15 +190,7 @@ def _mentioned_keys(pod_spec: Any) -> tuple[tuple[str, ...], bool]:
     selector = pod_spec.get("nodeSelector")
     if isinstance(selector, dict):
         keys.update(k for k in selector if isinstance(k, str))
-    affinity = pod_spec.get("affinity")
-    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
-    required = (
-        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(node_affinity, dict)
-        else None
-    )
-    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
-    for term in terms if isinstance(terms, list) else []:
+    for term in node_selector_terms(pod_spec):
         if not isinstance(term, dict):
             continue
         expressions = term.get("matchExpressions")

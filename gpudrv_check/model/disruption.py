@@ -398,6 +398,9 @@ class Disruption:
         # per eligible-node list (one per constraint set, placement memoises it): the tuple,
         # its GPU nodes and their names, built once and shared
         shared: dict[int, tuple[list[Node], tuple[Node, ...], tuple[Node, ...], frozenset]] = {}
+        from gpudrv_check.model.kueue import never_admitted
+
+        held = never_admitted(repo)  # Kueue never admits them: they have no pods to evict
         for workload in repo.workloads:
             listed = repo.placement.eligible(workload)
             entry = shared.get(id(listed))
@@ -410,7 +413,7 @@ class Disruption:
                     frozenset(n.name for n in gpu),
                 )
             _, eligible, gpu, gpu_names = entry
-            pods = pod_count(workload, len(eligible))
+            pods = 0 if held and id(workload) in held else pod_count(workload, len(eligible))
             spread = workload_spread(repo, workload, namespaces, domain_cache)
             healthy = 0 if not eligible else pods
             if spread is not None:

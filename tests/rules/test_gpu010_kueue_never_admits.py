@@ -598,6 +598,27 @@ spec:
     assert found[0].message.startswith("ClusterQueue gpus has no namespaceSelector")
 
 
+def test_a_budget_over_a_held_workload_stalls_no_drain(tmp_path: Path) -> None:
+    """The held Job's pods never exist (Kueue keeps it suspended), so a budget selecting them
+    covers nothing a driver-upgrade drain would evict (disruption.go getPodsForPdb finds no
+    pod): no GPU020. Before, minAvailable 1 of its 1 pod read as a drain refused forever."""
+    tolerate = "      tolerations: [{key: nvidia.com/gpu, operator: Exists}]\n"
+    held_job = job(pod=tolerate).replace(
+        "  template:\n", "  template:\n    metadata: {labels: {app: train}}\n", 1
+    )
+    pdb = (
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\n"
+        "metadata: {name: train, namespace: ml}\n"
+        "spec: {minAvailable: 1, selector: {matchLabels: {app: train}}}\n"
+    )
+    repo(tmp_path, docs(FLAVOR, cluster_queue(""), local_queue()), held_job)
+    write(tmp_path, "pdb.yaml", pdb)
+    assert [f.rule for f in findings(tmp_path, "GPU010", "GPU020")] == ["GPU010"]
+    # admitted (namespaceSelector {}), the Job runs and the budget blocks the drain
+    write(tmp_path, "queues.yaml", docs(FLAVOR, cluster_queue(), local_queue()))
+    assert [f.rule for f in findings(tmp_path, "GPU010", "GPU020")] == ["GPU020"]
+
+
 def test_a_repo_without_kueue_never_evaluates_a_queue(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -485,6 +485,19 @@ class Occupancy:
                 own[node] = own.get(node, 0) + 1
             record.nodes.append(node)
 
+    def _scan(
+        self, demand: Demand, key: tuple[int, int]
+    ) -> tuple[list[set[str]], tuple[str, ...], list[int]]:
+        """What a scan for a node reads: the sets of nodes full for one of the requests (or for
+        pods), the eligible nodes, and the next-open pointers of these nodes and requests
+        (index len(eligible): none left), made on the first scan."""
+        fulls = [f for f in (self._full.get(r) for r in (*demand.requests, "pods")) if f]
+        eligible = demand.nodes.eligible
+        open_ = self._open.get(key)
+        if open_ is None:
+            open_ = self._open[key] = list(range(len(eligible) + 1))
+        return fulls, eligible, open_
+
     def _next_spread(
         self,
         demand: Demand,
@@ -502,12 +515,8 @@ class Occupancy:
             return None, cursor
         requests, domain_of = demand.requests, demand.domains
         values = demand.spread.values or {} if demand.spread else {}
-        fulls = [f for f in (self._full.get(r) for r in (*requests, "pods")) if f]
-        eligible = demand.nodes.eligible
+        fulls, eligible, open_ = self._scan(demand, key)
         total = len(eligible)
-        open_ = self._open.get(key)
-        if open_ is None:
-            open_ = self._open[key] = list(range(total + 1))
         minimum = skew.minimum()
         refused = False
         short = self._short
@@ -548,12 +557,8 @@ class Occupancy:
         if key in self._hopeless:
             return None, cursor
         requests, domain_of = demand.requests, demand.domains
-        fulls = [f for f in (self._full.get(r) for r in (*requests, "pods")) if f]
-        eligible = demand.nodes.eligible
+        fulls, eligible, open_ = self._scan(demand, key)
         total = len(eligible)
-        open_ = self._open.get(key)
-        if open_ is None:
-            open_ = self._open[key] = list(range(total + 1))  # index total: none left
         short = self._short
         for start, stop in ((cursor, total), (0, cursor)):
             at = _next_open(open_, start)

@@ -58,6 +58,26 @@ def _drain_text(spread: Spread, lone: list[str]) -> str:
     return f"draining {which} {names(lone)} for a driver upgrade"
 
 
+def _lower_hint(count: str, allowed: int) -> str:
+    return (
+        f"Lower {count} to {allowed}, make more nodes eligible, or relax the term "
+        "(preferredDuringScheduling, or topologySpreadConstraints with "
+        "whenUnsatisfiable: ScheduleAnyway)."
+    )
+
+
+def _error(ctx: Context, spread: Spread, message: str, hint: str) -> Finding:
+    """The finding at the binding term's topologyKey, an error: replicas stay Pending."""
+    return ctx.finding(
+        ID,
+        spread.workload.manifest,
+        spread.topology_key_path,
+        message,
+        hint,
+        severity=Severity.ERROR,
+    )
+
+
 def _mixed_finding(ctx: Context, spread: Spread) -> Finding | None:
     """A term some eligible nodes lack the key of (model/spread.py `OwnAntiAffinity.mixed`):
     they take any number of the pods, the other nodes one per domain (filtering.go
@@ -86,19 +106,7 @@ def _mixed_finding(ctx: Context, spread: Spread) -> Finding | None:
         f"no more of them: {plural(pending, pod)} {'stays' if pending == 1 else 'stay'} "
         "Pending already"
     )
-    hint = (
-        f"Lower {count} to {replicas.placed}, make more nodes eligible, or relax the term "
-        "(preferredDuringScheduling, or topologySpreadConstraints with "
-        "whenUnsatisfiable: ScheduleAnyway)."
-    )
-    return ctx.finding(
-        ID,
-        workload.manifest,
-        spread.topology_key_path,
-        message,
-        hint,
-        severity=Severity.ERROR,
-    )
+    return _error(ctx, spread, message, _lower_hint(count, replicas.placed))
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -144,19 +152,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 f"{plural(spread.pending, pod)} {'stays' if spread.pending == 1 else 'stay'} "
                 f"Pending already{drains}"
             )
-            hint = (
-                f"Lower {count} to {spread.capacity}, make more nodes eligible, or relax the "
-                "term (preferredDuringScheduling, or topologySpreadConstraints with "
-                "whenUnsatisfiable: ScheduleAnyway)."
-            )
-            yield ctx.finding(
-                ID,
-                workload.manifest,
-                spread.topology_key_path,
-                message,
-                hint,
-                severity=Severity.ERROR,
-            )
+            yield _error(ctx, spread, message, _lower_hint(count, spread.capacity))
             continue
         if spread.replicas < spread.capacity or not lone:
             continue

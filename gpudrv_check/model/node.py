@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from gpudrv_check.core.finding import Location, ObjectRef
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.records import record
 
 GPU_PRESENT = "nvidia.com/gpu.present"
 
@@ -33,16 +33,20 @@ def entry_to_object_path(rest: Path) -> Path:
     return (*head, *rest[1:]) if head else tuple(rest)
 
 
-class Node(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+@record(kw_only=True)
+class Node:
+    """A node's facts as the model reads them. Built only by model/inventory.py from values it
+    has checked (each finding of a bad value made there, at its key), so it is a plain record:
+    validating it again would only cost time (2,000 nodes at 10k workloads) and the start-up of
+    pydantic's schema machinery for its field types."""
 
     name: str
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
-    taints: list[dict[str, Any]] = Field(default_factory=list)  # valid taints only
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, Any]] = field(default_factory=list)  # valid taints only
     unschedulable: bool = False
-    capacity: dict[str, str] = Field(default_factory=dict)
-    allocatable: dict[str, str] = Field(default_factory=dict)
+    capacity: dict[str, str] = field(default_factory=dict)
+    allocatable: dict[str, str] = field(default_factory=dict)
     manifest: Manifest
     # where this node's fields live inside manifest.data
     labels_path: Path = ("metadata", "labels")

@@ -32,7 +32,7 @@ taints (it does not look at resources), so a node with an untolerated taint is n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Location
@@ -824,7 +824,7 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
         labels[node.name] = seen
         changed = changed or seen != node.labels
     if changed:
-        placement = Placement([n.model_copy(update={"labels": labels[n.name]}) for n in repo.nodes])
+        placement = Placement([replace(n, labels=labels[n.name]) for n in repo.nodes])
     else:
         placement = repo.placement
 

@@ -5,6 +5,7 @@ inventories."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -313,11 +314,11 @@ def test_gpu_requests_against_allocatable(requested, allocatable, fits) -> None:
 def test_node_gpu_count_reads_allocatable_then_capacity() -> None:
     node = make_node("n")
     assert node_gpu_count(node) is None
-    node = node.model_copy(update={"capacity": {"cpu": "8"}})
+    node = replace(node, capacity={"cpu": "8"})
     assert node_gpu_count(node) == 0  # capacity given without GPUs: no device plugin
-    node = node.model_copy(update={"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {}})
+    node = replace(node, capacity={"nvidia.com/gpu": "8"}, allocatable={})
     assert node_gpu_count(node) == 8
-    node = node.model_copy(update={"allocatable": {"nvidia.com/gpu": "7"}})
+    node = replace(node, allocatable={"nvidia.com/gpu": "7"})
     assert node_gpu_count(node) == 7
 
 
@@ -340,7 +341,7 @@ def test_node_gpu_count_reads_allocatable_then_capacity() -> None:
     ],
 )
 def test_node_gpu_count_reads_the_quantity(written: object, count: int) -> None:
-    node = make_node("n").model_copy(update={"allocatable": {"nvidia.com/gpu": written}})
+    node = replace(make_node("n"), allocatable={"nvidia.com/gpu": written})
     assert node_gpu_count(node) == count
 
 

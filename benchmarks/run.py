@@ -415,8 +415,8 @@ def small_targets(small: Small) -> list[str]:
             f" wall {small.lab['wall'] / small.imports['wall']:.2f}x)",
             lab <= 2.0,
         ),
-        f"    (of which the lab's config validated alone: {config:.2f}x, {small.config['cpu']:.3f} s:"
-        " pydantic's models for .gpudrv-check.yaml)",
+        f"    (of which the lab's config validated alone: {config:.2f}x,"
+        f" {small.config['cpu']:.3f} s: pydantic's models for .gpudrv-check.yaml)",
         target(
             "--version <= 1.5x python -c pass",
             f"{version:.2f}x ({small.version['cpu']:.3f} s / {small.bare['cpu']:.3f} s;"

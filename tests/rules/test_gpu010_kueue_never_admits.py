@@ -565,6 +565,20 @@ def test_a_held_workload_gets_no_gpu012_or_gpu011_about_pods_that_never_exist(
     assert [f.rule for f in findings(tmp_path, "GPU010", "GPU011", "GPU012")] == ["GPU012"]
 
 
+def test_a_held_workload_gets_no_unknown_image_info(tmp_path: Path) -> None:
+    """GPU011's info "the CUDA version of image ... is not known, so whether the drivers of
+    the nodes it lands on run it is not checked" is about the nodes a pod lands on: a Job
+    Kueue never admits has no pod (jobframework keeps it suspended), so the Kueue finding
+    alone. Admitted, the same Job gets the info."""
+    unknown = job().replace("nvcr.io/nvidia/pytorch:24.05-py3", "registry.local/trainer:7")
+    repo(tmp_path, docs(FLAVOR, cluster_queue(""), local_queue()), unknown)
+    assert [f.rule for f in findings(tmp_path, "GPU010", "GPU011")] == ["GPU010"]
+    write(tmp_path, "queues.yaml", docs(FLAVOR, cluster_queue(), local_queue()))
+    found = findings(tmp_path, "GPU010", "GPU011")
+    assert [(f.rule, f.severity.value) for f in found] == [("GPU011", "info")]
+    assert "registry.local/trainer:7 is not known" in found[0].message
+
+
 def test_a_held_workload_takes_no_room_from_the_others(tmp_path: Path) -> None:
     """A Job Kueue never admits stays suspended (its pods never exist: jobframework keeps
     `suspend`), so it holds none of the GPU node's 8 GPUs: the Deployment after it, which asks

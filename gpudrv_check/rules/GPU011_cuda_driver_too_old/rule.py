@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.model.cuda import CudaFit, cuda_fits, excluding_expression, expression_text
-from gpudrv_check.model.kueue import never_admitted
+from gpudrv_check.model.kueue import Held, never_admitted
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.pending import node_names
 from gpudrv_check.rules.context import Context
@@ -110,16 +110,18 @@ def _verdict(fit: CudaFit, nodes: list[Node], memo: dict) -> tuple[str, str, Sev
     return message, hint, severity
 
 
-def _unknown_images(ctx: Context) -> Iterator[Finding]:
+def _unknown_images(ctx: Context, held: Held) -> Iterator[Finding]:
     """Info, once per image and namespace (at its first container requesting GPUs there), when
     the table cannot say which CUDA it carries: unknown is said, never taken for a fit. Per
-    namespace, so that what is said of a namespace depends on it alone (the partition cache)."""
+    namespace, so that what is said of a namespace depends on it alone (the partition cache).
+    Not of a workload Kueue never admits (`held`): its pods never land on a node, so there is
+    no driver to check them against (GPU010 says why)."""
     from gpudrv_check.nvidia.cuda import driver_requirement
 
     table = ctx.repo.cuda_table
     seen: set[tuple[str, str]] = set()
     for workload in ctx.repo.workloads:
-        if not workload.placeable:
+        if not workload.placeable or (held and id(workload) in held):
             continue
         for container in workload.containers:
             image = container.image
@@ -146,11 +148,11 @@ def check(ctx: Context) -> Iterator[Finding]:
     repo = ctx.repo
     if not repo.nodes:
         return
-    yield from _unknown_images(ctx)
+    held = never_admitted(repo)  # Kueue never admits them: their pods never start (GPU010)
+    yield from _unknown_images(ctx, held)
     minor_compat = ctx.params(ID).get("minor_version_compatibility", True) is not False
     table = repo.cuda_table
     placement = repo.placement
-    held = never_admitted(repo)  # Kueue never admits them: their pods never start (GPU010)
     for workload in repo.workloads:
         if not workload.placeable or (held and id(workload) in held):
             continue

@@ -73,3 +73,61 @@ def test_a_case_severity_differs_from_the_rules_own():
     for policy in catalog().values():
         for case, severity in policy.severities.items():
             assert severity != policy.severity, f"{policy.id} {case}: same as `severity:`"
+
+
+# --- the built-in declarations, validated here (a run builds them without pydantic) -------
+
+
+def _declarations():
+    from gpudrv_check.read.policy import rule_folders
+    from gpudrv_check.read.yaml_docs import parse_text
+
+    for folder in rule_folders():
+        parsed = parse_text(folder.joinpath("rule.yaml").read_text(encoding="utf-8"))
+        assert not parsed.problems and len(parsed.docs) == 1, folder.name
+        yield folder.name, parsed.docs[0].data
+
+
+def test_every_rule_yaml_is_what_pydantic_validates_it_to():
+    """read/policy.py `catalog` builds each rule.yaml without pydantic (core/validated.py
+    `build`): here pydantic validates each one (unknown keys, types, the literals of `needs`
+    and `scope`, severities) and the run's catalog must hold exactly what it gives."""
+    from gpudrv_check.core.validated import validate
+    from gpudrv_check.read.policy import RulePolicy
+
+    built = {policy.id: policy for policy in catalog().values()}
+    seen = set()
+    for name, data in _declarations():
+        policy, _ = validate(RulePolicy, data)
+        assert built[policy.id] == policy, name
+        seen.add(policy.id)
+    assert seen == set(built)
+
+
+def test_the_model_reads_are_what_pydantic_validates_them_to():
+    from gpudrv_check.core.validated import validate
+    from gpudrv_check.read.policy import Reads
+    from gpudrv_check.read.yaml_docs import parse_text
+    from gpudrv_check.rules.plan import model_reads
+
+    parsed = parse_text((PACKAGE / "model" / "reads.yaml").read_text(encoding="utf-8"))
+    validated = tuple(validate(Reads, r)[0] for r in parsed.docs[0].data["reads"])
+    assert validated == model_reads()
+
+
+def test_a_broken_rule_yaml_is_refused_by_pydantic_and_by_the_build():
+    """What the tests would catch in a rule.yaml, and what a run would say of one."""
+    import pytest
+    from pydantic import ValidationError
+
+    from gpudrv_check.core.validated import validate
+    from gpudrv_check.read.policy import RulePolicy, built_in
+
+    good = dict(next(iter(_declarations()))[1])
+    for bad in ({**good, "sevrity": "error"}, {**good, "needs": ["gpus"]}, {**good, "scope": 1}):
+        with pytest.raises(ValidationError):
+            validate(RulePolicy, bad)
+    with pytest.raises(RuntimeError, match="broken built-in rule x"):
+        built_in(RulePolicy, {**good, "sevrity": "error"}, "rule x")
+    with pytest.raises(RuntimeError, match="broken built-in rule x"):
+        built_in(RulePolicy, {**good, "severity": "fatal"}, "rule x")

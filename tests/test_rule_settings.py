@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,8 @@ from tests.conftest import run_cli, write
 
 def _rules_with_params() -> dict:
     rules = dict(catalog())
-    rules["GPU001"] = rules["GPU001"].model_copy(
-        update={"params": {"max_nodes": 10, "ratio": 0.5, "names": ["a"], "strict": False}}
+    rules["GPU001"] = replace(
+        rules["GPU001"], params={"max_nodes": 10, "ratio": 0.5, "names": ["a"], "strict": False}
     )
     return rules
 

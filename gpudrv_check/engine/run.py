@@ -147,7 +147,7 @@ def load_matrix(source: Source | Path, config: Config, override: str | None) -> 
             f"support matrix not found: {Path(source.disk_root) / rel}{where} (set `matrix:` in "
             ".gpudrv-check.yaml, pass --matrix FILE, or --matrix none to check without one)"
         )
-        if "matrix" in config.model_fields_set:
+        if "matrix" in config.written:
             raise config.error_at(message, "matrix")
         raise MatrixMissing(message, rel)
     return parse_matrix(rel, _read_repo_file(source, config, rel, "matrix"))
@@ -333,7 +333,7 @@ def _the_one_cluster(config: Config) -> Config:
         update["matrix"] = settings.matrix
     if settings.operator is not None:
         update["operator"] = settings.operator
-    return config.model_copy(update=update)
+    return config.with_(**update)
 
 
 def _baseline_rels(source: Source, paths: Sequence[str]) -> set[str]:
@@ -593,7 +593,7 @@ def _cluster_run(
         update["matrix"] = found.matrix
     if found.operator is not None:
         update["operator"] = found.operator
-    sub_config = config.model_copy(update=update)
+    sub_config = config.with_(**update)
     mine = found.files | _own_inventory(source, config, found) | _shared(config) | unassigned_nodes
     files = [f for f in content.files if f.rel in mine]
     extra = _extra_inventory(source, sub_config, (), set(listed))
@@ -745,7 +745,6 @@ def evaluate(run: Run) -> None:
     from gpudrv_check.model.coverage import missing_inputs, skipped_rules
     from gpudrv_check.rules import registered
     from gpudrv_check.rules.context import Context
-    from gpudrv_check.rules.declarative import check_within_budget
 
     if run.clusters:
         _evaluate_clusters(run)
@@ -768,6 +767,8 @@ def evaluate(run: Run) -> None:
                 run.findings.extend(found)
                 if kept is not None:
                     kept.evaluated(rule_id, found)
+    if run.custom_policies:  # pydantic's CustomPolicy: imported only by a repo that has some
+        from gpudrv_check.rules.declarative import check_within_budget
     for policy in run.custom_policies:
         if rule_enabled(config, policy.id, run.rules):
             run.findings.extend(check_within_budget(ctx, policy))

@@ -1,16 +1,18 @@
-"""Configuration: the pydantic model of `.gpudrv-check.yaml` and its validation, with errors
-that point at file:line (where the config comes from: read/config_file.py)."""
+"""Configuration: the dataclasses of `.gpudrv-check.yaml`, validated by pydantic
+(core/validated.py), with errors that point at file:line (where the config comes from:
+read/config_file.py)."""
 
 from __future__ import annotations
 
 import datetime
 import re
+from dataclasses import field, replace
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from typing import TYPE_CHECKING, Any, Literal
 
 from gpudrv_check.core.finding import Severity
+from gpudrv_check.core.records import record
+from gpudrv_check.core.validated import build, dump, internal, spec, validate
 from gpudrv_check.read.config_file import (  # noqa: F401 - their home before; imported from here
     CONFIG_FILE,
     DEFAULT_MATRIX,
@@ -26,54 +28,59 @@ from gpudrv_check.read.config_file import (  # noqa: F401 - their home before; i
 )
 from gpudrv_check.read.exclude import DEFAULT_EXCLUDE
 
-
-class _Strict(BaseModel):
-    # strict: a value of the wrong type is an error, never coerced (`max_file_bytes: true`
-    # read as 1, `enabled: "off"` as true); YAML and TOML give each value its own type
-    model_config = ConfigDict(extra="forbid", strict=True)
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
-class LabelKeys(_Strict):
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+def _names_a_release(value: str | None) -> str | None:
+    problem = operator_version_problem(value) if value is not None else None
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# Each section is a dataclass that pydantic validates when a person wrote it (core/validated.py):
+# strict, so a value of the wrong type is an error, never coerced (`max_file_bytes: true` read
+# as 1, `enabled: "off"` as true; YAML and TOML give each value its own type), and closed to
+# unknown keys. A config validated by an earlier run is rebuilt without pydantic.
+
+
+@record(kw_only=True)
+class LabelKeys:
     """Node label keys the driver tag is computed from (NFD and GFD defaults)."""
 
-    driver_branch: list[str] = Field(
+    driver_branch: list[str] = field(
         default_factory=lambda: [
             "nvidia.com/cuda.driver-version.major",
             "nvidia.com/cuda.driver.major",
-        ]
+        ],
+        metadata=spec(before=_one_or_many),
     )
     kernel: str = "feature.node.kubernetes.io/kernel-version.full"
     os_id: str = "feature.node.kubernetes.io/system-os_release.ID"
     os_version_id: str = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
 
-    @field_validator("driver_branch", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
 
-
-class OperatorSettings(_Strict):
+@record(kw_only=True)
+class OperatorSettings:
     """What the repo cannot tell us about the GPU Operator."""
 
     # the operator release; selects the OS-tag rule. None: the newest behaviour
-    version: str | None = None
-
-    @field_validator("version")
-    @classmethod
-    def _names_a_release(cls, value: str | None) -> str | None:
-        problem = operator_version_problem(value) if value is not None else None
-        if problem is not None:
-            raise ValueError(problem)
-        return value
+    version: str | None = field(default=None, metadata=spec(after=_names_a_release))
 
 
-class ClusterSettings(_Strict):
+@record(kw_only=True)
+class ClusterSettings:
     """One cluster of a repo that holds several (docs/clusters.md)."""
 
     # repo paths (folders or files) whose manifests belong to the cluster
-    paths: list[str] = Field(min_length=1)
+    paths: list[str] = field(metadata=spec(min_length=1))
     # extra node inventory files of this cluster (besides the nodes found in its paths)
-    inventory: list[str] = Field(default_factory=list)
+    inventory: list[str] = field(default_factory=list)
     # its own support matrix; None: the repo's (`matrix:`)
     matrix: str | None = None
     # its own operator settings; None: the repo's (`operator:`)
@@ -84,23 +91,26 @@ class ClusterSettings(_Strict):
 ADMISSION_PLUGINS = ("ExtendedResourceToleration",)
 
 
-class ApiServerSettings(_Strict):
+@record(kw_only=True)
+class ApiServerSettings:
     """What the repo cannot tell us about the cluster's API server."""
 
     # admission plugins the API server runs beyond the defaults, e.g. ExtendedResourceToleration
     # (on by default on GKE and EKS): it adds a toleration for each extended resource a pod
     # requests (kubernetes plugin/pkg/admission/extendedresourcetoleration)
-    admission: list[Literal["ExtendedResourceToleration"]] = Field(default_factory=list)
+    admission: list[Literal["ExtendedResourceToleration"]] = field(default_factory=list)
 
 
-class RuleSettings(_Strict):
+@record(kw_only=True)
+class RuleSettings:
     enabled: bool = True
     # an enum: strict would take only a Severity, never the text YAML gives
-    severity: Severity | None = Field(default=None, strict=False)
-    params: dict[str, Any] = Field(default_factory=dict)
+    severity: Severity | None = field(default=None, metadata=spec(strict=False))
+    params: dict[str, Any] = field(default_factory=dict)
 
 
-class Exemption(_Strict):
+@record(kw_only=True)
+class Exemption:
     """Findings of `rule` on matching objects are suppressed (for objects you cannot annotate).
 
     `kind`, `namespace`, `name` and `file` are globs (fnmatch, case-sensitive); an unset one
@@ -108,57 +118,58 @@ class Exemption(_Strict):
     """
 
     # an exemption naming no rule would suppress nothing, silently: a usage error
-    rule: list[str] = Field(min_length=1)
+    rule: list[str] = field(metadata=spec(min_length=1, before=_one_or_many))
     kind: str | None = None
     namespace: str | None = None
     name: str | None = None
     file: str | None = None
     reason: str | None = None
 
-    @field_validator("rule", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
 
-
-class Config(_Strict):
+@record(kw_only=True)
+class Config:
     """`.gpudrv-check.yaml` (or `[tool.gpudrv-check]` in pyproject.toml)."""
 
     matrix: str | None = DEFAULT_MATRIX
     # extra node inventory files, always read (also when manifests come from stdin)
-    inventory: list[str] = Field(default_factory=list)
+    inventory: list[str] = field(default_factory=list)
     # the clusters of a repo that holds several; {}: discovered (Flux, Argo CD) or one
-    clusters: dict[str, ClusterSettings] = Field(default_factory=dict)
+    clusters: dict[str, ClusterSettings] = field(default_factory=dict)
     # gitignore-style patterns (read/exclude.py), after the defaults: `!DIR/` takes one back
-    exclude: list[str] = Field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
     # folders left out unless this says otherwise (`[]`: none)
-    default_exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    default_exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     # honour .gitignore files in a working tree
     gitignore: bool = True
-    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
-    max_total_bytes: int = Field(default=DEFAULT_MAX_TOTAL_BYTES, gt=0)
+    max_file_bytes: int = field(default=DEFAULT_MAX_FILE_BYTES, metadata=spec(gt=0))
+    max_total_bytes: int = field(default=DEFAULT_MAX_TOTAL_BYTES, metadata=spec(gt=0))
     # inventory files (`inventory:`, --inventory): a 20,000-node `kubectl get nodes` export is
     # 12 MB, over max_file_bytes, and a fleet must never be read as "no nodes"
-    max_inventory_bytes: int = Field(default=DEFAULT_MAX_INVENTORY_BYTES, gt=0)
+    max_inventory_bytes: int = field(default=DEFAULT_MAX_INVENTORY_BYTES, metadata=spec(gt=0))
     fail_on: Literal["error", "warning", "info", "never"] = "error"
-    operator: OperatorSettings = Field(default_factory=OperatorSettings)
-    labels: LabelKeys = Field(default_factory=LabelKeys)
-    rules: dict[str, RuleSettings] = Field(default_factory=dict)
+    operator: OperatorSettings = field(default_factory=OperatorSettings)
+    labels: LabelKeys = field(default_factory=LabelKeys)
+    rules: dict[str, RuleSettings] = field(default_factory=dict)
     # extra rows for the CUDA table (policies/cuda.yaml format)
-    cuda: dict[str, Any] = Field(default_factory=dict)
+    cuda: dict[str, Any] = field(default_factory=dict)
     # extra workload kinds (policies/workloads.yaml format, schemas/workloads.schema.json)
-    workloads: dict[str, Any] = Field(default_factory=dict)
-    cluster: ApiServerSettings = Field(default_factory=ApiServerSettings)
+    workloads: dict[str, Any] = field(default_factory=dict)
+    cluster: ApiServerSettings = field(default_factory=ApiServerSettings)
     # custom declarative policies: files or folders inside the repo (schemas/policy.schema.json)
-    policies: list[str] = Field(default_factory=list)
-    exemptions: list[Exemption] = Field(default_factory=list)
+    policies: list[str] = field(default_factory=list)
+    exemptions: list[Exemption] = field(default_factory=list)
 
     # where the config came from, for messages
-    source: str | None = Field(default=None, exclude=True)
+    source: str | None = field(default=None, compare=False, metadata=internal())
     # the located data it was read from, so later checks can point at a line
-    _data: Any = PrivateAttr(default=None)
+    _data: Any = field(default=None, compare=False, repr=False, metadata=internal())
     # the text of a TOML config (tomllib keeps no positions: they are searched for in it)
-    _toml: str | None = PrivateAttr(default=None)
+    _toml: str | None = field(default=None, compare=False, repr=False, metadata=internal())
+    # the keys the file wrote (pydantic's `model_fields_set`): a matrix named by the config
+    # must exist, the default one may not
+    written: frozenset[str] = field(
+        default_factory=frozenset, compare=False, repr=False, metadata=internal()
+    )
 
     def position(self, *path: str | int) -> tuple[int, int]:
         """(line, column) of the deepest key along `path` in the config file; (0, 0) if unknown."""
@@ -178,6 +189,16 @@ class Config(_Strict):
     def error_at(self, message: str, *path: str | int) -> ConfigError:
         """Same as `error`: a ConfigError at the key `path` (its file only, when unknown)."""
         return self.error(message, *path)
+
+    def with_(self, **update: Any) -> Config:
+        """A copy with these fields replaced (the keys it names count as written)."""
+        return replace(self, written=self.written | frozenset(update), **update)
+
+    def dump_json(self) -> str:
+        """The validated values as JSON (what the whole-result cache key holds of them)."""
+        import json
+
+        return json.dumps(dump(self), separators=(",", ":"), default=str)
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
@@ -260,19 +281,43 @@ def _error_from_validation(err: ValidationError, data: Any, file: str) -> Config
     return error
 
 
-def parse_config(data: Any, file: str) -> Config:
+def parse_config(data: Any, file: str, known: Known | None = None) -> Config:
+    """The config of `data` (read from `file`), validated by pydantic; or, with `known`, the
+    values and written keys an earlier run validated the same bytes to (engine/cache/
+    config.py), rebuilt without pydantic. Positions come from `data` either way."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError("the config must be a mapping", file, 1, 1)
-    try:
-        config = Config.model_validate(data)
-    except ValidationError as err:
-        raise _error_from_validation(err, data, file) from None
+    rebuilt = _rebuilt(known) if known is not None else None
+    if rebuilt is not None and known is not None:
+        config, written = rebuilt, frozenset(known[1])
+    else:
+        from pydantic import ValidationError
+
+        try:
+            config, written = validate(Config, data)
+        except ValidationError as err:
+            raise _error_from_validation(err, data, file) from None
     config.source = file
     config._data = data
+    config.written = written
     _check_scheduler_version(config)
     return config
+
+
+#: what an earlier run validated a config to: its values (core/validated.py `dump`) and the
+#: keys its file wrote
+Known = tuple[dict, list[str]]
+
+
+def _rebuilt(known: Known) -> Config | None:
+    """The config of values validated before, or None when they are not a config's (an entry
+    of another layout: the config is validated again)."""
+    try:
+        return build(Config, known[0])
+    except (TypeError, ValueError, KeyError):
+        return None
 
 
 def _check_scheduler_version(config: Config) -> None:
@@ -303,13 +348,13 @@ def load_config(root: Path, explicit: str | None = None, source: Any = None) -> 
     return parse_found(find_config(root, explicit, source))
 
 
-def parse_found(found: FoundConfig) -> Config:
+def parse_found(found: FoundConfig, known: Known | None = None) -> Config:
     """The `Config` of a config file found (its defaults when there is none), or a
-    ConfigError at the offending line."""
+    ConfigError at the offending line; `known`: see `parse_config`."""
     if found.kind == "default" or found.raw is None:
         return Config()
     if found.kind not in ("pyproject", "toml"):
-        return _parse_yaml_config(found.raw, found.shown or CONFIG_FILE)
+        return _parse_yaml_config(found.raw, found.shown or CONFIG_FILE, known)
     shown = found.shown or "pyproject.toml"
     text = _toml_text(found.raw, shown)
     doc = _toml_doc(text, shown)
@@ -323,7 +368,7 @@ def parse_found(found: FoundConfig) -> Config:
     if not isinstance(section, dict):
         raise ConfigError("tool.gpudrv-check must be a table", shown, *_toml_position(text, ()))
     try:
-        config = parse_config(section, shown)
+        config = parse_config(section, shown, known)
     except ConfigError as err:
         if hasattr(err, "path"):  # a validation error: the TOML data holds no positions
             err.line, err.column = _toml_position(text, err.path)
@@ -409,7 +454,7 @@ def _toml_error(err: Exception, shown: str = "pyproject.toml") -> ConfigError:
     )
 
 
-def _parse_yaml_config(raw: bytes, shown: str) -> Config:
+def _parse_yaml_config(raw: bytes, shown: str, known: Known | None = None) -> Config:
     from gpudrv_check.read.text import decode_text
     from gpudrv_check.read.yaml_docs import parse_text
 
@@ -423,4 +468,4 @@ def _parse_yaml_config(raw: bytes, shown: str) -> Config:
     if len(parsed.docs) > 1:
         raise ConfigError("the config must be a single YAML document", shown, 1, 1)
     data = parsed.docs[0].data if parsed.docs else None
-    return parse_config(data, shown)
+    return parse_config(data, shown, known)

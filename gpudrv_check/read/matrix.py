@@ -12,8 +12,6 @@ import hashlib
 import re
 from dataclasses import field
 
-from pydantic import BaseModel, ConfigDict
-
 from gpudrv_check.core.finding import Finding, Location, quoted
 from gpudrv_check.core.records import record
 from gpudrv_check.read.policy import builtin
@@ -24,10 +22,10 @@ _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
-class MatrixRow(BaseModel):
-    """A row of the support matrix: one precompiled driver image that exists."""
-
-    model_config = ConfigDict(frozen=True)
+@record(frozen=True, kw_only=True)
+class MatrixRow:
+    """A row of the support matrix: one precompiled driver image that exists. Made only by
+    `parse_matrix` from cells it checked (each bad row a finding at its line)."""
 
     driver_branch: str
     kernel: str

@@ -11,12 +11,13 @@ it cannot drift from what the checker does.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import field
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from gpudrv_check.core.finding import Severity, quoted
+from gpudrv_check.core.records import record
+from gpudrv_check.core.validated import build
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -24,15 +25,14 @@ if TYPE_CHECKING:
     from gpudrv_check.read.config import Config, RuleSettings
 
 
-class Reads(BaseModel):
+@record(frozen=True, kw_only=True)
+class Reads:
     """Kinds a rule reads, and the field paths it reads in them (`metadata`, `apiVersion` and
     `kind` are always read). A path is dotted; `*` is any key or item, `{podspec}` the pod spec
     of a workload kind (`spec`, `spec.template.spec`, ...)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     kinds: list[str]
-    fields: list[str] = Field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
     # `namespace`: what is read is the object's own namespace (and cluster-wide objects);
     # `cluster`: objects of every namespace; None: the rule's scope
     scope: Literal["namespace", "cluster"] | None = None
@@ -42,8 +42,11 @@ class Reads(BaseModel):
     when: str | None = None
 
 
-class RulePolicy(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@record(frozen=True, kw_only=True)
+class RulePolicy:
+    """A rule's metadata. The built-in rules' `rule.yaml` files ship with the package and are
+    validated by pydantic in the tests (tests/test_catalog.py, core/validated.py `validate`):
+    a run builds them without it (`build`)."""
 
     id: str
     name: str
@@ -54,25 +57,40 @@ class RulePolicy(BaseModel):
     source: str = "rule"
     why: str
     fix: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     # what the rule cannot run without: `nodes` (any node), `gpu-nodes`, `matrix`; a run whose
     # repo lacks one skips the rule and says so (model/coverage.py)
-    needs: list[Literal["nodes", "gpu-nodes", "matrix"]] = Field(default_factory=list)
+    needs: list[Literal["nodes", "gpu-nodes", "matrix"]] = field(default_factory=list)
     # what the rule's findings depend on: kinds and field paths (rules/plan.py derives the skim
     # plan and the partition kinds from these), and whether that is one namespace or the cluster
-    reads: list[Reads] = Field(default_factory=list)
+    reads: list[Reads] = field(default_factory=list)
     scope: Literal["namespace", "cluster"] = "cluster"
     # the longer user documentation (Markdown), shown on the rule's generated page
     docs: str = ""
     # severities other than `severity` some findings of the rule take, by case (e.g. a
     # duplicate matrix row is a warning where a malformed one is an error)
-    severities: dict[str, Severity] = Field(default_factory=dict)
+    severities: dict[str, Severity] = field(default_factory=dict)
 
     def severity_of(self, case: str | None = None) -> Severity:
         """The severity of the rule's findings, or of its findings of `case`."""
         if case is None:
             return self.severity
         return self.severities[case]
+
+
+#: how a `rule.yaml` is read: pydantic options of core/validated.py (strict, no unknown key);
+#: the enums as their text
+RulePolicy.__validation__ = {"extra": "forbid", "strict": False}  # type: ignore[attr-defined]
+Reads.__validation__ = {"extra": "forbid", "strict": False}  # type: ignore[attr-defined]
+
+
+def built_in(cls: Any, data: Any, what: str) -> Any:
+    """A built-in declaration (a `rule.yaml`, model/reads.yaml) as `cls`, built without
+    pydantic: the tests validate every one of them (tests/test_catalog.py)."""
+    try:
+        return build(cls, data)
+    except (TypeError, ValueError, KeyError) as err:
+        raise RuntimeError(f"broken built-in {what}: {err}") from None
 
 
 @lru_cache(maxsize=1)
@@ -85,7 +103,7 @@ def catalog() -> dict[str, RulePolicy]:
         parsed = parse_text(entry.read_text(encoding="utf-8"))
         if parsed.problems or not parsed.docs:
             raise RuntimeError(f"broken built-in rule {folder.name}/rule.yaml: {parsed.problems}")
-        policy = RulePolicy.model_validate(parsed.docs[0].data)
+        policy = built_in(RulePolicy, parsed.docs[0].data, f"rule {folder.name}/rule.yaml")
         rules[policy.id] = policy
     return dict(sorted(rules.items()))
 

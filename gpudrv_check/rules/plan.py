@@ -27,7 +27,7 @@ from gpudrv_check.core.reads import SkimPlan
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
 from gpudrv_check.k8s.scope import CLUSTER_SCOPED_KINDS
-from gpudrv_check.read.policy import Reads, catalog
+from gpudrv_check.read.policy import Reads, built_in, catalog
 
 ALWAYS_READ = frozenset(("apiVersion", "kind", "metadata"))
 ANY = "*"
@@ -179,7 +179,7 @@ def model_reads() -> tuple[Reads, ...]:
     parsed = parse_text(text)
     if parsed.problems or not parsed.docs:
         raise RuntimeError(f"broken model/reads.yaml: {parsed.problems}")
-    return tuple(Reads.model_validate(r) for r in parsed.docs[0].data["reads"])
+    return tuple(built_in(Reads, r, "model/reads.yaml") for r in parsed.docs[0].data["reads"])
 
 
 @cache

@@ -163,25 +163,28 @@ def test_a_run_the_whole_result_cache_answers_imports_no_reader_model_or_rule(tm
 
 
 @pytest.mark.parametrize(
-    "config_file",
+    ("config_file", "validated"),
     [
-        None,
-        (".gpudrv-check.yaml", "exclude: [old/]\nfail_on: warning\n"),
-        ("pyproject.toml", '[tool.gpudrv-check]\nexclude = ["old/"]\n'),
-        ("pyproject.toml", '[project]\nname = "x"\n'),
+        (None, False),
+        ((".gpudrv-check.yaml", "exclude: [old/]\nfail_on: warning\n"), True),
+        (("pyproject.toml", '[tool.gpudrv-check]\nexclude = ["old/"]\n'), True),
+        (("pyproject.toml", '[project]\nname = "x"\n'), False),
     ],
 )
-def test_a_run_the_whole_result_cache_answers_validates_no_config(tmp_path: Path, config_file):
+def test_a_run_the_whole_result_cache_answers_validates_no_config(
+    tmp_path: Path, config_file, validated
+):
     """The config validated by the first run is remembered by its bytes (engine/cache/config.py):
     a warm run imports neither pydantic's models nor the config module, whatever file the
-    config came from; the first run did (it validated the config)."""
+    config came from; the first run did when there was a config to validate (the defaults
+    are built without pydantic: core/validated.py)."""
     write(tmp_path / "repo", "nodes/a.yaml", gpu_node("a"))
     write(tmp_path / "repo", "support-matrix.csv", MATRIX)
     if config_file is not None:
         write(tmp_path / "repo", *config_file)
     args = ("check", str(tmp_path / "repo"), "--cache-dir", str(tmp_path / "cache"))
     cold = probe(*args)
-    assert cold["models"] and "gpudrv_check.read.config" in cold["modules"]
+    assert cold["models"] is validated and "gpudrv_check.read.config" in cold["modules"]
     warm = probe(*args)
     assert not warm["models"]
     assert "gpudrv_check.read.config" not in warm["modules"]
@@ -189,6 +192,12 @@ def test_a_run_the_whole_result_cache_answers_validates_no_config(tmp_path: Path
     # nor is the config parsed: no manifest reader either, whatever the config file
     assert "gpudrv_check.read.yaml_docs" not in warm["modules"]
     assert "gpudrv_check.read.block_yaml" not in warm["modules"]
+    # a file edited: the check runs again, on the config rebuilt from what the first run
+    # validated, still without pydantic (nor do the built-in rules or the matrix need it)
+    write(tmp_path / "repo", "nodes/b.yaml", gpu_node("b"))
+    edited = probe(*args)
+    assert "gpudrv_check.engine.run" in edited["modules"]  # a whole check ran
+    assert not edited["models"]
 
 
 def test_the_console_script_runs_no_pydantic_plugin():

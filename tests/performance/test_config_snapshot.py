@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gpudrv_check.core.validated import build
 from gpudrv_check.engine.cache.config import (
     KIND,
     ConfigView,
@@ -193,7 +194,7 @@ def test_snapshot_shapes():
     value = snapshot(Config())
     assert valid_snapshot(value)
     view = ConfigView(value, None)
-    assert view.model_dump_json() == Config().model_dump_json()
+    assert view.dump_json() == Config().dump_json()
     assert view.exclude == [] and view.default_exclude == list(Config().default_exclude)
     assert (view.fail_on, view.matrix, view.gitignore) == ("error", "support-matrix.csv", True)
     clustered = parse_config(
@@ -202,18 +203,22 @@ def test_snapshot_shapes():
     )
     view = ConfigView(snapshot(clustered), None)
     assert view.clusters["a"].inventory == ["i.yaml"] and view.clusters["b"].matrix is None
-    dump, scalars, lists, clusters = value
+    dump, scalars, lists, clusters, plain, written = value
+    assert build(Config, plain) == Config() and written == []
+    rest = (plain, written)
     for bad in (
         None,
-        (dump, scalars, lists),
-        (dump, (True, *scalars[1:]), lists, clusters),  # fail_on a bool
-        (dump, (*scalars[:3], True, *scalars[4:]), lists, clusters),  # a limit a bool
-        (dump, (*scalars[:3], 0, *scalars[4:]), lists, clusters),  # a limit not positive
-        (dump, ("sometimes", *scalars[1:]), lists, clusters),
-        (dump, scalars, (*lists[:-1], [1]), clusters),
-        (dump, scalars, lists, (("a", ["x"]),)),
-        (dump, scalars, lists, (("a", "x", None),)),
-        (b"dump", scalars, lists, clusters),
+        (dump, scalars, lists, clusters),
+        (dump, (True, *scalars[1:]), lists, clusters, *rest),  # fail_on a bool
+        (dump, (*scalars[:3], True, *scalars[4:]), lists, clusters, *rest),  # a limit a bool
+        (dump, (*scalars[:3], 0, *scalars[4:]), lists, clusters, *rest),  # a limit not positive
+        (dump, ("sometimes", *scalars[1:]), lists, clusters, *rest),
+        (dump, scalars, (*lists[:-1], [1]), clusters, *rest),
+        (dump, scalars, lists, (("a", ["x"]),), *rest),
+        (dump, scalars, lists, (("a", "x", None),), *rest),
+        (b"dump", scalars, lists, clusters, *rest),
+        (dump, scalars, lists, clusters, [plain], written),  # the values not a mapping
+        (dump, scalars, lists, clusters, plain, [1]),  # a written key not a string
     ):
         assert not valid_snapshot(bad), bad
 
@@ -264,25 +269,28 @@ def test_a_pyproject_whose_tool_is_no_table_has_no_config(tmp_path: Path):
 
 def test_a_check_validates_its_config_once_at_most(tmp_path: Path, monkeypatch):
     """The result cache validates the config to name the key; a miss runs the check on that
-    config (or, when the config was remembered, validates the same bytes once then), never
-    reading and validating it a second time; a hit validates none."""
+    config, and once the config was remembered, a miss (a file edited) rebuilds it from what
+    the same bytes were validated to, without pydantic; a hit validates none."""
     from gpudrv_check.read import config as config_module
     from tests.conftest import run_main
 
     validated: list[str] = []
-    parse_found = config_module.parse_found
+    validate = config_module.validate
 
-    def counting(found):
-        validated.append(found.kind)
-        return parse_found(found)
+    def counting(cls, data):
+        validated.append(cls.__name__)
+        return validate(cls, data)
 
-    monkeypatch.setattr(config_module, "parse_found", counting)
+    monkeypatch.setattr(config_module, "validate", counting)
     root = _repo(tmp_path / "repo")
-    write(root, ".gpudrv-check.yaml", "fail_on: never\n")
-    args = ("check", str(root), "--cache-dir", str(tmp_path / "cache"))
-    for step, expected in (("cold", ["yaml"]), ("warm", []), ("edited", ["yaml"])):
+    write(root, ".gpudrv-check.yaml", "fail_on: never\nexclude: [skipped/]\n")
+    args = ("check", str(root), "--cache-dir", str(tmp_path / "cache"), "--format", "json")
+    for step, expected in (("cold", ["Config"]), ("warm", []), ("edited", [])):
         if step == "edited":
             write(root, "nodes/b.yaml", gpu_node("b"))
         validated.clear()
-        assert run_main(*args).returncode == 0
+        proc = run_main(*args)
+        assert proc.returncode == 0
         assert validated == expected, step
+        fresh = run_main("check", str(root), "--no-cache", "--format", "json")
+        assert proc.stdout == fresh.stdout, step  # the rebuilt config checks alike

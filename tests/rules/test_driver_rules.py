@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpudrv_check.engine.run import check
-from gpudrv_check.read.config import Config
+from gpudrv_check.read.config import Config, parse_config
 from tests.conftest import MATRIX, gpu_node, write
 
 
@@ -62,7 +62,7 @@ def test_gpu001_follows_the_operator_os_tag_rule(tmp_path: Path):
         "n.yaml",
         gpu_node("r", kernel="5.14.0-427.13.1.el9_4.x86_64", os_id="rhel", version="9.4"),
     )
-    old = Config.model_validate({"operator": {"version": "v25.10.0"}})
+    old = parse_config({"operator": {"version": "v25.10.0"}}, "c.yaml")
     assert findings(tmp_path, "GPU001", old) == []
     [f] = findings(tmp_path, "GPU001", Config())  # newest operator: rhel9
     assert "550-5.14.0-427.13.1.el9_4.x86_64-rhel9" in f.message
@@ -97,5 +97,5 @@ def test_label_keys_can_be_configured(tmp_path: Path):
     text = gpu_node("node-x").replace("nvidia.com/cuda.driver-version.major", "example.com/driver")
     write(tmp_path, "n.yaml", text)
     assert findings(tmp_path, "GPU002")  # default keys: branch unknown
-    config = Config.model_validate({"labels": {"driver_branch": "example.com/driver"}})
+    config = parse_config({"labels": {"driver_branch": "example.com/driver"}}, "c.yaml")
     assert findings(tmp_path, "GPU002", config) == []

@@ -9,7 +9,7 @@ import pytest
 
 from gpudrv_check.core.finding import Finding, Severity
 from gpudrv_check.engine.run import check
-from gpudrv_check.read.config import Config
+from gpudrv_check.read.config import Config, parse_config
 from tests.conftest import write
 
 NODES = """\
@@ -338,8 +338,9 @@ def test_gpu011_info_under_minor_version_compatibility_and_strict_mode(tmp_path:
     [f] = found(tmp_path, "GPU011")
     assert f.severity is Severity.INFO
     assert "gpu-550 (550.90.07) runs it only under CUDA minor version compatibility" in f.message
-    strict = Config.model_validate(
-        {"matrix": None, "rules": {"GPU011": {"params": {"minor_version_compatibility": False}}}}
+    strict = parse_config(
+        {"matrix": None, "rules": {"GPU011": {"params": {"minor_version_compatibility": False}}}},
+        "c.yaml",
     )
     [f] = found(tmp_path, "GPU011", strict)
     assert f.severity is Severity.ERROR
@@ -351,7 +352,7 @@ def test_gpu011_unknown_images_are_not_guessed_unless_the_config_maps_them(tmp_p
     write(tmp_path, "nodes.yaml", NODES)
     write(tmp_path, "pod.yaml", text)
     assert found(tmp_path, "GPU011") == []
-    config = Config.model_validate(
+    config = parse_config(
         {
             "matrix": None,
             "cuda": {
@@ -363,7 +364,8 @@ def test_gpu011_unknown_images_are_not_guessed_unless_the_config_maps_them(tmp_p
                     }
                 ]
             },
-        }
+        },
+        "c.yaml",
     )
     [f] = found(tmp_path, "GPU011", config)
     assert "carries CUDA 13.0" in f.message and f.severity is Severity.ERROR

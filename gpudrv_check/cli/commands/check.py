@@ -634,7 +634,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         stdout_width(),
         default_format(),
         link_base(),  # where the markdown report links each finding (GITHUB_SHA...)
-        config.model_dump_json(),
+        config.dump_json(),
         [(s.rel, s.reason) for s in listing.skipped],
     ]
 
@@ -704,6 +704,11 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     prefetched = Prefetched(data, held, hashed)
     inputs = RunInputs(entry_root, os.getcwd(), tuple(parts), files, prefetched)
     reuse = _Reuse(cache, inputs, source, pairs, config.fail_on, named)
-    # a miss runs the check: on the config validated here, else on the same bytes validated
-    reuse.settings = validate if isinstance(config, ConfigView) else lambda: config
+    # a miss runs the check: on the config validated here, else on what the same bytes were
+    # validated to before, rebuilt without pydantic (engine/cache/config.py)
+    if isinstance(config, ConfigView):
+        known = config.known
+        reuse.settings = lambda: repo_config(options, source, found, known)[1]
+    else:
+        reuse.settings = lambda: config
     return reuse

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.cli.options import CheckOptions, RepoOptions
 from gpudrv_check.core.finding import printable
@@ -84,10 +84,15 @@ def _index_tree(root: Path) -> Source:
 
 
 def repo_config(
-    options: RepoOptions, source: Source | None = None, found: FoundConfig | None = None
+    options: RepoOptions,
+    source: Source | None = None,
+    found: FoundConfig | None = None,
+    known: Any = None,
 ) -> tuple[Path, Config]:
     """The config of the checked source (of its revision, with --rev), with flag overrides;
-    `found`: the config file already found and read (read/config_file.py `find_config`)."""
+    `found`: the config file already found and read (read/config_file.py `find_config`);
+    `known`: what an earlier run validated the same bytes and flags to (read/config.py
+    `parse_config`)."""
     if source is None:
         source = make_source(options)
     from gpudrv_check.read.config import parse_found
@@ -96,7 +101,7 @@ def repo_config(
     root = Path(source.disk_root)
     if found is None:
         found = find_config(root, options.config, source=source)
-    config = parse_found(found)
+    config = parse_found(found, known)
     validate_rule_keys(config)
     if options.operator_version:
         config.operator.version = options.operator_version

@@ -2,7 +2,7 @@
 
 A `check` that the whole-result cache answers (engine/cache/inputs.py) still needs the config
 to name its key: the exclusions that list the files, the matrix, inventories and policies it
-digests, the limits, and the validated config itself (`Config.model_dump_json`). Validating it
+digests, the limits, and the validated config itself (`Config.dump_json`). Validating it
 means importing pydantic and building the config models, about half of such a run (a warm
 check of the 1k benchmark corpus: 0.12 s CPU with it, 0.05 s without; README, Performance).
 So the first run that validates a config stores what the key reads of it, under the
@@ -56,12 +56,15 @@ class ClusterView:
 
 class ConfigView:
     """A validated config as the key reads it (check.py `_result_cache`): the same attributes,
-    `model_dump_json` the text the validated config gave, and `error` a ConfigError at the
+    `dump_json` the text the validated config gave, and `error` a ConfigError at the
     config's key, from the config validated again (positions are not remembered)."""
 
     def __init__(self, value: tuple, full: Any) -> None:
-        dump, scalars, lists, clusters = value
+        dump, scalars, lists, clusters, plain, written = value
         self.dump: str = dump
+        # the validated values and the keys the file wrote, to rebuild the config from
+        # without pydantic (read/config.py `parse_config`, `known`)
+        self.known: tuple[dict, list[str]] = (plain, written)
         for (name, _), item in zip(SCALARS, scalars, strict=True):
             setattr(self, name, item)
         for name, item in zip(LISTS, lists, strict=True):
@@ -69,7 +72,7 @@ class ConfigView:
         self.clusters = {name: ClusterView(inv, matrix) for name, inv, matrix in clusters}
         self._full = full
 
-    def model_dump_json(self) -> str:
+    def dump_json(self) -> str:
         return self.dump
 
     def error(self, message: str, *path: str | int) -> ConfigError:
@@ -79,15 +82,20 @@ class ConfigView:
 
 
 def snapshot(config: Config) -> tuple:
-    """What `ConfigView` needs of a validated config, as builtin values (marshal)."""
+    """What `ConfigView` needs of a validated config, as builtin values (marshal), and the
+    config's validated values whole (core/validated.py `dump`)."""
+    from gpudrv_check.core.validated import dump
+
     return (
-        config.model_dump_json(),
+        config.dump_json(),
         tuple(getattr(config, name) for name, _ in SCALARS),
         tuple(list(getattr(config, name)) for name in LISTS),
         tuple(
             (name, list(settings.inventory), settings.matrix)
             for name, settings in sorted(config.clusters.items())
         ),
+        dump(config),
+        sorted(config.written),
     )
 
 
@@ -97,9 +105,11 @@ def _strings(value: Any) -> bool:
 
 def valid_snapshot(value: Any) -> bool:
     """The shape `snapshot` gives, with every value of its field's type."""
-    if type(value) is not tuple or len(value) != 4:
+    if type(value) is not tuple or len(value) != 6:
         return False
-    dump, scalars, lists, clusters = value
+    dump, scalars, lists, clusters, plain, written = value
+    if type(plain) is not dict or not _strings(written):
+        return False
     if type(dump) is not str or type(scalars) is not tuple or len(scalars) != len(SCALARS):
         return False
     for (_, kind), item in zip(SCALARS, scalars, strict=True):

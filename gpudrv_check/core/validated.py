@@ -1,0 +1,213 @@
+"""Dataclasses that pydantic validates when, and only when, a person wrote what they hold.
+
+The config (read/config.py) and the built-in rules' metadata (read/policy.py) are dataclasses.
+What a user writes (`.gpudrv-check.yaml`, `[tool.gpudrv-check]`) is validated by `validate`:
+a pydantic model made from the dataclass (its fields, types, defaults, and the constraints and
+validators in each field's `metadata`), strict and closed to unknown keys unless the class says
+otherwise (`__validation__`), then turned into the dataclass. What was validated before, or
+ships with the package and is validated by the tests, is turned into the dataclass by `build`,
+without pydantic: a check whose config was validated by an earlier run (engine/cache/config.py)
+or that has none imports no pydantic at all (importing it and building the models was about a
+fifth of a 1k-workload repo's run after one edit: README, Performance).
+
+`dump` gives a dataclass back as builtin values (enums as their values), what `build` takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Callable
+from functools import cache
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+#: a field of the dataclass that is not a key of the file (where it came from, positions)
+INTERNAL = "internal"
+#: the name of a dataclass's own pydantic options (`extra`, `strict`), over `_DEFAULTS`
+OPTIONS = "__validation__"
+_DEFAULTS = {"extra": "forbid", "strict": True}
+#: metadata keys taken as pydantic `Field` arguments; `before` and `after` are validators
+_CONSTRAINTS = ("gt", "min_length", "strict")
+
+
+def spec(
+    *,
+    before: Callable[[Any], Any] | None = None,
+    after: Callable[[Any], Any] | None = None,
+    **constraints: Any,
+) -> dict[str, Any]:
+    """A field's `metadata`: pydantic constraints (`gt`, `min_length`, `strict`) and a
+    validator run before (`before`) or after (`after`) the type is checked."""
+    unknown = set(constraints) - set(_CONSTRAINTS)
+    if unknown:
+        raise TypeError(f"not a constraint: {sorted(unknown)}")
+    out = dict(constraints)
+    if before is not None:
+        out["before"] = before
+    if after is not None:
+        out["after"] = after
+    return out
+
+
+def internal() -> dict[str, Any]:
+    return {INTERNAL: True}
+
+
+def _fields(cls: type) -> list[dataclasses.Field[Any]]:
+    return [f for f in dataclasses.fields(cls) if not f.metadata.get(INTERNAL)]
+
+
+@cache
+def _hints(cls: Any) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _key(cls: Any) -> Any:
+    """A class as the caches take it."""
+    return cls
+
+
+def _is_union(origin: Any) -> bool:
+    return origin is typing.Union or origin is types.UnionType
+
+
+# --- without pydantic ----------------------------------------------------------------------
+
+
+def build(cls: type[_T], data: Any) -> _T:
+    """The dataclass of plain `data` already known to be valid (what `dump` gave, or package
+    data the tests validate): nested dataclasses, lists, mappings and enums made from their
+    builtin values; a missing key takes the field's default. TypeError or ValueError when
+    `data` has not the dataclass's shape."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__}: not a mapping")
+    hints = _hints(_key(cls))
+    names = {f.name for f in _fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise TypeError(f"{cls.__name__}: unknown keys {sorted(map(str, unknown))}")
+    values = {name: _built(hints[name], value) for name, value in data.items()}
+    return cls(**values)
+
+
+def _built(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin is None:
+        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+            return build(hint, value)
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return hint(value)
+        return value
+    args = typing.get_args(hint)
+    if origin is list:
+        if not isinstance(value, list):
+            raise TypeError("not a list")
+        return [_built(args[0], item) for item in value]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise TypeError("not a mapping")
+        return {key: _built(args[1], item) for key, item in value.items()}
+    if _is_union(origin):
+        inner = [a for a in args if a is not type(None)]
+        return _built(inner[0], value) if len(inner) == 1 else value
+    return value  # Literal, Annotated: the value as given
+
+
+def dump(obj: Any) -> Any:
+    """A dataclass (and what it holds) as builtin values: mappings in field order, enums as
+    their values; internal fields left out."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: dump(getattr(obj, f.name)) for f in _fields(type(obj))}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, list):
+        return [dump(item) for item in obj]
+    if isinstance(obj, dict):
+        return {key: dump(item) for key, item in obj.items()}
+    return obj
+
+
+# --- with pydantic -------------------------------------------------------------------------
+
+
+def validate(cls: type[_T], data: Any) -> tuple[_T, frozenset[str]]:
+    """`data` validated as `cls` by pydantic (pydantic.ValidationError when it is not one),
+    and the keys it gave at the top (pydantic's `model_fields_set`)."""
+    model = model_of(_key(cls)).model_validate(data)
+    return _from_model(cls, model), frozenset(model.model_fields_set)
+
+
+def _from_model(cls: type[_T], model: Any) -> _T:
+    hints = _hints(_key(cls))
+    return cls(**{f.name: _unmodelled(hints[f.name], getattr(model, f.name)) for f in _fields(cls)})
+
+
+def _unmodelled(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin is None:
+        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+            return _from_model(hint, value)
+        return value
+    args = typing.get_args(hint)
+    if origin is list:
+        return [_unmodelled(args[0], item) for item in value]
+    if origin is dict:
+        return {key: _unmodelled(args[1], item) for key, item in value.items()}
+    if _is_union(origin):
+        inner = [a for a in args if a is not type(None)]
+        return _unmodelled(inner[0], value) if len(inner) == 1 else value
+    return value
+
+
+@cache
+def model_of(cls: Any) -> Any:
+    """The pydantic model that validates what a person writes for `cls` (made once)."""
+    from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, create_model
+
+    hints = _hints(cls)
+    definitions: dict[str, Any] = {}
+    for f in _fields(cls):
+        annotation = _modelled(hints[f.name])
+        if "before" in f.metadata:
+            annotation = typing.Annotated[annotation, BeforeValidator(f.metadata["before"])]
+        if "after" in f.metadata:
+            annotation = typing.Annotated[annotation, AfterValidator(f.metadata["after"])]
+        constraints = {k: f.metadata[k] for k in _CONSTRAINTS if k in f.metadata}
+        if f.default is not dataclasses.MISSING:
+            info = Field(default=f.default, **constraints)
+        elif f.default_factory is not dataclasses.MISSING:
+            info = Field(default_factory=f.default_factory, **constraints)
+        else:
+            info = Field(**constraints)
+        definitions[f.name] = (annotation, info)
+    options = {**_DEFAULTS, **getattr(cls, OPTIONS, {})}
+    return create_model(cls.__name__, __config__=ConfigDict(**options), **definitions)
+
+
+def _modelled(hint: Any) -> Any:
+    """A field's type with each dataclass in it replaced by its model."""
+    origin = typing.get_origin(hint)
+    if origin is None:
+        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+            return model_of(hint)
+        return hint
+    args = typing.get_args(hint)
+    if origin is list:
+        return list[_modelled(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[args[0], _modelled(args[1])]  # type: ignore[misc, valid-type]
+    if _is_union(origin):
+        modelled = tuple(_modelled(a) for a in args)
+        union = modelled[0]
+        for item in modelled[1:]:
+            union = union | item
+        return union
+    return hint

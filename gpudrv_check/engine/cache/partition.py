@@ -243,13 +243,13 @@ def plan(
     from gpudrv_check.engine.cache.store import digest
 
     # a file of one namespace's workloads and budgets only: a candidate for that partition
-    candidate = {rel: _single_namespace(summary) for rel, _, summary in files}
+    kinds = partition_kinds()
+    candidate = {rel: _single_namespace(summary, kinds) for rel, _, summary in files}
     # a namespace is shared as a whole when it has a DaemonSet, or when any of its workloads
     # or budgets sits in a shared file: that file is evaluated every run, and its findings may
     # involve the namespace's other objects (a budget covering them, an annotation on an object
     # of the same identity), so they must all be read with it
     shared_namespaces: set[str] = set()
-    kinds = partition_kinds()
     for rel, _, summary in files:
         for kind, ns in summary[0] if summary is not None else ():
             if kind in SHARED_NAMESPACE_KINDS or (kind in kinds and candidate[rel] is None):
@@ -323,12 +323,12 @@ def _valid_inputs(value: Any) -> bool:
     )
 
 
-def _single_namespace(summary: Summary | None) -> str | None:
-    """The namespace of a file whose objects are all workloads or budgets of one namespace."""
+def _single_namespace(summary: Summary | None, kinds: frozenset[str]) -> str | None:
+    """The namespace of a file whose objects are all workloads or budgets (`kinds`: the
+    partition kinds) of one namespace."""
     if summary is None or not summary[0]:
         return None
     namespaces = set()
-    kinds = partition_kinds()
     for kind, ns in summary[0]:
         if kind not in kinds:
             return None

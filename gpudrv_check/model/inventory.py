@@ -90,6 +90,8 @@ def _string_map(
             )
         )
         return {}
+    if all(item.__class__ is str for item in value.values()):
+        return dict(value)  # the usual map, every value a string as written
     out: dict[str, str] = {}
     for key, item in value.items():
         if item is None:

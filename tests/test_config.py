@@ -51,6 +51,18 @@ def test_unknown_key_is_an_error_at_its_line(tmp_path: Path):
     assert "unknown key 'operator.verison'" in str(err.value)
 
 
+@pytest.mark.parametrize("key", ["source", "_data", "_toml", "written"])
+def test_what_the_config_keeps_of_its_file_is_no_key_of_it(tmp_path: Path, key: str):
+    """Where the config came from, its located data and the keys it wrote are kept beside its
+    values (read/config.py, core/validated.py `internal`): no key of the file sets them. A
+    `source:` was once taken as a key and silently overwritten by the file's name."""
+    write(tmp_path, ".gpudrv-check.yaml", f"fail_on: never\n{key}: x\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert (err.value.line, err.value.column) == (2, 1)
+    assert f"unknown key '{key}'" in str(err.value)
+
+
 def test_wrong_type_is_an_error_at_its_line(tmp_path: Path):
     write(tmp_path, ".gpudrv-check.yaml", "max_file_bytes: lots\n")
     with pytest.raises(ConfigError) as err:

@@ -10,7 +10,10 @@ digest of everything validation depends on: where the config came from and its b
 (read/config_file.py `find_config`), the flags that override it (`--operator-version`,
 `--fail-on`) and, through the entry's header, the tool version (which fixes the defaults, the
 built-in rules `rules:` must name and the models). A later run with the same config bytes takes
-that, without pydantic; any other config is validated as before.
+that, without pydantic; any other config is validated as before. The entry also holds the
+validated values whole (core/validated.py `dump`) and the keys the file wrote: a run the key
+does not answer (a file changed) rebuilds its config from them (read/config.py `parse_config`,
+`known`), still without pydantic; positions come from the file, read again.
 
 Only a config that validated is stored (an error is raised before), and a path of the key that
 fails later (an exclusion the matcher cannot read, a `policies:` entry gone) asks the view for

@@ -218,6 +218,29 @@ def target_matrix(data: bytes) -> None:
         assert result.code in (0, 1), result
 
 
+def _rebuilds(root: Path) -> None:
+    """A config that validated is what a later run rebuilds, without pydantic, from the values
+    the cache keeps of it (engine/cache/config.py `snapshot`, read/config.py `known`)."""
+    import marshal
+
+    from gpudrv_check.core.validated import dump
+    from gpudrv_check.read.config import ConfigError, find_config, parse_found
+
+    found = find_config(root)
+    try:
+        config = parse_found(found)
+    except ConfigError:
+        return  # an error the run meets later (a rule's parameter): nothing is remembered
+    known = (dump(config), sorted(config.written))
+    try:
+        marshal.dumps(known)
+    except ValueError:
+        return  # not storable (a TOML date in a parameter): validated again every run
+    rebuilt = parse_found(found, known)
+    assert rebuilt == config and rebuilt.written == config.written
+    assert rebuilt.dump_json() == config.dump_json()
+
+
 def target_config(data: bytes) -> None:
     """A hostile .gpudrv-check.yaml: a clean run or a located usage error (exit 2)."""
     with repo({".gpudrv-check.yaml": data}) as root:
@@ -226,6 +249,8 @@ def target_config(data: bytes) -> None:
         if result.code == 2:
             assert result.stderr.startswith("gpudrv-check: error: "), result.stderr
             assert result.stderr.count("\n") == 1, result.stderr
+        else:
+            _rebuilds(root)
 
 
 def target_pyproject(data: bytes) -> None:
@@ -234,6 +259,8 @@ def target_pyproject(data: bytes) -> None:
         assert result.code in (0, 1, 2), result
         if result.code == 2:
             assert result.stderr.startswith("gpudrv-check: error: "), result.stderr
+        else:
+            _rebuilds(root)
 
 
 TARGETS = {

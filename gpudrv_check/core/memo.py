@@ -19,6 +19,8 @@ T = TypeVar("T")
 LIMIT = 4096
 #: an input whose text is longer is not remembered (a hostile file's megabytes of it)
 LONGEST = 4096
+#: what the table holds for an input not seen yet (None is a result like any other)
+_UNSEEN: Any = object()
 
 
 class TextMemo(Generic[T]):
@@ -37,8 +39,8 @@ class TextMemo(Generic[T]):
         if len(key) > LONGEST:
             return compute(*args)
         table = self.table
-        found = table.get(key)
-        if found is None:
+        found = table.get(key, _UNSEEN)
+        if found is _UNSEEN:
             if len(table) >= LIMIT:
                 table.clear()
             found = table[key] = compute(*args)

@@ -16,6 +16,7 @@ from gpudrv_check.core.located import (
     type_name,
 )
 from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.memo import TextMemo
 from gpudrv_check.k8s.labels import (
     dns1123_subdomain_errors,
     label_key_errors,
@@ -223,26 +224,18 @@ def _quantities(
     return out
 
 
-#: `_quantity_problem` by (resource, type written, text): a fleet's nodes write the same few
-#: amounts thousands of times (10k corpus: 12,000 amounts, a few dozen distinct); bounded
-_QUANTITY_SEEN: dict[tuple[str, type, str], tuple[str, str] | None] = {}
-_QUANTITY_SEEN_LIMIT = 4096
+#: `_check_quantity` by resource, type written and text: a fleet's nodes write the same few
+#: amounts thousands of times (10k corpus: 12,000 amounts, 5 distinct)
+_QUANTITY_PROBLEMS: TextMemo[tuple[str, str] | None] = TextMemo()
 
 
 def _quantity_problem(key: str, raw: object, text: str | None) -> tuple[str, str] | None:
-    """`_check_quantity`, once per resource, type and text (what it reads of `raw`: the text
-    is the raw value as written, so the three fix it)."""
-    if text is None or len(text) > 64:
+    """`_check_quantity`, once per resource, type and text (all it reads of `raw`: the text is
+    the raw value as written)."""
+    if text is None:
         return _check_quantity(key, raw, text)
-    memo_key = (key, raw.__class__, text)
-    try:
-        return _QUANTITY_SEEN[memo_key]
-    except KeyError:
-        pass
-    if len(_QUANTITY_SEEN) >= _QUANTITY_SEEN_LIMIT:
-        _QUANTITY_SEEN.clear()
-    found = _QUANTITY_SEEN[memo_key] = _check_quantity(key, raw, text)
-    return found
+    memo_key = f"{key}\0{raw.__class__.__name__}\0{text}"
+    return _QUANTITY_PROBLEMS.by_text(memo_key, _check_quantity, key, raw, text)
 
 
 def _check_quantity(key: str, raw: object, text: str | None) -> tuple[str, str] | None:

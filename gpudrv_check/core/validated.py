@@ -21,7 +21,7 @@ import types
 import typing
 from collections.abc import Callable
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 _T = TypeVar("_T")
 
@@ -66,11 +66,6 @@ def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _key(cls: Any) -> Any:
-    """A class as the caches take it."""
-    return cls
-
-
 def _is_union(origin: Any) -> bool:
     return origin is typing.Union or origin is types.UnionType
 
@@ -85,7 +80,7 @@ def build(cls: type[_T], data: Any) -> _T:
     `data` has not the dataclass's shape."""
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__}: not a mapping")
-    hints = _hints(_key(cls))
+    hints = _hints(cast(Any, cls))
     names = {f.name for f in _fields(cls)}
     unknown = set(data) - names
     if unknown:
@@ -94,13 +89,15 @@ def build(cls: type[_T], data: Any) -> _T:
     return cls(**values)
 
 
-def _built(hint: Any, value: Any) -> Any:
+def _built(hint: Any, value: Any, make: Callable[[Any, Any], Any] = build) -> Any:
+    """`value` made the type `hint` says, `make(cls, value)` making each dataclass in it (from a
+    mapping: `build`; from its pydantic model: `_from_model`)."""
     if value is None:
         return None
     origin = typing.get_origin(hint)
     if origin is None:
         if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-            return build(hint, value)
+            return make(hint, value)
         if isinstance(hint, type) and issubclass(hint, enum.Enum):
             return hint(value)
         return value
@@ -108,14 +105,14 @@ def _built(hint: Any, value: Any) -> Any:
     if origin is list:
         if not isinstance(value, list):
             raise TypeError("not a list")
-        return [_built(args[0], item) for item in value]
+        return [_built(args[0], item, make) for item in value]
     if origin is dict:
         if not isinstance(value, dict):
             raise TypeError("not a mapping")
-        return {key: _built(args[1], item) for key, item in value.items()}
+        return {key: _built(args[1], item, make) for key, item in value.items()}
     if _is_union(origin):
         inner = [a for a in args if a is not type(None)]
-        return _built(inner[0], value) if len(inner) == 1 else value
+        return _built(inner[0], value, make) if len(inner) == 1 else value
     return value  # Literal, Annotated: the value as given
 
 
@@ -139,32 +136,16 @@ def dump(obj: Any) -> Any:
 def validate(cls: type[_T], data: Any) -> tuple[_T, frozenset[str]]:
     """`data` validated as `cls` by pydantic (pydantic.ValidationError when it is not one),
     and the keys it gave at the top (pydantic's `model_fields_set`)."""
-    model = model_of(_key(cls)).model_validate(data)
+    model = model_of(cast(Any, cls)).model_validate(data)
     return _from_model(cls, model), frozenset(model.model_fields_set)
 
 
 def _from_model(cls: type[_T], model: Any) -> _T:
-    hints = _hints(_key(cls))
-    return cls(**{f.name: _unmodelled(hints[f.name], getattr(model, f.name)) for f in _fields(cls)})
-
-
-def _unmodelled(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    origin = typing.get_origin(hint)
-    if origin is None:
-        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-            return _from_model(hint, value)
-        return value
-    args = typing.get_args(hint)
-    if origin is list:
-        return [_unmodelled(args[0], item) for item in value]
-    if origin is dict:
-        return {key: _unmodelled(args[1], item) for key, item in value.items()}
-    if _is_union(origin):
-        inner = [a for a in args if a is not type(None)]
-        return _unmodelled(inner[0], value) if len(inner) == 1 else value
-    return value
+    """The dataclass of a validated model (its nested models made dataclasses too)."""
+    hints = _hints(cast(Any, cls))
+    return cls(
+        **{f.name: _built(hints[f.name], getattr(model, f.name), _from_model) for f in _fields(cls)}
+    )
 
 
 @cache

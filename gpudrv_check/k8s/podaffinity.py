@@ -205,6 +205,25 @@ def term_namespace_matches(
     return selector_matches(term.namespace_selector, labels)
 
 
+def sibling_pod_labels(
+    template: Mapping[str, str],
+    siblings: SiblingLabels = NO_SIBLING_LABELS,
+    *,
+    per_pod: bool = True,
+) -> dict[str, str]:
+    """The labels a pod of the template holds once its controller made it, as another pod
+    or a selector sees them: the template's, the controller's shared ones (a value the repo
+    cannot know reads `UNKNOWN_VALUE`; the template's own value kept where `template_wins`)
+    and, with ``per_pod``, each per-pod key holding a value of its own (`OTHER_POD_VALUE`)."""
+    labels = dict(template)
+    for key, value in siblings.shared.items():
+        if not (siblings.template_wins and key in template):
+            labels[key] = UNKNOWN_VALUE if value is None else value
+    if per_pod:
+        labels.update(dict.fromkeys(siblings.per_pod, OTHER_POD_VALUE))
+    return labels
+
+
 def term_selects_own_pods(
     term: AntiAffinityTerm,
     pod_namespace: str,
@@ -223,13 +242,7 @@ def term_selects_own_pods(
         return False
     if term.label_selector is None:
         return False  # null selects nothing, whatever keys are merged (strategy.go skips it)
-    shared = {
-        key: UNKNOWN_VALUE if value is None else value
-        for key, value in siblings.shared.items()
-        if not (siblings.template_wins and key in pod_labels)
-    }
-    # the other pod, as the term of this one sees it
-    other = {**pod_labels, **shared, **dict.fromkeys(siblings.per_pod, OTHER_POD_VALUE)}
+    other = sibling_pod_labels(pod_labels, siblings)  # the other pod, as this one's term sees it
     if label_keys:
         for key in term.match_label_keys:
             if key in siblings.per_pod:

@@ -47,8 +47,8 @@ from gpudrv_check.k8s.podaffinity import (
     NO_SIBLING_LABELS,
     POD_INDEX,
     STATEFULSET_POD_NAME,
-    UNKNOWN_VALUE,
     SiblingLabels,
+    sibling_pod_labels,
 )
 
 #: plugin.go ErrReasonConstraintsNotMatch / ErrReasonNodeLabelNotMatch
@@ -193,19 +193,6 @@ def missing_keys(constraints: tuple[SpreadConstraint, ...]) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def pod_labels_at_creation(
-    template: Mapping[str, str], siblings: SiblingLabels = NO_SIBLING_LABELS
-) -> dict[str, str]:
-    """The labels a pod of the template holds that its siblings share (the template's and its
-    controller's: `SiblingLabels`; a value the repo cannot know reads `UNKNOWN_VALUE`)."""
-    shared = {
-        key: UNKNOWN_VALUE if value is None else value
-        for key, value in siblings.shared.items()
-        if not (siblings.template_wins and key in template)
-    }
-    return {**template, **shared}
-
-
 def own_selection(
     constraint: SpreadConstraint,
     template: Mapping[str, str],
@@ -216,7 +203,7 @@ def own_selection(
     reads no per-pod label: the pod and its siblings agree on every label it reads."""
     if constraint.label_selector is None:
         return NONE
-    labels = pod_labels_at_creation(template, siblings)
+    labels = sibling_pod_labels(template, siblings, per_pod=False)
     if not selector_key(constraint.label_selector).matches(labels):
         return NONE
     for key in constraint.match_label_keys:

@@ -44,7 +44,7 @@ from gpudrv_check.k8s.disruption import (
 )
 from gpudrv_check.k8s.labels import MAPPINGS, Problem
 from gpudrv_check.k8s.labelselector import EVERYTHING, SelectorKey, selector_key
-from gpudrv_check.k8s.podaffinity import NO_SIBLING_LABELS, OTHER_POD_VALUE, UNKNOWN_VALUE
+from gpudrv_check.k8s.podaffinity import NO_SIBLING_LABELS, sibling_pod_labels
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.occupancy import pod_count
 from gpudrv_check.model.spread import (
@@ -161,14 +161,7 @@ def pdb_pod_labels(workload: Workload) -> Mapping[str, str]:
     siblings = sibling_labels(workload)
     if siblings is NO_SIBLING_LABELS or not (siblings.shared or siblings.per_pod):
         return workload.pod_labels
-    labels = dict(workload.pod_labels)
-    for key, value in siblings.shared.items():
-        if siblings.template_wins and key in labels:
-            continue  # the Job API keeps the template's value
-        labels[key] = UNKNOWN_VALUE if value is None else value
-    for key in siblings.per_pod:
-        labels[key] = OTHER_POD_VALUE
-    return labels
+    return sibling_pod_labels(workload.pod_labels, siblings)
 
 
 def _problem_path(manifest: Manifest, problem: Problem) -> Path:

@@ -70,6 +70,7 @@ from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.k8s.labels import MAPPINGS
 from gpudrv_check.k8s.labelselector import selector_key
 from gpudrv_check.k8s.nodeaffinity import node_selector_terms, requirement_matches, selector_value
+from gpudrv_check.k8s.podaffinity import NAMESPACE_NAME_LABEL
 from gpudrv_check.k8s.quantity import quantity_value
 from gpudrv_check.k8s.taints import first_untolerated_taint
 from gpudrv_check.model.workload import Workload
@@ -84,8 +85,6 @@ DEFAULT_QUEUE = "default"
 #: the namespaces the default managedJobsNamespaceSelector leaves out (apis/config/v1beta2
 #: defaults.go: kubernetes.io/metadata.name NotIn [kube-system, <kueue's namespace>])
 UNMANAGED_NAMESPACES = frozenset(("kube-system", "kueue-system"))
-#: apimachinery LabelMetadataName: the label the API server puts on every Namespace
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 #: the stopPolicy values that stop a queue (apis/kueue/v1beta2 StopPolicy: None, Hold,
 #: HoldAndDrain; another value is refused by the API server)
 HOLD_POLICIES = frozenset(("Hold", "HoldAndDrain"))
@@ -175,12 +174,6 @@ def _group_ok(group: object) -> bool:
         and bool(flavors)
         and all(isinstance(f, MAPPINGS) and isinstance(f.get("name"), str) for f in flavors)
     )
-
-
-def _taint_text(taint: Mapping[str, Any]) -> str:
-    """``key=value:Effect`` (``key:Effect`` without a value)."""
-    key, value, effect = (str(taint.get(f) or "") for f in ("key", "value", "effect"))
-    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
 
 
 def _labels_text(labels: Mapping[Any, Any]) -> str:
@@ -429,7 +422,9 @@ class Kueue:
         tolerations = [*_list(spec.get("tolerations")), *_list(flavor.get("tolerations"))]
         taint = first_untolerated_taint(taints, tolerations)
         if taint is not None:
-            return f"{MISFIT_TAINT} {_taint_text(taint)} in flavor {name}"
+            from gpudrv_check.model.pending import taint_text
+
+            return f"{MISFIT_TAINT} {taint_text(taint)} in flavor {name}"
         labels = flavor.get("nodeLabels")
         if not isinstance(labels, MAPPINGS):
             return None

@@ -471,11 +471,12 @@ class Occupancy:
         held: set[tuple[str, str]] = set()
         cursor = 0
         domain_of = demand.domains
-        skew = _skew(demand)
-        values = demand.spread.values or {} if demand.spread else {}
+        skew = _skew(demand)  # `_place` sends a demand with a counting constraint only
+        assert demand.spread is not None
+        values = demand.spread.values or {}
         own: dict[str, int] = {}
         for index in range(demand.count):
-            node, cursor = self._next_spread(demand, cursor, held, rid, skew, own)
+            node, cursor = self._next_spread(demand, cursor, held, rid, skew, own, values)
             if node is not None:
                 self._take(node, demand, index, rid)
                 if domain_of is not None:
@@ -506,15 +507,16 @@ class Occupancy:
         rid: int,
         skew: Skew,
         own: dict[str, int],
+        values: Mapping[str, str],
     ) -> tuple[str | None, int]:
         """`_next` with the spread filter, taking the allowed node with room that holds the
         fewest of the workload's pods (`own`): a node the skew refuses now is passed over for
-        this replica only (a later one may find its domain allowed)."""
+        this replica only (a later one may find its domain allowed). `values`: each node's
+        value of the constraint's key."""
         key = (id(demand.nodes), rid)
         if key in self._hopeless:
             return None, cursor
         requests, domain_of = demand.requests, demand.domains
-        values = demand.spread.values or {} if demand.spread else {}
         fulls, eligible, open_ = self._scan(demand, key)
         total = len(eligible)
         minimum = skew.minimum()

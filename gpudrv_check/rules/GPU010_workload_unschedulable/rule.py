@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpudrv_check.core.finding import Finding
+from gpudrv_check.core.finding import Finding, names
 from gpudrv_check.core.located import field_path_text
 from gpudrv_check.k8s.podaffinity import HOSTNAME_LABEL
 from gpudrv_check.k8s.taints import TAINT_NODE_UNSCHEDULABLE
@@ -17,7 +17,7 @@ from gpudrv_check.k8s.topologyspread import FIELD as SPREAD_FIELD
 from gpudrv_check.k8s.topologyspread import REASON_SPREAD
 from gpudrv_check.model import kueue as kq
 from gpudrv_check.model.admission import EXTENDED_RESOURCE_TOLERATION, extended_resources
-from gpudrv_check.model.occupancy import Replicas
+from gpudrv_check.model.occupancy import Replicas, anti_affinity_refusals
 from gpudrv_check.model.pending import (
     CAUSE_AFFINITY,
     CAUSE_GPU,
@@ -173,16 +173,15 @@ def pending_replicas_finding(ctx: Context, workload: Workload) -> Finding | None
     if replicas is None or not replicas.pending:
         return None
     if not replicas.short:
-        if _SKEW.search(replicas.message) and ANTI_AFFINITY_REASON not in replicas.message:
+        if _SKEW.search(replicas.message) and not anti_affinity_refusals(replicas.message):
             return _skew_finding(ctx, workload, replicas)
         return None  # anti-affinity alone: GPU021's finding
     pending = replicas.pending
-    names = ", ".join(replicas.pod_name(i) for i in pending[:3])
-    names += f" and {len(pending) - 3} more" if len(pending) > 3 else ""
+    shown = names([replicas.pod_name(i) for i in pending[:3]], 3, total=len(pending))
     resource = replicas.short[0]
     message = (
         f"{workload.title}: {len(pending)} of "
-        f"{len(replicas.nodes)} pods stay Pending ({names}), the nodes they may use being full: "
+        f"{len(replicas.nodes)} pods stay Pending ({shown}), the nodes they may use being full: "
         f"{replicas.message}"
     )
     path = resource_request_path(workload, resource) or workload.spec_path
@@ -204,8 +203,6 @@ def pending_replicas_finding(ctx: Context, workload: Workload) -> Finding | None
 #: the PodTopologySpread filter's skew reason (plugin.go ErrReasonConstraintsNotMatch), not
 #: its missing-label one, in the scheduler's message
 _SKEW = re.compile(re.escape(REASON_SPREAD) + r"(?! \(missing)")
-#: InterPodAffinity's reason for a node the pod's own anti-affinity rules out (GPU021's case)
-ANTI_AFFINITY_REASON = "didn't match pod anti-affinity rules"
 
 
 def _skew_finding(ctx: Context, workload: Workload, replicas: Replicas) -> Finding:
@@ -215,8 +212,7 @@ def _skew_finding(ctx: Context, workload: Workload, replicas: Replicas) -> Findi
     placement = ctx.repo.placement
     counting = counting_constraint(workload, placement.release.minor)
     pending = replicas.pending
-    names = ", ".join(replicas.pod_name(i) for i in pending[:3])
-    names += f" and {len(pending) - 3} more" if len(pending) > 3 else ""
+    shown = names([replicas.pod_name(i) for i in pending[:3]], 3, total=len(pending))
     path: tuple = workload.spec_path
     said = "its topologySpreadConstraints"
     if counting is not None:
@@ -230,7 +226,7 @@ def _skew_finding(ctx: Context, workload: Workload, replicas: Replicas) -> Findi
         )
     message = (
         f"{workload.title}: {len(pending)} of {len(replicas.nodes)} pods stay Pending "
-        f"({names}): {said}: {replicas.message}"
+        f"({shown}): {said}: {replicas.message}"
     )
     tainted = False  # a domain counted through nodes the pods do not tolerate (Ignore)
     if counting is not None and not counting.honor_taints:
@@ -290,10 +286,10 @@ def _reason_text(refusal: kq.Refusal, about: Workload) -> str:
             f"(labels {refusal.details[0] if refusal.details else 'unknown'})"
         )
     if refusal.cause == kq.UNCOVERED_RESOURCE:
-        names = ", ".join(refusal.details)
+        resources = ", ".join(refusal.details)
         one = len(refusal.details) == 1
         return (
-            f"{pods} request {names}, which no resourceGroup of {cq} covers "
+            f"{pods} request {resources}, which no resourceGroup of {cq} covers "
             f'("resource {refusal.details[0]} unavailable in ClusterQueue"'
             f"{')' if one else ', …)'}"
         )
@@ -331,9 +327,9 @@ def _kueue_hint(kueue: kq.Kueue | None, refusal: kq.Refusal, about: Workload) ->
             + ", or send the workload to a LocalQueue of a ClusterQueue that selects it."
         )
     if refusal.cause == kq.UNCOVERED_RESOURCE:
-        names = ", ".join(refusal.details)
+        resources = ", ".join(refusal.details)
         return (
-            f"Add {names} to the coveredResources of a resourceGroup of {cq}, with a "
+            f"Add {resources} to the coveredResources of a resourceGroup of {cq}, with a "
             "nominalQuota in each of its flavors, or stop requesting "
             f"{'it' if len(refusal.details) == 1 else 'them'} (Kueue's Configuration can also "
             "leave a resource out: resources.excludeResourcePrefixes)."

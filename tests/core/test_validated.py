@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from gpudrv_check.core.finding import Severity
 from gpudrv_check.core.records import record
 from gpudrv_check.core.validated import build, dump, internal, model_of, spec, validate
+from gpudrv_check.read import config as config_module
 from gpudrv_check.read.config import Config, parse_config
 
 
@@ -77,7 +78,7 @@ def test_build_gives_back_what_dump_took_without_pydantic():
             build(Outer, bad)
 
 
-def test_a_config_rebuilt_from_its_dump_is_the_validated_one():
+def test_a_config_rebuilt_from_its_dump_is_the_validated_one(monkeypatch: pytest.MonkeyPatch):
     """What engine/cache/config.py stores (`dump`) and a later run rebuilds without pydantic."""
     data = {
         "matrix": None,
@@ -91,7 +92,15 @@ def test_a_config_rebuilt_from_its_dump_is_the_validated_one():
         "cuda": {"min_driver": {"12.10": "580.1"}},
     }
     config = parse_config(data, "c.yaml")
-    rebuilt = parse_config(data, "c.yaml", (dump(config), sorted(config.written)))
+    known = (dump(config), sorted(config.written))
+    assert config_module._rebuilt(known) is not None
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("validated again: the known values were not used")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(config_module, "validate", refuse)
+        rebuilt = parse_config(data, "c.yaml", known)
     assert rebuilt == config and rebuilt.dump_json() == config.dump_json()
     assert rebuilt.written == config.written and rebuilt.source == "c.yaml"
     assert rebuilt.rules["GPU010"].severity is Severity.WARNING

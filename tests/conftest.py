@@ -234,3 +234,20 @@ def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory):
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = old
+
+
+@pytest.fixture
+def clean_partitions(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+    """The namespaces each cached run took from the partition cache (as merge saw the plan;
+    a run without the cache has no plan and is not listed)."""
+    from gpudrv_check.engine.cache import partition
+
+    seen: list[set[str]] = []
+    merge = partition.merge
+
+    def spy(run) -> None:
+        seen.append(set(run.content.plan.clean) if run.content.plan is not None else set())
+        merge(run)
+
+    monkeypatch.setattr(partition, "merge", spy)
+    return seen

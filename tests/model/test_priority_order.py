@@ -282,23 +282,6 @@ def test_a_demand_encodes_its_priority(priority: int | None):
     assert len(record) == 13 and record[12] == priority  # spread (none here) would be 14th
 
 
-@pytest.fixture
-def clean_partitions(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
-    """The namespaces each cached run took from the partition cache (as in
-    tests/performance/test_incremental.py)."""
-    from gpudrv_check.engine.cache import partition
-
-    seen: list[set[str]] = []
-    merge = partition.merge
-
-    def spy(run) -> None:
-        seen.append(set(run.content.plan.clean) if run.content.plan is not None else set())
-        merge(run)
-
-    monkeypatch.setattr(partition, "merge", spy)
-    return seen
-
-
 def test_a_class_edit_in_one_namespace_reorders_capacity_with_another_cached(
     tmp_path: Path, clean_partitions: list[set[str]]
 ):

@@ -521,23 +521,6 @@ def _gpu_repo(root: Path) -> None:
     write(root, "team-c/c.yaml", _deployment("c", "team-c"))
 
 
-@pytest.fixture
-def clean_partitions(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
-    """The namespaces each cached run took from the partition cache (as merge saw the plan;
-    a run without the cache has no plan and is not listed)."""
-    from gpudrv_check.engine.cache import partition
-
-    seen: list[set[str]] = []
-    merge = partition.merge
-
-    def spy(run) -> None:
-        seen.append(set(run.content.plan.clean) if run.content.plan is not None else set())
-        merge(run)
-
-    monkeypatch.setattr(partition, "merge", spy)
-    return seen
-
-
 def test_a_replica_edit_that_keeps_the_other_outcomes_is_a_partial_run(
     tmp_path: Path, clean_partitions: list[set[str]]
 ):

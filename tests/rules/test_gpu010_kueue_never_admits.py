@@ -5,7 +5,6 @@ and function it follows; the expected values are ours, worked out from that code
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,11 @@ import pytest
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.engine.run import check
 from gpudrv_check.model import kueue as kq
-from gpudrv_check.model.admission import admit
-from gpudrv_check.model.workload import Workload, build_workloads
-from gpudrv_check.model.workload_kinds import workload_kinds
+from gpudrv_check.model.workload import Workload
 from gpudrv_check.read.config import Config, parse_config
 from gpudrv_check.read.manifests import parse_manifest_bytes
 from tests.conftest import write
+from tests.model.test_kueue_review import admitted, docs
 
 NODES = """
 apiVersion: gpudrv-check.io/v1alpha1
@@ -90,17 +88,12 @@ spec:
 """
 
 
-def docs(*parts: str) -> str:
-    return "\n---\n".join(textwrap.dedent(p).strip("\n") for p in parts) + "\n"
-
-
 def held(text: str, config: Config | None = None) -> kq.Refusal | None:
     """The certain refusal of the (only) workload of `text`, after admission."""
-    result = parse_manifest_bytes("w.yaml", text.encode())
-    found, _ = build_workloads(result.manifests, workload_kinds(None))
-    admit(found, result.manifests, config or Config())
-    (workload,) = found
-    verdict = kq.Kueue(result.manifests).never_admits(workload)
+    (workload,) = admitted(text, config)
+    verdict = kq.Kueue(parse_manifest_bytes("w.yaml", text.encode()).manifests).never_admits(
+        workload
+    )
     return verdict[1] if verdict is not None else None
 
 

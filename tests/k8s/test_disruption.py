@@ -44,6 +44,10 @@ def rc(replicas: int, pods: int | None = None) -> PodGroup:
     return PodGroup("ReplicationController", "foobar", replicas, replicas if pods is None else pods)
 
 
+#: two pods of Job train (jobs.batch: no scale subresource)
+JOB_PODS = PodGroup("Job", "train", None, 2)
+
+
 def bare(pods: int) -> PodGroup:
     return PodGroup("", "", None, pods)
 
@@ -336,6 +340,92 @@ BUDGET_ROWS = [
         [deploy(4)],
         (0, 0, 4, 0),
         "invalid-spec",
+    ),
+    # a review of the budget arithmetic against disruption.go (tests/model/test_pdb_review.py
+    # holds the whole-repo cases)
+    # getExpectedPodCount + GetScaledValueFromIntOrPercent(roundUp=true): ceil(1.5) = 2 of 3
+    ("minAvailable 50% of 3", pdb(minAvailable="50%"), [deploy(3)], (3, 2, 3, 1), "computed"),
+    # maxUnavailable rounds up too: ceil(1.5) = 2 may be down, 1 must stay
+    (
+        "maxUnavailable 50% of 3",
+        pdb(maxUnavailable="50%"),
+        [deploy(3)],
+        (3, 1, 3, 2),
+        "computed",
+    ),
+    # ceil(0.3) = 1: 10% of 3 still lets one go
+    (
+        "maxUnavailable 10% of 3",
+        pdb(maxUnavailable="10%"),
+        [deploy(3)],
+        (3, 2, 3, 1),
+        "computed",
+    ),
+    # an integer minAvailable counts the selected pods; countHealthyPods: 2 Ready of 3
+    (
+        "minAvailable 2, 2 Ready of 3",
+        pdb(minAvailable=2),
+        [deploy(3, ready=2)],
+        (3, 2, 2, 0),
+        "computed",
+    ),
+    # getScaleController: jobs.batch has no scale subresource -> sync error -> failSafe
+    (
+        "maxUnavailable over a Job",
+        pdb(maxUnavailable=1),
+        [JOB_PODS],
+        (0, 0, 2, 0),
+        "fail-safe",
+    ),
+    # a percentage needs the scale as well, even 0%
+    (
+        "minAvailable 0% over a Job",
+        pdb(minAvailable="0%"),
+        [JOB_PODS],
+        (0, 0, 2, 0),
+        "fail-safe",
+    ),
+    # an integer minAvailable reads no scale: 2 pods, 1 must stay
+    (
+        "minAvailable 1 over a Job",
+        pdb(minAvailable=1),
+        [JOB_PODS],
+        (2, 1, 2, 1),
+        "computed",
+    ),
+    # getExpectedScale skips the unmanaged pod; countHealthyPods still counts it
+    (
+        "maxUnavailable 0, a bare pod beside",
+        pdb(maxUnavailable=0),
+        [deploy(2), PodGroup("", "p", None, 1)],
+        (2, 2, 3, 1),
+        "computed",
+    ),
+    # only unmanaged pods: expectedCount 0 -> updatePdbStatus writes 0
+    (
+        "maxUnavailable over a bare pod",
+        pdb(maxUnavailable=1),
+        [PodGroup("", "p", None, 1)],
+        (0, 0, 1, 0),
+        "no-expected-pods",
+    ),
+    # neither field: getExpectedPodCount leaves both 0 -> 0
+    ("neither field", pdb(), [deploy(2)], (0, 0, 2, 0), "no-expected-pods"),
+    # CreateMirrorPod: the Node controls the mirror; a Node has no scale -> failSafe
+    (
+        "maxUnavailable over a mirror pod",
+        pdb(maxUnavailable=1),
+        [deploy(2), PodGroup("Node", "gpu-0", None, 1)],
+        (0, 0, 3, 0),
+        "fail-safe",
+    ),
+    # an integer minAvailable counts the mirror as one of the selected pods
+    (
+        "minAvailable 2 with a mirror pod",
+        pdb(minAvailable=2),
+        [deploy(2), PodGroup("Node", "gpu-0", None, 1)],
+        (3, 2, 3, 1),
+        "computed",
     ),
     ("no spec", {"kind": "PodDisruptionBudget"}, [deploy(4)], (0, 0, 4, 0), "invalid-spec"),
     ("spec is a list", {"spec": [1]}, [deploy(4)], (0, 0, 4, 0), "invalid-spec"),

@@ -34,111 +34,15 @@ from gpudrv_check.engine.run import Run, check
 from gpudrv_check.k8s.disruption import PodGroup, disruption_budget
 from gpudrv_check.read.config import Config
 from tests.conftest import MATRIX, gpu_node, write
+from tests.k8s.test_disruption import deploy
+from tests.k8s.test_disruption import pdb as pdb_object
 
 # --- the arithmetic ------------------------------------------------------------------------
 
 
-def spec(**fields: object) -> dict:
-    return {"spec": {"selector": {"matchLabels": {"app": "w"}}, **fields}}
-
-
-def deployment(replicas: int, healthy: int | None = None) -> PodGroup:
-    return PodGroup("Deployment", "w", replicas, replicas, healthy)
-
-
-JOB = PodGroup("Job", "train", None, 2)
-BARE = PodGroup("", "p", None, 1)
-MIRROR = PodGroup("Node", "gpu-0", None, 1)
-
-# (id, pdb, groups, (expected, desiredHealthy, currentHealthy, disruptionsAllowed), outcome)
-BUDGET_ROWS = [
-    # getExpectedPodCount + GetScaledValueFromIntOrPercent(roundUp=true): ceil(1.5) = 2 of 3
-    ("minAvailable 50% of 3", spec(minAvailable="50%"), [deployment(3)], (3, 2, 3, 1), "computed"),
-    # maxUnavailable rounds up too: ceil(1.5) = 2 may be down, 1 must stay
-    (
-        "maxUnavailable 50% of 3",
-        spec(maxUnavailable="50%"),
-        [deployment(3)],
-        (3, 1, 3, 2),
-        "computed",
-    ),
-    # ceil(0.3) = 1: 10% of 3 still lets one go
-    (
-        "maxUnavailable 10% of 3",
-        spec(maxUnavailable="10%"),
-        [deployment(3)],
-        (3, 2, 3, 1),
-        "computed",
-    ),
-    # an integer minAvailable counts the selected pods; countHealthyPods: 2 Ready of 3
-    (
-        "minAvailable 2, 2 Ready of 3",
-        spec(minAvailable=2),
-        [deployment(3, 2)],
-        (3, 2, 2, 0),
-        "computed",
-    ),
-    # getScaleController: jobs.batch has no scale subresource -> sync error -> failSafe
-    ("maxUnavailable over a Job", spec(maxUnavailable=1), [JOB], (0, 0, 2, 0), "fail-safe"),
-    # a percentage needs the scale as well, even 0%
-    ("minAvailable 0% over a Job", spec(minAvailable="0%"), [JOB], (0, 0, 2, 0), "fail-safe"),
-    # an integer minAvailable reads no scale: 2 pods, 1 must stay
-    ("minAvailable 1 over a Job", spec(minAvailable=1), [JOB], (2, 1, 2, 1), "computed"),
-    # getExpectedScale skips the unmanaged pod; countHealthyPods still counts it
-    (
-        "maxUnavailable 0, a bare pod beside",
-        spec(maxUnavailable=0),
-        [deployment(2), BARE],
-        (2, 2, 3, 1),
-        "computed",
-    ),
-    # only unmanaged pods: expectedCount 0 -> updatePdbStatus writes 0
-    (
-        "maxUnavailable over a bare pod",
-        spec(maxUnavailable=1),
-        [BARE],
-        (0, 0, 1, 0),
-        "no-expected-pods",
-    ),
-    # neither field: getExpectedPodCount leaves both 0 -> 0
-    ("neither field", spec(), [deployment(2)], (0, 0, 2, 0), "no-expected-pods"),
-    # CreateMirrorPod: the Node controls the mirror; a Node has no scale -> failSafe
-    (
-        "maxUnavailable over a mirror pod",
-        spec(maxUnavailable=1),
-        [deployment(2), MIRROR],
-        (0, 0, 3, 0),
-        "fail-safe",
-    ),
-    # an integer minAvailable counts the mirror as one of the selected pods
-    (
-        "minAvailable 2 with a mirror pod",
-        spec(minAvailable=2),
-        [deployment(2), MIRROR],
-        (3, 2, 3, 1),
-        "computed",
-    ),
-]
-
-
-@pytest.mark.parametrize(
-    ("pdb", "groups", "numbers", "outcome"),
-    [row[1:] for row in BUDGET_ROWS],
-    ids=[row[0] for row in BUDGET_ROWS],
-)
-def test_budget_numbers(pdb: dict, groups: list, numbers: tuple, outcome: str) -> None:
-    budget = disruption_budget(pdb, groups)
-    got = (
-        budget.expected,
-        budget.desired_healthy,
-        budget.current_healthy,
-        budget.disruptions_allowed,
-    )
-    assert (got, budget.outcome) == (numbers, outcome)
-
-
 def test_mirror_pod_fail_safe_names_the_node() -> None:
-    budget = disruption_budget(spec(maxUnavailable=1), [deployment(2), MIRROR])
+    mirror = PodGroup("Node", "gpu-0", None, 1)
+    budget = disruption_budget(pdb_object(maxUnavailable=1), [deploy(2), mirror])
     assert "Node gpu-0, the controller of a static pod's mirror, has no scale" in budget.reason
 
 

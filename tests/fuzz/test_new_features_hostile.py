@@ -184,6 +184,7 @@ def test_every_seed_names_objects_it_holds():
         assert (corpus.CORPUS / seed).is_file(), seed
 
 
+@pytest.mark.slow  # 349 cases of a whole check each: minutes on one core (CI runs it)
 @pytest.mark.parametrize(("seed", "index", "path"), CASES)
 def test_wrong_type_in_a_field_is_a_finding_never_a_crash(seed: str, index: int, path: FieldPath):
     docs = _documents(seed)

@@ -16,7 +16,6 @@ from tests.performance.test_incremental import (
     _edit_other_namespace,
     _lab_nodes,
     _same_after,
-    clean_partitions,  # noqa: F401 (a fixture)
 )
 
 
@@ -35,7 +34,7 @@ def _repo(root: Path) -> None:
 
 def test_a_budget_sees_a_workload_its_kustomization_puts_in_its_namespace(
     tmp_path,
-    clean_partitions,  # noqa: F811 (the fixture imported above)
+    clean_partitions,
 ):
     root = tmp_path / "repo"
     _repo(root)

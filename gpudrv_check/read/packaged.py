@@ -8,11 +8,13 @@ from typing import Any
 
 
 def packaged_yaml(directory: str, name: str) -> Any:
-    """The first document of a shipped YAML file; a broken one is a packaging bug (raises)."""
+    """The first document of a shipped YAML file; a broken one is a packaging bug (raises).
+    Read as text (UTF-8): text in the plain block subset takes the line reader, bytes always
+    the event builder (read/yaml_docs.py `parse_text`), and libyaml's binding with it."""
     from gpudrv_check.core.resources import read_resource
     from gpudrv_check.read.yaml_docs import parse_text
 
-    parsed = parse_text(read_resource(directory, name))
+    parsed = parse_text(read_resource(directory, name).decode("utf-8"))
     if parsed.problems:
         raise RuntimeError(f"broken built-in {directory}/{name}: {parsed.problems}")
     return parsed.docs[0].data if parsed.docs else None

@@ -81,19 +81,53 @@ def _in_words(error: Any) -> tuple[tuple, str]:
     return path, error.message
 
 
+#: the shipped table as a run reads it: policies/workloads.yaml (the file people read and edit)
+#: written out as JSON by `compiled_table_text`. The YAML's nested flow collections and anchors
+#: are outside the line reader's subset (read/block_yaml.py), so reading it took the event
+#: builder, and the import of libyaml's binding for it: 28 ms of every run that plans, a tenth
+#: of a one-file edit of a small repo, where the JSON takes well under one. A test holds the two
+#: equal (tests/model/test_workload_kinds.py).
+COMPILED_TABLE = "workloads.json"
+
+
 @lru_cache(maxsize=1)
 def builtin_workload_table() -> Any:
     """The shipped table; a broken one is a bug of this tool, not of the checked repo. Its
     schema check is a test (tests/model/test_workload_kinds.py), not a cost of every start-up:
     importing jsonschema and validating took a third of a small run."""
     from gpudrv_check.core.resources import read_resource
-    from gpudrv_check.read.yaml_docs import parse_text
 
-    parsed = parse_text(read_resource("policies", "workloads.yaml"))
-    data = parsed.docs[0].data if parsed.docs else None
-    if parsed.problems or not isinstance(data, dict):
-        raise RuntimeError(f"broken built-in policies/workloads.yaml: {parsed.problems}")
+    data = json.loads(read_resource("policies", COMPILED_TABLE))
+    if not isinstance(data, dict):
+        raise RuntimeError(f"broken built-in policies/{COMPILED_TABLE}")
     return data
+
+
+def source_workload_table() -> Any:
+    """policies/workloads.yaml as data: what `builtin_workload_table` must equal."""
+    from gpudrv_check.read.packaged import packaged_yaml
+
+    data = packaged_yaml("policies", "workloads.yaml")
+    if not isinstance(data, dict):
+        raise RuntimeError("broken built-in policies/workloads.yaml: not a mapping")
+    return data
+
+
+def compiled_table_text(data: Any) -> str:
+    """The text of policies/workloads.json for the table `data`: one key per line, in the
+    YAML's order. Written by
+    `python -c "from gpudrv_check.read.workload_table import write_compiled_table as w; w()"`
+    after an edit of the YAML (in a checkout)."""
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+def write_compiled_table() -> None:
+    """Write policies/workloads.json from policies/workloads.yaml (a developer's command)."""
+    from gpudrv_check.core.resources import resource_dir
+
+    target = resource_dir("policies").joinpath(COMPILED_TABLE)
+    with open(str(target), "w", encoding="utf-8") as out:
+        out.write(compiled_table_text(source_workload_table()))
 
 
 def builtin_table_error() -> Any:

@@ -105,17 +105,20 @@ def test_version_and_parsing_import_no_command():
     assert "gpudrv_check.edit.inventory_import" not in seen["modules"]
 
 
-def test_a_check_run_does_not_import_jsonschema():
+def test_a_check_run_imports_neither_jsonschema_nor_libyaml():
     """The shipped workload table is validated by a test (tests/model/test_workload_kinds.py),
-    not at every start-up; a repo without custom policies or inventories needs no schema."""
+    not at every start-up; a repo without custom policies or inventories needs no schema. And
+    the shipped tables are read without libyaml's binding (policies/workloads.json; the other
+    two by the line reader): a repo whose files are all in the line reader's subset, as the
+    lab's are, never imports it."""
     code = (
         "import sys\n"
         "from gpudrv_check.cli import main\n"
         f"main(['check', {str(EXAMPLES / 'lab')!r}, '--no-cache', '--fail-on', 'never'])\n"
-        "print('jsonschema' in sys.modules)\n"
+        "print('jsonschema' in sys.modules, '_ruamel_yaml' in sys.modules)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.stdout.strip().splitlines()[-1] == "False", proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "False False", proc.stderr
 
 
 def _oversized_node_export(repo: Path, limit: int) -> None:

@@ -459,3 +459,22 @@ def test_the_shipped_table_conforms_to_its_schema():
     from gpudrv_check.read.workload_table import builtin_table_error
 
     assert builtin_table_error() is None
+
+
+def test_the_compiled_table_is_the_yaml():
+    # a run reads policies/workloads.json (issue 22: the YAML takes libyaml, 28 ms a run);
+    # it must be policies/workloads.yaml exactly, written as compiled_table_text writes it
+    from gpudrv_check.core.resources import read_resource
+    from gpudrv_check.read.workload_table import (
+        builtin_workload_table,
+        compiled_table_text,
+        source_workload_table,
+    )
+
+    source = source_workload_table()
+    assert source["kinds"] and builtin_workload_table() == source
+    shipped = read_resource("policies", "workloads.json").decode("utf-8")
+    assert shipped == compiled_table_text(source), (
+        "policies/workloads.json is stale: run "
+        '`python -c "from gpudrv_check.read.workload_table import write_compiled_table as w; w()"`'
+    )

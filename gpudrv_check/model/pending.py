@@ -426,7 +426,7 @@ def _details(
         out.extend(_resource_details(workload, placement, resources, nodes))
     if by_reason.get(SPREAD_LABEL):
         out.extend(_spread_details(spec, by_reason[SPREAD_LABEL], placement))
-    out.extend(not_evaluated(spec))
+    out.extend(not_evaluated(spec, placement.release.minor))
     return out
 
 
@@ -485,14 +485,15 @@ HOST_PORTS_NOT_EVALUATED = (
 )
 
 
-def not_evaluated(spec: object) -> list[str]:
+def not_evaluated(spec: object, minor: int) -> list[str]:
     """What the scheduler filters on in this pod spec that no verdict here reads (DRA claims,
     topology spread that must hold, required pod affinity, host ports), one clause each: said
-    with every verdict, never taken for a fit."""
+    with every verdict, never taken for a fit. `minor`: the kube-scheduler release the verdicts
+    follow (GPU010's scheduler_version), which decides what of the spread constraints it reads."""
     if not isinstance(spec, MAPPINGS):
         return []
     out = [DRA_NOT_EVALUATED] if dra_claims(spec) else []
-    spread = _spread_note(spec)
+    spread = _spread_note(spec, minor)
     if spread:
         out.append(spread)
     affinity = spec.get("affinity")
@@ -506,7 +507,7 @@ def not_evaluated(spec: object) -> list[str]:
     return out
 
 
-def _spread_note(spec: Mapping[str, Any]) -> str | None:
+def _spread_note(spec: Mapping[str, Any], minor: int) -> str | None:
     """What the spread filter here does not settle for this spec: nothing without DoNotSchedule
     constraints, or for a pod bound with spec.nodeName (no scheduler reads them); all of it
     for a list the API server rejects or forms not modelled (k8s/topologyspread.py
@@ -519,7 +520,7 @@ def _spread_note(spec: Mapping[str, Any]) -> str | None:
     bound = spec.get("nodeName")
     if isinstance(bound, str) and bound:
         return None
-    constraints = spread_constraints(spec)
+    constraints = spread_constraints(spec, minor)
     if not modelled(constraints):
         return TOPOLOGY_SPREAD_NOT_EVALUATED
     if any(c.label_selector is not None for c in constraints or ()):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpudrv_check.k8s.scheduler import SchedulerRelease
 from gpudrv_check.model.pending import (
     CAUSE_AFFINITY,
     CAUSE_GPU,
@@ -473,7 +474,7 @@ def test_filters_this_check_does_not_run_are_said(fields: dict, said: bool) -> N
     claims are (pending.py not_evaluated), never taken for a fit."""
     from gpudrv_check.model.pending import not_evaluated
 
-    assert bool(not_evaluated(fields)) is said
+    assert bool(not_evaluated(fields, SchedulerRelease().minor)) is said
     pending = explain({**fields, "nodeSelector": {"x": "y"}})
     assert (
         any("were not evaluated" in d or "was not evaluated" in d for d in pending.details) is said

@@ -152,7 +152,7 @@ def _entry(
     entry["cuda"] = [_cuda_json(f) for f in fits]
     if dra_claims(workload.pod_spec):
         entry["dra"] = DRA_NOT_EVALUATED
-    unread = not_evaluated(workload.pod_spec)
+    unread = not_evaluated(workload.pod_spec, repo.placement.release.minor)
     if unread:
         entry["not_evaluated"] = unread
     replicas = repo.occupancy.replicas(workload)

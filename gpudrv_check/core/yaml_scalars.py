@@ -1,5 +1,6 @@
 """Plain YAML scalars typed as Kubernetes' YAML decoder types them (sigs.k8s.io/yaml over
-go-yaml v2: YAML 1.1 words for null and booleans, integers in Go's bases, floats), for every
+go-yaml v2: YAML 1.1 words for null and booleans, integers in Go's bases, floats, an integral
+float as the JSON integer it becomes: `json_number`), for every
 reader of the repo (read/yaml_docs.py, read/block_yaml.py) and for the text a Helm template
 prints unquoted into a manifest (nvidia/upgrade.py): one resolver, so the two never differ.
 """
@@ -32,6 +33,17 @@ _FLOAT = re.compile(
     r"[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?\Z"
     r"|[-+]?\.(?:inf|Inf|INF)\Z|\.(?:nan|NaN|NAN)\Z"
 )
+
+
+def json_number(number: float) -> int | float:
+    """A float that go-yaml read as the API server reads it. sigs.k8s.io/yaml (`YAMLToJSON`,
+    what kubectl, Flux, Argo CD and Helm read YAML with) hands go-yaml's float64 to
+    encoding/json, which writes it in `'f'` notation from 1e-6 to 1e21: an integral float below
+    1e21 arrives as an integer literal (`2.0`, `1e3`, `-0.0`: 2, 1000, 0), which an integer
+    field takes (`replicas: 2.0` is two replicas). Others stay floats (`2.5`, `1e21`). An
+    integer literal past 64 bits, which go-yaml also reads as a float, is not one of these: it
+    stays the float (no field of the API takes it either way)."""
+    return int(number) if number.is_integer() and abs(number) < 1e21 else number
 
 
 def resolve_plain(text: str) -> Any:
@@ -69,5 +81,5 @@ def resolve_plain(text: str) -> Any:
         except ValueError:
             return text
         # strconv.ParseFloat refuses `1e400` (out of range): go-yaml keeps the string
-        return number if math.isfinite(number) else text
+        return json_number(number) if math.isfinite(number) else text
     return text

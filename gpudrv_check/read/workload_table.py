@@ -12,9 +12,10 @@ from gpudrv_check.read.config import Config
 
 @lru_cache(maxsize=1)
 def _validator() -> Any:
-    """The table's schema, with `integer` meaning an integer as written: JSON Schema counts
-    `1.0` as one, but a count read from a template is a number of pods, and YAML gives `1.0`
-    (or an integer past 64 bits) as a float, which the config refuses everywhere else."""
+    """The table's schema, with `integer` meaning an int: JSON Schema counts any integral
+    number as one, but a count read from a template is a number of pods. YAML `1.0` is read as
+    the 1 the API server would see (core/yaml_scalars.py `json_number`); a float that is left
+    (an integer past 64 bits, `1e21`) the config refuses everywhere else."""
     from jsonschema import Draft202012Validator
     from jsonschema.validators import extend
 

@@ -30,7 +30,7 @@ from gpudrv_check.core.located import LMap, LSeq, Pos
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 from gpudrv_check.core.records import record
 from gpudrv_check.core.yaml_scalars import NULLS as _NULLS
-from gpudrv_check.core.yaml_scalars import resolve_plain
+from gpudrv_check.core.yaml_scalars import json_number, resolve_plain
 from gpudrv_check.read.policy import builtin
 
 # Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
@@ -107,7 +107,8 @@ def _resolve_tagged(text: str, tag: str) -> Any:
         return value if isinstance(value, int) and not isinstance(value, bool) else text
     if tag == _STD_TAG + "float":
         value = resolve_plain(text)
-        return float(value) if isinstance(value, (int, float)) else text
+        # go-yaml's float64, written by encoding/json: `!!float 2` reaches the API server as 2
+        return json_number(float(value)) if isinstance(value, (int, float)) else text
     if tag == _STD_TAG + "bool":
         value = resolve_plain(text)
         return value if isinstance(value, bool) else text

@@ -35,6 +35,51 @@ def test_plain_scalars_resolve_like_the_kubernetes_decoder(text, expected):
     assert type(resolve_plain(text)) is type(expected)
 
 
+# sigs.k8s.io/yaml yaml.go `yamlToJSONTarget` + `convertToJSONableObject` (a float64 is handed to
+# encoding/json as go-yaml read it) and Go's encoding/json `floatEncoder` ('f' notation from
+# 1e-6 to 1e21): what the API server reads for a YAML float (core/yaml_scalars.py `json_number`)
+JSON_NUMBER_ROWS = [
+    ("2.0", 2),
+    ("1e3", 1000),
+    ("1E3", 1000),
+    ("-0.0", 0),
+    ("+4.", 4),
+    ("1_0.0", 10),
+    ("1e20", 10**20),  # 'f' notation: the literal 100000000000000000000
+    ("2.5", 2.5),
+    (".5", 0.5),
+    ("1e21", 1e21),  # 'e' notation from 1e21: "1e+21", no integer literal
+    ("-1e21", -1e21),
+    # an integer literal past 64 bits: go-yaml's float, left a float (yaml_scalars.py)
+    ("18446744073709551616", 18446744073709551616.0),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), JSON_NUMBER_ROWS)
+def test_a_float_is_read_as_the_number_the_api_server_reads(text, expected):
+    assert resolve_plain(text) == expected
+    assert type(resolve_plain(text)) is type(expected)
+
+
+def test_both_readers_read_an_integral_float_as_its_integer_and_keep_its_text():
+    # the line reader (read/block_yaml.py) and the event builder give the same tree; the text
+    # as written stays for messages (`scalar_text`)
+    from gpudrv_check.read.block_yaml import parse_block
+    from gpudrv_check.read.yaml_docs import parse_events
+
+    text = "replicas: 2.0\nhalf: 2.5\nq: '2.0'\n"
+    fast = parse_block(text)
+    assert fast is not None  # the line reader read it
+    for parsed in (fast, parse_events(text)):
+        doc = parsed.docs[0].data
+        assert (doc["replicas"], doc["half"], doc["q"]) == (2, 2.5, "2.0")
+        assert type(doc["replicas"]) is int
+        assert scalar_text(doc, "replicas") == "2.0"
+    # go-yaml's !!float is a float64 too (yaml_docs.py `_resolve_tagged`)
+    tagged = parse_text("a: !!float 3\nb: !!float 2.5\n").docs[0].data
+    assert (tagged["a"], tagged["b"]) == (3, 2.5) and type(tagged["a"]) is int
+
+
 def test_positions_of_keys_and_items_are_one_based():
     doc = parse_text("a: 1\nb:\n  - x\n  - y: 2\n").docs[0].data
     assert isinstance(doc, LMap)

@@ -1,0 +1,70 @@
+"""An integral YAML float is the integer the API server reads (core/yaml_scalars.py
+`json_number`): kubectl, Flux, Argo CD and Helm read YAML with sigs.k8s.io/yaml, whose
+`YAMLToJSON` hands go-yaml's float64 to encoding/json, and encoding/json writes 2.0 as `2`
+(`floatEncoder`, 'f' notation below 1e21). So `replicas: 2.0` runs two pods and
+`minAvailable: 2.0` is a budget of two; `2.5` is still refused (apps/v1 `replicas` is an
+int32, policy/v1 `minAvailable` an IntOrString: pkg/apis/apps/validation ValidateDeploymentSpec
+after JSON decoding, staging/src/k8s.io/apimachinery/pkg/util/intstr `UnmarshalJSON`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import write
+from tests.rules.test_placement_rules import run
+
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {nvidia.com/gpu.present: "true"}
+status:
+  allocatable: {nvidia.com/gpu: "4", cpu: "8", memory: 32Gi, pods: "110"}
+  capacity: {nvidia.com/gpu: "4", cpu: "8", memory: 32Gi, pods: "110"}
+"""
+
+
+def workload(replicas: str, min_available: str) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: w, namespace: ml}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: w}}}}
+  template:
+    metadata: {{labels: {{app: w}}}}
+    spec:
+      containers:
+      - {{name: c, image: busybox, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: b, namespace: ml}}
+spec:
+  minAvailable: {min_available}
+  selector: {{matchLabels: {{app: w}}}}
+"""
+
+
+def test_integral_floats_are_the_integers_kubectl_sends(tmp_path: Path) -> None:
+    write(tmp_path, "nodes.yaml", NODE)
+    write(tmp_path, "w.yaml", workload("2.0", "2.0"))
+    findings = run(tmp_path)
+    assert [f for f in findings if f.rule == "GPU040"] == []
+    # read as two pods under a budget of two: no disruption is allowed (GPU020), as with `2`
+    write(tmp_path, "w.yaml", workload("2", "2"))
+    as_integers = [(f.rule, f.message) for f in run(tmp_path)]
+    assert [(f.rule, f.message) for f in findings] == as_integers
+    assert any(rule == "GPU020" for rule, _ in as_integers)
+
+
+def test_a_fraction_is_still_refused_and_said_as_written(tmp_path: Path) -> None:
+    write(tmp_path, "nodes.yaml", NODE)
+    write(tmp_path, "w.yaml", workload("2.5", "1.5"))
+    messages = sorted(f.message for f in run(tmp_path) if f.rule == "GPU040")
+    assert len(messages) == 2
+    assert "spec.replicas must be a non-negative integer, not '2.5'" in messages[1]
+    assert "spec.minAvailable: must be an integer or percentage" in messages[0]
+    assert "not number 1.5" in messages[0]

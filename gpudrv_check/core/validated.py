@@ -135,27 +135,60 @@ def dump(obj: Any) -> Any:
 
 def validate(cls: type[_T], data: Any) -> tuple[_T, frozenset[str]]:
     """`data` validated as `cls` by pydantic (pydantic.ValidationError when it is not one),
-    and the keys it gave at the top (pydantic's `model_fields_set`)."""
-    model = model_of(cast(Any, cls)).model_validate(data)
+    and the keys it gave at the top (pydantic's `model_fields_set`).
+
+    The model checks only the fields `data` writes at the top: a field it leaves out takes the
+    dataclass's default, which no validation changes (no field is required or validated
+    across fields), and a key that names no field is refused as by the whole model
+    (`extra="forbid"`), with the same errors in the same order. Building pydantic's schema of
+    every section of a config cost a small repo's run more than checking it (the lab: 49 ms
+    of a 0.18 s run, for a file that writes two keys)."""
+    written = frozenset(data) if isinstance(data, dict) else None
+    model = model_of(cast(Any, cls), _written_fields(cast(Any, cls), written)).model_validate(data)
     return _from_model(cls, model), frozenset(model.model_fields_set)
 
 
+def _written_fields(cls: Any, written: frozenset[Any] | None) -> frozenset[str] | None:
+    """The fields of `cls` among the keys written (None: all), when the class may leave some
+    out: every field has a default and it is closed to unknown keys."""
+    if written is None or getattr(cls, OPTIONS, {}).get("extra", _DEFAULTS["extra"]) != "forbid":
+        return None
+    fields = _fields(cls)
+    if any(_required(f) for f in fields):
+        return None
+    return frozenset(f.name for f in fields if f.name in written)
+
+
+def _required(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
 def _from_model(cls: type[_T], model: Any) -> _T:
-    """The dataclass of a validated model (its nested models made dataclasses too)."""
+    """The dataclass of a validated model (its nested models made dataclasses too); a field
+    the model does not have (`validate`: not written) takes the dataclass's default."""
     hints = _hints(cast(Any, cls))
+    # (a default of a nested dataclass is that dataclass itself, not a model: all its fields)
+    present = getattr(type(model), "model_fields", None)
     return cls(
-        **{f.name: _built(hints[f.name], getattr(model, f.name), _from_model) for f in _fields(cls)}
+        **{
+            f.name: _built(hints[f.name], getattr(model, f.name), _from_model)
+            for f in _fields(cls)
+            if present is None or f.name in present
+        }
     )
 
 
 @cache
-def model_of(cls: Any) -> Any:
-    """The pydantic model that validates what a person writes for `cls` (made once)."""
+def model_of(cls: Any, only: frozenset[str] | None = None) -> Any:
+    """The pydantic model that validates what a person writes for `cls` (made once); with
+    `only`, one of those fields alone (`validate`)."""
     from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, create_model
 
     hints = _hints(cls)
     definitions: dict[str, Any] = {}
     for f in _fields(cls):
+        if only is not None and f.name not in only:
+            continue
         annotation = _modelled(hints[f.name])
         if "before" in f.metadata:
             annotation = typing.Annotated[annotation, BeforeValidator(f.metadata["before"])]

@@ -116,3 +116,55 @@ def test_with_counts_the_fields_it_replaces_as_written():
     assert "matrix" not in config.written
     assert "matrix" in config.with_(matrix="m.csv").written
     assert config.with_(matrix="m.csv").matrix == "m.csv" and config.matrix != "m.csv"
+
+
+def _full(cls, data):
+    """What the whole model (every field) gives: values, written keys, or its errors."""
+    from gpudrv_check.core.validated import _from_model
+
+    try:
+        model = model_of(cls).model_validate(data)
+    except ValidationError as err:
+        return "errors", err.errors(include_url=False)
+    return _from_model(cls, model), frozenset(model.model_fields_set)
+
+
+def _partial(cls, data):
+    try:
+        return validate(cls, data)
+    except ValidationError as err:
+        return "errors", err.errors(include_url=False)
+
+
+CONFIGS = [
+    {},
+    {"matrix": "m.csv", "exclude": ["steps/"]},
+    {"fail_on": "warning", "max_file_bytes": 0},  # an error among good keys
+    {"fail_on": "sometimes", "other": 1, "exclude": "x"},  # errors and an unknown key, in order
+    {"zzz": 1, "aaa": 2},  # unknown keys alone
+    {"rules": {"GPU010": {"severity": "info", "params": {"scheduler_version": "1.30"}}}},
+    {"operator": {"version": "v25.3.0"}, "labels": {}},
+    {"operator": 3},
+    {"clusters": {"a": {"path": "clusters/a"}}, "gitignore": "yes"},
+    {"exemptions": [{"rule": "GPU010"}], "policies": ["p/"]},
+    {"source": "x.yaml"},  # an internal field is no key (eb0d513)
+    {"where": 1, "matrix": None},
+    {1: "a"},
+]
+
+
+@pytest.mark.parametrize("data", CONFIGS)
+def test_a_model_of_the_written_keys_gives_what_the_whole_model_gives(data):
+    # validate() builds pydantic's schema of the fields the file writes only (issue 22: the
+    # whole config's took most of a small repo's run); values, written keys and every error
+    # (type, place, order) are the whole model's
+    assert _partial(Config, data) == _full(Config, data)
+    outer = {k: v for k, v in data.items() if k in ("count", "label", "inner")} or data
+    assert _partial(Outer, outer) == _full(Outer, outer)
+
+
+def test_the_model_of_a_file_is_built_for_its_keys_only():
+    validate(Config, {"matrix": "m.csv"})
+    only = model_of(Config, frozenset({"matrix"}))
+    assert set(only.model_fields) == {"matrix"}
+    assert len(model_of(Config).model_fields) > 10

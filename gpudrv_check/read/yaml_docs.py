@@ -31,6 +31,7 @@ from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 from gpudrv_check.core.records import record
 from gpudrv_check.core.yaml_scalars import NULLS as _NULLS
 from gpudrv_check.core.yaml_scalars import json_number, resolve_plain
+from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
 from gpudrv_check.read.policy import builtin
 
 # Nesting deeper than this is refused. Real manifests stay under ~60 levels (CRD schemas that
@@ -228,8 +229,6 @@ def append_item(node: LSeq, value: Any, pos: Pos, raw: str | None) -> None:
 
 def _in_container(stack: list[Any]) -> bool:
     """Whether the innermost open mapping is a container of the document's pod template."""
-    from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
-
     if not stack[0].is_map:  # a top-level list (Ansible, JSON patches) has no pod template
         return False
     kind = stack[0].node.get("kind")

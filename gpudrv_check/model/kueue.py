@@ -25,10 +25,12 @@ ClusterQueue"); for each group the pod uses, the first flavor that fits is assig
 (scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets, checkFlavorForPodSets): its
 NoSchedule/NoExecute ``nodeTaints`` tolerated by the pod's and the flavor's tolerations, the
 pod's nodeSelector and required node affinity, cut to the flavor's label keys
-(flavorSelector), matching its ``nodeLabels``, and no pod asking for more than the flavor's
-``nominalQuota`` when the ClusterQueue has no cohort to borrow from (fitsResourceQuota: more
-than the maximum capacity never fits). Other quota is not modelled: every flavor is taken to have
-room. Kueue checks the template as written for a Job-like object, the pod (after the API
+(flavorSelector), matching its ``nodeLabels``, and its pod set asking for no more than the
+flavor's ``nominalQuota`` when the ClusterQueue has no cohort to borrow from (fitsResourceQuota:
+more than the maximum capacity never fits). A Job's pod set is all its pods, their requests
+added up (jobs/job ``podsCount``: parallelism capped by completions; `pod_set_count`); other
+kinds are weighed one pod at a time, which never fits less than Kueue does. Other quota is not
+modelled: every flavor is taken to have room. Kueue checks the template as written for a Job-like object, the pod (after the API
 server's admission plugins) for the pod-based integrations. At admission the flavors'
 ``nodeLabels`` are merged into the pod's nodeSelector and their ``tolerations`` appended
 (pkg/podset/podset.go FromAssignment, Merge).
@@ -199,6 +201,47 @@ def _integrated(manifest: Manifest) -> bool | None:
     if entry is None or not entry.kueue:
         return None
     return manifest.kind in _POD_BASED
+
+
+#: partial admission (jobs/job: `JobMinParallelismAnnotation`): Kueue may admit fewer pods
+MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
+
+
+def pod_set_count(manifest: Manifest, queue: Queue) -> int | None:
+    """How many pods the one pod set of a Job's Kueue workload holds (jobs/job/job_controller.go
+    `PodSets`, `podsCount`): `parallelism` (defaulted to 1), never more than `completions`; a
+    CronJob's Jobs alike, from its job template. None when not known for certain: another
+    kind (each pod its own workload, or pod sets this check does not add up), a Job whose
+    pods the pod integration admits one by one (a queue label on the template only), a
+    count the API server would refuse, or partial admission (the job-min-parallelism
+    annotation: Kueue may admit fewer)."""
+    if queue.pod_based or manifest.api_version not in ("batch/v1", "batch/v1beta1"):
+        return None
+    meta: Path
+    spec: Path
+    if manifest.kind == "Job" and manifest.api_version == "batch/v1":
+        meta, spec = ("metadata",), ("spec",)
+    elif manifest.kind == "CronJob":
+        meta, spec = ("spec", "jobTemplate", "metadata"), ("spec", "jobTemplate", "spec")
+    else:
+        return None
+    annotations = manifest.get(*meta, "annotations")
+    if isinstance(annotations, MAPPINGS) and MIN_PARALLELISM_ANNOTATION in annotations:
+        return None
+    parallelism = manifest.get(*spec, "parallelism")
+    completions = manifest.get(*spec, "completions")
+    count = 1 if parallelism is None else _count(parallelism)
+    if count is None or completions is None:
+        return count
+    cap = _count(completions)
+    return None if cap is None else min(count, cap)
+
+
+def _count(value: Any) -> int | None:
+    """A Job's int32 count as the API server takes it (0 to 2^31-1), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31:
+        return value
+    return None
 
 
 def _selector_fits(labels: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
@@ -392,10 +435,16 @@ class Kueue:
 
     @staticmethod
     def _quota_misfit(
-        name: str, entry: Mapping[str, Any], requested: Mapping[str, Fraction], cohort: bool
+        name: str,
+        entry: Mapping[str, Any],
+        requested: Mapping[str, Fraction],
+        cohort: bool,
+        count: int | None = None,
     ) -> str | None:
         """fitsResourceQuota: without a cohort a flavor's capacity is its nominalQuota, and a
-        pod asking for more never fits (with one, what it may borrow is not modelled)."""
+        pod set asking for more never fits (with one, what it may borrow is not modelled).
+        `count`: the pods of the pod set when known (`pod_set_count`), whose requests Kueue
+        adds up (flavorassigner.go assignFlavors: `TotalRequests`); else one pod is weighed."""
         if cohort:
             return None
         for item in _list(entry.get("resources")):
@@ -404,14 +453,21 @@ class Kueue:
             resource = item.get("name")
             amount = requested.get(resource) if isinstance(resource, str) else None
             quota, _ = quantity_value(item.get("nominalQuota"))
-            if amount is not None and quota is not None and amount > quota:
+            if amount is None or quota is None:
+                continue
+            total = amount if count is None else amount * count
+            if total > quota:
                 from gpudrv_check.model.pending import amount_text
 
+                asks = (
+                    f"one pod requests {amount_text(str(resource), amount)}"
+                    if count is None or count == 1
+                    else f"its {count} pods request {amount_text(str(resource), total)} in all"
+                )
                 return (
-                    f"{MISFIT_QUOTA} for {resource} in flavor {name}: one pod requests "
-                    f"{amount_text(str(resource), amount)} > maximum capacity "
-                    f"{amount_text(str(resource), quota)}, and the ClusterQueue has no cohort "
-                    "to borrow from"
+                    f"{MISFIT_QUOTA} for {resource} in flavor {name}: {asks} > maximum "
+                    f"capacity {amount_text(str(resource), quota)}, and the ClusterQueue has no "
+                    "cohort to borrow from"
                 )
         return None
 
@@ -469,6 +525,7 @@ class Kueue:
             return [], out
         used = sorted({next(i for i, c in enumerate(covers) if r in c) for r in requested})
         cohort = bool(_spec(cq).get("cohort") or _spec(cq).get("cohortName"))
+        count = pod_set_count(workload.manifest, queue)
         chosen: list[str] = []
         for index in used:
             wanted = {k: v for k, v in requested.items() if k in covers[index]}
@@ -481,7 +538,7 @@ class Kueue:
                     complete = False
                     continue
                 misfit = self._misfit(name, _spec(self.flavors[name]), spec)
-                misfit = misfit or self._quota_misfit(name, entry, wanted, cohort)
+                misfit = misfit or self._quota_misfit(name, entry, wanted, cohort, count)
                 if misfit is None:
                     found = name
                     break

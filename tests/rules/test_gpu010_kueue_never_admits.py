@@ -309,6 +309,75 @@ def test_nominal_quota_below_one_pod_without_cohort() -> None:
     assert held(docs(FLAVOR, cohort, local_queue(), job())) is None
 
 
+def _parallel(job_text: str, spec: str, annotations: str = "") -> str:
+    """`job_text` with `spec` lines (`parallelism: 4`) under its spec, and annotations."""
+    out = job_text.replace("spec:\n  template:", f"spec:\n{spec}  template:", 1)
+    if annotations:
+        out = out.replace(
+            "  namespace: ml\n", f"  namespace: ml\n  annotations: {annotations}\n", 1
+        )
+    return out
+
+
+# (why, the Job's spec lines, annotations, the misfit said or None: admitted)
+POD_SET_ROWS = [
+    # jobs/job/job_controller.go PodSets: one pod set of podsCount() pods; flavorassigner.go
+    # assignFlavors weighs its TotalRequests (4 x 3 = 12 GPUs) against the nominalQuota 8
+    (
+        "parallelism 4 of 3 GPUs each",
+        "  parallelism: 4\n",
+        "",
+        "its 4 pods request 12 in all > maximum capacity 8",
+    ),
+    # podsCount: completions caps parallelism (2 x 3 = 6 fits in 8)
+    ("completions caps it", "  parallelism: 4\n  completions: 2\n", "", None),
+    # parallelism defaults to 1: one pod of 3 fits
+    ("parallelism unset", "", "", None),
+    # partial admission (JobMinParallelismAnnotation): Kueue may admit fewer pods, not certain
+    ("min-parallelism", "  parallelism: 4\n", "{kueue.x-k8s.io/job-min-parallelism: '2'}", None),
+    # no pods: the zero-count pod set asks for nothing (assignFlavors' probe is a preference)
+    ("parallelism 0", "  parallelism: 0\n", "", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("why", "spec", "annotations", "misfit"), POD_SET_ROWS, ids=[r[0] for r in POD_SET_ROWS]
+)
+def test_the_quota_weighs_the_pods_of_the_job_together(why, spec, annotations, misfit) -> None:
+    text = _parallel(job(resources="{limits: {nvidia.com/gpu: 3}}"), spec, annotations)
+    refusal = held(docs(FLAVOR, cluster_queue(), local_queue(), text))
+    if misfit is None:
+        assert refusal is None, why
+        return
+    assert refusal is not None and refusal.cause == kq.NO_FLAVOR_FITS
+    assert refusal.details == (
+        f"insufficient quota for nvidia.com/gpu in flavor a100: {misfit}, and the ClusterQueue "
+        "has no cohort to borrow from",
+    )
+
+
+def test_pods_the_pod_integration_admits_are_weighed_one_by_one() -> None:
+    # a queue label on the template only: each pod is its own workload (jobs/pod), so a Job of
+    # 4 pods of 3 GPUs fits a quota of 8 pod by pod
+    template_only = _parallel(job(labels="{}"), "  parallelism: 4\n").replace(
+        "  template:\n    spec:",
+        "  template:\n    metadata: {labels: {kueue.x-k8s.io/queue-name: team}}\n    spec:",
+        1,
+    )
+    text = template_only.replace("nvidia.com/gpu: 1}", "nvidia.com/gpu: 3}")
+    assert held(docs(FLAVOR, cluster_queue(), local_queue(), text)) is None
+
+
+def test_a_job_over_its_quota_in_all_is_reported(tmp_path: Path) -> None:
+    text = _parallel(job(resources="{limits: {nvidia.com/gpu: 3}}"), "  parallelism: 4\n")
+    repo(tmp_path, docs(FLAVOR, cluster_queue(), local_queue()), text)
+    (finding,) = findings(tmp_path, "GPU010")
+    assert finding.message.startswith(
+        "no flavor of ClusterQueue gpus for nvidia.com/gpu fits its pods (insufficient quota for "
+        "nvidia.com/gpu in flavor a100: its 4 pods request 12 in all > maximum capacity 8"
+    )
+
+
 # --- not certain: nothing is said, as before ---------------------------------------------------
 
 
@@ -408,6 +477,22 @@ spec:
           image: nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04
           resources: {limits: {nvidia.com/gpu: 1}}
 """
+
+
+def test_each_job_of_a_cron_job_is_weighed_as_a_job() -> None:
+    # cronjob_controllerv2 getJobFromTemplate2: each Job takes the template's spec, so its pod
+    # set is podsCount() of it (4 x 3 GPUs > 8); Deployment pods are weighed one at a time
+    parallel = CRON_JOB.replace(
+        "    spec:\n      template:", "    spec:\n      parallelism: 4\n      template:"
+    )
+    text = parallel.replace("nvidia.com/gpu: 1}", "nvidia.com/gpu: 3}")
+    refusal = held(docs(FLAVOR, cluster_queue(), local_queue(), text))
+    assert refusal is not None and refusal.details == (
+        "insufficient quota for nvidia.com/gpu in flavor a100: its 4 pods request 12 in all > "
+        "maximum capacity 8, and the ClusterQueue has no cohort to borrow from",
+    )
+    web = DEPLOYMENT.replace("replicas: 1", "replicas: 4").replace("gpu: 1}", "gpu: 3}")
+    assert held(docs(FLAVOR, cluster_queue(), local_queue(), web)) is None
 
 
 # jobframework QueueNameForObject (the object's label), kubernetes cronjob_controllerv2

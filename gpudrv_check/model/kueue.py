@@ -30,8 +30,9 @@ flavor's ``nominalQuota`` when the ClusterQueue has no cohort to borrow from (fi
 more than the maximum capacity never fits). A Job's pod set is all its pods, their requests
 added up (jobs/job ``podsCount``: parallelism capped by completions; `pod_set_count`); other
 kinds are weighed one pod at a time, which never fits less than Kueue does. Other quota is not
-modelled: every flavor is taken to have room. Kueue checks the template as written for a Job-like object, the pod (after the API
-server's admission plugins) for the pod-based integrations. At admission the flavors'
+modelled: every flavor is taken to have room. Kueue checks the template as written for a
+Job-like object, the pod (after the API server's admission plugins) for the pod-based
+integrations. At admission the flavors'
 ``nodeLabels`` are merged into the pod's nodeSelector and their ``tolerations`` appended
 (pkg/podset/podset.go FromAssignment, Merge).
 

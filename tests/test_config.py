@@ -109,6 +109,14 @@ WRONG_TYPES = [
     ("max_file_bytes: true\n", (1, 1), "max_file_bytes: must be an integer, not a boolean"),
     ('max_file_bytes: "100"\n', (1, 1), "max_file_bytes: must be an integer, not the string '100'"),
     ("max_total_bytes: 1.5\n", (1, 1), "max_total_bytes: must be an integer, not the number 1.5"),
+    # the config is the tool's own: an integral float stays one (yaml_docs keep_written_floats),
+    # where a manifest's reaches the API server as an int (docs/kubernetes.md §10)
+    (
+        "max_total_bytes: 1e6\n",
+        (1, 1),
+        "max_total_bytes: must be an integer, not the number 1000000.0",
+    ),
+    ("max_file_bytes: 2.0\n", (1, 1), "max_file_bytes: must be an integer, not the number 2.0"),
     (  # past 64 bits YAML reads a float: said as written (review: "the number 1e+23")
         "max_file_bytes: 99999999999999999999999\n",
         (1, 1),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 # the int range Kubernetes' YAML decoder (yaml.v2 ParseInt/ParseUint) keeps as an integer
@@ -43,7 +44,24 @@ def json_number(number: float) -> int | float:
     field takes (`replicas: 2.0` is two replicas). Others stay floats (`2.5`, `1e21`). An
     integer literal past 64 bits, which go-yaml also reads as a float, is not one of these: it
     stays the float (no field of the API takes it either way)."""
-    return int(number) if number.is_integer() and abs(number) < 1e21 else number
+    if not (number.is_integer() and abs(number) < 1e21):
+        return number
+    # the digits encoding/json writes (the shortest that read back as the float, as `repr`
+    # gives them), not the float's exact binary value: 1.152921504606847e18 is sent as
+    # 1152921504606847000, not 1152921504606846976
+    return int(Decimal(repr(number)))
+
+
+def written_float(text: str) -> float | None:
+    """The float a plain scalar's text spells when it spells one that `json_number` made an
+    int (`2.0`, `1e3`), else None: what the tool's own files keep (`keep_written_floats`)."""
+    if _INT_DEC.match(text) or _INT_OTHER.match(text) or not _FLOAT.match(text):
+        return None
+    try:
+        number = float(text.replace("_", ""))
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def resolve_plain(text: str) -> Any:

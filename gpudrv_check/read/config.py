@@ -456,7 +456,7 @@ def _toml_error(err: Exception, shown: str = "pyproject.toml") -> ConfigError:
 
 def _parse_yaml_config(raw: bytes, shown: str, known: Known | None = None) -> Config:
     from gpudrv_check.read.text import decode_text
-    from gpudrv_check.read.yaml_docs import parse_text
+    from gpudrv_check.read.yaml_docs import keep_written_floats, parse_text
 
     text, problem = decode_text(raw)
     if problem is not None:
@@ -468,4 +468,5 @@ def _parse_yaml_config(raw: bytes, shown: str, known: Known | None = None) -> Co
     if len(parsed.docs) > 1:
         raise ConfigError("the config must be a single YAML document", shown, 1, 1)
     data = parsed.docs[0].data if parsed.docs else None
+    keep_written_floats(data)  # the config is the tool's own: `1.0` is no count
     return parse_config(data, shown, known)

@@ -10,6 +10,7 @@ Numbers read as Kubernetes reads them: integers that fit int64 stay integers, ot
 
 from __future__ import annotations
 
+import math
 import re
 from json import JSONDecodeError
 from json.decoder import scanstring  # type: ignore[attr-defined]  # not in typeshed (C or Python)
@@ -17,6 +18,7 @@ from typing import Any
 
 from gpudrv_check.core.finding import quoted
 from gpudrv_check.core.located import LMap, LSeq, Pos
+from gpudrv_check.core.yaml_scalars import json_number
 from gpudrv_check.read.policy import builtin
 from gpudrv_check.read.yaml_docs import (
     MAX_DEPTH,
@@ -62,7 +64,11 @@ def _number(text: str, frac: str | None, exp: str | None) -> int | float:
         value = int(text)
         if _INT_MIN <= value <= _INT_MAX:
             return value
-    return float(text)
+        return float(text)  # past 64 bits: the float the YAML reader gives too
+    # kubectl decodes a JSON number into a float64 and encodes it again (k8s.io/apimachinery
+    # util/json), as sigs.k8s.io/yaml does a YAML float: `2.0` reaches the API server as 2
+    number = float(text)
+    return json_number(number) if math.isfinite(number) else number
 
 
 class _Reader:

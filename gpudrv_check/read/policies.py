@@ -362,7 +362,7 @@ def load_custom_policies(
     """Every policy of `files`; ids and names must be unique, also against the built-in rules."""
     from gpudrv_check.read.policy import catalog
     from gpudrv_check.read.text import decode_text
-    from gpudrv_check.read.yaml_docs import parse_text
+    from gpudrv_check.read.yaml_docs import keep_written_floats, parse_text
 
     # `rules:`, exemptions and annotations take an id or a name in any case: each one, lower-
     # cased, may name one rule only (a policy named `org001` next to ORG001 would be either)
@@ -388,6 +388,7 @@ def load_custom_policies(
         for doc in parsed.docs:
             if doc.data is None:
                 continue
+            keep_written_floats(doc.data)  # the tool's own format, as the config
             policy = parse_policy(rel, doc.data, doc.pos)
             where = f"{policy.file}:{policy.line}"
             _check_unique(rel, doc.data, policy, seen_ids, taken)

@@ -13,9 +13,9 @@ from gpudrv_check.read.config import Config
 @lru_cache(maxsize=1)
 def _validator() -> Any:
     """The table's schema, with `integer` meaning an int: JSON Schema counts any integral
-    number as one, but a count read from a template is a number of pods. YAML `1.0` is read as
-    the 1 the API server would see (core/yaml_scalars.py `json_number`); a float that is left
-    (an integer past 64 bits, `1e21`) the config refuses everywhere else."""
+    number as one, but a count read from a template is a number of pods, and the config keeps
+    a float written as one (`1.0`, read/yaml_docs.py `keep_written_floats`), which it refuses
+    everywhere else."""
     from jsonschema import Draft202012Validator
     from jsonschema.validators import extend
 

@@ -30,7 +30,7 @@ from gpudrv_check.core.located import LMap, LSeq, Pos
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 from gpudrv_check.core.records import record
 from gpudrv_check.core.yaml_scalars import NULLS as _NULLS
-from gpudrv_check.core.yaml_scalars import json_number, resolve_plain
+from gpudrv_check.core.yaml_scalars import json_number, resolve_plain, written_float
 from gpudrv_check.k8s.podspec import CONTAINER_LISTS, POD_SPEC_PATHS
 from gpudrv_check.read.policy import builtin
 
@@ -225,6 +225,28 @@ def append_item(node: LSeq, value: Any, pos: Pos, raw: str | None) -> None:
         node.raw[len(node)] = raw
     node.append(value)
     node.ipos.append(pos)
+
+
+def keep_written_floats(node: Any) -> None:
+    """In a tree of one of the tool's own files (the config, custom policies), which no API
+    server reads, a number written as a float is that float again: the readers give an integral
+    float as the int the API server would read (core/yaml_scalars.py `json_number`), but the
+    config refuses `1.0` where it wants a count, and a CUDA table a version written `12.0` (it
+    would read `12.10` as 12.1). Found by the written text each typed scalar keeps (`raw`)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        cls = current.__class__
+        if cls is LMap or cls is LSeq:
+            raw = current.raw
+            if raw:
+                for at, text in raw.items():
+                    value = current[at]
+                    if value.__class__ is int:
+                        number = written_float(text)
+                        if number is not None:
+                            current[at] = number
+            stack.extend(current.values() if cls is LMap else current)
 
 
 def _in_container(stack: list[Any]) -> bool:

@@ -46,6 +46,10 @@ JSON_NUMBER_ROWS = [
     ("+4.", 4),
     ("1_0.0", 10),
     ("1e20", 10**20),  # 'f' notation: the literal 100000000000000000000
+    # the shortest digits that read back as the float, as encoding/json writes them, not the
+    # float's exact binary value (1152921504606846976)
+    ("1.152921504606847e18", 1152921504606847000),
+    ("123456789.123e10", 1234567891230000000),
     ("2.5", 2.5),
     (".5", 0.5),
     ("1e21", 1e21),  # 'e' notation from 1e21: "1e+21", no integer literal
@@ -78,6 +82,32 @@ def test_both_readers_read_an_integral_float_as_its_integer_and_keep_its_text():
     # go-yaml's !!float is a float64 too (yaml_docs.py `_resolve_tagged`)
     tagged = parse_text("a: !!float 3\nb: !!float 2.5\n").docs[0].data
     assert (tagged["a"], tagged["b"]) == (3, 2.5) and type(tagged["a"]) is int
+
+
+def test_the_tools_own_files_keep_their_floats():
+    # the config and custom policies: no API server reads them, so `1.0` stays 1.0 (a count
+    # there refuses it; a CUDA table refuses a version written 12.0), found by the written text
+    from gpudrv_check.read.yaml_docs import keep_written_floats
+
+    text = "a: 2.0\nb: 2\nc: [1e3, 0x10, 5, 2.5]\nd: {e: -0.0, f: '3.0'}\n"
+    doc = parse_text(text).docs[0].data
+    assert doc["a"] == 2 and type(doc["a"]) is int  # as a manifest reads it
+    keep_written_floats(doc)
+    assert (doc["a"], doc["b"], doc["c"], doc["d"]) == (
+        2.0,
+        2,
+        [1000.0, 16, 5, 2.5],
+        {"e": 0.0, "f": "3.0"},
+    )
+    assert [type(v) for v in (doc["a"], doc["b"], *doc["c"])] == [
+        float,
+        int,
+        float,
+        int,
+        int,
+        float,
+    ]
+    assert scalar_text(doc, "a") == "2.0"
 
 
 def test_positions_of_keys_and_items_are_one_based():

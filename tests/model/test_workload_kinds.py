@@ -325,7 +325,7 @@ def test_a_bad_config_kind_is_a_usage_error_at_its_key() -> None:
 def test_a_float_count_is_a_usage_error_not_an_internal_one(replicas, shown) -> None:
     """JSON Schema counts 1.0 as an integer: the table's validator does not (review: the count
     was read with `.get` and the run ended in an internal error); an integer past 64 bits is
-    a float as YAML reads it (YAML `1.0` itself is read as 1: tests/read/test_yaml_numbers.py)."""
+    a float as YAML reads it (and the config keeps `1.0` a float: tests/load/test_yaml_docs.py)."""
     template = {"role": None, "template": ["spec", "template"], "replicas": replicas}
     kinds = {"kinds": [{"kind": "Notebook", "group": "kubeflow.org", "versions": ["v1"]}]}
     kinds["kinds"][0]["templates"] = [template]

@@ -68,3 +68,32 @@ def test_a_fraction_is_still_refused_and_said_as_written(tmp_path: Path) -> None
     assert "spec.replicas must be a non-negative integer, not '2.5'" in messages[1]
     assert "spec.minAvailable: must be an integer or percentage" in messages[0]
     assert "not number 1.5" in messages[0]
+
+
+def test_a_json_file_the_json_reader_takes_reads_the_same(tmp_path: Path) -> None:
+    # a JSON file libyaml refuses (a surrogate pair escape) goes to read/json_docs.py: kubectl
+    # decodes its numbers as float64 and encodes them again (apimachinery util/json), so
+    # `"replicas": 2.0` is two replicas there too
+    write(tmp_path, "nodes.yaml", NODE)
+    deployment = (
+        '{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w", "namespace": '
+        '"ml", "annotations": {"e": "\\ud83d\\ude00"}}, "spec": {"replicas": 2.0, "selector": '
+        '{"matchLabels": {"app": "w"}}, "template": {"metadata": {"labels": {"app": "w"}}, '
+        '"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}'
+    )
+    write(tmp_path, "w.json", deployment)
+    assert [f.message for f in run(tmp_path) if f.rule == "GPU040"] == []
+
+
+def test_a_cuda_table_in_the_config_still_refuses_a_version_written_as_a_float(
+    tmp_path: Path,
+) -> None:
+    # the config is the tool's own (read/yaml_docs.py keep_written_floats): `580.0` is no
+    # driver version there (12.10 would read as 12.1), as before integral floats became ints
+    from gpudrv_check.nvidia.cuda import parse_cuda_table
+    from gpudrv_check.read.config import load_config
+
+    write(tmp_path, ".gpudrv-check.yaml", 'cuda:\n  min_driver: {"13.0": 580.0}\n')
+    config = load_config(tmp_path)
+    _, problems = parse_cuda_table(config.cuda)
+    assert any("min_driver" in p and "580.0" in p for p in problems), problems

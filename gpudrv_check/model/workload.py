@@ -547,6 +547,9 @@ def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
                 )
             )
             return None
+        if value > INT32_MAX:
+            findings.append(_past_int32(manifest, ("spec", "replicas"), value))
+            return None
         return value
     if kind == "Job":
         _job_count_problems(manifest, findings)
@@ -560,6 +563,8 @@ def _job_count_problems(manifest: Manifest, findings: list[Finding]) -> None:
     """batch/validation ValidateJobSpec: parallelism and completions non-negative."""
     for key in ("parallelism", "completions"):
         number = manifest.get("spec", key)
+        if isinstance(number, int) and not isinstance(number, bool) and number > INT32_MAX:
+            findings.append(_past_int32(manifest, ("spec", key), number))
         if isinstance(number, int) and not isinstance(number, bool) and number < 0:
             findings.append(
                 invalid_field(
@@ -571,8 +576,26 @@ def _job_count_problems(manifest: Manifest, findings: list[Finding]) -> None:
             )
 
 
+#: the API's pod counts are int32: a larger number does not decode (encoding/json: "cannot
+#: unmarshal number ... of type int32"), so the API server refuses the object
+INT32_MAX = 2**31 - 1
+
+
+def _past_int32(manifest: Manifest, path: tuple[str, ...], value: int) -> Finding:
+    text = scalar_text(manifest.get(*path[:-1]) or {}, path[-1]) or str(value)
+    return invalid_field(
+        manifest,
+        path,
+        f"{'.'.join(path)}: {text} is past the largest int32 ({INT32_MAX}): the API server cannot "
+        f"decode the {manifest.kind}",
+        f"Write `{path[-1]}:` as a number of pods up to {INT32_MAX}.",
+    )
+
+
 def _whole(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX:
+        return value
+    return None
 
 
 def _job_pods(manifest: Manifest, spec: Path, job: Path = ()) -> int | None:

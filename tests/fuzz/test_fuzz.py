@@ -12,6 +12,7 @@ many; `python -m tests.fuzz --seconds 600` is the long-running mutational fuzzer
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 
@@ -94,16 +95,29 @@ def test_the_line_reader_on_dumped_manifests(docs):
     targets.target_block(fs.dump_yaml(docs))
 
 
+def _as_the_api_reads(value):
+    from gpudrv_check.core.yaml_scalars import json_number
+
+    if isinstance(value, float):
+        return json_number(value) if math.isfinite(value) else value
+    if isinstance(value, list):
+        return [_as_the_api_reads(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_the_api_reads(v) for k, v in value.items()}
+    return value
+
+
 @pytest.mark.slow
 @fuzz(200)
 @given(fs.json_values(40), st.booleans(), st.sampled_from([None, 1, "\t"]))
 def test_every_json_value_loads_as_itself(value, ascii_only, indent):
-    """Valid JSON reads back equal whatever libyaml thinks of it (tabs, \\u escapes, C1)."""
+    """Valid JSON reads back equal whatever libyaml thinks of it (tabs, \\u escapes, C1), an
+    integral float as the integer the API server reads (docs/kubernetes.md §10)."""
     text = json.dumps({"v": value}, ensure_ascii=ascii_only, indent=indent)
     parsed = parse_document_text("value.json", text)
     assert not parsed.problems
     [doc] = parsed.docs
-    assert doc.data == {"v": value}
+    assert doc.data == {"v": _as_the_api_reads(value)}
     result = parse_manifest_bytes("value.json", text.encode("utf-8"))
     assert not result.problems
 

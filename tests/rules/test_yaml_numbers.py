@@ -97,3 +97,28 @@ def test_a_cuda_table_in_the_config_still_refuses_a_version_written_as_a_float(
     config = load_config(tmp_path)
     _, problems = parse_cuda_table(config.cuda)
     assert any("min_driver" in p and "580.0" in p for p in problems), problems
+
+
+def test_counts_past_int32_are_refused_and_huge_ones_end(tmp_path: Path) -> None:
+    # apps/v1 `replicas` and batch/v1 `parallelism` are int32: encoding/json cannot decode
+    # 2147483648 into one, so the API server refuses the object (GPU040); `1e9` is a count it
+    # takes, which the simulation places a pod at a time up to MAX_SIMULATED_PODS
+    # (model/occupancy.py): the run ends (it took hours and gigabytes) and says a million
+    from gpudrv_check.model.occupancy import MAX_SIMULATED_PODS
+
+    huge = workload("1e9", "1").split("---")[0].replace("name: w", "name: huge")
+    big = workload("2147483648", "1").split("---")[0].replace("name: w", "name: big")
+    job = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ml}\nspec:\n"
+        "  parallelism: 3e9\n  template:\n    spec:\n      restartPolicy: Never\n"
+        "      containers: [{name: c, image: busybox}]\n"
+    )
+    write(tmp_path, "nodes.yaml", NODE)
+    write(tmp_path, "w.yaml", "---\n".join((big, huge, job)))
+    findings = run(tmp_path)
+    refused = sorted(f.message for f in findings if f.rule == "GPU040")
+    assert refused[0].startswith("spec.parallelism: 3e9 is past the largest int32 (2147483647)")
+    assert refused[1].startswith("spec.replicas: 2147483648 is past the largest int32")
+    (pending,) = [f for f in findings if f.rule == "GPU010"]
+    assert pending.object is not None and pending.object.name == "huge"
+    assert f"of {MAX_SIMULATED_PODS} pods stay Pending" in pending.message

@@ -28,8 +28,9 @@ pod's nodeSelector and required node affinity, cut to the flavor's label keys
 (flavorSelector), matching its ``nodeLabels``, and its pod set asking for no more than the
 flavor's ``nominalQuota`` when the ClusterQueue has no cohort to borrow from (fitsResourceQuota:
 more than the maximum capacity never fits). A Job's pod set is all its pods, their requests
-added up (jobs/job ``podsCount``: parallelism capped by completions; `pod_set_count`); other
-kinds are weighed one pod at a time, which never fits less than Kueue does. Other quota is not
+added up (jobs/job ``podsCount``: parallelism capped by completions), and so is a queued
+StatefulSet's pod group (`replicas` pods; `pod_set_count`); other kinds are weighed one pod at
+a time, which never fits less than Kueue does. Other quota is not
 modelled: every flavor is taken to have room. Kueue checks the template as written for a
 Job-like object, the pod (after the API server's admission plugins) for the pod-based
 integrations. At admission the flavors'
@@ -209,20 +210,32 @@ MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
 
 
 def pod_set_count(manifest: Manifest, queue: Queue) -> int | None:
-    """How many pods the one pod set of a Job's Kueue workload holds (jobs/job/job_controller.go
-    `PodSets`, `podsCount`): `parallelism` (defaulted to 1), never more than `completions`; a
-    CronJob's Jobs alike, from its job template. None when not known for certain: another
-    kind (each pod its own workload, or pod sets this check does not add up), a Job whose
-    pods the pod integration admits one by one (a queue label on the template only), a
-    count the API server would refuse, or partial admission (the job-min-parallelism
-    annotation: Kueue may admit fewer)."""
-    if queue.pod_based or manifest.api_version not in ("batch/v1", "batch/v1beta1"):
+    """How many pods the one pod set of the object's Kueue workload holds, when known for
+    certain:
+
+    - a Job (jobs/job/job_controller.go `PodSets`, `podsCount`): `parallelism` (defaulted to
+      1), never more than `completions`; a CronJob's Jobs alike, from its job template; not
+      with partial admission (the job-min-parallelism annotation: Kueue may admit fewer);
+    - a StatefulSet queued by its own label or its namespace's `default` LocalQueue: its pods
+      are one pod group of `replicas` pods (default 1), admitted together
+      (jobs/statefulset/statefulset_webhook.go `Default`: GroupTotalCountAnnotation).
+
+    None otherwise: each pod its own workload (a Deployment's, a bare Pod, a queue label on the
+    template only), pod sets this check does not add up (multi-template kinds, a
+    LeaderWorkerSet's groups), or a count the API server would refuse."""
+    api, kind = manifest.api_version, manifest.kind
+    if api == "apps/v1" and kind == "StatefulSet":
+        if not (queue.defaulted or queue.path == ("metadata", "labels", QUEUE_LABEL)):
+            return None  # the template's label only: the pod integration, pod by pod
+        replicas = manifest.get("spec", "replicas")
+        return 1 if replicas is None else _count(replicas)
+    if queue.pod_based or api not in ("batch/v1", "batch/v1beta1"):
         return None
     meta: Path
     spec: Path
-    if manifest.kind == "Job" and manifest.api_version == "batch/v1":
+    if kind == "Job" and api == "batch/v1":
         meta, spec = ("metadata",), ("spec",)
-    elif manifest.kind == "CronJob":
+    elif kind == "CronJob":
         meta, spec = ("spec", "jobTemplate", "metadata"), ("spec", "jobTemplate", "spec")
     else:
         return None

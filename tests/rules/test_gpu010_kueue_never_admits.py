@@ -495,6 +495,28 @@ def test_each_job_of_a_cron_job_is_weighed_as_a_job() -> None:
     assert held(docs(FLAVOR, cluster_queue(), local_queue(), web)) is None
 
 
+def test_a_queued_stateful_set_is_weighed_as_one_pod_group() -> None:
+    # jobs/statefulset/statefulset_webhook.go Default: a StatefulSet with the queue label makes
+    # its pods one group of `replicas` (GroupTotalCountAnnotation), admitted together: 4 pods
+    # of 3 GPUs do not fit a nominalQuota of 8; with the label on its template only, each pod
+    # is its own workload (the pod integration) and fits
+    stateful = (
+        DEPLOYMENT.replace("kind: Deployment", "kind: StatefulSet")
+        .replace("replicas: 1", "replicas: 4\n  serviceName: web")
+        .replace("gpu: 1}", "gpu: 3}")
+    )
+    refusal = held(docs(FLAVOR, cluster_queue(), local_queue(), stateful))
+    assert refusal is not None and refusal.details == (
+        "insufficient quota for nvidia.com/gpu in flavor a100: its 4 pods request 12 in all > "
+        "maximum capacity 8, and the ClusterQueue has no cohort to borrow from",
+    )
+    template_only = stateful.replace("  labels: {kueue.x-k8s.io/queue-name: team}\n", "").replace(
+        "metadata: {labels: {app: web}}",
+        "metadata: {labels: {app: web, kueue.x-k8s.io/queue-name: team}}",
+    )
+    assert held(docs(FLAVOR, cluster_queue(), local_queue(), template_only)) is None
+
+
 # jobframework QueueNameForObject (the object's label), kubernetes cronjob_controllerv2
 # getJobFromTemplate2 (a CronJob's Jobs take the jobTemplate's labels), jobframework/defaults.go
 # ApplyDefaultLocalQueue (the namespace's `default` LocalQueue), jobs/pod/pod_webhook.go Default

@@ -104,16 +104,22 @@ Pairs = tuple[tuple[str, str], ...]
 InputsKey = Callable[["InputTables", list[tuple]], str]
 
 
-#: the pods of one workload the simulation places, one at a time: a count the API server takes
-#: (an int32) can be two billion, which would take hours and gigabytes; a million is more
-#: than a cluster of 9,000 nodes holds at the kubelet's default of 110 pods each, so the ones
-#: past it could only stay Pending (a workload asking for more is said to have a million pods)
+#: the pods of one workload the model counts (`pod_count`): the simulation places them one at a
+#: time and the rehearsal evicts them one at a time, and a count the API server takes (an
+#: int32) can be two billion, which took hours and tens of gigabytes; a million is more than a
+#: cluster of 9,000 nodes holds at the kubelet's default of 110 pods each, so the ones past it
+#: could only stay Pending (a workload asking for more is said to have a million pods)
 MAX_SIMULATED_PODS = 1_000_000
 
 
 def pod_count(workload: Workload, eligible: int) -> int:
     """Pods the workload has while it runs (a Job, each Job of a CronJob: parallelism capped
-    by completions, none while suspended; a DaemonSet: one per node)."""
+    by completions, none while suspended; a DaemonSet: one per node), at most
+    MAX_SIMULATED_PODS: what the capacity simulation, the budgets and the rehearsal count."""
+    return min(_pod_count(workload, eligible), MAX_SIMULATED_PODS)
+
+
+def _pod_count(workload: Workload, eligible: int) -> int:
     if workload.api_rejects or workload.template_only:
         return 0  # the API server refuses the object, or pods come from the objects using it
     if workload.owner_kind:
@@ -320,7 +326,7 @@ class Occupancy:
     def _demand(self, repo: Repo, workload: Workload, namespaces: dict) -> Demand | None:
         placement = self.placement
         eligible = placement.eligible(workload)
-        count = min(pod_count(workload, len(eligible)), MAX_SIMULATED_PODS)
+        count = pod_count(workload, len(eligible))
         if not eligible or count <= 0:
             return None
         requests = placement.requests(workload)

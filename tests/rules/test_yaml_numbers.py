@@ -122,3 +122,10 @@ def test_counts_past_int32_are_refused_and_huge_ones_end(tmp_path: Path) -> None
     (pending,) = [f for f in findings if f.rule == "GPU010"]
     assert pending.object is not None and pending.object.name == "huge"
     assert f"of {MAX_SIMULATED_PODS} pods stay Pending" in pending.message
+    # every per-pod loop reads the count from pod_count (the budgets, the rehearsal too)
+    from gpudrv_check.engine.run import check
+    from gpudrv_check.model.occupancy import pod_count
+    from gpudrv_check.read.config import Config
+
+    counts = {w.name: pod_count(w, 1) for w in check(tmp_path, Config(matrix=None)).repo.workloads}
+    assert counts == {"big": 0, "huge": MAX_SIMULATED_PODS, "j": 0}

@@ -560,7 +560,8 @@ def _replicas(manifest: Manifest, findings: list[Finding]) -> int | None:
 
 
 def _job_count_problems(manifest: Manifest, findings: list[Finding]) -> None:
-    """batch/validation ValidateJobSpec: parallelism and completions non-negative."""
+    """batch/validation ValidateJobSpec: parallelism and completions non-negative; and int32,
+    past which the API server cannot decode them (`_past_int32`)."""
     for key in ("parallelism", "completions"):
         number = manifest.get("spec", key)
         if isinstance(number, int) and not isinstance(number, bool) and number > INT32_MAX:

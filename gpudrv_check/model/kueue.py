@@ -214,8 +214,8 @@ def pod_set_count(manifest: Manifest, queue: Queue) -> int | None:
     certain:
 
     - a Job (jobs/job/job_controller.go `PodSets`, `podsCount`): `parallelism` (defaulted to
-      1), never more than `completions`; a CronJob's Jobs alike, from its job template; not
-      with partial admission (the job-min-parallelism annotation: Kueue may admit fewer);
+      1), never more than `completions`; a CronJob's Jobs alike, from its job template; with
+      partial admission (the job-min-parallelism annotation) the fewest it may admit;
     - a StatefulSet queued by its own label or its namespace's `default` LocalQueue: its pods
       are one pod group of `replicas` pods (default 1), admitted together
       (jobs/statefulset/statefulset_webhook.go `Default`: GroupTotalCountAnnotation).
@@ -239,16 +239,39 @@ def pod_set_count(manifest: Manifest, queue: Queue) -> int | None:
         meta, spec = ("spec", "jobTemplate", "metadata"), ("spec", "jobTemplate", "spec")
     else:
         return None
-    annotations = manifest.get(*meta, "annotations")
-    if isinstance(annotations, MAPPINGS) and MIN_PARALLELISM_ANNOTATION in annotations:
-        return None
     parallelism = manifest.get(*spec, "parallelism")
     completions = manifest.get(*spec, "completions")
     count = 1 if parallelism is None else _count(parallelism)
-    if count is None or completions is None:
+    if count is not None and completions is not None:
+        cap = _count(completions)
+        count = None if cap is None else min(count, cap)
+    annotations = manifest.get(*meta, "annotations")
+    if count is None or not isinstance(annotations, MAPPINGS):
         return count
-    cap = _count(completions)
-    return None if cap is None else min(count, cap)
+    if MIN_PARALLELISM_ANNOTATION not in annotations:
+        return count
+    return _min_count(annotations[MIN_PARALLELISM_ANNOTATION], count)
+
+
+def _partial(manifest: Manifest) -> bool:
+    """Whether a Job (or a CronJob's Jobs) asks for partial admission."""
+    if manifest.kind not in ("Job", "CronJob"):
+        return False
+    meta = ("spec", "jobTemplate", "metadata") if manifest.kind == "CronJob" else ("metadata",)
+    annotations = manifest.get(*meta, "annotations")
+    return isinstance(annotations, MAPPINGS) and MIN_PARALLELISM_ANNOTATION in annotations
+
+
+def _min_count(written: Any, count: int) -> int | None:
+    """Partial admission (jobs/job/job_controller.go `minPodsCount`, the scheduler then tries
+    fewer pods down to it): the fewest pods Kueue may admit the Job with, which must fit for it
+    ever to be admitted. None when the annotation is not a number from 1 to one below the
+    count (jobs/job/job_webhook.go `validatePartialAdmissionCreate` refuses the Job then:
+    nothing is certain; a signed number Atoi reads, `+2`, is left uncertain too)."""
+    if not isinstance(written, str) or not written.isascii() or not written.isdigit():
+        return None
+    least = int(written)
+    return least if 1 <= least < count else None
 
 
 def _count(value: Any) -> int | None:
@@ -454,10 +477,12 @@ class Kueue:
         requested: Mapping[str, Fraction],
         cohort: bool,
         count: int | None = None,
+        fewest: bool = False,
     ) -> str | None:
         """fitsResourceQuota: without a cohort a flavor's capacity is its nominalQuota, and a
         pod set asking for more never fits (with one, what it may borrow is not modelled).
-        `count`: the pods of the pod set when known (`pod_set_count`), whose requests Kueue
+        `count`: the pods of the pod set when known (`pod_set_count`; `fewest`: the fewest
+        partial admission allows), whose requests Kueue
         adds up (flavorassigner.go assignFlavors: `TotalRequests`); else one pod is weighed."""
         if cohort:
             return None
@@ -473,11 +498,13 @@ class Kueue:
             if total > quota:
                 from gpudrv_check.model.pending import amount_text
 
-                asks = (
-                    f"one pod requests {amount_text(str(resource), amount)}"
-                    if count is None or count == 1
-                    else f"its {count} pods request {amount_text(str(resource), total)} in all"
-                )
+                asked = amount_text(str(resource), total)
+                if fewest and count is not None:
+                    asks = f"the fewest pods it may run with ({count}) request {asked} in all"
+                elif count is None or count == 1:
+                    asks = f"one pod requests {amount_text(str(resource), amount)}"
+                else:
+                    asks = f"its {count} pods request {asked} in all"
                 return (
                     f"{MISFIT_QUOTA} for {resource} in flavor {name}: {asks} > maximum "
                     f"capacity {amount_text(str(resource), quota)}, and the ClusterQueue has no "
@@ -540,6 +567,7 @@ class Kueue:
         used = sorted({next(i for i, c in enumerate(covers) if r in c) for r in requested})
         cohort = bool(_spec(cq).get("cohort") or _spec(cq).get("cohortName"))
         count = pod_set_count(workload.manifest, queue)
+        fewest = count is not None and _partial(workload.manifest)
         chosen: list[str] = []
         for index in used:
             wanted = {k: v for k, v in requested.items() if k in covers[index]}
@@ -552,7 +580,7 @@ class Kueue:
                     complete = False
                     continue
                 misfit = self._misfit(name, _spec(self.flavors[name]), spec)
-                misfit = misfit or self._quota_misfit(name, entry, wanted, cohort, count)
+                misfit = misfit or self._quota_misfit(name, entry, wanted, cohort, count, fewest)
                 if misfit is None:
                     found = name
                     break

@@ -333,8 +333,20 @@ POD_SET_ROWS = [
     ("completions caps it", "  parallelism: 4\n  completions: 2\n", "", None),
     # parallelism defaults to 1: one pod of 3 fits
     ("parallelism unset", "", "", None),
-    # partial admission (JobMinParallelismAnnotation): Kueue may admit fewer pods, not certain
-    ("min-parallelism", "  parallelism: 4\n", "{kueue.x-k8s.io/job-min-parallelism: '2'}", None),
+    # partial admission (job_controller.go minPodsCount): Kueue may admit as few as 2 pods
+    # (6 GPUs fit in 8), so the Job is admitted
+    ("min-parallelism 2", "  parallelism: 4\n", "{kueue.x-k8s.io/job-min-parallelism: '2'}", None),
+    # ... but not with 3 at least (9 GPUs)
+    (
+        "min-parallelism 3",
+        "  parallelism: 4\n",
+        "{kueue.x-k8s.io/job-min-parallelism: '3'}",
+        "the fewest pods it may run with (3) request 9 in all > maximum capacity 8",
+    ),
+    # an annotation Kueue's Job webhook refuses (not below the count, not a number): the Job is
+    # not created as written, nothing is certain
+    ("min-parallelism 4", "  parallelism: 4\n", "{kueue.x-k8s.io/job-min-parallelism: '4'}", None),
+    ("min-parallelism x", "  parallelism: 4\n", "{kueue.x-k8s.io/job-min-parallelism: x}", None),
     # no pods: the zero-count pod set asks for nothing (assignFlavors' probe is a preference)
     ("parallelism 0", "  parallelism: 0\n", "", None),
 ]

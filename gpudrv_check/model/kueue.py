@@ -77,7 +77,7 @@ from gpudrv_check.k8s.nodeaffinity import node_selector_terms, requirement_match
 from gpudrv_check.k8s.podaffinity import NAMESPACE_NAME_LABEL
 from gpudrv_check.k8s.quantity import quantity_value
 from gpudrv_check.k8s.taints import first_untolerated_taint
-from gpudrv_check.model.workload import Workload
+from gpudrv_check.model.workload import Workload, job_parallel_pods, whole_count
 from gpudrv_check.model.workload_kinds import QUEUE_LABEL
 
 if TYPE_CHECKING:
@@ -209,9 +209,9 @@ def _integrated(manifest: Manifest) -> bool | None:
 MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
 
 
-def pod_set_count(manifest: Manifest, queue: Queue) -> int | None:
+def pod_set_count(manifest: Manifest, queue: Queue) -> tuple[int | None, bool]:
     """How many pods the one pod set of the object's Kueue workload holds, when known for
-    certain:
+    certain, and whether that is the fewest partial admission allows:
 
     - a Job (jobs/job/job_controller.go `PodSets`, `podsCount`): `parallelism` (defaulted to
       1), never more than `completions`; a CronJob's Jobs alike, from its job template; with
@@ -226,40 +226,25 @@ def pod_set_count(manifest: Manifest, queue: Queue) -> int | None:
     api, kind = manifest.api_version, manifest.kind
     if api == "apps/v1" and kind == "StatefulSet":
         if not (queue.defaulted or queue.path == ("metadata", "labels", QUEUE_LABEL)):
-            return None  # the template's label only: the pod integration, pod by pod
+            return None, False  # the template's label only: the pod integration, pod by pod
         replicas = manifest.get("spec", "replicas")
-        return 1 if replicas is None else _count(replicas)
+        return (1 if replicas is None else whole_count(replicas)), False
     if queue.pod_based or api not in ("batch/v1", "batch/v1beta1"):
-        return None
-    meta: Path
-    spec: Path
+        return None, False
+    job: Path
     if kind == "Job" and api == "batch/v1":
-        meta, spec = ("metadata",), ("spec",)
+        job = ()
     elif kind == "CronJob":
-        meta, spec = ("spec", "jobTemplate", "metadata"), ("spec", "jobTemplate", "spec")
+        job = ("spec", "jobTemplate")
     else:
-        return None
-    parallelism = manifest.get(*spec, "parallelism")
-    completions = manifest.get(*spec, "completions")
-    count = 1 if parallelism is None else _count(parallelism)
-    if count is not None and completions is not None:
-        cap = _count(completions)
-        count = None if cap is None else min(count, cap)
-    annotations = manifest.get(*meta, "annotations")
+        return None, False
+    count = job_parallel_pods(manifest, (*job, "spec"))
+    annotations = manifest.get(*job, "metadata", "annotations")
     if count is None or not isinstance(annotations, MAPPINGS):
-        return count
+        return count, False
     if MIN_PARALLELISM_ANNOTATION not in annotations:
-        return count
-    return _min_count(annotations[MIN_PARALLELISM_ANNOTATION], count)
-
-
-def _partial(manifest: Manifest) -> bool:
-    """Whether a Job (or a CronJob's Jobs) asks for partial admission."""
-    if manifest.kind not in ("Job", "CronJob"):
-        return False
-    meta = ("spec", "jobTemplate", "metadata") if manifest.kind == "CronJob" else ("metadata",)
-    annotations = manifest.get(*meta, "annotations")
-    return isinstance(annotations, MAPPINGS) and MIN_PARALLELISM_ANNOTATION in annotations
+        return count, False
+    return _min_count(annotations[MIN_PARALLELISM_ANNOTATION], count), True
 
 
 def _min_count(written: Any, count: int) -> int | None:
@@ -272,13 +257,6 @@ def _min_count(written: Any, count: int) -> int | None:
         return None
     least = int(written)
     return least if 1 <= least < count else None
-
-
-def _count(value: Any) -> int | None:
-    """A Job's int32 count as the API server takes it (0 to 2^31-1), else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31:
-        return value
-    return None
 
 
 def _selector_fits(labels: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
@@ -566,8 +544,7 @@ class Kueue:
             return [], out
         used = sorted({next(i for i, c in enumerate(covers) if r in c) for r in requested})
         cohort = bool(_spec(cq).get("cohort") or _spec(cq).get("cohortName"))
-        count = pod_set_count(workload.manifest, queue)
-        fewest = count is not None and _partial(workload.manifest)
+        count, fewest = pod_set_count(workload.manifest, queue)
         chosen: list[str] = []
         for index in used:
             wanted = {k: v for k, v in requested.items() if k in covers[index]}

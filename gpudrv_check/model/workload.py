@@ -593,7 +593,8 @@ def _past_int32(manifest: Manifest, path: tuple[str, ...], value: int) -> Findin
     )
 
 
-def _whole(value: Any) -> int | None:
+def whole_count(value: Any) -> int | None:
+    """A pod count as the API takes it: a whole int32 (0 to 2^31-1), else None."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX:
         return value
     return None
@@ -607,12 +608,19 @@ def _job_pods(manifest: Manifest, spec: Path, job: Path = ()) -> int | None:
     queued = kueue_queued(manifest.get(*job) if job else manifest.data)
     if manifest.get(*spec, "suspend") is True and not queued:
         return 0
+    return job_parallel_pods(manifest, spec)
+
+
+def job_parallel_pods(manifest: Manifest, spec: Path = ("spec",)) -> int | None:
+    """`parallelism` (default 1) of the Job spec at `spec`, never more than `completions` when
+    that is set, whether suspended or not (what Kueue's `podsCount` also reads); None when a
+    count is no whole int32."""
     written = manifest.get(*spec, "parallelism")
-    parallelism = 1 if written is None else _whole(written)
+    parallelism = 1 if written is None else whole_count(written)
     completions = manifest.get(*spec, "completions")
     if parallelism is None or completions is None:
         return parallelism
-    cap = _whole(completions)
+    cap = whole_count(completions)
     return None if cap is None else min(parallelism, cap)
 
 

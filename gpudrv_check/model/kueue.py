@@ -28,14 +28,14 @@ pod's nodeSelector and required node affinity, cut to the flavor's label keys
 (flavorSelector), matching its ``nodeLabels``, and its pod set asking for no more than the
 flavor's ``nominalQuota`` when the ClusterQueue has no cohort to borrow from (fitsResourceQuota:
 more than the maximum capacity never fits). A Job's pod set is all its pods, their requests
-added up (jobs/job ``podsCount``: parallelism capped by completions), and so is a queued
-StatefulSet's pod group (`replicas` pods; `pod_set_count`); other kinds are weighed one pod at
-a time, which never fits less than Kueue does. Other quota is not
-modelled: every flavor is taken to have room. Kueue checks the template as written for a
-Job-like object, the pod (after the API server's admission plugins) for the pod-based
-integrations. At admission the flavors'
-``nodeLabels`` are merged into the pod's nodeSelector and their ``tolerations`` appended
-(pkg/podset/podset.go FromAssignment, Merge).
+added up (jobs/job ``podsCount``: parallelism capped by completions, or the fewest partial
+admission allows), and so is a queued StatefulSet's pod group (`replicas` pods;
+`pod_set_count`); other kinds are weighed one pod at a time, which never fits less than Kueue
+does. Other quota is not modelled: every flavor is taken to have room. Kueue checks the
+template as written for a Job-like object, the pod (after the API server's admission plugins)
+for the pod-based integrations. At admission the flavors' ``nodeLabels`` are merged into the
+pod's nodeSelector and their ``tolerations`` appended (pkg/podset/podset.go FromAssignment,
+Merge).
 
 Nothing is injected when Kueue would not admit the workload, or when an object the answer
 depends on (the LocalQueue, ClusterQueue, a flavor) is not in the repo.

@@ -10,42 +10,44 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import write
+from tests.conftest import gpu_node, write
 from tests.rules.test_placement_rules import run
 
-NODE = """\
-apiVersion: v1
-kind: Node
-metadata:
-  name: n1
-  labels: {nvidia.com/gpu.present: "true"}
-status:
-  allocatable: {nvidia.com/gpu: "4", cpu: "8", memory: 32Gi, pods: "110"}
-  capacity: {nvidia.com/gpu: "4", cpu: "8", memory: 32Gi, pods: "110"}
+# a GPU node with room for the pods (conftest's node, with what the capacity simulation reads)
+NODE = gpu_node(
+    "n1",
+    extra="""\
+        status:
+          allocatable: {nvidia.com/gpu: "4", cpu: "8", memory: 32Gi, pods: "110"}
+          capacity: {nvidia.com/gpu: "4", cpu: "8", memory: 32Gi, pods: "110"}
+        """,
+)
+
+
+def deployment(replicas: str, name: str = "w") -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+      - {{name: c, image: busybox, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}
 """
 
 
 def workload(replicas: str, min_available: str) -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: w, namespace: ml}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: w}}}}
-  template:
-    metadata: {{labels: {{app: w}}}}
-    spec:
-      containers:
-      - {{name: c, image: busybox, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {{name: b, namespace: ml}}
-spec:
-  minAvailable: {min_available}
-  selector: {{matchLabels: {{app: w}}}}
-"""
+    """Deployment `w` and a budget over its pods."""
+    return (
+        deployment(replicas)
+        + "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\n"
+        + "metadata: {name: b, namespace: ml}\n"
+        + f"spec:\n  minAvailable: {min_available}\n  selector: {{matchLabels: {{app: w}}}}\n"
+    )
 
 
 def test_integral_floats_are_the_integers_kubectl_sends(tmp_path: Path) -> None:
@@ -106,8 +108,8 @@ def test_counts_past_int32_are_refused_and_huge_ones_end(tmp_path: Path) -> None
     # (model/occupancy.py): the run ends (it took hours and gigabytes) and says a million
     from gpudrv_check.model.occupancy import MAX_SIMULATED_PODS
 
-    huge = workload("1e9", "1").split("---")[0].replace("name: w", "name: huge")
-    big = workload("2147483648", "1").split("---")[0].replace("name: w", "name: big")
+    huge = deployment("1e9", "huge")
+    big = deployment("2147483648", "big")
     job = (
         "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ml}\nspec:\n"
         "  parallelism: 3e9\n  template:\n    spec:\n      restartPolicy: Never\n"

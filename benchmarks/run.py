@@ -15,9 +15,7 @@ child process (CPU time of the process and its children, wall time, peak RSS of 
   its last run;  (e) the hook after one workload file was edited and staged;
   (k) `kubeconform` on the same folder, when a `kubeconform` binary is on PATH.
 And for a small repo: `check examples/lab` against `python -c "import pydantic, ruamel.yaml"`,
-and `gpudrv-check --version` against `python -c pass` (medians of --runs runs); beside the
-lab's figure, what validating its `.gpudrv-check.yaml` alone costs (pydantic's models built),
-which any check of the lab spends before it reads a manifest.
+and `gpudrv-check --version` against `python -c pass` (medians of --runs runs).
 
 Then every target of issue 22 with its figure and `met` / `not met`. Ratios are of CPU seconds
 (the issue states its figures so: the floor parallelises perfectly, so CPU is the fair unit on
@@ -321,20 +319,6 @@ class Small:
     imports: dict
     version: dict
     bare: dict
-    config: dict
-
-
-#: what any check of the lab costs before it reads a manifest: its `.gpudrv-check.yaml`
-#: validated by the pydantic models of read/config.py (no plugins, as the console script runs)
-_CONFIG_ONLY = r"""
-import sys
-from pathlib import Path
-from gpudrv_check.cli import no_pydantic_plugins
-no_pydantic_plugins()
-import pydantic, ruamel.yaml
-from gpudrv_check.read.config import load_config
-load_config(Path(sys.argv[1]))
-"""
 
 
 def measure_small(runs: int) -> Small:
@@ -344,7 +328,6 @@ def measure_small(runs: int) -> Small:
         imports=median([sys.executable, "-c", "import pydantic, ruamel.yaml"], runs),
         version=median([*tool(), "--version"], runs),
         bare=median([sys.executable, "-c", "pass"], runs),
-        config=median([sys.executable, "-c", _CONFIG_ONLY, str(lab)], runs),
     )
 
 
@@ -406,7 +389,6 @@ def kubeconform_target(size: Size) -> str:
 
 def small_targets(small: Small) -> list[str]:
     lab = small.lab["cpu"] / small.imports["cpu"]
-    config = small.config["cpu"] / small.imports["cpu"]
     version = small.version["cpu"] / small.bare["cpu"]
     return [
         target(
@@ -415,8 +397,6 @@ def small_targets(small: Small) -> list[str]:
             f" wall {small.lab['wall'] / small.imports['wall']:.2f}x)",
             lab <= 2.0,
         ),
-        f"    (of which the lab's config validated alone: {config:.2f}x,"
-        f" {small.config['cpu']:.3f} s: pydantic's models for .gpudrv-check.yaml)",
         target(
             "--version <= 1.5x python -c pass",
             f"{version:.2f}x ({small.version['cpu']:.3f} s / {small.bare['cpu']:.3f} s;"

@@ -8,7 +8,9 @@ otherwise (`__validation__`), then turned into the dataclass. What was validated
 ships with the package and is validated by the tests, is turned into the dataclass by `build`,
 without pydantic: a check whose config was validated by an earlier run (engine/cache/config.py)
 or that has none imports no pydantic at all (importing it and building the models was about a
-fifth of a 1k-workload repo's run after one edit: README, Performance).
+fifth of a 1k-workload repo's run after one edit: README, Performance). Nor does a config whose
+every value pydantic would take as it is (`plain_validate`: a string for a string, a list of
+strings for a list of them); anything else, and every error, is pydantic's.
 
 `dump` gives a dataclass back as builtin values (enums as their values), what `build` takes.
 """
@@ -128,6 +130,111 @@ def dump(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {key: dump(item) for key, item in obj.items()}
     return obj
+
+
+# --- what pydantic would take as it is --------------------------------------------------------
+
+
+class _Declined(Exception):
+    """`plain_validate` leaves the value to pydantic."""
+
+
+def plain_validate(cls: type[_T], data: Any) -> tuple[_T, frozenset[str]] | None:
+    """What `validate` gives for `data` whose every value already is what its field takes as it
+    is, worked out without pydantic; None for anything else, which pydantic then validates
+    (and words the error of).
+
+    Taken as it is: a mapping whose keys are all fields of a class closed to unknown keys and
+    strict (`_DEFAULTS`); a value of the exact type `str`, `int` or `bool` (never a subclass,
+    a float for an int, a bool for an int), None where the type allows it, one of a Literal's
+    values of the same type, a list (or a mapping with `str` keys) of such values, any value for
+    `Any`, a nested class alike; `gt` and `min_length` met; a `before` validator applied first
+    and an `after` validator last, each declining when it raises. Enums, other unions, lax
+    fields (`strict=False`) and every other type are declined. pydantic's strict mode takes
+    these values unchanged (a list or mapping copied into a plain one), so the result is equal:
+    tests/core/test_validated.py compares the two on generated configs. A small repo's config
+    is such a file: the lab's check imports no pydantic (issue 22; importing it and building
+    the models of the two keys the lab writes was a quarter of its run)."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        value = _plain_class(cls, data)
+    except _Declined:
+        return None
+    return value, frozenset(data)
+
+
+_PLAIN_SCALARS = (str, int, bool)
+_PLAIN_METADATA = frozenset({"gt", "min_length", "before", "after"})
+
+
+def _plain_class(cls: Any, data: Any) -> Any:
+    if not isinstance(data, dict) or {**_DEFAULTS, **getattr(cls, OPTIONS, {})} != _DEFAULTS:
+        raise _Declined
+    fields = {f.name: f for f in _fields(cls)}
+    hints = _hints(cls)
+    values = {}
+    for key, raw in data.items():
+        f = fields.get(key) if type(key) is str else None
+        if f is None:
+            raise _Declined
+        values[key] = _plain_field(hints[key], f.metadata, raw)
+    if any(_required(f) for name, f in fields.items() if name not in values):
+        raise _Declined
+    return cls(**values)
+
+
+def _plain_field(hint: Any, metadata: Any, raw: Any) -> Any:
+    if not _PLAIN_METADATA.issuperset(metadata):
+        raise _Declined
+    if "after" in metadata and ("gt" in metadata or "min_length" in metadata):
+        raise _Declined  # (which pydantic checks first is not worth knowing here)
+    try:
+        value = metadata["before"](raw) if "before" in metadata else raw
+    except Exception:
+        raise _Declined from None
+    out = _plain(hint, value)
+    if "gt" in metadata and not (type(out) is int and out > metadata["gt"]):
+        raise _Declined
+    if "min_length" in metadata and not (
+        isinstance(out, (str, list)) and len(out) >= metadata["min_length"]
+    ):
+        raise _Declined
+    if "after" in metadata:
+        try:
+            out = metadata["after"](out)
+        except Exception:
+            raise _Declined from None
+    return out
+
+
+def _plain(hint: Any, value: Any) -> Any:
+    if hint is Any:
+        return value
+    origin = typing.get_origin(hint)
+    if origin is None:
+        if hint in _PLAIN_SCALARS and type(value) is hint:
+            return value
+        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+            return _plain_class(hint, value)
+        raise _Declined
+    args = typing.get_args(hint)
+    if origin is list and isinstance(value, list):
+        return [_plain(args[0], item) for item in value]
+    if origin is dict and isinstance(value, dict) and args[0] is str:
+        if not all(type(key) is str for key in value):
+            raise _Declined
+        return {key: _plain(args[1], item) for key, item in value.items()}
+    if _is_union(origin):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return _plain(inner[0], value)
+    elif origin is typing.Literal:
+        if any(type(value) is type(a) and value == a for a in args):
+            return value
+    raise _Declined
 
 
 # --- with pydantic -------------------------------------------------------------------------

@@ -8,7 +8,6 @@ highest in inventory is 550 on lab-node-0, lab-node-2``), and which key to point
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -85,6 +84,13 @@ class Pending:
     pinned: bool = False
 
 
+def _close_matches(word: str, names: list[str], n: int, cutoff: float) -> list[str]:
+    """difflib's close matches (imported here: only a pending workload's note asks)."""
+    import difflib
+
+    return difflib.get_close_matches(word, names, n=n, cutoff=cutoff)
+
+
 def node_names(nodes: Iterable[Node | str], limit: int = NAMES_SHOWN) -> str:
     """``a, b, c`` or ``a, b, c, d, e and 7 more``."""
     return listing(sorted(n if isinstance(n, str) else n.name for n in nodes), limit)
@@ -112,7 +118,7 @@ def _similar_keys(key: str, nodes: list[Node]) -> str:
     for node in nodes:
         for k in node.labels:
             counts[k] += 1
-    close = difflib.get_close_matches(key, sorted(counts), n=2, cutoff=0.75)
+    close = _close_matches(key, sorted(counts), n=2, cutoff=0.75)
     if not close:
         return ""
     shown = ", ".join(f"{k} (on {counts[k]} node{'s' if counts[k] != 1 else ''})" for k in close)
@@ -184,7 +190,7 @@ def _field_nearest(req: Mapping[str, Any], nodes: list[Node]) -> str:
     values = [v for v in req.get("values") or [] if isinstance(v, str)]
     if req.get("operator") == "In" and values and not any(n.name == values[0] for n in nodes):
         names = [n.name for n in nodes]
-        close = sorted(difflib.get_close_matches(values[0], names, n=3, cutoff=0.6))
+        close = sorted(_close_matches(values[0], names, n=3, cutoff=0.6))
         hint = f"; similar names: {', '.join(close)}" if close else ""
         return f"no node is named {values[0]}{hint}"
     return ""
@@ -724,7 +730,7 @@ def _explain_bound(
     node = next((n for n in nodes if n.name == bound), None)
     name_path = (*workload.spec_path, "nodeName")
     if node is None:
-        close = sorted(difflib.get_close_matches(bound, [n.name for n in nodes], n=3, cutoff=0.6))
+        close = sorted(_close_matches(bound, [n.name for n in nodes], n=3, cutoff=0.6))
         details: tuple[str, ...] = (f"similar names: {', '.join(close)}",) if close else ()
         message = (
             f"spec.nodeName is {bound}, which is not a node of the inventory: the pod bypasses "

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import field
-from uuid import UUID
 
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import dns1123_subdomain_errors
@@ -201,6 +200,8 @@ def _device_ref(ref: str) -> bool:
 
 
 def _uuid(text: str) -> bool:
+    from uuid import UUID  # (imports `platform`: only for a repo that names a device)
+
     try:
         UUID(text)
     except ValueError:

@@ -4,15 +4,15 @@ read/config_file.py)."""
 
 from __future__ import annotations
 
-import datetime
 import re
+import sys
 from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpudrv_check.core.finding import Severity
 from gpudrv_check.core.records import record
-from gpudrv_check.core.validated import build, dump, internal, spec, validate
+from gpudrv_check.core.validated import build, dump, internal, plain_validate, spec, validate
 from gpudrv_check.read.config_file import (  # noqa: F401 - their home before; imported from here
     CONFIG_FILE,
     DEFAULT_MATRIX,
@@ -254,7 +254,8 @@ def described(value: Any) -> str:
         return f"the number {value}"
     if isinstance(value, str):
         return f"the string {quoted(value)}"
-    if isinstance(value, (datetime.date, datetime.time)):  # TOML dates and times
+    dates = sys.modules.get("datetime")  # TOML dates and times (tomllib imports the module)
+    if dates is not None and isinstance(value, (dates.date, dates.time)):
         return f"the {type(value).__name__} {value.isoformat()}"
     if isinstance(value, list):
         return "a list"
@@ -282,16 +283,21 @@ def _error_from_validation(err: ValidationError, data: Any, file: str) -> Config
 
 
 def parse_config(data: Any, file: str, known: Known | None = None) -> Config:
-    """The config of `data` (read from `file`), validated by pydantic; or, with `known`, the
-    values and written keys an earlier run validated the same bytes to (engine/cache/
-    config.py), rebuilt without pydantic. Positions come from `data` either way."""
+    """The config of `data` (read from `file`), validated by pydantic, or without it when
+    pydantic would take every value as it is (core/validated.py `plain_validate`); or, with
+    `known`, the values and written keys an earlier run validated the same bytes to
+    (engine/cache/config.py), rebuilt without pydantic. Positions come from `data` either
+    way."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError("the config must be a mapping", file, 1, 1)
     rebuilt = _rebuilt(known) if known is not None else None
+    plain = plain_validate(Config, data) if rebuilt is None else None
     if rebuilt is not None and known is not None:
         config, written = rebuilt, frozenset(known[1])
+    elif plain is not None:
+        config, written = plain
     else:
         from pydantic import ValidationError
 

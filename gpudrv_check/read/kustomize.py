@@ -30,12 +30,9 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import shutil
-import subprocess
-import tempfile
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.records import record
 from gpudrv_check.read.config_file import DEFAULT_MAX_TOTAL_BYTES, ConfigError
@@ -44,6 +41,9 @@ from gpudrv_check.read.kustomization import PATCH_FIELDS
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT, lexists
 from gpudrv_check.read.source import Source, clean_rel
 from gpudrv_check.read.tree import FileRef, Listing, Skipped
+
+if TYPE_CHECKING:  # imported where a render runs: a check without --kustomize never needs them
+    import tempfile
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 RENDERED_SUFFIX = " (rendered)"
@@ -62,6 +62,8 @@ _REMOTE_PREFIXES = ("git@", "git::", "github.com/", "gitlab.com/", "bitbucket.or
 
 def kustomize_command() -> list[str] | None:
     """`kustomize build` when kustomize is on PATH, else `kubectl kustomize`, else None."""
+    import shutil
+
     if shutil.which("kustomize"):
         return ["kustomize", "build"]
     if shutil.which("kubectl"):
@@ -420,6 +422,9 @@ def run_kustomize(
 ) -> tuple[bytes | None, str]:
     """The rendered stream of one directory, or None and the tool's reason (with paths shown
     relative to `root`: a revision's temporary copy must not make the output differ per run)."""
+    import subprocess
+    import tempfile
+
     try:
         with tempfile.TemporaryDirectory(prefix="gpudrv-check-home-") as home:
             done = subprocess.run(
@@ -491,6 +496,8 @@ class KustomizeSource:
         if materialize is None:
             return Path(self.disk_root)
         if self._tmp is None:
+            import tempfile
+
             self._tmp = tempfile.TemporaryDirectory(prefix="gpudrv-check-kustomize-")
             self.left_out = materialize(Path(self._tmp.name), self.limit, self.total)
         return Path(self._tmp.name)
@@ -579,6 +586,8 @@ class KustomizeSource:
         """The origin of each object of a root's build, by identity (`_identity`)."""
         disk = self._render_root().resolve()
         target = disk / root if root else disk
+        import tempfile
+
         with tempfile.TemporaryDirectory(prefix="gpudrv-check-origin-") as tmp:
             wrapper = Path(tmp)
             rel_target = os.path.relpath(target, wrapper).replace(os.sep, "/")

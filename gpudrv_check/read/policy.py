@@ -110,9 +110,9 @@ def catalog() -> dict[str, RulePolicy]:
 
 def rule_folders() -> list[Traversable]:
     """The folders of the built-in rules (`GPUxxx_<name>/` holding a `rule.yaml`), by name."""
-    from importlib import resources
+    from gpudrv_check.core.resources import package_dir
 
-    folder = resources.files("gpudrv_check").joinpath("rules")
+    folder = package_dir().joinpath("rules")
     found = [e for e in folder.iterdir() if e.is_dir() and e.joinpath("rule.yaml").is_file()]
     return sorted(found, key=lambda e: e.name)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -259,6 +258,8 @@ def write_atomic(
         _write_into(target, data, follow=not inside)
         return
     mode = _mode_for(target)
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -169,13 +169,10 @@ def expand_kinds(kinds: Iterable[str]) -> frozenset[str]:
 @cache
 def model_reads() -> tuple[Reads, ...]:
     """The model's own declaration (gpudrv_check/model/reads.yaml)."""
-    from importlib import resources
-
+    from gpudrv_check.core.resources import package_dir
     from gpudrv_check.read.yaml_docs import parse_text
 
-    text = (
-        resources.files("gpudrv_check").joinpath("model").joinpath("reads.yaml").read_text("utf-8")
-    )
+    text = package_dir().joinpath("model").joinpath("reads.yaml").read_text("utf-8")
     parsed = parse_text(text)
     if parsed.problems or not parsed.docs:
         raise RuntimeError(f"broken model/reads.yaml: {parsed.problems}")

@@ -105,20 +105,23 @@ def test_version_and_parsing_import_no_command():
     assert "gpudrv_check.edit.inventory_import" not in seen["modules"]
 
 
-def test_a_check_run_imports_neither_jsonschema_nor_libyaml():
+def test_a_check_run_imports_neither_jsonschema_nor_libyaml_nor_pydantic():
     """The shipped workload table is validated by a test (tests/model/test_workload_kinds.py),
     not at every start-up; a repo without custom policies or inventories needs no schema. And
     the shipped tables are read without libyaml's binding (policies/workloads.json; the other
     two by the line reader): a repo whose files are all in the line reader's subset, as the
-    lab's are, never imports it."""
+    lab's are, never imports it. Nor pydantic: the lab's config (`matrix:`, `exclude:`) holds
+    values pydantic takes as they are (core/validated.py `plain_validate`)."""
     code = (
         "import sys\n"
         "from gpudrv_check.cli import main\n"
         f"main(['check', {str(EXAMPLES / 'lab')!r}, '--no-cache', '--fail-on', 'never'])\n"
-        "print('jsonschema' in sys.modules, '_ruamel_yaml' in sys.modules)\n"
+        "print('jsonschema' in sys.modules, '_ruamel_yaml' in sys.modules,"
+        " 'pydantic' in sys.modules)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.stdout.strip().splitlines()[-1] == "False False", proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "False False False", proc.stderr
+    assert (EXAMPLES / "lab" / ".gpudrv-check.yaml").is_file()  # a config was read
 
 
 def _oversized_node_export(repo: Path, limit: int) -> None:
@@ -169,8 +172,13 @@ def test_a_run_the_whole_result_cache_answers_imports_no_reader_model_or_rule(tm
     ("config_file", "validated"),
     [
         (None, False),
-        ((".gpudrv-check.yaml", "exclude: [old/]\nfail_on: warning\n"), True),
-        (("pyproject.toml", '[tool.gpudrv-check]\nexclude = ["old/"]\n'), True),
+        # values pydantic takes as they are: validated without it (core/validated.py
+        # `plain_validate`)
+        ((".gpudrv-check.yaml", "exclude: [old/]\nfail_on: warning\n"), False),
+        (("pyproject.toml", '[tool.gpudrv-check]\nexclude = ["old/"]\n'), False),
+        # a rule's severity is an enum pydantic makes of the text: validated by pydantic
+        ((".gpudrv-check.yaml", "exclude: [old/]\nrules: {GPU010: {severity: info}}\n"), True),
+        (("pyproject.toml", '[tool.gpudrv-check.rules.GPU010]\nseverity = "info"\n'), True),
         (("pyproject.toml", '[project]\nname = "x"\n'), False),
     ],
 )
@@ -203,13 +211,15 @@ def test_a_run_the_whole_result_cache_answers_validates_no_config(
     assert not edited["models"]
 
 
-def test_the_console_script_runs_no_pydantic_plugin():
+def test_the_console_script_runs_no_pydantic_plugin(tmp_path: Path):
     """cli.run gives pydantic a plugin loader that finds none before any model is built
     (cli/__init__.py `no_pydantic_plugins`): the real loader, which imports importlib.metadata
     and reads every installed package's entry points, is never imported, and validation runs
     no plugin code (pydantic/plugin/_loader.py `get_plugins`, PYDANTIC_DISABLE_PLUGINS)."""
-    seen = probe("check", str(EXAMPLES / "lab"), "--no-cache", "--fail-on", "never")
-    assert "gpudrv_check.read.config" in seen["modules"]  # the config was validated
+    write(tmp_path, "nodes/a.yaml", gpu_node("a"))
+    write(tmp_path, ".gpudrv-check.yaml", "rules: {GPU010: {severity: info}}\n")
+    seen = probe("check", str(tmp_path), "--no-cache", "--fail-on", "never")
+    assert seen["models"]  # the config was validated by pydantic
     assert seen["plugin_loader"] is None  # in sys.modules, with no file: ours
     assert seen["metadata"] is False
 
@@ -245,7 +255,8 @@ def test_the_hook_with_nothing_new_staged_validates_no_config(tmp_path: Path):
     repo = tmp_path / "repo"
     write(repo, "nodes/a.yaml", gpu_node("a"))
     write(repo, "support-matrix.csv", MATRIX)
-    write(repo, ".gpudrv-check.yaml", "fail_on: warning\n")
+    # (a severity: validated by pydantic, not taken as it is)
+    write(repo, ".gpudrv-check.yaml", "rules: {GPU010: {severity: info}}\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     args = ("check", str(repo), "--staged", "--cache-dir", str(tmp_path / "cache"))
@@ -253,7 +264,7 @@ def test_the_hook_with_nothing_new_staged_validates_no_config(tmp_path: Path):
     warm = probe(*args)
     assert not warm["models"]
     assert "gpudrv_check.read.git" in warm["modules"]  # the index was read
-    write(repo, ".gpudrv-check.yaml", "fail_on: never\n")  # not staged: the index's counts
+    write(repo, ".gpudrv-check.yaml", "rules: {GPU010: {severity: warning}}\n")  # not staged
     assert not probe(*args)["models"]
     git(repo, "add", "-A")
     assert probe(*args)["models"]  # another config in the index: validated

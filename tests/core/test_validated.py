@@ -168,3 +168,147 @@ def test_the_model_of_a_file_is_built_for_its_keys_only():
     only = model_of(Config, frozenset({"matrix"}))
     assert set(only.model_fields) == {"matrix"}
     assert len(model_of(Config).model_fields) > 10
+
+
+# --- plain_validate: what pydantic takes as it is, without pydantic ---------------------------
+
+
+def _typed(value):
+    """`value` with the type of every piece spelled out (an LSeq equal to a list is not one)."""
+    import dataclasses
+    import enum
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (
+            type(value).__name__,
+            [(f.name, _typed(getattr(value, f.name))) for f in dataclasses.fields(value)],
+        )
+    if isinstance(value, dict):
+        return (type(value).__name__, [(_typed(k), _typed(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return (type(value).__name__, [_typed(v) for v in value])
+    if isinstance(value, enum.Enum):
+        return (type(value).__name__, value.value)
+    return (type(value).__name__, repr(value))
+
+
+_ANY_SCALARS = [None, True, False, 0, 1, -3, 10**20, 2.0, 2.5, "x", "", "info"]
+_ANY = [*_ANY_SCALARS, [], ["a"], [1], {}, {"k": 1}, {"a": ["b"]}, {1: "a"}]
+
+
+def _generated(hint, rng, depth=0):
+    """A value for a field of type `hint`: mostly of its shape, sometimes anything."""
+    import dataclasses
+    import enum
+    import typing
+
+    from gpudrv_check.core.validated import _fields, _hints, _is_union
+
+    if hint is typing.Any or (depth and rng.random() < 0.12) or depth > 4:
+        return rng.choice(_ANY)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is str:
+        return rng.choice(["a", "steps/", "", "x", "v25.10.0", "25.3", "m.csv"])
+    if hint is bool:
+        return rng.choice([True, False])
+    if hint is int:
+        return rng.choice([1, 0, -1, 5, 10**6, 10**30])
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return rng.choice(["info", "warning", "error", "fatal", "INFO"])
+    if dataclasses.is_dataclass(hint):
+        names = [f.name for f in _fields(hint)]
+        hints = _hints(hint)
+        out = {
+            n: _generated(hints[n], rng, depth + 1)
+            for n in rng.sample(names, rng.randint(0, min(3, len(names))))
+        }
+        if rng.random() < 0.05:
+            out[rng.choice(["other", "source", 1])] = 1
+        return out
+    if origin is list:
+        return [_generated(args[0], rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    if origin is dict:
+        keys = ["a", "GPU010", "GPU001", "12.10"]
+        return {
+            rng.choice(keys): _generated(args[1], rng, depth + 1) for _ in range(rng.randint(0, 2))
+        }
+    if _is_union(origin):
+        inner = [a for a in args if a is not type(None)]
+        return None if rng.random() < 0.2 else _generated(rng.choice(inner), rng, depth)
+    if origin is typing.Literal:
+        return rng.choice([*args, "sometimes"])
+    raise AssertionError(f"no generator for {hint!r}")
+
+
+def _as_read(data):
+    """`data` as the config reader gives it: written as JSON (which is YAML) and read back,
+    located mappings and lists, integral floats kept as written (read/config.py)."""
+    import json
+
+    from gpudrv_check.read.yaml_docs import keep_written_floats, parse_text
+
+    parsed = parse_text(json.dumps(data))
+    assert not parsed.problems
+    out = parsed.docs[0].data
+    keep_written_floats(out)
+    return out
+
+
+def test_plain_validate_gives_what_pydantic_gives_or_declines():
+    """core/validated.py `plain_validate` (the lab's check imports no pydantic) against the
+    whole pydantic model on 4,000 generated configs, as Python values and as read from a file:
+    where it takes one, pydantic takes it too, to an equal config of the same types with the
+    same written keys; what it declines pydantic validates (or refuses) as before. It must
+    take a good share, or the test would hold for a function that declines everything."""
+    import random
+
+    from gpudrv_check.core.validated import plain_validate
+
+    rng = random.Random(22)
+    taken = declined_valid = refused = 0
+    for i in range(4000):
+        data = _generated(Config, rng)
+        if i % 2:
+            data = _as_read(data) if all(type(k) is str for k in data) else data
+        plain = plain_validate(Config, data)
+        full = _full(Config, data)
+        if plain is None:
+            declined_valid += full[0] != "errors"
+            refused += full[0] == "errors"
+            continue
+        taken += 1
+        assert full[0] != "errors", (data, full)
+        assert _typed(plain[0]) == _typed(full[0]), data
+        assert plain[1] == full[1], data
+    # (seed 22: 2,225 taken, 29 declined that pydantic takes, the rest refused)
+    assert taken > 1000 and declined_valid > 10 and refused > 1000, (taken, declined_valid)
+
+
+@pytest.mark.parametrize(
+    ("data", "taken"),
+    [
+        ({"matrix": "m.csv", "exclude": ["steps/"]}, True),  # the lab's
+        ({}, True),
+        ({"fail_on": "warning", "gitignore": False, "max_file_bytes": 10}, True),
+        ({"labels": {"driver_branch": "a/b"}}, True),  # the `before` validator applied
+        ({"operator": {"version": "v25.10.0"}}, True),  # the `after` validator passes
+        ({"operator": {"version": "x"}}, False),  # ... or raises: pydantic words the error
+        ({"max_file_bytes": 0}, False),  # gt
+        ({"max_file_bytes": True}, False),  # a bool is no int in strict mode
+        ({"max_file_bytes": 2.0}, False),
+        ({"rules": {"GPU010": {"severity": "info"}}}, False),  # an enum: lax
+        ({"rules": {"GPU010": {"params": {"scheduler_version": "1.30"}}}}, True),
+        ({"clusters": {"a": {"inventory": ["n.yaml"]}}}, False),  # `paths` is required
+        ({"clusters": {"a": {"paths": []}}}, False),  # min_length
+        ({"exclude": ("a",)}, False),  # a tuple: not what a reader gives
+        ({"source": "x.yaml"}, False),  # an internal field is no key
+        ({1: "a"}, False),
+    ],
+)
+def test_plain_validate_takes_plain_values_only(data, taken):
+    from gpudrv_check.core.validated import plain_validate
+
+    plain = plain_validate(Config, data)
+    assert (plain is not None) is taken
+    if taken:
+        assert plain == _full(Config, data)

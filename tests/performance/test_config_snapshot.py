@@ -275,13 +275,19 @@ def test_a_check_validates_its_config_once_at_most(tmp_path: Path, monkeypatch):
     from tests.conftest import run_main
 
     validated: list[str] = []
-    validate = config_module.validate
+    validate, plain_validate = config_module.validate, config_module.plain_validate
 
     def counting(cls, data):
         validated.append(cls.__name__)
         return validate(cls, data)
 
+    def counting_plain(cls, data):  # a config taken without pydantic counts as validated
+        taken = plain_validate(cls, data)
+        validated.extend([cls.__name__] if taken is not None else [])
+        return taken
+
     monkeypatch.setattr(config_module, "validate", counting)
+    monkeypatch.setattr(config_module, "plain_validate", counting_plain)
     root = _repo(tmp_path / "repo")
     write(root, ".gpudrv-check.yaml", "fail_on: never\nexclude: [skipped/]\n")
     args = ("check", str(root), "--cache-dir", str(tmp_path / "cache"), "--format", "json")

@@ -62,7 +62,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -481,7 +480,7 @@ def _unpack(blob: bytes, secret: bytes, head: int, valid: Callable[[Any], bool] 
 def _make_secret(path: Path) -> None:
     """32 random bytes at `path`, mode 0600; never over an existing file (another process
     may have made it first: then that one is used)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
+    fd, tmp = _mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(os.urandom(_DIGEST))
@@ -497,7 +496,7 @@ def _write_streamed(
 ) -> None:
     """`_write_entry` of a payload in pieces: the MAC, known once every piece is written, goes
     in its place last (until then the file is a temporary one, never an entry)."""
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX)  # mode 0600
+    fd, tmp = _mkstemp(dir=directory, prefix=TEMP_PREFIX)  # mode 0600
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(MAGIC + bytes(_DIGEST) + head)
@@ -515,7 +514,7 @@ def _write_streamed(
 
 
 def _write_entry(directory: Path, path: Path, parts: tuple[bytes, ...]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX)  # mode 0600
+    fd, tmp = _mkstemp(dir=directory, prefix=TEMP_PREFIX)  # mode 0600
     try:
         with os.fdopen(fd, "wb") as fh:
             for part in parts:  # in parts: no second copy of a large payload
@@ -525,3 +524,10 @@ def _write_entry(directory: Path, path: Path, parts: tuple[bytes, ...]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _mkstemp(*, dir: Any, prefix: str) -> tuple[int, str]:  # noqa: A002 - mkstemp's name
+    """tempfile.mkstemp, imported by the first write (a warm run writes nothing)."""
+    import tempfile
+
+    return tempfile.mkstemp(dir=dir, prefix=prefix)

@@ -47,23 +47,40 @@ from gpudrv_check.read.yaml_docs import (
 
 # Characters the subset leaves to libyaml: tabs, CR (and the other line breaks libyaml counts
 # that editors do not: NEL, LS, PS), the BOM, and every character YAML does not allow.
-# (compiled when a text is not ASCII: the expression costs 3 ms to compile, a tenth of the
-# start-up a run spends on regular expressions)
+# (compiled for a long text that is not ASCII only: the expression costs 3 ms to compile, a
+# tenth of the start-up a run spends on regular expressions)
 OUTSIDE_CHARS = (
     "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
 )
 # the ASCII characters `OUTSIDE_CHARS` does not match
 _INSIDE_ASCII = b"\n" + bytes(range(0x20, 0x7F))
+# the code points it does not match, as ranges
+_INSIDE = (
+    (0x0A, 0x0A),
+    (0x20, 0x7E),
+    (0xA0, 0x2027),
+    (0x202A, 0xD7FF),
+    (0xE000, 0xFEFE),
+    (0xFF00, 0xFFFD),
+    (0x10000, 0x10FFFF),
+)
+# a text that is not ASCII and shorter than this is checked by its distinct characters
+_BY_CHARACTER = 1 << 16
 _outside_search: Any = None
 
 
 def _outside(text: str) -> bool:
     """Whether `text` holds a character `OUTSIDE_CHARS` matches. An ASCII text (most
     manifests) is checked by deleting the bytes it may hold, several times faster than the
-    expression's scan of every character."""
+    expression's scan of every character; another short one by its distinct characters,
+    each against `_INSIDE` (a small repo then never compiles the expression)."""
     global _outside_search
     if text.isascii():
         return bool(text.encode("ascii").translate(None, _INSIDE_ASCII))
+    if len(text) < _BY_CHARACTER:
+        return not all(
+            any(low <= code <= high for low, high in _INSIDE) for code in map(ord, set(text))
+        )
     if _outside_search is None:
         _outside_search = re.compile(OUTSIDE_CHARS).search
     return _outside_search(text) is not None

@@ -464,13 +464,18 @@ def test_generated_block_scalars_read_as_the_builder_reads_them(seed):
 
 
 def test_the_ascii_check_of_a_text_agrees_with_the_expression_on_every_character():
-    # block_yaml._outside: ASCII texts by deleting their allowed bytes, others by OUTSIDE_CHARS
-    from gpudrv_check.read.block_yaml import OUTSIDE_CHARS, _outside
+    # block_yaml._outside: ASCII texts by deleting their allowed bytes, other short ones by
+    # their distinct characters, long ones by OUTSIDE_CHARS
+    from gpudrv_check.read.block_yaml import _BY_CHARACTER, OUTSIDE_CHARS, _outside
 
     for code in [*range(0x3000), *range(0xD7F0, 0xE010), *range(0xFEF0, 0x10010), 0x10FFFF]:
         char = chr(code)
         for text in (char, f"a: b\n{char}\n", f"{char}é"):
             assert _outside(text) is (re.search(OUTSIDE_CHARS, text) is not None), repr(text)
+    long = "é" * _BY_CHARACTER
+    for code in (0x09, 0x0A, 0x7F, 0xA0, 0x2028, 0x202A, 0xD800, 0xFEFF, 0xFF00, 0xFFFE, 0x10000):
+        for text in (long + chr(code), chr(code) + long):
+            assert _outside(text) is (re.search(OUTSIDE_CHARS, text) is not None), hex(code)
     assert not _outside("kind: Pod\nmetadata:\n  name: x\n" * 100)
     assert _outside("a:\tb\n") and _outside("a: b\r\n") and _outside("a: \x7f\n")
 

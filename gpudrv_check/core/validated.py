@@ -25,6 +25,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, TypeVar, cast
 
+from gpudrv_check.core.located import LMap, LSeq
+
 _T = TypeVar("_T")
 
 #: a field of the dataclass that is not a key of the file (where it came from, positions)
@@ -144,14 +146,15 @@ def plain_validate(cls: type[_T], data: Any) -> tuple[_T, frozenset[str]] | None
     is, worked out without pydantic; None for anything else, which pydantic then validates
     (and words the error of).
 
-    Taken as it is: a mapping whose keys are all fields of a class closed to unknown keys and
-    strict (`_DEFAULTS`); a value of the exact type `str`, `int` or `bool` (never a subclass,
-    a float for an int, a bool for an int), None where the type allows it, one of a Literal's
-    values of the same type, a list (or a mapping with `str` keys) of such values, any value for
-    `Any`, a nested class alike; `gt` and `min_length` met; a `before` validator applied first
-    and an `after` validator last, each declining when it raises. Enums, other unions, lax
-    fields (`strict=False`) and every other type are declined. pydantic's strict mode takes
-    these values unchanged (a list or mapping copied into a plain one), so the result is equal:
+    Taken as it is: a mapping (a `dict` or the readers' `LMap`) whose keys are all fields of
+    a class closed to unknown keys and strict (`_DEFAULTS`); a value of the exact type `str`,
+    `int` or `bool` (never a subclass, a float for an int, a bool for an int), None where the
+    type allows it, one of a Literal's values of the same type, a `list` or `LSeq` (or a
+    mapping with `str` keys) of such values, any value for `Any`, a nested class alike; `gt`
+    and `min_length` met; a `before` validator applied first and an `after` validator last,
+    each declining when it raises. Enums, other unions, lax fields (`strict=False`), other
+    container classes and every other type are declined. pydantic's strict mode takes these
+    values unchanged (a list or mapping copied into a plain one), so the result is equal:
     tests/core/test_validated.py compares the two on generated configs. A small repo's config
     is such a file: the lab's check imports no pydantic (issue 22; importing it and building
     the models of the two keys the lab writes was a quarter of its run)."""
@@ -165,11 +168,14 @@ def plain_validate(cls: type[_T], data: Any) -> tuple[_T, frozenset[str]] | None
 
 
 _PLAIN_SCALARS = (str, int, bool)
+# the containers the config readers make (another subclass may read otherwise than it stores)
+_MAPPINGS = (dict, LMap)
+_SEQUENCES = (list, LSeq)
 _PLAIN_METADATA = frozenset({"gt", "min_length", "before", "after"})
 
 
 def _plain_class(cls: Any, data: Any) -> Any:
-    if not isinstance(data, dict) or {**_DEFAULTS, **getattr(cls, OPTIONS, {})} != _DEFAULTS:
+    if data.__class__ not in _MAPPINGS or {**_DEFAULTS, **getattr(cls, OPTIONS, {})} != _DEFAULTS:
         raise _Declined
     fields = {f.name: f for f in _fields(cls)}
     hints = _hints(cls)
@@ -219,9 +225,9 @@ def _plain(hint: Any, value: Any) -> Any:
             return _plain_class(hint, value)
         raise _Declined
     args = typing.get_args(hint)
-    if origin is list and isinstance(value, list):
+    if origin is list and value.__class__ in _SEQUENCES:
         return [_plain(args[0], item) for item in value]
-    if origin is dict and isinstance(value, dict) and args[0] is str:
+    if origin is dict and value.__class__ in _MAPPINGS and args[0] is str:
         if not all(type(key) is str for key in value):
             raise _Declined
         return {key: _plain(args[1], item) for key, item in value.items()}

@@ -3,6 +3,7 @@ rebuilt without it from what was validated before (the config: read/config.py)."
 
 from __future__ import annotations
 
+import collections
 from dataclasses import field
 from typing import Literal
 
@@ -301,6 +302,10 @@ def test_plain_validate_gives_what_pydantic_gives_or_declines():
         ({"clusters": {"a": {"inventory": ["n.yaml"]}}}, False),  # `paths` is required
         ({"clusters": {"a": {"paths": []}}}, False),  # min_length
         ({"exclude": ("a",)}, False),  # a tuple: not what a reader gives
+        # other container classes are pydantic's (one may read otherwise than it stores)
+        (collections.OrderedDict(matrix="m.csv"), False),
+        ({"exclude": collections.UserList(["a"])}, False),
+        ({"operator": collections.defaultdict(list, version="v25.10.0")}, False),
         ({"source": "x.yaml"}, False),  # an internal field is no key
         ({1: "a"}, False),
     ],

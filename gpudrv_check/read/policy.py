@@ -93,19 +93,73 @@ def built_in(cls: Any, data: Any, what: str) -> Any:
         raise RuntimeError(f"broken built-in {what}: {err}") from None
 
 
+#: every `rule.yaml` as data, by folder, in one file a run reads with `json` (gpudrv_check/
+#: rules/catalog.json, written from the folders by `write_compiled_catalog`): listing the 30
+#: folders and parsing their YAML took 9 ms of every run, a tenth of a small repo's check. A
+#: test holds it equal to the folders (tests/test_catalog.py).
+COMPILED_CATALOG = "catalog.json"
+
+
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, RulePolicy]:
-    from gpudrv_check.read.yaml_docs import parse_text
-
     rules: dict[str, RulePolicy] = {}
-    for folder in rule_folders():
-        entry = folder.joinpath("rule.yaml")
-        parsed = parse_text(entry.read_text(encoding="utf-8"))
-        if parsed.problems or not parsed.docs:
-            raise RuntimeError(f"broken built-in rule {folder.name}/rule.yaml: {parsed.problems}")
-        policy = built_in(RulePolicy, parsed.docs[0].data, f"rule {folder.name}/rule.yaml")
+    for name, data in compiled_catalog().items():
+        policy = built_in(RulePolicy, data, f"rule {name}/rule.yaml")
         rules[policy.id] = policy
     return dict(sorted(rules.items()))
+
+
+def compiled_catalog() -> dict[str, Any]:
+    """gpudrv_check/rules/catalog.json: each rule folder's `rule.yaml` as data, by name; the
+    folders themselves when a copy of the package lacks the file (a build from a checkout
+    that does not track it yet)."""
+    import json
+
+    from gpudrv_check.core.resources import package_dir
+
+    try:
+        raw = package_dir().joinpath("rules").joinpath(COMPILED_CATALOG).read_bytes()
+    except FileNotFoundError:
+        return source_catalog()
+    data = json.loads(raw)
+    if not (isinstance(data, dict) and data.get("version") == 1):
+        raise RuntimeError(f"broken built-in rules/{COMPILED_CATALOG}")
+    rules = data.get("rules")
+    if not isinstance(rules, dict):
+        raise RuntimeError(f"broken built-in rules/{COMPILED_CATALOG}")
+    return rules
+
+
+def source_catalog() -> dict[str, Any]:
+    """Each rule folder's `rule.yaml` as data, by folder name: what `compiled_catalog` must
+    equal."""
+    from gpudrv_check.read.yaml_docs import parse_text
+
+    out: dict[str, Any] = {}
+    for folder in rule_folders():
+        parsed = parse_text(folder.joinpath("rule.yaml").read_text(encoding="utf-8"))
+        if parsed.problems or len(parsed.docs) != 1:
+            raise RuntimeError(f"broken built-in rule {folder.name}/rule.yaml: {parsed.problems}")
+        out[folder.name] = parsed.docs[0].data
+    return out
+
+
+def compiled_catalog_text(rules: Mapping[str, Any]) -> str:
+    """The text of gpudrv_check/rules/catalog.json for `rules` (`source_catalog`). Written by
+    `python -c "from gpudrv_check.read.policy import write_compiled_catalog as w; w()"` after
+    an edit of a `rule.yaml` (in a checkout)."""
+    import json
+
+    return json.dumps({"version": 1, "rules": dict(rules)}, indent=1, ensure_ascii=False) + "\n"
+
+
+def write_compiled_catalog() -> None:
+    """Write gpudrv_check/rules/catalog.json from the rule folders (a developer's command)."""
+    from gpudrv_check.core.resources import package_dir
+
+    target = package_dir().joinpath("rules").joinpath(COMPILED_CATALOG)
+    with open(str(target), "w", encoding="utf-8") as out:
+        out.write(compiled_catalog_text(source_catalog()))
 
 
 def rule_folders() -> list[Traversable]:

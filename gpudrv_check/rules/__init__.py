@@ -3,7 +3,8 @@
 A rule is a folder `GPUxxx_<name>/`: `rule.yaml` holds its metadata and user documentation (id,
 name, severity, why, fix, params, what it reads and at which scope), `rule.py` its check
 (`ID` and `check(ctx)`, a generator of Findings) and `cases/` its pass/fail examples, which
-tests/rules/test_cases.py runs. Adding a rule is its folder plus one line in FOLDERS.
+tests/rules/test_cases.py runs. Adding a rule is its folder plus one line in FOLDERS, and
+`rules/catalog.json` written again from the folders (read/policy.py `write_compiled_catalog`).
 A folder without `rule.py` describes a finding the reader or the model emits (`source: load`);
 its id and severity are read from the same catalog (read/policy.py).
 """

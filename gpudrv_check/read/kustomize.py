@@ -584,10 +584,10 @@ class KustomizeSource:
 
     def _render_origins(self, root: str) -> dict[tuple, str | None]:
         """The origin of each object of a root's build, by identity (`_identity`)."""
-        disk = self._render_root().resolve()
-        target = disk / root if root else disk
         import tempfile
 
+        disk = self._render_root().resolve()
+        target = disk / root if root else disk
         with tempfile.TemporaryDirectory(prefix="gpudrv-check-origin-") as tmp:
             wrapper = Path(tmp)
             rel_target = os.path.relpath(target, wrapper).replace(os.sep, "/")

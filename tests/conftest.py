@@ -204,6 +204,23 @@ def gpu_node(
         """) + textwrap.dedent(extra)
 
 
+def gpu_deployment(name: str, replicas: object, gpus: int = 1, spec_lines: str = "") -> str:
+    """A Deployment `name` in namespace `ml` whose pods ask for `gpus` GPUs, `replicas` as
+    written; `spec_lines` go in its pod spec before the containers (indented six spaces)."""
+    return f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+{spec_lines}      containers:
+      - {{name: c, image: x, resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}}}
+"""
+
+
 def cluster_policy(spec: str = "") -> str:
     """The ClusterPolicy `cluster-policy`; `spec` holds its spec's keys, indented by two."""
     return (

@@ -39,7 +39,7 @@ from gpudrv_check.model.occupancy import (
     decode_inputs,
 )
 from gpudrv_check.read.config import Config
-from tests.conftest import write
+from tests.conftest import gpu_deployment, write
 from tests.performance.test_incremental import GPU_NODE, _both, _edit, _gpu_deployment
 
 NODE = """apiVersion: v1
@@ -68,18 +68,7 @@ def _class(name: str, value: object, default: bool = False, policy: str | None =
 
 def _deploy(name: str, replicas: int, gpus: int, klass: str | None = None, extra: str = "") -> str:
     named = f"      priorityClassName: {klass}\n" if klass else ""
-    return f"""apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: ml}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-{named}{extra}      containers:
-      - {{name: c, image: x, resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}}}
-"""
+    return gpu_deployment(name, replicas, gpus, named + extra)
 
 
 def _daemonset(name: str, gpus: int, klass: str | None = None) -> str:

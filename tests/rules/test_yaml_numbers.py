@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import gpu_node, write
+from tests.conftest import gpu_deployment, gpu_node, write
 from tests.rules.test_placement_rules import run
 
 # a GPU node with room for the pods (conftest's node, with what the capacity simulation reads)
@@ -25,19 +25,7 @@ NODE = gpu_node(
 
 
 def deployment(replicas: str, name: str = "w") -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: ml}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      containers:
-      - {{name: c, image: busybox, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}
-"""
+    return gpu_deployment(name, replicas)
 
 
 def workload(replicas: str, min_available: str) -> str:

@@ -4,7 +4,10 @@ as data (the model never parses text)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 
 def packaged_yaml(directory: str, name: str) -> Any:
@@ -25,3 +28,16 @@ def packaged_json(directory: str, name: str) -> Any:
     from gpudrv_check.core.resources import read_resource
 
     return json.loads(read_resource(directory, name))
+
+
+def compiled_text(data: Any) -> str:
+    """A shipped YAML file's data as the JSON file a run reads instead (policies/workloads.json,
+    rules/catalog.json): one key per line, in the YAML's order; a test holds each equal to its
+    source."""
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+def write_compiled(target: Traversable, data: Any) -> None:
+    """Write `compiled_text(data)` to `target` (a developer's command, in a checkout)."""
+    with open(str(target), "w", encoding="utf-8") as out:
+        out.write(compiled_text(data))

@@ -148,18 +148,22 @@ def compiled_catalog_text(rules: Mapping[str, Any]) -> str:
     """The text of gpudrv_check/rules/catalog.json for `rules` (`source_catalog`). Written by
     `python -c "from gpudrv_check.read.policy import write_compiled_catalog as w; w()"` after
     an edit of a `rule.yaml` (in a checkout)."""
-    import json
+    from gpudrv_check.read.packaged import compiled_text
 
-    return json.dumps({"version": 1, "rules": dict(rules)}, indent=1, ensure_ascii=False) + "\n"
+    return compiled_text(_catalog_file(rules))
+
+
+def _catalog_file(rules: Mapping[str, Any]) -> dict[str, Any]:
+    return {"version": 1, "rules": dict(rules)}
 
 
 def write_compiled_catalog() -> None:
     """Write gpudrv_check/rules/catalog.json from the rule folders (a developer's command)."""
     from gpudrv_check.core.resources import package_dir
+    from gpudrv_check.read.packaged import write_compiled
 
     target = package_dir().joinpath("rules").joinpath(COMPILED_CATALOG)
-    with open(str(target), "w", encoding="utf-8") as out:
-        out.write(compiled_catalog_text(source_catalog()))
+    write_compiled(target, _catalog_file(source_catalog()))
 
 
 def rule_folders() -> list[Traversable]:

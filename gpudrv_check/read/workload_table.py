@@ -119,16 +119,17 @@ def compiled_table_text(data: Any) -> str:
     YAML's order. Written by
     `python -c "from gpudrv_check.read.workload_table import write_compiled_table as w; w()"`
     after an edit of the YAML (in a checkout)."""
-    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    from gpudrv_check.read.packaged import compiled_text
+
+    return compiled_text(data)
 
 
 def write_compiled_table() -> None:
     """Write policies/workloads.json from policies/workloads.yaml (a developer's command)."""
     from gpudrv_check.core.resources import resource_dir
+    from gpudrv_check.read.packaged import write_compiled
 
-    target = resource_dir("policies").joinpath(COMPILED_TABLE)
-    with open(str(target), "w", encoding="utf-8") as out:
-        out.write(compiled_table_text(source_workload_table()))
+    write_compiled(resource_dir("policies").joinpath(COMPILED_TABLE), source_workload_table())
 
 
 def builtin_table_error() -> Any:

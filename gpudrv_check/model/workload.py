@@ -564,9 +564,11 @@ def _job_count_problems(manifest: Manifest, findings: list[Finding]) -> None:
     past which the API server cannot decode them (`_past_int32`)."""
     for key in ("parallelism", "completions"):
         number = manifest.get("spec", key)
-        if isinstance(number, int) and not isinstance(number, bool) and number > INT32_MAX:
+        if not isinstance(number, int) or isinstance(number, bool):
+            continue
+        if number > INT32_MAX:
             findings.append(_past_int32(manifest, ("spec", key), number))
-        if isinstance(number, int) and not isinstance(number, bool) and number < 0:
+        elif number < 0:
             findings.append(
                 invalid_field(
                     manifest,

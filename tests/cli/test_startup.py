@@ -105,6 +105,61 @@ def test_version_and_parsing_import_no_command():
     assert "gpudrv_check.edit.inventory_import" not in seen["modules"]
 
 
+LAUNCHER = Path(__file__).resolve().parents[2] / "gpudrv_check" / "cli" / "launcher.py"
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules `python -X importtime` says it imported."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    } - {"package"}
+
+
+def test_the_launcher_answers_version_without_importing_re():
+    # pip's launcher for a [project.scripts] entry imports `re` (4-5 ms) before our entry
+    # point; the wheel installs ours instead (pyproject.toml shared-scripts)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", str(LAUNCHER), "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("gpudrv-check ")
+    imported = _imported(proc.stderr)
+    assert "gpudrv_check.cli" in imported
+    assert "re" not in imported and "argparse" not in imported
+    # the launcher as a module (imported, not run) does nothing
+    imported_only = [sys.executable, "-c", "import gpudrv_check.cli.launcher"]
+    assert subprocess.run(imported_only, capture_output=True, check=False).stdout == b""
+
+
+def test_the_wheel_installs_the_launcher_as_the_command():
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef, unused-ignore]
+    project = tomllib.loads((LAUNCHER.parents[2] / "pyproject.toml").read_text())
+    wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["shared-scripts"] == {"gpudrv_check/cli/launcher.py": "gpudrv-check"}
+    # no entry point too: the installer would write its own launcher under the same name
+    assert "scripts" not in project["project"]
+    # the installer rewrites a `#!python` first line; hatchling keeps the file's mode
+    assert LAUNCHER.read_text().startswith("#!python\n")
+    assert LAUNCHER.stat().st_mode & 0o111
+
+
+def test_the_installed_command_is_the_launcher():
+    installed = Path(sys.executable).parent / "gpudrv-check"
+    if not installed.exists():
+        pytest.skip("no gpudrv-check installed beside this interpreter")
+    # the first line is this environment's interpreter, the rest the launcher as written
+    body = installed.read_text().split("\n", 1)[1]
+    assert body == LAUNCHER.read_text().split("\n", 1)[1]
+
+
 def test_a_check_run_imports_neither_jsonschema_nor_libyaml_nor_pydantic():
     """The shipped workload table is validated by a test (tests/model/test_workload_kinds.py),
     not at every start-up; a repo without custom policies or inventories needs no schema. And

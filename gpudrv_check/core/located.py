@@ -75,6 +75,32 @@ def containers(root: Any, limit: int) -> Iterator[LMap | LSeq]:
             pending.extend(item for item in items if isinstance(item, (LMap, LSeq)))
 
 
+def encode_tree(value: Any) -> Any:
+    """A located tree as builtin values, positions and raw texts kept (what read/codec.py
+    writes, and what a node file's view digests, engine/cache/partition.py): a mapping is the
+    tuple ``(items, pos, key positions, raw texts)``, a sequence the list ``[pos, item
+    positions, raw texts, *items]``, a scalar itself."""
+    cls = value.__class__
+    if cls is LMap:
+        return (
+            {k: encode_tree(v) for k, v in value.items()},
+            value.pos,
+            value.kpos,
+            value.raw,
+        )
+    if cls is LSeq:
+        return [value.pos, value.ipos, value.raw, *[encode_tree(v) for v in value]]
+    if isinstance(value, dict):  # a plain dict put in a tree (not from the loader)
+        out = LMap()
+        out.update(value)
+        return encode_tree(out)
+    if isinstance(value, list):
+        out_seq = LSeq()
+        out_seq.extend(value)
+        return encode_tree(out_seq)
+    return value
+
+
 def _rebuild_map(items: dict, pos: Pos, kpos: dict, raw: dict | None) -> LMap:
     m = LMap(pos)
     m.update(items)

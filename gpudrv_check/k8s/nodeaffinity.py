@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.label_reads import NodeLabels
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import (
     MAPPINGS,
@@ -140,6 +141,10 @@ def _read_list(obj: Mapping[str, object], name: str) -> tuple[list[object], list
 
 def _label_map(labels: object) -> dict[str, str]:
     """Node labels as ``str -> str``; anything else is dropped since no real Node carries it."""
+    if labels.__class__ is NodeLabels:
+        # a node's labels, every key and value a string (model/inventory.py): as they are,
+        # so that what a term reads of them is recorded by key (core/label_reads.py)
+        return labels
     if not isinstance(labels, MAPPINGS):
         return {}
     return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}

@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 from gpudrv_check.core.finding import QUOTE_LIMIT, Finding, ObjectRef, Severity, quoted
+from gpudrv_check.core.label_reads import NodeLabels
 from gpudrv_check.core.located import (
     LMap,
     Path,
@@ -129,11 +130,14 @@ def _labels(manifest: Manifest, path: Path, node: str, findings: list[Finding]) 
     """A node's labels, each key and value checked as apimachinery `ValidateLabels` does for the
     Node's metadata (`ValidateObjectMeta`); a label the API server refuses is reported at its
     key and still read as written, as a workload's labels are (model/workload.py)."""
-    labels = _string_map(manifest, path, "label", node, findings, True)
-    if labels_valid(labels):
+    plain = _string_map(manifest, path, "label", node, findings, True)
+    # a NodeLabels records which values the run reads (core/label_reads.py): validating them
+    # here reads the plain copy, which is no rule's reading
+    labels = NodeLabels(plain)
+    if labels_valid(plain):
         return labels
     where = field_path_text(path)
-    for key, text in labels.items():
+    for key, text in plain.items():
         for errors, shown, fix in (
             (label_key_errors(key), key, _LABEL_KEY_FIX),
             (label_value_errors(text), text, _LABEL_VALUE_FIX),

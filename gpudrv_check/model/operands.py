@@ -36,6 +36,7 @@ from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Location
+from gpudrv_check.core.label_reads import NodeLabels, entries
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest, value_at
 from gpudrv_check.core.records import record
@@ -510,14 +511,16 @@ def _operator_labels(
 ) -> dict[str, str]:
     """Every node goes through the relabelling: it also strips the deploy labels of nodes
     that are not (or no longer) GPU nodes."""
-    kept = {k: v for k, v in node.labels.items() if operand_for_deploy_label(k) is None}
+    # a copy wrapped in a NodeLabels below: what the DaemonSets' placement reads of it is
+    # recorded by key (core/label_reads.py `entries`)
+    kept = {k: v for k, v in entries(node.labels).items() if operand_for_deploy_label(k) is None}
     # gpu.present as the operator keeps it (from NFD's PCI labels when the repo has them)
     if node.is_gpu:
         kept[GPU_PRESENT_LABEL] = "true"
     elif _stale_gpu_present(node):
         kept[GPU_PRESENT_LABEL] = "false"
     kept.update(expected_deploy_labels(node.labels, sandbox, default, version, mode, node.is_gpu))
-    return kept
+    return NodeLabels(kept)
 
 
 def _stale_gpu_present(node: Node) -> bool:
@@ -820,9 +823,12 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
             else node.labels
         )
         if node.name in owners:
-            seen = {**seen, **owners[node.name]}
+            seen = NodeLabels({**entries(seen), **owners[node.name]})
         labels[node.name] = seen
-        changed = changed or seen != node.labels
+        # which placement answers, not what it answers: two equal sets of labels place alike,
+        # and the keys where the relabelled ones can differ are read (and recorded) above; so
+        # compared without recording (core/label_reads.py)
+        changed = changed or (seen is not node.labels and dict.__ne__(seen, node.labels))
     if changed:
         placement = Placement([replace(n, labels=labels[n.name]) for n in repo.nodes])
     else:

@@ -640,9 +640,10 @@ def expected_deploy_labels(
     empty_is_absent = v26_7
     if not isinstance(labels, Mapping):
         return {}
+    # by key: what is read of a node's labels is recorded by key (core/label_reads.py)
     current = {
-        key: value
-        for key, value in labels.items()
+        key: labels[key]
+        for key in labels
         if isinstance(key, str) and operand_for_deploy_label(key) is not None
     }
     written = labels.get(GPU_PRESENT_LABEL) == "true"

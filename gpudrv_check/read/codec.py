@@ -18,7 +18,7 @@ import marshal
 from typing import Any
 
 from gpudrv_check.core.finding import quoted
-from gpudrv_check.core.located import LMap, LSeq
+from gpudrv_check.core.located import LMap, LSeq, encode_tree
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.read.yaml_docs import (
     ITEM_LAYOUTS,
@@ -33,28 +33,6 @@ FORMAT = 2  # bump when the encoding changes
 
 class CodecError(ValueError):
     """The bytes are not an encoded FileResult."""
-
-
-def _enc(value: Any) -> Any:
-    cls = value.__class__
-    if cls is LMap:
-        return (
-            {k: _enc(v) for k, v in value.items()},
-            value.pos,
-            value.kpos,
-            value.raw,
-        )
-    if cls is LSeq:
-        return [value.pos, value.ipos, value.raw, *[_enc(v) for v in value]]
-    if isinstance(value, dict):  # a plain dict put in a tree (not from the loader)
-        out = LMap()
-        out.update(value)
-        return _enc(out)
-    if isinstance(value, list):
-        out_seq = LSeq()
-        out_seq.extend(value)
-        return _enc(out_seq)
-    return value
 
 
 def _dec(value: Any) -> Any:
@@ -110,7 +88,7 @@ def _dec_seq(value: list) -> LSeq:
 def encode(result: Any) -> bytes:
     """A FileResult (read/manifests.py) as bytes."""
     manifests = [
-        (m.file, m.doc, _enc(m.data), m.api_version, m.kind, m.name, m.namespace, m.item)
+        (m.file, m.doc, encode_tree(m.data), m.api_version, m.kind, m.name, m.namespace, m.item)
         for m in result.manifests
     ]
     problems = [f.record() for f in result.problems]

@@ -223,7 +223,7 @@ def _store_full_run(result) -> None:
     for ns, k in keys:
         store_entry(plan.cache, plan.name, ns, PartitionEntry(k, [], [], {}))
     inputs = {ns: (k, ()) for ns, k in keys}
-    plan.cache.store("occupancy", plan.name, "", (((), (), ()), inputs, None, {}))
+    plan.cache.store("occupancy", plan.name, "", (((), (), ()), inputs, None, {}, plan.reads))
 
 
 def test_a_shared_edit_evaluates_every_partition(repo, tmp_path):
@@ -308,6 +308,7 @@ def test_partitions_follow_kinds_and_namespaces(tmp_path):
         ("broken.yaml", "7", summary("kind: [\n")),
         ("error.yaml", "8", None),
     ]
+    files = [(*f, None) for f in files]  # no node file: no view
     without_mixed = [f for f in files if f[0] != "mixed.yaml"]
     p = plan(Cache(tmp_path), "n", "ctx", without_mixed)
     # b has a DaemonSet; a ConfigMap does not make its namespace shared
@@ -649,9 +650,9 @@ def test_a_memo_that_does_not_fit_is_simulated_again(
     cold = _both(root, cache)
 
     def change(value):
-        tables, by_namespace, memo, outside = value
+        tables, by_namespace, memo, outside, reads = value
         assert memo is not None and set(memo[1]) >= {k for k in memo[1] if "team-a" in k}
-        return (tables, by_namespace, tamper(memo), outside)
+        return (tables, by_namespace, tamper(memo), outside, reads)
 
     _rewrite_entry(cache, "occupancy", change)
     _edit(root / "team-c" / "c.yaml", "image: nginx", "image: nginx:2")
@@ -782,10 +783,16 @@ def test_a_tampered_input_record_is_a_full_run(
     _both(root, cache)
 
     def change(value):
-        tables, by_namespace, memo, outside = value
+        tables, by_namespace, memo, outside, reads = value
         key, records = by_namespace["team-b"]
         assert len(records) == 1  # b's one Deployment
-        return (tables, {**by_namespace, "team-b": (key, tamper(records[0]))}, memo, outside)
+        return (
+            tables,
+            {**by_namespace, "team-b": (key, tamper(records[0]))},
+            memo,
+            outside,
+            reads,
+        )
 
     _rewrite_entry(cache, "occupancy", change)
     _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 3")
@@ -802,8 +809,9 @@ def test_a_tampered_domain_table_is_a_full_run(tmp_path: Path, clean_partitions:
     _both(root, cache)
 
     def change(value):
-        (nodes, requests, _), by_namespace, memo, outside = value
-        return ((nodes, requests, (((["gpu-a"], "zone-a"),),)), by_namespace, memo, outside)
+        (nodes, requests, _), by_namespace, memo, outside, reads = value
+        domains = (((["gpu-a"], "zone-a"),),)
+        return ((nodes, requests, domains), by_namespace, memo, outside, reads)
 
     _rewrite_entry(cache, "occupancy", change)
     _edit(root / "team-c" / "c.yaml", "replicas: 2", "replicas: 3")

@@ -318,7 +318,9 @@ def _check(
     With `context` (the digest of every input but the manifest files), namespaces whose files
     did not change take their findings from the partition cache (engine/cache/partition.py)."""
     from gpudrv_check.cli.commands.common import load_source, print_listing
+    from gpudrv_check.core.label_reads import reset
 
+    reset()  # which node label values this check reads (engine/cache/partition.py)
     source = reuse_source if reuse_source is not None else make_source(options)
     if any(fmt in MODEL_FORMATS for fmt, _ in pairs):
         # a report that renders sections of the model (the HTML report's upgrade rehearsal

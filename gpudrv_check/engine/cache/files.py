@@ -18,10 +18,12 @@ from gpudrv_check.engine.cache.partition import (
     PLACEHOLDERS,
     Plan,
     Summary,
+    node_view,
     object_count,
     plan,
     summarize,
     valid_summary,
+    valid_view,
 )
 from gpudrv_check.engine.cache.store import Cache, digest
 
@@ -29,8 +31,8 @@ if TYPE_CHECKING:
     from gpudrv_check.read.manifests import FileResult
 
 KIND = "files"
-#: the layout of the entries (a Summary once held capacity digests)
-FORMAT = 2
+#: the layout of the entries (a Summary once held capacity digests; 3: a node file's view)
+FORMAT = 3
 #: how many cache entries a repo's file entries are spread over
 BUCKETS = 64
 
@@ -60,33 +62,36 @@ def bucket(rel: str) -> int:
 class FileEntry(NamedTuple):
     """What one file yielded: the SHA-256 of its bytes, whether it was read as a Helm chart
     template, its FileResult encoded (read/codec.py; empty until a run needs it, see
-    `FilesCache.add`), and its partition summary."""
+    `FilesCache.add`), its partition summary, and, for a file of Node objects only, its view
+    (engine/cache/partition.py `node_view`; None for any other file)."""
 
     digest: str
     helm: bool
     blob: bytes
     summary: Summary
+    view: Any = None
 
     @classmethod
     def loaded(cls, value: Any) -> FileEntry | None:
         """The entry of a stored value, or None when it has not the shape of one (a cache
         entry is checked, never trusted to be of the right type; `marshal` makes builtin
         values only, so each field is checked by its exact class)."""
-        if value.__class__ is not tuple or len(value) != 4:
+        if value.__class__ is not tuple or len(value) != 5:
             return None
-        file_digest, helm, blob, summary = value
+        file_digest, helm, blob, summary, view = value
         if (
             file_digest.__class__ is not str
             or helm.__class__ is not bool
             or blob.__class__ is not bytes
             or not valid_summary(summary)
+            or not (view is None or valid_view(view))
         ):
             return None
         return tuple.__new__(cls, value)
 
-    def stored(self) -> tuple[str, bool, bytes, Summary]:
+    def stored(self) -> tuple[str, bool, bytes, Summary, Any]:
         """As `marshal` stores it: a plain tuple (it refuses tuple subclasses)."""
-        return (self.digest, self.helm, self.blob, self.summary)
+        return (self.digest, self.helm, self.blob, self.summary, self.view)
 
 
 def load_entries(value: Any) -> dict[str, FileEntry] | None:
@@ -180,7 +185,8 @@ class FilesCache:
         edit decodes the shared files and the edited namespace's), and encoding every file
         cost a cold run as much as a sixth of its reading (10k corpus: 0.23 s). The summary
         is stored now; the result the first time a run needs it (`needed`)."""
-        entry = FileEntry(result.digest, helm, blob or b"", summarize(result, placeholders))
+        view = None if placeholders else node_view(result)
+        entry = FileEntry(result.digest, helm, blob or b"", summarize(result, placeholders), view)
         self.fresh[result.rel] = entry
         self._dirty.add(self._where.get(result.rel, bucket(result.rel)))
 
@@ -231,7 +237,12 @@ class FilesCache:
             summary = entry.summary if entry is not None else None
             if summary is not None and namespaces and rel in namespaces:
                 summary = applied_summary(summary, namespaces[rel])
-            metas.append((rel, how, summary))
+            # a node file's view stands for its content when the file was read as the
+            # entry says (its digest), not a patch or unreadable
+            view = None
+            if entry is not None and entry.view is not None and how.startswith(entry.digest):
+                view = (entry.digest, entry.view)
+            metas.append((rel, how, summary, view))
         return plan(self.cache, self.name, self.context, metas, self.redo, self.source)
 
     def unread(self, rel: str) -> tuple[int, int]:

@@ -68,8 +68,8 @@ SHARED_NAMESPACE_KINDS = frozenset(("DaemonSet",))
 CACHE_KIND = "partitions"
 #: in every key's base: entries stored before a change of what they hold or when are not taken
 #: (2: a namespace with a workload in a shared file is never stored; the files read outside
-#: the key are stored with the entries)
-FORMAT = 2
+#: the key are stored with the entries; 3: node files by their view, `node_view`)
+FORMAT = 3
 #: per partition, what the shared-capacity simulation needs of its workloads (model/occupancy.py)
 OCCUPANCY_KIND = "occupancy"
 
@@ -109,6 +109,97 @@ def valid_summary(summary: Any) -> bool:
         if obj.__class__ is not tuple or len(obj) != 2 or obj[0].__class__ is not str:
             return False
     return True
+
+
+#: what stands for a label's string value in a node file's view: `encode_tree` encodes no
+#: value as a 1-tuple (a mapping is a 4-tuple, a sequence a list)
+_MASKED = ("",)
+
+
+def node_view(result: Any) -> tuple[str, tuple] | None:
+    """What the partitions' findings may depend on in a file of Node objects, with the values
+    of their labels apart: (the digest of everything else, the labels whose value is a
+    string, as ((key, value), ...) per object); None for any other file.
+
+    Everything else is the file's trees as read (read/codec.py's encoding: every key and
+    value, where each key and item is written, the raw texts of typed scalars) with each such
+    label value masked, and the file's problems and skipped documents. A label whose value is
+    not a string (a number, a list, null: read as text, reported, or dropped) is not masked.
+    A run keys the partitions by the view with only the values of the keys the rules read
+    (core/label_reads.py): an edit of a label value nothing reads, in place, keeps every
+    partition key (`view_digest`)."""
+    import hashlib
+    import marshal
+
+    from gpudrv_check.core.located import encode_tree
+
+    manifests = result.manifests
+    if not manifests or any(m.kind != "Node" for m in manifests):
+        return None
+    trees = []
+    strings = []
+    for m in manifests:
+        encoded = encode_tree(m.data)  # new containers: masked in place
+        found: list[tuple[str, str]] = []
+        labels = _encoded_at(_encoded_at(encoded, "metadata"), "labels")
+        if labels is not None:
+            items = labels[0]
+            for k, v in items.items():
+                if k.__class__ is str and v.__class__ is str:
+                    found.append((k, v))
+                    items[k] = _MASKED
+        trees.append((m.doc, m.item, encoded))
+        strings.append(tuple(found))
+    rest = (
+        FORMAT,
+        trees,
+        [f.record() for f in result.problems],
+        [(s.rel, s.reason) for s in result.skipped],
+    )
+    try:
+        data = marshal.dumps(rest, 2)  # version 2: no references, the same bytes every run
+    except ValueError:  # a value marshal does not take: the file is keyed by its bytes
+        return None
+    digest = hashlib.sha256()
+    digest.update(data)
+    return (digest.hexdigest(), tuple(strings))
+
+
+def _encoded_at(encoded: Any, key: str) -> Any:
+    """The encoded mapping at `key` of an encoded mapping (`encode_tree`), or None."""
+    if encoded.__class__ is not tuple or len(encoded) != 4:
+        return None
+    value = encoded[0].get(key)
+    return value if value.__class__ is tuple and len(value) == 4 else None
+
+
+def valid_view(view: Any) -> bool:
+    """Whether a cached value has the shape of a `node_view` (checked by exact class)."""
+    if view.__class__ is not tuple or len(view) != 2:
+        return False
+    rest, strings = view
+    if rest.__class__ is not str or strings.__class__ is not tuple:
+        return False
+    for found in strings:
+        if found.__class__ is not tuple:
+            return False
+        for pair in found:
+            if (
+                pair.__class__ is not tuple
+                or len(pair) != 2
+                or pair[0].__class__ is not str
+                or pair[1].__class__ is not str
+            ):
+                return False
+    return True
+
+
+def view_digest(view: tuple[str, tuple], reads: frozenset[str]) -> str:
+    """A node file's view with the values of the labels read (`reads`) and no other."""
+    from gpudrv_check.engine.cache.store import digest
+
+    rest, strings = view
+    return digest(rest, tuple(tuple(p for p in found if p[0] in reads) for found in strings))
 
 
 class PartitionEntry(NamedTuple):
@@ -206,6 +297,18 @@ class Plan:
     #: the source the run reads (its `state_of` tells whether a file read outside the key is
     #: as a stored run found it: `_take_clean`, `ClusterFindings`); None: not known
     source: Any = None
+    #: the label keys the keys were made with (stored with the simulation's inputs, the
+    #: `occupancy` entry); None: every node file by its bytes
+    reads: tuple[str, ...] | None = None
+    #: the base of the partition keys and of the simulation's inputs: `base` with each node
+    #: file by its view of the values read (`view_digest`) instead of its bytes
+    view_base: str = ""
+    #: what the keys are made of: the context, the shared files (path, how read, and for a
+    #: node file (its digest, its `node_view`), else None), each partition's files (`rekey`
+    #: makes them again)
+    context: str = ""
+    shared: list[tuple[str, str, Any]] = field(default_factory=list)
+    members: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def partial(self) -> bool:
@@ -220,7 +323,23 @@ class Plan:
         stored, in order, and this run's base (context and shared files: the nodes)."""
         from gpudrv_check.engine.cache.store import digest
 
-        return digest(self.base, tables.stored(), records)
+        return digest(self.view_base, tables.stored(), records)
+
+    def rekey(self, reads: tuple[str, ...] | None) -> None:
+        """The view base and every partition key, made with these label keys."""
+        from gpudrv_check.engine.cache.store import digest
+
+        self.reads = reads
+        read = frozenset(reads) if reads is not None else None
+        listed = [
+            (rel, how)
+            if view is None or read is None
+            # how it was read without the digest of its bytes (the view stands for them)
+            else (rel, how[len(view[0]) :], view_digest(view[1], read))
+            for rel, how, view in self.shared
+        ]
+        self.view_base = digest(FORMAT, "views", self.context, reads, listed)
+        self.keys = {ns: digest(self.view_base, ns, files) for ns, files in self.members.items()}
 
     def cached_inputs(self) -> tuple[Any, list[tuple]]:
         """(tables, records) of the workloads of the clean partitions, for `Occupancy`."""
@@ -232,43 +351,51 @@ def plan(
     cache: Any,
     name: str,
     context: str,
-    files: list[tuple[str, str, Summary | None]],
+    files: list[tuple[str, str, Summary | None, Any]],
     redo: frozenset[str] | None = frozenset(),
     source: Any = None,
 ) -> Plan:
-    """Partition the files (path, how it was read, summary; summary None: shared) and find
-    which partitions the cache still answers for (`redo`: namespaces it does not answer for,
-    None: none). "How it was read" is the content digest with anything else that changes what
-    the file yields (Helm template, Kustomize patch, error)."""
+    """Partition the files (path, how it was read, summary, view; summary None: shared; view:
+    (digest, `node_view`) of a node file read as that digest, else None) and find which
+    partitions the cache still answers for (`redo`: namespaces it does not answer for, None:
+    none). "How it was read" is the content digest with anything else that changes what the
+    file yields (Helm template, Kustomize patch, error)."""
     from gpudrv_check.engine.cache.store import digest
 
     # a file of one namespace's workloads and budgets only: a candidate for that partition
     kinds = partition_kinds()
-    candidate = {rel: _single_namespace(summary, kinds) for rel, _, summary in files}
+    candidate = {rel: _single_namespace(summary, kinds) for rel, _, summary, _ in files}
     # a namespace is shared as a whole when it has a DaemonSet, or when any of its workloads
     # or budgets sits in a shared file: that file is evaluated every run, and its findings may
     # involve the namespace's other objects (a budget covering them, an annotation on an object
     # of the same identity), so they must all be read with it
     shared_namespaces: set[str] = set()
-    for rel, _, summary in files:
+    for rel, _, summary, _ in files:
         for kind, ns in summary[0] if summary is not None else ():
             if kind in SHARED_NAMESPACE_KINDS or (kind in kinds and candidate[rel] is None):
                 shared_namespaces.add(_namespace(kind, ns))
-    out = Plan(cache, name, source=source)
+    out = Plan(cache, name, source=source, context=context)
     shared: list[tuple[str, str]] = []
-    members: dict[str, list[tuple[str, str]]] = {}
-    for rel, file_digest, _ in files:
+    members = out.members
+    for rel, file_digest, _, view in files:
         namespace = candidate[rel]
         if namespace is None or namespace in shared_namespaces:
             shared.append((rel, file_digest))
+            out.shared.append((rel, file_digest, view))
         else:
             out.partition_of[rel] = namespace
             members.setdefault(namespace, []).append((rel, file_digest))
-    base = digest(FORMAT, context, shared)
-    out.base = base
-    out.keys = {ns: digest(base, ns, listed) for ns, listed in members.items()}
+    # by the bytes of every shared file: the findings of the rules at cluster scope, which
+    # point into node files (`ClusterFindings`)
+    out.base = digest(FORMAT, context, shared)
+    # by the node files' views of the label values the last run read (kept with the
+    # simulation's inputs): the partitions
+    inputs = None
+    if redo is not None:  # else none is taken: keyed by the bytes, then by what it reads
+        inputs = cache.load(OCCUPANCY_KIND, name, "", valid=_valid_inputs)
+    out.rekey(inputs[4] if inputs is not None else None)
     if redo is not None:
-        _take_clean(out, redo)
+        _take_clean(out, redo, inputs)
     return out
 
 
@@ -283,13 +410,12 @@ def store_entry(cache: Any, name: str, namespace: str, entry: PartitionEntry) ->
     cache.store(CACHE_KIND, entry_name(name, namespace), entry.key, entry.stored())
 
 
-def _take_clean(out: Plan, redo: frozenset[str]) -> None:
+def _take_clean(out: Plan, redo: frozenset[str], inputs: Any) -> None:
     """The partitions whose findings and simulation inputs the cache holds under this run's
-    key (a partition without its inputs is evaluated again)."""
-    inputs = out.cache.load(OCCUPANCY_KIND, out.name, "", valid=_valid_inputs)
+    key (a partition without its inputs is evaluated again); `inputs`: the stored ones."""
     if inputs is None or not outside_holds(inputs[3], out.source):
         return  # none stored, or a file read outside the key changed since (a `Kustomization`)
-    out.tables, by_namespace, out.memo, _ = inputs
+    out.tables, by_namespace, out.memo, _, _ = inputs
     # the namespaces of the run that stored these inputs which this run has no longer (a
     # preview namespace deleted, say): their entries are dropped when this run stores its own
     out.gone = sorted(ns for ns in by_namespace if isinstance(ns, str) and ns not in out.keys)
@@ -313,14 +439,21 @@ def _take_clean(out: Plan, redo: frozenset[str]) -> None:
 
 def _valid_inputs(value: Any) -> bool:
     """The shape of the stored inputs: (tables, {namespace: (key, records)}, memo, the files
-    read outside the key); the records are checked as they are decoded (model/occupancy.py
-    `decode_inputs`), the memo as it is replayed (`Occupancy._replay`)."""
+    read outside the key, the label keys the keys were made with); the records are checked
+    as they are decoded (model/occupancy.py `decode_inputs`), the memo as it is replayed
+    (`Occupancy._replay`)."""
     return (
         isinstance(value, tuple)
-        and len(value) == 4
+        and len(value) == 5
         and isinstance(value[1], dict)
         and valid_outside(value[3])
+        and (value[4] is None or _valid_reads(value[4]))
     )
+
+
+def _valid_reads(reads: Any) -> bool:
+    """A sorted tuple of label keys (checked by exact class, as every cached value is)."""
+    return reads.__class__ is tuple and all(key.__class__ is str for key in reads)
 
 
 def _single_namespace(summary: Summary | None, kinds: frozenset[str]) -> str | None:
@@ -399,6 +532,10 @@ def merge(run: Any) -> None:
                     texts[ns].append(finding.rendered[1])
     outside = run_outside(run)
     if (evaluated or plan_.gone) and not run.content.unsettled and outside is not None:
+        reads = _reads_now(run, plan_)
+        if reads != plan_.reads:
+            # stored under keys made with every label value this run read
+            plan_.rekey(reads)
         outcomes = _outcomes(run, set(evaluated))
         sharing = _sharing_workloads(run, plan_)
         for ns, (found, suppressed) in evaluated.items():
@@ -419,6 +556,23 @@ def merge(run: Any) -> None:
             run.suppressed.extend(suppressed)
         run.findings.sort(key=Finding.sort_key)
         run.suppressed.sort(key=Finding.sort_key)
+
+
+def _reads_now(run: Any, plan_: Plan) -> tuple[str, ...] | None:
+    """The label keys this run's stored entries are keyed with: those whose values the run
+    read (core/label_reads.py), with those the clean partitions' keys were made with (what
+    their findings read is among them); None, every value, when the run read them all, or a
+    custom policy may read a node's tree directly."""
+    from gpudrv_check.core.label_reads import snapshot
+
+    read = snapshot()
+    if read is None or getattr(run, "custom_policies", None):
+        return None
+    if plan_.clean:
+        if plan_.reads is None:
+            return None
+        read = tuple(sorted(set(read) | set(plan_.reads)))
+    return read
 
 
 #: the name, among a repo's `partitions` entries, of its cluster-wide findings (no namespace
@@ -546,4 +700,5 @@ def _store_inputs(run: Any, plan_: Plan, outside: dict[str, str]) -> None:
             records[ns].append(record_)
     value = {ns: (plan_.keys[ns], tuple(listed)) for ns, listed in records.items()}
     memo = occupancy.memo_value(plan_.inputs_key)
-    plan_.cache.store(OCCUPANCY_KIND, plan_.name, "", (tables.stored(), value, memo, outside))
+    stored = (tables.stored(), value, memo, outside, plan_.reads)
+    plan_.cache.store(OCCUPANCY_KIND, plan_.name, "", stored)

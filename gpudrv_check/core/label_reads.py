@@ -1,0 +1,151 @@
+"""Which node label values a run reads: what lets an edit of a label nothing reads keep the
+partition cache (engine/cache/partition.py).
+
+A node's labels are a `NodeLabels` (model/inventory.py builds them: every key and value a
+string). Reading a value by its key (`get`, `[key]`) adds the key to `READS`; anything that
+reads values without naming their keys (`items()`, `values()`, a copy, `==`, `repr`, `|`,
+unpacking it into a dict, `pop`...) marks `READS.everything`. What only asks which keys a node
+has (`in`, iterating the keys, `len`) is not recorded: which keys a node has, and where each
+is written, is always in what the cache compares (`engine/cache/files.py` `node_view`).
+
+`dict(labels)`, `{**labels}` and a `**labels` call take the keys from `keys()` and each value
+by `[key]` because `__iter__` is overridden here (CPython copies a dict whose `__iter__` is
+dict's own without asking it), so each value they copy is recorded by its key.
+
+A run starts from an empty record (`reset`); the partition cache keeps what it read
+(`snapshot`) with the entries it stores, and a later run takes those entries only while the
+nodes' labels hold the same values at the keys recorded (and the same keys, positions and
+everything else): evaluated on the same values, the rules read the same keys again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Reads:
+    """The label keys whose values this run read, or `everything`."""
+
+    __slots__ = ("keys", "everything")
+
+    def __init__(self) -> None:
+        self.keys: set[Any] = set()
+        self.everything = False
+
+
+READS = Reads()
+
+
+def reset() -> None:
+    """A run starts: nothing read yet."""
+    READS.keys = set()
+    READS.everything = False
+
+
+def snapshot() -> tuple[str, ...] | None:
+    """The keys read so far, sorted; None when every value counts (`everything`, or a key
+    that is not a string: a cache entry holds strings)."""
+    if READS.everything or any(key.__class__ is not str for key in READS.keys):
+        return None
+    return tuple(sorted(READS.keys))
+
+
+def entries(labels: dict) -> dict:
+    """A plain copy of a node's labels, made without recording: only for a copy that is itself
+    wrapped in a NodeLabels before anything reads it (the labels as the operator relabels
+    them, model/operands.py), so that what is read of it is recorded by key there."""
+    return dict(dict.items(labels))
+
+
+def _everything() -> None:
+    READS.everything = True
+
+
+_get = dict.get
+_getitem = dict.__getitem__
+
+
+class NodeLabels(dict):
+    """A node's labels (str -> str), recording which values are read (see the module)."""
+
+    __slots__ = ()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        READS.keys.add(key)
+        return _get(self, key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        READS.keys.add(key)
+        return _getitem(self, key)
+
+    def __iter__(self):  # makes CPython's dict copies ask keys() and [key] (see the module)
+        return dict.__iter__(self)
+
+    def items(self):
+        _everything()
+        return dict.items(self)
+
+    def values(self):
+        _everything()
+        return dict.values(self)
+
+    def copy(self) -> dict:
+        _everything()
+        return dict.copy(self)
+
+    def __eq__(self, other: object) -> bool:
+        _everything()
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        _everything()
+        return dict.__ne__(self, other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        _everything()
+        return dict.__repr__(self)
+
+    def __or__(self, other: Any) -> Any:
+        _everything()
+        return dict.__or__(self, other)
+
+    def __ror__(self, other: Any) -> Any:
+        _everything()
+        return dict.__ror__(self, other)
+
+    def __ior__(self, other: Any) -> Any:
+        _everything()
+        return dict.__ior__(self, other)
+
+    def __reduce__(self) -> Any:
+        _everything()
+        return (NodeLabels, (dict(dict.items(self)),))
+
+    def pop(self, *args: Any) -> Any:
+        _everything()
+        return dict.pop(self, *args)
+
+    def popitem(self) -> Any:
+        _everything()
+        return dict.popitem(self)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        _everything()
+        return dict.setdefault(self, key, default)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _everything()
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        _everything()
+        dict.__delitem__(self, key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        _everything()
+        dict.update(self, *args, **kwargs)
+
+    def clear(self) -> None:
+        _everything()
+        dict.clear(self)

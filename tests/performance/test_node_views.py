@@ -1,0 +1,305 @@
+"""A node file edit that changes only label values no rule reads keeps the partition cache
+(issue 22: one changed node file): engine/cache/partition.py keys the partitions by each node
+file's view (`node_view`: everything but its string label values) and the values of the label
+keys the last run read (core/label_reads.py). What these tests hold:
+
+- the view leaves out the string label values and nothing else (positions, keys, every other
+  value, a label's type);
+- after such an edit a cached run takes every partition from the cache and says what a run
+  without cache says; after an edit of a label a rule reads, or one that moves a line, it
+  evaluates them all again;
+- the premise, on every rule case, the examples and a generated fleet: changing the value of
+  every label the run did not read changes no finding.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpudrv_check.engine.cache.partition import node_view
+from gpudrv_check.read.manifests import parse_manifest_bytes
+from tests.conftest import ROOT, run_main, write
+from tests.rules.cases import case_files, read_case, write_repo
+
+NODE = """apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels:
+    topology.kubernetes.io/zone: zone-a
+    nvidia.com/gpu.present: "true"
+    nvidia.com/gpu.count: 8
+  annotations:
+    note: x
+spec:
+  taints:
+  - {key: k, effect: NoSchedule}
+"""
+
+# (how the node file is changed, whether its view stays the same)
+VIEW_ROWS = [
+    ("zone value, in place", ("zone: zone-a", "zone: zone-b"), True),
+    ("zone value, quoted", ("zone: zone-a", 'zone: "zone-a"'), True),
+    ("a trailing comment", ("zone: zone-a", "zone: zone-a  # here"), True),
+    ("gpu.present value", ('present: "true"', 'present: "false"'), True),
+    ("zone value, longer", ("zone: zone-a", "zone: a-much-longer-zone-name"), True),
+    ("a label key renamed", ("kubernetes.io/zone:", "kubernetes.io/region:"), False),
+    ("a label added (lines move)", ("  labels:\n", "  labels:\n    extra: y\n"), False),
+    ("a label value's type", ("zone: zone-a", "zone: 7"), False),
+    ("a number label's value", ("gpu.count: 8", "gpu.count: 4"), False),
+    ("an annotation", ("note: x", "note: y"), False),
+    ("a taint", ("effect: NoSchedule", "effect: NoExecute"), False),
+    ("the name", ("name: n1", "name: n2"), False),
+    # the same tree: a key written quoted starts where it started
+    ("a key quoted", ("    nvidia.com/gpu.present", "    'nvidia.com/gpu.present'"), True),
+    (
+        "two labels swapped",
+        (
+            '    topology.kubernetes.io/zone: zone-a\n    nvidia.com/gpu.present: "true"\n',
+            '    nvidia.com/gpu.present: "true"\n    topology.kubernetes.io/zone: zone-a\n',
+        ),
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "edit", "same"), VIEW_ROWS, ids=[r[0] for r in VIEW_ROWS])
+def test_a_node_view_leaves_out_the_string_label_values_alone(what, edit, same):
+    old, new = edit
+    assert old in NODE
+    before = node_view(parse_manifest_bytes("n.yaml", NODE.encode()))
+    after = node_view(parse_manifest_bytes("n.yaml", NODE.replace(old, new, 1).encode()))
+    assert before is not None and after is not None
+    assert (before[0] == after[0]) is same, what
+    # the values apart, by key (the number label is not among them: it is read as text)
+    assert dict(before[1][0]) == {
+        "topology.kubernetes.io/zone": "zone-a",
+        "nvidia.com/gpu.present": "true",
+    }
+
+
+def test_only_a_file_of_nodes_has_a_view():
+    deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
+    assert node_view(parse_manifest_bytes("d.yaml", deployment.encode())) is None
+    mixed = NODE + "---\n" + deployment
+    assert node_view(parse_manifest_bytes("m.yaml", mixed.encode())) is None
+    assert node_view(parse_manifest_bytes("e.yaml", b"")) is None
+    two = node_view(parse_manifest_bytes("two.yaml", (NODE + "---\n" + NODE).encode()))
+    assert two is not None and len(two[1]) == 2
+
+
+# --- a cached run after a node edit -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("views") / "repo"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(out)]
+        + ["--nodes", "12", "--workloads", "90"],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+@pytest.fixture
+def repo(corpus: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "repo"
+    shutil.copytree(corpus, copy)
+    return copy
+
+
+def _node(root: Path) -> Path:
+    return sorted((root / "inventory" / "nodes").glob("*.yaml"))[0]
+
+
+def _sub(path: Path, pattern: str, new: str) -> None:
+    text = path.read_text()
+    changed, count = re.subn(pattern, new, text, count=1)
+    assert count == 1, pattern
+    path.write_text(changed)
+
+
+@pytest.mark.slow
+def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_path, monkeypatch):
+    from gpudrv_check.engine.cache import files as files_mod
+
+    planned: list[tuple[int, int]] = []  # (partitions taken from the cache, partitions)
+    real = files_mod.plan
+
+    def recording(*args, **kwargs):
+        out = real(*args, **kwargs)
+        planned.append((len(out.clean), len(out.keys)))
+        return out
+
+    monkeypatch.setattr(files_mod, "plan", recording)
+    cache = tmp_path / "cache"
+    args = ("check", str(repo), "--fail-on", "never", "--format", "json")
+
+    def cached() -> str:
+        """'all', 'none' or 'some' partitions taken; the output is a fresh run's."""
+        del planned[:]
+        out = run_main(*args, "--cache-dir", str(cache))
+        assert out.returncode == 0, out.stderr
+        taken, total = planned[0]  # the plan of the first reading
+        fresh = run_main(*args, "--no-cache")
+        assert out.stdout == fresh.stdout
+        assert total > 10
+        return "all" if taken == total else "none" if taken == 0 else "some"
+
+    node = _node(repo)
+    assert cached() == "none"  # cold
+    _sub(node, r"zone: zone-\d", "zone: zone-9")  # no workload reads a zone
+    assert cached() == "all"
+    _sub(node, r"zone: zone-9", "zone: zone-8")
+    assert cached() == "all"
+    _sub(node, r'driver-version.major: "\d+"', 'driver-version.major: "999"')  # read: placement
+    assert cached() == "none"
+    _sub(node, r"zone: zone-8", "zone: zone-7")
+    assert cached() == "all"
+    _sub(node, r"    kubernetes.io/os: linux\n", "    kubernetes.io/os: linux\n    extra: a\n")
+    assert cached() == "none"  # the lines below moved
+    _sub(node, r"extra: a", "extra: b")  # a label nothing reads
+    assert cached() == "all"
+    # a workload starts to select the zone: its namespace is evaluated again, and from then
+    # on the zone is a label the run reads
+    workload = sorted((repo / "apps" / "team-0").glob("*.yaml"))[0]
+    selector = "      nodeSelector: {topology.kubernetes.io/zone: z}\n"
+    _sub(workload, r"      containers:", selector + "\\g<0>")
+    assert cached() == "some"
+    _sub(node, r"zone: zone-7", "zone: zone-6")
+    assert cached() == "none"
+
+
+def test_a_custom_policy_keys_every_node_file_by_its_bytes(tmp_path):
+    """A custom policy may read a node's tree, which no NodeLabels records: the partitions
+    are keyed by every value then (`_reads_now`)."""
+    from gpudrv_check.engine.cache.partition import OCCUPANCY_KIND
+    from gpudrv_check.engine.cache.store import entry_fields
+
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    write(root, "nodes/a.yaml", NODE)
+    write(root, "apps/d.yaml", _deployment("a"))
+    write(root, "apps/e.yaml", _deployment("b"))
+
+    def reads() -> object:
+        out = run_main("check", str(root), "--fail-on", "never", "--cache-dir", str(cache))
+        assert out.returncode == 0, out.stderr
+        (entry,) = cache.glob(f"{OCCUPANCY_KIND}-*.bin")
+        return entry_fields(entry.read_bytes())[2][4]
+
+    assert isinstance(reads(), tuple)
+    write(root, "policies/p.yaml", POLICY)
+    write(root, ".gpudrv-check.yaml", "policies: [policies/p.yaml]\n")
+    assert reads() is None
+
+
+def _deployment(namespace: str) -> str:
+    return (
+        f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: {namespace}}}\n"
+        "spec:\n  replicas: 1\n  selector: {matchLabels: {app: d}}\n  template:\n"
+        "    metadata: {labels: {app: d}}\n    spec:\n      containers:\n"
+        "      - {name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}\n"
+    )
+
+
+#: a policy reading a node label's value from the node's tree (tests/policies)
+POLICY = """
+id: ACME001
+name: gpu-node-zone
+severity: warning
+message: GPU node {name} is in zone a
+match:
+  kinds: [Node]
+assert:
+  type: object
+  properties:
+    metadata:
+      properties:
+        labels:
+          properties:
+            topology.kubernetes.io/zone: {not: {const: zone-a}}
+"""
+
+
+# --- the premise: a label value no run reads changes no finding -------------------------------
+
+
+def _flipped(value: str) -> str:
+    """Another value, one any reader would notice."""
+    return {"true": "false", "false": "true", "": "x"}.get(value, value + "-other")
+
+
+def _findings(root: Path, monkeypatch, unread: frozenset[str] | None) -> tuple[list, object]:
+    """(every finding of a check, the label keys read); with `unread` given, every string
+    label value of a key outside it changed before any rule runs."""
+    from gpudrv_check.core import label_reads
+    from gpudrv_check.engine.run import evaluate, load
+    from gpudrv_check.model import inventory
+    from gpudrv_check.read.config import load_config
+
+    if unread is not None:
+        keep = unread
+
+        def masked(plain: dict) -> label_reads.NodeLabels:
+            return label_reads.NodeLabels(
+                {
+                    k: v if k in keep or not isinstance(v, str) else _flipped(v)
+                    for k, v in plain.items()
+                }
+            )
+
+        monkeypatch.setattr(inventory, "NodeLabels", masked)
+    label_reads.reset()
+    try:
+        run = load(root, load_config(root), matrix_optional=True)
+        evaluate(run)
+    finally:
+        monkeypatch.undo()
+    records = [f.record() for f in (*run.findings, *run.suppressed)]
+    return records, label_reads.snapshot()
+
+
+def _repos(tmp_path: Path) -> list[Path]:
+    out = []
+    for i, path in enumerate(case_files()):
+        root = tmp_path / f"case{i}"
+        write_repo(read_case(path), root)
+        out.append(root)
+    out.extend(p for p in sorted((ROOT / "examples").iterdir()) if p.is_dir())
+    generated = tmp_path / "generated"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(generated)]
+        + ["--nodes", "10", "--workloads", "60"],
+        check=True,
+        capture_output=True,
+    )
+    out.append(generated)
+    return out
+
+
+@pytest.mark.slow
+def test_changing_every_label_value_no_run_reads_changes_no_finding(tmp_path, monkeypatch):
+    """Over every rule case, every example and a generated fleet: a check records the label
+    keys whose values it reads; the same check with every other string label value changed
+    (after validation: the values as the rules see them) finds exactly the same. The repos
+    where a check reads every value (nothing to change) are counted, not skipped silently."""
+    changed = everything = 0
+    for root in _repos(tmp_path):
+        found, read = _findings(root, monkeypatch, None)
+        if read is None:
+            everything += 1
+            continue
+        again, _ = _findings(root, monkeypatch, frozenset(read))
+        assert again == found, root
+        changed += 1
+    # every repo but those defining a node twice (build_inventory compares the copies' labels
+    # whole: the multi-cluster example)
+    assert changed >= 70 and everything <= 2, (changed, everything)

@@ -142,8 +142,9 @@ def _read_list(obj: Mapping[str, object], name: str) -> tuple[list[object], list
 def _label_map(labels: object) -> dict[str, str]:
     """Node labels as ``str -> str``; anything else is dropped since no real Node carries it."""
     if labels.__class__ is NodeLabels:
-        # a node's labels, every key and value a string (model/inventory.py): as they are,
-        # so that what a term reads of them is recorded by key (core/label_reads.py)
+        # a node's labels, every value a string (model/inventory.py): as they are, so that
+        # what a term reads of them is recorded by key (core/label_reads.py); every read here
+        # is by a string key, which a key written as a number never equals, dropped or not
         return labels
     if not isinstance(labels, MAPPINGS):
         return {}

@@ -42,8 +42,19 @@ partition's own files (a partition is clean when its findings and its simulation
 stored under that key). A run reads (decodes) the shared files and the files of partitions whose
 key changed, evaluates every rule on them exactly as a full run would, and takes the findings
 of the other partitions from the cache. Any change to a shared file or to the context changes
-every key, and the run is a full one. Findings are cached after severities and exemptions were
-applied, and merged back in the order a full run sorts them (see tests/performance).
+every key, and the run is a full one, with one exception: a file of Node objects counts by its
+view (`node_view`: its trees as read, every position, key and other value, but its string
+label values apart) and the values of the label keys the last storing run read
+(core/label_reads.py records them as the model and the rules read a node's labels; they are
+kept with the simulation's inputs, `Plan.reads`). An edit of a label value no rule read (a
+zone no workload selects by, a node's hostname) keeps every key: evaluated on the same values
+of the keys they read, the rules read the same keys and find the same (the premise is tested
+on every rule case, the examples and a generated fleet, tests/performance/test_node_views.py).
+A run that reads a value by any other way than its key (comparing two definitions of a node
+whole, a custom policy reading the tree) keys every node file by all of it. The findings of
+the rules at `scope: cluster` (`ClusterFindings`) point into node files: they stay keyed by the
+files' bytes. Findings are cached after severities and exemptions were applied, and merged
+back in the order a full run sorts them (see tests/performance).
 """
 
 from __future__ import annotations

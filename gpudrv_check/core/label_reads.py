@@ -36,8 +36,8 @@ READS = Reads()
 
 
 def reset() -> None:
-    """A run starts: nothing read yet."""
-    READS.keys = set()
+    """A run starts: nothing read yet (the set emptied in place: `_read` is its `add`)."""
+    READS.keys.clear()
     READS.everything = False
 
 
@@ -62,6 +62,7 @@ def _everything() -> None:
 
 _get = dict.get
 _getitem = dict.__getitem__
+_read = READS.keys.add
 
 
 class NodeLabels(dict):
@@ -70,11 +71,11 @@ class NodeLabels(dict):
     __slots__ = ()
 
     def get(self, key: Any, default: Any = None) -> Any:
-        READS.keys.add(key)
+        _read(key)
         return _get(self, key, default)
 
     def __getitem__(self, key: Any) -> Any:
-        READS.keys.add(key)
+        _read(key)
         return _getitem(self, key)
 
     def __iter__(self):  # makes CPython's dict copies ask keys() and [key] (see the module)

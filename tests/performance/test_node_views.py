@@ -78,7 +78,7 @@ def test_a_node_view_leaves_out_the_string_label_values_alone(what, edit, same):
     assert before is not None and after is not None
     assert (before[0] == after[0]) is same, what
     # the values apart, by key (the number label is not among them: it is read as text)
-    assert dict(before[1][0]) == {
+    assert dict(zip(*before[1][0], strict=True)) == {
         "topology.kubernetes.io/zone": "zone-a",
         "nvidia.com/gpu.present": "true",
     }
@@ -92,6 +92,35 @@ def test_only_a_file_of_nodes_has_a_view():
     assert node_view(parse_manifest_bytes("e.yaml", b"")) is None
     two = node_view(parse_manifest_bytes("two.yaml", (NODE + "---\n" + NODE).encode()))
     assert two is not None and len(two[1]) == 2
+
+
+def test_a_view_keeps_the_values_read_and_a_malformed_one_none():
+    from gpudrv_check.engine.cache.partition import view_values
+
+    view = node_view(parse_manifest_bytes("n.yaml", NODE.encode()))
+    other = node_view(parse_manifest_bytes("n.yaml", NODE.replace("zone-a", "zone-b").encode()))
+    assert view is not None and other is not None
+    zone, present = "topology.kubernetes.io/zone", "nvidia.com/gpu.present"
+    for reads, same in (
+        (frozenset(), True),  # no value read
+        (frozenset({present}), True),  # one, not the zone
+        (frozenset({present, "absent"}), True),
+        (frozenset({zone}), False),  # the zone's value read: one index
+        (frozenset({zone, present}), False),  # several indexes
+    ):
+        assert (view_values(view, reads, {}) == view_values(other, reads, {})) is same, reads
+    # a memo made for one set of reads is that set's: the same digests through it
+    memo: dict = {}
+    assert view_values(view, frozenset({zone}), memo) == view_values(view, frozenset({zone}), {})
+    rest, ((keys, values),) = view
+    for bad in (
+        (rest, ((keys, values[:-1]),)),  # values and keys apart
+        (rest, ((keys, [*values]),)),  # a list where a tuple is stored
+        (rest, ((keys,),)),
+        (rest, (((*keys[:-1], 7), values),)),  # a key that is no string
+        (rest, ("x",)),
+    ):
+        assert view_values(bad, frozenset({zone}), {}) is None, bad
 
 
 # --- a cached run after a node edit -------------------------------------------------------------

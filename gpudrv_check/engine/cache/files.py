@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from gpudrv_check.read.manifests import FileResult
 
 KIND = "files"
-#: the layout of the entries (a Summary once held capacity digests; 3: a node file's view)
-FORMAT = 3
+#: the layout of the entries (a Summary once held capacity digests; 4: a node file's view)
+FORMAT = 4
 #: how many cache entries a repo's file entries are spread over
 BUCKETS = 64
 

@@ -59,7 +59,9 @@ back in the order a full run sorts them (see tests/performance).
 
 from __future__ import annotations
 
+import marshal
 from dataclasses import field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from gpudrv_check.core.records import record
@@ -130,7 +132,7 @@ _MASKED = ("",)
 def node_view(result: Any) -> tuple[str, tuple] | None:
     """What the partitions' findings may depend on in a file of Node objects, with the values
     of their labels apart: (the digest of everything else, the labels whose value is a
-    string, as ((key, value), ...) per object); None for any other file.
+    string, as (keys, values) per object); None for any other file.
 
     Everything else is the file's trees as read (read/codec.py's encoding: every key and
     value, where each key and item is written, the raw texts of typed scalars) with each such
@@ -138,7 +140,7 @@ def node_view(result: Any) -> tuple[str, tuple] | None:
     not a string (a number, a list, null: read as text, reported, or dropped) is not masked.
     A run keys the partitions by the view with only the values of the keys the rules read
     (core/label_reads.py): an edit of a label value nothing reads, in place, keeps every
-    partition key (`view_digest`)."""
+    partition key (`view_values`)."""
     import hashlib
     import marshal
 
@@ -151,16 +153,18 @@ def node_view(result: Any) -> tuple[str, tuple] | None:
     strings = []
     for m in manifests:
         encoded = encode_tree(m.data)  # new containers: masked in place
-        found: list[tuple[str, str]] = []
+        keys: list[str] = []
+        values: list[str] = []
         labels = _encoded_at(_encoded_at(encoded, "metadata"), "labels")
         if labels is not None:
             items = labels[0]
             for k, v in items.items():
                 if k.__class__ is str and v.__class__ is str:
-                    found.append((k, v))
+                    keys.append(k)
+                    values.append(v)
                     items[k] = _MASKED
         trees.append((m.doc, m.item, encoded))
-        strings.append(tuple(found))
+        strings.append((tuple(keys), tuple(values)))
     rest = (
         FORMAT,
         trees,
@@ -185,32 +189,49 @@ def _encoded_at(encoded: Any, key: str) -> Any:
 
 
 def valid_view(view: Any) -> bool:
-    """Whether a cached value has the shape of a `node_view` (checked by exact class)."""
+    """Whether a cached value has the shape of a `node_view` (checked by exact class; each
+    object's keys and values as `view_values` reads them)."""
     if view.__class__ is not tuple or len(view) != 2:
         return False
     rest, strings = view
-    if rest.__class__ is not str or strings.__class__ is not tuple:
-        return False
-    for found in strings:
-        if found.__class__ is not tuple:
-            return False
-        for pair in found:
-            if (
-                pair.__class__ is not tuple
-                or len(pair) != 2
-                or pair[0].__class__ is not str
-                or pair[1].__class__ is not str
-            ):
-                return False
-    return True
+    return rest.__class__ is str and strings.__class__ is tuple
 
 
-def view_digest(view: tuple[str, tuple], reads: frozenset[str]) -> str:
-    """A node file's view with the values of the labels read (`reads`) and no other."""
-    from gpudrv_check.engine.cache.store import digest
-
+def view_values(view: tuple[str, tuple], reads: frozenset[str], select: dict) -> list | None:
+    """A node file's view with the values of the labels read (`reads`) and no other: (the
+    digest of the rest, the values kept per object); None when a cached view does not have
+    the shape `node_view` gives. `select`: the memo, for one set of reads, of which values
+    each tuple of keys keeps (most nodes are labelled alike)."""
     rest, strings = view
-    return digest(rest, tuple(tuple(p for p in found if p[0] in reads) for found in strings))
+    kept: list = [rest]
+    for found in strings:
+        if found.__class__ is not tuple or len(found) != 2:
+            return None
+        keys, values = found
+        pick = select.get(keys)
+        if pick is None:
+            if not _valid_keys(keys):
+                return None
+            at = [i for i, key in enumerate(keys) if key in reads]
+            pick = select[keys] = (len(keys), _picker(at))
+        if values.__class__ is not tuple or len(values) != pick[0]:
+            return None
+        kept.append(pick[1](values))
+    return kept
+
+
+def _valid_keys(keys: Any) -> bool:
+    return keys.__class__ is tuple and all(key.__class__ is str for key in keys)
+
+
+def _picker(at: list[int]) -> Any:
+    """The values at these indexes, as a tuple (`itemgetter` gives one value for one index)."""
+    if len(at) > 1:
+        return itemgetter(*at)
+    if not at:
+        return lambda values: ()
+    index = at[0]
+    return lambda values: (values[index],)
 
 
 class PartitionEntry(NamedTuple):
@@ -312,7 +333,7 @@ class Plan:
     #: `occupancy` entry); None: every node file by its bytes
     reads: tuple[str, ...] | None = None
     #: the base of the partition keys and of the simulation's inputs: `base` with each node
-    #: file by its view of the values read (`view_digest`) instead of its bytes
+    #: file by its view of the values read (`view_values`) instead of its bytes
     view_base: str = ""
     #: what the keys are made of: the context, the shared files (path, how read, and for a
     #: node file (its digest, its `node_view`), else None), each partition's files (`rekey`
@@ -342,14 +363,17 @@ class Plan:
 
         self.reads = reads
         read = frozenset(reads) if reads is not None else None
-        listed = [
-            (rel, how)
-            if view is None or read is None
-            # how it was read without the digest of its bytes (the view stands for them)
-            else (rel, how[len(view[0]) :], view_digest(view[1], read))
-            for rel, how, view in self.shared
-        ]
-        self.view_base = digest(FORMAT, "views", self.context, reads, listed)
+        select: dict = {}
+        listed = []
+        for rel, how, view in self.shared:
+            seen = None
+            if view is not None and read is not None:
+                seen = view_values(view[1], read, select)
+            # how it was read without the digest of its bytes, when the view stands for them
+            listed.append((rel, how) if seen is None else (rel, how[len(view[0]) :], seen))
+        # marshal version 2 (no references: the same bytes for the same values every run) of
+        # builtin values only: strings, tuples, lists, None
+        self.view_base = digest(marshal.dumps((FORMAT, "views", self.context, reads, listed), 2))
         self.keys = {ns: digest(self.view_base, ns, files) for ns, files in self.members.items()}
 
     def cached_inputs(self) -> tuple[Any, list[tuple]]:

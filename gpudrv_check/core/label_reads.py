@@ -10,7 +10,12 @@ is written, is always in what the cache compares (`engine/cache/files.py` `node_
 
 `dict(labels)`, `{**labels}` and a `**labels` call take the keys from `keys()` and each value
 by `[key]` because `__iter__` is overridden here (CPython copies a dict whose `__iter__` is
-dict's own without asking it), so each value they copy is recorded by its key.
+dict's own without asking it), so each value they copy is recorded by its key. An interpreter
+that copied it without asking would record nothing: checked once at import (`_COPIES_ASK`),
+and then every value counts (`snapshot` gives None). `==` and `!=` mark every value when the
+labels are the left operand or the other is a plain dict; a dict of another subclass on the
+left (a located mapping of a tree) compares without asking them: no code compares node labels
+so (tests/core/test_label_reads.py holds these cases).
 
 A run starts from an empty record (`reset`); the partition cache keeps what it read
 (`snapshot`) with the entries it stores, and a later run takes those entries only while the
@@ -42,9 +47,10 @@ def reset() -> None:
 
 
 def snapshot() -> tuple[str, ...] | None:
-    """The keys read so far, sorted; None when every value counts (`everything`, or a key
-    that is not a string: a cache entry holds strings)."""
-    if READS.everything or any(key.__class__ is not str for key in READS.keys):
+    """The keys read so far, sorted; None when every value counts (`everything`, a key that
+    is not a string: a cache entry holds strings, or an interpreter whose dict copies do not
+    ask the labels, `_COPIES_ASK`)."""
+    if READS.everything or not _COPIES_ASK or any(k.__class__ is not str for k in READS.keys):
         return None
     return tuple(sorted(READS.keys))
 
@@ -150,3 +156,21 @@ class NodeLabels(dict):
     def clear(self) -> None:
         _everything()
         dict.clear(self)
+
+
+def _copies_ask() -> bool:
+    """Whether copying labels (`dict(labels)`, `{**labels}`) reads them through `[key]`, and so
+    is recorded (CPython's `dict_merge` does when `__iter__` is overridden). Run at import;
+    leaves the record as it found it."""
+    probe = NodeLabels({"\0probe": "x"})
+    before = set(READS.keys)
+    asked = []
+    for copy in (dict, lambda labels: {**labels}):
+        copy(probe)
+        asked.append("\0probe" in READS.keys)
+        READS.keys.clear()
+        READS.keys.update(before)
+    return all(asked)
+
+
+_COPIES_ASK = _copies_ask()

@@ -825,12 +825,20 @@ def build_operand_placement(repo: Repo) -> OperandPlacement:
         if node.name in owners:
             seen = NodeLabels({**entries(seen), **owners[node.name]})
         labels[node.name] = seen
-        # which placement answers, not what it answers: two equal sets of labels place alike,
-        # and the keys where the relabelled ones can differ are read (and recorded) above; so
-        # compared without recording (core/label_reads.py)
+        # which placement answers, not what it answers: the relabelled one is made as the
+        # repo's (overheads, scheduler release, MIG-derived allocatable), so equal labels
+        # place alike; compared without recording (core/label_reads.py)
         changed = changed or (seen is not node.labels and dict.__ne__(seen, node.labels))
     if changed:
-        placement = Placement([replace(n, labels=labels[n.name]) for n in repo.nodes])
+        from gpudrv_check.model.mig import mig_allocatable
+
+        base = repo.placement
+        placement = Placement(
+            [replace(n, labels=labels[n.name]) for n in repo.nodes],
+            base.overheads,
+            base.release,
+            mig_allocatable(repo),
+        )
     else:
         placement = repo.placement
 

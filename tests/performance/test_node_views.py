@@ -92,6 +92,9 @@ def test_only_a_file_of_nodes_has_a_view():
     assert node_view(parse_manifest_bytes("e.yaml", b"")) is None
     two = node_view(parse_manifest_bytes("two.yaml", (NODE + "---\n" + NODE).encode()))
     assert two is not None and len(two[1]) == 2
+    # a Node of another API: not one the model reads as a node (model/inventory.py)
+    other = NODE.replace("apiVersion: v1", "apiVersion: example.com/v1")
+    assert node_view(parse_manifest_bytes("o.yaml", other.encode())) is None
 
 
 def test_a_view_keeps_the_values_read_and_a_malformed_one_none():
@@ -230,6 +233,36 @@ def test_a_custom_policy_keys_every_node_file_by_its_bytes(tmp_path):
     assert reads() is None
 
 
+def test_what_the_stored_simulation_reads_of_the_labels_is_among_the_reads(tmp_path):
+    """The simulation's inputs, stored with the partitions, read the labels (the nodes a
+    workload can land on); with every rule that reads them off, the capacity model is first
+    built when the run stores them, and what it read is among the reads kept (`merge` takes
+    them after)."""
+    from gpudrv_check.engine.cache.partition import OCCUPANCY_KIND
+    from gpudrv_check.engine.cache.store import entry_fields
+
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    off = "{enabled: false}"
+    disabled = ("GPU010", "GPU011", "GPU012", "GPU020", "GPU021", "GPU024")
+    rules = "".join(f"  {r}: {off}\n" for r in disabled)
+    write(root, ".gpudrv-check.yaml", "rules:\n" + rules)
+    room = '  allocatable: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "8", pods: "110"}\n'
+    untainted = NODE.split("spec:\n")[0]  # the workloads tolerate no taint
+    node = untainted.replace("  labels:\n", "  labels:\n    pool: a\n") + "status:\n" + room
+    write(root, "nodes/a.yaml", node)
+    selecting = _deployment("a").replace(
+        "    spec:\n", "    spec:\n      nodeSelector: {pool: a}\n", 1
+    )
+    write(root, "apps/d.yaml", selecting)
+    write(root, "apps/e.yaml", _deployment("b"))
+    out = run_main("check", str(root), "--fail-on", "never", "--cache-dir", str(cache))
+    assert out.returncode == 0, out.stderr
+    (entry,) = cache.glob(f"{OCCUPANCY_KIND}-*.bin")
+    tables, by_namespace, _, _, reads = entry_fields(entry.read_bytes())[2]
+    assert by_namespace["a"][1], "the workload's demand is stored"
+    assert "pool" in reads
+
+
 def _deployment(namespace: str) -> str:
     return (
         f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: {namespace}}}\n"
@@ -332,3 +365,79 @@ def test_changing_every_label_value_no_run_reads_changes_no_finding(tmp_path, mo
     # every repo but those defining a node twice (build_inventory compares the copies' labels
     # whole: the multi-cluster example)
     assert changed >= 70 and everything <= 2, (changed, everything)
+
+
+def _rewrite_unread(root: Path, read: frozenset[str]) -> int:
+    """Every string label value of a key outside `read`, in every file of Node objects alone,
+    written again as another value on its own line (the positions as they were); how many."""
+    import json
+
+    from gpudrv_check.core.located import LMap
+
+    count = 0
+    for path in sorted(root.rglob("*.y*ml")):
+        text = path.read_text()
+        result = parse_manifest_bytes(path.name, text.encode())
+        if node_view(result) is None:
+            continue
+        lines = text.split("\n")
+        for m in result.manifests:
+            labels = m.data.get("metadata", {}).get("labels")
+            if labels.__class__ is not LMap:
+                continue
+            for key, value in labels.items():
+                if key in read or value.__class__ is not str:
+                    continue
+                line, column = labels.kpos[key]
+                written = lines[line - 1]
+                head = written[: column - 1]
+                if not re.fullmatch(r" *", head) or "#" in written:
+                    continue  # not a block mapping line of its own: left as it is
+                match = re.match(r'([^:\'"]+|"[^"]*"|\'[^\']*\'):[ ]+\S', written[column - 1 :])
+                if match is None:
+                    continue
+                prefix = written[: column - 1 + match.end() - 1]
+                lines[line - 1] = prefix + json.dumps(_flipped(value))
+                count += 1
+        path.write_text("\n".join(lines))
+    return count
+
+
+@pytest.mark.slow
+def test_a_cached_run_after_rewriting_every_unread_label_value_says_what_a_fresh_run_says(
+    tmp_path, monkeypatch
+):
+    """The premise end to end, through the files: over every rule case, a cached check, then
+    every string label value no run read rewritten in the node files themselves, then a
+    cached check again, which must say what a check without cache says (the partitions it
+    took from the cache included)."""
+    from gpudrv_check.core import label_reads
+    from gpudrv_check.engine.cache import files as files_mod
+
+    planned: list[tuple[int, int]] = []
+    real = files_mod.plan
+
+    def recording(*args, **kwargs):
+        out = real(*args, **kwargs)
+        planned.append((len(out.clean), len(out.keys)))
+        return out
+
+    monkeypatch.setattr(files_mod, "plan", recording)
+    reused = rewritten = 0
+    for i, path in enumerate(case_files()):
+        root, cache = tmp_path / f"case{i}", tmp_path / f"cache{i}"
+        write_repo(read_case(path), root)
+        args = ("check", str(root), "--fail-on", "never", "--format", "json")
+        first = run_main(*args, "--cache-dir", str(cache))
+        assert first.returncode == 0, first.stderr
+        read = label_reads.snapshot()
+        if read is None or not _rewrite_unread(root, frozenset(read)):
+            continue
+        rewritten += 1
+        del planned[:]
+        cached = run_main(*args, "--cache-dir", str(cache))
+        fresh = run_main(*args, "--no-cache")
+        assert cached.stdout == fresh.stdout, path
+        if planned and planned[0][1] and planned[0][0] == planned[0][1]:
+            reused += 1
+    assert rewritten >= 40 and reused >= 15, (rewritten, reused)

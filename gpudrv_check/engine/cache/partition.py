@@ -147,7 +147,8 @@ def node_view(result: Any) -> tuple[str, tuple] | None:
     from gpudrv_check.core.located import encode_tree
 
     manifests = result.manifests
-    if not manifests or any(m.kind != "Node" for m in manifests):
+    # the objects model/inventory.py reads as nodes (whose labels record what is read)
+    if not manifests or any(m.kind != "Node" or m.api_version != "v1" for m in manifests):
         return None
     trees = []
     strings = []
@@ -567,11 +568,14 @@ def merge(run: Any) -> None:
                     texts[ns].append(finding.rendered[1])
     outside = run_outside(run)
     if (evaluated or plan_.gone) and not run.content.unsettled and outside is not None:
+        # what is stored reads the labels too (the simulation's demands: eligible nodes,
+        # anti-affinity domains): made before the label keys this run read are taken
+        outcomes = _outcomes(run, set(evaluated))
+        run.repo.occupancy.encoded()
         reads = _reads_now(run, plan_)
         if reads != plan_.reads:
             # stored under keys made with every label value this run read
             plan_.rekey(reads)
-        outcomes = _outcomes(run, set(evaluated))
         sharing = _sharing_workloads(run, plan_)
         for ns, (found, suppressed) in evaluated.items():
             if ns in sharing:

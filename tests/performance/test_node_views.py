@@ -441,3 +441,27 @@ def test_a_cached_run_after_rewriting_every_unread_label_value_says_what_a_fresh
         if planned and planned[0][1] and planned[0][0] == planned[0][1]:
             reused += 1
     assert rewritten >= 40 and reused >= 15, (rewritten, reused)
+
+
+@pytest.mark.parametrize(
+    ("clean", "replayed", "before", "now", "kept"),
+    [
+        (set(), False, ("b",), ("a",), ("a",)),  # all evaluated now: what this run read
+        ({"ns"}, False, ("b",), ("a",), ("a", "b")),  # a partition taken: its reads too
+        (set(), True, ("b",), ("a",), ("a", "b")),  # the simulation replayed: its reads too
+        ({"ns"}, False, None, ("a",), None),  # taken under every value: every value
+        (set(), False, ("b",), None, None),  # this run read every value
+    ],
+)
+def test_the_reads_kept_cover_what_the_run_took_without_reading(
+    clean, replayed, before, now, kept, monkeypatch
+):
+    from types import SimpleNamespace
+
+    from gpudrv_check.core import label_reads
+    from gpudrv_check.engine.cache.partition import Plan, _reads_now
+
+    monkeypatch.setattr(label_reads, "snapshot", lambda: now)
+    plan_ = Plan(None, "n", clean=set(clean), reads=before)
+    run = SimpleNamespace(repo=SimpleNamespace(occupancy=SimpleNamespace(replayed=replayed)))
+    assert _reads_now(run, plan_) == kept

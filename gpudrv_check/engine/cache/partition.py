@@ -599,15 +599,16 @@ def merge(run: Any) -> None:
 
 def _reads_now(run: Any, plan_: Plan) -> tuple[str, ...] | None:
     """The label keys this run's stored entries are keyed with: those whose values the run
-    read (core/label_reads.py), with those the clean partitions' keys were made with (what
-    their findings read is among them); None, every value, when the run read them all, or a
-    custom policy may read a node's tree directly."""
+    read (core/label_reads.py), with those the plan's keys were made with when the run took
+    anything made under them without making it again (a clean partition's findings, the last
+    simulation's outcomes replayed: what they read is among those); None, every value, when
+    the run read them all, or a custom policy may read a node's tree directly."""
     from gpudrv_check.core.label_reads import snapshot
 
     read = snapshot()
     if read is None or getattr(run, "custom_policies", None):
         return None
-    if plan_.clean:
+    if plan_.clean or getattr(run.repo.occupancy, "replayed", False):
         if plan_.reads is None:
             return None
         read = tuple(sorted(set(read) | set(plan_.reads)))

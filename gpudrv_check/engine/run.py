@@ -783,7 +783,7 @@ def evaluate(run: Run) -> None:
         with phase("partition cache"):
             merge(run)  # the findings of the namespaces this run did not read again
             if kept is not None and not run.content.unsettled:
-                kept.store(run_outside(run))
+                kept.store(run_outside(run), run)
 
 
 def _cluster_findings(run: Run) -> Any:

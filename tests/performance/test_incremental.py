@@ -1217,14 +1217,19 @@ def test_cluster_wide_findings_are_taken_while_no_shared_file_changes(repo, tmp_
     assert cached() == "evaluated"
 
 
-def test_a_cluster_rule_with_a_finding_in_a_partition_file_is_not_kept(tmp_path):
+def test_a_cluster_rule_with_a_finding_in_a_partition_file_is_not_kept(tmp_path, monkeypatch):
     """`ClusterFindings.evaluated`: a rule is kept only when every finding it made lies in a
     shared file (a finding in a partition's file would be that file's, found again)."""
+    from types import SimpleNamespace
+
+    from gpudrv_check.core import label_reads
     from gpudrv_check.core.finding import Finding, Location, Severity
     from gpudrv_check.engine.cache.partition import ClusterFindings, Plan
 
+    monkeypatch.setattr(label_reads, "snapshot", lambda: None)  # as the plan: every value
+    run = SimpleNamespace(repo=SimpleNamespace(), custom_policies=[])
     plan_ = Plan(Cache(tmp_path / "cache"), "repo", partition_of={"apps/a.yaml": "team-a"})
-    plan_.base = "b"
+    plan_.view_base = "b"
 
     def finding(file: str) -> Finding:
         return Finding(rule="GPU001", severity=Severity.ERROR, message="m", location=Location(file))
@@ -1234,11 +1239,11 @@ def test_a_cluster_rule_with_a_finding_in_a_partition_file_is_not_kept(tmp_path)
     kept.evaluated("GPU001", [finding("nodes/n.yaml"), finding("apps/a.yaml")])
     kept.evaluated("GPU030", [finding("nodes/n.yaml")])
     kept.evaluated("GPU010", [finding("nodes/n.yaml")])  # not a cluster rule: never kept
-    kept.store({})
+    kept.store({}, run)
     again = ClusterFindings(plan_, frozenset({"GPU001", "GPU030"}))
     assert again.take("GPU001") is None
     assert [f.location.file for f in again.take("GPU030") or []] == ["nodes/n.yaml"]
-    plan_.base = "other"  # another context or shared file: nothing is taken
+    plan_.view_base = "other"  # another context or shared file: nothing is taken
     assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None
 
 
@@ -1397,10 +1402,16 @@ def test_a_file_read_outside_the_listing_is_part_of_every_partition_key(
     assert cached == fresh and clean_partitions[-1] == {"team-a"}
 
 
-def test_cluster_findings_stored_with_a_file_outside_the_key_follow_it(tmp_path: Path):
+def test_cluster_findings_stored_with_a_file_outside_the_key_follow_it(tmp_path: Path, monkeypatch):
     """`ClusterFindings` takes its entry only while every file the storing run read outside
     the key is found as it was, and stores nothing when the run's source does not say."""
+    from types import SimpleNamespace
+
+    from gpudrv_check.core import label_reads
     from gpudrv_check.engine.cache.partition import ClusterFindings, Plan
+
+    monkeypatch.setattr(label_reads, "snapshot", lambda: None)  # as the plan: every value
+    run = SimpleNamespace(repo=SimpleNamespace(), custom_policies=[])
 
     class Source:
         def __init__(self, state: str) -> None:
@@ -1410,13 +1421,13 @@ def test_cluster_findings_stored_with_a_file_outside_the_key_follow_it(tmp_path:
             assert rel == "infra/Kustomization" and read
             return self.state
 
-    plan_ = Plan(Cache(tmp_path / "cache"), "repo", base="b", source=Source("sha-1"))
+    plan_ = Plan(Cache(tmp_path / "cache"), "repo", view_base="b", source=Source("sha-1"))
     kept = ClusterFindings(plan_, frozenset({"GPU030"}))
     assert kept.take("GPU030") is None
     kept.evaluated("GPU030", [])
-    kept.store(None)  # the source recorded nothing: not stored
+    kept.store(None, run)  # the source recorded nothing: not stored
     assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None
-    kept.store({"infra/Kustomization": "sha-1"})
+    kept.store({"infra/Kustomization": "sha-1"}, run)
     assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") == []
     plan_.source = Source("sha-2")  # the file changed since
     assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None

@@ -161,8 +161,20 @@ def _sub(path: Path, pattern: str, new: str) -> None:
 
 @pytest.mark.slow
 def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_path, monkeypatch):
+    """...and the cluster-wide findings (GPU001 is evaluated again only when a partition is
+    not all taken: its keys, the views, are the partitions')."""
     from gpudrv_check.engine.cache import files as files_mod
+    from gpudrv_check.rules import RULE_MODULES
 
+    evaluated = [0]
+    (gpu001,) = [m for m in RULE_MODULES if m.ID == "GPU001"]
+    real_check = gpu001.check
+
+    def counted(ctx):
+        evaluated[0] += 1
+        return real_check(ctx)
+
+    monkeypatch.setattr(gpu001, "check", counted)
     planned: list[tuple[int, int]] = []  # (partitions taken from the cache, partitions)
     real = files_mod.plan
 
@@ -178,13 +190,18 @@ def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_
     def cached() -> str:
         """'all', 'none' or 'some' partitions taken; the output is a fresh run's."""
         del planned[:]
+        before = evaluated[0]
         out = run_main(*args, "--cache-dir", str(cache))
         assert out.returncode == 0, out.stderr
         taken, total = planned[0]  # the plan of the first reading
         fresh = run_main(*args, "--no-cache")
         assert out.stdout == fresh.stdout
         assert total > 10
-        return "all" if taken == total else "none" if taken == 0 else "some"
+        state = "all" if taken == total else "none" if taken == 0 else "some"
+        # the cluster-wide findings taken with every partition, found again with none
+        if state != "some":
+            assert evaluated[0] - before == (1 if state == "all" else 2), state
+        return state
 
     node = _node(repo)
     assert cached() == "none"  # cold

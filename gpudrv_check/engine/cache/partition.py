@@ -52,9 +52,14 @@ of the keys they read, the rules read the same keys and find the same (the premi
 on every rule case, the examples and a generated fleet, tests/performance/test_node_views.py).
 A run that reads a value by any other way than its key (comparing two definitions of a node
 whole, a custom policy reading the tree) keys every node file by all of it. The findings of
-the rules at `scope: cluster` (`ClusterFindings`) point into node files: they stay keyed by the
-files' bytes. Findings are cached after severities and exemptions were applied, and merged
-back in the order a full run sorts them (see tests/performance).
+the rules at `scope: cluster` (`ClusterFindings`) are kept under the same base: they point
+into node files at positions the view holds, and read labels by key (a label value's
+validity, which no reading records, is GPU040's, at `scope: namespace`, found on every run).
+What a run takes without evaluating it again (a clean partition, the cluster-wide findings,
+the last simulation's outcomes) was found under the keys the plan was made with: a run that
+takes any keeps them with what it read (`_reads_now`). Findings are cached after severities
+and exemptions were applied, and merged back in the order a full run sorts them (see
+tests/performance).
 """
 
 from __future__ import annotations
@@ -321,9 +326,6 @@ class Plan:
     inputs: dict[str, tuple] = field(default_factory=dict)
     #: namespaces the cached inputs name that this run has not: their entries go (`merge`)
     gone: list[str] = field(default_factory=list)
-    #: the digest of the run's context and shared files (every partition key's base): what
-    #: the nodes the simulation fills come from
-    base: str = ""
     #: the last simulation's digest of its inputs and outcomes (model/occupancy.py
     #: `memo_value`), stored with the inputs; None when there is none
     memo: Any = None
@@ -333,13 +335,16 @@ class Plan:
     #: the label keys the keys were made with (stored with the simulation's inputs, the
     #: `occupancy` entry); None: every node file by its bytes
     reads: tuple[str, ...] | None = None
-    #: the base of the partition keys and of the simulation's inputs: `base` with each node
-    #: file by its view of the values read (`view_values`) instead of its bytes
+    #: the digest of the run's context and shared files, each node file by its view of the
+    #: label values read (`view_values`): the base of every partition key, of the simulation's
+    #: inputs (what the nodes it fills come from) and of the cluster-wide findings
     view_base: str = ""
     #: what the keys are made of: the context, the shared files (path, how read, and for a
     #: node file (its digest, its `node_view`), else None), each partition's files (`rekey`
     #: makes them again)
     context: str = ""
+    #: a cluster rule's findings were taken from the cache (`ClusterFindings.take`)
+    cluster_taken: bool = False
     shared: list[tuple[str, str, Any]] = field(default_factory=list)
     members: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
@@ -396,7 +401,6 @@ def plan(
     partitions the cache still answers for (`redo`: namespaces it does not answer for, None:
     none). "How it was read" is the content digest with anything else that changes what the
     file yields (Helm template, Kustomize patch, error)."""
-    from gpudrv_check.engine.cache.store import digest
 
     # a file of one namespace's workloads and budgets only: a candidate for that partition
     kinds = partition_kinds()
@@ -411,21 +415,16 @@ def plan(
             if kind in SHARED_NAMESPACE_KINDS or (kind in kinds and candidate[rel] is None):
                 shared_namespaces.add(_namespace(kind, ns))
     out = Plan(cache, name, source=source, context=context)
-    shared: list[tuple[str, str]] = []
     members = out.members
     for rel, file_digest, _, view in files:
         namespace = candidate[rel]
         if namespace is None or namespace in shared_namespaces:
-            shared.append((rel, file_digest))
             out.shared.append((rel, file_digest, view))
         else:
             out.partition_of[rel] = namespace
             members.setdefault(namespace, []).append((rel, file_digest))
-    # by the bytes of every shared file: the findings of the rules at cluster scope, which
-    # point into node files (`ClusterFindings`)
-    out.base = digest(FORMAT, context, shared)
-    # by the node files' views of the label values the last run read (kept with the
-    # simulation's inputs): the partitions
+    # the node files by their views of the label values the last run read (kept with the
+    # simulation's inputs)
     inputs = None
     if redo is not None:  # else none is taken: keyed by the bytes, then by what it reads
         inputs = cache.load(OCCUPANCY_KIND, name, "", valid=_valid_inputs)
@@ -600,15 +599,19 @@ def merge(run: Any) -> None:
 def _reads_now(run: Any, plan_: Plan) -> tuple[str, ...] | None:
     """The label keys this run's stored entries are keyed with: those whose values the run
     read (core/label_reads.py), with those the plan's keys were made with when the run took
-    anything made under them without making it again (a clean partition's findings, the last
-    simulation's outcomes replayed: what they read is among those); None, every value, when
+    anything made under them without making it again (a clean partition's findings, a cluster
+    rule's, the last simulation's outcomes replayed: what they read is among those); None,
+    every value, when
     the run read them all, or a custom policy may read a node's tree directly."""
     from gpudrv_check.core.label_reads import snapshot
 
     read = snapshot()
     if read is None or getattr(run, "custom_policies", None):
         return None
-    if plan_.clean or getattr(run.repo.occupancy, "replayed", False):
+    # a capacity model the run never built replayed nothing (asking would build it)
+    occupancy = vars(run.repo).get("occupancy")
+    replayed = getattr(occupancy, "replayed", False)
+    if plan_.clean or plan_.cluster_taken or replayed:
         if plan_.reads is None:
             return None
         read = tuple(sorted(set(read) | set(plan_.reads)))
@@ -622,7 +625,9 @@ CLUSTER_ENTRY = "\0cluster"
 
 class ClusterFindings:
     """The findings of the rules at `scope: cluster`, kept under the digest of the run's
-    context and shared files (`Plan.base`).
+    context and shared files, each node file by its view of the label values read
+    (`Plan.view_base`, as the partitions: the findings point into node files at positions the
+    view holds, and what they say of labels is read by key).
 
     Those rules read no kind a partition holds (`partition_kinds` is what they do not read), so
     what they find is a function of the context and the shared files: a run whose base is the
@@ -638,11 +643,12 @@ class ClusterFindings:
         self.found: dict[str, list[Any]] = {}  # rule -> records, of the rules evaluated now
         self.taken: dict[str, list[Any]] = {}
         self.stale = False  # a rule was evaluated that the entry did not hold
-        stored = plan_.cache.load(CACHE_KIND, entry_name(plan_.name, CLUSTER_ENTRY), plan_.base)
+        base = plan_.view_base
+        stored = plan_.cache.load(CACHE_KIND, entry_name(plan_.name, CLUSTER_ENTRY), base)
         if (
             isinstance(stored, tuple)
             and len(stored) == 3
-            and stored[0] == plan_.base
+            and stored[0] == base
             and isinstance(stored[1], dict)
             and valid_outside(stored[2])
             and outside_holds(stored[2], plan_.source)
@@ -663,6 +669,7 @@ class ClusterFindings:
                 found = None
             if found is not None:
                 self.found[rule] = records
+                self.plan.cluster_taken = True  # found reading the keys the plan was made with
                 return found
         self.stale = True
         return None
@@ -676,14 +683,19 @@ class ClusterFindings:
             return
         self.found[rule] = [f.record() for f in findings]
 
-    def store(self, outside: dict[str, str] | None) -> None:
+    def store(self, outside: dict[str, str] | None, run: Any) -> None:
         """Store the entry when a rule was evaluated now (else it holds what is there), with
-        what the run found at the files it read outside the key (None: not known, not stored)."""
+        what the run found at the files it read outside the key (None: not known, not stored),
+        under the view base of every label value the run read (`merge` made it so when it
+        stored partitions; made here when it did not)."""
         if self.stale and outside is not None:
-            value = (self.plan.base, self.found, outside)
-            self.plan.cache.store(
-                CACHE_KIND, entry_name(self.plan.name, CLUSTER_ENTRY), self.plan.base, value
-            )
+            plan_ = self.plan
+            reads = _reads_now(run, plan_)
+            if reads != plan_.reads:
+                plan_.rekey(reads)
+            base = plan_.view_base
+            value = (base, self.found, outside)
+            plan_.cache.store(CACHE_KIND, entry_name(plan_.name, CLUSTER_ENTRY), base, value)
 
 
 def _texts_of_clean(

@@ -939,7 +939,7 @@ def test_an_edit_run_writes_the_entry_of_its_namespace_alone(repo, tmp_path):
         """The namespaces' entries, or the cluster-wide findings' (base, findings, files read
         outside the key: partition.py `ClusterFindings`)."""
         found = {p.name: p.read_bytes() for p in cache.glob("partitions-*.bin")}
-        return {n: b for n, b in found.items() if (len(entry_fields(b)[2]) == 3) == cluster}
+        return {n: b for n, b in found.items() if (len(entry_fields(b)[2]) == 4) == cluster}
 
     cold = entries()
     cluster = entries(cluster=True)
@@ -1229,7 +1229,6 @@ def test_a_cluster_rule_with_a_finding_in_a_partition_file_is_not_kept(tmp_path,
     monkeypatch.setattr(label_reads, "snapshot", lambda: None)  # as the plan: every value
     run = SimpleNamespace(repo=SimpleNamespace(), custom_policies=[])
     plan_ = Plan(Cache(tmp_path / "cache"), "repo", partition_of={"apps/a.yaml": "team-a"})
-    plan_.view_base = "b"
 
     def finding(file: str) -> Finding:
         return Finding(rule="GPU001", severity=Severity.ERROR, message="m", location=Location(file))
@@ -1243,7 +1242,7 @@ def test_a_cluster_rule_with_a_finding_in_a_partition_file_is_not_kept(tmp_path,
     again = ClusterFindings(plan_, frozenset({"GPU001", "GPU030"}))
     assert again.take("GPU001") is None
     assert [f.location.file for f in again.take("GPU030") or []] == ["nodes/n.yaml"]
-    plan_.view_base = "other"  # another context or shared file: nothing is taken
+    plan_.context = "other"  # another context or shared file: nothing is taken
     assert ClusterFindings(plan_, frozenset({"GPU030"})).take("GPU030") is None
 
 
@@ -1421,7 +1420,7 @@ def test_cluster_findings_stored_with_a_file_outside_the_key_follow_it(tmp_path:
             assert rel == "infra/Kustomization" and read
             return self.state
 
-    plan_ = Plan(Cache(tmp_path / "cache"), "repo", view_base="b", source=Source("sha-1"))
+    plan_ = Plan(Cache(tmp_path / "cache"), "repo", source=Source("sha-1"))
     kept = ClusterFindings(plan_, frozenset({"GPU030"}))
     assert kept.take("GPU030") is None
     kept.evaluated("GPU030", [])

@@ -161,8 +161,8 @@ def _sub(path: Path, pattern: str, new: str) -> None:
 
 @pytest.mark.slow
 def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_path, monkeypatch):
-    """...and the cluster-wide findings (GPU001 is evaluated again only when a partition is
-    not all taken: its keys, the views, are the partitions')."""
+    """...and the cluster-wide findings, which are found again only when a value one of their
+    rules read changed (GPU001's evaluations counted; a fresh run evaluates it once)."""
     from gpudrv_check.engine.cache import files as files_mod
     from gpudrv_check.rules import RULE_MODULES
 
@@ -187,8 +187,9 @@ def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_
     cache = tmp_path / "cache"
     args = ("check", str(repo), "--fail-on", "never", "--format", "json")
 
-    def cached() -> str:
-        """'all', 'none' or 'some' partitions taken; the output is a fresh run's."""
+    def cached(cluster: str) -> str:
+        """'all', 'none' or 'some' partitions taken; the output is a fresh run's; `cluster`:
+        whether GPU001's findings are 'taken' or 'found' again."""
         del planned[:]
         before = evaluated[0]
         out = run_main(*args, "--cache-dir", str(cache))
@@ -197,34 +198,33 @@ def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_
         fresh = run_main(*args, "--no-cache")
         assert out.stdout == fresh.stdout
         assert total > 10
-        state = "all" if taken == total else "none" if taken == 0 else "some"
-        # the cluster-wide findings taken with every partition, found again with none
-        if state != "some":
-            assert evaluated[0] - before == (1 if state == "all" else 2), state
-        return state
+        assert evaluated[0] - before == {"taken": 1, "found": 2}[cluster]
+        return "all" if taken == total else "none" if taken == 0 else "some"
 
     node = _node(repo)
-    assert cached() == "none"  # cold
+    assert cached("found") == "none"  # cold
     _sub(node, r"zone: zone-\d", "zone: zone-9")  # no workload reads a zone
-    assert cached() == "all"
+    assert cached("taken") == "all"
     _sub(node, r"zone: zone-9", "zone: zone-8")
-    assert cached() == "all"
-    _sub(node, r'driver-version.major: "\d+"', 'driver-version.major: "999"')  # read: placement
-    assert cached() == "none"
+    assert cached("taken") == "all"
+    # read by placement and by GPU001 (the driver image)
+    _sub(node, r'driver-version.major: "\d+"', 'driver-version.major: "999"')
+    assert cached("found") == "none"
     _sub(node, r"zone: zone-8", "zone: zone-7")
-    assert cached() == "all"
+    assert cached("taken") == "all"
     _sub(node, r"    kubernetes.io/os: linux\n", "    kubernetes.io/os: linux\n    extra: a\n")
-    assert cached() == "none"  # the lines below moved
+    assert cached("found") == "none"  # the lines below moved
     _sub(node, r"extra: a", "extra: b")  # a label nothing reads
-    assert cached() == "all"
+    assert cached("taken") == "all"
     # a workload starts to select the zone: its namespace is evaluated again, and from then
     # on the zone is a label the run reads
     workload = sorted((repo / "apps" / "team-0").glob("*.yaml"))[0]
     selector = "      nodeSelector: {topology.kubernetes.io/zone: z}\n"
     _sub(workload, r"      containers:", selector + "\\g<0>")
-    assert cached() == "some"
+    assert cached("taken") == "some"
     _sub(node, r"zone: zone-7", "zone: zone-6")
-    assert cached() == "none"
+    # the partitions read the zone now; the cluster rules never did: theirs are taken
+    assert cached("taken") == "none"
 
 
 def test_a_custom_policy_keys_every_node_file_by_its_bytes(tmp_path):
@@ -482,3 +482,30 @@ def test_the_reads_kept_cover_what_the_run_took_without_reading(
     plan_ = Plan(None, "n", clean=set(clean), reads=before)
     run = SimpleNamespace(repo=SimpleNamespace(occupancy=SimpleNamespace(replayed=replayed)))
     assert _reads_now(run, plan_) == kept
+
+
+def test_a_repo_without_partitions_takes_its_cluster_findings_next_run(tmp_path, monkeypatch):
+    """The cluster-wide findings hold the label keys they were found with: a repo whose first
+    run stores no partition (no simulation inputs, where the partitions' keys are kept) takes
+    them on the next run (found by a review: they were looked for under every value and
+    stored under what the run read, so never taken)."""
+    from gpudrv_check.rules import RULE_MODULES
+
+    evaluated = [0]
+    (gpu001,) = [m for m in RULE_MODULES if m.ID == "GPU001"]
+    real_check = gpu001.check
+
+    def counted(ctx):
+        evaluated[0] += 1
+        return real_check(ctx)
+
+    monkeypatch.setattr(gpu001, "check", counted)
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    write(root, "support-matrix.csv", "driver_branch,kernel,os_tag\n")
+    write(root, "nodes/a.yaml", NODE)
+    args = ("check", str(root), "--fail-on", "never", "--cache-dir", str(cache))
+    assert run_main(*args).returncode == 0
+    assert evaluated[0] == 1
+    write(root, "apps/d.yaml", _deployment("a"))  # a partition now; the shared files as they were
+    assert run_main(*args).returncode == 0
+    assert evaluated[0] == 1  # taken

@@ -52,9 +52,10 @@ of the keys they read, the rules read the same keys and find the same (the premi
 on every rule case, the examples and a generated fleet, tests/performance/test_node_views.py).
 A run that reads a value by any other way than its key (comparing two definitions of a node
 whole, a custom policy reading the tree) keys every node file by all of it. The findings of
-the rules at `scope: cluster` (`ClusterFindings`) are kept under the same base: they point
-into node files at positions the view holds, and read labels by key (a label value's
-validity, which no reading records, is GPU040's, at `scope: namespace`, found on every run).
+the rules at `scope: cluster` (`ClusterFindings`) are kept likewise, with the label keys they
+were found reading and the base made with them: they point into node files at positions the
+view holds, and read labels by key (a label value's validity, which no reading records, is
+GPU040's, at `scope: namespace`, found on every run).
 What a run takes without evaluating it again (a clean partition, the cluster-wide findings,
 the last simulation's outcomes) was found under the keys the plan was made with: a run that
 takes any keeps them with what it read (`_reads_now`). Findings are cached after severities
@@ -343,8 +344,10 @@ class Plan:
     #: node file (its digest, its `node_view`), else None), each partition's files (`rekey`
     #: makes them again)
     context: str = ""
-    #: a cluster rule's findings were taken from the cache (`ClusterFindings.take`)
+    #: a cluster rule's findings were taken from the cache (`ClusterFindings.take`), found
+    #: under these label keys (None: every value)
     cluster_taken: bool = False
+    cluster_reads: tuple[str, ...] | None = None
     shared: list[tuple[str, str, Any]] = field(default_factory=list)
     members: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
@@ -368,6 +371,13 @@ class Plan:
         from gpudrv_check.engine.cache.store import digest
 
         self.reads = reads
+        self.view_base = self.base_for(reads)
+        self.keys = {ns: digest(self.view_base, ns, files) for ns, files in self.members.items()}
+
+    def base_for(self, reads: tuple[str, ...] | None) -> str:
+        """The view base made with these label keys (None: every node file by its bytes)."""
+        from gpudrv_check.engine.cache.store import digest
+
         read = frozenset(reads) if reads is not None else None
         select: dict = {}
         listed = []
@@ -379,8 +389,7 @@ class Plan:
             listed.append((rel, how) if seen is None else (rel, how[len(view[0]) :], seen))
         # marshal version 2 (no references: the same bytes for the same values every run) of
         # builtin values only: strings, tuples, lists, None
-        self.view_base = digest(marshal.dumps((FORMAT, "views", self.context, reads, listed), 2))
-        self.keys = {ns: digest(self.view_base, ns, files) for ns, files in self.members.items()}
+        return digest(marshal.dumps((FORMAT, "views", self.context, reads, listed), 2))
 
     def cached_inputs(self) -> tuple[Any, list[tuple]]:
         """(tables, records) of the workloads of the clean partitions, for `Occupancy`."""
@@ -611,23 +620,32 @@ def _reads_now(run: Any, plan_: Plan) -> tuple[str, ...] | None:
     # a capacity model the run never built replayed nothing (asking would build it)
     occupancy = vars(run.repo).get("occupancy")
     replayed = getattr(occupancy, "replayed", False)
-    if plan_.clean or plan_.cluster_taken or replayed:
-        if plan_.reads is None:
+    took = []
+    if plan_.clean or replayed:
+        took.append(plan_.reads)
+    if plan_.cluster_taken:
+        took.append(plan_.cluster_reads)
+    for reads in took:
+        if reads is None:
             return None
-        read = tuple(sorted(set(read) | set(plan_.reads)))
+        read = tuple(sorted(set(read) | set(reads)))
     return read
 
 
 #: the name, among a repo's `partitions` entries, of its cluster-wide findings (no namespace
 #: holds a NUL, so no partition entry has it)
 CLUSTER_ENTRY = "\0cluster"
+#: its key: the base it was found under is in the entry, with the label keys it was made with
+CLUSTER_KEY = f"cluster {FORMAT}"
 
 
 class ClusterFindings:
-    """The findings of the rules at `scope: cluster`, kept under the digest of the run's
-    context and shared files, each node file by its view of the label values read
-    (`Plan.view_base`, as the partitions: the findings point into node files at positions the
-    view holds, and what they say of labels is read by key).
+    """The findings of the rules at `scope: cluster`, kept with the label keys the storing run
+    read, under the digest of the run's context and shared files made with those keys, each
+    node file by its view of those label values (`Plan.base_for`, as the partitions' base: the
+    findings point into node files at positions the view holds, and what they say of labels
+    is read by key). The entry holds its own keys (not the partitions', kept with the
+    simulation's inputs): a repo without partitions stores none of those.
 
     Those rules read no kind a partition holds (`partition_kinds` is what they do not read), so
     what they find is a function of the context and the shared files: a run whose base is the
@@ -643,17 +661,18 @@ class ClusterFindings:
         self.found: dict[str, list[Any]] = {}  # rule -> records, of the rules evaluated now
         self.taken: dict[str, list[Any]] = {}
         self.stale = False  # a rule was evaluated that the entry did not hold
-        base = plan_.view_base
-        stored = plan_.cache.load(CACHE_KIND, entry_name(plan_.name, CLUSTER_ENTRY), base)
+        self.reads: tuple[str, ...] | None = None  # what the entry taken was found reading
+        stored = plan_.cache.load(CACHE_KIND, entry_name(plan_.name, CLUSTER_ENTRY), CLUSTER_KEY)
         if (
             isinstance(stored, tuple)
-            and len(stored) == 3
-            and stored[0] == base
-            and isinstance(stored[1], dict)
-            and valid_outside(stored[2])
-            and outside_holds(stored[2], plan_.source)
+            and len(stored) == 4
+            and (stored[0] is None or _valid_reads(stored[0]))
+            and stored[1] == plan_.base_for(stored[0])
+            and isinstance(stored[2], dict)
+            and valid_outside(stored[3])
+            and outside_holds(stored[3], plan_.source)
         ):
-            self.taken = stored[1]
+            self.reads, _, self.taken, _ = stored
 
     def take(self, rule: str) -> list[Any] | None:
         """The rule's findings under this base, or None (evaluate it)."""
@@ -669,7 +688,9 @@ class ClusterFindings:
                 found = None
             if found is not None:
                 self.found[rule] = records
-                self.plan.cluster_taken = True  # found reading the keys the plan was made with
+                # found reading the keys the entry names: kept with what this run reads
+                self.plan.cluster_taken = True
+                self.plan.cluster_reads = self.reads
                 return found
         self.stale = True
         return None
@@ -686,16 +707,14 @@ class ClusterFindings:
     def store(self, outside: dict[str, str] | None, run: Any) -> None:
         """Store the entry when a rule was evaluated now (else it holds what is there), with
         what the run found at the files it read outside the key (None: not known, not stored),
-        under the view base of every label value the run read (`merge` made it so when it
-        stored partitions; made here when it did not)."""
+        the label keys the run read (with those of the findings it took) and the base made
+        with them."""
         if self.stale and outside is not None:
             plan_ = self.plan
             reads = _reads_now(run, plan_)
-            if reads != plan_.reads:
-                plan_.rekey(reads)
-            base = plan_.view_base
-            value = (base, self.found, outside)
-            plan_.cache.store(CACHE_KIND, entry_name(plan_.name, CLUSTER_ENTRY), base, value)
+            value = (reads, plan_.base_for(reads), self.found, outside)
+            name = entry_name(plan_.name, CLUSTER_ENTRY)
+            plan_.cache.store(CACHE_KIND, name, CLUSTER_KEY, value)
 
 
 def _texts_of_clean(

@@ -460,18 +460,23 @@ def test_a_cached_run_after_rewriting_every_unread_label_value_says_what_a_fresh
     assert rewritten >= 40 and reused >= 15, (rewritten, reused)
 
 
+NOT_TAKEN = (False, None)
+
+
 @pytest.mark.parametrize(
-    ("clean", "replayed", "before", "now", "kept"),
+    ("clean", "replayed", "cluster", "before", "now", "kept"),
     [
-        (set(), False, ("b",), ("a",), ("a",)),  # all evaluated now: what this run read
-        ({"ns"}, False, ("b",), ("a",), ("a", "b")),  # a partition taken: its reads too
-        (set(), True, ("b",), ("a",), ("a", "b")),  # the simulation replayed: its reads too
-        ({"ns"}, False, None, ("a",), None),  # taken under every value: every value
-        (set(), False, ("b",), None, None),  # this run read every value
+        (set(), False, NOT_TAKEN, ("b",), ("a",), ("a",)),  # all made now: what this run read
+        ({"ns"}, False, NOT_TAKEN, ("b",), ("a",), ("a", "b")),  # a partition taken: its too
+        (set(), True, NOT_TAKEN, ("b",), ("a",), ("a", "b")),  # the simulation replayed
+        (set(), False, (True, ("c",)), ("b",), ("a",), ("a", "c")),  # cluster findings taken
+        (set(), False, (True, None), ("b",), ("a",), None),  # ...found under every value
+        ({"ns"}, False, NOT_TAKEN, None, ("a",), None),  # taken under every value
+        (set(), False, NOT_TAKEN, ("b",), None, None),  # this run read every value
     ],
 )
 def test_the_reads_kept_cover_what_the_run_took_without_reading(
-    clean, replayed, before, now, kept, monkeypatch
+    clean, replayed, cluster, before, now, kept, monkeypatch
 ):
     from types import SimpleNamespace
 
@@ -479,7 +484,10 @@ def test_the_reads_kept_cover_what_the_run_took_without_reading(
     from gpudrv_check.engine.cache.partition import Plan, _reads_now
 
     monkeypatch.setattr(label_reads, "snapshot", lambda: now)
-    plan_ = Plan(None, "n", clean=set(clean), reads=before)
+    taken, found_with = cluster
+    plan_ = Plan(
+        None, "n", clean=set(clean), reads=before, cluster_taken=taken, cluster_reads=found_with
+    )
     run = SimpleNamespace(repo=SimpleNamespace(occupancy=SimpleNamespace(replayed=replayed)))
     assert _reads_now(run, plan_) == kept
 

@@ -1,12 +1,13 @@
 """Which node label values a run reads: what lets an edit of a label nothing reads keep the
 partition cache (engine/cache/partition.py).
 
-A node's labels are a `NodeLabels` (model/inventory.py builds them: every key and value a
-string). Reading a value by its key (`get`, `[key]`) adds the key to `READS`; anything that
-reads values without naming their keys (`items()`, `values()`, a copy, `==`, `repr`, `|`,
-unpacking it into a dict, `pop`...) marks `READS.everything`. What only asks which keys a node
-has (`in`, iterating the keys, `len`) is not recorded: which keys a node has, and where each
-is written, is always in what the cache compares (`engine/cache/files.py` `node_view`).
+A node's labels are a `NodeLabels` (model/inventory.py builds them: every value a string,
+the keys as written). Reading a value by its key (`get`, `[key]`) adds the key to `READS`;
+anything that reads values without naming their keys (`items()`, `values()`, a copy, `==`,
+`repr`, `|`, unpacking it into a dict, `pop`...) marks `READS.everything`. What only asks
+which keys a node has (`in`, iterating the keys, `len`) is not recorded: which keys a node
+has, and where each is written, is always in what the cache compares
+(engine/cache/partition.py `node_view`).
 
 `dict(labels)`, `{**labels}` and a `**labels` call take the keys from `keys()` and each value
 by `[key]` because `__iter__` is overridden here (CPython copies a dict whose `__iter__` is
@@ -72,7 +73,7 @@ _read = READS.keys.add
 
 
 class NodeLabels(dict):
-    """A node's labels (str -> str), recording which values are read (see the module)."""
+    """A node's labels (string values), recording which values are read (see the module)."""
 
     __slots__ = ()
 

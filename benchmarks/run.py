@@ -309,23 +309,22 @@ def workload_edit(path: Path) -> tuple[Path, str, Callable[[int], str]]:
 def node_edit(path: Path) -> tuple[Path, str, Callable[[int], str]]:
     # a label value no rule reads in this corpus (no workload selects or spreads by zone): the
     # partitions stay in the cache (engine/cache/partition.py `node_view`)
-    victim = sorted((path / "inventory" / "nodes").glob("*.yaml"))[0]
-    return (
-        victim,
-        "topology.kubernetes.io/zone: zone-",
-        lambda i: f"topology.kubernetes.io/zone: edit-{i}-zone-",
-    )
+    return _first_node_label(path, "topology.kubernetes.io/zone: ", "zone-", "edit-{i}-zone-")
 
 
 def read_label_edit(path: Path) -> tuple[Path, str, Callable[[int], str]]:
     # a label value placement reads (every workload's node affinity names the driver branch):
     # every workload's verdict on that node is worked out again
+    return _first_node_label(path, 'nvidia.com/cuda.driver-version.major: "', "", "{i}")
+
+
+def _first_node_label(
+    path: Path, key: str, old: str, new: str
+) -> tuple[Path, str, Callable[[int], str]]:
+    """The first node file, the text `key + old`, and what the i-th run writes instead
+    (`new` with {i} the run's number, one past it)."""
     victim = sorted((path / "inventory" / "nodes").glob("*.yaml"))[0]
-    return (
-        victim,
-        'nvidia.com/cuda.driver-version.major: "',
-        lambda i: f'nvidia.com/cuda.driver-version.major: "{i + 1}',
-    )
+    return victim, key + old, lambda i: key + new.format(i=i + 1)
 
 
 @dataclass

@@ -217,7 +217,7 @@ def view_values(view: tuple[str, tuple], reads: frozenset[str], select: dict) ->
         keys, values = found
         pick = select.get(keys)
         if pick is None:
-            if not _valid_keys(keys):
+            if not _valid_reads(keys):
                 return None
             at = [i for i, key in enumerate(keys) if key in reads]
             pick = select[keys] = (len(keys), _picker(at))
@@ -225,10 +225,6 @@ def view_values(view: tuple[str, tuple], reads: frozenset[str], select: dict) ->
             return None
         kept.append(pick[1](values))
     return kept
-
-
-def _valid_keys(keys: Any) -> bool:
-    return keys.__class__ is tuple and all(key.__class__ is str for key in keys)
 
 
 def _picker(at: list[int]) -> Any:
@@ -496,7 +492,7 @@ def _valid_inputs(value: Any) -> bool:
 
 
 def _valid_reads(reads: Any) -> bool:
-    """A sorted tuple of label keys (checked by exact class, as every cached value is)."""
+    """A tuple of label keys (checked by exact class, as every cached value is)."""
     return reads.__class__ is tuple and all(key.__class__ is str for key in reads)
 
 

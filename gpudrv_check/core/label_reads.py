@@ -67,6 +67,17 @@ def _everything() -> None:
     READS.everything = True
 
 
+def _marking(method: Any) -> Any:
+    """`method` of dict, marking every value as read first."""
+
+    def marked(self: dict, *args: Any, **kwargs: Any) -> Any:
+        _everything()
+        return method(self, *args, **kwargs)
+
+    marked.__name__ = method.__name__
+    return marked
+
+
 _get = dict.get
 _getitem = dict.__getitem__
 _read = READS.keys.add
@@ -88,75 +99,28 @@ class NodeLabels(dict):
     def __iter__(self):  # makes CPython's dict copies ask keys() and [key] (see the module)
         return dict.__iter__(self)
 
-    def items(self):
-        _everything()
-        return dict.items(self)
-
-    def values(self):
-        _everything()
-        return dict.values(self)
-
-    def copy(self) -> dict:
-        _everything()
-        return dict.copy(self)
-
-    def __eq__(self, other: object) -> bool:
-        _everything()
-        return dict.__eq__(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        _everything()
-        return dict.__ne__(self, other)
-
+    # what reads (or changes) values without naming their keys: every value counts
+    items = _marking(dict.items)
+    values = _marking(dict.values)
+    copy = _marking(dict.copy)
+    __eq__ = _marking(dict.__eq__)
+    __ne__ = _marking(dict.__ne__)
+    __repr__ = _marking(dict.__repr__)
+    __or__ = _marking(dict.__or__)
+    __ror__ = _marking(dict.__ror__)
+    __ior__ = _marking(dict.__ior__)
+    pop = _marking(dict.pop)
+    popitem = _marking(dict.popitem)
+    setdefault = _marking(dict.setdefault)
+    __setitem__ = _marking(dict.__setitem__)
+    __delitem__ = _marking(dict.__delitem__)
+    update = _marking(dict.update)
+    clear = _marking(dict.clear)
     __hash__ = None
-
-    def __repr__(self) -> str:
-        _everything()
-        return dict.__repr__(self)
-
-    def __or__(self, other: Any) -> Any:
-        _everything()
-        return dict.__or__(self, other)
-
-    def __ror__(self, other: Any) -> Any:
-        _everything()
-        return dict.__ror__(self, other)
-
-    def __ior__(self, other: Any) -> Any:
-        _everything()
-        return dict.__ior__(self, other)
 
     def __reduce__(self) -> Any:
         _everything()
         return (NodeLabels, (dict(dict.items(self)),))
-
-    def pop(self, *args: Any) -> Any:
-        _everything()
-        return dict.pop(self, *args)
-
-    def popitem(self) -> Any:
-        _everything()
-        return dict.popitem(self)
-
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        _everything()
-        return dict.setdefault(self, key, default)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        _everything()
-        dict.__setitem__(self, key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        _everything()
-        dict.__delitem__(self, key)
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        _everything()
-        dict.update(self, *args, **kwargs)
-
-    def clear(self) -> None:
-        _everything()
-        dict.clear(self)
 
 
 def _copies_ask() -> bool:

@@ -165,6 +165,35 @@ def write(root: Path, rel: str, text: str) -> Path:
     return path
 
 
+def generated_corpus(out: Path, nodes: int, workloads: int) -> Path:
+    """benchmarks/gen_corpus.py's GitOps repo at `out`: `nodes` GPU nodes, `workloads`
+    workloads of every kind, budgets, operand DaemonSets and the bulk a real repo holds."""
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(out)]
+        + ["--nodes", str(nodes), "--workloads", str(workloads)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def counting_rules(monkeypatch: pytest.MonkeyPatch, *rules: str) -> dict[str, int]:
+    """How many times each of these built-in rules is evaluated from now on (as the engine
+    takes their checks from `registered`)."""
+    from gpudrv_check.rules import RULE_MODULES
+
+    calls = dict.fromkeys(rules, 0)
+    for module in RULE_MODULES:
+        if module.ID in calls:
+
+            def counted(ctx, real=module.check, rule=module.ID):
+                calls[rule] += 1
+                return real(ctx)
+
+            monkeypatch.setattr(module, "check", counted)
+    return calls
+
+
 @pytest.fixture
 def lab_repo(tmp_path: Path) -> Path:
     """A private copy of examples/lab (tests may edit it)."""

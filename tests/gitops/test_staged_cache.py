@@ -7,28 +7,19 @@ byte (tests/performance/test_incremental.py holds the same rule for the working 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpudrv_check.read.git import GitTree
-from tests.conftest import run_main
+from tests.conftest import generated_corpus, run_main
 from tests.gitops.conftest import commit, git
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def corpus_repo(git_repo: Path) -> Path:
     """A generated GitOps repo (several namespaces, shared node files), committed."""
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(git_repo)]
-        + ["--nodes", "12", "--workloads", "90"],
-        check=True,
-        capture_output=True,
-    )
+    generated_corpus(git_repo, 12, 90)
     commit(git_repo, "corpus")
     return git_repo
 

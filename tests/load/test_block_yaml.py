@@ -9,8 +9,6 @@ of typed scalars, value types; under the engine's skim plan and without one. The
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from gpudrv_check.read import block_yaml
 from gpudrv_check.read.block_yaml import parse_block
 from gpudrv_check.read.yaml_docs import LAYOUTS, POSITIONS, parse_events, parse_text
 from gpudrv_check.rules.plan import skim_plan
+from tests.conftest import generated_corpus
 from tests.fuzz.targets import target_block, tree_difference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -288,13 +287,7 @@ def test_every_yaml_file_of_the_repository_reads_as_the_builder_reads_it():
 def test_the_benchmark_corpus_is_read_whole_by_the_line_reader(tmp_path):
     """Every file of a generated corpus (benchmarks/gen_corpus.py: workloads, nodes, CRDs with
     flow mappings, ConfigMaps) is in the subset, and reads as the builder reads it."""
-    out = tmp_path / "corpus"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(out)]
-        + ["--nodes", "20", "--workloads", "100"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    out = generated_corpus(tmp_path / "corpus", 20, 100)
     files = sorted(p for p in out.rglob("*.yaml"))
     assert len(files) > 100
     for path in files:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,15 @@ from gpudrv_check.engine.cache.store import Cache, entry_fields
 from gpudrv_check.read.config import load_config
 from gpudrv_check.read.manifests import ReadOptions, parse_manifest_bytes, read_repo
 from gpudrv_check.read.tree import WorkingTree
-from tests.conftest import MATRIX, cli_env, cluster_policy, run_main, write
+from tests.conftest import (
+    MATRIX,
+    cli_env,
+    cluster_policy,
+    counting_rules,
+    generated_corpus,
+    run_main,
+    write,
+)
 from tests.fuzz.targets import tree_difference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,14 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("corpus") / "repo"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(out)]
-        + ["--nodes", "16", "--workloads", "150"],
-        check=True,
-        capture_output=True,
-    )
-    return out
+    return generated_corpus(tmp_path_factory.mktemp("corpus") / "repo", 16, 150)
 
 
 @pytest.fixture
@@ -1156,31 +1155,13 @@ def test_a_run_after_an_edit_takes_the_texts_of_the_clean_findings_from_the_cach
         ]
 
 
-def _counting_cluster_rules(monkeypatch) -> dict[str, int]:
-    """Counts the evaluations of the cluster-wide rules GPU001 and GPU030 (as the engine
-    takes them from `registered`)."""
-    from gpudrv_check.rules import RULE_MODULES
-
-    calls = {"GPU001": 0, "GPU030": 0}
-    for module in RULE_MODULES:
-        if module.ID in calls:
-            real = module.check
-
-            def counted(ctx, real=real, rule=module.ID):
-                calls[rule] += 1
-                return real(ctx)
-
-            monkeypatch.setattr(module, "check", counted)
-    return calls
-
-
 @pytest.mark.slow
 def test_cluster_wide_findings_are_taken_while_no_shared_file_changes(repo, tmp_path, monkeypatch):
     """partition.py `ClusterFindings`: the rules at `scope: cluster` read no partition's kinds,
     so an edit of a namespace's workloads takes what they found under the same context and
     shared files; an edit of a shared file (a node), of the config, or a damaged entry
     evaluates them again; every run says what a run without cache says."""
-    calls = _counting_cluster_rules(monkeypatch)
+    calls = counting_rules(monkeypatch, "GPU001", "GPU030")
     cache = tmp_path / "cache"
     args = ("check", str(repo), "--fail-on", "never", "--format", "json")
 

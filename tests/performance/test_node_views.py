@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpudrv_check.engine.cache.partition import node_view
 from gpudrv_check.read.manifests import parse_manifest_bytes
-from tests.conftest import ROOT, run_main, write
+from tests.conftest import ROOT, counting_rules, generated_corpus, run_main, write
 from tests.rules.cases import case_files, read_case, write_repo
 
 NODE = """apiVersion: v1
@@ -131,14 +129,7 @@ def test_a_view_keeps_the_values_read_and_a_malformed_one_none():
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("views") / "repo"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(out)]
-        + ["--nodes", "12", "--workloads", "90"],
-        check=True,
-        capture_output=True,
-    )
-    return out
+    return generated_corpus(tmp_path_factory.mktemp("views") / "repo", 12, 90)
 
 
 @pytest.fixture
@@ -164,17 +155,8 @@ def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_
     """...and the cluster-wide findings, which are found again only when a value one of their
     rules read changed (GPU001's evaluations counted; a fresh run evaluates it once)."""
     from gpudrv_check.engine.cache import files as files_mod
-    from gpudrv_check.rules import RULE_MODULES
 
-    evaluated = [0]
-    (gpu001,) = [m for m in RULE_MODULES if m.ID == "GPU001"]
-    real_check = gpu001.check
-
-    def counted(ctx):
-        evaluated[0] += 1
-        return real_check(ctx)
-
-    monkeypatch.setattr(gpu001, "check", counted)
+    calls = counting_rules(monkeypatch, "GPU001")
     planned: list[tuple[int, int]] = []  # (partitions taken from the cache, partitions)
     real = files_mod.plan
 
@@ -191,14 +173,14 @@ def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_
         """'all', 'none' or 'some' partitions taken; the output is a fresh run's; `cluster`:
         whether GPU001's findings are 'taken' or 'found' again."""
         del planned[:]
-        before = evaluated[0]
+        before = calls["GPU001"]
         out = run_main(*args, "--cache-dir", str(cache))
         assert out.returncode == 0, out.stderr
         taken, total = planned[0]  # the plan of the first reading
         fresh = run_main(*args, "--no-cache")
         assert out.stdout == fresh.stdout
         assert total > 10
-        assert evaluated[0] - before == {"taken": 1, "found": 2}[cluster]
+        assert calls["GPU001"] - before == {"taken": 1, "found": 2}[cluster]
         return "all" if taken == total else "none" if taken == 0 else "some"
 
     node = _node(repo)
@@ -353,14 +335,7 @@ def _repos(tmp_path: Path) -> list[Path]:
         write_repo(read_case(path), root)
         out.append(root)
     out.extend(p for p in sorted((ROOT / "examples").iterdir()) if p.is_dir())
-    generated = tmp_path / "generated"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(generated)]
-        + ["--nodes", "10", "--workloads", "60"],
-        check=True,
-        capture_output=True,
-    )
-    out.append(generated)
+    out.append(generated_corpus(tmp_path / "generated", 10, 60))
     return out
 
 
@@ -497,23 +472,13 @@ def test_a_repo_without_partitions_takes_its_cluster_findings_next_run(tmp_path,
     run stores no partition (no simulation inputs, where the partitions' keys are kept) takes
     them on the next run (found by a review: they were looked for under every value and
     stored under what the run read, so never taken)."""
-    from gpudrv_check.rules import RULE_MODULES
-
-    evaluated = [0]
-    (gpu001,) = [m for m in RULE_MODULES if m.ID == "GPU001"]
-    real_check = gpu001.check
-
-    def counted(ctx):
-        evaluated[0] += 1
-        return real_check(ctx)
-
-    monkeypatch.setattr(gpu001, "check", counted)
+    calls = counting_rules(monkeypatch, "GPU001")
     root, cache = tmp_path / "repo", tmp_path / "cache"
     write(root, "support-matrix.csv", "driver_branch,kernel,os_tag\n")
     write(root, "nodes/a.yaml", NODE)
     args = ("check", str(root), "--fail-on", "never", "--cache-dir", str(cache))
     assert run_main(*args).returncode == 0
-    assert evaluated[0] == 1
+    assert calls["GPU001"] == 1
     write(root, "apps/d.yaml", _deployment("a"))  # a partition now; the shared files as they were
     assert run_main(*args).returncode == 0
-    assert evaluated[0] == 1  # taken
+    assert calls["GPU001"] == 1  # taken

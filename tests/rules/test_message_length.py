@@ -4,8 +4,6 @@ reaches what it says happens and what to change."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,8 +11,7 @@ import pytest
 from gpudrv_check.core.finding import MAX_MESSAGE
 from gpudrv_check.engine.run import check
 from gpudrv_check.read.config import Config
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import generated_corpus
 
 
 @pytest.mark.slow
@@ -23,13 +20,7 @@ def test_no_message_or_hint_of_a_generated_fleet_is_cut(tmp_path: Path):
     them is covered by six budgets (GPU024) and every budget covers six workloads (GPU020),
     past the five a message names. Before the cap, a 40k corpus had every GPU024 message and
     3,681 GPU020 messages cut before they said what the eviction API does."""
-    out = tmp_path / "repo"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), str(out)]
-        + ["--nodes", "480", "--workloads", "2400"],
-        check=True,
-        capture_output=True,
-    )
+    out = generated_corpus(tmp_path / "repo", 480, 2400)
     findings = check(out, Config()).findings
     rules = {f.rule for f in findings}
     assert {"GPU010", "GPU011", "GPU020", "GPU024"} <= rules

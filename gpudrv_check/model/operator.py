@@ -20,7 +20,6 @@ the config names one (`model/driver.py`).
 
 from __future__ import annotations
 
-import base64
 import binascii
 import re
 from dataclasses import field
@@ -235,6 +234,8 @@ def _resource_value(resource: Manifest, key: str) -> tuple[str | None, str | Non
         data = resource.get("data")
         if isinstance(data, dict) and key in data:
             raw = data[key]
+            import base64  # a Secret's data only: not on every run's start-up path
+
             try:
                 return base64.b64decode(str(raw), validate=True).decode("utf-8"), None
             except (binascii.Error, ValueError):

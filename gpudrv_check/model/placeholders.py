@@ -31,7 +31,6 @@ unknown, and why (`Unknowns.note`).
 
 from __future__ import annotations
 
-import base64
 import binascii
 import copy
 import errno
@@ -240,6 +239,8 @@ def _source_map(found: Manifest) -> dict[str, str]:
         if not isinstance(key, str) or not isinstance(value, str):
             raise _Unreadable("a value is not a string")  # the API server refuses it
         if found.kind == "Secret":
+            import base64  # a Secret's data only: not on every run's start-up path
+
             try:
                 value = base64.b64decode(value.encode("ascii"), validate=True).decode()
             except (binascii.Error, UnicodeError, ValueError) as e:

@@ -17,8 +17,8 @@ code hosts count them (libyaml also breaks lines at a lone CR, NEL, LS and PS).
 
 from __future__ import annotations
 
+import _thread
 import re
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import field
 from itertools import islice
@@ -424,7 +424,7 @@ _light_ok: bool | None = None
 #: held while a parse runs with the light classes swapped into the C module: the swap is
 #: process-wide, so a second thread parsing at once would restore the stock classes under the
 #: first one (reentrant: flow_colons re-parses inside a parse)
-_SWAP = threading.RLock()
+_SWAP = _thread.RLock()  # threading.RLock, without importing threading
 
 
 class _EventClasses:

@@ -6,7 +6,6 @@ Its user documentation is `docs:` in rule.yaml, next to this file.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from gpudrv_check.core.finding import Finding
@@ -34,6 +33,8 @@ def _node_findings(ctx: Context, state: MigState) -> Iterator[Finding]:
             continue
         path = node.label_path(MIG_CONFIG_LABEL)
         if name not in state.profiles:
+            import difflib  # a misnamed config only: not on every run's start-up path
+
             close = difflib.get_close_matches(name, sorted(state.profiles), n=3, cutoff=0.7)
             hint = f"Did you mean {', '.join(close)}?" if close else None
             yield ctx.finding(

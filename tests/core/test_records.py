@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from gpudrv_check.core import records
 from gpudrv_check.core.records import record
 
 BOTH = [
@@ -152,9 +153,12 @@ def _fields(obj: Any) -> list[tuple[str, Any]]:
     return [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)]
 
 
+@pytest.mark.parametrize("generic", [True, False], ids=["generic init", "compiled init"])
 @pytest.mark.parametrize(("name", "args", "kwargs"), CALLS)
-def test_construction_matches_the_dataclass(name, args, kwargs):
-    std, ours = _pair(name)
+def test_construction_matches_the_dataclass(name, args, kwargs, generic, monkeypatch):
+    if not generic:  # every instance made by the compiled __init__
+        monkeypatch.setattr(records, "GENERIC_CALLS", 0)
+    std, ours = STD[name], _shapes(record)[name]
     a = _outcome(lambda: _fields(std(*args, **kwargs)))
     b = _outcome(lambda: _fields(ours(*args, **kwargs)))
     assert a == b
@@ -268,23 +272,46 @@ def test_the_dataclasses_functions_see_the_same_class(name):
     assert ("__slots__" in std.__dict__) == ("__slots__" in ours.__dict__)
 
 
-def test_init_is_compiled_when_the_class_is_first_instantiated():
+def test_init_is_generic_for_a_few_instances_then_compiled():
+    """A record's first `GENERIC_CALLS` instances are made by binding the arguments in
+    Python (records.py `_Binding`: most classes of a run are made a few times, and compiling
+    their `__init__` cost more than making them); the next one compiles the class's own."""
+
     @record(frozen=True)
     class Later:
         a: int
+        b: list[int] = field(default_factory=list)
 
     stub = Later.__dict__["__init__"]
-    Later(1)
+    made = [Later(i) for i in range(records.GENERIC_CALLS)]
+    assert Later.__dict__["__init__"] is stub
+    assert [m.a for m in made] == list(range(records.GENERIC_CALLS)) and made[0].b is not made[1].b
+    Later(-1)
     real = Later.__dict__["__init__"]
     assert real is not stub
     assert real.__code__.co_varnames[:2] == ("self", "a")
     Later(2)
     assert Later.__dict__["__init__"] is real
 
-    class Child(Later):  # an undecorated subclass uses, and compiles, the base's
+    class Child(Later):  # an undecorated subclass uses the base's
         pass
 
     assert Child(3).a == 3
+
+
+def test_a_call_the_generic_init_does_not_bind_compiles_the_init_at_once():
+    """An argument missing, unknown, given twice or in excess: the compiled `__init__` says
+    so, as the dataclass's does (test_construction_matches_the_dataclass compares the texts)."""
+
+    @record
+    class Once:
+        a: int
+
+    stub = Once.__dict__["__init__"]
+    with pytest.raises(TypeError):
+        Once(1, a=2)
+    assert Once.__dict__["__init__"] is not stub
+    assert Once(a=4).a == 4
 
 
 @pytest.mark.parametrize("deco", BOTH)
@@ -322,12 +349,15 @@ def test_class_definition_errors_match(deco):
             a: list[int] = []  # noqa: RUF012
 
 
-def test_a_field_named_self():
+def test_a_field_named_self(monkeypatch):
     @record
     class Odd:
         self: int
 
     assert Odd(1).self == 1
+    assert Odd(self=2).self == 2  # the generic __init__ takes its instance positionally only
+    monkeypatch.setattr(records, "GENERIC_CALLS", 0)
+    assert Odd(self=3).self == 3 and Odd(4).self == 4  # and the compiled one, by name
 
 
 def test_recursive_repr_is_cut():

@@ -682,7 +682,11 @@ def _model(
         repo.extras["occupancy_inputs"] = content.plan.cached_inputs()
         # and the last simulation's outcomes, taken when its inputs are the same demands
         repo.extras["occupancy_memo"] = (content.plan.inputs_key, content.plan.memo)
-    repo.cuda_table  # noqa: B018 - a malformed `cuda:` config is a usage error before any output
+    if config.cuda:
+        # a malformed `cuda:` config is a usage error before any output (without one, the
+        # table is the built-in one, made when a rule first asks: GPU011 asks of a repo with
+        # nodes only)
+        repo.cuda_table  # noqa: B018
     run = Run(
         repo=repo,
         content=content,

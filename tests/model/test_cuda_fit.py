@@ -105,6 +105,29 @@ def test_a_malformed_extension_is_a_config_error(cuda: dict, message: str) -> No
         cuda_table(Config(cuda=cuda))
 
 
+def test_a_run_builds_the_table_when_a_rule_asks_or_its_config_extends_it(
+    tmp_path, monkeypatch
+) -> None:
+    """Without a `cuda:` extension the table is the built-in one, which cannot be malformed:
+    a run makes it when a rule first asks (GPU011, which asks only of a repo with nodes).
+    With one, the run makes it before anything else, so that a malformed one is a usage error
+    before any output (the test above, and tests/test_config.py)."""
+    import gpudrv_check.model.cuda as cuda_module
+    from tests.conftest import run_main, write
+
+    made: list[object] = []
+    real = cuda_module.cuda_table
+    monkeypatch.setattr(
+        cuda_module, "cuda_table", lambda config: made.append(config) or real(config)
+    )
+    write(tmp_path, "apps/job.yaml", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n")
+    assert run_main("check", str(tmp_path), "--no-cache", "--fail-on", "never").returncode == 0
+    assert made == []  # no nodes: GPU011 asks nothing
+    write(tmp_path, ".gpudrv-check.yaml", "cuda:\n  min_driver: {'12.99': '999.1'}\n")
+    assert run_main("check", str(tmp_path), "--no-cache", "--fail-on", "never").returncode == 0
+    assert len(made) == 1
+
+
 def _pod(*images: str):
     containers = [{"name": f"c{i}", "image": image} for i, image in enumerate(images)]
     return make_workload({"containers": containers})

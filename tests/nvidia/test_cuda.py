@@ -300,3 +300,25 @@ def test_tag_regex_first_group_and_invalid_capture() -> None:
     assert cuda_version_for_image(table, "acme/app:1.0-cu12.4")[0] == "12.4"
     assert cuda_version_for_image(table, "acme/other:vX") is None
     assert cuda_version_for_image("not a table", "acme/app:1.0-cu12.4") is None
+
+
+def test_the_built_in_table_is_made_unguarded_and_each_expression_passes_the_guard() -> None:
+    """model/cuda.py builds policies/cuda.yaml without checking its expressions for unbounded
+    backtracking (core/regex_guard.py: half of building the table, every run that asks for
+    it): the package's own expressions, which pass the check, here. A user's `cuda:`
+    extension is checked (tests/model/test_cuda_fit.py)."""
+    from gpudrv_check.model.cuda import builtin_cuda_table
+    from gpudrv_check.read.packaged import packaged_yaml
+
+    guarded, problems = parse_cuda_table(packaged_yaml("policies", "cuda.yaml"))
+    assert problems == []  # every expression passed the guard
+    assert builtin_cuda_table() == guarded
+    assert any(rule.tag_regex is not None for rule in guarded.images)
+
+
+def test_an_expression_a_guarded_table_refuses_is_taken_unguarded() -> None:
+    """What `guarded=False` leaves out, and nothing else (the same table otherwise)."""
+    data = {"images": [{"repository_regex": "(a+)+$", "tags": {"1": "12.4"}}]}
+    assert parse_cuda_table(data)[1] != []  # refused: it can backtrack without bound
+    table, problems = parse_cuda_table(data, guarded=False)
+    assert problems == [] and table.images[0].repository_regex.pattern == "(a+)+$"

@@ -352,7 +352,9 @@ class Finding:
         """The finding `record` wrote; ValueError for anything else (a cache entry is checked,
         never trusted to be of the right shape). `marshal` makes builtin values only, so each
         is checked by its exact class (a run reads back every cached finding: this is on the
-        path of every edit run)."""
+        path of every edit run). A record holds what a Finding holds, its texts made printable
+        and cut already: one that does not is no record of ours (refused, not made printable),
+        and the objects are made without their `__init__` checks (a third of the time)."""
         if value.__class__ is not tuple or len(value) != 11:
             raise ValueError("not a finding record")
         rule, severity, message, hint, file, line, column, obj, path, by, cluster = value
@@ -369,6 +371,10 @@ class Finding:
             or not (cluster is None or cluster.__class__ is str)
         ):
             raise ValueError("not a finding record")
+        if not (message.isprintable() and len(message) <= MAX_MESSAGE and file.isprintable()):
+            raise ValueError("not a finding record")
+        if hint is not None and not (hint.isprintable() and len(hint) <= MAX_MESSAGE):
+            raise ValueError("not a finding record")
         for step in path:
             if step.__class__ is not str and step.__class__ is not int:
                 raise ValueError("not a finding record")
@@ -384,18 +390,32 @@ class Finding:
                 namespace is None or namespace.__class__ is str
             ):
                 raise ValueError("not a finding record")
-            ref = ObjectRef(kind, name, namespace)
-        return cls(
-            rule=rule,
-            severity=level,
-            message=message,
-            hint=hint,
-            location=Location(file, line, column),
-            object=ref,
-            path=list(path),
-            suppressed_by=by,
-            cluster=cluster,
-        )
+            if not (
+                kind.isprintable()
+                and (name is None or name.isprintable())
+                and (namespace is None or namespace.isprintable())
+            ):
+                raise ValueError("not a finding record")
+            ref = _new(ObjectRef)
+            _set(ref, "kind", kind)
+            _set(ref, "name", name)
+            _set(ref, "namespace", namespace)
+        where = _new(Location)
+        _set(where, "file", file)
+        _set(where, "line", line)
+        _set(where, "column", column)
+        made = _new(cls)
+        made.rule = rule
+        made.severity = level
+        made.message = message
+        made.hint = hint
+        made.location = where
+        made.object = ref
+        made.path = list(path)
+        made.suppressed_by = by
+        made.cluster = cluster
+        made.rendered = None
+        return made
 
     def sort_key(self) -> tuple:
         loc = self.location
@@ -433,6 +453,10 @@ class Finding:
 
 
 _SEVERITIES = {level.value: level for level in Severity}
+# `from_record`'s way to make a record's objects without their `__init__` (the slots set one by
+# one, through `object.__setattr__` for the frozen ones)
+_new = object.__new__
+_set = object.__setattr__
 
 
 def unique_fingerprints(findings: list[Finding]) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gpudrv_check.core.finding import MAX_MESSAGE, Finding, Location, ObjectRef, printable
@@ -64,6 +66,13 @@ def test_a_record_reads_back_as_the_same_finding():
         again = Finding.from_record(f.record())
         assert again == f and again.path == ["spec", "replicas", 0]
         assert again.severity.value == f.severity.value == f.record()[1]
+        # made without their __init__: every field set all the same, equal and hashed alike
+        for made in (again, again.location, again.object):
+            if made is not None:
+                for field in dataclasses.fields(made):
+                    getattr(made, field.name)
+        assert again.rendered is None and hash(again.location) == hash(f.location)
+        assert again.object is None or hash(again.object) == hash(f.object)
 
 
 @pytest.mark.parametrize(
@@ -85,6 +94,11 @@ def test_a_record_reads_back_as_the_same_finding():
         _finding().record()[:8] + (["spec"],) + _finding().record()[9:],  # a list, not a tuple
         _finding().record()[:10] + (7,),  # the cluster
         (*_finding().record(), None),  # 12 fields
+        # texts a Finding would have made printable and cut: no record of ours
+        _finding().record()[:2] + ("a\x1bb",) + _finding().record()[3:],
+        _finding().record()[:3] + ("h" * (MAX_MESSAGE + 1),) + _finding().record()[4:],
+        _finding().record()[:4] + ("a\nb.yaml",) + _finding().record()[5:],
+        _finding().record()[:7] + (("Deployment", "x\x00", "ml"),) + _finding().record()[8:],
     ],
 )
 def test_what_is_not_a_record_is_refused(record):

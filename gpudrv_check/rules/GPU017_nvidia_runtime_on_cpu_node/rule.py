@@ -68,13 +68,15 @@ def check(ctx: Context) -> Iterator[Finding]:
     if not repo.nodes:
         return
     placement = repo.placement
-    operands = repo.operand_placement
+    operands = None  # the operands' placement, made for the first pod with an nvidia handler
     for workload in repo.workloads:
         if not workload.placeable or workload.gpus:
             continue
         handler = _handler(ctx, workload)
         if handler is None:
             continue
+        if operands is None:
+            operands = repo.operand_placement
         nodes = placement.eligible(workload)
         bare = [n for n in nodes if not _has_runtime(n, placement, operands)]
         if not bare:

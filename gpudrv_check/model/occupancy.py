@@ -203,9 +203,12 @@ class Occupancy:
     """The repo's pods over the nodes' allocatable, computed once (see the module docstring).
     `cached`: the stored inputs of workloads the run did not read (`decode_inputs`)."""
 
-    def __init__(self, repo: Repo, cached: Any = None, memo: Any = None) -> None:
+    def __init__(self, repo: Repo, cached: Any = None, memo: Any = None, known: Any = None) -> None:
         """`memo`: (the key of a simulation's inputs, the stored `memo_value` or None) when a
-        partial run may take the last simulation's outcomes (see the module doc)."""
+        partial run may take the last simulation's outcomes (see the module doc). `known`: the
+        last simulation's outcomes by `Demand.key` when this run's inputs are known to be its
+        inputs (engine/cache/partition.py `Plan.known_outcomes`): the model's own demands take
+        theirs, the cached ones are not even decoded (InputsError: one has none that fits)."""
         self.placement: Placement = repo.placement
         self._alloc = {n.name: self.placement.allocatable(n) for n in self.placement.nodes}
         self.used: dict[str, dict[str, Fraction]] = {n: {} for n in self._alloc}
@@ -244,14 +247,26 @@ class Occupancy:
             n.name for n in self.placement.nodes if self._alloc[n.name] is None and not n.is_gpu
         }
         self._gpu_nodes: dict[int, tuple[Nodes, Nodes]] = {}
+        self._encoded: tuple[InputTables, list[tuple]] | None = None
         demands = self._fresh(repo)
+        if known is not None:
+            demands.sort(key=_demand_order)
+            self.demands = demands
+            self.replayed = True  # as `_replay` leaves it: no pod placed, every outcome known
+            for demand in demands:
+                record = _replayed(demand, known.get(demand.key))
+                if record is None:
+                    raise InputsError("an outcome the last simulation does not hold")
+                self.outcomes[demand.key] = record
+                if demand.workload is not None:
+                    self._replicas[id(demand.workload)] = record
+            return
         if cached is not None:
             demands.extend(decode_inputs(cached, self))
             if len({d.key for d in demands}) != len(demands):
                 raise InputsError("two workloads of one key")
         demands.sort(key=_demand_order)  # stable: a file's objects stay in their order
         self.demands = demands
-        self._encoded: tuple[InputTables, list[tuple]] | None = None
         #: the outcomes were taken from the last simulation of the same demands: no pod was
         #: placed (`used`, `pods` and `holders` are empty, `Replicas.nodes` names no node)
         self.replayed = memo is not None and self._replay(*memo)

@@ -83,7 +83,12 @@ class Repo:
         from gpudrv_check.model.occupancy import Occupancy
 
         extras = self.extras
-        return Occupancy(self, extras.get("occupancy_inputs"), extras.get("occupancy_memo"))
+        return Occupancy(
+            self,
+            extras.get("occupancy_inputs"),
+            extras.get("occupancy_memo"),
+            extras.get("occupancy_known"),
+        )
 
     @cached_property
     def disruption(self) -> Disruption:

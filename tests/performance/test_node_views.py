@@ -209,6 +209,78 @@ def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_
     assert cached("taken") == "none"
 
 
+@pytest.mark.slow
+def test_an_edit_that_keeps_every_key_takes_the_last_simulation_without_decoding_it(
+    repo, tmp_path, monkeypatch
+):
+    """When every partition is clean under the key the stored simulation inputs name for it
+    (`Plan.known_outcomes`), those inputs are this run's: the model's own workloads take their
+    outcomes from the last simulation and no cached demand is decoded (or encoded, digested);
+    the cached outcomes are still compared with it, from the records alone: one that differs
+    has its namespace evaluated again (a guard: the full comparison found it too)."""
+    from gpudrv_check.engine.cache import files as files_mod
+    from gpudrv_check.engine.cache.partition import (
+        CACHE_KIND,
+        PartitionEntry,
+        entry_name,
+        store_entry,
+    )
+    from gpudrv_check.model import occupancy as occupancy_mod
+
+    decoded: list[int] = []
+    real_decode = occupancy_mod.decode_inputs
+
+    def decode(cached, occupancy):
+        decoded.append(len(cached[1]))
+        return real_decode(cached, occupancy)
+
+    monkeypatch.setattr(occupancy_mod, "decode_inputs", decode)
+    plans: list = []
+    real_plan = files_mod.plan
+
+    def recording(*args, **kwargs):
+        out = real_plan(*args, **kwargs)
+        plans.append(out)
+        return out
+
+    monkeypatch.setattr(files_mod, "plan", recording)
+    cache = tmp_path / "cache"
+    args = ("check", str(repo), "--fail-on", "never", "--format", "json")
+
+    def cached() -> list[bool]:
+        """Which readings knew the outcomes; the output is a fresh run's."""
+        del plans[:], decoded[:]
+        out = run_main(*args, "--cache-dir", str(cache))
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == run_main(*args, "--no-cache").stdout
+        return [p.known_outcomes() is not None for p in plans]
+
+    node = _node(repo)
+    assert cached() == [False]  # cold
+    _sub(node, r"zone: zone-\d", "zone: zone-9")  # no workload reads a zone: every key kept
+    assert cached() == [True] and decoded == []
+    # a cached outcome that is not the last simulation's: its namespace is read again
+    plan = plans[0]
+    namespace = next(ns for ns in sorted(plan.clean) if plan.stored[ns].outcome)
+    entry = PartitionEntry.loaded(
+        plan.cache.load(CACHE_KIND, entry_name(plan.name, namespace), plan.keys[namespace])
+    )
+    assert entry is not None
+    workload = sorted(entry.outcome)[0]
+    count, pending, message, short = entry.outcome[workload]
+    outcome = {**entry.outcome, workload: (count, pending, message + " (not so)", short)}
+    store_entry(plan.cache, plan.name, namespace, entry._replace(outcome=outcome))
+    _sub(node, r"zone: zone-9", "zone: zone-8")
+    assert cached() == [True, False]  # the second reading evaluates that namespace again
+    assert namespace not in plans[1].clean and decoded  # ... with the others' demands decoded
+    _sub(node, r"zone: zone-8", "zone: zone-7")
+    assert cached() == [True] and decoded == []  # and all is as it was
+    # a workload edit: its namespace is evaluated, the others' demands decoded
+    workload_file = sorted((repo / "apps" / "team-0").glob("*.yaml"))[0]
+    workload_file.write_text(workload_file.read_text() + "\n")
+    assert cached() == [False] and decoded
+
+
 def test_a_custom_policy_keys_every_node_file_by_its_bytes(tmp_path):
     """A custom policy may read a node's tree, which no NodeLabels records: the partitions
     are keyed by every value then (`_reads_now`)."""

@@ -26,7 +26,11 @@ stored one (engine/run.py `load`, `verify`): a partition whose outcome differs i
 evaluated again (a second reading, with those partitions taken out of the cache), and cached
 inputs that do not decode against this run's nodes make the run a full one. The `occupancy`
 entry also holds the last simulation's outcomes under the digest of all its inputs
-(`Plan.inputs_key`): a run whose demands are the same takes them without simulating.
+(`Plan.inputs_key`): a run whose demands are the same takes them without simulating. A run
+whose every partition is clean under the key the stored inputs name for it, and that has no
+other, knows its inputs are that simulation's (`Plan.known_outcomes`): its own workloads take
+their outcomes from it, no cached demand is decoded, and the cached outcomes are compared with
+it from the records alone (the storing run verified or evaluated every partition against it).
 
 So a file whose objects are all of those kinds and all in one namespace belongs to that
 namespace's *partition*; every other file (nodes, DaemonSets, ConfigMaps, files mixing kinds or
@@ -344,12 +348,30 @@ class Plan:
     #: under these label keys (None: every value)
     cluster_taken: bool = False
     cluster_reads: tuple[str, ...] | None = None
+    #: every partition is clean, under the key the stored simulation inputs name for it, and
+    #: those inputs name no other namespace (`known_outcomes`)
+    same_inputs: bool = False
     shared: list[tuple[str, str, Any]] = field(default_factory=list)
     members: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def partial(self) -> bool:
         return bool(self.clean)
+
+    def known_outcomes(self) -> dict[str, Any] | None:
+        """The last simulation's outcomes by workload (its `memo_value`) when this run's
+        simulation inputs are known to be that simulation's: every partition is clean, under
+        the key the run that stored the inputs gave it, and no other (each key holds the base:
+        the context and the shared files, the nodes by their views and the values of the label
+        keys read; and the partition's files: what its demands come from). That run verified
+        or evaluated every partition against its own simulation, so their cached outcomes are
+        these (`verify` still compares them, from the records alone). None otherwise."""
+        if not self.same_inputs:
+            return None
+        memo = self.memo
+        if not (isinstance(memo, tuple) and len(memo) == 2 and isinstance(memo[1], dict)):
+            return None
+        return memo[1]
 
     def decode(self, rel: str) -> bool:
         """Whether this run needs the file's objects."""
@@ -475,6 +497,8 @@ def _take_clean(out: Plan, redo: frozenset[str], inputs: Any) -> None:
             out.findings[ns] = findings
             out.inputs[ns] = records[1]
             out.clean.add(ns)
+    # (a clean namespace's stored inputs carry its key, checked above)
+    out.same_inputs = bool(out.keys) and out.clean == out.keys.keys() == by_namespace.keys()
 
 
 def _valid_inputs(value: Any) -> bool:
@@ -525,11 +549,26 @@ def verify(run: Any) -> frozenset[str] | None:
             for r in plan_.inputs[ns]
         ):
             return None  # a record of a file not in its partition
+    known = plan_.known_outcomes()
     try:
+        if known is not None:
+            run.repo.occupancy  # noqa: B018 - the model's own demands take their known outcomes
+            # each clean partition's outcomes are the last simulation's: from the records alone
+            return frozenset(
+                ns
+                for ns in plan_.clean
+                if any(known.get(key) != outcome for key, outcome in _items(plan_.stored[ns]))
+            )
         outcomes = _outcomes(run, plan_.clean)
     except InputsError:
         return None
     return frozenset(ns for ns in plan_.clean if outcomes.get(ns, {}) != plan_.stored[ns].outcome)
+
+
+def _items(entry: PartitionEntry) -> Any:
+    """A cached partition's outcomes, (workload key, outcome) pairs (none when malformed)."""
+    outcome = entry.outcome
+    return outcome.items() if isinstance(outcome, dict) else ()
 
 
 def _outcomes(run: Any, namespaces: set[str]) -> dict[str, dict[str, Any]]:

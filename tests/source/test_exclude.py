@@ -45,6 +45,30 @@ def test_exclude_has_gitignore_semantics(pattern: str, path: str, excluded: bool
     assert (got == BY_CONFIG) is excluded, got
 
 
+def test_a_file_under_folder_only_patterns_is_not_matched_against_them(monkeypatch):
+    """`vendor/` names folders only: a walk asks about every file, and with such patterns alone
+    (the defaults) no file can match one, so none is matched; a .gitignore taken in, or a
+    pattern that may name a file, is asked as before, with the same answers."""
+    from gpudrv_check.read.gitignore import PatternList
+
+    asked: list[bytes] = []
+    real = PatternList.decide
+
+    def decide(self, path, is_dir):
+        asked.append(path)
+        return real(self, path, is_dir)
+
+    monkeypatch.setattr(PatternList, "decide", decide)
+    folders = Exclusions(["charts/"], gitignore=True)
+    assert folders.reason("charts") is None and folders.reason("a/vendor") is None
+    assert asked == []
+    assert folders.reason("vendor", is_dir=True) == BY_DEFAULT and asked == [b"vendor"]
+    folders.add_gitignore("", b"*.tmp\n")
+    assert folders.reason("x.tmp") is not None and folders.reason("x.yaml") is None
+    files = Exclusions(["*.json"], [])
+    assert files.reason("deep/x.json") == BY_CONFIG and files.reason("x.yaml") is None
+
+
 def test_default_folders_are_left_out_and_said_so(tmp_path: Path):
     root = _repo(
         tmp_path,

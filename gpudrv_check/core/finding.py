@@ -353,8 +353,9 @@ class Finding:
         never trusted to be of the right shape). `marshal` makes builtin values only, so each
         is checked by its exact class (a run reads back every cached finding: this is on the
         path of every edit run). A record holds what a Finding holds, its texts made printable
-        and cut already: one that does not is no record of ours (refused, not made printable),
-        and the objects are made without their `__init__` checks (a third of the time)."""
+        (`printable` leaves them as they are) and cut already: one that does not is no record
+        of ours (refused, not made printable), and the objects are made without their
+        `__init__` checks (half the time)."""
         if value.__class__ is not tuple or len(value) != 11:
             raise ValueError("not a finding record")
         rule, severity, message, hint, file, line, column, obj, path, by, cluster = value
@@ -371,9 +372,9 @@ class Finding:
             or not (cluster is None or cluster.__class__ is str)
         ):
             raise ValueError("not a finding record")
-        if not (message.isprintable() and len(message) <= MAX_MESSAGE and file.isprintable()):
+        if not (_kept(message) and len(message) <= MAX_MESSAGE and _kept(file)):
             raise ValueError("not a finding record")
-        if hint is not None and not (hint.isprintable() and len(hint) <= MAX_MESSAGE):
+        if hint is not None and not (_kept(hint) and len(hint) <= MAX_MESSAGE):
             raise ValueError("not a finding record")
         for step in path:
             if step.__class__ is not str and step.__class__ is not int:
@@ -391,9 +392,9 @@ class Finding:
             ):
                 raise ValueError("not a finding record")
             if not (
-                kind.isprintable()
-                and (name is None or name.isprintable())
-                and (namespace is None or namespace.isprintable())
+                _kept(kind)
+                and (name is None or _kept(name))
+                and (namespace is None or _kept(namespace))
             ):
                 raise ValueError("not a finding record")
             ref = _new(ObjectRef)
@@ -457,6 +458,12 @@ _SEVERITIES = {level.value: level for level in Severity}
 # one, through `object.__setattr__` for the frozen ones)
 _new = object.__new__
 _set = object.__setattr__
+
+
+def _kept(text: str) -> bool:
+    """Whether `printable` leaves `text` as it is (what a Finding keeps of any text: a text
+    `str.isprintable` refuses, such as one with a no-break space, may be kept too)."""
+    return text.isprintable() or _UNPRINTABLE.search(text) is None
 
 
 def unique_fingerprints(findings: list[Finding]) -> list[str]:

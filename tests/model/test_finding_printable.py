@@ -75,6 +75,17 @@ def test_a_record_reads_back_as_the_same_finding():
         assert again.object is None or hash(again.object) == hash(f.object)
 
 
+def test_a_text_printable_leaves_as_it_is_reads_back_too():
+    """A no-break space, an ideographic space, a soft hyphen, a BOM, a private-use character:
+    `str.isprintable` refuses them, `printable` leaves them (a review found the first version
+    of `from_record` refusing such records, which are ours: a cache miss on every run)."""
+    odd = "a\u00a0b\u3000c\u00add\ufeffe\ue000"
+    f = _finding(message=f"m {odd}", hint=f"h {odd}", location=Location(file=f"dir/{odd}.yaml"))
+    f = f.copy_with(object=ObjectRef(kind=f"K{odd}", name=odd, namespace=odd))
+    assert f.message == f"m {odd}" and f.location.file == f"dir/{odd}.yaml"
+    assert Finding.from_record(f.record()) == f
+
+
 @pytest.mark.parametrize(
     "record",
     [

@@ -275,6 +275,18 @@ def test_an_edit_that_keeps_every_key_takes_the_last_simulation_without_decoding
     assert namespace not in plans[1].clean and decoded  # ... with the others' demands decoded
     _sub(node, r"zone: zone-8", "zone: zone-7")
     assert cached() == [True] and decoded == []  # and all is as it was
+    # one that lacks a workload the last simulation has: the same (the dicts compared whole)
+    plan = plans[0]
+    entry = PartitionEntry.loaded(
+        plan.cache.load(CACHE_KIND, entry_name(plan.name, namespace), plan.keys[namespace])
+    )
+    assert entry is not None and workload in entry.outcome
+    lacking = {k: v for k, v in entry.outcome.items() if k != workload}
+    store_entry(plan.cache, plan.name, namespace, entry._replace(outcome=lacking))
+    _sub(node, r"zone: zone-7", "zone: zone-5")
+    assert cached() == [True, False] and namespace not in plans[1].clean
+    _sub(node, r"zone: zone-5", "zone: zone-4")
+    assert cached() == [True] and decoded == []
     # a workload edit: its namespace is evaluated, the others' demands decoded
     workload_file = sorted((repo / "apps" / "team-0").glob("*.yaml"))[0]
     workload_file.write_text(workload_file.read_text() + "\n")

@@ -553,22 +553,25 @@ def verify(run: Any) -> frozenset[str] | None:
     try:
         if known is not None:
             run.repo.occupancy  # noqa: B018 - the model's own demands take their known outcomes
-            # each clean partition's outcomes are the last simulation's: from the records alone
-            return frozenset(
-                ns
-                for ns in plan_.clean
-                if any(known.get(key) != outcome for key, outcome in _items(plan_.stored[ns]))
-            )
-        outcomes = _outcomes(run, plan_.clean)
+            outcomes = _known_by_namespace(known, plan_.partition_of)
+        else:
+            outcomes = _outcomes(run, plan_.clean)
     except InputsError:
         return None
     return frozenset(ns for ns in plan_.clean if outcomes.get(ns, {}) != plan_.stored[ns].outcome)
 
 
-def _items(entry: PartitionEntry) -> Any:
-    """A cached partition's outcomes, (workload key, outcome) pairs (none when malformed)."""
-    outcome = entry.outcome
-    return outcome.items() if isinstance(outcome, dict) else ()
+def _known_by_namespace(
+    known: dict[str, Any], partition_of: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """The last simulation's outcomes per partition, from the records alone: a workload's
+    key starts with its file (model/occupancy.py `record_key`)."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, outcome in known.items():
+        ns = partition_of.get(key.split("\0", 1)[0]) if isinstance(key, str) else None
+        if ns is not None:
+            out.setdefault(ns, {})[key] = outcome
+    return out
 
 
 def _outcomes(run: Any, namespaces: set[str]) -> dict[str, dict[str, Any]]:

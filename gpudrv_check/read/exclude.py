@@ -105,7 +105,7 @@ class Exclusions:
             self._config = _config_list([*self.default, *self.exclude])
             self._folders_only = all(p.dir_only for p in self._config.patterns)
         if not is_dir and self._folders_only and not (self.gitignore and self._deepest):
-            return None  # (a walk asks this of every file: a tenth of listing the files)
+            return None  # (a walk asks this of every file)
         path = os.fsencode(raw if raw is not None else rel).rstrip(b"/")
         decided = self._config.decide(path, is_dir)
         if decided is not None:

@@ -255,12 +255,11 @@ def _lazy_init(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: boo
     def __init__(self: Any, /, *args: Any, **kwargs: Any) -> None:
         nonlocal made
         made += 1
-        if made <= GENERIC_CALLS:
-            if not binding:
-                binding.append(_Binding(cls, fields, frozen))
-            if binding[0].bind(self, args, kwargs):
-                return
-        real = _compile_init(cls, fields, frozen)
+        if not binding:
+            binding.append(_Binding(cls, fields, frozen))
+        if made <= GENERIC_CALLS and binding[0].bind(self, args, kwargs):
+            return
+        real = _compile_init(cls, binding[0])
         if cls.__dict__.get("__init__") is __init__:
             type.__setattr__(cls, "__init__", real)
         real(self, *args, **kwargs)
@@ -282,19 +281,19 @@ class _Binding:
     argument) and touches nothing otherwise: the compiled `__init__` then raises what the
     dataclass's would."""
 
-    __slots__ = ("names", "positional", "post", "required", "set", "steps")
+    __slots__ = ("frozen", "keyword", "names", "positional", "post", "required", "set", "steps")
 
     def __init__(self, cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool):
         slots = "__slots__" in cls.__dict__
         positional: list[str] = []
+        keyword: list[str] = []
         names: set[str] = set()
         required: set[str] = set()
         steps: list[tuple[str, int, Any]] = []
         for f in fields:
             if f.init:
                 names.add(f.name)
-                if f.kw_only is not True:
-                    positional.append(f.name)
+                (keyword if f.kw_only is True else positional).append(f.name)
                 if f.default is not MISSING:
                     steps.append((f.name, _DEFAULT, f.default))
                 elif f.default_factory is not MISSING:
@@ -305,8 +304,11 @@ class _Binding:
             elif f.default_factory is not MISSING:
                 steps.append((f.name, _FACTORY_ONLY, f.default_factory))
             elif f.default is not MISSING and slots:
+                # (without slots the class attribute holding the default is what is read, as
+                # in the dataclass's __init__)
                 steps.append((f.name, _DEFAULT_ONLY, f.default))
-        self.positional = tuple(positional)
+        self.positional, self.keyword = tuple(positional), tuple(keyword)
+        self.frozen = frozen
         self.names = frozenset(names)
         self.required = frozenset(required)
         self.steps = tuple(steps)
@@ -341,49 +343,39 @@ class _Binding:
         return True
 
 
-def _compile_init(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> Any:
-    """Write and compile the class's `__init__`: parameters in field order (keyword-only
-    ones after `*`), each default or factory, the assignments (through `object.__setattr__`
-    for a frozen class) and the call of `__post_init__`."""
-    names = {f.name for f in fields}
-    slots = "__slots__" in cls.__dict__
-    me = "self" if "self" not in names else "__record_self__"
+def _compile_init(cls: Any, binding: _Binding) -> Any:
+    """Write and compile the class's `__init__` from its binding's steps: parameters in field
+    order (keyword-only ones after `*`), each default or factory, the assignments (through
+    `object.__setattr__` for a frozen class) and the call of `__post_init__`."""
+    me = "self" if "self" not in binding.names else "__record_self__"
     env: dict[str, Any] = {"__record_factory__": _FACTORY, "__record_object__": object}
-    positional: list[str] = []
-    keyword: list[str] = []
+    param: dict[str, str] = {}
     lines: list[str] = []
-    for f in fields:
-        if f.init:
-            if f.default is not MISSING:
-                env[f"__default_{f.name}__"] = f.default
-                param = f"{f.name}=__default_{f.name}__"
-            elif f.default_factory is not MISSING:
-                param = f"{f.name}=__record_factory__"
-            else:
-                param = f.name
-            (keyword if f.kw_only is True else positional).append(param)
-        if f.default_factory is not MISSING:
-            env[f"__factory_{f.name}__"] = f.default_factory
-            made = f"__factory_{f.name}__()"
-            value = f"{made} if {f.name} is __record_factory__ else {f.name}" if f.init else made
-        elif f.init:
-            value = f.name
-        elif f.default is not MISSING and slots:
-            # (without slots the class attribute holding the default is what is read, as in
-            # the dataclass's __init__)
-            env[f"__default_{f.name}__"] = f.default
-            value = f"__default_{f.name}__"
+    for name, how, extra in binding.steps:
+        if how == _PARAMETER:
+            param[name] = value = name
+        elif how == _DEFAULT:
+            env[f"__default_{name}__"] = extra
+            param[name], value = f"{name}=__default_{name}__", name
+        elif how == _FACTORY_PARAMETER:
+            env[f"__factory_{name}__"] = extra
+            param[name] = f"{name}=__record_factory__"
+            value = f"__factory_{name}__() if {name} is __record_factory__ else {name}"
+        elif how == _FACTORY_ONLY:
+            env[f"__factory_{name}__"] = extra
+            value = f"__factory_{name}__()"
         else:
-            continue
-        if frozen:
-            lines.append(f"  __record_object__.__setattr__({me}, {f.name!r}, {value})")
+            env[f"__default_{name}__"] = extra
+            value = f"__default_{name}__"
+        if binding.frozen:
+            lines.append(f"  __record_object__.__setattr__({me}, {name!r}, {value})")
         else:
-            lines.append(f"  {me}.{f.name} = {value}")
-    if hasattr(cls, "__post_init__"):
+            lines.append(f"  {me}.{name} = {value}")
+    if binding.post:
         lines.append(f"  {me}.__post_init__()")
-    params = [me, *positional]
-    if keyword:
-        params += ["*", *keyword]
+    params = [me, *(param[name] for name in binding.positional)]
+    if binding.keyword:
+        params += ["*", *(param[name] for name in binding.keyword)]
     source = (
         f"def __make__({', '.join(env)}):\n"
         f" def __init__({', '.join(params)}):\n"

@@ -194,6 +194,22 @@ def counting_rules(monkeypatch: pytest.MonkeyPatch, *rules: str) -> dict[str, in
     return calls
 
 
+def recording_plans(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Every partition plan made from now on (engine/cache/partition.py `Plan`, as the files
+    cache takes `plan`), in the order made: a second reading's (`redo`) after the first."""
+    from gpudrv_check.engine.cache import files as files_mod
+
+    made: list = []
+    real = files_mod.plan
+
+    def recording(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(files_mod, "plan", recording)
+    return made
+
+
 @pytest.fixture
 def lab_repo(tmp_path: Path) -> Path:
     """A private copy of examples/lab (tests may edit it)."""

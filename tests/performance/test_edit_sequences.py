@@ -24,8 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.engine.cache import files
-from tests.conftest import generated_corpus, run_main
+from tests.conftest import generated_corpus, recording_plans, run_main
 
 #: label values each key takes in the sequences: read and unread keys, strings and not
 VALUES = {
@@ -276,15 +275,7 @@ def test_after_each_edit_of_a_random_sequence_the_cached_run_says_what_a_fresh_r
     cache = tmp_path / "cache"
     # how many of the cached runs took partitions from the cache (a sequence of full runs
     # would prove nothing)
-    taking = []
-    real_plan = files.plan
-
-    def plan(*args, **kwargs):
-        made = real_plan(*args, **kwargs)
-        taking.append(bool(made.clean))
-        return made
-
-    monkeypatch.setattr(files, "plan", plan)
+    plans = recording_plans(monkeypatch)
     rng = random.Random(seed)
     done: list[str] = []
     for _ in range(30):
@@ -296,4 +287,5 @@ def test_after_each_edit_of_a_random_sequence_the_cached_run_says_what_a_fresh_r
         fresh = _check(root, "--no-cache")
         assert cached == fresh, f"after: {done[-5:]}"
         assert "objects read" in fresh[1]  # the repo was checked (no usage error)
+    taking = [bool(p.clean) for p in plans]
     assert sum(taking) >= 5, taking  # 10-16 of 26-31 with these seeds

@@ -22,7 +22,14 @@ import pytest
 
 from gpudrv_check.engine.cache.partition import node_view
 from gpudrv_check.read.manifests import parse_manifest_bytes
-from tests.conftest import ROOT, counting_rules, generated_corpus, run_main, write
+from tests.conftest import (
+    ROOT,
+    counting_rules,
+    generated_corpus,
+    recording_plans,
+    run_main,
+    write,
+)
 from tests.rules.cases import case_files, read_case, write_repo
 
 NODE = """apiVersion: v1
@@ -154,18 +161,8 @@ def _sub(path: Path, pattern: str, new: str) -> None:
 def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_path, monkeypatch):
     """...and the cluster-wide findings, which are found again only when a value one of their
     rules read changed (GPU001's evaluations counted; a fresh run evaluates it once)."""
-    from gpudrv_check.engine.cache import files as files_mod
-
     calls = counting_rules(monkeypatch, "GPU001")
-    planned: list[tuple[int, int]] = []  # (partitions taken from the cache, partitions)
-    real = files_mod.plan
-
-    def recording(*args, **kwargs):
-        out = real(*args, **kwargs)
-        planned.append((len(out.clean), len(out.keys)))
-        return out
-
-    monkeypatch.setattr(files_mod, "plan", recording)
+    planned = recording_plans(monkeypatch)
     cache = tmp_path / "cache"
     args = ("check", str(repo), "--fail-on", "never", "--format", "json")
 
@@ -176,7 +173,7 @@ def test_an_edit_of_a_label_value_nothing_reads_keeps_every_partition(repo, tmp_
         before = calls["GPU001"]
         out = run_main(*args, "--cache-dir", str(cache))
         assert out.returncode == 0, out.stderr
-        taken, total = planned[0]  # the plan of the first reading
+        taken, total = len(planned[0].clean), len(planned[0].keys)  # the first reading's
         fresh = run_main(*args, "--no-cache")
         assert out.stdout == fresh.stdout
         assert total > 10
@@ -218,7 +215,6 @@ def test_an_edit_that_keeps_every_key_takes_the_last_simulation_without_decoding
     outcomes from the last simulation and no cached demand is decoded (or encoded, digested);
     the cached outcomes are still compared with it, from the records alone: one that differs
     has its namespace evaluated again (a guard: the full comparison found it too)."""
-    from gpudrv_check.engine.cache import files as files_mod
     from gpudrv_check.engine.cache.partition import (
         CACHE_KIND,
         PartitionEntry,
@@ -235,15 +231,7 @@ def test_an_edit_that_keeps_every_key_takes_the_last_simulation_without_decoding
         return real_decode(cached, occupancy)
 
     monkeypatch.setattr(occupancy_mod, "decode_inputs", decode)
-    plans: list = []
-    real_plan = files_mod.plan
-
-    def recording(*args, **kwargs):
-        out = real_plan(*args, **kwargs)
-        plans.append(out)
-        return out
-
-    monkeypatch.setattr(files_mod, "plan", recording)
+    plans = recording_plans(monkeypatch)
     cache = tmp_path / "cache"
     args = ("check", str(repo), "--fail-on", "never", "--format", "json")
 
@@ -488,17 +476,8 @@ def test_a_cached_run_after_rewriting_every_unread_label_value_says_what_a_fresh
     cached check again, which must say what a check without cache says (the partitions it
     took from the cache included)."""
     from gpudrv_check.core import label_reads
-    from gpudrv_check.engine.cache import files as files_mod
 
-    planned: list[tuple[int, int]] = []
-    real = files_mod.plan
-
-    def recording(*args, **kwargs):
-        out = real(*args, **kwargs)
-        planned.append((len(out.clean), len(out.keys)))
-        return out
-
-    monkeypatch.setattr(files_mod, "plan", recording)
+    planned = recording_plans(monkeypatch)
     reused = rewritten = 0
     for i, path in enumerate(case_files()):
         root, cache = tmp_path / f"case{i}", tmp_path / f"cache{i}"
@@ -514,7 +493,7 @@ def test_a_cached_run_after_rewriting_every_unread_label_value_says_what_a_fresh
         cached = run_main(*args, "--cache-dir", str(cache))
         fresh = run_main(*args, "--no-cache")
         assert cached.stdout == fresh.stdout, path
-        if planned and planned[0][1] and planned[0][0] == planned[0][1]:
+        if planned and planned[0].keys and len(planned[0].clean) == len(planned[0].keys):
             reused += 1
     assert rewritten >= 40 and reused >= 15, (rewritten, reused)
 

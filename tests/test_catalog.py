@@ -121,13 +121,80 @@ def test_the_compiled_catalog_is_the_rule_folders():
     shipped = (PACKAGE / "rules" / COMPILED_CATALOG).read_text(encoding="utf-8")
     assert shipped == compiled_catalog_text(source), (
         "gpudrv_check/rules/catalog.json is stale: run "
-        '`python -c "from gpudrv_check.read.policy import write_compiled_catalog as w; w()"`'
+        '`python -c "from gpudrv_check.read.policy import write_compiled_catalog as w; w()"`, '
+        "then write rules/plan.json (test_the_compiled_plan_is_what_the_declarations_give)"
     )
     from_folders = {
         policy.id: policy
         for policy in (built_in(RulePolicy, data, name) for name, data in source.items())
     }
     assert catalog() == dict(sorted(from_folders.items()))
+
+
+def test_the_compiled_plan_is_what_the_declarations_give():
+    """A run reads gpudrv_check/rules/plan.json (issue 22: working the skim plan and the
+    partition kinds out of the declarations took about 5 ms of every run); it must be what
+    the declarations give, written as `compiled_plan_text` writes it."""
+    from gpudrv_check.rules import plan
+
+    shipped = (PACKAGE / "rules" / plan.COMPILED_PLAN).read_text(encoding="utf-8")
+    assert shipped == plan.compiled_plan_text(), (
+        "gpudrv_check/rules/plan.json is stale: run "
+        '`python -c "from gpudrv_check.rules.plan import write_compiled_plan as w; w()"` '
+        "(after rules/catalog.json, if a rule.yaml changed)"
+    )
+    assert plan.skim_plan() == plan.derived_skim_plan()
+    assert plan.partition_kinds() == plan.derived_partition_kinds()
+    assert plan.cacheable_cluster_rules() == plan.derived_cacheable_cluster_rules()
+    # sets that matter, not empty ones written by a broken derivation
+    assert {"CustomResourceDefinition", "Role"} <= plan.skim_plan().kinds
+    assert "images" in plan.skim_plan().node_status and "Pod" in plan.partition_kinds()
+
+
+def test_a_package_without_the_compiled_plan_works_it_out(monkeypatch):
+    from gpudrv_check.rules import plan
+
+    for cached in (plan.compiled_plan, plan.skim_plan, plan.partition_kinds):
+        cached.cache_clear()
+    monkeypatch.setattr(plan, "COMPILED_PLAN", "absent.json")
+    try:
+        assert plan.compiled_plan() is None
+        assert plan.skim_plan() == plan.derived_skim_plan()
+        assert plan.partition_kinds() == plan.derived_partition_kinds()
+    finally:
+        for cached in (plan.compiled_plan, plan.skim_plan, plan.partition_kinds):
+            cached.cache_clear()
+
+
+def test_a_broken_compiled_plan_is_a_packaging_error(monkeypatch, tmp_path):
+    import json
+
+    import pytest
+
+    from gpudrv_check.rules import plan
+
+    good = plan.derived_plan()
+    broken = [
+        [],
+        {**good, "version": 2},
+        {**good, "skim": []},
+        {**good, "skim": {**good["skim"], "kinds": "Role"}},
+        {**good, "partition_kinds": [1]},
+        {key: value for key, value in good.items() if key != "cacheable_cluster_rules"},
+    ]
+    (tmp_path / "rules").mkdir()
+    monkeypatch.setattr("gpudrv_check.core.resources.package_dir", lambda: tmp_path)
+    try:
+        for data in broken:
+            plan.compiled_plan.cache_clear()
+            (tmp_path / "rules" / plan.COMPILED_PLAN).write_text(json.dumps(data))
+            with pytest.raises(RuntimeError, match="broken built-in rules/plan.json"):
+                plan.compiled_plan()
+        plan.compiled_plan.cache_clear()
+        (tmp_path / "rules" / plan.COMPILED_PLAN).write_text(json.dumps(good))
+        assert plan.compiled_plan() == good
+    finally:
+        plan.compiled_plan.cache_clear()
 
 
 def test_the_model_reads_are_what_pydantic_validates_them_to():

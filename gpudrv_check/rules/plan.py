@@ -260,7 +260,21 @@ def _text_paths(kind: str, text: str) -> tuple[tuple[str, ...], ...]:
 
 @cache
 def skim_plan() -> SkimPlan:
-    """What the reader may leave out, derived from what every rule and the model read."""
+    """What the reader may leave out, derived from what every rule and the model read (as
+    rules/plan.json holds it: `compiled_plan`)."""
+    compiled = compiled_plan()
+    if compiled is not None:
+        skim = compiled["skim"]
+        return SkimPlan(
+            kinds=frozenset(skim["kinds"]),
+            node_status=frozenset(skim["node_status"]),
+            container=frozenset(skim["container"]),
+        )
+    return derived_skim_plan()
+
+
+def derived_skim_plan() -> SkimPlan:
+    """`skim_plan` worked out from the declarations."""
     named = {k for d in declarations() for k in d.kinds if k != ANY}
     status = _read_keys(_paths(["Node"]), ("status",), NODE_STATUS_FIELDS)
     container: set[str] = set()
@@ -280,6 +294,14 @@ def partition_kinds() -> frozenset[str]:
     """Namespaced kinds read at namespace scope and by no declaration at cluster scope, but
     those read at cluster scope only `when:` a condition holds: in a run where it does, the
     engine reads every namespace (rules `reads_all_namespaces`, engine/run.py `load`)."""
+    compiled = compiled_plan()
+    if compiled is not None:
+        return frozenset(compiled["partition_kinds"])
+    return derived_partition_kinds()
+
+
+def derived_partition_kinds() -> frozenset[str]:
+    """`partition_kinds` worked out from the declarations."""
     by_scope: dict[str, set[str]] = {"namespace": set(), "cluster": set()}
     for d in declarations():
         if d.scope == "cluster" and d.when is not None:
@@ -298,13 +320,89 @@ def cacheable_cluster_rules() -> frozenset[str]:
     alone, so it may be kept under their digest (engine/cache/partition.py `ClusterFindings`).
     GPU025, which reads every namespace's workloads when the upgrade waits on a pod selector
     for ever, is not one of them."""
-    kinds = partition_kinds()
+    compiled = compiled_plan()
+    if compiled is not None:
+        return frozenset(compiled["cacheable_cluster_rules"])
+    return derived_cacheable_cluster_rules()
+
+
+def derived_cacheable_cluster_rules() -> frozenset[str]:
+    """`cacheable_cluster_rules` worked out from the declarations."""
+    kinds = derived_partition_kinds()
     reading = {d.owner for d in declarations() if d.kinds & kinds or ANY in d.kinds}
     return frozenset(
         policy.id
         for policy in catalog().values()
         if policy.scope == "cluster" and policy.id not in reading
     )
+
+
+#: what `skim_plan`, `partition_kinds` and `cacheable_cluster_rules` give, in one file a run
+#: reads with `json` (gpudrv_check/rules/plan.json, written by `write_compiled_plan`): working
+#: them out from the declarations took about 5 ms of every run (a twentieth of an edit run of a
+#: small repo). A test holds it equal to what the declarations give (tests/test_catalog.py).
+COMPILED_PLAN = "plan.json"
+
+
+@cache
+def compiled_plan() -> dict | None:
+    """gpudrv_check/rules/plan.json as data, or None when a copy of the package lacks it (a
+    build from a checkout that does not track it yet): the plan is then worked out."""
+    import json
+
+    from gpudrv_check.core.resources import package_dir
+
+    try:
+        raw = package_dir().joinpath("rules").joinpath(COMPILED_PLAN).read_bytes()
+    except FileNotFoundError:
+        return None
+    data = json.loads(raw)
+    if not _plan_shaped(data):
+        raise RuntimeError(f"broken built-in rules/{COMPILED_PLAN}")
+    return data
+
+
+def _plan_shaped(data: object) -> bool:
+    """Whether `data` has the shape `derived_plan` gives (version 1, lists of strings)."""
+    if not isinstance(data, dict) or data.get("version") != 1:
+        return False
+    skim = data.get("skim")
+    if not isinstance(skim, dict):
+        return False
+    lists = [skim.get(k) for k in ("kinds", "node_status", "container")]
+    lists += [data.get("partition_kinds"), data.get("cacheable_cluster_rules")]
+    return all(isinstance(x, list) and all(isinstance(k, str) for k in x) for x in lists)
+
+
+def derived_plan() -> dict:
+    """What rules/plan.json holds, worked out from the declarations (each set sorted)."""
+    skim = derived_skim_plan()
+    return {
+        "version": 1,
+        "skim": {
+            "kinds": sorted(skim.kinds),
+            "node_status": sorted(skim.node_status),
+            "container": sorted(skim.container),
+        },
+        "partition_kinds": sorted(derived_partition_kinds()),
+        "cacheable_cluster_rules": sorted(derived_cacheable_cluster_rules()),
+    }
+
+
+def compiled_plan_text() -> str:
+    """The text of gpudrv_check/rules/plan.json for the declarations as they are."""
+    from gpudrv_check.read.packaged import compiled_text
+
+    return compiled_text(derived_plan())
+
+
+def write_compiled_plan() -> None:
+    """Write gpudrv_check/rules/plan.json from the declarations (a developer's command, after
+    rules/catalog.json: `write_compiled_catalog`)."""
+    from gpudrv_check.core.resources import package_dir
+    from gpudrv_check.read.packaged import write_compiled
+
+    write_compiled(package_dir().joinpath("rules").joinpath(COMPILED_PLAN), derived_plan())
 
 
 def current_plan() -> SkimPlan:

@@ -93,17 +93,17 @@ def test_a_declared_read_takes_a_field_out_of_the_plan(monkeypatch):
     extra = Reads(kinds=["workloads", "Node", "Service"], fields=["{podspec}.containers.*.env"])
     node = Reads(kinds=["Node"], fields=["status.images"])
     own = plan.model_reads()
-    plan.skim_plan.cache_clear()
     monkeypatch.setattr(plan, "model_reads", lambda: (*own, extra, node))
     plan.declarations.cache_clear()
     try:
-        derived = plan.skim_plan()
+        derived = plan.derived_skim_plan()
         assert "env" not in derived.container and "args" in derived.container
         assert "images" not in derived.node_status and "nodeInfo" in derived.node_status
         assert "Service" not in derived.kinds and "Role" in derived.kinds
+        # what rules/plan.json would then hold, and so what a run would skip
+        assert plan.derived_plan()["skim"]["container"] == sorted(derived.container)
     finally:
         plan.declarations.cache_clear()
-        plan.skim_plan.cache_clear()
 
 
 def test_partition_kinds_are_the_listed_ones():
@@ -131,12 +131,11 @@ def test_without_the_condition_cluster_reads_of_a_kind_take_it_out_of_the_partit
     always = Reads(kinds=["Job"], fields=["spec"], scope="cluster")
     monkeypatch.setattr(plan, "model_reads", lambda: (*own, always))
     plan.declarations.cache_clear()
-    plan.partition_kinds.cache_clear()
     try:
-        assert plan.partition_kinds() == LISTED_PARTITION_KINDS - {"Job"}
+        assert plan.derived_partition_kinds() == LISTED_PARTITION_KINDS - {"Job"}
+        assert plan.derived_plan()["partition_kinds"] == sorted(LISTED_PARTITION_KINDS - {"Job"})
     finally:
         plan.declarations.cache_clear()
-        plan.partition_kinds.cache_clear()
 
 
 def test_every_rule_declares_its_scope_and_reads_known_kinds_and_paths():

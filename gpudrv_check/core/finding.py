@@ -10,17 +10,18 @@ from dataclasses import field, replace
 from enum import Enum
 from typing import Any
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.records import record
 from gpudrv_check.core.scope import effective_namespace
 
 # control, line-separator and bidi-override characters: from a hostile repo they could forge
 # report lines, terminal escapes or CI annotations, or hide text ("Trojan source")
-_UNPRINTABLE = re.compile(
+_UNPRINTABLE = lazy_compile(
     "[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
-_LINE_BREAKS = re.compile("\r\n|[\n\r]")
+_LINE_BREAKS = lazy_compile("\r\n|[\n\r]")
 #: the numbers of a message a fingerprint leaves out (lines, columns, sizes, counts)
-_DIGITS = re.compile("[0-9]+")
+_DIGITS = lazy_compile("[0-9]+")
 MAX_MESSAGE = 2000
 
 
@@ -40,11 +41,11 @@ def printable(text: str, line_breaks: str | None = None) -> str:
 
 
 # what a terminal must not receive raw: `_UNPRINTABLE` but for line feed and tab
-_TERMINAL_UNSAFE = re.compile(
+_TERMINAL_UNSAFE = lazy_compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 # the colour codes report/text.py writes itself (kept when colour is on)
-_OWN_COLOUR = re.compile("\x1b\\[(?:0|3[136])m")
+_OWN_COLOUR = lazy_compile("\x1b\\[(?:0|3[136])m")
 
 
 # the bytes of UTF-8 text a terminal may receive raw, but for the lead bytes of the characters
@@ -119,7 +120,7 @@ def _keep(text: str) -> str:
 #: trims the line's start, then wants `::` first): blanks are what .NET's TrimStart trims
 #: (char.IsWhiteSpace: tab, the space, U+00A0, U+3000 and the other Zs), here every
 #: whitespace character but the line feed that ends the line
-_RUNNER_V2 = re.compile(r"^([^\S\n]*):(?=:)", re.MULTILINE)
+_RUNNER_V2 = lazy_compile(r"^([^\S\n]*):(?=:)", re.MULTILINE)
 
 
 def no_runner_commands(text: str) -> str:

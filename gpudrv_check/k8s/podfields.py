@@ -47,11 +47,11 @@ validation; not this module's to word). Inputs are JSON-like data; nothing here 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import field_path_text
 from gpudrv_check.core.memo import TextMemo
 from gpudrv_check.k8s.labels import MAPPINGS, Path
@@ -66,7 +66,7 @@ __all__ = [
 
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN_FMT = _LABEL_FMT + r"(\." + _LABEL_FMT + ")*"
-_SUBDOMAIN_RE = re.compile(_SUBDOMAIN_FMT)
+_SUBDOMAIN_RE = lazy_compile(_SUBDOMAIN_FMT)
 SUBDOMAIN_MAX_LENGTH = 253
 # content/dns.go dns1123SubdomainErrorMsg through content/errors.go RegexError (one example)
 _SUBDOMAIN_MSG = (

@@ -17,9 +17,9 @@ base 10, 64 bits).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.k8s.labels import is_valid_label_key, is_valid_label_value
 
 Matcher = Callable[[Mapping[str, str]], bool]
@@ -27,10 +27,10 @@ Matcher = Callable[[Mapping[str, str]], bool]
 _BLANKS = " \t\r\n"
 _SYMBOLS = "=!(),><"
 #: a token: a two-character operator, a symbol, or a run of anything else
-_TOKEN = re.compile(r"!=|==|[=!(),><]|[^=!(),><\0" + _BLANKS + "]+")
+_TOKEN = lazy_compile(r"!=|==|[=!(),><]|[^=!(),><\0" + _BLANKS + "]+")
 _KEYWORDS = ("in", "notin")
 #: strconv.ParseInt(s, 10, 64): an optional sign and decimal digits, within int64
-_INT = re.compile(r"[+-]?[0-9]+")
+_INT = lazy_compile(r"[+-]?[0-9]+")
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 

@@ -25,11 +25,11 @@ repo is one cluster.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable
 from dataclasses import field
 from typing import Any
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import LMap, LSeq
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.records import record
@@ -174,7 +174,7 @@ def _flux_clusters(repo: _Repo) -> list[Cluster]:
     return clusters
 
 
-_TEMPLATE = re.compile(r"\{\{\s*\.?([A-Za-z0-9_.-]+)\s*\}\}")
+_TEMPLATE = lazy_compile(r"\{\{\s*\.?([A-Za-z0-9_.-]+)\s*\}\}")
 
 
 def _expand(value: Any, element: dict[str, str]) -> Any:

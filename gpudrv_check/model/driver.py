@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.records import record
 from gpudrv_check.model.node import Node
 from gpudrv_check.model.repo import Repo
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 DEFAULT_DRIVER_IMAGE = "driver"
 
 # a chart version that pins one release: `v25.10.0`, `=25.10.0`, `~25.10.1`, `25.10.x`
-_PINNED = re.compile(r"^[=~^]?\s*v?(\d+)\.(\d+)(?:\.(\d+|x|X|\*))?(?:[-+][0-9A-Za-z.-]+)?$")
+_PINNED = lazy_compile(r"^[=~^]?\s*v?(\d+)\.(\d+)(?:\.(\d+|x|X|\*))?(?:[-+][0-9A-Za-z.-]+)?$")
 
 
 class LabelKeys(TypedDict):

@@ -30,9 +30,10 @@ offsets that split a UTF-8 character, values or nesting past the limits below.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from gpudrv_check.core.lazy_re import lazy_compile
 
 #: texts, values and results longer than this (characters) are not evaluated: unknown
 MAX_TEXT = 65_536
@@ -369,7 +370,7 @@ def _case(name: str, s: str) -> str:
     return changed if len(name) == 2 else changed + s[1:]
 
 
-_ATOI = re.compile(r"[+-]?[0-9]+\Z")
+_ATOI = lazy_compile(r"[+-]?[0-9]+\Z")
 _INT64 = 2**63
 
 

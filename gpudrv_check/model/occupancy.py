@@ -67,6 +67,7 @@ from itertools import compress, count, repeat
 from operator import is_
 from typing import TYPE_CHECKING, Any
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.resources import is_extended
 from gpudrv_check.k8s.scheduler import (
@@ -94,7 +95,7 @@ if TYPE_CHECKING:
 #: InterPodAffinity's reason for a node whose domain holds a pod the incoming pod's required
 #: anti-affinity selects (filtering.go ErrReasonAntiAffinityRulesNotMatch, Unschedulable)
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
-_REFUSED = re.compile(r"(?:: |, )(\d+) " + re.escape(REASON_ANTI_AFFINITY) + r"[,.]")
+_REFUSED = lazy_compile(r"(?:: |, )(\d+) " + re.escape(REASON_ANTI_AFFINITY) + r"[,.]")
 
 #: a node's topology pairs (key, value), one per self anti-affinity term key it carries
 Pairs = tuple[tuple[str, str], ...]

@@ -26,6 +26,7 @@ from dataclasses import field
 from typing import Any, Protocol
 
 from gpudrv_check.core.finding import Location, quoted
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.records import record
@@ -147,7 +148,7 @@ def merge_values(a: dict, b: dict) -> dict:
     return out
 
 
-_PATH_PART = re.compile(r"^(?P<key>.*?)(?P<index>(?:\[\d+\])*)$")
+_PATH_PART = lazy_compile(r"^(?P<key>.*?)(?P<index>(?:\[\d+\])*)$")
 
 
 def _split_target_path(path: str) -> list[str | int]:

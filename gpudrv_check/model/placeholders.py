@@ -35,10 +35,10 @@ import binascii
 import copy
 import errno
 import posixpath
-import re
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import LMap, LSeq, containers
 from gpudrv_check.core.records import record
 from gpudrv_check.core.yaml_scalars import resolve_plain
@@ -50,12 +50,12 @@ if TYPE_CHECKING:
     from gpudrv_check.core.manifest import Manifest
 
 #: the start of a placeholder; `$$` is envsubst's escape of `$` (parse/scan.go `scanEscaped`)
-PLACEHOLDER = re.compile(r"\$\{")
+PLACEHOLDER = lazy_compile(r"\$\{")
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io/"
 DISABLED = "kustomize.toolkit.fluxcd.io/substitute"
 DISABLED_VALUE = "disabled"
 #: kustomize_varsub.go `varsubRegex` (Go's [:alpha:] and [:digit:] are ASCII)
-VARIABLE_NAME = re.compile(r"[_A-Za-z][_A-Za-z0-9]*\Z")
+VARIABLE_NAME = lazy_compile(r"[_A-Za-z][_A-Za-z0-9]*\Z")
 #: findings of these rules concern how a file is written, not the values: always kept
 KEPT_RULES = frozenset(("unreadable-file", "duplicate-key", "not-checkable"))
 #: values visited per object at most (bounded on hostile input)
@@ -578,7 +578,7 @@ def _site_value(
     return UNKNOWN
 
 
-_NAME_AFTER = re.compile(r"\$\{#?([^\W]\w*)")
+_NAME_AFTER = lazy_compile(r"\$\{#?([^\W]\w*)")
 
 
 def _sites(root: Any) -> list[_Site]:

@@ -16,13 +16,14 @@ from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import Path
 from gpudrv_check.core.manifest import value_at
 from gpudrv_check.core.records import record
 from gpudrv_check.read.config import Config
 
 ROOT = "$"  # a path starting with this step is from the object's root, not the item
-_PLACEHOLDER = re.compile(r"\{(name|namespace|key|key_lower|item\.[A-Za-z0-9_.-]+)\}")
+_PLACEHOLDER = lazy_compile(r"\{(name|namespace|key|key_lower|item\.[A-Za-z0-9_.-]+)\}")
 
 
 @record(frozen=True)

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.numbers import parse_digits
 
@@ -92,9 +93,9 @@ _REFERENCE_RE = re.compile(
     rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$"
 )
 _TAG_RE = re.compile(rf"^{_TAG}$")
-_OPERATOR_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
-_DRIVER_VERSION_RE = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
-_KERNEL_ARCH_RE = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
+_OPERATOR_VERSION_RE = lazy_compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
+_DRIVER_VERSION_RE = lazy_compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
+_KERNEL_ARCH_RE = lazy_compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
 
 DOCKER_HUB_DOMAIN = "docker.io"
 # Docker treats these hostnames as Docker Hub when normalising names.

@@ -25,9 +25,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.records import record
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 GPU = "nvidia.com/gpu"
-_PROFILE = re.compile(r"(\d+)g\.(\d+)gb")
+_PROFILE = lazy_compile(r"(\d+)g\.(\d+)gb")
 
 #: a GPU as the mig-manager leaves it: its MIG devices by profile, or None for MIG disabled
 GpuState = Mapping[str, int] | None

@@ -27,6 +27,7 @@ import re
 from sys import intern
 from typing import Any
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import LMap, LSeq, Pos
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 from gpudrv_check.core.yaml_scalars import NULLS as _NULLS
@@ -92,7 +93,7 @@ def _outside(text: str) -> bool:
 _LINE = re.compile(r"( *)(- +)?(?:([^ :#'\"&*!|>%@`{}\[\],?\-][^ :#]*):(?: +|\Z))?(.*)\Z")
 # A quoted key (`"a.b/c": x`, `'x': y`) and the rest after its colon
 _DQ_KEY = re.compile(r'"([^"\\]*)":(?: +|\Z)(.*)\Z')
-_SQ_KEY = re.compile(r"'((?:[^']|'')*)':(?: +|\Z)(.*)\Z")
+_SQ_KEY = lazy_compile(r"'((?:[^']|'')*)':(?: +|\Z)(.*)\Z")
 # what may follow a quoted scalar or a flow collection on its line: blanks, and a comment
 _TAIL = re.compile(r"(?: +(?:#.*)?)?\Z")
 # One-line flow collections: a scalar (double-quoted without escapes, single-quoted, or plain
@@ -111,7 +112,7 @@ _FLOW_PAIR = re.compile(r" *" + _FLOW_SCALAR + r" *: +" + _FLOW_SCALAR + r" *(,|
 _FLOW_EMPTY = re.compile(r"[\[{] *([\]}])")
 # A block scalar's header after its key or dash: the style, a chomping indicator, blanks and a
 # comment (an indentation indicator, or a comment with no blank before it, declines)
-_BLOCK_HEADER = re.compile(r"([|>])([+-]?)(?: +(?:#.*)?)?\Z")
+_BLOCK_HEADER = lazy_compile(r"([|>])([+-]?)(?: +(?:#.*)?)?\Z")
 # characters that make a value more than a plain scalar on one line, at its start
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` ")
 #: a simple key is at most this long (libyaml: 1024 characters, then "could not find

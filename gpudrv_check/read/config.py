@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpudrv_check.core.finding import Severity
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.records import record
 from gpudrv_check.core.validated import build, dump, internal, plain_validate, spec, validate
 from gpudrv_check.read.config_file import (  # noqa: F401 - their home before; imported from here
@@ -407,12 +408,12 @@ def _toml_doc(text: str, shown: str) -> dict[str, Any]:
 
 
 #: a table header of ours, `[tool.gpudrv-check.rules]` or `[[tool.gpudrv-check.exemptions]]`
-_TOML_HEADER = re.compile(
+_TOML_HEADER = lazy_compile(
     r"\s*(\[\[?)\s*tool\s*\.\s*(?:gpudrv-check|\"gpudrv-check\")((?:\s*\.\s*[A-Za-z0-9_-]+)*)"
     r"\s*\]\]?\s*(?:#.*)?$"
 )
-_TOML_OTHER_HEADER = re.compile(r"\s*\[")
-_TOML_KEY = re.compile(r"(\s*)([A-Za-z0-9_-]+|\"[^\"\\]*\")\s*=")
+_TOML_OTHER_HEADER = lazy_compile(r"\s*\[")
+_TOML_KEY = lazy_compile(r"(\s*)([A-Za-z0-9_-]+|\"[^\"\\]*\")\s*=")
 
 
 def _toml_position(text: str, path: tuple) -> tuple[int, int]:

@@ -11,12 +11,12 @@ Numbers read as Kubernetes reads them: integers that fit int64 stay integers, ot
 from __future__ import annotations
 
 import math
-import re
 from json import JSONDecodeError
 from json.decoder import scanstring  # type: ignore[attr-defined]  # not in typeshed (C or Python)
 from typing import Any
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import LMap, LSeq, Pos
 from gpudrv_check.core.yaml_scalars import json_number
 from gpudrv_check.read.policy import builtin
@@ -30,10 +30,10 @@ from gpudrv_check.read.yaml_docs import (
     set_key,
 )
 
-_WS = re.compile(r"[ \t\n\r]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_WS = lazy_compile(r"[ \t\n\r]*")
+_NUMBER = lazy_compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = lazy_compile("[\ud800-\udfff]")
 # Kubernetes decodes JSON numbers as int64 when they are integers that fit, else float64
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 

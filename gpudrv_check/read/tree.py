@@ -9,6 +9,7 @@ import stat
 from dataclasses import field
 from pathlib import Path
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.records import record
 from gpudrv_check.read.exclude import (
     GITIGNORE,
@@ -40,7 +41,9 @@ class FileRef:
 
 
 # characters a path must not carry into a report line (controls, line and bidi overrides)
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE = lazy_compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def is_manifest_name(name: str) -> bool:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 from collections import Counter
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from gpudrv_check.core.finding import MAX_MESSAGE, Finding, Severity, printable
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.records import record
 
 if TYPE_CHECKING:
@@ -61,9 +61,9 @@ class Summary:
 
 
 #: a byte of a name that is not UTF-8 (as `surrogateescape` holds it): no text names the file
-_NOT_TEXT = re.compile("[\udc80-\udcff]")
+_NOT_TEXT = lazy_compile("[\udc80-\udcff]")
 #: what a workflow command line must not carry raw (tab, CR and LF aside: CR and LF escaped)
-_NOT_COMMAND = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+_NOT_COMMAND = lazy_compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @record
@@ -160,7 +160,7 @@ def path_prefix(root: str, cwd: str | None = None) -> str:
 
 # what JSON leaves raw with ensure_ascii=False and a reader could be fooled by: DEL and C1
 # controls, line and paragraph separators, bidirectional marks and overrides, lone surrogates
-_JSON_UNSAFE = re.compile(
+_JSON_UNSAFE = lazy_compile(
     "[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpudrv_check.core.finding import Finding, names
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import field_path_text
 from gpudrv_check.k8s.podaffinity import HOSTNAME_LABEL
 from gpudrv_check.k8s.taints import TAINT_NODE_UNSCHEDULABLE
@@ -202,7 +203,7 @@ def pending_replicas_finding(ctx: Context, workload: Workload) -> Finding | None
 
 #: the PodTopologySpread filter's skew reason (plugin.go ErrReasonConstraintsNotMatch), not
 #: its missing-label one, in the scheduler's message
-_SKEW = re.compile(re.escape(REASON_SPREAD) + r"(?! \(missing)")
+_SKEW = lazy_compile(re.escape(REASON_SPREAD) + r"(?! \(missing)")
 
 
 def _skew_finding(ctx: Context, workload: Workload, replicas: Replicas) -> Finding:

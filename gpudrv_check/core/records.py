@@ -28,6 +28,8 @@ import abc
 import dataclasses
 import re
 import reprlib
+import sys
+import types
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
 from operator import attrgetter
@@ -114,9 +116,13 @@ def _make(cls: Any, *, frozen: bool, slots: bool, eq: bool, kw_only: bool, want_
     if not documented:  # written below; the dataclass would write it with inspect.signature
         cls.__doc__ = cls.__name__  # (a tenth of a millisecond a class, 4 ms of a start-up)
     # asked for no method; `frozen` as the bases are, for the dataclass's own inheritance check
-    cls = dataclasses.dataclass(
-        cls, init=False, repr=False, eq=False, frozen=frozen_base, slots=slots, kw_only=kw_only
-    )
+    collected = None if frozen_base else _collect(cls, slots, kw_only)
+    if collected is None:
+        cls = dataclasses.dataclass(
+            cls, init=False, repr=False, eq=False, frozen=frozen_base, slots=slots, kw_only=kw_only
+        )
+    else:
+        cls = collected
     for name, value in cls.__dict__.get("__dataclass_fields__", {}).items():
         if type(value.type) is dataclasses.InitVar or _INITVAR.match(str(value.type)):
             raise TypeError(f"record {cls.__name__}: InitVar field {name} is not supported")
@@ -158,6 +164,114 @@ def _make(cls: Any, *, frozen: bool, slots: bool, eq: bool, kw_only: bool, want_
     # methods added after the dataclass looked may be the abstract ones a base declared
     abc.update_abstractmethods(cls)
     return cls
+
+
+#: `dataclasses`' own marks: an ordinary field's type (`Field._field_type`), and the options
+#: object a dataclass holds (`__dataclass_params__`), copied from one made by `dataclass`
+_ORDINARY = dataclasses._FIELD  # type: ignore[attr-defined]
+_PARAMS_MADE = dataclasses.dataclass(type("_Made", (), {"__doc__": "-"}), init=False)
+_PARAMS = _PARAMS_MADE.__dict__["__dataclass_params__"]
+#: `dataclasses._MODULE_IDENTIFIER_RE`: how a string annotation names what it annotates with
+_ANNOTATION_HEAD = re.compile(r"^(?:\s*(\w+)\s*\.)?\s*(\w+)")
+_SPECIAL_WORDS = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+def _collect(cls: Any, slots: bool, kw_only: bool) -> Any:
+    """What `dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots,
+    kw_only=kw_only)` makes of `cls` (fields, defaults, `__match_args__`, slots), without
+    its per-field checks for the annotations only it handles; None when the class has one of
+    those (a ClassVar, InitVar or KW_ONLY annotation, or one that may name them: the words, or
+    a name bound to them in the class's module), an annotation that is not a string (every
+    module of ours defers them), a field without annotation, slots over a base other than
+    `object`, or `__slots__` of its own: `dataclass` does it. About a fifth of the time
+    `dataclass` takes (150 classes: 9 ms of every run); tests/core/test_records.py compares
+    the two."""
+    body = cls.__dict__
+    annotations = body.get("__annotations__", {})
+    if slots and (cls.__bases__ != (object,) or "__slots__" in body):
+        return None
+    module = sys.modules.get(cls.__module__)
+    namespace = module.__dict__ if module is not None else {}
+    for text in annotations.values():
+        if text.__class__ is not str or any(word in text for word in _SPECIAL_WORDS):
+            return None
+        head = _ANNOTATION_HEAD.match(text)
+        if head is not None and _special(namespace.get(head.group(2))):
+            return None
+    if any(isinstance(v, dataclasses.Field) and k not in annotations for k, v in body.items()):
+        return None  # `dataclass` says what is wrong
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for base in cls.__mro__[-1:0:-1]:
+        inherited = getattr(base, "__dataclass_fields__", None)
+        if inherited is not None:
+            fields.update(inherited)
+    own = []
+    for name, text in annotations.items():
+        default = getattr(cls, name, MISSING)
+        if isinstance(default, dataclasses.Field):
+            made = default
+        else:
+            if isinstance(default, types.MemberDescriptorType):
+                default = MISSING  # a slot of a base: no default
+            made = dataclasses.field(default=default)
+        made.name, made.type = name, text
+        made._field_type = _ORDINARY  # type: ignore[attr-defined]
+        if made.kw_only is MISSING:
+            made.kw_only = kw_only
+        if made.default.__class__.__hash__ is None:
+            raise ValueError(
+                f"mutable default {type(made.default)} for field {name} is not allowed: "
+                "use default_factory"
+            )
+        fields[name] = made
+        own.append(made)
+    cls.__dataclass_fields__ = fields
+    params = object.__new__(_PARAMS.__class__)
+    for attribute in _params_slots():
+        setattr(params, attribute, getattr(_PARAMS, attribute))
+    options = {"kw_only": kw_only, "slots": slots}  # kept by the options object since 3.12
+    for attribute in options.keys() & set(_params_slots()):
+        setattr(params, attribute, options[attribute])
+    cls.__dataclass_params__ = params
+    for f in own:  # a class attribute holding a Field holds its default (or is no more)
+        if isinstance(body.get(f.name), dataclasses.Field):
+            if f.default is MISSING:
+                delattr(cls, f.name)
+            else:
+                setattr(cls, f.name, f.default)
+    if "__match_args__" not in body:
+        cls.__match_args__ = tuple(f.name for f in fields.values() if f.init and not f.kw_only)
+    if slots:
+        names = dict(body)
+        names["__slots__"] = tuple(fields)
+        for name in fields:
+            names.pop(name, None)
+        names.pop("__dict__", None)
+        names.pop("__weakref__", None)
+        qualname = cls.__qualname__
+        cls = type(cls)(cls.__name__, cls.__bases__, names)
+        cls.__qualname__ = qualname
+    return cls
+
+
+def _special(value: Any) -> bool:
+    """Whether a name of the class's module stands for what `dataclass` treats apart."""
+    import typing
+
+    return (
+        value is typing.ClassVar
+        or value is dataclasses.InitVar
+        or value is dataclasses.KW_ONLY
+        or getattr(value, "__origin__", None) is typing.ClassVar
+        or isinstance(value, dataclasses.InitVar)
+    )
+
+
+def _params_slots() -> tuple[str, ...]:
+    """The attributes of `dataclasses`' options object (six in 3.11, ten in 3.12)."""
+    kind = _PARAMS.__class__
+    names = getattr(kind, "__slots__", None)
+    return tuple(names) if names else tuple(vars(_PARAMS))
 
 
 def _is_dataclass(cls: type) -> bool:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
-from dataclasses import FrozenInstanceError, field
-from typing import Any
+from dataclasses import KW_ONLY, FrozenInstanceError, field
+from typing import Any, ClassVar
 
 import pytest
 
@@ -99,7 +99,38 @@ def _shapes(deco: Any) -> dict[str, type]:
         b: int = field(default=1, kw_only=True)
         c: int = 3
 
+    # what records.py `_collect` leaves to `dataclass`: a ClassVar, the KW_ONLY marker, a
+    # name of the module bound to ClassVar, slots over a base
+    @deco
+    class WithClassVar:
+        a: int
+        shared: ClassVar[int] = 3
+        b: str = field(default="m", metadata={"unit": "s"})
+
+    @deco
+    class Marked:
+        a: int
+        _: KW_ONLY
+        b: int = 0
+
+    @deco(frozen=True)
+    class Aliased:
+        a: int
+        counter: Counted = 0
+
+    @deco
+    class Derived(Plain):
+        d: int = 4
+        b: str = "over"
+
+    @deco(slots=True)
+    class SlotsOverBase(Plain):
+        e: int = 5
+
     return {k: v for k, v in locals().items() if isinstance(v, type)}
+
+
+Counted = ClassVar[int]  # `dataclass` takes `counter: Counted` for a ClassVar: it looks it up
 
 
 STD = _shapes(dataclasses.dataclass)
@@ -138,6 +169,14 @@ CALLS = [
     ("Mixed", (1, 2, 3), {}),
     ("OwnHash", (1,), {}),
     ("OwnEq", (1, 2), {}),
+    ("WithClassVar", (1,), {}),
+    ("WithClassVar", (1, "n"), {}),
+    ("Marked", (1,), {"b": 2}),
+    ("Marked", (1, 2), {}),
+    ("Aliased", (1,), {}),
+    ("Derived", (1, "q", [2], 3), {}),
+    ("Derived", (1,), {}),
+    ("SlotsOverBase", (1,), {"e": 6}),
 ]
 
 
@@ -261,15 +300,58 @@ class _PickledSlots:
     a: int
 
 
+def _field_facts(f: dataclasses.Field) -> tuple:
+    return (
+        f.name,
+        f.type,
+        f.default,
+        f.default_factory,
+        f.init,
+        f.repr,
+        f.hash,
+        f.compare,
+        dict(f.metadata),
+        f.kw_only,
+        f._field_type,  # type: ignore[attr-defined]
+    )
+
+
 @pytest.mark.parametrize("name", sorted(STD))
 def test_the_dataclasses_functions_see_the_same_class(name):
     std, ours = _pair(name)
     assert dataclasses.is_dataclass(ours)
-    assert [(f.name, f.init, f.repr, f.compare, f.kw_only) for f in dataclasses.fields(std)] == [
-        (f.name, f.init, f.repr, f.compare, f.kw_only) for f in dataclasses.fields(ours)
+    assert [_field_facts(f) for f in dataclasses.fields(std)] == [
+        _field_facts(f) for f in dataclasses.fields(ours)
     ]
+    # every field dataclasses keeps (ClassVars too), and what the class holds under its name
+    assert [_field_facts(f) for f in std.__dataclass_fields__.values()] == [
+        _field_facts(f) for f in ours.__dataclass_fields__.values()
+    ]
+    for f in std.__dataclass_fields__.values():
+        assert repr(getattr(std, f.name, "absent")) == repr(getattr(ours, f.name, "absent"))
     assert getattr(std, "__match_args__", None) == getattr(ours, "__match_args__", None)
-    assert ("__slots__" in std.__dict__) == ("__slots__" in ours.__dict__)
+    assert std.__dict__.get("__slots__") == ours.__dict__.get("__slots__")
+    assert std.__qualname__ == ours.__qualname__
+    assert [b.__qualname__ for b in std.__mro__] == [b.__qualname__ for b in ours.__mro__]
+    std_params, our_params = std.__dataclass_params__, ours.__dataclass_params__
+    for attribute in records._params_slots():
+        if attribute != "init":  # records make their own __init__: dataclass was asked for none
+            assert getattr(std_params, attribute) == getattr(our_params, attribute), attribute
+
+
+def test_only_the_annotations_dataclass_must_read_are_left_to_it(monkeypatch):
+    """records.py `_collect` does the dataclass's work for the plain classes (every record of
+    ours but the subclasses of frozen ones) and hands the others to `dataclass`."""
+    left = []
+    real = dataclasses.dataclass
+
+    def spy(cls: type, **options: Any) -> Any:
+        left.append(cls.__name__)
+        return real(cls, **options)
+
+    monkeypatch.setattr(records.dataclasses, "dataclass", spy)
+    _shapes(record)
+    assert sorted(left) == ["Aliased", "Marked", "SlotsOverBase", "WithClassVar"]
 
 
 def test_init_is_generic_for_a_few_instances_then_compiled():

@@ -169,7 +169,7 @@ def _make(cls: Any, *, frozen: bool, slots: bool, eq: bool, kw_only: bool, want_
 #: `dataclasses`' own marks: an ordinary field's type (`Field._field_type`), and the options
 #: object a dataclass holds (`__dataclass_params__`), copied from one made by `dataclass`
 _ORDINARY = dataclasses._FIELD  # type: ignore[attr-defined]
-_PARAMS_MADE = dataclasses.dataclass(type("_Made", (), {"__doc__": "-"}), init=False)
+_PARAMS_MADE: Any = dataclasses.dataclass(type("_Made", (), {"__doc__": "-"}), init=False)
 _PARAMS = _PARAMS_MADE.__dict__["__dataclass_params__"]
 #: `dataclasses._MODULE_IDENTIFIER_RE`: how a string annotation names what it annotates with
 _ANNOTATION_HEAD = re.compile(r"^(?:\s*(\w+)\s*\.)?\s*(\w+)")
@@ -213,7 +213,7 @@ def _collect(cls: Any, slots: bool, kw_only: bool) -> Any:
         else:
             if isinstance(default, types.MemberDescriptorType):
                 default = MISSING  # a slot of a base: no default
-            made = dataclasses.field(default=default)
+            made = dataclasses.field(default=default)  # type: ignore[arg-type]
         made.name, made.type = name, text
         made._field_type = _ORDINARY  # type: ignore[attr-defined]
         if made.kw_only is MISSING:
@@ -240,7 +240,8 @@ def _collect(cls: Any, slots: bool, kw_only: bool) -> Any:
             else:
                 setattr(cls, f.name, f.default)
     if "__match_args__" not in body:
-        cls.__match_args__ = tuple(f.name for f in fields.values() if f.init and not f.kw_only)
+        matched = tuple(f.name for f in fields.values() if f.init and not f.kw_only)
+        cls.__match_args__ = matched  # type: ignore[misc]
     if slots:
         names = dict(body)
         names["__slots__"] = tuple(fields)

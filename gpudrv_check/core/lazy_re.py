@@ -50,6 +50,18 @@ class _Lazy:
     def __repr__(self) -> str:
         return f"lazy_compile({self._source!r}, {self._options!r})"
 
+    def _compiled(self) -> re.Pattern[str]:
+        return re.compile(self._source, self._options)  # re's own cache: compiled once
+
+    def __eq__(self, other: object) -> bool:
+        """Equal as the compiled patterns are (a record holding one compares it)."""
+        if isinstance(other, _Lazy):
+            other = other._compiled()
+        return self._compiled() == other
+
+    def __hash__(self) -> int:
+        return hash(self._compiled())
+
 
 def lazy_compile(source: str, flags: int = 0) -> re.Pattern[str]:
     """`re.compile(source, flags)`, compiled when first used (an invalid pattern raises

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import field
 from enum import Enum
 
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.numbers import parse_digits
 from gpudrv_check.nvidia.driver_image import parse_image_reference
@@ -150,14 +151,17 @@ def _compile(
     if not isinstance(pattern, str):
         problems.append(f"{where}: expected a regular expression string")
         return None
-    if guarded:
-        from gpudrv_check.core.regex_guard import pattern_problem
+    if not guarded:
+        # the package's own table: compiled when a rule is first tried (most images are
+        # looked up by an exact repository, whose rule's tag expression is then never used)
+        return lazy_compile(pattern)
+    from gpudrv_check.core.regex_guard import pattern_problem
 
-        # run against image tags from the repo: refused when it can backtrack without bound
-        problem = pattern_problem(pattern)
-        if problem is not None:
-            problems.append(f"{where}: {problem}")
-            return None
+    # run against image tags from the repo: refused when it can backtrack without bound
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        problems.append(f"{where}: {problem}")
+        return None
     return re.compile(pattern)
 
 
@@ -244,8 +248,9 @@ def parse_cuda_table(
     Returns the table and a list of problems; malformed entries are skipped, never fatal.
     ``known_releases``: release tables a rule may name besides the data's own (the base table's,
     for a user extension). ``guarded``: each regular expression is checked first for unbounded
-    backtracking (core/regex_guard.py); the built-in table's are checked by a test instead
-    (half of building it: tests/nvidia/test_cuda.py).
+    backtracking (core/regex_guard.py) and compiled; the built-in table's are checked and
+    compiled by a test instead (half of building it: tests/nvidia/test_cuda.py), and compiled
+    when first used.
     """
     problems: list[str] = []
     if not isinstance(data, Mapping):

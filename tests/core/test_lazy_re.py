@@ -68,6 +68,17 @@ def test_the_pattern_is_compiled_once_and_only_when_used(monkeypatch):
     assert repr(lazy_compile("a")) == "lazy_compile('a', 0)"
 
 
+def test_equal_and_hashed_as_the_compiled_pattern():
+    """A record holding a pattern compares it (nvidia/cuda.py `ImageRule`): a lazy one is
+    equal to the compiled pattern of the same text and flags, and to another lazy one."""
+    assert lazy_compile("a+") == re.compile("a+") and re.compile("a+") == lazy_compile("a+")
+    assert lazy_compile("a+") == lazy_compile("a+")
+    assert lazy_compile("a+") != re.compile("a+", re.IGNORECASE)
+    assert lazy_compile("a+") != lazy_compile("b+") and lazy_compile("a+") != "a+"
+    assert hash(lazy_compile("a+")) == hash(re.compile("a+"))
+    assert len({lazy_compile("a+"), re.compile("a+")}) == 1
+
+
 def test_an_invalid_pattern_raises_when_first_used():
     pattern = lazy_compile("(unclosed")
     with pytest.raises(re.error):

@@ -311,9 +311,25 @@ def test_the_built_in_table_is_made_unguarded_and_each_expression_passes_the_gua
     from gpudrv_check.read.packaged import packaged_yaml
 
     guarded, problems = parse_cuda_table(packaged_yaml("policies", "cuda.yaml"))
-    assert problems == []  # every expression passed the guard
+    assert problems == []  # every expression passed the guard (and compiled)
     assert builtin_cuda_table() == guarded
     assert any(rule.tag_regex is not None for rule in guarded.images)
+
+
+def test_the_built_in_table_compiles_an_expression_when_a_lookup_first_tries_it(monkeypatch):
+    """Most images are looked up by an exact repository: the other rules' expressions are
+    never compiled (17 compilations, a millisecond of every run that looks an image up)."""
+    import gpudrv_check.core.lazy_re as lazy_re
+    from gpudrv_check.read.packaged import packaged_yaml
+
+    compiled: list[str] = []
+    real = re.compile
+    monkeypatch.setattr(lazy_re.re, "compile", lambda p, f=0: compiled.append(p) or real(p, f))
+    table, problems = parse_cuda_table(packaged_yaml("policies", "cuda.yaml"), guarded=False)
+    assert problems == [] and compiled == []
+    assert cuda_version_for_image(table, "nvcr.io/nvidia/pytorch:24.07-py3")[0] == "12.5.1"
+    patterns = [r.tag_regex for r in table.images if r.tag_regex is not None]
+    assert 0 < len(compiled) < len(patterns)  # the rules tried up to the match
 
 
 def test_an_expression_a_guarded_table_refuses_is_taken_unguarded() -> None:

@@ -32,20 +32,15 @@ def test_the_stamps_are_every_file_but_bytecode_in_path_order(tmp_path: Path):
     assert stamps[2][1] == len("A = 1\n")
 
 
-def test_the_rules_examples_are_not_code(tmp_path: Path):
-    """A rule's `cases/` are what the tests run: no check reads them, so editing one keeps the
-    cache (and the identity is not paid for their 71 files on every run)."""
-    _tree(tmp_path)
-    (tmp_path / "pkg" / "cases").mkdir()
-    (tmp_path / "pkg" / "cases" / "pass-one.yaml").write_text("files: {}\n")
-    (tmp_path / "pkg" / "cases.py").write_text("C = 1\n")  # files so named are code
-    (tmp_path / "pkg" / "__pycache__" / "cases").write_text("")  # (in a folder left out)
-    (tmp_path / "cases").write_text("")
-    stamps = [rel for rel, _, _ in store._stamps(tmp_path)]
-    assert stamps == ["b.yaml", "cases", "pkg/a.py", "pkg/cases.py"]
-    package = Path(store.__file__).resolve().parents[2]
-    assert any(package.glob("rules/GPU*/cases/*.yaml"))  # what is left out exists
-    assert not any("/cases/" in rel for rel, _, _ in store._stamps(package))
+def test_the_rules_examples_are_part_of_the_identity():
+    """A rule's `cases/` are read by a check: the SARIF report's help text for each rule lists
+    them (rules/docs.py `page`), and a result entry holds the report; so an edited example
+    must make the entries of the code before a miss (a review found them left out)."""
+    package = Path(store.__file__).resolve().parents[2]  # the gpudrv_check folder
+    examples = sorted(package.glob("rules/GPU*/cases/*.yaml"))
+    assert examples
+    named = {rel for rel, _, _ in store._stamps(package)}
+    assert {p.relative_to(package).as_posix() for p in examples} <= named
 
 
 def test_an_edit_that_keeps_the_size_still_changes_the_stamps(tmp_path: Path):

@@ -125,28 +125,21 @@ def code_identity() -> str:
     return _CODE[0]
 
 
-#: folders of the package no run reads: bytecode, and each rule's `cases/` (the examples the
-#: tests run: 71 files in 30 folders, a quarter of what the identity stat-ed on every run)
-_NOT_CODE = frozenset(("__pycache__", "cases"))
-
-
 def _stamps(root: Path) -> list[tuple[str, int, int]]:
-    """(path, size, mtime) of the files below `root`, in path order; bytecode and the rules'
-    examples (`_NOT_CODE`) left out."""
+    """(path, size, mtime) of the files below `root`, in path order; bytecode left out."""
     out: list[tuple[str, int, int]] = []
     pending = [""]
     while pending:
         rel = pending.pop()
         try:
             with os.scandir(os.path.join(root, rel)) as entries:
-                found = sorted((e.name, e) for e in entries)
+                found = sorted((e.name, e) for e in entries if e.name != "__pycache__")
         except OSError:
             continue
         for name, entry in found:
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if name not in _NOT_CODE:
-                        pending.append(f"{rel}{name}/")
+                    pending.append(f"{rel}{name}/")
                 else:
                     info = entry.stat(follow_symlinks=False)
                     out.append((rel + name, info.st_size, info.st_mtime_ns))

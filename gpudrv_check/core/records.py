@@ -169,8 +169,13 @@ def _make(cls: Any, *, frozen: bool, slots: bool, eq: bool, kw_only: bool, want_
 #: `dataclasses`' own marks: an ordinary field's type (`Field._field_type`), and the options
 #: object a dataclass holds (`__dataclass_params__`), copied from one made by `dataclass`
 _ORDINARY = dataclasses._FIELD  # type: ignore[attr-defined]
-_PARAMS_MADE: Any = dataclasses.dataclass(type("_Made", (), {"__doc__": "-"}), init=False)
+_PARAMS_MADE: Any = dataclasses.dataclass(
+    type("_Made", (), {"__doc__": "-"}), init=False, slots=True
+)
 _PARAMS = _PARAMS_MADE.__dict__["__dataclass_params__"]
+#: whether `dataclass` leaves the first class's `__weakref__` descriptor in a slotted one (it
+#: has dropped it since 3.11.3, gh-102069)
+_KEEPS_WEAKREF = "__weakref__" in _PARAMS_MADE.__dict__
 #: `dataclasses._MODULE_IDENTIFIER_RE`: how a string annotation names what it annotates with
 _ANNOTATION_HEAD = re.compile(r"^(?:\s*(\w+)\s*\.)?\s*(\w+)")
 _SPECIAL_WORDS = ("ClassVar", "InitVar", "KW_ONLY")
@@ -187,6 +192,8 @@ def _collect(cls: Any, slots: bool, kw_only: bool) -> Any:
     `dataclass` takes (150 classes: 9 ms of every run); tests/core/test_records.py compares
     the two."""
     body = cls.__dict__
+    if "__annotations__" not in body and "__annotate__" in body:
+        return None  # annotations evaluated when asked (3.14, without the future import)
     annotations = body.get("__annotations__", {})
     if slots and (cls.__bases__ != (object,) or "__slots__" in body):
         return None
@@ -200,6 +207,11 @@ def _collect(cls: Any, slots: bool, kw_only: bool) -> Any:
             return None
     if any(isinstance(v, dataclasses.Field) and k not in annotations for k, v in body.items()):
         return None  # `dataclass` says what is wrong
+    if any(
+        isinstance(getattr(cls, k, None), dataclasses.Field)
+        for k in annotations.keys() - body.keys()
+    ):
+        return None  # a Field a base that is no dataclass holds: `dataclass` deals with it
     fields: dict[str, dataclasses.Field[Any]] = {}
     for base in cls.__mro__[-1:0:-1]:
         inherited = getattr(base, "__dataclass_fields__", None)
@@ -218,7 +230,7 @@ def _collect(cls: Any, slots: bool, kw_only: bool) -> Any:
         made._field_type = _ORDINARY  # type: ignore[attr-defined]
         if made.kw_only is MISSING:
             made.kw_only = kw_only
-        if made.default.__class__.__hash__ is None:
+        if _MUTABLE(made.default):
             raise ValueError(
                 f"mutable default {type(made.default)} for field {name} is not allowed: "
                 "use default_factory"
@@ -239,6 +251,8 @@ def _collect(cls: Any, slots: bool, kw_only: bool) -> Any:
                 delattr(cls, f.name)
             else:
                 setattr(cls, f.name, f.default)
+    if _REPLACE and "__replace__" not in body:
+        cls.__replace__ = _replace
     if "__match_args__" not in body:
         matched = tuple(f.name for f in fields.values() if f.init and not f.kw_only)
         cls.__match_args__ = matched  # type: ignore[misc]
@@ -248,11 +262,31 @@ def _collect(cls: Any, slots: bool, kw_only: bool) -> Any:
         for name in fields:
             names.pop(name, None)
         names.pop("__dict__", None)
-        names.pop("__weakref__", None)
+        if not _KEEPS_WEAKREF:
+            names.pop("__weakref__", None)
         qualname = cls.__qualname__
         cls = type(cls)(cls.__name__, cls.__bases__, names)
         cls.__qualname__ = qualname
     return cls
+
+
+def _unhashable(value: Any) -> bool:
+    return value.__class__.__hash__ is None
+
+
+def _listed_mutable(value: Any) -> bool:
+    return isinstance(value, (list, dict, set))
+
+
+#: the defaults `dataclass` refuses as mutable: any unhashable one since 3.11, a list, dict or
+#: set before
+_MUTABLE = _unhashable if sys.version_info >= (3, 11) else _listed_mutable
+#: `dataclass` gives every class `__replace__` (what `copy.replace` calls) since 3.13
+_REPLACE = sys.version_info >= (3, 13)
+
+
+def _replace(self: Any, /, **changes: Any) -> Any:
+    return dataclasses.replace(self, **changes)
 
 
 def _special(value: Any) -> bool:

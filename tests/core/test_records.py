@@ -331,6 +331,9 @@ def test_the_dataclasses_functions_see_the_same_class(name):
         assert repr(getattr(std, f.name, "absent")) == repr(getattr(ours, f.name, "absent"))
     assert getattr(std, "__match_args__", None) == getattr(ours, "__match_args__", None)
     assert std.__dict__.get("__slots__") == ours.__dict__.get("__slots__")
+    # every name the class holds (methods made or not: `__replace__` since 3.13, the pickling
+    # methods of a frozen slotted class...), though records write their own methods
+    assert sorted(std.__dict__) == sorted(ours.__dict__)
     assert std.__qualname__ == ours.__qualname__
     assert [b.__qualname__ for b in std.__mro__] == [b.__qualname__ for b in ours.__mro__]
     std_params, our_params = std.__dataclass_params__, ours.__dataclass_params__
@@ -429,6 +432,40 @@ def test_class_definition_errors_match(deco):
         @deco
         class Shared:
             a: list[int] = []  # noqa: RUF012
+
+    class Mixin:
+        b = field(default=3)
+
+    @deco
+    class Mixed(Mixin):  # a Field of a base that is no dataclass: its default, as dataclass
+        b: int
+
+    assert Mixed().b == 3 and Mixed.b == 3
+
+    class Bare:
+        c = field()
+
+    with pytest.raises(AttributeError):
+
+        @deco
+        class FromBare(Bare):  # dataclass deletes the Field: the base holds it (its error)
+            c: int
+
+
+def test_an_unhashable_default_is_refused_as_dataclass_refuses_it():
+    """`dataclass` refuses any unhashable default since 3.11 (a list, dict or set before)."""
+
+    def make(deco: Any) -> Any:
+        def build() -> Any:
+            @deco
+            class Buffered:
+                a: bytearray = bytearray(b"x")  # noqa: RUF009
+
+            return Buffered().a
+
+        return _outcome(build)
+
+    assert make(record) == make(dataclasses.dataclass)
 
 
 def test_a_field_named_self(monkeypatch):

@@ -42,6 +42,10 @@ class _Lazy:
 
     def __getattr__(self, name: str) -> Any:
         # called only for an attribute not set yet: the first use compiles and sets them all
+        # (not for a private or special name: `copy` and `pickle` ask an instance made without
+        # `__init__` for `__setstate__`, whose `_source` is not set either)
+        if name.startswith("_"):
+            raise AttributeError(name)
         compiled = re.compile(self._source, self._options)
         for attribute in _ATTRIBUTES:
             setattr(self, attribute, getattr(compiled, attribute))
@@ -49,6 +53,15 @@ class _Lazy:
 
     def __repr__(self) -> str:
         return f"lazy_compile({self._source!r}, {self._options!r})"
+
+    def __reduce__(self) -> tuple[Any, tuple[str, int]]:
+        return (lazy_compile, (self._source, self._options))
+
+    def __copy__(self) -> _Lazy:
+        return self  # as a compiled pattern: immutable
+
+    def __deepcopy__(self, memo: Any) -> _Lazy:
+        return self
 
     def _compiled(self) -> re.Pattern[str]:
         return re.compile(self._source, self._options)  # re's own cache: compiled once

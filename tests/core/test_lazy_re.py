@@ -79,6 +79,19 @@ def test_equal_and_hashed_as_the_compiled_pattern():
     assert len({lazy_compile("a+"), re.compile("a+")}) == 1
 
 
+@pytest.mark.parametrize("used", [False, True], ids=["fresh", "used"])
+def test_copied_and_pickled_as_a_compiled_pattern(used):
+    import copy
+    import pickle
+
+    pattern = lazy_compile(r"(\d+)g", re.IGNORECASE)
+    if used:
+        assert pattern.search("3G")
+    for other in (copy.copy(pattern), copy.deepcopy(pattern), pickle.loads(pickle.dumps(pattern))):
+        assert other == pattern and other.search("x 7G").group(1) == "7"
+        assert (other.pattern, other.flags) == (pattern.pattern, pattern.flags)
+
+
 def test_an_invalid_pattern_raises_when_first_used():
     pattern = lazy_compile("(unclosed")
     with pytest.raises(re.error):

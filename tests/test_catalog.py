@@ -154,16 +154,19 @@ def test_the_compiled_plan_is_what_the_declarations_give():
 def test_a_package_without_the_compiled_plan_works_it_out(monkeypatch):
     from gpudrv_check.rules import plan
 
-    for cached in (plan.compiled_plan, plan.skim_plan, plan.partition_kinds):
-        cached.cache_clear()
+    cached = (plan.compiled_plan, plan.skim_plan, plan.partition_kinds)
+    cached += (plan.cacheable_cluster_rules,)
+    for function in cached:
+        function.cache_clear()
     monkeypatch.setattr(plan, "COMPILED_PLAN", "absent.json")
     try:
         assert plan.compiled_plan() is None
         assert plan.skim_plan() == plan.derived_skim_plan()
         assert plan.partition_kinds() == plan.derived_partition_kinds()
+        assert plan.cacheable_cluster_rules() == plan.derived_cacheable_cluster_rules()
     finally:
-        for cached in (plan.compiled_plan, plan.skim_plan, plan.partition_kinds):
-            cached.cache_clear()
+        for function in cached:
+            function.cache_clear()
 
 
 def test_a_broken_compiled_plan_is_a_packaging_error(monkeypatch, tmp_path):
@@ -174,7 +177,8 @@ def test_a_broken_compiled_plan_is_a_packaging_error(monkeypatch, tmp_path):
     from gpudrv_check.rules import plan
 
     good = plan.derived_plan()
-    broken = [
+    broken: list[object] = [
+        "{not json",
         [],
         {**good, "version": 2},
         {**good, "skim": []},
@@ -187,7 +191,8 @@ def test_a_broken_compiled_plan_is_a_packaging_error(monkeypatch, tmp_path):
     try:
         for data in broken:
             plan.compiled_plan.cache_clear()
-            (tmp_path / "rules" / plan.COMPILED_PLAN).write_text(json.dumps(data))
+            text = data if isinstance(data, str) else json.dumps(data)
+            (tmp_path / "rules" / plan.COMPILED_PLAN).write_text(text)
             with pytest.raises(RuntimeError, match="broken built-in rules/plan.json"):
                 plan.compiled_plan()
         plan.compiled_plan.cache_clear()

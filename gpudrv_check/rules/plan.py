@@ -356,7 +356,10 @@ def compiled_plan() -> dict | None:
         raw = package_dir().joinpath("rules").joinpath(COMPILED_PLAN).read_bytes()
     except FileNotFoundError:
         return None
-    data = json.loads(raw)
+    try:
+        data = json.loads(raw)
+    except ValueError:  # not JSON (or not UTF-8): as broken as a wrong shape
+        data = None
     if not _plan_shaped(data):
         raise RuntimeError(f"broken built-in rules/{COMPILED_PLAN}")
     return data

@@ -106,6 +106,18 @@ def test_a_declared_read_takes_a_field_out_of_the_plan(monkeypatch):
         plan.declarations.cache_clear()
 
 
+def test_the_plan_a_run_reads_is_the_one_the_declarations_give():
+    """A run reads rules/plan.json (tests/test_catalog.py holds its text equal to the
+    derivation): here too, so that this file's tests, which read the run's plan, fail on a
+    stale one rather than pass on it."""
+    from gpudrv_check.rules import plan
+
+    assert plan.compiled_plan() == plan.derived_plan(), (
+        "gpudrv_check/rules/plan.json is stale: run "
+        '`python -c "from gpudrv_check.rules.plan import write_compiled_plan as w; w()"`'
+    )
+
+
 def test_partition_kinds_are_the_listed_ones():
     """Equal. GPU025 reads the Deployments, StatefulSets, ... of every namespace, but only
     `when:` an endless waitForCompletion selector is configured: such a run reads every

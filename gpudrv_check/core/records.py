@@ -117,7 +117,7 @@ def _make(cls: Any, *, frozen: bool, slots: bool, eq: bool, kw_only: bool, want_
     if not documented:  # written below; the dataclass would write it with inspect.signature
         cls.__doc__ = cls.__name__  # (a tenth of a millisecond a class, 4 ms of a start-up)
     # asked for no method; `frozen` as the bases are, for the dataclass's own inheritance check
-    collected = None if frozen_base else _collect(cls, slots, kw_only)
+    collected = _collect(cls, slots, kw_only)
     if collected is None:
         cls = dataclasses.dataclass(
             cls, init=False, repr=False, eq=False, frozen=frozen_base, slots=slots, kw_only=kw_only

@@ -127,6 +127,10 @@ def _shapes(deco: Any) -> dict[str, type]:
     class SlotsOverBase(Plain):
         e: int = 5
 
+    @deco(frozen=True)
+    class FrozenDerived(Frozen):
+        c: int = 7
+
     return {k: v for k, v in locals().items() if isinstance(v, type)}
 
 
@@ -177,6 +181,8 @@ CALLS = [
     ("Derived", (1, "q", [2], 3), {}),
     ("Derived", (1,), {}),
     ("SlotsOverBase", (1,), {"e": 6}),
+    ("FrozenDerived", (1,), {}),
+    ("FrozenDerived", (1, (2,), "n", 3, 9), {}),
 ]
 
 

@@ -31,9 +31,9 @@ offsets that split a UTF-8 character, values or nesting past the limits below.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gpudrv_check.core.lazy_re import lazy_compile
+from gpudrv_check.core.records import record
 
 #: texts, values and results longer than this (characters) are not evaluated: unknown
 MAX_TEXT = 65_536
@@ -77,7 +77,7 @@ class Unsupported(Exception):
     """Not modelled exactly here: the value is unknown."""
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Func:
     """One `${...}`: the variable, the operator as scanned (`""` for `${N}`) and the
     arguments, each a list of text pieces and nested `Func`s."""

@@ -608,3 +608,25 @@ def test_an_undocumented_record_is_made_without_inspecting_its_signature(monkeyp
 
     assert Plain.__doc__ == "Plain(a, b)" and Documented.__doc__ == "Said here."
     assert Plain(1) == Plain(1, "x")
+
+
+def test_every_dataclass_of_the_package_is_a_record():
+    """The package's classes are made with `record` (README Performance, Start-up): a class
+    made with `dataclass` itself compiles its methods as it is created (model/envsubst.py's
+    `Func` did, on every run that imports it). Only core/records.py calls `dataclass`."""
+    import ast
+    from pathlib import Path
+
+    package = Path(records.__file__).resolve().parents[1]
+    calls = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "records.py" and path.parent.name == "core":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = (isinstance(node, ast.Name) and node.id == "dataclass") or (
+                isinstance(node, ast.Attribute) and node.attr == "dataclass"
+            )
+            imported = isinstance(node, ast.ImportFrom) and node.module == "dataclasses"
+            if named or (imported and any(a.name == "dataclass" for a in node.names)):
+                calls.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert calls == []

@@ -18,7 +18,6 @@ never cut). `--format concise` (report/concise.py) keeps one `file:line:col:` li
 from __future__ import annotations
 
 import os
-import textwrap
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -86,7 +85,10 @@ def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
 
 
 def wrap_by_textwrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    """The lines textwrap itself gives (what `_wrap_spaces` must equal: tests/report)."""
+    """The lines textwrap itself gives (what `_wrap_spaces` must equal: tests/report);
+    imported here: a report of printable text, nearly every one, never asks it."""
+    import textwrap
+
     return textwrap.wrap(
         text,
         width=width,

@@ -667,6 +667,7 @@ def run() -> None:
 
     gc.disable()
     no_pydantic_plugins()
+    lazy_inspect()
     keep_at_exit()
     exit_now(main())
 
@@ -689,6 +690,32 @@ def no_pydantic_plugins() -> None:
     loader = types.ModuleType(_PLUGIN_LOADER)
     loader.get_plugins = tuple  # type: ignore[attr-defined]  # () whatever asks
     sys.modules[_PLUGIN_LOADER] = loader
+
+
+def lazy_inspect() -> None:
+    """The console script's `inspect` is loaded when first used, not when `dataclasses`
+    imports it: `dataclasses` reads it only to write a class's docstring (which records write
+    themselves) and, since 3.12, the annotations of a class it makes (which records collect
+    themselves), and with it come `ast`, `dis`, `tokenize` and `linecache`, about 3 ms of
+    `python -X importtime` that a check never uses. A stand-in module holds its place: the
+    first attribute asked of it imports the real module, which takes its place in
+    `sys.modules` and lends the stand-in its names, so that every use sees `inspect` itself.
+    (importlib.util.LazyLoader cannot do this: an `import inspect` statement reads the
+    module's `__spec__`, which loads it.)"""
+    if "inspect" in sys.modules:
+        return
+    import types
+
+    class _Inspect(types.ModuleType):
+        def __getattr__(self, name: str) -> object:
+            if sys.modules.get("inspect") is self:
+                del sys.modules["inspect"]
+            import inspect as real  # noqa: PLC0415 - the stand-in's whole point
+
+            self.__dict__.update(real.__dict__)
+            return getattr(real, name)
+
+    sys.modules["inspect"] = _Inspect("inspect")
 
 
 def exit_now(code: int) -> None:

@@ -196,6 +196,44 @@ def test_a_check_run_imports_no_module_only_a_rare_input_needs():
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stderr
 
 
+def test_the_console_script_loads_inspect_only_when_something_uses_it():
+    """`dataclasses` imports `inspect` (with `ast`, `dis`, `tokenize`) for what records do
+    themselves: the console script puts a stand-in in its place (cli/__init__.py
+    `lazy_inspect`), which a check of the lab never asks anything, and which loads the real
+    module for the first use, behind an `import` or a `from ... import` alike."""
+    code = (
+        "import sys\n"
+        "from gpudrv_check.cli import lazy_inspect, main\n"
+        "lazy_inspect()\n"
+        f"main(['check', {str(EXAMPLES / 'lab')!r}, '--no-cache', '--fail-on', 'never'])\n"
+        "print(sorted(m for m in ('ast', 'dis', 'tokenize') if m in sys.modules))\n"
+        "import dataclasses, inspect\n"
+        "stand_in = inspect\n"
+        "@dataclasses.dataclass\n"
+        "class Point:\n"
+        "    x: int\n"
+        "print(Point.__doc__, inspect.signature(Point))\n"
+        "from inspect import getdoc\n"
+        "print(sys.modules['inspect'] is not stand_in, getdoc(Point), 'ast' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-3:] == ["[]", "Point(x: int) (x: int) -> None", "True Point(x: int) True"], (
+        proc.stderr
+    )
+
+
+def test_the_stand_in_for_inspect_is_not_put_over_the_module_itself():
+    code = (
+        "import sys, inspect\n"
+        "from gpudrv_check.cli import lazy_inspect\n"
+        "lazy_inspect()\n"
+        "print(sys.modules['inspect'] is inspect)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip() == "True", proc.stderr
+
+
 def _oversized_node_export(repo: Path, limit: int) -> None:
     write(repo, "support-matrix.csv", MATRIX)
     write(repo, ".gpudrv-check.yaml", f"max_file_bytes: {limit}\n")

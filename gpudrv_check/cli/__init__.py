@@ -667,7 +667,7 @@ def run() -> None:
 
     gc.disable()
     no_pydantic_plugins()
-    lazy_inspect()
+    lazy_modules()
     keep_at_exit()
     exit_now(main())
 
@@ -692,30 +692,36 @@ def no_pydantic_plugins() -> None:
     sys.modules[_PLUGIN_LOADER] = loader
 
 
-def lazy_inspect() -> None:
-    """The console script's `inspect` is loaded when first used, not when `dataclasses`
-    imports it: `dataclasses` reads it only to write a class's docstring (which records write
-    themselves) and, since 3.12, the annotations of a class it makes (which records collect
-    themselves), and with it come `ast`, `dis`, `tokenize` and `linecache`, about 3 ms of
-    `python -X importtime` that a check never uses. A stand-in module holds its place: the
-    first attribute asked of it imports the real module, which takes its place in
-    `sys.modules` and lends the stand-in its names, so that every use sees `inspect` itself.
-    (importlib.util.LazyLoader cannot do this: an `import inspect` statement reads the
-    module's `__spec__`, which loads it.)"""
-    if "inspect" in sys.modules:
-        return
+#: standard modules the console script loads when first used (`lazy_modules`): `inspect`,
+#: which `dataclasses` imports (with `ast`, `dis`, `tokenize`) to write a class's docstring and,
+#: since 3.12, to read the annotations of a class it makes, both of which records do
+#: themselves; `ipaddress`, which `urllib.parse` imports (for `pathlib`) to check a bracketed
+#: host in a URL. About 4 ms of `python -X importtime` a check never uses.
+LAZY_MODULES = ("inspect", "ipaddress")
+
+
+def lazy_modules(names: Sequence[str] = LAZY_MODULES) -> None:
+    """Put a stand-in for each of `names` not imported yet in `sys.modules`: the first
+    attribute asked of it imports the real module, which takes its place there and lends the
+    stand-in its names, so that every use sees the module itself, behind an `import` or a
+    `from ... import` alike. (importlib.util.LazyLoader cannot do this: an `import` statement
+    reads the module's `__spec__`, which loads it.)"""
     import types
 
-    class _Inspect(types.ModuleType):
-        def __getattr__(self, name: str) -> object:
-            if sys.modules.get("inspect") is self:
-                del sys.modules["inspect"]
-            import inspect as real  # noqa: PLC0415 - the stand-in's whole point
+    class _StandIn(types.ModuleType):
+        def __getattr__(self, attribute: str) -> object:
+            name = self.__name__
+            if sys.modules.get(name) is self:
+                del sys.modules[name]
+            import importlib
 
+            real = importlib.import_module(name)
             self.__dict__.update(real.__dict__)
-            return getattr(real, name)
+            return getattr(real, attribute)
 
-    sys.modules["inspect"] = _Inspect("inspect")
+    for name in names:
+        if name not in sys.modules:
+            sys.modules[name] = _StandIn(name)
 
 
 def exit_now(code: int) -> None:

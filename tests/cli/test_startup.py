@@ -198,15 +198,19 @@ def test_a_check_run_imports_no_module_only_a_rare_input_needs():
 
 def test_the_console_script_loads_inspect_only_when_something_uses_it():
     """`dataclasses` imports `inspect` (with `ast`, `dis`, `tokenize`) for what records do
-    themselves: the console script puts a stand-in in its place (cli/__init__.py
-    `lazy_inspect`), which a check of the lab never asks anything, and which loads the real
-    module for the first use, behind an `import` or a `from ... import` alike."""
+    themselves, `urllib.parse` `ipaddress` for a bracketed host: the console script puts
+    stand-ins in their place (cli/__init__.py `lazy_modules`), which a check of the lab never
+    asks anything, and which load the real module for the first use, behind an `import` or a
+    `from ... import` alike."""
     code = (
         "import sys\n"
-        "from gpudrv_check.cli import lazy_inspect, main\n"
-        "lazy_inspect()\n"
+        "from gpudrv_check.cli import lazy_modules, main\n"
+        "lazy_modules()\n"
         f"main(['check', {str(EXAMPLES / 'lab')!r}, '--no-cache', '--fail-on', 'never'])\n"
         "print(sorted(m for m in ('ast', 'dis', 'tokenize') if m in sys.modules))\n"
+        "print(type(sys.modules['ipaddress']).__name__)\n"
+        "from urllib.parse import urlsplit\n"
+        "print(urlsplit('http://[::1]:80/').hostname, type(sys.modules['ipaddress']).__name__)\n"
         "import dataclasses, inspect\n"
         "stand_in = inspect\n"
         "@dataclasses.dataclass\n"
@@ -218,16 +222,20 @@ def test_the_console_script_loads_inspect_only_when_something_uses_it():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     lines = proc.stdout.strip().splitlines()
-    assert lines[-3:] == ["[]", "Point(x: int) (x: int) -> None", "True Point(x: int) True"], (
-        proc.stderr
-    )
+    assert lines[-5:] == [
+        "[]",
+        "_StandIn",
+        "::1 module",
+        "Point(x: int) (x: int) -> None",
+        "True Point(x: int) True",
+    ], proc.stderr
 
 
 def test_the_stand_in_for_inspect_is_not_put_over_the_module_itself():
     code = (
         "import sys, inspect\n"
-        "from gpudrv_check.cli import lazy_inspect\n"
-        "lazy_inspect()\n"
+        "from gpudrv_check.cli import lazy_modules\n"
+        "lazy_modules()\n"
         "print(sys.modules['inspect'] is inspect)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -302,14 +302,8 @@ def _special(value: Any) -> bool:
     )
 
 
-def _params_slots() -> tuple[str, ...]:
-    """The attributes of `dataclasses`' options object (six in 3.11, ten in 3.12)."""
-    kind = _PARAMS.__class__
-    names = getattr(kind, "__slots__", None)
-    return tuple(names) if names else tuple(vars(_PARAMS))
-
-
-_PARAM_NAMES = _params_slots()
+#: the attributes of `dataclasses`' options object (six in 3.11, ten in 3.12)
+_PARAM_NAMES = tuple(getattr(_PARAMS.__class__, "__slots__", None) or vars(_PARAMS))
 
 
 def _is_dataclass(cls: type) -> bool:

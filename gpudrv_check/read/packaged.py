@@ -37,6 +37,27 @@ def compiled_text(data: Any) -> str:
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
+def rules_file(name: str) -> Traversable:
+    """gpudrv_check/rules/NAME: a file compiled from the rule folders and declarations
+    (catalog.json, plan.json)."""
+    from gpudrv_check.core.resources import package_dir
+
+    return package_dir().joinpath("rules").joinpath(name)
+
+
+def compiled_rules_json(name: str) -> Any:
+    """The data of `rules_file(name)`, or None when this copy of the package lacks it (a build
+    from a checkout that does not track it yet); a file that is no JSON is a packaging error."""
+    try:
+        raw = rules_file(name).read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:  # not JSON (or not UTF-8)
+        raise RuntimeError(f"broken built-in rules/{name}") from None
+
+
 def write_compiled(target: Traversable, data: Any) -> None:
     """Write `compiled_text(data)` to `target` (a developer's command, in a checkout)."""
     with open(str(target), "w", encoding="utf-8") as out:

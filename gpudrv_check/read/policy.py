@@ -113,15 +113,11 @@ def compiled_catalog() -> dict[str, Any]:
     """gpudrv_check/rules/catalog.json: each rule folder's `rule.yaml` as data, by name; the
     folders themselves when a copy of the package lacks the file (a build from a checkout
     that does not track it yet)."""
-    import json
+    from gpudrv_check.read.packaged import compiled_rules_json
 
-    from gpudrv_check.core.resources import package_dir
-
-    try:
-        raw = package_dir().joinpath("rules").joinpath(COMPILED_CATALOG).read_bytes()
-    except FileNotFoundError:
+    data = compiled_rules_json(COMPILED_CATALOG)
+    if data is None:
         return source_catalog()
-    data = json.loads(raw)
     if not (isinstance(data, dict) and data.get("version") == 1):
         raise RuntimeError(f"broken built-in rules/{COMPILED_CATALOG}")
     rules = data.get("rules")
@@ -159,11 +155,9 @@ def _catalog_file(rules: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_compiled_catalog() -> None:
     """Write gpudrv_check/rules/catalog.json from the rule folders (a developer's command)."""
-    from gpudrv_check.core.resources import package_dir
-    from gpudrv_check.read.packaged import write_compiled
+    from gpudrv_check.read.packaged import rules_file, write_compiled
 
-    target = package_dir().joinpath("rules").joinpath(COMPILED_CATALOG)
-    write_compiled(target, _catalog_file(source_catalog()))
+    write_compiled(rules_file(COMPILED_CATALOG), _catalog_file(source_catalog()))
 
 
 def rule_folders() -> list[Traversable]:

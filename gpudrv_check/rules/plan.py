@@ -348,18 +348,11 @@ COMPILED_PLAN = "plan.json"
 def compiled_plan() -> dict | None:
     """gpudrv_check/rules/plan.json as data, or None when a copy of the package lacks it (a
     build from a checkout that does not track it yet): the plan is then worked out."""
-    import json
+    from gpudrv_check.read.packaged import compiled_rules_json
 
-    from gpudrv_check.core.resources import package_dir
-
-    try:
-        raw = package_dir().joinpath("rules").joinpath(COMPILED_PLAN).read_bytes()
-    except FileNotFoundError:
+    data = compiled_rules_json(COMPILED_PLAN)
+    if data is None:
         return None
-    try:
-        data = json.loads(raw)
-    except ValueError:  # not JSON (or not UTF-8): as broken as a wrong shape
-        data = None
     if not _plan_shaped(data):
         raise RuntimeError(f"broken built-in rules/{COMPILED_PLAN}")
     return data
@@ -402,10 +395,9 @@ def compiled_plan_text() -> str:
 def write_compiled_plan() -> None:
     """Write gpudrv_check/rules/plan.json from the declarations (a developer's command, after
     rules/catalog.json: `write_compiled_catalog`)."""
-    from gpudrv_check.core.resources import package_dir
-    from gpudrv_check.read.packaged import write_compiled
+    from gpudrv_check.read.packaged import rules_file, write_compiled
 
-    write_compiled(package_dir().joinpath("rules").joinpath(COMPILED_PLAN), derived_plan())
+    write_compiled(rules_file(COMPILED_PLAN), derived_plan())
 
 
 def current_plan() -> SkimPlan:

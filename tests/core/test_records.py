@@ -343,7 +343,7 @@ def test_the_dataclasses_functions_see_the_same_class(name):
     assert std.__qualname__ == ours.__qualname__
     assert [b.__qualname__ for b in std.__mro__] == [b.__qualname__ for b in ours.__mro__]
     std_params, our_params = std.__dataclass_params__, ours.__dataclass_params__
-    for attribute in records._params_slots():
+    for attribute in records._PARAM_NAMES:
         if attribute != "init":  # records make their own __init__: dataclass was asked for none
             assert getattr(std_params, attribute) == getattr(our_params, attribute), attribute
 

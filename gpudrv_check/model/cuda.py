@@ -165,10 +165,6 @@ class CudaFit:
         return bool(self.too_old) and not self.limited and not self.fine and not self.unknown
 
 
-#: a driver version `_fit` has not judged yet
-_UNSEEN: list[tuple[Node, str]] = []
-
-
 @lru_cache(maxsize=4096)
 def _at_least(node_version: str, minimum: str) -> bool | None:
     """Whether a driver meets a minimum (None: undecidable); few distinct pairs per run."""
@@ -180,21 +176,30 @@ def _at_least(node_version: str, minimum: str) -> bool | None:
     return None
 
 
-def _fit(
-    container: Container,
-    need: DriverRequirement,
+@record(slots=True)
+class _Column:
+    """One node list's drivers, for every fit over that list: the nodes with a driver as
+    (node, version) in the list's order, the GPU nodes without one, and the distinct versions."""
+
+    nodes: list[Node]  # the list itself: its id keys the memo, which holds it
+    present: list[tuple[Node, str]]
+    unknown: list[Node]
+    versions: tuple[str, ...]
+
+
+def _column(
     nodes: list[Node],
-    minor_compat: bool,
     drivers: dict[str, tuple[Node, str] | None],
-) -> CudaFit | None:
-    """``drivers``: node name → (the node, its driver version), None where it has no driver
-    label; filled in as nodes are met, so that every fit shares one pair per node."""
-    floor = need.compat_branch if minor_compat and need.compat_branch else need.min_driver
-    if floor is None:
-        return None  # neither the release nor its major is in the table: nothing to compare
-    fit = CudaFit(container, need, floor)
-    # per driver version, the list its nodes go to (a fleet runs few distinct versions)
-    bucket: dict[str, list[tuple[Node, str]] | None] = {}
+    columns: dict[int, _Column] | None,
+) -> _Column:
+    """The column of ``nodes`` (once per list with ``columns``): each node's driver as by name,
+    from ``drivers`` (filled in as nodes are met)."""
+    found = columns.get(id(nodes)) if columns is not None else None
+    if found is not None and found.nodes is nodes:
+        return found
+    present: list[tuple[Node, str]] = []
+    unknown: list[Node] = []
+    seen: dict[str, None] = {}
     for node in nodes:
         if node.name not in drivers:
             driver = node_driver(node)
@@ -202,27 +207,70 @@ def _fit(
         pair = drivers[node.name]
         if pair is None:
             if node.is_gpu:  # a GPU node whose driver no label says: not judged, and said
-                fit.unknown.append(node)
+                unknown.append(node)
             continue  # no GPU: no NVIDIA driver runs there, nothing for CUDA to need
         if pair[0] is not node:  # another node of the same name: its driver, as by name
             pair = (node, pair[1])
-        version = pair[1]
-        listed = bucket.get(version, _UNSEEN)
-        if listed is _UNSEEN:
-            starts = _at_least(version, floor)
-            if starts is None:
-                listed = None
-            elif not starts:
-                listed = fit.too_old
-            elif need.min_driver and _at_least(version, need.min_driver) is False:
-                listed = fit.limited
-            else:
-                listed = fit.fine
-            bucket[version] = listed
-        if listed is None:  # undecidable for this version
-            fit.unknown.append(node)
+        present.append(pair)
+        seen[pair[1]] = None
+    made = _Column(nodes, present, unknown, tuple(seen))
+    if columns is not None:
+        columns[id(nodes)] = made
+    return made
+
+
+def _fit(
+    container: Container,
+    need: DriverRequirement,
+    nodes: list[Node],
+    minor_compat: bool,
+    drivers: dict[str, tuple[Node, str] | None],
+    columns: dict[int, _Column] | None = None,
+) -> CudaFit | None:
+    """``drivers``: node name → (the node, its driver version), None where it has no driver
+    label; filled in as nodes are met, so that every fit shares one pair per node. With
+    ``columns``, each node list is read once for every fit over it (`_column`): a fit then
+    judges each driver version once and sorts the nodes by it, or copies the list whole
+    when every version lands alike (most fits: a fleet runs few versions)."""
+    floor = need.compat_branch if minor_compat and need.compat_branch else need.min_driver
+    if floor is None:
+        return None  # neither the release nor its major is in the table: nothing to compare
+    column = _column(nodes, drivers, columns)
+    fit = CudaFit(container, need, floor)
+    # per driver version, the list its nodes go to; None where the comparison is undecidable
+    bucket: dict[str, list[tuple[Node, str]] | None] = {}
+    for version in column.versions:
+        starts = _at_least(version, floor)
+        if starts is None:
+            bucket[version] = None
+        elif not starts:
+            bucket[version] = fit.too_old
+        elif need.min_driver and _at_least(version, need.min_driver) is False:
+            bucket[version] = fit.limited
         else:
-            listed.append(pair)
+            bucket[version] = fit.fine
+    if None in bucket.values():  # the undecidable nodes join `unknown` in the list's order
+        for node in nodes:
+            pair = drivers[node.name]
+            if pair is None:
+                if node.is_gpu:
+                    fit.unknown.append(node)
+                continue
+            if pair[0] is not node:
+                pair = (node, pair[1])
+            listed = bucket[pair[1]]
+            if listed is None:
+                fit.unknown.append(node)
+            else:
+                listed.append(pair)
+        return fit
+    fit.unknown.extend(column.unknown)
+    targets = {id(listed): listed for listed in bucket.values()}
+    if len(targets) == 1:  # every version lands alike: the whole column, in order
+        next(iter(targets.values())).extend(column.present)  # type: ignore[union-attr]
+    else:
+        for pair in column.present:
+            bucket[pair[1]].append(pair)  # type: ignore[union-attr]
     return fit
 
 
@@ -242,6 +290,7 @@ def cuda_fits(
     """
     memo = {} if memo is None else memo
     drivers = memo.setdefault(("cuda", "driver-pairs"), {})
+    columns = memo.setdefault(("cuda", "columns"), {})
     fits = []
     for container in workload.containers:
         if not container.image:
@@ -255,7 +304,7 @@ def cuda_fits(
         fit_key = ("cuda", "fit", id(table), container.image, nodes_key, minor_compat)
         shared = memo.get(fit_key) if nodes_key is not None else None
         if shared is None:
-            shared = _fit(container, need, nodes, minor_compat, drivers)
+            shared = _fit(container, need, nodes, minor_compat, drivers, columns)
             if nodes_key is not None:
                 memo[fit_key] = shared or False
         if shared:

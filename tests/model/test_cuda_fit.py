@@ -257,3 +257,87 @@ def test_excluding_expression_parts_by_branch_only_when_every_older_node_is_excl
             }
         else:
             assert got is None or got["operator"] == "NotIn"
+
+
+def _fit_by_definition(image: str, nodes: list, table, minor_compat: bool) -> tuple:
+    """What a fit is, node by node in the list's order (model/cuda.py `_fit` without its
+    per-list column): a node's driver as the first node of its name has it; no driver and a
+    GPU: unknown; a version the floor cannot be compared with: unknown; below the floor: too
+    old; below the image's own minimum: limited; else fine."""
+    from gpudrv_check.model.cuda import _at_least, driver_requirement
+
+    need = driver_requirement(table, image)
+    floor = need.compat_branch if minor_compat and need.compat_branch else need.min_driver
+    by_name: dict = {}
+    too_old, limited, fine, unknown = [], [], [], []
+    for node in nodes:
+        if node.name not in by_name:
+            driver = node_driver(node)
+            by_name[node.name] = driver.version if driver is not None else None
+        version = by_name[node.name]
+        if version is None:
+            if node.is_gpu:
+                unknown.append(node.name)
+            continue
+        starts = _at_least(version, floor)
+        if starts is None:
+            unknown.append(node.name)
+        elif not starts:
+            too_old.append((node.name, version))
+        elif need.min_driver and _at_least(version, need.min_driver) is False:
+            limited.append((node.name, version))
+        else:
+            fine.append((node.name, version))
+    return too_old, limited, fine, unknown
+
+
+def test_fits_over_shared_node_lists_are_the_fits_node_by_node() -> None:
+    """Fits of several images over the same node lists (one column per list, shared through
+    the memo, as GPU011 and `place` share placement's) list every node where the definition
+    does, in the list's order: lists whose versions all land alike, mixed ones, undecidable
+    versions (a branch alone against a full floor), GPU nodes without a driver, two nodes of
+    one name (the driver of the first, as by name)."""
+    import random
+
+    rng = random.Random(22)
+    table = builtin_cuda_table()
+    images = [
+        "nvcr.io/nvidia/pytorch:24.07-py3",
+        "nvidia/cuda:11.8.0-base-ubuntu22.04",
+        "nvidia/cuda:12.4.1-runtime-ubuntu22.04",
+        "nvidia/cuda:12.8.0-base-ubuntu24.04",
+    ]
+    drivers = [
+        deprecated("550", "90", "07"),
+        deprecated("535", "183", "06"),
+        deprecated("515", "65", "01"),
+        deprecated("470", "256", "02"),
+        deprecated("555"),  # a branch alone: undecidable against 555.42.06
+        deprecated("570", "86", "15"),
+        {"nvidia.com/gpu.present": "true"},  # a GPU, its driver unknown
+        {},  # no GPU
+    ]
+    checked = 0
+    for _ in range(60):
+        count = rng.randint(1, 12)
+        nodes = [
+            make_node(f"n{rng.randint(0, count)}", dict(rng.choice(drivers))) for _ in range(count)
+        ]
+        memo: dict = {}
+        for minor_compat in (True, False):
+            for image in rng.sample(images, 3):
+                fits = cuda_fits(_pod(image), nodes, table, minor_compat, memo, "key")
+                if not fits:
+                    continue
+                [fit] = fits
+                got = (
+                    [(n.name, v) for n, v in fit.too_old],
+                    [(n.name, v) for n, v in fit.limited],
+                    [(n.name, v) for n, v in fit.fine],
+                    [n.name for n in fit.unknown],
+                )
+                assert got == _fit_by_definition(image, nodes, table, minor_compat)
+                for listed in (fit.too_old, fit.limited, fit.fine):
+                    assert all(pair[0] in nodes for pair in listed)  # the list's own nodes
+                checked += 1
+    assert checked > 200

@@ -448,18 +448,128 @@ class IndexTree(GitTree):
     (stages 1-3 of an unfinished merge) is listed as skipped, not guessed.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], sizes: dict[bytes, int] | None = None) -> None:
+        """`sizes`: blob sizes by binary object id, known from earlier runs (an object id
+        names its content, so its size, for ever); the index's other blobs are measured."""
         self.disk_root = Path(path)
         self.rev = "the index"
-        self.repo = open_repository(self.disk_root, STAGED)
-        self.prefix = _prefix(self.repo, self.disk_root)
-        self.label = f"index:{self.prefix or '.'}"
         self.tree_sha = ""
         self.unmerged: list[str] = []
         self._raw = {}
-        self.entries = self._ls_index()
         self._wanted = []
         self._cache = {}
+        self._repo: Any = None
+        #: the repository's parts when the index was read without git (read/git_index.py)
+        self._paths: Any = None
+        #: whether a size came from elsewhere than `sizes` (the caller keeps them: `sizes`)
+        self.sizes_learned = False
+        fast = self._read_index(sizes or {})
+        if fast is None:
+            self.prefix = _prefix(self.repo, self.disk_root)
+            self.entries = self._ls_index()
+        else:
+            self.entries = fast
+        self.label = f"index:{self.prefix or '.'}"
+
+    @property
+    def repo(self) -> Any:
+        """gitpython's repository, opened when first asked: a hook run that git's own files
+        answer (`_read_index`) never imports gitpython."""
+        if self._repo is None:
+            self._repo = open_repository(self.disk_root, STAGED)
+        return self._repo
+
+    def _read_index(self, known: dict[bytes, int]) -> dict[str, _Entry] | None:
+        """The staged entries as `_ls_index` lists them, read from the index file and the
+        loose objects (read/git_index.py), or None when that reader does not answer for this
+        repository (git is asked then, as always before)."""
+        from gpudrv_check.read.git_index import locate, loose_header, read_index_file
+
+        paths = locate(self.disk_root)
+        if paths is None:
+            return None
+        try:
+            prefix = self.disk_root.resolve().relative_to(paths.top).as_posix()
+        except (OSError, ValueError, RuntimeError):
+            return None  # outside the work tree: `_prefix` says so
+        entries = read_index_file(paths.index)
+        if entries is None:
+            return None
+        self.prefix = "" if prefix == "." else prefix
+        start = self.prefix + "/" if self.prefix else ""
+        staged: dict[str, tuple[int, bytes]] = {}
+        for entry in entries:
+            rel = entry.path.decode("utf-8", "surrogateescape")
+            if not rel.startswith(start):
+                continue
+            rel = self._shown(rel[len(start) :])
+            if entry.stage != 0:
+                if rel not in self.unmerged:
+                    self.unmerged.append(rel)
+                continue
+            if entry.intent_to_add and entry.sha.hex().encode() in _EMPTY_BLOBS:
+                continue  # `git add -N`: not in the next commit
+            staged[rel] = (entry.mode, entry.sha)
+        sizes: dict[bytes, int] = {}
+        unknown: list[bytes] = []
+        for mode, sha in staged.values():
+            if mode == _SUBMODULE or sha in sizes:
+                continue
+            size = known.get(sha)
+            if size is None:
+                size = loose_header(paths.common_dir, sha)
+                self.sizes_learned = True
+            if size is None:
+                unknown.append(sha)
+            else:
+                sizes[sha] = size
+        if unknown:  # packed (or missing): git measures them, as it measures every blob
+            measured = self._sizes([sha.hex() for sha in unknown])
+            for sha in unknown:
+                if sha.hex() in measured:
+                    sizes[sha] = measured[sha.hex()]
+        self._paths = paths
+        return {rel: _Entry(mode, sha, sizes.get(sha, 0)) for rel, (mode, sha) in staged.items()}
+
+    def blob_sizes(self) -> dict[bytes, int]:
+        """The size of every staged blob (a file's or a link's), by binary object id, for the
+        caller to keep for the next run (`sizes`)."""
+        return {e.sha: e.size for e in self.entries.values() if e.mode != _SUBMODULE}
+
+    def _blob(self, rel: str, entry: _Entry) -> bytes:
+        paths = self._paths
+        if paths is not None:
+            from gpudrv_check.read.git_index import loose_blob
+
+            found = loose_blob(paths.common_dir, entry.sha, entry.size)
+            if found is not None and len(found) == entry.size:
+                return found
+        self.repo  # noqa: B018 - opened outside `_blob`'s error handling: a usage error
+        return super()._blob(rel, entry)
+
+    def _prefetch(self, rels: list[str]) -> None:
+        """The loose objects read directly; the others in one `git cat-file --batch`."""
+        paths = self._paths
+        if paths is not None:
+            from gpudrv_check.read.git_index import loose_blob
+
+            rest = []
+            for rel in rels:
+                entry = self.entries[rel]
+                if entry.size > _PREFETCH_FILE_BYTES:
+                    continue
+                found = loose_blob(paths.common_dir, entry.sha, entry.size)
+                if found is not None and len(found) == entry.size:
+                    self._cache[rel] = found
+                else:
+                    rest.append(rel)
+            rels = rest
+        if rels:
+            super()._prefetch(rels)
+
+    def close(self) -> None:
+        if self._repo is not None:
+            self._repo.close()
 
     def _ls_index(self) -> dict[str, _Entry]:
         git = _import_git(STAGED)

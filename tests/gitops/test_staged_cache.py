@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudrv_check.read.git import GitTree
+from gpudrv_check.read.git import GitTree, IndexTree
 from tests.conftest import generated_corpus, run_main
 from tests.gitops.conftest import commit, git
 
@@ -26,20 +26,22 @@ def corpus_repo(git_repo: Path) -> Path:
 
 @pytest.fixture
 def blob_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The files a git source reads from the object store, one by one or in a batch."""
+    """The files a git source reads from the object store, one by one or in a batch (the
+    index's own reads, which take loose objects without git, and a revision's)."""
     reads: list[str] = []
-    real_blob, real_prefetch = GitTree._blob, GitTree._prefetch
+    for cls in (GitTree, IndexTree):
+        real_blob, real_prefetch = cls.__dict__["_blob"], cls.__dict__["_prefetch"]
 
-    def blob(self, rel, entry):
-        reads.append(rel)
-        return real_blob(self, rel, entry)
+        def blob(self, rel, entry, real=real_blob):
+            reads.append(rel)
+            return real(self, rel, entry)
 
-    def prefetch(self, rels):
-        reads.extend(rels)
-        return real_prefetch(self, rels)
+        def prefetch(self, rels, real=real_prefetch):
+            reads.extend(rels)
+            return real(self, rels)
 
-    monkeypatch.setattr(GitTree, "_blob", blob)
-    monkeypatch.setattr(GitTree, "_prefetch", prefetch)
+        monkeypatch.setattr(cls, "_blob", blob)
+        monkeypatch.setattr(cls, "_prefetch", prefetch)
     return reads
 
 

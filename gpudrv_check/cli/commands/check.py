@@ -592,11 +592,15 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     from gpudrv_check.cli.commands.common import repo_config
     from gpudrv_check.engine.cache.config import ConfigView, keyed_config
     from gpudrv_check.engine.cache.inputs import (
+        BLOB_SIZES,
         STAMPS,
         blob_inputs,
         budget_spent,
         entry_name,
         manifest_inputs,
+        pack_sizes,
+        unpack_sizes,
+        valid_sizes,
         valid_stamps,
     )
     from gpudrv_check.engine.cache.store import Cache, default_dir
@@ -605,7 +609,20 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     from gpudrv_check.read.safe_io import read_named
     from gpudrv_check.report.sections.findings import link_base
 
-    source = make_source(options)
+    cache_dir = options.cache_dir
+    cache = Cache(Path(cache_dir) if cache_dir else default_dir())
+    sizes_name = None
+    known_sizes = None
+    if options.staged and options.rev is None:
+        # the index's blob sizes an earlier run measured: read/git.py `IndexTree` then asks
+        # git nothing when git's own files answer the rest (the pre-commit hook's warm run)
+        sizes_name = entry_name(str(Path(options.path).resolve()), BLOB_SIZES)
+        known_sizes = unpack_sizes(
+            cache.load(BLOB_SIZES, sizes_name, "", valid=valid_sizes, quiet=True)
+        )
+    source = make_source(options, blob_sizes=known_sizes)
+    if sizes_name is not None and getattr(source, "sizes_learned", False):
+        cache.store(BLOB_SIZES, sizes_name, "", pack_sizes(source.blob_sizes()))  # type: ignore[attr-defined]
     root = Path(source.disk_root).resolve()
     # a git source: every file's digest is its object id, listed by git; nothing is read
     # ahead (read_repo says which files it reads, after the per-file cache answered)
@@ -613,8 +630,6 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     # the entries of a git source are its own: the index and the working tree of one root
     # alternate (the pre-commit hook, the editor) without displacing each other's result
     entry_root = f"{root}\0{type(source).__name__}" if blobs else str(root)
-    cache_dir = options.cache_dir
-    cache = Cache(Path(cache_dir) if cache_dir else default_dir())
     # validated by an earlier run with the same config bytes: no pydantic (engine/cache/config.py)
     found = find_config(Path(source.disk_root), options.config, source)
 

@@ -20,8 +20,11 @@ if TYPE_CHECKING:
     from gpudrv_check.read.manifests import ReadOptions
 
 
-def make_source(options: RepoOptions, rev: str | None = None) -> Source:
-    """Where the files come from: PATH on disk, at a git revision, in the index, or stdin."""
+def make_source(
+    options: RepoOptions, rev: str | None = None, blob_sizes: dict[bytes, int] | None = None
+) -> Source:
+    """Where the files come from: PATH on disk, at a git revision, in the index, or stdin.
+    `blob_sizes`: for the index, the sizes of blobs an earlier run measured (read/git.py)."""
     path = options.path
     staged = options.staged and rev is None
     rev = rev if rev is not None else options.rev
@@ -55,7 +58,7 @@ def make_source(options: RepoOptions, rev: str | None = None) -> Source:
         raise ConfigError(f"not a directory: {path}")
     source: Source
     if staged:
-        source = _index_tree(root)
+        source = _index_tree(root, blob_sizes)
     elif rev is not None:
         from gpudrv_check.read.git import GitTree
 
@@ -76,11 +79,11 @@ def _exists(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-def _index_tree(root: Path) -> Source:
+def _index_tree(root: Path, blob_sizes: dict[bytes, int] | None = None) -> Source:
     """The index below `root` (`--staged`)."""
     from gpudrv_check.read.git import IndexTree
 
-    return IndexTree(root)
+    return IndexTree(root, blob_sizes)
 
 
 def repo_config(

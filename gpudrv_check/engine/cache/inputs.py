@@ -60,6 +60,38 @@ RACY_NS = 2_000_000_000
 
 #: the cache kind holding a repo's Stamps
 STAMPS = "stamps"
+#: the cache kind holding the blob sizes of a checked root's git index (`--staged`): each a
+#: binary object id (20 bytes) and its size (8 bytes, big-endian), one after the other
+BLOB_SIZES = "blobsizes"
+_SIZE_RECORD = 28
+
+
+def pack_sizes(sizes: dict[bytes, int]) -> bytes:
+    """Blob sizes by SHA-1 object id as a BLOB_SIZES entry (object ids of another length and
+    sizes past 64 bits are left out: measured again)."""
+    return b"".join(
+        sha + size.to_bytes(8, "big")
+        for sha, size in sorted(sizes.items())
+        if len(sha) == 20 and 0 <= size < 1 << 64
+    )
+
+
+def valid_sizes(value: Any) -> bool:
+    """Whether a cached value has the shape of a BLOB_SIZES entry (checked, never trusted)."""
+    return value.__class__ is bytes and len(value) % _SIZE_RECORD == 0
+
+
+def unpack_sizes(value: bytes | None) -> dict[bytes, int] | None:
+    """What `pack_sizes` wrote, or None for no entry."""
+    if value is None:
+        return None
+    view = memoryview(value)
+    return {
+        bytes(view[at : at + 20]): int.from_bytes(view[at + 20 : at + _SIZE_RECORD], "big")
+        for at in range(0, len(value), _SIZE_RECORD)
+    }
+
+
 #: per file: (its stamp when hashed, its SHA-256)
 Stamps = dict[str, tuple[tuple[int, ...], str]]
 

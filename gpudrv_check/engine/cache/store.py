@@ -85,7 +85,7 @@ _DAY = 86_400
 PRUNED = ".pruned"
 #: the names the cache gives its entries and its temporary files, exactly (a `--cache-dir`
 #: may be a directory that holds the user's own files too: only these are ever pruned)
-KINDS = ("config", "files", "occupancy", "partitions", "result", "stamps")
+KINDS = ("blobsizes", "config", "files", "occupancy", "partitions", "result", "stamps")
 _ENTRY_NAME = re.compile(r"(?:" + "|".join(KINDS) + r")-[0-9a-f]{32}\.bin\Z")
 TEMP_PREFIX = ".gpudrv-check-tmp-"
 _TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[a-z0-9_]{8}\Z")  # mkstemp's own form

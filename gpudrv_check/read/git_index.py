@@ -7,8 +7,10 @@ usual hook run needs itself, and answers None whenever it is not sure it reads e
 git would; the caller then asks git, as before:
 
 - where the repository is (`locate`): the `.git` directory or `gitdir:` file above PATH, as
-  gitpython finds it, or GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE as a hook gets them
-  (githooks(5): git exports them); never a bare repository, a `core.worktree` or
+  gitpython finds it, or GIT_DIR and GIT_WORK_TREE when they are set; the index GIT_INDEX_FILE
+  names, as git gives it to a pre-commit hook run at the top of the work tree (git 2.39:
+  `.git/index` for a plain commit, the absolute path of `index.lock` or `next-index-*.lock`
+  for `commit -a` and `commit <paths>`); never a bare repository, a `core.worktree` or
   `core.bare` setting, another object format than SHA-1, GIT_OBJECT_DIRECTORY,
   GIT_COMMON_DIR, GIT_ALTERNATE_OBJECT_DIRECTORIES or GIT_CEILING_DIRECTORIES, or a
   repository another user owns (git's `safe.directory` check decides those);
@@ -110,7 +112,7 @@ def locate(start: Path) -> GitPaths | None:
 
 
 def _from_environment() -> tuple[Path, Path] | None:
-    """GIT_DIR (and GIT_WORK_TREE) as a hook gets them, relative to the current directory;
+    """GIT_DIR (and GIT_WORK_TREE) when they are set, relative to the current directory;
     without GIT_WORK_TREE the current directory is the top of the work tree (git(1))."""
     git_dir = Path(os.path.abspath(os.environ["GIT_DIR"]))
     if not _is_git_dir(git_dir):
@@ -261,6 +263,8 @@ def read_index(data: bytes) -> list[IndexEntry] | None:
             if version < 3 or fixed + 2 > end:
                 return None
             extended = int.from_bytes(data[fixed : fixed + 2], "big")
+            if extended & ~0x6000:  # git dies on any bit but skip-worktree, intent-to-add
+                return None  # (read-cache.c: "unknown index entry format")
             intent = bool(extended & 0x2000)
             fixed += 2
         stage = (flags >> 12) & 3
@@ -288,8 +292,8 @@ def read_index(data: bytes) -> list[IndexEntry] | None:
             pos = pos + ((fixed - pos + (nul - fixed) + 8) & ~7)
             if pos > end:
                 return None
-        if not path or (length < 0xFFF and len(path) != length):
-            return None
+        if not path or (length < 0xFFF and len(path) != length) or b"\0" in path:
+            return None  # a NUL inside a name: git prints it cut there, and keeps it whole
         if mode == _SPARSE_DIR_MODE:
             return None  # a sparse directory: git expands it from the trees
         entries.append(IndexEntry(path, mode, sha, stage, intent))

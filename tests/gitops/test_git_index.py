@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import re
 import subprocess
 import sys
 import zlib
@@ -285,7 +286,7 @@ def test_a_packed_repository_asks_git_for_sizes_and_blobs(repo, monkeypatch):
 
 def test_where_the_repository_is(repo, monkeypatch, tmp_path):
     # a subdirectory (PATH below the top), a linked worktree, GIT_DIR/GIT_WORK_TREE/
-    # GIT_INDEX_FILE as a hook gets them, and what is left to git: core.worktree, a bare
+    # GIT_INDEX_FILE when set, and what is left to git: core.worktree, a bare
     # repository, GIT_OBJECT_DIRECTORY, another object format
     _same_tree(repo / "apps", monkeypatch)
     assert IndexTree(repo / "apps").prefix == "apps"
@@ -296,7 +297,7 @@ def test_where_the_repository_is(repo, monkeypatch, tmp_path):
     git(worktree, "add", "-A")
     assert locate(worktree).common_dir == (repo / ".git").resolve()
     _same_tree(worktree, monkeypatch)
-    # a hook: git exports GIT_DIR (and GIT_INDEX_FILE) and runs it at the top
+    # GIT_DIR set (relative to the current directory), and GIT_INDEX_FILE
     monkeypatch.chdir(repo)
     monkeypatch.setenv("GIT_DIR", ".git")
     monkeypatch.setenv("GIT_INDEX_FILE", ".git/index")
@@ -385,3 +386,71 @@ def test_kept_sizes_round_trip():
     assert valid_sizes(packed) and unpack_sizes(packed) == sizes
     assert not valid_sizes(packed[:-1]) and not valid_sizes([packed])
     assert unpack_sizes(None) is None
+
+
+PROBE = """
+import os, subprocess, sys
+from gpudrv_check.cli import main
+out, cache = sys.argv[1], sys.argv[2]
+args = ["gpudrv-check", "check", ".", "--staged", "--fail-on", "never"]
+fresh = subprocess.run(
+    [sys.executable, "-m", "gpudrv_check", *args[1:], "--no-cache"],
+    capture_output=True, text=True,
+).stdout
+with open(out, "a") as report:
+    report.write(f"==== {os.environ.get('GIT_INDEX_FILE')}\\n")
+    for _ in range(2):
+        import contextlib, io
+        buffer = io.StringIO()
+        sys.argv = [*args, "--cache-dir", cache]
+        with contextlib.redirect_stdout(buffer):
+            try:
+                main()
+            except SystemExit:
+                pass
+        report.write(f"same={buffer.getvalue() == fresh} fast={FAST}\\n")
+"""
+
+
+def test_a_real_commit_hook_reads_the_index_git_prepared(repo, tmp_path):
+    # git runs a pre-commit hook at the top of the work tree with GIT_INDEX_FILE naming the
+    # index the commit records: `.git/index` for a plain commit, `.git/index.lock` for
+    # `commit -a`, `.git/next-index-*.lock` for `commit <path>`; the reader takes each and
+    # says what a run without cache says (tests/gitops/test_precommit.py runs the hook of
+    # .pre-commit-hooks.yaml through the pre-commit framework itself)
+    git(repo, "commit", "-q", "--no-verify", "-m", "edit")
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        PROBE.replace(
+            "{FAST}",
+            "{__import__('gpudrv_check.read.git', fromlist=['x']).IndexTree('.')._paths"
+            " is not None}",
+        )
+    )
+    out = tmp_path / "report.txt"
+    hook = repo / ".git/hooks/pre-commit"
+    hook.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{probe}" "{out}" "{tmp_path / "c"}"\n')
+    hook.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid"})
+    env.update({"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"})
+
+    def commit_with(*args: str) -> None:
+        subprocess.run(["git", "commit", "-q", *args], cwd=repo, env=env, check=True)
+
+    (repo / "apps/team-0/a.yaml").write_text(WORKLOAD.format(name="one", n=1))
+    git(repo, "add", "-A")
+    commit_with("-m", "plain")
+    (repo / "apps/team-0/a.yaml").write_text(WORKLOAD.format(name="two", n=2))
+    commit_with("-a", "-m", "all")
+    (repo / "apps/team-1/a.yaml").write_text(WORKLOAD.format(name="three", n=3))
+    commit_with("-m", "path", "apps/team-1/a.yaml")
+    report = out.read_text().split("==== ")[1:]
+    assert [block.splitlines()[0] for block in report] == [
+        ".git/index",
+        str(repo / ".git/index.lock"),
+        report[2].splitlines()[0],
+    ]
+    assert re.fullmatch(r".*/\.git/next-index-\d+\.lock", report[2].splitlines()[0])
+    for block in report:
+        assert block.splitlines()[1:] == ["same=True fast=True"] * 2, block

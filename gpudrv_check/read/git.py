@@ -461,8 +461,9 @@ class IndexTree(GitTree):
         self._repo: Any = None
         #: the repository's parts when the index was read without git (read/git_index.py)
         self._paths: Any = None
-        #: whether a size came from elsewhere than `sizes` (the caller keeps them: `sizes`)
+        #: whether git measured a size now (the caller keeps them for the next run: `sizes`)
         self.sizes_learned = False
+        self._kept: dict[bytes, int] = {}
         fast = self._read_index(sizes or {})
         if fast is None:
             self.prefix = _prefix(self.repo, self.disk_root)
@@ -516,9 +517,12 @@ class IndexTree(GitTree):
             if mode == _SUBMODULE or sha in sizes:
                 continue
             size = known.get(sha)
-            if size is None:
+            if size is not None:
+                self._kept[sha] = size
+            else:
+                # a loose object's header, as `git cat-file -s` reads it (never kept: a size
+                # is kept only as git gave it, `blob_sizes`)
                 size = loose_header(paths.common_dir, sha)
-                self.sizes_learned = True
             if size is None:
                 unknown.append(sha)
             else:
@@ -527,14 +531,18 @@ class IndexTree(GitTree):
             measured = self._sizes([sha.hex() for sha in unknown])
             for sha in unknown:
                 if sha.hex() in measured:
-                    sizes[sha] = measured[sha.hex()]
+                    sizes[sha] = self._kept[sha] = measured[sha.hex()]
+                    self.sizes_learned = True
         self._paths = paths
         return {rel: _Entry(mode, sha, sizes.get(sha, 0)) for rel, (mode, sha) in staged.items()}
 
     def blob_sizes(self) -> dict[bytes, int]:
-        """The size of every staged blob (a file's or a link's), by binary object id, for the
-        caller to keep for the next run (`sizes`)."""
-        return {e.sha: e.size for e in self.entries.values() if e.mode != _SUBMODULE}
+        """The sizes to keep for the next run (`sizes`), by binary object id: those kept from
+        earlier runs that the index still names, and those git measured now. A loose
+        object's header is read again each run (microseconds), never kept: a missing object
+        (git lists no size) or a damaged loose copy of a packed one (git reads the pack) must
+        not outlive the run that met it."""
+        return dict(self._kept)
 
     def _blob(self, rel: str, entry: _Entry) -> bytes:
         paths = self._paths
@@ -548,8 +556,13 @@ class IndexTree(GitTree):
         return super()._blob(rel, entry)
 
     def _prefetch(self, rels: list[str]) -> None:
-        """The loose objects read directly; the others in one `git cat-file --batch`."""
+        """The loose objects read directly; the others in one `git cat-file --batch`. Only
+        when all of them fit in the batch's bounds (`_PREFETCH_FILE_BYTES` each,
+        `_PREFETCH_TOTAL_BYTES` in all), as before; else each is read when asked."""
         paths = self._paths
+        rels = [r for r in rels if self.entries[r].size <= _PREFETCH_FILE_BYTES]
+        if not rels or sum(self.entries[r].size for r in rels) > _PREFETCH_TOTAL_BYTES:
+            return
         if paths is not None:
             from gpudrv_check.read.git_index import loose_blob
 

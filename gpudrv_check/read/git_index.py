@@ -51,12 +51,10 @@ _UNSUPPORTED_ENV = (
     "GIT_DISCOVERY_ACROSS_FILESYSTEM",
 )
 _SPARSE_DIR_MODE = 0o040000
-#: config lines that make the repository one this module does not read: a work tree
-#: elsewhere (`core.worktree`), extensions (another object format, a worktree config), and
-#: `bare` set to anything but false (`bare = false` is in every `git init`'s config)
-_WORKTREE_KEY = re.compile(rb"^[ \t]*worktree[ \t]*(?:=|$)", re.I | re.M)
-_EXTENSIONS_SECTION = re.compile(rb"^[ \t]*\[[ \t]*extensions\b", re.I | re.M)
-_BARE_KEY = re.compile(rb"^[ \t]*bare[ \t]*(?:=[ \t]*([^\n]*))?$", re.I | re.M)
+#: the config lines `_plain_config` reads (git-config(1) "Syntax"): a section header alone on
+#: its line, and a key with or without a value (`bare = false` is in every `git init`'s)
+_SECTION_LINE = re.compile(rb'\[[A-Za-z0-9.-]+(?:[ \t]+"(?:[^"\\\n]|\\.)*")?\]')
+_KEY_LINE = re.compile(rb"([A-Za-z][A-Za-z0-9-]*)[ \t]*(?:=(.*))?")
 _FALSE = frozenset((b"false", b"no", b"off", b"0"))
 
 
@@ -156,7 +154,7 @@ def _gitfile(path: Path) -> Path | None:
     text = _read_small(path, 64 * 1024)
     if text is None or not text.startswith(b"gitdir: "):
         return None
-    target = text[len(b"gitdir: ") :].rstrip()  # as git reads it: trailing space only
+    target = text[len(b"gitdir: ") :].rstrip(b"\r\n")  # git: read_gitfile_gently
     if not target or b"\0" in target:
         return None
     return (path.parent / os.fsdecode(target)).resolve()
@@ -181,7 +179,7 @@ def _common_dir(git_dir: Path) -> Path | None:
     text = _read_small(named, 64 * 1024)
     if text is None:
         return None
-    target = text.strip()
+    target = text.rstrip(b"\r\n")  # as git reads it: line ends only
     if not target or b"\0" in target:
         return None
     common = (git_dir / os.fsdecode(target)).resolve()
@@ -201,12 +199,38 @@ def _ordinary(top: Path, git_dir: Path, common: Path) -> bool:
             if config.name == "config":
                 return False
             continue
-        if _WORKTREE_KEY.search(text) or _EXTENSIONS_SECTION.search(text):
+        if not _plain_config(text.replace(b"\r\n", b"\n")):
             return False
-        for found in _BARE_KEY.finditer(text):
-            value = (found.group(1) or b"").split(b"#")[0].split(b";")[0].strip().lower()
-            if value not in _FALSE:
+    return True
+
+
+def _plain_config(text: bytes) -> bool:
+    """Whether a repository's config leaves the work tree and the format as they are found:
+    every line a section header alone, a comment, or `key` / `key = value` (anything else,
+    a continued line or a key on a header's line, is left to git's own parser), no
+    `core.worktree`, no extensions or includes, `bare` false, the format version 0 or 1."""
+    for line in text.split(b"\n"):
+        stripped = line.strip()
+        if not stripped or stripped[:1] in (b"#", b";"):
+            continue
+        if stripped[:1] == b"[":
+            if not _SECTION_LINE.fullmatch(stripped):
                 return False
+            section = stripped[1:-1].strip().lower()
+            if section.startswith((b"extensions", b"include")):
+                return False
+            continue
+        found = _KEY_LINE.fullmatch(stripped)
+        if found is None or stripped.endswith(b"\\"):
+            return False
+        key = found.group(1).lower()
+        value = (found.group(2) or b"").split(b"#")[0].split(b";")[0].strip().lower()
+        if key == b"worktree":
+            return False
+        if key == b"bare" and (found.group(2) is None or value not in _FALSE):
+            return False  # a key alone is true
+        if key == b"repositoryformatversion" and value not in (b"0", b"1"):
+            return False
     return True
 
 
@@ -336,7 +360,10 @@ def loose_header(common: Path, sha: bytes) -> int | None:
     """The size of the loose blob `sha`, from its header alone; None when it is not a loose
     blob (packed, missing, another type, unreadable)."""
     try:
-        fd = os.open(_loose_path(common, sha), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(
+            _loose_path(common, sha),
+            os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0),
+        )
     except OSError:
         return None
     try:
@@ -389,9 +416,11 @@ def loose_blob(common: Path, sha: bytes, limit: int) -> bytes | None:
         if size is None or size > limit:
             return None
         nul = head.index(b"\0") + 1
-        body = head[nul:] + inflate.decompress(
-            inflate.unconsumed_tail, size + 1 - (len(head) - nul)
-        )
+        body = head[nul:]
+        if len(body) > size:
+            return None
+        # one byte past the size at most (a bound of 0 would be no bound to zlib)
+        body += inflate.decompress(inflate.unconsumed_tail, size - len(body) + 1)
     except (zlib.error, ValueError):
         return None
     if len(body) != size or inflate.unconsumed_tail:

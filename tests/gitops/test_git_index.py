@@ -185,7 +185,9 @@ def test_a_sparse_index_is_left_to_git(repo, monkeypatch):
     index = (repo / ".git/index").read_bytes()
     if b"sdir" not in index:
         pytest.skip("this git wrote no sparse index")
-    assert read_index(index) is None
+    assert read_index(index) is None  # the `sdir` extension
+    # (`sparse-checkout` also writes `extensions.worktreeConfig`, so `locate` already
+    # declines the repository: the line above is what tests the index itself)
     _same_tree(repo, monkeypatch, fast_expected=False)
 
 
@@ -454,3 +456,121 @@ def test_a_real_commit_hook_reads_the_index_git_prepared(repo, tmp_path):
     assert re.fullmatch(r".*/\.git/next-index-\d+\.lock", report[2].splitlines()[0])
     for block in report:
         assert block.splitlines()[1:] == ["same=True fast=True"] * 2, block
+
+
+def test_sizes_are_kept_only_as_git_gave_them(repo, monkeypatch):
+    # a staged entry whose object is missing (git lists no size: 0, as before) and a loose
+    # object whose header lies about its content: neither size outlives the run
+    ghost = "1234567890abcdef1234567890abcdef12345678"
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{ghost},apps/ghost.yaml")
+    sha = bytes.fromhex(_blob_id(repo, b"one\n"))
+    target = repo / ".git/objects" / sha.hex()[:2] / sha.hex()[2:]
+    target.chmod(0o644)
+    target.write_bytes(zlib.compress(b"blob 9\0nine byte"))
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha.hex()},apps/liar.yaml")
+    tree = IndexTree(repo)
+    assert tree._paths is not None
+    assert (
+        tree.entries["apps/ghost.yaml"].size
+        == _slow(repo, monkeypatch).entries["apps/ghost.yaml"].size
+        == 0
+    )
+    assert tree.entries["apps/liar.yaml"].size == 9  # the header, as `git cat-file -s` says
+    kept = tree.blob_sizes()
+    assert bytes.fromhex(ghost) not in kept and sha not in kept
+    assert kept == {}  # every other object is loose: read again next run, never kept
+    # the loose reader refuses the liar; git is asked (and reads what is there)
+    assert loose_blob(locate(repo).common_dir, sha, 100) is None
+
+
+def test_loose_objects_are_bounded(repo, tmp_path, monkeypatch):
+    paths = locate(repo)
+    # a header that says 5 bytes over 10 MB of content: refused without inflating it all
+    sha = bytes(range(20))
+    target = paths.common_dir / "objects" / sha.hex()[:2] / sha.hex()[2:]
+    target.parent.mkdir(exist_ok=True)
+    target.write_bytes(zlib.compress(b"blob 5\0" + bytes(10 << 20)))
+    assert loose_header(paths.common_dir, sha) == 5
+    assert loose_blob(paths.common_dir, sha, 1 << 30) is None
+    # a FIFO where an object should be: not waited on
+    fifo_sha = bytes(range(1, 21))
+    fifo = paths.common_dir / "objects" / fifo_sha.hex()[:2] / fifo_sha.hex()[2:]
+    fifo.parent.mkdir(exist_ok=True)
+    os.mkfifo(fifo)
+    assert loose_header(paths.common_dir, fifo_sha) is None
+    assert loose_blob(paths.common_dir, fifo_sha, 100) is None
+    # the reads ahead keep the batch's bounds: over them, each file is read when asked
+    import gpudrv_check.read.git as git_source
+
+    monkeypatch.setattr(git_source, "_PREFETCH_TOTAL_BYTES", 10)
+    tree = IndexTree(repo)
+    listing = tree.list_manifests([])
+    tree.expect([f.rel for f in listing.files])
+    first = listing.files[0].rel
+    assert tree.read(first) == (repo / first).read_bytes()
+    assert tree._cache == {}
+
+
+def test_what_git_would_refuse_or_read_its_own_way_is_left_to_it(repo, monkeypatch, tmp_path):
+    # a config git's parser reads otherwise than line by line, a gitfile with trailing
+    # spaces (git strips line ends only), a relative GIT_INDEX_FILE away from the top
+    from gpudrv_check.read.git_index import _plain_config
+
+    assert _plain_config(b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+    for text in (
+        b"[core]\n\tbare\n",  # a key alone is true
+        b"[core]\n\tbare = yes\n",
+        b"[core]\n\trepositoryformatversion = 2\n",  # git: "Expected git repo version <= 1"
+        b"[core]\n\twork\\\n\ttree = /x\n",  # a continued line
+        b"[core] worktree = /x\n",  # a key on the header's line
+        b"[core]\n\tworktree = /x\n",
+        b"[extensions]\n\tobjectformat = sha256\n",
+        b"[include]\n\tpath = other\n",
+        b"[core\n",
+    ):
+        assert not _plain_config(text), text
+    config = repo / ".git/config"
+    config.write_bytes(config.read_bytes().replace(b"\n", b"\r\n") + b"[core]\r\n\tbare\r\n")
+    assert locate(repo) is None
+    git_dir = tmp_path / "store.git"
+    (repo / ".git").rename(git_dir)
+    (repo / ".git").write_text(f"gitdir: {git_dir}   \n")
+    assert locate(repo) is None
+    (repo / ".git").write_text(f"gitdir: {git_dir}\r\n")
+    (git_dir / "config").write_bytes(b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+    assert locate(repo) is not None
+    monkeypatch.setenv("GIT_INDEX_FILE", ".git/index")
+    monkeypatch.chdir(repo / "apps")
+    assert locate(repo) is None  # git, run at the top by gitpython, reads it from there
+    monkeypatch.chdir(repo)
+    assert locate(repo) is not None
+
+
+def test_mutated_real_indexes_are_read_as_git_lists_them(repo):
+    # indexes git wrote (versions 2, 3 and 4, with intent-to-add and skip-worktree entries),
+    # mutated, their checksum made right: where this reader answers, `git ls-files --stage`
+    # on the same bytes lists the same entries
+    (repo / "apps/new.yaml").write_text("n")
+    git(repo, "add", "-N", "apps/new.yaml")
+    git(repo, "update-index", "--skip-worktree", "apps/team-0/a.yaml")
+    seeds = []
+    for version in ("2", "3", "4"):
+        git(repo, "update-index", "--index-version", version)
+        seeds.append((repo / ".git/index").read_bytes())
+    rng = random.Random(23)
+    answered = 0
+    for _ in range(240):
+        body = bytearray(rng.choice(seeds)[:-20])
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(12, len(body))
+            body[at] = (
+                rng.randrange(256) if rng.random() < 0.5 else body[at] ^ 1 << rng.randrange(8)
+            )
+        data = bytes(body) + hashlib.sha1(bytes(body)).digest()  # noqa: S324
+        found = read_index(data)
+        if found is None:
+            continue
+        answered += 1
+        (repo / ".git/index").write_bytes(data)
+        assert [(e.path, e.mode, e.sha, e.stage) for e in found] == _ls_files(repo)
+    assert answered > 150

@@ -484,7 +484,13 @@ class IndexTree(GitTree):
         """The staged entries as `_ls_index` lists them, read from the index file and the
         loose objects (read/git_index.py), or None when that reader does not answer for this
         repository (git is asked then, as always before)."""
-        from gpudrv_check.read.git_index import locate, loose_header, read_index_file
+        from gpudrv_check.read.git_index import (
+            locate,
+            loose_header,
+            read_index_file,
+            special,
+            special_object,
+        )
 
         paths = locate(self.disk_root)
         if paths is None:
@@ -495,6 +501,8 @@ class IndexTree(GitTree):
             return None  # outside the work tree: `_prefix` says so
         entries = read_index_file(paths.index)
         if entries is None:
+            if special(paths.index):  # git would wait on it for ever
+                raise ConfigError(f"cannot read the git index: {paths.index} is not a regular file")
             return None
         self.prefix = "" if prefix == "." else prefix
         start = self.prefix + "/" if self.prefix else ""
@@ -523,6 +531,8 @@ class IndexTree(GitTree):
                 # a loose object's header, as `git cat-file -s` reads it (never kept: a size
                 # is kept only as git gave it, `blob_sizes`)
                 size = loose_header(paths.common_dir, sha)
+            if size is None and special_object(paths.common_dir, sha):
+                continue  # not asked of git, which would wait on it: `_blob` refuses it
             if size is None:
                 unknown.append(sha)
             else:
@@ -547,11 +557,15 @@ class IndexTree(GitTree):
     def _blob(self, rel: str, entry: _Entry) -> bytes:
         paths = self._paths
         if paths is not None:
-            from gpudrv_check.read.git_index import loose_blob
+            from gpudrv_check.read.git_index import loose_blob, special_object
 
             found = loose_blob(paths.common_dir, entry.sha, entry.size)
             if found is not None and len(found) == entry.size:
                 return found
+            if special_object(paths.common_dir, entry.sha):  # git would wait on it
+                raise OSError(
+                    errno.EIO, f"git object {entry.sha.hex()[:12]} is not a regular file", rel
+                )
         self.repo  # noqa: B018 - opened outside `_blob`'s error handling: a usage error
         return super()._blob(rel, entry)
 
@@ -564,7 +578,7 @@ class IndexTree(GitTree):
         if not rels or sum(self.entries[r].size for r in rels) > _PREFETCH_TOTAL_BYTES:
             return
         if paths is not None:
-            from gpudrv_check.read.git_index import loose_blob
+            from gpudrv_check.read.git_index import loose_blob, special_object
 
             rest = []
             for rel in rels:
@@ -574,7 +588,7 @@ class IndexTree(GitTree):
                 found = loose_blob(paths.common_dir, entry.sha, entry.size)
                 if found is not None and len(found) == entry.size:
                     self._cache[rel] = found
-                else:
+                elif not special_object(paths.common_dir, entry.sha):  # `_blob` refuses it
                     rest.append(rel)
             rels = rest
         if rels:

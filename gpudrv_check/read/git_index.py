@@ -356,6 +356,21 @@ def _loose_path(common: Path, sha: bytes) -> Path:
     return common / "objects" / name[:2] / name[2:]
 
 
+def special(path: Path) -> bool:
+    """Whether something other than a regular file or a link is at `path` (a FIFO, a
+    socket, a device): git would wait on it for ever, so it is refused, not handed to git."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode))
+
+
+def special_object(common: Path, sha: bytes) -> bool:
+    """Whether the loose object `sha` is a FIFO, socket or device (`special`)."""
+    return special(_loose_path(common, sha))
+
+
 def loose_header(common: Path, sha: bytes) -> int | None:
     """The size of the loose blob `sha`, from its header alone; None when it is not a loose
     blob (packed, missing, another type, unreadable)."""

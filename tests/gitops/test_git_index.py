@@ -574,3 +574,35 @@ def test_mutated_real_indexes_are_read_as_git_lists_them(repo):
         (repo / ".git/index").write_bytes(data)
         assert [(e.path, e.mode, e.sha, e.stage) for e in found] == _ls_files(repo)
     assert answered > 150
+
+
+def test_special_files_in_the_git_directory_are_refused_not_waited_on(repo, tmp_path):
+    # git waits for ever on a FIFO index or a FIFO object (`git ls-files`, `git cat-file`);
+    # --staged refuses them: a usage error for the index, a finding at the file for an
+    # object, and never a wait (each run in a child with a timeout)
+    def check() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "gpudrv_check", "check", str(repo), "--staged"]
+            + ["--no-cache", "--fail-on", "never"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        )
+
+    sha = bytes.fromhex(_blob_id(repo, WORKLOAD.format(name="fifo", n=1).encode()))
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha.hex()},apps/fifo.yaml")
+    target = repo / ".git/objects" / sha.hex()[:2] / sha.hex()[2:]
+    target.unlink()
+    os.mkfifo(target)
+    done = check()
+    assert done.returncode == 0, done.stderr
+    assert "apps/fifo.yaml" in done.stdout and "not a regular file" in done.stdout
+    index = repo / ".git/index"
+    index.unlink()
+    os.mkfifo(index)
+    done = check()
+    assert done.returncode == 2
+    assert "cannot read the git index" in done.stderr and "not a regular file" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -3,7 +3,8 @@
 `--rev REV` checks the tree of a commit exactly as it was committed: blobs are read with
 `git cat-file` through gitpython, so neither the working tree nor the index is touched, and
 uncommitted edits do not leak in. When PATH is a directory inside the repository, the source is
-that directory's subtree at REV. gitpython is imported here only, when a revision is asked for.
+that directory's subtree at REV. gitpython is imported here only, when a revision is asked for,
+or when the index (`--staged`) is one read/git_index.py leaves to git.
 """
 
 from __future__ import annotations
@@ -446,6 +447,10 @@ class IndexTree(GitTree):
     count, a staged deletion is gone, and unstaged edits do not count. Blobs are read from
     the object store as for a revision (`git add` wrote them there). An entry in conflict
     (stages 1-3 of an unfinished merge) is listed as skipped, not guessed.
+
+    The index file and the loose objects are read without git when read/git_index.py can
+    read them as git does (the hook's usual run then imports no gitpython and starts no git
+    process); anything else is asked of git, through gitpython, as before.
     """
 
     def __init__(self, path: str | os.PathLike[str], sizes: dict[bytes, int] | None = None) -> None:

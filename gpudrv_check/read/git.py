@@ -440,6 +440,10 @@ def _prefix(repo: Any, disk_root: Path) -> str:
     return "" if prefix == "." else prefix
 
 
+#: stands for "every object may be loose" when the loose objects could not be listed
+_ALL_LOOSE: set[str] = set()
+
+
 class IndexTree(GitTree):
     """The subtree at PATH of the git index: what the next commit records (`--staged`).
 
@@ -492,6 +496,7 @@ class IndexTree(GitTree):
         from gpudrv_check.read.git_index import (
             locate,
             loose_header,
+            loose_names,
             read_index_file,
             special,
             special_object,
@@ -526,6 +531,7 @@ class IndexTree(GitTree):
             staged[rel] = (entry.mode, entry.sha)
         sizes: dict[bytes, int] = {}
         unknown: list[bytes] = []
+        loose: set[str] | None = None  # listed when a size is first not known
         for mode, sha in staged.values():
             if mode == _SUBMODULE or sha in sizes:
                 continue
@@ -533,11 +539,15 @@ class IndexTree(GitTree):
             if size is not None:
                 self._kept[sha] = size
             else:
-                # a loose object's header, as `git cat-file -s` reads it (never kept: a size
-                # is kept only as git gave it, `blob_sizes`)
-                size = loose_header(paths.common_dir, sha)
-            if size is None and special_object(paths.common_dir, sha):
-                continue  # not asked of git, which would wait on it: `_blob` refuses it
+                if loose is None:
+                    listed = loose_names(paths.common_dir)
+                    loose = _ALL_LOOSE if listed is None else listed
+                if loose is _ALL_LOOSE or sha.hex() in loose:
+                    # a loose object's header, as `git cat-file -s` reads it (never kept: a
+                    # size is kept only as git gave it, `blob_sizes`)
+                    size = loose_header(paths.common_dir, sha)
+                    if size is None and special_object(paths.common_dir, sha):
+                        continue  # not asked of git, which would wait on it: `_blob` refuses it
             if size is None:
                 unknown.append(sha)
             else:

@@ -356,6 +356,36 @@ def _loose_path(common: Path, sha: bytes) -> Path:
     return common / "objects" / name[:2] / name[2:]
 
 
+#: the most loose objects `loose_names` lists (git packs them past 6,700 by default, gc.auto)
+MAX_LOOSE_NAMES = 1_000_000
+_HEX = frozenset("0123456789abcdef")
+
+
+def loose_names(common: Path) -> set[str] | None:
+    """The ids (hex) of the loose objects under `common`, from the 256 fan-out directories'
+    listings: what a run asks of the object store is then looked up, not opened (a packed
+    repository's objects are all missing there); None when they cannot be listed or are
+    too many (each object is then tried as before)."""
+    names: set[str] = set()
+    try:
+        with os.scandir(common / "objects") as fanout:
+            prefixes = [
+                e.name
+                for e in fanout
+                if len(e.name) == 2 and set(e.name) <= _HEX and e.is_dir(follow_symlinks=False)
+            ]
+        for prefix in prefixes:
+            with os.scandir(common / "objects" / prefix) as listed:
+                for entry in listed:
+                    if len(entry.name) == 38:
+                        names.add(prefix + entry.name)
+                        if len(names) > MAX_LOOSE_NAMES:
+                            return None
+    except OSError:
+        return None
+    return names
+
+
 def special(path: Path) -> bool:
     """Whether something other than a regular file or a link is at `path` (a FIFO, a
     socket, a device): git would wait on it for ever, so it is refused, not handed to git."""

@@ -606,3 +606,35 @@ def test_special_files_in_the_git_directory_are_refused_not_waited_on(repo, tmp_
     assert done.returncode == 2
     assert "cannot read the git index" in done.stderr and "not a regular file" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_only_loose_objects_are_opened(repo, monkeypatch):
+    # the loose objects are listed once (read/git_index.py `loose_names`): a packed object's
+    # size is asked of git without trying to open it as a loose one; a listing that fails
+    # leaves every object tried, with the same entries
+    from gpudrv_check.read.git_index import loose_names
+
+    paths = locate(repo)
+    listed = loose_names(paths.common_dir)
+    staged = {sha.hex() for _, mode, sha, _ in _ls_files(repo) if mode == 0o100644}
+    assert staged <= listed  # every blob `git add` wrote, and the commits' trees and commits
+    commit(repo, "all")
+    git(repo, "gc", "-q")
+    assert loose_names(paths.common_dir) == set()
+    opened: list[bytes] = []
+    real = git_index.loose_header
+
+    def header(common, sha):
+        opened.append(sha)
+        return real(common, sha)
+
+    monkeypatch.setattr(git_index, "loose_header", header)
+    (repo / "apps/team-0/new.yaml").write_text(WORKLOAD.format(name="new", n=1))
+    git(repo, "add", "apps/team-0/new.yaml")
+    new = bytes.fromhex(git(repo, "rev-parse", ":apps/team-0/new.yaml"))
+    tree = IndexTree(repo)
+    assert opened == [new]  # the packed ones went to git unopened
+    monkeypatch.setattr(git_index, "loose_names", lambda common: None)
+    again = IndexTree(repo)
+    assert again.entries == tree.entries
+    assert len(opened) > 2

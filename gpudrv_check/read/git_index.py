@@ -31,6 +31,7 @@ import hashlib
 import os
 import re
 import stat
+import struct
 import zlib
 from pathlib import Path
 
@@ -51,6 +52,9 @@ _UNSUPPORTED_ENV = (
     "GIT_DISCOVERY_ACROSS_FILESYSTEM",
 )
 _SPARSE_DIR_MODE = 0o040000
+#: an entry's mode, object id and flags, past its ctime, mtime, dev and ino (24 bytes) and
+#: uid, gid and size (12) (gitformat-index(5))
+_ENTRY_HEAD = struct.Struct(">24xI12x20sH")
 #: the config lines `_plain_config` reads (git-config(1) "Syntax"): a section header alone on
 #: its line, and a key with or without a value (`bare = false` is in every `git init`'s)
 _SECTION_LINE = re.compile(rb'\[[A-Za-z0-9.-]+(?:[ \t]+"(?:[^"\\\n]|\\.)*")?\]')
@@ -279,9 +283,7 @@ def read_index(data: bytes) -> list[IndexEntry] | None:
         fixed = pos + 62
         if fixed > end:
             return None
-        mode = int.from_bytes(data[pos + 24 : pos + 28], "big")
-        sha = data[pos + 40 : pos + 60]
-        flags = int.from_bytes(data[pos + 60 : pos + 62], "big")
+        mode, sha, flags = _ENTRY_HEAD.unpack_from(data, pos)
         intent = False
         if flags & 0x4000:  # extended flags (version 3 and up)
             if version < 3 or fixed + 2 > end:

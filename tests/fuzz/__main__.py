@@ -29,6 +29,7 @@ CRASH_DIR = Path(__file__).resolve().parent / "crashes"
 
 # which seeds feed which target
 _SUFFIXES = {
+    "gitindex": (".index",),
     "manifest": (".yaml", ".yml", ".json"),
     "block": (".yaml", ".yml"),
     "json": (".json", ".yaml"),

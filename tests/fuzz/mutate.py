@@ -105,7 +105,38 @@ TOKENS: tuple[bytes, ...] = (
     b'"""',
 )
 
+
+def _index_seed(version: int) -> bytes:
+    """A small git index of `version` (gitformat-index(5)): three entries, one with extended
+    flags from version 3 (intent-to-add), paths prefix-compressed in version 4, an optional
+    extension, the SHA-1 trailer."""
+    import hashlib
+
+    names = [b"apps/a.yaml", b"apps/b b.yaml", b"apps/sub/c.yaml"]
+    body = b"DIRC" + version.to_bytes(4, "big") + len(names).to_bytes(4, "big")
+    previous = b""
+    for number, name in enumerate(names):
+        extended = version >= 3 and number == 1
+        flags = len(name) | (0x4000 if extended else 0) | ((number == 2) << 12)
+        head = bytes(24) + (0o100644).to_bytes(4, "big") + bytes(12) + bytes([number + 1]) * 20
+        head += flags.to_bytes(2, "big") + ((0x2000).to_bytes(2, "big") if extended else b"")
+        if version == 4:
+            common = 0
+            while common < min(len(name), len(previous)) and name[common] == previous[common]:
+                common += 1
+            body += head + bytes([len(previous) - common]) + name[common:] + b"\0"
+        else:
+            entry = head + name
+            body += entry + bytes(((len(entry) + 8) & ~7) - len(entry))
+        previous = name
+    body += b"TREE" + (6).to_bytes(4, "big") + b"\x001 0\n\n"
+    return body + hashlib.sha1(body).digest()  # noqa: S324 - git's checksum
+
+
 _INLINE_SEEDS: dict[str, bytes] = {
+    "v2.index": _index_seed(2),
+    "v3.index": _index_seed(3),
+    "v4.index": _index_seed(4),
     "json-node.json": (
         b'{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "j1", "labels": '
         b'{"nvidia.com/gpu.present": "true", "a": "\\ud83d\\ude00"}}, "spec": {"taints": '

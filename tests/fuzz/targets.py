@@ -272,7 +272,24 @@ def target_pyproject(data: bytes) -> None:
             _rebuilds(root)
 
 
+def target_gitindex(data: bytes) -> None:
+    """The git index reader (read/git_index.py), on the bytes and on the same bytes with their
+    checksum made right (so that it reads past the check): never raises, and what it answers
+    is what git could list (a name without NUL, a stage 0-3, a 20-byte object id)."""
+    import hashlib
+
+    from gpudrv_check.read.git_index import read_index
+
+    fixed = data[:-20] + hashlib.sha1(data[:-20]).digest() if len(data) >= 20 else data  # noqa: S324
+    for candidate in (data, fixed):
+        found = read_index(candidate)
+        for entry in found or ():
+            assert entry.path and b"\0" not in entry.path, entry
+            assert 0 <= entry.stage <= 3 and len(entry.sha) == 20, entry
+
+
 TARGETS = {
+    "gitindex": target_gitindex,
     "manifest": target_manifest,
     "block": target_block,
     "json": lambda data: target_manifest(data, "fuzz.json"),

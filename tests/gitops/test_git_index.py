@@ -534,11 +534,12 @@ def test_what_git_would_refuse_or_read_its_own_way_is_left_to_it(repo, monkeypat
     assert locate(repo) is None
     git_dir = tmp_path / "store.git"
     (repo / ".git").rename(git_dir)
-    (repo / ".git").write_text(f"gitdir: {git_dir}   \n")
-    assert locate(repo) is None
-    (repo / ".git").write_text(f"gitdir: {git_dir}\r\n")
     (git_dir / "config").write_bytes(b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
-    assert locate(repo) is not None
+    (repo / ".git").write_text(f"gitdir: {git_dir}\r\n")
+    assert locate(repo) is not None  # line ends stripped, as git strips them
+    (repo / ".git").write_text(f"gitdir: {git_dir}   \n")
+    assert locate(repo) is None  # git: "not a git repository: .../store.git   "
+    (repo / ".git").write_text(f"gitdir: {git_dir}\n")
     monkeypatch.setenv("GIT_INDEX_FILE", ".git/index")
     monkeypatch.chdir(repo / "apps")
     assert locate(repo) is None  # git, run at the top by gitpython, reads it from there

@@ -178,10 +178,13 @@ def _at_least(node_version: str, minimum: str) -> bool | None:
 
 @record(slots=True)
 class _Column:
-    """One node list's drivers, for every fit over that list: the nodes with a driver as
-    (node, version) in the list's order, the GPU nodes without one, and the distinct versions."""
+    """One node list's drivers, for every fit over that list: in the list's order, each node
+    with a driver as (node, version) and each GPU node without one as (node, None) (a node
+    with neither has nothing for CUDA to need); those with a driver apart, those without,
+    and the distinct versions."""
 
     nodes: list[Node]  # the list itself: its id keys the memo, which holds it
+    order: list[tuple[Node, str | None]]
     present: list[tuple[Node, str]]
     unknown: list[Node]
     versions: tuple[str, ...]
@@ -190,13 +193,14 @@ class _Column:
 def _column(
     nodes: list[Node],
     drivers: dict[str, tuple[Node, str] | None],
-    columns: dict[int, _Column] | None,
+    columns: dict[int, _Column],
 ) -> _Column:
-    """The column of ``nodes`` (once per list with ``columns``): each node's driver as by name,
-    from ``drivers`` (filled in as nodes are met)."""
-    found = columns.get(id(nodes)) if columns is not None else None
+    """The column of ``nodes``, once per list: each node's driver as by name, from
+    ``drivers`` (filled in as nodes are met)."""
+    found = columns.get(id(nodes))
     if found is not None and found.nodes is nodes:
         return found
+    order: list[tuple[Node, str | None]] = []
     present: list[tuple[Node, str]] = []
     unknown: list[Node] = []
     seen: dict[str, None] = {}
@@ -208,14 +212,14 @@ def _column(
         if pair is None:
             if node.is_gpu:  # a GPU node whose driver no label says: not judged, and said
                 unknown.append(node)
+                order.append((node, None))
             continue  # no GPU: no NVIDIA driver runs there, nothing for CUDA to need
         if pair[0] is not node:  # another node of the same name: its driver, as by name
             pair = (node, pair[1])
         present.append(pair)
+        order.append(pair)
         seen[pair[1]] = None
-    made = _Column(nodes, present, unknown, tuple(seen))
-    if columns is not None:
-        columns[id(nodes)] = made
+    made = columns[id(nodes)] = _Column(nodes, order, present, unknown, tuple(seen))
     return made
 
 
@@ -225,20 +229,20 @@ def _fit(
     nodes: list[Node],
     minor_compat: bool,
     drivers: dict[str, tuple[Node, str] | None],
-    columns: dict[int, _Column] | None = None,
+    columns: dict[int, _Column],
 ) -> CudaFit | None:
     """``drivers``: node name → (the node, its driver version), None where it has no driver
-    label; filled in as nodes are met, so that every fit shares one pair per node. With
-    ``columns``, each node list is read once for every fit over it (`_column`): a fit then
-    judges each driver version once and sorts the nodes by it, or copies the list whole
-    when every version lands alike (most fits: a fleet runs few versions)."""
+    label; filled in as nodes are met, so that every fit shares one pair per node. Each node
+    list is read once for every fit over it (`_column`): a fit judges each driver version
+    once and sorts the nodes by it, or copies the list whole when every version lands alike
+    (most fits: a fleet runs few versions)."""
     floor = need.compat_branch if minor_compat and need.compat_branch else need.min_driver
     if floor is None:
         return None  # neither the release nor its major is in the table: nothing to compare
     column = _column(nodes, drivers, columns)
     fit = CudaFit(container, need, floor)
     # per driver version, the list its nodes go to; None where the comparison is undecidable
-    bucket: dict[str, list[tuple[Node, str]] | None] = {}
+    bucket: dict[str | None, list[tuple[Node, str]] | None] = {None: None}
     for version in column.versions:
         starts = _at_least(version, floor)
         if starts is None:
@@ -249,25 +253,19 @@ def _fit(
             bucket[version] = fit.limited
         else:
             bucket[version] = fit.fine
-    if None in bucket.values():  # the undecidable nodes join `unknown` in the list's order
-        for node in nodes:
-            pair = drivers[node.name]
-            if pair is None:
-                if node.is_gpu:
-                    fit.unknown.append(node)
-                continue
-            if pair[0] is not node:
-                pair = (node, pair[1])
-            listed = bucket[pair[1]]
+    if sum(listed is None for listed in bucket.values()) > 1:
+        # undecidable nodes join the driverless ones in `unknown`, in the list's order
+        for entry in column.order:
+            listed = bucket[entry[1]]
             if listed is None:
-                fit.unknown.append(node)
+                fit.unknown.append(entry[0])
             else:
-                listed.append(pair)
+                listed.append(entry)  # type: ignore[arg-type]  # a version: a driver's pair
         return fit
     fit.unknown.extend(column.unknown)
-    targets = {id(listed): listed for listed in bucket.values()}
+    targets = {id(listed): listed for listed in bucket.values() if listed is not None}
     if len(targets) == 1:  # every version lands alike: the whole column, in order
-        next(iter(targets.values())).extend(column.present)  # type: ignore[union-attr]
+        next(iter(targets.values())).extend(column.present)
     else:
         for pair in column.present:
             bucket[pair[1]].append(pair)  # type: ignore[union-attr]

@@ -440,10 +440,6 @@ def _prefix(repo: Any, disk_root: Path) -> str:
     return "" if prefix == "." else prefix
 
 
-#: stands for "every object may be loose" when the loose objects could not be listed
-_ALL_LOOSE: set[str] = set()
-
-
 class IndexTree(GitTree):
     """The subtree at PATH of the git index: what the next commit records (`--staged`).
 
@@ -530,28 +526,29 @@ class IndexTree(GitTree):
                 continue  # `git add -N`: not in the next commit
             staged[rel] = (entry.mode, entry.sha)
         sizes: dict[bytes, int] = {}
-        unknown: list[bytes] = []
-        loose: set[str] | None = None  # listed when a size is first not known
+        unmeasured: dict[bytes, None] = {}
         for mode, sha in staged.values():
-            if mode == _SUBMODULE or sha in sizes:
+            if mode == _SUBMODULE:
                 continue
             size = known.get(sha)
-            if size is not None:
-                self._kept[sha] = size
-            else:
-                if loose is None:
-                    listed = loose_names(paths.common_dir)
-                    loose = _ALL_LOOSE if listed is None else listed
-                if loose is _ALL_LOOSE or sha.hex() in loose:
-                    # a loose object's header, as `git cat-file -s` reads it (never kept: a
-                    # size is kept only as git gave it, `blob_sizes`)
-                    size = loose_header(paths.common_dir, sha)
-                    if size is None and special_object(paths.common_dir, sha):
-                        continue  # not asked of git, which would wait on it: `_blob` refuses it
             if size is None:
-                unknown.append(sha)
+                unmeasured[sha] = None
             else:
+                sizes[sha] = self._kept[sha] = size
+        # a loose object's header, as `git cat-file -s` reads it (never kept: a size is kept
+        # only as git gave it, `blob_sizes`); only the objects the fan-out directories list
+        # are opened (all of them when those cannot be listed)
+        loose = loose_names(paths.common_dir) if unmeasured else None
+        unknown: list[bytes] = []
+        for sha in unmeasured:
+            if loose is not None and sha.hex() not in loose:
+                unknown.append(sha)  # packed, or missing
+                continue
+            size = loose_header(paths.common_dir, sha)
+            if size is not None:
                 sizes[sha] = size
+            elif not special_object(paths.common_dir, sha):  # git would wait on that one
+                unknown.append(sha)  # (`_blob` refuses it)
         if unknown:  # packed (or missing): git measures them, as it measures every blob
             measured = self._sizes([sha.hex() for sha in unknown])
             for sha in unknown:
@@ -569,13 +566,21 @@ class IndexTree(GitTree):
         not outlive the run that met it."""
         return dict(self._kept)
 
+    def _loose(self, entry: _Entry) -> bytes | None:
+        """The blob read as a loose object, when it is one of the size listed (read/git_index.py
+        checks its content against its id), or None: git is asked."""
+        from gpudrv_check.read.git_index import loose_blob
+
+        found = loose_blob(self._paths.common_dir, entry.sha, entry.size)
+        return found if found is not None and len(found) == entry.size else None
+
     def _blob(self, rel: str, entry: _Entry) -> bytes:
         paths = self._paths
         if paths is not None:
-            from gpudrv_check.read.git_index import loose_blob, special_object
+            from gpudrv_check.read.git_index import special_object
 
-            found = loose_blob(paths.common_dir, entry.sha, entry.size)
-            if found is not None and len(found) == entry.size:
+            found = self._loose(entry)
+            if found is not None:
                 return found
             if special_object(paths.common_dir, entry.sha):  # git would wait on it
                 raise OSError(
@@ -593,15 +598,13 @@ class IndexTree(GitTree):
         if not rels or sum(self.entries[r].size for r in rels) > _PREFETCH_TOTAL_BYTES:
             return
         if paths is not None:
-            from gpudrv_check.read.git_index import loose_blob, special_object
+            from gpudrv_check.read.git_index import special_object
 
             rest = []
             for rel in rels:
                 entry = self.entries[rel]
-                if entry.size > _PREFETCH_FILE_BYTES:
-                    continue
-                found = loose_blob(paths.common_dir, entry.sha, entry.size)
-                if found is not None and len(found) == entry.size:
+                found = self._loose(entry)
+                if found is not None:
                     self._cache[rel] = found
                 elif not special_object(paths.common_dir, entry.sha):  # `_blob` refuses it
                     rest.append(rel)

@@ -238,12 +238,15 @@ def _plain_config(text: bytes) -> bool:
     return True
 
 
+#: how every file of git's is opened: no link followed, no wait on a FIFO
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
 def _read_small(path: Path, limit: int) -> bytes | None:
-    """A small regular file's bytes, or None (missing, too large, not a regular file)."""
+    """A regular file's bytes, at most `limit`, or None (missing, too large, not a regular
+    file, a link)."""
     try:
-        fd = os.open(
-            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-        )
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError:
         return None
     try:
@@ -407,10 +410,7 @@ def loose_header(common: Path, sha: bytes) -> int | None:
     """The size of the loose blob `sha`, from its header alone; None when it is not a loose
     blob (packed, missing, another type, unreadable)."""
     try:
-        fd = os.open(
-            _loose_path(common, sha),
-            os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0),
-        )
+        fd = os.open(_loose_path(common, sha), _OPEN_FLAGS)
     except OSError:
         return None
     try:
@@ -441,21 +441,11 @@ def _blob_size(text: bytes) -> int | None:
 def loose_blob(common: Path, sha: bytes, limit: int) -> bytes | None:
     """The content of the loose blob `sha` when it is one of at most `limit` bytes whose
     content hashes to `sha`; None otherwise (the caller asks git, which says what is wrong)."""
-    path = _loose_path(common, sha)
-    try:
-        fd = os.open(
-            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-        )
-    except OSError:
+    # compressed, it is seldom larger than the content; zlib's worst case is a few bytes
+    # per 16 KB over it
+    raw = _read_small(_loose_path(common, sha), limit + limit // 100 + 1024)
+    if raw is None:
         return None
-    try:
-        # compressed, it is seldom larger than the content; zlib's worst case is a few
-        # bytes per 16 KB over it
-        raw = read_descriptor(fd, limit + limit // 100 + 1024, str(path))
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     inflate = zlib.decompressobj()
     try:
         head = inflate.decompress(raw, 64)

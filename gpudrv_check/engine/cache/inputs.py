@@ -9,6 +9,7 @@ Both cache keys of a run come from it, so they cannot disagree about what an inp
 from __future__ import annotations
 
 import hashlib
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import field
@@ -63,14 +64,14 @@ STAMPS = "stamps"
 #: the cache kind holding the blob sizes of a checked root's git index (`--staged`): each a
 #: binary object id (20 bytes) and its size (8 bytes, big-endian), one after the other
 BLOB_SIZES = "blobsizes"
-_SIZE_RECORD = 28
+_SIZE_RECORD = struct.calcsize(">20sQ")
 
 
 def pack_sizes(sizes: dict[bytes, int]) -> bytes:
     """Blob sizes by SHA-1 object id as a BLOB_SIZES entry (object ids of another length and
     sizes past 64 bits are left out: measured again)."""
     return b"".join(
-        sha + size.to_bytes(8, "big")
+        struct.pack(">20sQ", sha, size)
         for sha, size in sorted(sizes.items())
         if len(sha) == 20 and 0 <= size < 1 << 64
     )
@@ -83,13 +84,7 @@ def valid_sizes(value: Any) -> bool:
 
 def unpack_sizes(value: bytes | None) -> dict[bytes, int] | None:
     """What `pack_sizes` wrote, or None for no entry."""
-    if value is None:
-        return None
-    view = memoryview(value)
-    return {
-        bytes(view[at : at + 20]): int.from_bytes(view[at + 20 : at + _SIZE_RECORD], "big")
-        for at in range(0, len(value), _SIZE_RECORD)
-    }
+    return None if value is None else dict(struct.iter_unpack(">20sQ", value))
 
 
 #: per file: (its stamp when hashed, its SHA-256)

@@ -146,6 +146,7 @@ def test_the_compiled_plan_is_what_the_declarations_give():
     assert plan.skim_plan() == plan.derived_skim_plan()
     assert plan.partition_kinds() == plan.derived_partition_kinds()
     assert plan.cacheable_cluster_rules() == plan.derived_cacheable_cluster_rules()
+    assert plan.conditional_rules() == plan.derived_conditional_rules() == {"GPU025"}
     # sets that matter, not empty ones written by a broken derivation
     assert {"CustomResourceDefinition", "Role"} <= plan.skim_plan().kinds
     assert "images" in plan.skim_plan().node_status and "Pod" in plan.partition_kinds()
@@ -155,7 +156,7 @@ def test_a_package_without_the_compiled_plan_works_it_out(monkeypatch):
     from gpudrv_check.rules import plan
 
     cached = (plan.compiled_plan, plan.skim_plan, plan.partition_kinds)
-    cached += (plan.cacheable_cluster_rules,)
+    cached += (plan.cacheable_cluster_rules, plan.conditional_rules)
     for function in cached:
         function.cache_clear()
     monkeypatch.setattr(plan, "COMPILED_PLAN", "absent.json")
@@ -164,6 +165,7 @@ def test_a_package_without_the_compiled_plan_works_it_out(monkeypatch):
         assert plan.skim_plan() == plan.derived_skim_plan()
         assert plan.partition_kinds() == plan.derived_partition_kinds()
         assert plan.cacheable_cluster_rules() == plan.derived_cacheable_cluster_rules()
+        assert plan.conditional_rules() == plan.derived_conditional_rules()
     finally:
         for function in cached:
             function.cache_clear()
@@ -185,6 +187,8 @@ def test_a_broken_compiled_plan_is_a_packaging_error(monkeypatch, tmp_path):
         {**good, "skim": {**good["skim"], "kinds": "Role"}},
         {**good, "partition_kinds": [1]},
         {key: value for key, value in good.items() if key != "cacheable_cluster_rules"},
+        {key: value for key, value in good.items() if key != "conditional_rules"},
+        {**good, "conditional_rules": "GPU025"},
     ]
     (tmp_path / "rules").mkdir()
     monkeypatch.setattr("gpudrv_check.core.resources.package_dir", lambda: tmp_path)

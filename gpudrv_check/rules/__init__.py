@@ -46,20 +46,52 @@ FOLDERS: tuple[str, ...] = (
     "GPU024_pod_in_multiple_pdbs",
     "GPU025_upgrade_policy_invalid",
 )
-RULE_MODULES: tuple[ModuleType, ...] = tuple(
-    import_module(f"{__name__}.{folder}.rule") for folder in FOLDERS
-)
+
+
+def rule_id(folder: str) -> str:
+    """The id of the rule in `folder` (`GPU010_workload_unschedulable`: GPU010)."""
+    return folder.partition("_")[0]
+
+
+def rule_module(folder: str) -> ModuleType:
+    """The module of the rule in `folder`, imported when first asked for."""
+    return import_module(f"{__name__}.{folder}.rule")
+
+
+class _Check:
+    """A rule's check, whose module is imported when the check is first called: a run that
+    takes a rule's findings from the cache (engine/cache/partition.py `ClusterFindings`)
+    imports neither the rule nor what only it uses (an edit run of a small repo: about a
+    twentieth of its time). The module's `check` is looked up on every call."""
+
+    __slots__ = ("folder",)
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def __call__(self, ctx: Context) -> Iterator[Finding]:
+        return rule_module(self.folder).check(ctx)
 
 
 def registered() -> dict[str, Callable[[Context], Iterator[Finding]]]:
-    return {module.ID: module.check for module in RULE_MODULES}
+    return {rule_id(folder): _Check(folder) for folder in FOLDERS}
+
+
+def __getattr__(name: str) -> object:
+    """`RULE_MODULES`: every rule's module, in FOLDERS order (imported when asked for)."""
+    if name == "RULE_MODULES":
+        return tuple(rule_module(folder) for folder in FOLDERS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def reading_all_namespaces(repo: Repo) -> list[str]:
     """The rules that, on this repo, read objects of every namespace: those with a `reads:`
     entry `when:` a condition holds (their `reads_all_namespaces(repo)`)."""
+    from gpudrv_check.rules.plan import conditional_rules
+
+    conditional = conditional_rules()
     return [
-        module.ID
-        for module in RULE_MODULES
-        if hasattr(module, "reads_all_namespaces") and module.reads_all_namespaces(repo)
+        rule_id(folder)
+        for folder in FOLDERS
+        if rule_id(folder) in conditional and rule_module(folder).reads_all_namespaces(repo)
     ]

@@ -326,6 +326,22 @@ def cacheable_cluster_rules() -> frozenset[str]:
     return derived_cacheable_cluster_rules()
 
 
+@cache
+def conditional_rules() -> frozenset[str]:
+    """The rules that read objects across namespaces only `when:` a condition holds: each has
+    a `reads_all_namespaces(repo)` saying whether it holds on a run (rules/__init__.py
+    `reading_all_namespaces`)."""
+    compiled = compiled_plan()
+    if compiled is not None:
+        return frozenset(compiled["conditional_rules"])
+    return derived_conditional_rules()
+
+
+def derived_conditional_rules() -> frozenset[str]:
+    """`conditional_rules` worked out from the declarations."""
+    return frozenset(d.owner for d in declarations() if d.scope == "cluster" and d.when)
+
+
 def derived_cacheable_cluster_rules() -> frozenset[str]:
     """`cacheable_cluster_rules` worked out from the declarations."""
     kinds = derived_partition_kinds()
@@ -337,10 +353,11 @@ def derived_cacheable_cluster_rules() -> frozenset[str]:
     )
 
 
-#: what `skim_plan`, `partition_kinds` and `cacheable_cluster_rules` give, in one file a run
-#: reads with `json` (gpudrv_check/rules/plan.json, written by `write_compiled_plan`): working
-#: them out from the declarations took about 5 ms of every run (a twentieth of an edit run of a
-#: small repo). A test holds it equal to what the declarations give (tests/test_catalog.py).
+#: what `skim_plan`, `partition_kinds`, `cacheable_cluster_rules` and `conditional_rules`
+#: give, in one file a run reads with `json` (gpudrv_check/rules/plan.json, written by
+#: `write_compiled_plan`): working them out from the declarations took about 5 ms of every run
+#: (a twentieth of an edit run of a small repo). A test holds it equal to what the
+#: declarations give (tests/test_catalog.py).
 COMPILED_PLAN = "plan.json"
 
 
@@ -366,7 +383,8 @@ def _plan_shaped(data: object) -> bool:
     if not isinstance(skim, dict):
         return False
     lists = [skim.get(k) for k in ("kinds", "node_status", "container")]
-    lists += [data.get("partition_kinds"), data.get("cacheable_cluster_rules")]
+    lists += [data.get(k) for k in ("partition_kinds", "cacheable_cluster_rules")]
+    lists.append(data.get("conditional_rules"))
     return all(isinstance(x, list) and all(isinstance(k, str) for k in x) for x in lists)
 
 
@@ -382,6 +400,7 @@ def derived_plan() -> dict:
         },
         "partition_kinds": sorted(derived_partition_kinds()),
         "cacheable_cluster_rules": sorted(derived_cacheable_cluster_rules()),
+        "conditional_rules": sorted(derived_conditional_rules()),
     }
 
 

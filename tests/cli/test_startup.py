@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpudrv_check.read.manifests import PARALLEL_MIN_FILES, SAMPLE_FILES
-from tests.conftest import BUILDER_DOC, EXAMPLES, MATRIX, gpu_node, run_cli, write
+from tests.conftest import BUILDER_DOC, EXAMPLES, MATRIX, gpu_deployment, gpu_node, run_cli, write
 
 # runs the console script's own entry point (`cli.run`) with a gc callback that records every
 # collection the interpreter starts from then on, printed from a hook on `os._exit` (which the
@@ -26,6 +26,7 @@ def exit_(code):
     sys.__stderr__.write("\nPROBE " + json.dumps({"collections": collections,
         "modules": sorted(m for m in sys.modules if m.startswith("gpudrv_check")),
         "metadata": "importlib.metadata" in sys.modules,
+        "standard": sorted(m for m in ("shutil", "tempfile", "random") if m in sys.modules),
         "models": "pydantic.main" in sys.modules,
         "plugin_loader": getattr(loader, "__file__", None) if loader else "absent",
         "kept": [type(v).__name__ for v in getattr(sys.modules.get("gpudrv_check.cli"),
@@ -56,6 +57,7 @@ def probe(*args: str) -> dict:
         "models": found[-1]["models"],
         "plugin_loader": found[-1]["plugin_loader"],
         "kept": found[-1]["kept"],
+        "standard": found[-1]["standard"],
         "processes": len(found),
     }
 
@@ -386,3 +388,32 @@ def test_the_hook_with_nothing_new_staged_validates_no_config(tmp_path: Path):
     assert not probe(*args)["models"]
     git(repo, "add", "-A")
     assert probe(*args)["models"]  # another config in the index: validated
+
+
+def test_an_edit_run_imports_only_the_rules_it_evaluates(tmp_path: Path):
+    """A run that takes the cluster-wide rules' findings from the cache (a workload edit: the
+    nodes did not change) imports neither those rules' modules nor what only they use
+    (rules/__init__.py `registered`: each check imports its module when first called); the
+    cold run imports every rule. Nor does parsing the arguments import `shutil`, nor storing
+    the entries `tempfile` (cli/__init__.py `terminal_columns`, engine/cache/store.py
+    `_mkstemp`)."""
+    from gpudrv_check.rules import FOLDERS
+    from gpudrv_check.rules.plan import cacheable_cluster_rules
+
+    repo = tmp_path / "repo"
+    write(repo, "nodes/a.yaml", gpu_node("a"))
+    write(repo, "support-matrix.csv", MATRIX)
+    app = write(repo, "apps/train.yaml", gpu_deployment("train", 1))
+    args = ("check", str(repo), "--cache-dir", str(tmp_path / "cache"), "--fail-on", "never")
+    modules = {f"gpudrv_check.rules.{folder}.rule": folder[:6] for folder in FOLDERS}
+    cold = probe(*args)
+    assert set(modules) <= set(cold["modules"])
+    assert cold["standard"] == []
+    app.write_text(gpu_deployment("train", 2))
+    edit = probe(*args)
+    cached = {rule for name, rule in modules.items() if name not in edit["modules"]}
+    assert cached == cacheable_cluster_rules() & set(modules.values())
+    assert "GPU001" in cached and "GPU010" not in cached
+    only_cached = "gpudrv_check.model.driver_plan"  # GPU013-016's
+    assert only_cached in cold["modules"] and only_cached not in edit["modules"]
+    assert edit["standard"] == []

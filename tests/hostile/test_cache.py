@@ -408,3 +408,31 @@ def test_a_streamed_entry_never_dumps_the_whole_value_at_once(tmp_path: Path, mo
     assert all(piece in dumped for piece in pieces)
     monkeypatch.setattr(cache_mod.marshal, "dumps", real)
     assert cache.load("result", "repo", "key") == value
+
+
+def test_a_temporary_file_is_made_as_tempfile_makes_one_and_never_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """store.py `_mkstemp` stands for `tempfile.mkstemp` (CPython Lib/tempfile.py `mkstemp`,
+    `_mkstemp_inner`): a new file, mode 0600, opened with O_CREAT|O_EXCL|O_NOFOLLOW, named
+    as the prune recognises (`_TEMP_NAME`); a name already taken, by a file or by a link to
+    one outside, is passed over and left as it was."""
+    directory = tmp_path / "cache"
+    directory.mkdir(mode=0o700)
+    fd, made = cache_mod._mkstemp(dir=directory, prefix=cache_mod.TEMP_PREFIX)
+    os.close(fd)
+    assert cache_mod._TEMP_NAME.match(os.path.basename(made))
+    assert stat.S_IMODE(os.stat(made).st_mode) == 0o600 and os.path.getsize(made) == 0
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"theirs")
+    draws = iter([bytes(8), bytes(8), bytes([1] * 8)])  # two names taken, then a free one
+    monkeypatch.setattr(cache_mod.os, "urandom", lambda n: next(draws))
+    taken = directory / (cache_mod.TEMP_PREFIX + "a" * 8)
+    taken.symlink_to(outside)
+    fd, made = cache_mod._mkstemp(dir=directory, prefix=cache_mod.TEMP_PREFIX)
+    os.close(fd)
+    assert os.path.basename(made) == cache_mod.TEMP_PREFIX + "b" * 8
+    assert taken.is_symlink() and outside.read_bytes() == b"theirs"
+    monkeypatch.setattr(cache_mod.os, "urandom", lambda n: bytes(8))  # every name taken
+    with pytest.raises(FileExistsError):
+        cache_mod._mkstemp(dir=directory, prefix=cache_mod.TEMP_PREFIX)

@@ -258,6 +258,7 @@ class Placement:
         self._keys: dict[int, tuple[Workload, tuple]] = {}  # constraint keys by identity
         self._requests: dict[int, tuple[Workload, dict[str, Fraction]]] = {}  # likewise
         self._eligible: dict[tuple, list[Node]] = {}
+        self._lists: dict[bytes, list[Node]] = {}  # by which nodes they keep: `eligible`
         self._partitions: dict[tuple[str, ...], tuple[list[int], list[Node]]] = {}
         self._texts: dict[str, str] = {}
         #: memo for derived per-constraint-set results (model/pending.py, model/cuda.py)
@@ -357,12 +358,18 @@ class Placement:
         return cached
 
     def eligible(self, workload: Workload, daemonset: bool | None = None) -> list[Node]:
-        """The nodes it can land on, by name (do not mutate the result)."""
+        """The nodes it can land on, by name (do not mutate the result). Constraint sets that
+        keep the same nodes share one list: what is worked out once per node list (a CUDA
+        fit's drivers, model/cuda.py) is then worked out once per distinct one (a fleet's
+        hundreds of constraint sets keep a few lists)."""
         key = self.constraint_key(workload, daemonset)
         cached = self._eligible.get(key)
         if cached is None:
-            verdicts = self.verdicts(workload, daemonset)
-            cached = self._eligible[key] = list(compress(self.nodes, ok_flags(verdicts)))
+            flags = bytes(ok_flags(self.verdicts(workload, daemonset)))
+            cached = self._lists.get(flags)
+            if cached is None:
+                cached = self._lists[flags] = list(compress(self.nodes, flags))
+            self._eligible[key] = cached
         return cached
 
     def _constraints(self, workload: Workload, daemonset: bool) -> _Constraints:

@@ -522,3 +522,19 @@ def test_identical_nodes_are_one_class() -> None:
             len(placement.eligible(make_workload(required(term(expr(MAJOR, "Gt", "540")))))) == 500
         )
     assert (placement.constraint_sets, placement.class_evaluations) == (1, 2)
+
+
+def test_constraint_sets_keeping_the_same_nodes_share_one_list() -> None:
+    """placement.py `eligible`: two constraint sets written differently (a Gt and an In on
+    the driver branch) that keep the same nodes give one list, which what is worked out per
+    node list (model/cuda.py `_column`, `_drivers_of`) reads once; one that keeps other nodes
+    gets its own, and the lists hold the nodes in the inventory's order."""
+    nodes = [make_node(f"n{i}", {PRESENT: "true", MAJOR: "550"}) for i in range(3)]
+    nodes += [make_node(f"o{i}", {PRESENT: "true", MAJOR: "535"}) for i in range(2)]
+    placement = Placement(nodes)
+    greater = placement.eligible(make_workload(required(term(expr(MAJOR, "Gt", "540")))))
+    listed = placement.eligible(make_workload(required(term(expr(MAJOR, "In", "550")))))
+    older = placement.eligible(make_workload(required(term(expr(MAJOR, "In", "535")))))
+    assert placement.constraint_sets == 3
+    assert greater is listed and [n.name for n in greater] == ["n0", "n1", "n2"]
+    assert older is not greater and [n.name for n in older] == ["o0", "o1"]

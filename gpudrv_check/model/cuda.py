@@ -194,9 +194,11 @@ def _column(
     nodes: list[Node],
     drivers: dict[str, tuple[Node, str] | None],
     columns: dict[int, _Column],
+    by_node: dict[int, tuple[Node, NodeDriver | None]],
 ) -> _Column:
     """The column of ``nodes``, once per list: each node's driver as by name, from
-    ``drivers`` (filled in as nodes are met)."""
+    ``drivers`` (filled in as nodes are met), each read once per node (``by_node``, which
+    `_drivers_of` reads too)."""
     found = columns.get(id(nodes))
     if found is not None and found.nodes is nodes:
         return found
@@ -206,7 +208,7 @@ def _column(
     seen: dict[str, None] = {}
     for node in nodes:
         if node.name not in drivers:
-            driver = node_driver(node)
+            driver = _driver_of(node, by_node)
             drivers[node.name] = (node, driver.version) if driver is not None else None
         pair = drivers[node.name]
         if pair is None:
@@ -230,6 +232,7 @@ def _fit(
     minor_compat: bool,
     drivers: dict[str, tuple[Node, str] | None],
     columns: dict[int, _Column],
+    by_node: dict[int, tuple[Node, NodeDriver | None]],
 ) -> CudaFit | None:
     """``drivers``: node name → (the node, its driver version), None where it has no driver
     label; filled in as nodes are met, so that every fit shares one pair per node. Each node
@@ -239,7 +242,7 @@ def _fit(
     floor = need.compat_branch if minor_compat and need.compat_branch else need.min_driver
     if floor is None:
         return None  # neither the release nor its major is in the table: nothing to compare
-    column = _column(nodes, drivers, columns)
+    column = _column(nodes, drivers, columns, by_node)
     fit = CudaFit(container, need, floor)
     # per driver version, the list its nodes go to; None where the comparison is undecidable
     bucket: dict[str | None, list[tuple[Node, str]] | None] = {None: None}
@@ -289,6 +292,7 @@ def cuda_fits(
     memo = {} if memo is None else memo
     drivers = memo.setdefault(("cuda", "driver-pairs"), {})
     columns = memo.setdefault(("cuda", "columns"), {})
+    by_node = memo.setdefault(_BY_NODE, {})
     fits = []
     for container in workload.containers:
         if not container.image:
@@ -302,7 +306,7 @@ def cuda_fits(
         fit_key = ("cuda", "fit", id(table), container.image, nodes_key, minor_compat)
         shared = memo.get(fit_key) if nodes_key is not None else None
         if shared is None:
-            shared = _fit(container, need, nodes, minor_compat, drivers, columns)
+            shared = _fit(container, need, nodes, minor_compat, drivers, columns, by_node)
             if nodes_key is not None:
                 memo[fit_key] = shared or False
         if shared:
@@ -369,6 +373,19 @@ def excluding_expression(
     return None
 
 
+#: the memo's key of each node's driver, by the node's identity (`_driver_of`)
+_BY_NODE = ("cuda", "driver-of-node")
+
+
+def _driver_of(node: Node, by_node: dict[int, tuple[Node, NodeDriver | None]]) -> NodeDriver | None:
+    """`node_driver` of this node object, read once per run (the entry keeps the node, so its
+    id is not reused meanwhile)."""
+    entry = by_node.get(id(node))
+    if entry is None or entry[0] is not node:
+        entry = by_node[id(node)] = (node, node_driver(node))
+    return entry[1]
+
+
 def _drivers_of(
     nodes: list[Node], memo: dict | None
 ) -> tuple[dict[str, NodeDriver | None], list[tuple[int, str]], frozenset[str]]:
@@ -380,13 +397,10 @@ def _drivers_of(
     found = memo.get(key) if memo is not None else None
     if found is not None and found[0] is nodes:
         return found[1], found[2], found[3]
-    by_node = {} if memo is None else memo.setdefault(("cuda", "driver-of-node"), {})
+    by_node = {} if memo is None else memo.setdefault(_BY_NODE, {})
     drivers: dict[str, NodeDriver | None] = {}
     for n in nodes:
-        entry = by_node.get(id(n))
-        if entry is None or entry[0] is not n:
-            entry = by_node[id(n)] = (n, node_driver(n))
-        drivers[n.name] = entry[1]
+        drivers[n.name] = _driver_of(n, by_node)
     ranked = sorted((_branch(d.version), name) for name, d in drivers.items() if d is not None)
     labels = frozenset(d.major_label for d in drivers.values() if d is not None)
     if memo is not None:  # the entry keeps the list, so its id is not reused meanwhile

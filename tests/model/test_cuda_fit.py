@@ -341,3 +341,82 @@ def test_fits_over_shared_node_lists_are_the_fits_node_by_node() -> None:
                     assert all(pair[0] in nodes for pair in listed)  # the list's own nodes
                 checked += 1
     assert checked > 200
+
+
+def test_each_node_s_driver_is_read_once_for_the_columns_and_the_rankings(monkeypatch) -> None:
+    """model/cuda.py `_driver_of`: the columns of the fits (`_column`) and the rankings of the
+    suggested expressions (`_drivers_of`) read each node object's driver once through one memo,
+    and say what each reads alone: by name the first node of a name for a column, each node
+    for a ranking."""
+    from gpudrv_check.model import cuda
+
+    nodes = [make_node("a", deprecated("550", "90", "07")), make_node("b", deprecated("515"))]
+    nodes.append(make_node("a", deprecated("470", "256", "02")))  # a second node named a
+    reads: list[str] = []
+    real = cuda.node_driver
+    monkeypatch.setattr(cuda, "node_driver", lambda n: reads.append(n.name) or real(n))
+    memo: dict = {}
+    table = builtin_cuda_table()
+    [fit] = cuda_fits(_pod("nvidia/cuda:12.4.1-runtime-ubuntu22.04"), nodes, table, True, memo, "k")
+    expression = excluding_expression("525", [nodes[1]], nodes, memo)
+    assert sorted(reads) == ["a", "a", "b"]  # once per node object, not once per use
+    assert [(n.name, v) for n, v in fit.too_old] == [("b", "515")]
+    assert [(n.name, v) for n, v in fit.fine] == [("a", "550.90.07"), ("a", "550.90.07")]
+    # the ranking reads each node's own driver, the last of a name: the second `a` (470) is
+    # below 525 and not excluded, so no branch parts the excluded node from the others, and
+    # the suggestion names the host (the first `a`, 550, would have given `Gt 524`)
+    hosts = {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["b"]}
+    assert expression == hosts
+    assert excluding_expression("525", [nodes[1]], nodes) == hosts  # without the memo alike
+
+
+def test_gpu011_words_one_verdict_per_image_and_node_set(tmp_path, monkeypatch) -> None:
+    """GPU011 keys its fits and verdicts by the node list itself (placement.py `eligible`
+    shares one list among constraint sets that keep the same nodes): two workloads whose
+    affinities are written differently but keep the same nodes get one verdict, each said at
+    its own workload; a third, on other nodes, its own."""
+    from gpudrv_check.rules import rule_module
+    from tests.conftest import MATRIX, gpu_node, run_main, write
+
+    rule = rule_module("GPU011_cuda_driver_too_old")
+    made: list[int] = []
+    real = rule._verdict
+    monkeypatch.setattr(rule, "_verdict", lambda *a: made.append(len(a[1])) or real(*a))
+    write(
+        tmp_path,
+        "nodes.yaml",
+        "---\n".join(
+            gpu_node(name, branch)
+            for name, branch in (("new", "570"), ("old", "535"), ("o2", "535"))
+        ),
+    )
+    write(tmp_path, "support-matrix.csv", MATRIX)
+    major = "nvidia.com/cuda.driver-version.major"
+    affinities = {
+        "gt": f"{{key: {major}, operator: Gt, values: ['500']}}",
+        "in": f"{{key: {major}, operator: In, values: ['570', '535']}}",
+        "old": f"{{key: {major}, operator: In, values: ['535']}}",
+    }
+    for name, expression in affinities.items():
+        write(
+            tmp_path,
+            f"apps/{name}.yaml",
+            f"""apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions: [{expression}]
+  containers:
+  - {{name: c, image: 'nvidia/cuda:12.8.0-base-ubuntu24.04'}}
+""",
+        )
+    out = run_main("check", str(tmp_path), "--no-cache", "--format", "json", "--fail-on", "never")
+    import json
+
+    found = [f for f in json.loads(out.stdout)["findings"] if f["rule"] == "GPU011"]
+    assert sorted(f["object"]["name"] for f in found) == ["gt", "in", "old"]
+    assert sorted(made) == [2, 3]  # the two lists: all three nodes, the two old ones

@@ -159,7 +159,10 @@ def check(ctx: Context) -> Iterator[Finding]:
         nodes = placement.eligible(workload)
         if not nodes:
             continue  # GPU010
-        key = placement.constraint_key(workload)
+        # the node set by the list's identity: constraint sets that keep the same nodes share
+        # one list for the run (placement.py `eligible`), and a fit and its verdict depend on
+        # the image and the nodes alone
+        key = ("nodes", id(nodes))
         fits = cuda_fits(workload, nodes, table, minor_compat, placement.memo, key)
         fits = [f for f in fits if f.too_old or f.limited]
         if not fits:

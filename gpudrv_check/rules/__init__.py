@@ -61,8 +61,8 @@ def rule_module(folder: str) -> ModuleType:
 class _Check:
     """A rule's check, whose module is imported when the check is first called: a run that
     takes a rule's findings from the cache (engine/cache/partition.py `ClusterFindings`)
-    imports neither the rule nor what only it uses (an edit run of a small repo: about a
-    twentieth of its time). The module's `check` is looked up on every call."""
+    imports neither the rule nor what only it uses (a steady node edit of a 1k repo: 1.6 % of
+    its instructions). The module's `check` is looked up on every call."""
 
     __slots__ = ("folder",)
 

@@ -425,14 +425,17 @@ def test_a_temporary_file_is_made_as_tempfile_makes_one_and_never_through_a_link
     assert stat.S_IMODE(os.stat(made).st_mode) == 0o600 and os.path.getsize(made) == 0
     outside = tmp_path / "outside"
     outside.write_bytes(b"theirs")
-    draws = iter([bytes(8), bytes(8), bytes([1] * 8)])  # two names taken, then a free one
+    draws = iter([bytes(8), bytes([2] * 8), bytes([1] * 8)])  # two names taken, a free one
     monkeypatch.setattr(cache_mod.os, "urandom", lambda n: next(draws))
     taken = directory / (cache_mod.TEMP_PREFIX + "a" * 8)
     taken.symlink_to(outside)
+    busy = directory / (cache_mod.TEMP_PREFIX + "c" * 8)
+    busy.write_bytes(b"a write under way")
     fd, made = cache_mod._mkstemp(dir=directory, prefix=cache_mod.TEMP_PREFIX)
     os.close(fd)
     assert os.path.basename(made) == cache_mod.TEMP_PREFIX + "b" * 8
     assert taken.is_symlink() and outside.read_bytes() == b"theirs"
+    assert busy.read_bytes() == b"a write under way"
     monkeypatch.setattr(cache_mod.os, "urandom", lambda n: bytes(8))  # every name taken
     with pytest.raises(FileExistsError):
         cache_mod._mkstemp(dir=directory, prefix=cache_mod.TEMP_PREFIX)

@@ -57,7 +57,7 @@ def _parser_classes() -> tuple[type, type]:
 
     class _Width:
         """argparse's formatter at the width argparse gives it, worked out without importing
-        `shutil` (with `bz2`, `lzma`, `fnmatch`: about 3 ms of every run, for the one call
+        `shutil` (with `bz2` and `lzma`: about 3 ms of every run, for the one call
         argparse makes of it, as each argument is added)."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -91,7 +91,9 @@ def terminal_columns() -> int:
     """`shutil.get_terminal_size().columns`, as that function works it out: $COLUMNS when a
     positive whole number, else the width of the terminal on the process's first standard
     output, else 80 (it reads $LINES too, and asks the terminal when that one is not set,
-    which can change nothing of the columns)."""
+    which can change nothing of the columns). A terminal that says 0 columns (one whose size
+    is not set yet) gives 80 since Python 3.11 and 0 before (Lib/shutil.py: the fallback for
+    a zero size came in 3.11), as argparse's own formatter then takes it."""
     try:
         columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
@@ -102,7 +104,7 @@ def terminal_columns() -> int:
         size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
     except (AttributeError, ValueError, OSError):
         return 80
-    return size.columns or 80
+    return size.columns or (80 if sys.version_info >= (3, 11) else 0)
 
 
 def _positive_int(text: str) -> int:

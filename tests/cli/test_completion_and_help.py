@@ -117,10 +117,13 @@ def test_terminal_columns_is_shutil_s_reading_of_the_environment(
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="no pseudo-terminals here")
-@pytest.mark.parametrize("env_columns", [None, "0", "71"])
-def test_terminal_columns_is_shutil_s_reading_of_a_terminal(env_columns: str | None):
-    """On a terminal of 123 columns (its window size set on a pseudo-terminal), in a process
-    whose standard output is that terminal."""
+@pytest.mark.parametrize(
+    ("env_columns", "window"), [(None, 123), ("0", 123), ("71", 123), (None, 0)]
+)
+def test_terminal_columns_is_shutil_s_reading_of_a_terminal(env_columns: str | None, window: int):
+    """On a terminal of 123 columns, or of 0 (a size not set yet: 80 since Python 3.11, 0
+    before, as shutil says), its window size set on a pseudo-terminal, in a process whose
+    standard output is that terminal."""
     import fcntl
     import os
     import struct
@@ -128,7 +131,7 @@ def test_terminal_columns_is_shutil_s_reading_of_a_terminal(env_columns: str | N
     import termios
 
     leader, follower = os.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 123, 0, 0))
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, window, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     if env_columns is not None:
         env["COLUMNS"] = env_columns
@@ -149,5 +152,7 @@ def test_terminal_columns_is_shutil_s_reading_of_a_terminal(env_columns: str | N
     finally:
         os.close(follower)
         os.close(leader)
-    expected = "71" if env_columns == "71" else "123"
+    expected = "71" if env_columns == "71" else str(window)
+    if window == 0:
+        expected = "80" if sys.version_info >= (3, 11) else "0"
     assert done.stderr.split() == [expected, expected]

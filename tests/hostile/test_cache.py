@@ -415,8 +415,9 @@ def test_a_temporary_file_is_made_as_tempfile_makes_one_and_never_through_a_link
 ):
     """store.py `_mkstemp` stands for `tempfile.mkstemp` (CPython Lib/tempfile.py `mkstemp`,
     `_mkstemp_inner`): a new file, mode 0600, opened with O_CREAT|O_EXCL|O_NOFOLLOW, named
-    as the prune recognises (`_TEMP_NAME`); a name already taken, by a file or by a link to
-    one outside, is passed over and left as it was."""
+    as the prune recognises (`_TEMP_NAME`), its path absolute; a name already taken, by a
+    file or by a link to one outside, is passed over and left as it was, up to TMP_MAX
+    tries."""
     directory = tmp_path / "cache"
     directory.mkdir(mode=0o700)
     fd, made = cache_mod._mkstemp(dir=directory, prefix=cache_mod.TEMP_PREFIX)
@@ -437,5 +438,11 @@ def test_a_temporary_file_is_made_as_tempfile_makes_one_and_never_through_a_link
     assert taken.is_symlink() and outside.read_bytes() == b"theirs"
     assert busy.read_bytes() == b"a write under way"
     monkeypatch.setattr(cache_mod.os, "urandom", lambda n: bytes(8))  # every name taken
+    monkeypatch.setattr(cache_mod.os, "TMP_MAX", 3, raising=False)  # as many tries as tempfile
     with pytest.raises(FileExistsError):
         cache_mod._mkstemp(dir=directory, prefix=cache_mod.TEMP_PREFIX)
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)  # a relative folder: the path made absolute, as tempfile's
+    fd, made = cache_mod._mkstemp(dir="cache", prefix=cache_mod.TEMP_PREFIX)
+    os.close(fd)
+    assert os.path.isabs(made) and os.path.dirname(made) == str(directory)

@@ -535,14 +535,21 @@ _TEMP_FLAGS |= getattr(os, "O_BINARY", 0)
 
 
 def _mkstemp(*, dir: Any, prefix: str) -> tuple[int, str]:  # noqa: A002 - mkstemp's name
-    """A new file of `dir`, mode 0600, open for writing, and its path: what tempfile.mkstemp
-    makes (the same flags, the same form of name), without importing `tempfile` and `random`
-    (2 ms of every run that stores an entry)."""
-    for _ in range(100):
+    """A new file of `dir`, mode 0600, open for writing, and its absolute path: what
+    tempfile.mkstemp makes (Lib/tempfile.py `_mkstemp_inner`: the same flags, form of name
+    and tries), without importing `tempfile` and `random` (2 ms of every run that stores an
+    entry)."""
+    folder = os.path.abspath(dir)
+    for _ in range(getattr(os, "TMP_MAX", 10000)):
         name = "".join(_TEMP_CHARS[b % len(_TEMP_CHARS)] for b in os.urandom(8))
-        path = os.path.join(dir, prefix + name)
+        path = os.path.join(folder, prefix + name)
         try:
             return os.open(path, _TEMP_FLAGS, 0o600), path
         except FileExistsError:
             continue
-    raise FileExistsError(errno.EEXIST, "no unused temporary name", os.fspath(dir))
+        except PermissionError:
+            # Windows says so for a directory of that name (as tempfile, tried again)
+            if os.name == "nt" and os.path.isdir(folder) and os.access(folder, os.W_OK):
+                continue
+            raise
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", folder)

@@ -354,10 +354,15 @@ class GitTree:
             ) from None
 
     def _prefetch(self, rels: list[str]) -> None:
-        """Read the listed files in one `git cat-file --batch` (one object at a time is slow)."""
+        """Read the listed files ahead (`_fetch`) when they fit the bounds of a batch
+        (`_PREFETCH_FILE_BYTES` each, `_PREFETCH_TOTAL_BYTES` in all); else each is read
+        when asked."""
         rels = [r for r in rels if self.entries[r].size <= _PREFETCH_FILE_BYTES]
-        if not rels or sum(self.entries[r].size for r in rels) > _PREFETCH_TOTAL_BYTES:
-            return
+        if rels and sum(self.entries[r].size for r in rels) <= _PREFETCH_TOTAL_BYTES:
+            self._fetch(rels)
+
+    def _fetch(self, rels: list[str]) -> None:
+        """Read the listed files in one `git cat-file --batch` (one object at a time is slow)."""
         import tempfile
 
         git = _import_git()
@@ -514,13 +519,8 @@ class IndexTree(GitTree):
         start = self.prefix + "/" if self.prefix else ""
         staged: dict[str, tuple[int, bytes]] = {}
         for entry in entries:
-            rel = entry.path.decode("utf-8", "surrogateescape")
-            if not rel.startswith(start):
-                continue
-            rel = self._shown(rel[len(start) :])
-            if entry.stage != 0:
-                if rel not in self.unmerged:
-                    self.unmerged.append(rel)
+            rel = self._staged(entry.path, start, entry.stage)
+            if rel is None:
                 continue
             if entry.intent_to_add and entry.sha.hex().encode() in _EMPTY_BLOBS:
                 continue  # `git add -N`: not in the next commit
@@ -589,14 +589,9 @@ class IndexTree(GitTree):
         self.repo  # noqa: B018 - opened outside `_blob`'s error handling: a usage error
         return super()._blob(rel, entry)
 
-    def _prefetch(self, rels: list[str]) -> None:
-        """The loose objects read directly; the others in one `git cat-file --batch`. Only
-        when all of them fit in the batch's bounds (`_PREFETCH_FILE_BYTES` each,
-        `_PREFETCH_TOTAL_BYTES` in all), as before; else each is read when asked."""
+    def _fetch(self, rels: list[str]) -> None:
+        """The loose objects read directly; the others in one `git cat-file --batch`."""
         paths = self._paths
-        rels = [r for r in rels if self.entries[r].size <= _PREFETCH_FILE_BYTES]
-        if not rels or sum(self.entries[r].size for r in rels) > _PREFETCH_TOTAL_BYTES:
-            return
         if paths is not None:
             from gpudrv_check.read.git_index import special_object
 
@@ -610,7 +605,7 @@ class IndexTree(GitTree):
                     rest.append(rel)
             rels = rest
         if rels:
-            super()._prefetch(rels)
+            super()._fetch(rels)
 
     def close(self) -> None:
         if self._repo is not None:
@@ -630,13 +625,8 @@ class IndexTree(GitTree):
             if not path:
                 continue
             mode, sha, stage = meta.split()
-            rel = path.decode("utf-8", "surrogateescape")
-            if not rel.startswith(start):
-                continue
-            rel = self._shown(rel[len(start) :])
-            if stage != b"0":
-                if rel not in self.unmerged:
-                    self.unmerged.append(rel)
+            rel = self._staged(path, start, int(stage))
+            if rel is None:
                 continue
             staged[rel] = (int(mode, 8), sha.decode())
             if sha in _EMPTY_BLOBS:
@@ -649,6 +639,20 @@ class IndexTree(GitTree):
             rel: _Entry(mode, bytes.fromhex(sha), sizes.get(sha, 0))
             for rel, (mode, sha) in staged.items()
         }
+
+    def _staged(self, path: bytes, start: str, stage: int) -> str | None:
+        """The name below PATH of an index entry at stage 0 (`start`: PATH's prefix in the
+        work tree, "" at its top); None for an entry outside PATH, or in conflict (stages
+        1-3: recorded in `unmerged`, once per name)."""
+        rel = path.decode("utf-8", "surrogateescape")
+        if not rel.startswith(start):
+            return None
+        rel = self._shown(rel[len(start) :])
+        if stage != 0:
+            if rel not in self.unmerged:
+                self.unmerged.append(rel)
+            return None
+        return rel
 
     def _intent_to_add(self, paths: list[bytes]) -> list[bytes]:
         """Those of `paths` that `git add -N` put in the index: entries the next commit does

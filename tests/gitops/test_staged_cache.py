@@ -30,18 +30,18 @@ def blob_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     index's own reads, which take loose objects without git, and a revision's)."""
     reads: list[str] = []
     for cls in (GitTree, IndexTree):
-        real_blob, real_prefetch = cls.__dict__["_blob"], cls.__dict__["_prefetch"]
+        real_blob, real_fetch = cls.__dict__["_blob"], cls.__dict__["_fetch"]
 
         def blob(self, rel, entry, real=real_blob):
             reads.append(rel)
             return real(self, rel, entry)
 
-        def prefetch(self, rels, real=real_prefetch):
+        def fetch(self, rels, real=real_fetch):
             reads.extend(rels)
             return real(self, rels)
 
         monkeypatch.setattr(cls, "_blob", blob)
-        monkeypatch.setattr(cls, "_prefetch", prefetch)
+        monkeypatch.setattr(cls, "_fetch", fetch)
     return reads
 
 

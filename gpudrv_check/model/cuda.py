@@ -190,15 +190,14 @@ class _Column:
     versions: tuple[str, ...]
 
 
-def _column(
-    nodes: list[Node],
-    drivers: dict[str, tuple[Node, str] | None],
-    columns: dict[int, _Column],
-    by_node: dict[int, tuple[Node, NodeDriver | None]],
-) -> _Column:
-    """The column of ``nodes``, once per list: each node's driver as by name, from
-    ``drivers`` (filled in as nodes are met), each read once per node (``by_node``, which
-    `_drivers_of` reads too)."""
+def _column(nodes: list[Node], memo: dict) -> _Column:
+    """The column of ``nodes``, once per list (kept in ``memo``): each node's driver as by
+    name, the first node of a name giving it for every node of that name (the memo's
+    `driver-pairs`, filled in as nodes are met), each node's driver read once (`_driver_of`,
+    which `_drivers_of` reads too)."""
+    columns: dict[int, _Column] = memo.setdefault(("cuda", "columns"), {})
+    drivers: dict[str, tuple[Node, str] | None] = memo.setdefault(("cuda", "driver-pairs"), {})
+    by_node = memo.setdefault(_BY_NODE, {})
     found = columns.get(id(nodes))
     if found is not None and found.nodes is nodes:
         return found
@@ -230,19 +229,15 @@ def _fit(
     need: DriverRequirement,
     nodes: list[Node],
     minor_compat: bool,
-    drivers: dict[str, tuple[Node, str] | None],
-    columns: dict[int, _Column],
-    by_node: dict[int, tuple[Node, NodeDriver | None]],
+    memo: dict,
 ) -> CudaFit | None:
-    """``drivers``: node name → (the node, its driver version), None where it has no driver
-    label; filled in as nodes are met, so that every fit shares one pair per node. Each node
-    list is read once for every fit over it (`_column`): a fit judges each driver version
-    once and sorts the nodes by it, or copies the list whole when every version lands alike
-    (most fits: a fleet runs few versions)."""
+    """Each node list is read once for every fit over it (`_column`, kept in ``memo``): a
+    fit judges each driver version once and sorts the nodes by it, or copies the list whole
+    when every version lands alike (most fits: a fleet runs few versions)."""
     floor = need.compat_branch if minor_compat and need.compat_branch else need.min_driver
     if floor is None:
         return None  # neither the release nor its major is in the table: nothing to compare
-    column = _column(nodes, drivers, columns, by_node)
+    column = _column(nodes, memo)
     fit = CudaFit(container, need, floor)
     # per driver version, the list its nodes go to; None where the comparison is undecidable
     bucket: dict[str | None, list[tuple[Node, str]] | None] = {None: None}
@@ -290,9 +285,6 @@ def cuda_fits(
     workload's constraint key), images and node drivers are looked up once per run.
     """
     memo = {} if memo is None else memo
-    drivers = memo.setdefault(("cuda", "driver-pairs"), {})
-    columns = memo.setdefault(("cuda", "columns"), {})
-    by_node = memo.setdefault(_BY_NODE, {})
     fits = []
     for container in workload.containers:
         if not container.image:
@@ -306,7 +298,7 @@ def cuda_fits(
         fit_key = ("cuda", "fit", id(table), container.image, nodes_key, minor_compat)
         shared = memo.get(fit_key) if nodes_key is not None else None
         if shared is None:
-            shared = _fit(container, need, nodes, minor_compat, drivers, columns, by_node)
+            shared = _fit(container, need, nodes, minor_compat, memo)
             if nodes_key is not None:
                 memo[fit_key] = shared or False
         if shared:

@@ -20,7 +20,7 @@ it, so it names no kind (keeps none from being skimmed) and holds no field of th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 
 from gpudrv_check.core.reads import SkimPlan
@@ -294,10 +294,7 @@ def partition_kinds() -> frozenset[str]:
     """Namespaced kinds read at namespace scope and by no declaration at cluster scope, but
     those read at cluster scope only `when:` a condition holds: in a run where it does, the
     engine reads every namespace (rules `reads_all_namespaces`, engine/run.py `load`)."""
-    compiled = compiled_plan()
-    if compiled is not None:
-        return frozenset(compiled["partition_kinds"])
-    return derived_partition_kinds()
+    return _planned("partition_kinds", derived_partition_kinds)
 
 
 def derived_partition_kinds() -> frozenset[str]:
@@ -320,10 +317,7 @@ def cacheable_cluster_rules() -> frozenset[str]:
     alone, so it may be kept under their digest (engine/cache/partition.py `ClusterFindings`).
     GPU025, which reads every namespace's workloads when the upgrade waits on a pod selector
     for ever, is not one of them."""
-    compiled = compiled_plan()
-    if compiled is not None:
-        return frozenset(compiled["cacheable_cluster_rules"])
-    return derived_cacheable_cluster_rules()
+    return _planned("cacheable_cluster_rules", derived_cacheable_cluster_rules)
 
 
 @cache
@@ -331,10 +325,13 @@ def conditional_rules() -> frozenset[str]:
     """The rules that read objects across namespaces only `when:` a condition holds: each has
     a `reads_all_namespaces(repo)` saying whether it holds on a run (rules/__init__.py
     `reading_all_namespaces`)."""
+    return _planned("conditional_rules", derived_conditional_rules)
+
+
+def _planned(key: str, derive: Callable[[], frozenset[str]]) -> frozenset[str]:
+    """The set rules/plan.json holds under `key`, or, without the file, `derive()`."""
     compiled = compiled_plan()
-    if compiled is not None:
-        return frozenset(compiled["conditional_rules"])
-    return derived_conditional_rules()
+    return frozenset(compiled[key]) if compiled is not None else derive()
 
 
 def derived_conditional_rules() -> frozenset[str]:

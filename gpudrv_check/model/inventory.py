@@ -7,16 +7,17 @@ from functools import lru_cache
 from typing import Any
 
 from gpudrv_check.core.finding import QUOTE_LIMIT, Finding, ObjectRef, Severity, quoted
-from gpudrv_check.core.label_reads import NodeLabels
+from gpudrv_check.core.label_reads import NodeLabels, entries
 from gpudrv_check.core.located import (
     LMap,
     Path,
+    encode_tree,
     field_path_text,
     scalar_text,
     schema_error_path,
     type_name,
 )
-from gpudrv_check.core.manifest import Manifest
+from gpudrv_check.core.manifest import CachedManifest, Manifest
 from gpudrv_check.core.memo import TextMemo
 from gpudrv_check.k8s.labels import (
     dns1123_subdomain_errors,
@@ -466,13 +467,108 @@ def _same_node(a: Node, b: Node) -> bool:
     return all(getattr(a, fact) == getattr(b, fact) for fact in _NODE_FACTS)
 
 
+def node_file_facts(manifests: list[Manifest]) -> tuple | None:
+    """What `build_inventory` makes of each object of a file of `kind: Node` objects, as
+    builtin values the per-file cache keeps with the file (engine/cache/files.py): per object,
+    its node's fields (None: no node, a nameless object) and its findings' records. A run that
+    finds the file unchanged builds its nodes from them (`_node_from_facts`) without decoding
+    their trees (core/manifest.py `CachedManifest`). None for any other file."""
+    out = []
+    for manifest in manifests:
+        if manifest.kind != "Node" or manifest.api_version != "v1":
+            return None
+        findings: list[Finding] = []
+        node = _node_from_object(manifest, findings)
+        fields = None
+        if node is not None:
+            fields = (
+                node.name,
+                entries(node.labels),  # a plain copy: no value counts as read
+                node.annotations,
+                [encode_tree(taint) for taint in node.taints],  # located, as read
+                node.unschedulable,
+                node.capacity,
+                node.allocatable,
+            )
+        out.append((fields, tuple(f.record() for f in findings)))
+    return tuple(out)
+
+
+def loaded_node_facts(value: Any) -> tuple | None:
+    """One object's `node_file_facts` read back from the cache, as `_node_from_facts` takes
+    them (its findings and taints made objects again), or None when the value has not that
+    shape (a cached value is checked by exact class, never trusted)."""
+    from gpudrv_check.read.codec import decode_tree
+
+    if value.__class__ is not tuple or len(value) != 2 or value[1].__class__ is not tuple:
+        return None
+    fields, records = value
+    try:
+        findings = [Finding.from_record(record) for record in records]
+    except ValueError:
+        return None
+    if fields is None:
+        return (None, findings)
+    if fields.__class__ is not tuple or len(fields) != 7:
+        return None
+    name, labels, annotations, taints, unschedulable, capacity, allocatable = fields
+    if not (
+        name.__class__ is str
+        and _string_dict(labels)
+        and _string_dict(annotations)
+        and taints.__class__ is list
+        and unschedulable.__class__ is bool
+        and _string_dict(capacity)
+        and _string_dict(allocatable)
+    ):
+        return None
+    decoded = []
+    for taint in taints:
+        tree = decode_tree(taint)
+        if tree is None or tree.__class__ is not LMap:
+            return None
+        decoded.append(tree)
+    fields = (name, labels, annotations, decoded, unschedulable, capacity, allocatable)
+    return (fields, findings)
+
+
+def _string_dict(value: Any) -> bool:
+    return value.__class__ is dict and all(
+        k.__class__ is str and v.__class__ is str for k, v in value.items()
+    )
+
+
+def _node_from_facts(manifest: CachedManifest, findings: list[Finding]) -> Node | None:
+    """`_node_from_object` of an unchanged node file's object, from what it gave when the
+    file was cached (`node_file_facts`, read back by `loaded_node_facts`): the same node and
+    findings, and no tree decoded."""
+    fields, found = manifest.facts
+    findings.extend(found)
+    if fields is None:
+        return None
+    name, labels, annotations, taints, unschedulable, capacity, allocatable = fields
+    return Node(
+        name=name,
+        labels=NodeLabels(labels),
+        annotations=annotations,
+        taints=taints,
+        unschedulable=unschedulable,
+        capacity=capacity,
+        allocatable=allocatable,
+        manifest=manifest,
+    )
+
+
 def build_inventory(manifests: list[Manifest]) -> tuple[list[Node], list[Finding]]:
     """All nodes of the repo, in file order; a repeated name is reported and the first kept."""
     findings: list[Finding] = []
     nodes: list[Node] = []
     for manifest in manifests:
         if manifest.kind == "Node" and manifest.api_version == "v1":
-            node = _node_from_object(manifest, findings)
+            if manifest.__class__ is CachedManifest and manifest.facts is not None:
+                node = _node_from_facts(manifest, findings)
+            else:
+                node = _node_from_object(manifest, findings)
             if node is not None:
                 nodes.append(node)
         elif is_inventory(manifest):

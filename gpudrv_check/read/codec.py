@@ -85,6 +85,15 @@ def _dec_seq(value: list) -> LSeq:
     return seq
 
 
+def decode_tree(value: Any) -> Any:
+    """One tree `encode_tree` wrote (core/located.py), as the reader made it; None when the
+    value has not that shape. The value's containers are reused: decode it once."""
+    try:
+        return _dec(value)
+    except Exception:  # noqa: BLE001 - any malformed shape: not ours
+        return None
+
+
 def encode(result: Any) -> bytes:
     """A FileResult (read/manifests.py) as bytes."""
     manifests = [

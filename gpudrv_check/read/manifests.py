@@ -8,6 +8,7 @@ import posixpath
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import field, replace
+from functools import partial
 from typing import Any, Protocol
 
 from gpudrv_check.core.finding import Finding, Location
@@ -65,8 +66,11 @@ class FileCache(Protocol):
         """Whether the cache holds what a file with these bytes yields."""
         ...
 
-    def result(self, rel: str) -> FileResult | None:
-        """The cached FileResult of a hit; None when it holds none or it does not decode."""
+    def result(
+        self, rel: str, reparse: Callable[[], FileResult] | None = None
+    ) -> FileResult | None:
+        """The cached FileResult of a hit; None when it holds none or it does not decode.
+        `reparse`: the file parsed again, should a part decoded late not decode."""
 
     def add(self, result: FileResult, helm: bool, blob: bytes | None, placeholders: bool) -> None:
         """What a freshly parsed file yields (`blob`: already encoded, or None)."""
@@ -926,6 +930,21 @@ def _digests(source: Source) -> Callable[[str, bytes], str]:
     return digest_of
 
 
+def _reparse(
+    source: Source,
+    ref: FileRef,
+    max_bytes: int,
+    hit: tuple[str, bool, bytes | None],
+    options: ReadOptions,
+) -> FileResult:
+    """A cache hit's file parsed again (its trees, asked for late, did not decode)."""
+    file_digest, helm, kept = hit
+    data = kept if kept is not None else _read_bytes(source, ref, max_bytes)
+    if isinstance(data, FileResult):
+        return data
+    return parse_manifest_bytes(ref.rel, data, helm, options.skim, file_digest)
+
+
 def read_repo(
     source: Source,
     files: list[FileRef],
@@ -1057,7 +1076,9 @@ def read_repo(
             content.unread_skipped += skipped
         elif i in hits:
             assert cache is not None
-            decoded = cache.result(ref.rel)
+            decoded = cache.result(
+                ref.rel, partial(_reparse, source, ref, max_bytes, hits[i], options)
+            )
             if decoded is None:  # not stored yet (or damaged): read, and stored from now on
                 file_digest, helm, kept = hits[i]
                 late = kept if kept is not None else _read_bytes(source, ref, max_bytes)

@@ -11,6 +11,7 @@ changed, not the whole (40k files: 29 MB, which every edit run wrote again).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 from zlib import crc32
 
@@ -28,11 +29,13 @@ from gpudrv_check.engine.cache.partition import (
 from gpudrv_check.engine.cache.store import Cache, digest
 
 if TYPE_CHECKING:
+    from gpudrv_check.core.manifest import Manifest
     from gpudrv_check.read.manifests import FileResult
 
 KIND = "files"
-#: the layout of the entries (a Summary once held capacity digests; 4: a node file's view)
-FORMAT = 4
+#: the layout of the entries (a Summary once held capacity digests; 4: a node file's view;
+#: 5: a node file's facts)
+FORMAT = 5
 #: how many cache entries a repo's file entries are spread over
 BUCKETS = 64
 
@@ -63,22 +66,26 @@ class FileEntry(NamedTuple):
     """What one file yielded: the SHA-256 of its bytes, whether it was read as a Helm chart
     template, its FileResult encoded (read/codec.py; empty until a run needs it, see
     `FilesCache.add`), its partition summary, and, for a file of Node objects only, its view
-    (engine/cache/partition.py `node_view`; None for any other file)."""
+    (engine/cache/partition.py `node_view`; None for any other file) and, once a run decoded
+    it, what the model makes of it (`facts`: the header of each object and
+    model/inventory.py `node_file_facts`, with the file's problems and skipped documents), from
+    which the next runs build its nodes without decoding its trees (`FilesCache.result`)."""
 
     digest: str
     helm: bool
     blob: bytes
     summary: Summary
     view: Any = None
+    facts: Any = None
 
     @classmethod
     def loaded(cls, value: Any) -> FileEntry | None:
         """The entry of a stored value, or None when it has not the shape of one (a cache
         entry is checked, never trusted to be of the right type; `marshal` makes builtin
         values only, so each field is checked by its exact class)."""
-        if value.__class__ is not tuple or len(value) != 5:
+        if value.__class__ is not tuple or len(value) != 6:
             return None
-        file_digest, helm, blob, summary, view = value
+        file_digest, helm, blob, summary, view, _ = value  # the facts: checked when used
         if (
             file_digest.__class__ is not str
             or helm.__class__ is not bool
@@ -89,9 +96,9 @@ class FileEntry(NamedTuple):
             return None
         return tuple.__new__(cls, value)
 
-    def stored(self) -> tuple[str, bool, bytes, Summary, Any]:
+    def stored(self) -> tuple[str, bool, bytes, Summary, Any, Any]:
         """As `marshal` stores it: a plain tuple (it refuses tuple subclasses)."""
-        return (self.digest, self.helm, self.blob, self.summary, self.view)
+        return (self.digest, self.helm, self.blob, self.summary, self.view, self.facts)
 
 
 def load_entries(value: Any) -> dict[str, FileEntry] | None:
@@ -165,18 +172,50 @@ class FilesCache:
         """Whether a hit's entry holds an encoded result (`result` may still not decode it)."""
         return bool(self.fresh[rel].blob)
 
-    def result(self, rel: str) -> FileResult | None:
+    def result(
+        self, rel: str, reparse: Callable[[], FileResult] | None = None
+    ) -> FileResult | None:
         """The FileResult of a hit, or None when its entry holds none (not encoded yet) or
-        does not decode: the caller parses the bytes again and hands the result to `needed`."""
+        does not decode: the caller parses the bytes again and hands the result to `needed`.
+        A node file whose facts are kept gives its objects undecoded (`_undecoded`; `reparse`
+        parses the file again should its trees, asked for later, not decode)."""
         from gpudrv_check.read.codec import CodecError, decode
 
-        blob = self.fresh[rel].blob
+        entry = self.fresh[rel]
+        blob = entry.blob
         if not blob:
             return None
+        if entry.facts is not None and entry.view is not None:
+            undecoded = _undecoded(rel, entry, reparse)
+            if undecoded is not None:
+                return undecoded
         try:
-            return decode(blob)
+            result = decode(blob)
         except CodecError:
             return None
+        if entry.view is not None:
+            self._keep_facts(result)
+        return result
+
+    def _keep_facts(self, result: FileResult) -> None:
+        """Keep what the model makes of a node file's objects with its entry (a file of Node
+        objects without placeholders: the only ones with a view), for the next runs."""
+        from gpudrv_check.model.inventory import node_file_facts
+
+        entry = self.fresh[result.rel]
+        facts = node_file_facts(result.manifests)
+        if facts is None:
+            return
+        headers = tuple(
+            (m.file, m.doc, m.api_version, m.kind, m.name, m.namespace, m.item)
+            for m in result.manifests
+        )
+        problems = tuple(f.record() for f in result.problems)
+        skipped = tuple((s.rel, s.reason) for s in result.skipped)
+        kept = (headers, facts, problems, skipped)
+        if kept != entry.facts:
+            self.fresh[result.rel] = entry._replace(facts=kept)
+            self._dirty.add(self._where.get(result.rel, bucket(result.rel)))
 
     def add(self, result: FileResult, helm: bool, blob: bytes | None, placeholders: bool) -> None:
         """What a file freshly parsed yields (`blob`: already encoded by a worker, or None).
@@ -198,6 +237,8 @@ class FilesCache:
         entry = self.fresh[result.rel]
         self.fresh[result.rel] = entry._replace(blob=encode(result))
         self._dirty.add(self._where.get(result.rel, bucket(result.rel)))
+        if entry.view is not None:
+            self._keep_facts(result)
 
     def placeholders(self, rel: str) -> bool:
         """Whether a hit's file holds `${` (its summary says so: partition.py PLACEHOLDERS)."""
@@ -250,3 +291,94 @@ class FilesCache:
         hit: it has a summary)."""
         summary = self.fresh[rel].summary
         return object_count(summary), summary[1]
+
+
+class _Trees:
+    """The trees of a node file's undecoded objects (core/manifest.py `CachedManifest`), all
+    decoded when the first of them is asked for; each object holds this and its index (no
+    reference back: no cycle for the collector)."""
+
+    __slots__ = ("blob", "count", "reparse", "trees")
+
+    def __init__(self, blob: bytes, count: int, reparse: Callable[[], FileResult] | None) -> None:
+        self.blob = blob
+        self.count = count
+        self.reparse = reparse
+        self.trees: list[Any] | None = None
+
+    def tree(self, index: int) -> Any:
+        if self.trees is None:
+            self.trees = self._decoded()
+        return self.trees[index]
+
+    def _decoded(self) -> list[Any]:
+        from gpudrv_check.read.codec import CodecError, decode
+
+        try:
+            found = decode(self.blob).manifests
+        except CodecError:
+            found = []
+        if len(found) != self.count and self.reparse is not None:
+            found = self.reparse().manifests  # the entry checked out, yet did not decode
+        if len(found) != self.count:
+            raise RuntimeError("a cached node file's trees are not those of its objects")
+        return [m.data for m in found]
+
+
+def _undecoded(
+    rel: str, entry: FileEntry, reparse: Callable[[], FileResult] | None
+) -> FileResult | None:
+    """A node file's FileResult from its kept facts, its objects' trees not decoded until
+    asked for (`_Trees`); None when the facts have not the shape `_keep_facts` gives them."""
+    from gpudrv_check.core.finding import Finding
+    from gpudrv_check.core.manifest import CachedManifest
+    from gpudrv_check.model.inventory import loaded_node_facts
+    from gpudrv_check.read.manifests import FileResult
+    from gpudrv_check.read.tree import Skipped
+
+    kept = entry.facts
+    if kept.__class__ is not tuple or len(kept) != 4:
+        return None
+    headers, facts, problems, skipped = kept
+    if not (
+        headers.__class__ is tuple
+        and facts.__class__ is tuple
+        and len(headers) == len(facts) > 0  # a file with a view has objects
+        and problems.__class__ is tuple
+        and skipped.__class__ is tuple
+    ):
+        return None
+    trees = _Trees(entry.blob, len(headers), reparse)
+    manifests: list[Manifest] = []
+    for index, (header, value) in enumerate(zip(headers, facts, strict=True)):
+        loaded = loaded_node_facts(value)
+        if loaded is None or not _valid_header(header):
+            return None
+        manifests.append(CachedManifest.undecoded(header, loaded, (trees, index)))
+    result = FileResult(rel, digest=entry.digest)
+    result.manifests = manifests
+    try:
+        result.problems = [Finding.from_record(p) for p in problems]
+    except ValueError:
+        return None
+    if not all(
+        s.__class__ is tuple and len(s) == 2 and all(t.__class__ is str for t in s) for s in skipped
+    ):
+        return None
+    result.skipped = [Skipped(r, why) for r, why in skipped]
+    return result
+
+
+def _valid_header(header: Any) -> bool:
+    """(file, doc, api_version, kind, name, namespace, item) of a Node object."""
+    if header.__class__ is not tuple or len(header) != 7:
+        return False
+    file, doc, api, kind, name, namespace, item = header
+    return (
+        file.__class__ is str
+        and doc.__class__ is int
+        and (api, kind) == ("v1", "Node")
+        and (name is None or name.__class__ is str)
+        and (namespace is None or namespace.__class__ is str)
+        and (item is None or item.__class__ is int)
+    )

@@ -62,6 +62,12 @@ _E2_UNSAFE = frozenset(
 )
 # lead bytes past which a text is scanned by the expression instead (each costs a step here)
 _MANY_LEADS = 4096
+#: (lead, the unsafe sequences it starts, their length)
+_LEADS = (
+    (b"\xc2", frozenset(bytes((0xC2, b)) for b in _C1_SECOND), 2),
+    (b"\xe2\x80", frozenset(b"\xe2" + pair for pair in _E2_UNSAFE if pair[0] == 0x80), 3),
+    (b"\xe2\x81", frozenset(b"\xe2" + pair for pair in _E2_UNSAFE if pair[0] == 0x81), 3),
+)
 
 
 def terminal_safe(text: str) -> bool:
@@ -77,18 +83,18 @@ def terminal_safe(text: str) -> bool:
         return _TERMINAL_UNSAFE.search(text) is None
     if data.translate(None, _TERMINAL_SAFE_BYTES):
         return False
-    if data.count(b"\xc2") + data.count(b"\xe2") > _MANY_LEADS:
-        return _TERMINAL_UNSAFE.search(text) is None
-    at = data.find(b"\xc2")
-    while at >= 0:
-        if data[at + 1] in _C1_SECOND:  # a lead byte is always followed by its continuation
-            return False
-        at = data.find(b"\xc2", at + 2)
-    at = data.find(b"\xe2")
-    while at >= 0:
-        if data[at + 1 : at + 3] in _E2_UNSAFE:
-            return False
-        at = data.find(b"\xe2", at + 3)
+    # the unsafe characters above ASCII are led by C2 (C1 controls) or by E2 80 and E2 81
+    # (U+2000-U+207F): a report's arrows (E2 86 92) and other symbols need no look
+    looks = 0
+    for lead, unsafe, width in _LEADS:
+        at = data.find(lead)
+        while at >= 0:
+            looks += 1
+            if looks > _MANY_LEADS:  # so many: the expression scans the text instead
+                return _TERMINAL_UNSAFE.search(text) is None
+            if data[at : at + width] in unsafe:  # a lead is always followed by its continuation
+                return False
+            at = data.find(lead, at + width)
     return True
 
 

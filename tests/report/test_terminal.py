@@ -147,8 +147,19 @@ def test_terminal_safe_agrees_with_the_regular_expression_on_every_character():
         char = chr(code)
         for text in (char, f"ok\n\t{char}x", f"{char}" * 3 + "é"):
             assert terminal_safe(text) is (_TERMINAL_UNSAFE.search(text) is None), repr(text)
-    many = "…→" * 3000  # past the lead bytes checked one by one: the expression scans it
-    for text in (many, many + "\u2028", many + "\x85", "→" + "\x1b", "é\u202e", "é\ud800"):
+    many = "…→" * 5000  # past the leads looked at one by one (… is E2 80): the expression
+    arrows = "→✓" * 5000  # leads that need no look (E2 86, E2 9C)
+    for text in (
+        many,
+        many + "\u2028",
+        many + "\x85",
+        arrows,
+        arrows + "\u2029",
+        arrows + "\u2066",
+        "→" + "\x1b",
+        "é\u202e",
+        "é\ud800",
+    ):
         assert terminal_safe(text) is (_TERMINAL_UNSAFE.search(text) is None), repr(text[-3:])
     report = "file.yaml\n  1:2 error GPU001 message\n\tfix: x\n" * 1000
     assert terminal_safe(report) and terminal_text(report) is report

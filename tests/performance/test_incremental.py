@@ -1448,3 +1448,31 @@ def test_a_file_saved_between_two_readings_leaves_no_stale_result(tmp_path, monk
     assert deployment.read_text() == saved and "GPU010" in racing  # reported as read
     deployment.write_text(original)
     assert run_main(*args, "--cache-dir", str(cache)).stdout == run_main(*args, "--no-cache").stdout
+
+
+def test_a_simulations_inputs_key_is_digested_once_per_view_base(monkeypatch):
+    """`Plan.inputs_key` is asked by the replay and again by the memo a run stores: the same
+    records under the same view base are digested once; another base, other tables or other
+    records are digested again (a key holds all three)."""
+    from gpudrv_check.engine.cache import store as store_mod
+    from gpudrv_check.model.occupancy import InputTables
+
+    digested: list[int] = []
+    real = store_mod.digest
+
+    def digest(*parts):
+        digested.append(1)
+        return real(*parts)
+
+    monkeypatch.setattr(store_mod, "digest", digest)
+    plan_ = plan(None, "repo", "ctx", [], None)
+    tables, records = InputTables(), [("r",)]
+    plan_.view_base = "base"
+    digested.clear()  # the plan's own keys
+    first = plan_.inputs_key(tables, records)
+    assert plan_.inputs_key(tables, records) == first and len(digested) == 1
+    assert plan_.inputs_key(tables, [("r",)]) == first and len(digested) == 2  # equal, not same
+    plan_.view_base = "other"
+    other = plan_.inputs_key(tables, records)
+    assert other != first and len(digested) == 3
+    assert plan_.inputs_key(InputTables(), records) == other and len(digested) == 4

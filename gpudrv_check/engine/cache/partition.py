@@ -353,6 +353,8 @@ class Plan:
     same_inputs: bool = False
     shared: list[tuple[str, str, Any]] = field(default_factory=list)
     members: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: the last `inputs_key` made: (view base, tables, records, key)
+    last_inputs_key: tuple | None = None
 
     @property
     def partial(self) -> bool:
@@ -382,7 +384,16 @@ class Plan:
         stored, in order, and this run's base (context and shared files: the nodes)."""
         from gpudrv_check.engine.cache.store import digest
 
-        return digest(self.view_base, tables.stored(), records)
+        # asked twice of one simulation (its replay, then its memo when stored): its records
+        # digested once while the view base stays (10k workloads: 8,000 records, 1 % of an
+        # edit run)
+        last = self.last_inputs_key
+        if last is not None and last[0] == self.view_base and last[1] is tables:
+            if last[2] is records:
+                return last[3]
+        key = digest(self.view_base, tables.stored(), records)
+        self.last_inputs_key = (self.view_base, tables, records, key)
+        return key
 
     def rekey(self, reads: tuple[str, ...] | None) -> None:
         """The view base and every partition key, made with these label keys."""

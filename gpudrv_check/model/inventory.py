@@ -547,14 +547,16 @@ def _node_from_facts(manifest: CachedManifest, findings: list[Finding]) -> Node 
     if fields is None:
         return None
     name, labels, annotations, taints, unschedulable, capacity, allocatable = fields
+    # each call its own containers, as `_node_from_object` makes them (each cluster of a repo
+    # builds its nodes from the same objects)
     return Node(
         name=name,
         labels=NodeLabels(labels),
-        annotations=annotations,
-        taints=taints,
+        annotations=dict(annotations),
+        taints=list(taints),
         unschedulable=unschedulable,
-        capacity=capacity,
-        allocatable=allocatable,
+        capacity=dict(capacity),
+        allocatable=dict(allocatable),
         manifest=manifest,
     )
 

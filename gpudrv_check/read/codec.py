@@ -87,7 +87,8 @@ def _dec_seq(value: list) -> LSeq:
 
 def decode_tree(value: Any) -> Any:
     """One tree `encode_tree` wrote (core/located.py), as the reader made it; None when the
-    value has not that shape. The value's containers are reused: decode it once."""
+    value has not that shape. The value's containers are reused (its nested ones replaced by
+    what they decode to): decoded again, it gives an equal tree sharing those."""
     try:
         return _dec(value)
     except Exception:  # noqa: BLE001 - any malformed shape: not ours

@@ -22,6 +22,7 @@ import copy
 import marshal
 import pickle
 import re
+import shutil
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -41,7 +42,7 @@ from gpudrv_check.model.inventory import (
 )
 from gpudrv_check.read.codec import encode
 from gpudrv_check.read.manifests import parse_manifest_bytes
-from tests.conftest import generated_corpus, run_main, write
+from tests.conftest import ROOT, generated_corpus, run_main, write
 from tests.fuzz.targets import tree_difference
 
 # every problem model/inventory.py reports on a Node object, and the values it converts
@@ -141,6 +142,13 @@ def test_the_facts_give_the_nodes_and_findings_the_objects_give():
                     assert tree_difference(a, b) is None  # located, as read
             else:
                 assert (type(mine), mine) == (type(theirs), theirs), f.name
+    # two builds from one object (two clusters of a repo) do not share a container
+    cached = _as_cached(manifests[0], kept[0])
+    one, two = _node_from_facts(cached, []), _node_from_facts(cached, [])
+    assert one is not None and two is not None
+    for name in ("labels", "annotations", "taints", "capacity", "allocatable"):
+        assert getattr(one, name) == getattr(two, name)
+        assert getattr(one, name) is not getattr(two, name), name
     # the file's rows cover every kind of finding the inventory makes of a Node object
     rules = {r[0] for _, records in kept for r in records}
     assert {"GPU040", "GPU007"} <= rules
@@ -386,3 +394,22 @@ def test_an_edit_of_a_workload_decodes_no_node_tree(tmp_path, monkeypatch):
     assert reads and counts == {"undecoded": len(nodes) * len(reads), "loads": 0}
     fresh = run_main("check", str(root), "--fail-on", "never", "--no-cache")
     assert cached.stdout == fresh.stdout
+
+
+@pytest.mark.parametrize("example", ["lab", "flux", "multi-cluster", "operands"])
+def test_every_example_says_the_same_over_kept_facts(example, tmp_path, monkeypatch):
+    """The examples with a file of Node objects added (their own nodes are NodeInventory
+    files; in the multi-cluster repo it sits in no cluster's folder, so each cluster builds
+    its nodes from the same objects), through cached runs with a workload file or the node
+    file touched before each, against runs without cache."""
+    root = tmp_path / example
+    shutil.copytree(ROOT / "examples" / example, root)
+    node = write(root, "extra-nodes.yaml", NODES + "---\n" + SECOND)
+    cache = tmp_path / "cache"
+    counts = _counting(monkeypatch)
+    others = sorted(p for p in root.rglob("*.yaml") if p != node)
+    _same(root, cache)
+    for n, path in enumerate((others[0], others[-1], node, others[0])):
+        path.write_text(path.read_text() + "\n" * (n + 1))  # new bytes, the same objects
+        _same(root, cache)
+    assert counts["undecoded"] > 0

@@ -181,6 +181,24 @@ def _amounts(amounts: Mapping[str, Fraction] | None) -> tuple | None:
 _signature = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
+def _facts_key(node: Node) -> tuple | None:
+    """What `Placement` works out of a node depends on, as a key (None: a taint holds a value
+    no key can hold, a list say: worked out for that node alone)."""
+    try:
+        # each value with its class: equal keys for `1`, `1.0` and `true` would not do
+        taints = tuple(tuple((k, v.__class__, v) for k, v in t.items()) for t in node.taints)
+        key = (
+            tuple(node.allocatable.items()),
+            tuple(node.capacity.items()),
+            taints,
+            node.unschedulable,
+        )
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def _mentioned_keys(pod_spec: Any) -> tuple[tuple[str, ...], bool]:
     """Label keys the spec's node constraints read, and whether matchFields reads the name."""
     keys: set[str] = set()
@@ -235,24 +253,33 @@ class Placement:
         self.overheads = dict(overheads or {})
         # a node the inventory gives no allocatable for may have one derived from its MIG config
         derived = derived or {}
-        self._alloc = {
-            n.name: node_allocatable(n)
-            if n.name not in derived
-            else {k: Fraction(v) for k, v in derived[n.name].items()}
-            for n in self.nodes
-        }
-        self._taints = {n.name: node_taints({"taints": n.taints}) for n in self.nodes}
+        self._alloc: dict[str, dict[str, Fraction] | None] = {}
+        self._taints: dict[str, list[dict[str, object]]] = {}
+        self._gpus: dict[str, int | None] = {}
+        self._base: dict[str, int] = {}
+        # what a node's facts give, once per distinct facts: a fleet's nodes write the same
+        # few amounts and taints (10k corpus: 2,000 nodes, 3 distinct); the results are read,
+        # never changed, so nodes of equal facts share them
+        by_facts: dict[tuple, tuple] = {}
+        base_ids: dict[tuple, int] = {}
+        for n in self.nodes:
+            facts = _facts_key(n)
+            found = by_facts.get(facts) if facts is not None else None
+            if found is None or n.name in derived:
+                alloc: dict[str, Fraction] | None = (
+                    {k: Fraction(v) for k, v in derived[n.name].items()}
+                    if n.name in derived
+                    else node_allocatable(n)
+                )
+                taints = node_taints({"taints": n.taints})
+                base = (_signature(taints), n.unschedulable, _amounts(alloc))
+                found = (alloc, taints, node_gpu_count(n), base_ids.setdefault(base, len(base_ids)))
+                if facts is not None and n.name not in derived:
+                    by_facts[facts] = found
+            name = n.name
+            self._alloc[name], self._taints[name], self._gpus[name], self._base[name] = found
         self._cordon = {
             n.name: node_taints({"unschedulable": True})[-1] for n in self.nodes if n.unschedulable
-        }
-        self._gpus = {n.name: node_gpu_count(n) for n in self.nodes}
-        base_ids: dict[tuple, int] = {}
-        self._base = {
-            n.name: base_ids.setdefault(
-                (_signature(self._taints[n.name]), n.unschedulable, _amounts(self._alloc[n.name])),
-                len(base_ids),
-            )
-            for n in self.nodes
         }
         self._cache: dict[tuple, dict[str, Verdict]] = {}
         self._keys: dict[int, tuple[Workload, tuple]] = {}  # constraint keys by identity

@@ -538,3 +538,41 @@ def test_constraint_sets_keeping_the_same_nodes_share_one_list() -> None:
     assert placement.constraint_sets == 3
     assert greater is listed and [n.name for n in greater] == ["n0", "n1", "n2"]
     assert older is not greater and [n.name for n in older] == ["o0", "o1"]
+
+
+def test_nodes_of_equal_facts_share_what_placement_works_out_of_them():
+    """Placement works out a node's allocatable, taints, GPU count and base class once per
+    distinct facts (model/placement.py `_facts_key`): each node gets what working it out
+    alone gives, and nodes whose taints differ only by a value's type (1, 1.0, true, "1")
+    are told apart."""
+    from gpudrv_check.model.placement import _amounts, _signature, node_allocatable
+
+    nodes = [
+        make_node("a", gpus=8, taints=[{"key": "k", "value": "x", "effect": "NoSchedule"}]),
+        make_node("b", gpus=8, taints=[{"key": "k", "value": "x", "effect": "NoSchedule"}]),
+        make_node("c", gpus=4),
+        make_node("d", gpus=4, unschedulable=True),
+        make_node("e", gpus=8, taints=[{"key": "k", "effect": "NoSchedule", "timeAdded": 1}]),
+        make_node("f", gpus=8, taints=[{"key": "k", "effect": "NoSchedule", "timeAdded": 1.0}]),
+        make_node("g", gpus=8, taints=[{"key": "k", "effect": "NoSchedule", "timeAdded": True}]),
+        make_node("h", gpus=8, taints=[{"key": "k", "effect": "NoSchedule", "timeAdded": "1"}]),
+        make_node("i", gpus=8, taints=[{"key": "k", "value": ["a"], "effect": "NoSchedule"}]),
+        make_node("j"),
+        make_node("k", gpus=2),
+    ]
+    nodes[-1] = replace(nodes[-1], capacity={"nvidia.com/gpu": "2"}, allocatable={})
+    placement = Placement(nodes, derived={"k": {"nvidia.com/gpu": 7}})
+    bases = {}
+    for n in nodes:
+        alloc = node_allocatable(n) if n.name != "k" else {"nvidia.com/gpu": 7}
+        taints = node_taints({"taints": n.taints})
+        assert placement._alloc[n.name] == alloc
+        # by their text: 1 == 1.0 == True, so `==` would not tell those taints apart
+        assert _signature(placement._taints[n.name]) == _signature(taints), n.name
+        assert placement._gpus[n.name] == node_gpu_count(n)
+        bases[n.name] = (_signature(taints), n.unschedulable, _amounts(alloc))
+    for a in nodes:  # one class per distinct base, as working each node out alone gives
+        for b in nodes:
+            same = placement._base[a.name] == placement._base[b.name]
+            assert same == (bases[a.name] == bases[b.name]), (a.name, b.name)
+    assert placement._alloc["a"] is placement._alloc["b"]  # worked out once

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpudrv_check.core.finding import Location
 from gpudrv_check.core.label_reads import NodeLabels, entries
-from gpudrv_check.core.located import Path
+from gpudrv_check.core.located import LMap, Path
 from gpudrv_check.core.manifest import Manifest, value_at
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.nodeaffinity import (
@@ -537,10 +537,13 @@ def _taint_text(taint: Mapping) -> str:
 
 
 def taint_path(node: Node, taint: Mapping) -> Path:
-    """Where a taint is written in the node's object (the cordon: `spec.unschedulable`)."""
+    """Where a taint is written in the node's object (the cordon: `spec.unschedulable`). The
+    taint is the tree's own item, or, for a node built from the per-file cache's facts
+    (model/inventory.py `_node_from_facts`), a copy that starts where the item starts."""
     raw = node.manifest.get(*node.taints_path)
+    pos = taint.pos if taint.__class__ is LMap else None
     for index, item in enumerate(raw if isinstance(raw, list) else []):
-        if item is taint:
+        if item is taint or (pos is not None and item.__class__ is LMap and item.pos == pos):
             return (*node.taints_path, index)
     for index, item in enumerate(raw if isinstance(raw, list) else []):
         if isinstance(item, Mapping) and all(

@@ -86,11 +86,11 @@ def _dec_seq(value: list) -> LSeq:
 
 
 def decode_tree(value: Any) -> Any:
-    """One tree `encode_tree` wrote (core/located.py), as the reader made it; None when the
-    value has not that shape. The value's containers are reused (its nested ones replaced by
-    what they decode to): decoded again, it gives an equal tree sharing those."""
+    """One tree `encode_tree` wrote (core/located.py), as the reader made it, the value left
+    as it is (`_dec` fills the containers it is given: a cache entry's value, stored again
+    by a later save, must keep builtin values only); None when it has not that shape."""
     try:
-        return _dec(value)
+        return _dec(marshal.loads(marshal.dumps(value)))
     except Exception:  # noqa: BLE001 - any malformed shape: not ours
         return None
 

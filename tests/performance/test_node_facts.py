@@ -34,6 +34,7 @@ from gpudrv_check.core.manifest import CachedManifest, Manifest
 from gpudrv_check.engine import run as run_mod
 from gpudrv_check.engine.cache import files as files_mod
 from gpudrv_check.engine.cache.files import FileEntry
+from gpudrv_check.engine.cache.partition import node_view
 from gpudrv_check.model.inventory import (
     _node_from_facts,
     _node_from_object,
@@ -193,8 +194,9 @@ def _entry(text: str = NODES, rel: str = "inventory/nodes.yaml") -> tuple[FileEn
     """A node file's entry as a run that decoded it keeps it (its blob and facts)."""
     result = parse_manifest_bytes(rel, text.encode())
     cache = files_mod.FilesCache(None)  # type: ignore[arg-type]
-    cache.fresh[rel] = FileEntry(result.digest, False, encode(result), ((), 0), ("d", ()))
-    cache._keep_facts(result)
+    view = node_view(result)
+    cache.fresh[rel] = FileEntry(result.digest, False, encode(result), ((), 0), view)
+    cache._keep_facts(rel, result)
     return cache.fresh[rel], result
 
 
@@ -234,16 +236,60 @@ def test_a_cached_node_file_gives_its_objects_undecoded_and_decodes_them_when_as
         ((("f", 0, "v1", "ConfigMap", "c", None, None),), ((None, ()),), (), ()),
         ((("f", 0, "v1", "Node", "n", None, None),), ((None, ()),), ("bad",), ()),
         ((("f", 0, "v1", "Node", "n", None, None),), ((None, ()),), (), (("a", 1),)),
+        "one object less",  # headers and facts of another count than the view's objects
+        "another file",  # a header naming another file
     ],
 )
 def test_kept_facts_of_another_shape_are_passed_over_and_the_file_decoded(facts):
+    """(A review forged the first two with a valid MAC: every later run stopped on an internal
+    error when a finding asked where a node is.)"""
     entry, result = _entry()
+    headers, kept, problems, skipped = entry.facts
+    if facts == "one object less":
+        facts = (headers[:-1], kept[:-1], problems, skipped)
+    elif facts == "another file":
+        facts = (
+            ((*headers[0][:0], "elsewhere.yaml", *headers[0][1:]), *headers[1:]),
+            kept,
+            problems,
+            skipped,
+        )
     cache = files_mod.FilesCache(None)  # type: ignore[arg-type]
     cache.fresh["inventory/nodes.yaml"] = entry._replace(facts=facts)
     again = cache.result("inventory/nodes.yaml")
     assert again is not None
     assert [m.__class__ for m in again.manifests] == [Manifest] * 3  # decoded, as before
     assert cache.fresh["inventory/nodes.yaml"].facts == entry.facts  # kept again, right
+
+
+def test_a_result_naming_another_file_keeps_its_facts_under_the_file_asked_for():
+    """The facts go with the entry the run asked for, whatever path the cached result names
+    (a review's forged entry stopped every run on a KeyError)."""
+    result = parse_manifest_bytes("elsewhere.yaml", NODES.encode())
+    rel = "inventory/nodes.yaml"
+    cache = files_mod.FilesCache(None)  # type: ignore[arg-type]
+    cache.fresh[rel] = FileEntry(result.digest, False, encode(result), ((), 0), node_view(result))
+    assert cache.result(rel) is not None
+    assert cache.fresh[rel].facts is not None and "elsewhere.yaml" not in cache.fresh
+
+
+def test_reading_kept_facts_leaves_the_entry_as_it_can_be_stored():
+    """A taint with a mapping in it: its facts decoded for a run, the entry still holds builtin
+    values only, so the bucket it sits in is stored when a file of it changes (a review found
+    the decoding filled the cached value with located maps, which `marshal` refuses: the
+    bucket was never stored again)."""
+    text = NODES.replace(
+        "  - {key: nvidia.com/gpu, value: present, effect: NoSchedule}\n",
+        "  - {key: nvidia.com/gpu, value: present, effect: NoSchedule, extra: {x: [1]}}\n",
+    )
+    entry, _ = _entry(text)
+    stored = marshal.dumps(entry.stored())
+    cache = files_mod.FilesCache(None)  # type: ignore[arg-type]
+    cache.fresh["inventory/nodes.yaml"] = FileEntry(*marshal.loads(stored))
+    again = cache.result("inventory/nodes.yaml")
+    assert again is not None and again.manifests[0].facts[0][3][0]["extra"] == {"x": [1]}
+    after = marshal.dumps(cache.fresh["inventory/nodes.yaml"].stored())  # builtins only
+    assert marshal.loads(after) == marshal.loads(stored)
 
 
 def test_trees_that_do_not_decode_are_parsed_again():
@@ -298,6 +344,56 @@ metadata:
 status:
   allocatable: {nvidia.com/gpu: "8", cpu: "90", memory: 500Gi, pods: "110"}
 """
+
+
+def test_a_taint_from_the_facts_is_located_where_the_tree_has_it(tmp_path, monkeypatch):
+    """GPU031 says where the taint that keeps an operand off a node is written: a node built
+    from the facts holds copies of its taints, found in the tree by where they start (a review
+    found the cached run pointing at an earlier, malformed taint with the same fields)."""
+    root = tmp_path / "repo"
+    write(
+        root,
+        "node.yaml",
+        """
+        apiVersion: v1
+        kind: Node
+        metadata:
+          name: gpu-1
+          labels:
+            nvidia.com/gpu.present: "true"
+            nvidia.com/gpu.deploy.device-plugin: "true"
+        spec:
+          taints:
+          - {key: dedicated, value: false, effect: NoSchedule}
+          - {key: dedicated, effect: NoSchedule}
+        """,
+    )
+    write(
+        root,
+        "ds.yaml",
+        """
+        apiVersion: apps/v1
+        kind: DaemonSet
+        metadata: {name: nvidia-device-plugin-daemonset, namespace: gpu-operator}
+        spec:
+          selector: {matchLabels: {app: dp}}
+          template:
+            metadata: {labels: {app: dp}}
+            spec:
+              nodeSelector: {nvidia.com/gpu.deploy.device-plugin: "true"}
+              containers: [{name: device-plugin, image: registry.k8s.io/pause:3.9}]
+        """,
+    )
+    other = write(root, "other.yaml", "# nothing\n")
+    counts = _counting(monkeypatch)
+    cache = tmp_path / "cache"
+    for _ in range(3):
+        other.write_text(other.read_text() + "\n")
+        _same(root, cache)
+    assert counts["undecoded"] > 0
+    args = ("check", str(root), "--fail-on", "never", "--format", "concise")
+    cached = run_main(*args, "--cache-dir", str(cache)).stdout
+    assert "node.yaml:11:5: warning GPU031" in cached  # the second taint, as without cache
 
 
 def _repo(root: Path) -> Path:

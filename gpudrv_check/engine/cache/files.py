@@ -194,15 +194,15 @@ class FilesCache:
         except CodecError:
             return None
         if entry.view is not None:
-            self._keep_facts(result)
+            self._keep_facts(rel, result)
         return result
 
-    def _keep_facts(self, result: FileResult) -> None:
+    def _keep_facts(self, rel: str, result: FileResult) -> None:
         """Keep what the model makes of a node file's objects with its entry (a file of Node
         objects without placeholders: the only ones with a view), for the next runs."""
         from gpudrv_check.model.inventory import node_file_facts
 
-        entry = self.fresh[result.rel]
+        entry = self.fresh[rel]
         facts = node_file_facts(result.manifests)
         if facts is None:
             return
@@ -214,8 +214,8 @@ class FilesCache:
         skipped = tuple((s.rel, s.reason) for s in result.skipped)
         kept = (headers, facts, problems, skipped)
         if kept != entry.facts:
-            self.fresh[result.rel] = entry._replace(facts=kept)
-            self._dirty.add(self._where.get(result.rel, bucket(result.rel)))
+            self.fresh[rel] = entry._replace(facts=kept)
+            self._dirty.add(self._where.get(rel, bucket(rel)))
 
     def add(self, result: FileResult, helm: bool, blob: bytes | None, placeholders: bool) -> None:
         """What a file freshly parsed yields (`blob`: already encoded by a worker, or None).
@@ -238,7 +238,7 @@ class FilesCache:
         self.fresh[result.rel] = entry._replace(blob=encode(result))
         self._dirty.add(self._where.get(result.rel, bucket(result.rel)))
         if entry.view is not None:
-            self._keep_facts(result)
+            self._keep_facts(result.rel, result)
 
     def placeholders(self, rel: str) -> bool:
         """Whether a hit's file holds `${` (its summary says so: partition.py PLACEHOLDERS)."""
@@ -343,16 +343,17 @@ def _undecoded(
     if not (
         headers.__class__ is tuple
         and facts.__class__ is tuple
-        and len(headers) == len(facts) > 0  # a file with a view has objects
         and problems.__class__ is tuple
         and skipped.__class__ is tuple
+        # one per object, as the view has one (a file with a view has objects)
+        and len(headers) == len(facts) == len(entry.view[1]) > 0
     ):
         return None
     trees = _Trees(entry.blob, len(headers), reparse)
     manifests: list[Manifest] = []
     for index, (header, value) in enumerate(zip(headers, facts, strict=True)):
         loaded = loaded_node_facts(value)
-        if loaded is None or not _valid_header(header):
+        if loaded is None or not _valid_header(header, rel):
             return None
         manifests.append(CachedManifest.undecoded(header, loaded, (trees, index)))
     result = FileResult(rel, digest=entry.digest)
@@ -369,13 +370,14 @@ def _undecoded(
     return result
 
 
-def _valid_header(header: Any) -> bool:
-    """(file, doc, api_version, kind, name, namespace, item) of a Node object."""
+def _valid_header(header: Any, rel: str) -> bool:
+    """(file, doc, api_version, kind, name, namespace, item) of a Node object of `rel`."""
     if header.__class__ is not tuple or len(header) != 7:
         return False
     file, doc, api, kind, name, namespace, item = header
     return (
-        file.__class__ is str
+        file == rel
+        and file.__class__ is str
         and doc.__class__ is int
         and (api, kind) == ("v1", "Node")
         and (name is None or name.__class__ is str)

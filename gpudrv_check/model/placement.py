@@ -182,21 +182,28 @@ _signature = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 def _facts_key(node: Node) -> tuple | None:
-    """What `Placement` works out of a node depends on, as a key (None: a taint holds a value
-    no key can hold, a list say: worked out for that node alone)."""
+    """What `Placement` works out of a node depends on, as a key (None: a value no key can
+    hold, a list say: worked out for that node alone)."""
     try:
-        # each value with its class: equal keys for `1`, `1.0` and `true` would not do
-        taints = tuple(tuple((k, v.__class__, v) for k, v in t.items()) for t in node.taints)
         key = (
-            tuple(node.allocatable.items()),
-            tuple(node.capacity.items()),
-            taints,
+            _items_key(node.allocatable),
+            _items_key(node.capacity),
+            tuple(_items_key(taint) for taint in node.taints),
             node.unschedulable,
         )
         hash(key)
     except TypeError:
         return None
     return key
+
+
+def _items_key(mapping: Mapping) -> tuple:
+    """A mapping's items as a key: a string as it is, any other value with its class and its
+    repr (equal keys for `1`, `1.0` and `true`, or for `0.0` and `-0.0`, would not do: their
+    texts differ). The inventory's amounts and taints are strings (model/inventory.py)."""
+    return tuple(
+        (k, v) if v.__class__ is str else (k, v.__class__, repr(v)) for k, v in mapping.items()
+    )
 
 
 def _mentioned_keys(pod_spec: Any) -> tuple[tuple[str, ...], bool]:

@@ -557,10 +557,16 @@ def test_nodes_of_equal_facts_share_what_placement_works_out_of_them():
         make_node("g", gpus=8, taints=[{"key": "k", "effect": "NoSchedule", "timeAdded": True}]),
         make_node("h", gpus=8, taints=[{"key": "k", "effect": "NoSchedule", "timeAdded": "1"}]),
         make_node("i", gpus=8, taints=[{"key": "k", "value": ["a"], "effect": "NoSchedule"}]),
+        # equal, of one class, written otherwise (a second review's case)
+        make_node("l", gpus=8, taints=[{"key": "k", "effect": "NoSchedule", "timeAdded": 0.0}]),
+        make_node("m", gpus=8, taints=[{"key": "k", "effect": "NoSchedule", "timeAdded": -0.0}]),
         make_node("j"),
         make_node("k", gpus=2),
     ]
     nodes[-1] = replace(nodes[-1], capacity={"nvidia.com/gpu": "2"}, allocatable={})
+    # amounts equal in Python, read otherwise (true is no quantity)
+    nodes += [replace(nodes[2], name="n", allocatable={"pods": 1})]
+    nodes += [replace(nodes[2], name="o", allocatable={"pods": True})]
     placement = Placement(nodes, derived={"k": {"nvidia.com/gpu": 7}})
     bases = {}
     for n in nodes:

@@ -309,8 +309,30 @@ def test_trees_that_do_not_decode_are_parsed_again():
     assert asked == ["again"]
     alone = cache.result("inventory/nodes.yaml")  # nothing to parse again with
     assert alone is not None
-    with pytest.raises(RuntimeError):
-        alone.manifests[0].location(("metadata",))
+    # no tree to be had: each object an empty one at the file's start, and the run goes on
+    where = alone.manifests[0].location(("metadata", "name"))
+    assert (where.line, where.column) == (1, 1)
+
+
+def test_an_entry_whose_facts_and_view_agree_but_not_the_file_takes_trees_by_place():
+    """A damaged entry that passed its MAC with one object less in its facts and its view
+    alike: the file's trees are matched to the objects by document (a second review's forged
+    entry stopped the run with an internal error when a finding asked where a node is)."""
+    entry, result = _entry()
+    headers, kept, problems, skipped = entry.facts
+    view = (entry.view[0], entry.view[1][1:])
+    cache = files_mod.FilesCache(None)  # type: ignore[arg-type]
+    cache.fresh["inventory/nodes.yaml"] = entry._replace(
+        facts=(headers[1:], kept[1:], problems, skipped), view=view
+    )
+
+    def reparse():
+        return parse_manifest_bytes("inventory/nodes.yaml", NODES.encode())
+
+    again = cache.result("inventory/nodes.yaml", reparse)
+    assert again is not None and [m.doc for m in again.manifests] == [1, 2]
+    assert tree_difference(again.manifests[1].data, result.manifests[2].data) is None
+    assert again.manifests[0].location(()) == result.manifests[1].location(())
 
 
 # -- whole runs --------------------------------------------------------------------------------

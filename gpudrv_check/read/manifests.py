@@ -938,11 +938,20 @@ def _reparse(
     options: ReadOptions,
 ) -> FileResult:
     """A cache hit's file parsed again (its trees, asked for late, did not decode)."""
-    file_digest, helm, kept = hit
-    data = kept if kept is not None else _read_bytes(source, ref, max_bytes)
+    file_digest, helm, _ = hit
+    data = _late_bytes(source, ref, max_bytes, hit)
     if isinstance(data, FileResult):
         return data
     return parse_manifest_bytes(ref.rel, data, helm, options.skim, file_digest)
+
+
+def _late_bytes(
+    source: Source, ref: FileRef, max_bytes: int, hit: tuple[str, bool, bytes | None]
+) -> bytes | FileResult:
+    """A cache hit's bytes, when the run needs them after all: those read for its key, or
+    read now (a FileResult: unreadable since)."""
+    kept = hit[2]
+    return kept if kept is not None else _read_bytes(source, ref, max_bytes)
 
 
 def read_repo(
@@ -1081,7 +1090,7 @@ def read_repo(
             )
             if decoded is None:  # not stored yet (or damaged): read, and stored from now on
                 file_digest, helm, kept = hits[i]
-                late = kept if kept is not None else _read_bytes(source, ref, max_bytes)
+                late = _late_bytes(source, ref, max_bytes, hits[i])
                 if isinstance(late, FileResult):
                     decoded = late  # unreadable since its stamp was taken
                     _unsettled(content, options)

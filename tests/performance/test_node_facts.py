@@ -43,7 +43,7 @@ from gpudrv_check.model.inventory import (
 )
 from gpudrv_check.read.codec import encode
 from gpudrv_check.read.manifests import parse_manifest_bytes
-from tests.conftest import ROOT, generated_corpus, run_main, write
+from tests.conftest import ROOT, generated_corpus, gpu_deployment, run_main, write
 from tests.fuzz.targets import tree_difference
 
 # every problem model/inventory.py reports on a Node object, and the values it converts
@@ -337,21 +337,15 @@ def test_an_entry_whose_facts_and_view_agree_but_not_the_file_takes_trees_by_pla
 
 # -- whole runs --------------------------------------------------------------------------------
 
-WORKLOAD = """apiVersion: apps/v1
-kind: Deployment
-metadata: {name: train, namespace: team-a}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: train}}
-  template:
-    metadata: {labels: {app: train}}
-    spec:
-      tolerations: [{key: nvidia.com/gpu, operator: Exists}]
-      containers:
-      - name: c
-        image: nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04
-        resources: {limits: {nvidia.com/gpu: 1}}
-"""
+# a single-GPU Deployment (tests/conftest.py) in a namespace of its own, tolerating the GPU
+# taint, with a CUDA image GPU011 reads
+WORKLOAD = (
+    gpu_deployment(
+        "train", 2, spec_lines="      tolerations: [{key: nvidia.com/gpu, operator: Exists}]\n"
+    )
+    .replace("namespace: ml", "namespace: team-a")
+    .replace("image: x", "image: nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04")
+)
 
 SECOND = """apiVersion: v1
 kind: Node

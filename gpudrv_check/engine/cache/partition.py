@@ -388,9 +388,13 @@ class Plan:
         # digested once while the view base stays (10k workloads: 8,000 records, 1 % of an
         # edit run)
         last = self.last_inputs_key
-        if last is not None and last[0] == self.view_base and last[1] is tables:
-            if last[2] is records:
-                return last[3]
+        if (
+            last is not None
+            and last[0] == self.view_base
+            and last[1] is tables
+            and last[2] is records
+        ):
+            return last[3]
         key = digest(self.view_base, tables.stored(), records)
         self.last_inputs_key = (self.view_base, tables, records, key)
         return key

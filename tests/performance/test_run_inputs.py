@@ -3,6 +3,7 @@ context are both derived from it, so they cannot disagree about what an input is
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import time
@@ -43,10 +44,10 @@ def test_manifest_inputs_digest_each_file_and_spend_the_budget_as_read_repo(tmp_
     write(tmp_path, "b.yaml", gpu_node("b"))
     source = WorkingTree(tmp_path)
     listing = source.list_manifests([])
-    files, data, _ = manifest_inputs(source, listing, 1 << 20, 1 << 20)
+    files, data, _, _ = manifest_inputs(source, listing, 1 << 20, 1 << 20)
     assert [f[0] for f in files] == ["a.yaml", "b.yaml"] and set(data) == {"a.yaml", "b.yaml"}
     size_a = (tmp_path / "a.yaml").stat().st_size
-    files, data, _ = manifest_inputs(source, listing, 1 << 20, size_a)  # room for one file only
+    files, data, _, _ = manifest_inputs(source, listing, 1 << 20, size_a)  # room for one file only
     assert files[1] == ("b.yaml", "over the input budget") and set(data) == {"a.yaml"}
 
 
@@ -73,20 +74,42 @@ def test_typed_entries_refuse_values_of_another_shape():
 
 
 def test_stamps_of_another_shape_are_refused():
-    good = {"a.yaml": ((10, 1, 2, 3, 4), "d" * 64)}
-    assert inputs_mod.valid_stamps(good) and inputs_mod.valid_stamps({})
+    record = bytes(inputs_mod._RECORD)
+    good = ("a.yaml\0b.yaml", record * 2)
+    assert inputs_mod.valid_stamps(good) and inputs_mod.valid_stamps(("", b""))
+    assert list(inputs_mod.Stamps.loaded(good)) == ["a.yaml", "b.yaml"]
+    assert len(inputs_mod.Stamps.loaded(("", b""))) == 0
     for bad in (
-        [("a.yaml", ((10, 1, 2, 3, 4), "d"))],  # not a dict
-        {1: ((10, 1, 2, 3, 4), "d")},  # a path that is no string
-        {"a.yaml": ((10, 1, 2, 3), "d")},  # four numbers
-        {"a.yaml": ((10, 1, 2, 3, 4.0), "d")},  # a float
-        {"a.yaml": ((10, 1, 2, 3, True), "d")},  # a bool is no number here
-        {"a.yaml": ([10, 1, 2, 3, 4], "d")},  # a list
-        {"a.yaml": ((10, 1, 2, 3, 4), b"d")},  # a digest as bytes
-        {"a.yaml": ((10, 1, 2, 3, 4),)},  # no digest
-        {"a.yaml": ((10, 1, 2, 3, 4), "d", "x")},
+        {"a.yaml": ((10, 1, 2, 3, 4), "d" * 64)},  # the earlier shape: a dict
+        ["a.yaml", record],  # a list
+        ("a.yaml", record, b""),  # three values
+        ("a.yaml", record[:-1]),  # a record cut short
+        ("a.yaml", record * 2),  # fewer paths than records
+        ("a.yaml\0b.yaml", record),  # more paths than records
+        ("a.yaml", b""),  # a path without its record
+        (b"a.yaml", record),  # paths as bytes
+        ("a.yaml", bytearray(record)),  # records as a bytearray
+        ("a.yaml", "x" * inputs_mod._RECORD),  # records as a string
     ):
         assert not inputs_mod.valid_stamps(bad), bad
+        assert inputs_mod.Stamps.loaded(bad) is None
+
+
+def test_a_stamp_out_of_the_records_range_is_not_kept(tmp_path, monkeypatch):
+    """A stamp a record cannot hold (a number past 64 bits, a negative inode): that file is
+    hashed every run, as one changed just now."""
+    monkeypatch.setattr(inputs_mod, "RACY_NS", -(10**18))
+    write(tmp_path, "a.yaml", gpu_node("a"))
+    write(tmp_path, "b.yaml", gpu_node("b"))
+    source = _Reads(tmp_path)
+    listing = source.list_manifests([])
+    odd = listing.files[0]
+    listing.files[0] = dataclasses.replace(odd, stamp=(*odd.stamp[:3], -1, odd.stamp[4]))
+    _, _, stamps, _ = manifest_inputs(source, listing, 1 << 20, 1 << 20)
+    assert list(stamps) == ["b.yaml"]
+    listing.files[0] = dataclasses.replace(odd, stamp=(odd.stamp[0], 1 << 64, *odd.stamp[2:]))
+    _, _, stamps2, _ = manifest_inputs(source, listing, 1 << 20, 1 << 20, stamps)
+    assert list(stamps2) == ["b.yaml"] and source.reads[-1:] == ["a.yaml"]
 
 
 def _settle(path, seconds: float = 10) -> None:
@@ -113,12 +136,20 @@ def test_a_file_whose_stamp_is_held_is_not_read_again(tmp_path, monkeypatch):
     # every change counts as settled: ctime cannot be dated back from a test
     monkeypatch.setattr(inputs_mod, "RACY_NS", -(10**18))
     source = _Reads(tmp_path)
-    files, data, stamps = manifest_inputs(source, source.list_manifests([]), 1 << 20, 1 << 20)
+    files, data, stamps, held = manifest_inputs(source, source.list_manifests([]), 1 << 20, 1 << 20)
     assert set(stamps) == {"a.yaml", "b.yaml"} and source.reads == ["a.yaml", "b.yaml"]
+    assert held == {}
+    # what is stored is what is loaded, read as a mapping of path to (stamp, digest)
+    stamps = inputs_mod.Stamps.loaded(stamps.stored())
+    for rel in ("a.yaml", "b.yaml"):
+        st = (tmp_path / rel).stat()
+        stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+        assert stamps[rel] == (stamp, hashlib.sha256((tmp_path / rel).read_bytes()).hexdigest())
     again = _Reads(tmp_path)
     listing = again.list_manifests([])
-    files2, data2, stamps2 = manifest_inputs(again, listing, 1 << 20, 1 << 20, stamps)
+    files2, data2, stamps2, held2 = manifest_inputs(again, listing, 1 << 20, 1 << 20, stamps)
     assert (files2, stamps2, again.reads, data2) == (files, stamps, [], {})
+    assert held2 == {rel: digest for rel, digest in files}
 
 
 def test_a_write_that_keeps_size_and_mtime_is_still_seen(tmp_path, monkeypatch):
@@ -127,14 +158,14 @@ def test_a_write_that_keeps_size_and_mtime_is_still_seen(tmp_path, monkeypatch):
     path = tmp_path / "a.yaml"
     write(tmp_path, "a.yaml", gpu_node("a"))
     source = _Reads(tmp_path)
-    _, _, stamps = manifest_inputs(source, source.list_manifests([]), 1 << 20, 1 << 20)
+    _, _, stamps, _ = manifest_inputs(source, source.list_manifests([]), 1 << 20, 1 << 20)
     before = path.stat()
     time.sleep(0.01)
     path.write_text(path.read_text().replace("name: a", "name: z"))
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert path.stat().st_size == before.st_size
     again = _Reads(tmp_path)
-    files, _, _ = manifest_inputs(again, again.list_manifests([]), 1 << 20, 1 << 20, stamps)
+    files, _, _, _ = manifest_inputs(again, again.list_manifests([]), 1 << 20, 1 << 20, stamps)
     assert again.reads == ["a.yaml"]
     assert files[0][1] == hashlib.sha256(path.read_bytes()).hexdigest() != stamps["a.yaml"][1]
 
@@ -146,7 +177,7 @@ def test_a_file_changed_just_now_gets_no_stamp(tmp_path):
     write(tmp_path, "old.yaml", gpu_node("old"))
     _settle(tmp_path / "old.yaml")
     source = WorkingTree(tmp_path)
-    _, _, stamps = manifest_inputs(source, source.list_manifests([]), 1 << 20, 1 << 20)
+    _, _, stamps, _ = manifest_inputs(source, source.list_manifests([]), 1 << 20, 1 << 20)
     assert "a.yaml" not in stamps  # changed just now (mtime and ctime)
     assert "old.yaml" not in stamps  # its ctime is now too: utime itself is a change
 

@@ -594,6 +594,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
     from gpudrv_check.engine.cache.inputs import (
         BLOB_SIZES,
         STAMPS,
+        Stamps,
         blob_inputs,
         budget_spent,
         entry_name,
@@ -701,15 +702,14 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         data: dict[str, bytes] = {}
     else:
         name = entry_name(entry_root, os.getcwd())
-        stamps = cache.load(STAMPS, name, "", valid=valid_stamps)
-        files, data, kept = manifest_inputs(
+        stamps = Stamps.loaded(cache.load(STAMPS, name, "", valid=valid_stamps))
+        # the files whose stamps vouch for their digest are not read (`held`): read_repo
+        # reads them only if the per-file cache does not answer for that digest
+        files, data, kept, held = manifest_inputs(
             source, listing, config.max_file_bytes, config.max_total_bytes, stamps
         )
         if kept != stamps:
-            cache.store(STAMPS, name, "", kept)
-        # the files whose stamps vouch for their digest were not read: read_repo reads them
-        # only if the per-file cache does not answer for that digest
-        held = {rel: entry[1] for rel, entry in kept.items() if rel not in data}
+            cache.store(STAMPS, name, "", kept.stored())
         # the SHA-256 of each file read for the key: read_repo does not hash its bytes again
         hashed = {part[0]: part[1] for part in files if len(part) == 2 and part[0] in data}
     remember()  # what the key reads of the config was read without a usage error

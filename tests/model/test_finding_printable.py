@@ -115,6 +115,28 @@ def test_a_text_printable_leaves_as_it_is_reads_back_too():
 def test_what_is_not_a_record_is_refused(record):
     with pytest.raises(ValueError):
         Finding.from_record(record)
+    # in a batch (engine/cache/partition.py `validated`): refused alike, the record after a
+    # good one of the same object too (an object tuple holding a list is no key: ValueError)
+    refs: dict = {}
+    Finding.from_record(_finding().record(), refs)
+    with pytest.raises(ValueError):
+        Finding.from_record(record, refs)
+    unhashable = _finding().record()[:7] + (("Deployment", ["x"], None),) + _finding().record()[8:]
+    with pytest.raises(ValueError):
+        Finding.from_record(unhashable, refs)
+
+
+def test_a_batch_shares_one_object_per_identity():
+    """The findings of one partition entry read back with a shared `refs`: the records of one
+    object share its ObjectRef (frozen), each finding equal to the one read alone."""
+    a = _finding()
+    b = _finding(rule="GPU011", message="other", location=Location(file="a.yaml", line=9))
+    c = _finding(object=ObjectRef(kind="Deployment", name="y", namespace="ml"))
+    refs: dict = {}
+    read = [Finding.from_record(f.record(), refs) for f in (a, b, c)]
+    assert read == [a, b, c] == [Finding.from_record(f.record()) for f in (a, b, c)]
+    assert read[0].object is read[1].object and read[2].object is not read[0].object
+    assert len(refs) == 2
 
 
 def test_a_copy_is_made_printable_and_cut_as_a_new_finding():

@@ -285,10 +285,11 @@ class PartitionEntry(NamedTuple):
         """The (findings, suppressed) as Findings, or None if they do not validate."""
         from gpudrv_check.core.finding import Finding
 
+        refs: dict[tuple, Any] = {}  # a workload's findings share its ObjectRef
         try:
             return (
-                [Finding.from_record(d) for d in self.findings],
-                [Finding.from_record(d) for d in self.suppressed],
+                [Finding.from_record(d, refs) for d in self.findings],
+                [Finding.from_record(d, refs) for d in self.suppressed],
             )
         except ValueError:  # not an entry of ours
             return None

@@ -81,6 +81,11 @@ def terminal_safe(text: str) -> bool:
         data = text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: unsafe, as the expression says
         return _TERMINAL_UNSAFE.search(text) is None
+    return _safe_utf8(data, text)
+
+
+def _safe_utf8(data: bytes, text: str) -> bool:
+    """`terminal_safe` of `text` given its UTF-8 bytes `data`."""
     if data.translate(None, _TERMINAL_SAFE_BYTES):
         return False
     # the unsafe characters above ASCII are led by C2 (C1 controls) or by E2 80 and E2 81
@@ -96,6 +101,20 @@ def terminal_safe(text: str) -> bool:
                 return False
             at = data.find(lead, at + width)
     return True
+
+
+def terminal_bytes(text: str, colour: bool = False, commands: bool = False) -> bytes:
+    """`terminal_text(text, colour, commands)` in UTF-8. A text that needs no change (a
+    report, nearly always) is encoded once and checked on those bytes, which are what is
+    written and cached (`check`'s reports: the stream, `marshal` and the file would each have
+    encoded the text again)."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escaped by terminal_text
+        return terminal_text(text, colour, commands).encode("utf-8")
+    if not _safe_utf8(data, text) or (not commands and (b"#[" in data or b"::" in data)):
+        return terminal_text(text, colour, commands).encode("utf-8")
+    return data
 
 
 def terminal_text(text: str, colour: bool = False, commands: bool = False) -> str:

@@ -95,6 +95,46 @@ def test_a_report_is_written_a_slice_at_a_time_with_the_same_bytes(monkeypatch, 
     assert out.getvalue() == text.encode("utf-8")
 
 
+@pytest.mark.parametrize("slice_", [1, 1 << 20])
+def test_a_report_in_utf8_goes_to_the_buffer_after_what_was_written_as_text(monkeypatch, slice_):
+    """A piece `check` encoded once (`_encoded`, `terminal_bytes`) is written to a UTF-8
+    stream's buffer as it is, after the text written before it; another stream (a latin-1
+    PYTHONIOENCODING, a StringIO without a buffer) gets it as text, encoded its own way."""
+    monkeypatch.setattr(check_cmd, "_WRITE_SLICE", slice_)
+    piece = "apps/a.yaml\n  1:1 error GPU010 → … é 日\n" * 5
+    out = io.BytesIO()
+    stream = io.TextIOWrapper(out, encoding="UTF8", newline="")
+    monkeypatch.setattr(sys, "stdout", stream)
+    check_cmd._perform("stdout", "", "first ")
+    check_cmd._perform("stdout", "", piece.encode("utf-8"))
+    check_cmd._perform("stdout", "", "last")
+    stream.flush()
+    assert out.getvalue() == ("first " + piece + "last").encode("utf-8")
+    latin = io.BytesIO()
+    stream = io.TextIOWrapper(latin, encoding="latin-1", errors="replace", newline="")
+    monkeypatch.setattr(sys, "stdout", stream)
+    check_cmd._perform("stdout", "", piece.encode("utf-8"))
+    stream.flush()
+    assert latin.getvalue() == piece.encode("latin-1", "replace")
+    plain = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", plain)
+    check_cmd._perform("stdout", "", piece.encode("utf-8"))
+    assert plain.getvalue() == piece
+
+
+def test_a_piece_utf8_cannot_encode_stays_text():
+    assert check_cmd._encoded("a → b") == "a → b".encode()
+    assert check_cmd._encoded("a\ud800") == "a\ud800"
+
+
+def test_a_file_report_of_utf8_pieces_is_their_bytes(tmp_path):
+    dest = tmp_path / "report.txt"
+    check_cmd._emit("file", str(dest), ["a → ".encode(), b"b\n"], "")
+    assert dest.read_bytes() == "a → b\n".encode()
+    check_cmd._emit("file", str(dest), ["a → ".encode(), "b\n"], "")
+    assert dest.read_bytes() == "a → b\n".encode()
+
+
 def test_a_result_entry_holds_each_report_in_its_pieces():
     pairs = [("text", check_cmd.STDOUT)]
     actions = [("stdout", "", ["apps/a.yaml\n  1:1 …\n\n", "apps/b.yaml\n  2:1 …\n"])]
@@ -104,6 +144,11 @@ def test_a_result_entry_holds_each_report_in_its_pieces():
     # an entry holding a report as one string (the layout before pieces) is a miss
     assert check_cmd.Outcome.unpack(({}, "", ["apps/a.yaml\n"], {}), pairs) is None
     assert check_cmd.Outcome.unpack(({}, "", [["ok", 3]], {}), pairs) is None
+    # pieces in UTF-8 (what `check` stores now) or text; nothing else
+    utf8 = [("stdout", "", [b"apps/a.yaml\n", "x\n"])]
+    outcome = check_cmd.Outcome.unpack(check_cmd.Outcome.pack([], "", utf8), pairs)
+    assert outcome is not None and outcome.reports == [[b"apps/a.yaml\n", "x\n"]]
+    assert check_cmd.Outcome.unpack(({}, "", [[bytearray(b"x")]], {}), pairs) is None
 
 
 def test_a_cached_run_replays_a_report_of_many_pieces(tmp_path, monkeypatch, capsys):

@@ -165,3 +165,34 @@ def test_terminal_safe_agrees_with_the_regular_expression_on_every_character():
     assert terminal_safe(report) and terminal_text(report) is report
     assert terminal_text(report + "\x1b[2J") == report + "\\x1b[2J"
     assert terminal_text("\x7f\r") == "\\x7f\\x0d"
+
+
+def test_terminal_bytes_is_the_utf8_of_terminal_text():
+    """core/finding.py `terminal_bytes` (what `check` writes and caches of a report) checks the
+    bytes it encoded once: on every character below U+3000, around the surrogates, with
+    colour codes and the runner's command markers, amid text and alone, in each mode, it
+    gives exactly what terminal_text gives, encoded."""
+    from gpudrv_check.core.finding import terminal_bytes, terminal_text
+
+    chars = [chr(code) for code in [*range(0x3000), *range(0xD7F0, 0xE010), 0xFEFF, 0x10FFFF]]
+    texts = [
+        *chars,
+        *(f"ok\n\t{char}x →" for char in chars[::7]),
+        "a\n::warning::x\n",
+        "  ::error::x",
+        "\u3000::x",  # a blank .NET trims that UTF-8 bytes do not show as one
+        "##[group]x",
+        "#\u00ad#[x",
+        "\x1b[31mred\x1b[0m \x1b[2J",
+        "\x1b[0m\x1b]52;c;x\x07",
+        "é\ud800→",
+        "…→" * 5000,
+        "…→" * 5000 + "\u2028",
+        "file.yaml\n  1:2 error GPU001 message\n\tfix: x\n" * 100,
+    ]
+    for text in texts:
+        for colour in (False, True):
+            for commands in (False, True):
+                want = terminal_text(text, colour=colour, commands=commands).encode("utf-8")
+                got = terminal_bytes(text, colour=colour, commands=commands)
+                assert got == want, (repr(text[:20]), colour, commands)

@@ -14,6 +14,7 @@ REV, matched by fingerprint (engine/compare.py); the summary counts new, fixed a
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import os
 import sys
@@ -26,7 +27,7 @@ from gpudrv_check import __version__
 from gpudrv_check.cli import keep_until_exit
 from gpudrv_check.cli.commands.common import load_source, make_source
 from gpudrv_check.cli.options import CheckOptions, cache_key
-from gpudrv_check.core.finding import Finding, terminal_text
+from gpudrv_check.core.finding import Finding, terminal_bytes, terminal_text
 from gpudrv_check.engine.cache.inputs import RunInputs, outside_holds, valid_outside
 from gpudrv_check.engine.phases import phase
 from gpudrv_check.read.config_file import (
@@ -273,7 +274,7 @@ def run(options: CheckOptions) -> int:
         reuse = _result_cache(options, pairs, colour)
     if reuse is not None and reuse.hit is not None:
         return _replay(reuse.hit, pairs, reuse.fail_on, _checked_root(options))
-    actions: list[tuple[str, str, list[str]]] = []
+    actions: list[tuple[str, str, list[bytes | str]]] = []
     stderr = sys.stderr
     tee = _Tee(stderr) if reuse is not None else None
     if tee is not None:
@@ -307,7 +308,7 @@ def _check(
     options: CheckOptions,
     pairs: list[tuple[str, str]],
     colour: bool,
-    actions: list[tuple[str, str, list[str]]],
+    actions: list[tuple[str, str, list[bytes | str]]],
     data: dict[str, bytes] | None,
     context: str | None = None,
     reuse_source=None,  # the source the result cache already listed (walked once per run)
@@ -378,7 +379,8 @@ def _render_all(report, pairs: list[tuple[str, str]], colour: bool, actions, qui
     from gpudrv_check.report.text import render_summary
 
     # each report in pieces (report/__init__.py `render_pieces`): written, and cached, a
-    # piece at a time
+    # piece at a time, each encoded once (UTF-8): the stream, the file and `marshal` take
+    # the bytes as they are (a 14 MB report was encoded three times, a warm run decoded it)
     for fmt, dest in pairs:
         if dest == STDOUT:
             coloured = fmt in _COLOUR_FORMATS and colour
@@ -386,36 +388,81 @@ def _render_all(report, pairs: list[tuple[str, str]], colour: bool, actions, qui
             if fmt in _TERMINAL_FORMATS:  # read on a terminal: no raw control character
                 # a piece ends between files' blocks, never inside a colour code
                 commands = fmt == "github"  # its own lines are the annotations
-                pieces = [terminal_text(p, colour=coloured, commands=commands) for p in pieces]
-            actions.append(("stdout", "", pieces))
+                out: list[bytes | str] = [
+                    terminal_bytes(p, colour=coloured, commands=commands) for p in pieces
+                ]
+            else:
+                out = [_encoded(p) for p in pieces]
+            actions.append(("stdout", "", out))
         else:
-            actions.append(("file", dest, render_pieces(fmt, report)))
+            actions.append(("file", dest, [_encoded(p) for p in render_pieces(fmt, report)]))
     if all(dest != STDOUT for _, dest in pairs):  # the summary, or nothing with --quiet
-        actions.append(("stdout", "", [] if quiet else [render_summary(report) + "\n"]))
+        summary = [] if quiet else [_encoded(render_summary(report) + "\n")]
+        actions.append(("stdout", "", summary))
+
+
+def _encoded(text: str) -> bytes | str:
+    """A piece of a report as it is written: its UTF-8, or the text itself when it holds what
+    UTF-8 cannot encode (a lone surrogate: written, or refused, as the stream's or the file's
+    own encoding does)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text
 
 
 #: how much of a report is encoded at a time on its way to stdout or stderr
 _WRITE_SLICE = 1 << 20
 
 
-def _emit(kind: str, dest: str, pieces: list[str], root: str) -> None:
-    """A report's pieces: to stdout a piece at a time, to a file whole (written atomically)."""
+def _emit(kind: str, dest: str, pieces: list[bytes | str], root: str) -> None:
+    """A report's pieces (UTF-8, or text: `_encoded`): to stdout a piece at a time, to a file
+    whole (written atomically)."""
     if kind == "file":
-        _perform(kind, dest, "".join(pieces), root)
+        if all(piece.__class__ is bytes for piece in pieces):
+            _perform(kind, dest, b"".join(pieces), root)  # type: ignore[arg-type]
+        else:
+            _perform(kind, dest, "".join(_text(piece) for piece in pieces), root)
     else:
         for piece in pieces:
             _perform(kind, dest, piece)
 
 
-def _perform(kind: str, dest: str, text: str, root: str = "") -> None:
+def _text(piece: bytes | str) -> str:
+    return piece.decode("utf-8") if isinstance(piece, bytes) else piece
+
+
+def _perform(kind: str, dest: str, text: bytes | str, root: str = "") -> None:
     if kind in ("stdout", "stderr"):
+        stream = sys.stdout if kind == "stdout" else sys.stderr
+        if isinstance(text, bytes):
+            buffer = _utf8_buffer(stream)
+            if buffer is not None:
+                stream.flush()  # what was written as text goes first
+                buffer.write(text)
+                return
+            text = text.decode("utf-8")
         # a slice at a time: the stream encodes what it is given in one piece, and a large
         # report's bytes would be a second copy of it at the run's peak of memory
-        stream = sys.stdout if kind == "stdout" else sys.stderr
         for at in range(0, len(text), _WRITE_SLICE):
             stream.write(text[at : at + _WRITE_SLICE])
     else:
         write_output(dest, text, root=root)
+
+
+def _utf8_buffer(stream: Any) -> Any:
+    """The binary buffer under a text stream that would write UTF-8 bytes as they are (its
+    encoding UTF-8, a line feed written as one), or None: the bytes are then decoded and
+    written as text (a test's StringIO, another PYTHONIOENCODING)."""
+    buffer = getattr(stream, "buffer", None)
+    encoding = getattr(stream, "encoding", None)
+    if buffer is None or not isinstance(encoding, str) or os.linesep != "\n":
+        return None
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return None
+    return buffer if name == "utf-8" else None
 
 
 def _checked_root(options: CheckOptions) -> str:
@@ -424,13 +471,14 @@ def _checked_root(options: CheckOptions) -> str:
     return "" if path == "-" else path
 
 
-def write_output(dest: str, text: str, what: str = "", root: str = "") -> None:
-    """A report or baseline file, written atomically (read/safe_io.py `write_atomic`);
-    below the checked `root` a committed link cannot direct it out of the root."""
+def write_output(dest: str, text: bytes | str, what: str = "", root: str = "") -> None:
+    """A report or baseline file (text, or its UTF-8), written atomically (read/safe_io.py
+    `write_atomic`); below the checked `root` a committed link cannot direct it out of the
+    root."""
     from gpudrv_check.read.safe_io import write_atomic
 
     try:
-        write_atomic(dest, text.encode("utf-8"), root)
+        write_atomic(dest, text if isinstance(text, bytes) else text.encode("utf-8"), root)
     except OSError as err:
         raise ConfigError(f"cannot write {what}{dest}: {err.strerror}") from None
 
@@ -442,7 +490,7 @@ def _replay(hit: Outcome, pairs: list[tuple[str, str]], fail_on: str, root: str)
     for (_, dest), pieces in zip(pairs, hit.reports, strict=True):
         _emit("stdout" if dest == STDOUT else "file", dest, pieces, root)
     if hit.summary is not None:
-        _perform("stdout", "", hit.summary)
+        _emit("stdout", "", hit.summary, root)
     return hit.exit_code(fail_on)
 
 
@@ -481,8 +529,8 @@ class Outcome:
         self,
         severities: dict[str, int],
         stderr: str,
-        reports: list[list[str]],
-        summary: str | None,
+        reports: list[list[bytes | str]],
+        summary: list[bytes | str] | None,
         outside: dict[str, str] | None = None,
     ) -> None:
         self.severities, self.stderr, self.reports = severities, stderr, reports
@@ -495,7 +543,7 @@ class Outcome:
     def pack(
         findings: list[Finding],
         stderr: str,
-        actions: list[tuple[str, str, list[str]]],
+        actions: list[tuple[str, str, list[bytes | str]]],
         outside: dict[str, str] | None = None,
     ) -> tuple:
         reports = [list(pieces) for _kind, _, pieces in actions]
@@ -522,7 +570,10 @@ class Outcome:
             )
             and isinstance(stderr, str)
             and isinstance(texts, list)
-            and all(isinstance(t, list) and all(isinstance(p, str) for p in t) for t in texts)
+            and all(
+                t.__class__ is list and all(p.__class__ is bytes or p.__class__ is str for p in t)
+                for t in texts
+            )
             and len(texts) - len(pairs) in (0, 1)
         ):
             return None
@@ -530,7 +581,7 @@ class Outcome:
         if (len(texts) == len(pairs) + 1) != summary_wanted:
             return None
         reports = texts[: len(pairs)]  # one per --format, in order: the pairs are in the key
-        summary = "".join(texts[-1]) if summary_wanted else None
+        summary = texts[-1] if summary_wanted else None
         return cls(severities, stderr, reports, summary, outside)
 
     def exit_code(self, fail_on: str) -> int:

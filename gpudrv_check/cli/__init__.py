@@ -613,7 +613,21 @@ def _never_fail_to_print() -> None:
             reconfigure(errors="backslashreplace")
 
 
+def _streams_open() -> bool:
+    """Whether stdout is open. A standard stream closed when the process started (`>&-`) is
+    None in Python: a closed stderr gets what is said to it dropped, as a closed stream would;
+    a closed stdout is a usage error, said on stderr (nothing a command prints can go out)."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - until the exit
+    if sys.stdout is None:
+        sys.stderr.write("gpudrv-check: error: standard output is closed; nothing can be written\n")
+        return False
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if not _streams_open():
+        return EXIT_USAGE
     _never_fail_to_print()
     words = list(sys.argv[1:] if argv is None else argv)
     if words == ["--version"]:
@@ -780,6 +794,6 @@ def exit_now(code: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said
-            pass
+        except (OSError, ValueError, AttributeError):  # a closed pipe or stream (None: closed
+            pass  # when the process started): nothing more can be said
     os._exit(code)

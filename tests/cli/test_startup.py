@@ -417,3 +417,28 @@ def test_an_edit_run_imports_only_the_rules_it_evaluates(tmp_path: Path):
     only_cached = "gpudrv_check.model.driver_plan"  # GPU013-016's
     assert only_cached in cold["modules"] and only_cached not in edit["modules"]
     assert edit["standard"] == []
+
+
+@pytest.mark.parametrize("args", [["--version"], ["check", str(EXAMPLES / "lab"), "--no-cache"]])
+def test_a_closed_stdout_is_a_usage_error_said_on_stderr(args):
+    """`>&-`: Python starts with sys.stdout None; writing to it was an internal error, and
+    the exit's flush of it a traceback. A closed stderr alone drops what is said to it."""
+    code = "from gpudrv_check.cli import run; run()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+        preexec_fn=lambda: __import__("os").close(1),
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == "gpudrv-check: error: standard output is closed; nothing can be written\n"
+    closed_err = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=lambda: __import__("os").close(2),
+    )
+    assert closed_err.returncode in (0, 1) and closed_err.stdout

@@ -66,3 +66,40 @@ def test_an_entry_of_other_code_is_a_miss(tmp_path: Path, monkeypatch: pytest.Mo
     assert cache.load("result", "repo", "key") == ("found",)
     monkeypatch.setattr(store, "_CODE", ["0.1.0+after-the-edit"])
     assert cache.load("result", "repo", "key") is None
+
+
+def test_a_key_digests_values_with_their_types_alike_in_every_process():
+    """engine/cache/store.py `digest`: builtin values by `marshal` version 0 (no interned-string
+    mark, no references), anything else by its repr; equal values give equal keys, values
+    that read differently do not."""
+    import os
+    import subprocess
+    import sys
+
+    from gpudrv_check.engine.cache.store import digest
+
+    parts = (("apps/a.yaml", "d" * 64), [1, 2.5, None, True, b"x", {"k": (1,)}], "x")
+    joined = "".join(["apps/", "a.yaml"])  # equal, not the same (interned) object
+    assert digest((joined, "d" * 64), *parts[1:]) == digest(*parts)
+    # the same key in another process (another string hash seed)
+    code = (
+        "from gpudrv_check.engine.cache.store import digest; "
+        "print(digest(('apps/a.yaml', 'd' * 64), [1, 2.5, None, True, b'x', {'k': (1,)}], 'x'))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "7"},
+    )
+    assert other.stdout.strip() == digest(*parts)
+    distinct = [1, 1.0, True, "1", b"1", (1,), [1], None, 0, -0.0, 0.0, ("a", "b"), ("ab",)]
+    assert len({digest(value) for value in distinct}) == len(distinct)
+    assert digest("a", "b") != digest("ab") != digest(("a", "b"))
+
+    class Text(str):
+        pass
+
+    # a value marshal does not take: by its repr, still told from other values
+    assert digest(Text("a")) == digest(Text("a")) != digest("b")

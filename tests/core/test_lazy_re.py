@@ -10,7 +10,7 @@ import pytest
 
 import gpudrv_check
 from gpudrv_check.core import lazy_re
-from gpudrv_check.core.lazy_re import lazy_compile
+from gpudrv_check.core.lazy_re import lazy_compile, lazy_compile_bytes
 
 CASES = [
     (r"(\d+)g\.(\d+)gb", 0, ["1g.5gb", "x 3g.20gb y 7g.40gb", "", "g.gb"]),
@@ -113,3 +113,14 @@ def test_every_lazy_pattern_of_the_package_compiles():
                 assert value.pattern == value._source, name
                 assert value.groups == re.compile(value._source, value._options).groups
     assert len(found) >= 30, found
+
+
+def test_a_bytes_pattern_compiles_when_used_and_copies_as_one():
+    import copy
+    import pickle
+
+    pattern = lazy_compile_bytes(rb"#\[")
+    assert repr(pattern) == "lazy_compile_bytes(b'#\\\\[', 0)"
+    assert pattern.search(b"a #[b").span() == (2, 4) and pattern.search(b"#b[") is None
+    for other in (copy.copy(pattern), pickle.loads(pickle.dumps(pattern))):
+        assert other == pattern == re.compile(rb"#\[") and other.search(b"#[")

@@ -613,21 +613,18 @@ def _never_fail_to_print() -> None:
             reconfigure(errors="backslashreplace")
 
 
-def _streams_open() -> bool:
-    """Whether stdout is open. A standard stream closed when the process started (`>&-`) is
-    None in Python: a closed stderr gets what is said to it dropped, as a closed stream would;
-    a closed stdout is a usage error, said on stderr (nothing a command prints can go out)."""
+def _closed_streams_dropped() -> None:
+    """A standard stream closed when the process started (`>&-`) is None in Python: what is
+    written to it is dropped, as `>/dev/null` drops it (a run writing its reports to files
+    still writes them, and its exit code says what it found)."""
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - until the exit
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - until the exit
-    if sys.stdout is None:
-        sys.stderr.write("gpudrv-check: error: standard output is closed; nothing can be written\n")
-        return False
-    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if not _streams_open():
-        return EXIT_USAGE
+    _closed_streams_dropped()
     _never_fail_to_print()
     words = list(sys.argv[1:] if argv is None else argv)
     if words == ["--version"]:

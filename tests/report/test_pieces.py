@@ -97,14 +97,20 @@ def test_a_report_is_written_a_slice_at_a_time_with_the_same_bytes(monkeypatch, 
 
 @pytest.mark.parametrize("slice_", [1, 1 << 20])
 def test_a_report_in_utf8_goes_to_the_buffer_after_what_was_written_as_text(monkeypatch, slice_):
-    """A piece `check` encoded once (`_encoded`, `terminal_bytes`) is written to a UTF-8
-    stream's buffer as it is, after the text written before it; another stream (a latin-1
-    PYTHONIOENCODING, a StringIO without a buffer) gets it as text, encoded its own way."""
+    """A piece `check` encoded once (`_encoded`, `terminal_bytes`) is written to the
+    interpreter's UTF-8 stdout's buffer as it is, after the text written before it; another
+    stream (a latin-1 PYTHONIOENCODING, a StringIO, a stream put in stdout's place whose
+    newline translation cannot be asked) gets it as text, encoded its own way."""
     monkeypatch.setattr(check_cmd, "_WRITE_SLICE", slice_)
     piece = "apps/a.yaml\n  1:1 error GPU010 → … é 日\n" * 5
+
+    def interpreters(stream):
+        monkeypatch.setattr(sys, "stdout", stream)
+        monkeypatch.setattr(sys, "__stdout__", stream)
+
     out = io.BytesIO()
     stream = io.TextIOWrapper(out, encoding="UTF8", newline="")
-    monkeypatch.setattr(sys, "stdout", stream)
+    interpreters(stream)
     check_cmd._perform("stdout", "", "first ")
     check_cmd._perform("stdout", "", piece.encode("utf-8"))
     check_cmd._perform("stdout", "", "last")
@@ -112,14 +118,35 @@ def test_a_report_in_utf8_goes_to_the_buffer_after_what_was_written_as_text(monk
     assert out.getvalue() == ("first " + piece + "last").encode("utf-8")
     latin = io.BytesIO()
     stream = io.TextIOWrapper(latin, encoding="latin-1", errors="replace", newline="")
-    monkeypatch.setattr(sys, "stdout", stream)
+    interpreters(stream)
     check_cmd._perform("stdout", "", piece.encode("utf-8"))
+    # a damaged result entry's bytes (its MAC held): replacement characters, not a crash
+    check_cmd._perform("stdout", "", b"bad \xff\n")
     stream.flush()
-    assert latin.getvalue() == piece.encode("latin-1", "replace")
+    assert latin.getvalue() == (piece + "bad \ufffd\n").encode("latin-1", "replace")
     plain = io.StringIO()
-    monkeypatch.setattr(sys, "stdout", plain)
+    interpreters(plain)
     check_cmd._perform("stdout", "", piece.encode("utf-8"))
     assert plain.getvalue() == piece
+    crlf = io.BytesIO()
+    embedded = io.TextIOWrapper(crlf, encoding="utf-8", newline="\r\n")
+    monkeypatch.setattr(sys, "stdout", embedded)  # not the interpreter's own stdout
+    check_cmd._perform("stdout", "", piece.encode("utf-8"))
+    embedded.flush()
+    assert crlf.getvalue() == piece.replace("\n", "\r\n").encode("utf-8")
+
+
+def test_a_report_in_utf8_on_a_terminal_goes_out_at_once(monkeypatch):
+    """A line-buffered stdout (a terminal) sends each line as it is written: the bytes of a
+    piece too, so that what is written to stderr next comes after them (a review found the
+    end of a report held until the exit, after a later error on stderr)."""
+    out = io.BytesIO()
+    stream = io.TextIOWrapper(io.BufferedWriter(out, 1 << 16), encoding="utf-8", newline="")
+    stream.reconfigure(line_buffering=True)
+    monkeypatch.setattr(sys, "stdout", stream)
+    monkeypatch.setattr(sys, "__stdout__", stream)
+    check_cmd._perform("stdout", "", "a.yaml:1:1 → x\n".encode())
+    assert out.getvalue() == "a.yaml:1:1 → x\n".encode()  # no flush asked
 
 
 def test_a_piece_utf8_cannot_encode_stays_text():
@@ -197,3 +224,24 @@ def test_a_kept_text_is_coloured_in_its_first_line_only_as_a_block_is():
                 kept = finding(rule)
                 kept.rendered = (width, finding_text(kept, width))
                 assert report_pieces([kept], None, colour, width) == plain, (rule, width, colour)
+
+
+def test_a_raw_stdout_that_takes_part_of_a_write_gets_the_rest():
+    """Under `python -u` stdout's buffer is the raw file, whose write may take part of what
+    it is given (a signal during a write to a pipe): the rest is written after it."""
+
+    class Partial(io.RawIOBase):
+        def __init__(self) -> None:
+            self.got = bytearray()
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data) -> int:
+            taken = bytes(data[:3])
+            self.got += taken
+            return len(taken)
+
+    raw = Partial()
+    check_cmd._write_all(raw, "a → b\n".encode() * 10)
+    assert bytes(raw.got) == "a → b\n".encode() * 10

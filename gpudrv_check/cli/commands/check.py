@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import errno
 import os
 import sys
 from collections import Counter
@@ -429,7 +430,7 @@ def _emit(kind: str, dest: str, pieces: list[bytes | str], root: str) -> None:
 
 
 def _text(piece: bytes | str) -> str:
-    return piece.decode("utf-8") if isinstance(piece, bytes) else piece
+    return piece.decode("utf-8", "replace") if isinstance(piece, bytes) else piece
 
 
 def _perform(kind: str, dest: str, text: bytes | str, root: str = "") -> None:
@@ -439,9 +440,13 @@ def _perform(kind: str, dest: str, text: bytes | str, root: str = "") -> None:
             buffer = _utf8_buffer(stream)
             if buffer is not None:
                 stream.flush()  # what was written as text goes first
-                buffer.write(text)
+                _write_all(buffer, text)
+                if stream.line_buffering:  # a terminal: out now, as a line of text would be
+                    buffer.flush()
                 return
-            text = text.decode("utf-8")
+            # (a result entry's bytes are checked by its MAC, not decoded: a damaged one
+            # writes replacement characters here, never stops the run)
+            text = text.decode("utf-8", "replace")
         # a slice at a time: the stream encodes what it is given in one piece, and a large
         # report's bytes would be a second copy of it at the run's peak of memory
         for at in range(0, len(text), _WRITE_SLICE):
@@ -450,10 +455,25 @@ def _perform(kind: str, dest: str, text: bytes | str, root: str = "") -> None:
         write_output(dest, text, root=root)
 
 
+def _write_all(buffer: Any, data: bytes) -> None:
+    """`data` written whole to a binary stream: a buffered one takes it at once; the raw file
+    under an unbuffered stdout (`python -u`, PYTHONUNBUFFERED) may take part of it (a signal
+    during a write to a pipe)."""
+    view = memoryview(data)
+    while view:
+        written = buffer.write(view)
+        if not written:  # None: a non-blocking stdout that cannot take more now
+            raise BlockingIOError(errno.EAGAIN, "standard output would block")
+        view = view[written:]
+
+
 def _utf8_buffer(stream: Any) -> Any:
-    """The binary buffer under a text stream that would write UTF-8 bytes as they are (its
-    encoding UTF-8, a line feed written as one), or None: the bytes are then decoded and
-    written as text (a test's StringIO, another PYTHONIOENCODING)."""
+    """The binary buffer under the interpreter's own stdout or stderr when it would write
+    UTF-8 bytes as they are (its encoding UTF-8, a line feed written as one: POSIX), or None:
+    the bytes are then decoded and written as text (another PYTHONIOENCODING, a stream put in
+    their place, whose newline translation cannot be asked)."""
+    if stream is not sys.__stdout__ and stream is not sys.__stderr__:
+        return None
     buffer = getattr(stream, "buffer", None)
     encoding = getattr(stream, "encoding", None)
     if buffer is None or not isinstance(encoding, str) or os.linesep != "\n":

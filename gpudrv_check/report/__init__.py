@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -181,9 +182,15 @@ def render(fmt: str, report: Report, colour: bool = False) -> str:
 def render_pieces(fmt: str, report: Report, colour: bool = False) -> list[str]:
     """`render`'s text in pieces that join to it: the text format's cut between files'
     blocks (report/text.py `report_pieces`), any other format's whole ([] for no text)."""
+    return list(iter_pieces(fmt, report, colour))
+
+
+def iter_pieces(fmt: str, report: Report, colour: bool = False) -> Iterator[str]:
+    """`render_pieces` one piece at a time, each made when the one before it is taken (a
+    caller that encodes each piece holds the encoded ones, not every piece of text too)."""
     module: Any = importlib.import_module(f"gpudrv_check.report.{FORMATS[fmt]}")
     make = getattr(module, "pieces", None)
     if make is not None:
-        return list(make(report, colour=colour))
+        return iter(make(report, colour=colour))
     text = module.render(report, colour=colour)
-    return [text] if text else []
+    return iter([text] if text else [])

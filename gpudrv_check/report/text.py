@@ -18,7 +18,7 @@ never cut). `--format concise` (report/concise.py) keeps one `file:line:col:` li
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from gpudrv_check.core.finding import Finding
@@ -189,6 +189,15 @@ def report_pieces(
     repo's report is never one string: it is written and cached a piece at a time (10k
     workloads: 14 MB of report, which as one string was copied whole by the final join, by
     the stream's encoder and by `marshal`, at the run's peak of memory)."""
+    return list(iter_report_pieces(findings, summary, colour, width))
+
+
+def iter_report_pieces(
+    findings: Iterable[Finding], summary: str | None, colour: bool = False, width: int = 0
+) -> Iterator[str]:
+    """`report_pieces` one piece at a time, each made once the one before it is taken: `check`
+    encodes each piece to UTF-8 as it comes, and holds those bytes, not the text too (a 10k
+    report's text with an arrow in it is two bytes a character: 28 MB)."""
     width = width or DEFAULT_WIDTH
     # one text per file's block, its lines joined as soon as the block is complete: the lines
     # of a large repo's report (hundreds of thousands of small strings) are never all held
@@ -212,6 +221,9 @@ def report_pieces(
         if f.location.file != current:
             if current is not None:
                 add("\n".join(lines))
+                if pieces:
+                    yield from pieces
+                    pieces.clear()
             current = f.location.file
             lines = [current]
         rendered = f.rendered
@@ -235,7 +247,7 @@ def report_pieces(
         add(summary)
     if blocks:
         pieces.append("\n\n".join(blocks) + "\n")
-    return pieces
+    yield from pieces
 
 
 def summary_line(files: int, objects: int, counts: dict[str, int], suppressed: int = 0) -> str:
@@ -276,7 +288,7 @@ def render(report: Report, *, colour: bool = False) -> str:
     return "".join(pieces(report, colour=colour))
 
 
-def pieces(report: Report, *, colour: bool = False) -> list[str]:
-    """`render`'s text in pieces (`report_pieces`)."""
+def pieces(report: Report, *, colour: bool = False) -> Iterator[str]:
+    """`render`'s text in pieces (`iter_report_pieces`), one at a time."""
     summary = None if report.quiet else render_summary(report)
-    return report_pieces(shown(report), summary, colour, report.width)
+    return iter_report_pieces(shown(report), summary, colour, report.width)

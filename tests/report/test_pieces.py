@@ -245,3 +245,24 @@ def test_a_raw_stdout_that_takes_part_of_a_write_gets_the_rest():
     raw = Partial()
     check_cmd._write_all(raw, "a → b\n".encode() * 10)
     assert bytes(raw.got) == "a → b\n".encode() * 10
+
+
+def test_the_text_report_is_made_a_piece_at_a_time(monkeypatch):
+    """report/text.py `iter_report_pieces` (what `check` encodes piece by piece): the same
+    pieces as `report_pieces`, each made only when the one before it was taken, so `check`
+    holds the encoded pieces and one piece of text, not the whole text as well."""
+    monkeypatch.setattr(text_report, "PIECE", 2000)
+    findings = _findings(400, 6)
+    whole = text_report.report_pieces(findings, "summary", False, 100)
+    assert len(whole) > 2
+    taken = []
+
+    def counted():
+        for f in findings:
+            taken.append(f)
+            yield f
+
+    stream = text_report.iter_report_pieces(counted(), "summary", False, 100)
+    first = next(stream)
+    assert first == whole[0] and len(taken) < len(findings) / 2
+    assert [first, *stream] == whole

@@ -376,7 +376,7 @@ def _check(
 
 def _render_all(report, pairs: list[tuple[str, str]], colour: bool, actions, quiet: bool) -> None:
     """Every requested format of the report, as actions (stdout or a file)."""
-    from gpudrv_check.report import render_pieces
+    from gpudrv_check.report import iter_pieces
     from gpudrv_check.report.text import render_summary
 
     # each report in pieces (report/__init__.py `render_pieces`): written, and cached, a
@@ -385,7 +385,7 @@ def _render_all(report, pairs: list[tuple[str, str]], colour: bool, actions, qui
     for fmt, dest in pairs:
         if dest == STDOUT:
             coloured = fmt in _COLOUR_FORMATS and colour
-            pieces = render_pieces(fmt, dataclasses.replace(report, width=stdout_width()), coloured)
+            pieces = iter_pieces(fmt, dataclasses.replace(report, width=stdout_width()), coloured)
             if fmt in _TERMINAL_FORMATS:  # read on a terminal: no raw control character
                 # a piece ends between files' blocks, never inside a colour code
                 commands = fmt == "github"  # its own lines are the annotations
@@ -396,7 +396,7 @@ def _render_all(report, pairs: list[tuple[str, str]], colour: bool, actions, qui
                 out = [_encoded(p) for p in pieces]
             actions.append(("stdout", "", out))
         else:
-            actions.append(("file", dest, [_encoded(p) for p in render_pieces(fmt, report)]))
+            actions.append(("file", dest, [_encoded(p) for p in iter_pieces(fmt, report)]))
     if all(dest != STDOUT for _, dest in pairs):  # the summary, or nothing with --quiet
         summary = [] if quiet else [_encoded(render_summary(report) + "\n")]
         actions.append(("stdout", "", summary))

@@ -379,7 +379,7 @@ def _render_all(report, pairs: list[tuple[str, str]], colour: bool, actions, qui
     from gpudrv_check.report import iter_pieces
     from gpudrv_check.report.text import render_summary
 
-    # each report in pieces (report/__init__.py `render_pieces`): written, and cached, a
+    # each report in pieces (report/__init__.py `iter_pieces`): written, and cached, a
     # piece at a time, each encoded once (UTF-8): the stream, the file and `marshal` take
     # the bytes as they are (a 14 MB report was encoded three times, a warm run decoded it)
     for fmt, dest in pairs:

@@ -179,15 +179,11 @@ def render(fmt: str, report: Report, colour: bool = False) -> str:
     return module.render(report, colour=colour)
 
 
-def render_pieces(fmt: str, report: Report, colour: bool = False) -> list[str]:
-    """`render`'s text in pieces that join to it: the text format's cut between files'
-    blocks (report/text.py `report_pieces`), any other format's whole ([] for no text)."""
-    return list(iter_pieces(fmt, report, colour))
-
-
 def iter_pieces(fmt: str, report: Report, colour: bool = False) -> Iterator[str]:
-    """`render_pieces` one piece at a time, each made when the one before it is taken (a
-    caller that encodes each piece holds the encoded ones, not every piece of text too)."""
+    """`render`'s text in pieces that join to it: the text format's cut between files'
+    blocks (report/text.py `report_pieces`), any other format's whole (none for no text). One
+    piece at a time, each made when the one before it is taken (a caller that encodes each
+    piece holds the encoded ones, not every piece of text too)."""
     module: Any = importlib.import_module(f"gpudrv_check.report.{FORMATS[fmt]}")
     make = getattr(module, "pieces", None)
     if make is not None:

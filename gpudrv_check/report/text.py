@@ -183,21 +183,15 @@ PIECE = 1 << 20
 
 def report_pieces(
     findings: Iterable[Finding], summary: str | None, colour: bool = False, width: int = 0
-) -> list[str]:
+) -> Iterator[str]:
     """The report in pieces of about `PIECE` characters, cut between files' blocks (never
     inside a line, so never inside a colour code); joined, they are the report. A large
     repo's report is never one string: it is written and cached a piece at a time (10k
     workloads: 14 MB of report, which as one string was copied whole by the final join, by
-    the stream's encoder and by `marshal`, at the run's peak of memory)."""
-    return list(iter_report_pieces(findings, summary, colour, width))
-
-
-def iter_report_pieces(
-    findings: Iterable[Finding], summary: str | None, colour: bool = False, width: int = 0
-) -> Iterator[str]:
-    """`report_pieces` one piece at a time, each made once the one before it is taken: `check`
-    encodes each piece to UTF-8 as it comes, and holds those bytes, not the text too (a 10k
-    report's text with an arrow in it is two bytes a character: 28 MB)."""
+    the stream's encoder and by `marshal`, at the run's peak of memory). Each piece is made
+    once the one before it is taken: `check` encodes each to UTF-8 as it comes, and holds
+    those bytes, not the text too (a 10k report's text with an arrow in it is two bytes a
+    character: 28 MB)."""
     width = width or DEFAULT_WIDTH
     # one text per file's block, its lines joined as soon as the block is complete: the lines
     # of a large repo's report (hundreds of thousands of small strings) are never all held
@@ -289,6 +283,6 @@ def render(report: Report, *, colour: bool = False) -> str:
 
 
 def pieces(report: Report, *, colour: bool = False) -> Iterator[str]:
-    """`render`'s text in pieces (`iter_report_pieces`), one at a time."""
+    """`render`'s text in pieces (`report_pieces`), one at a time."""
     summary = None if report.quiet else render_summary(report)
-    return iter_report_pieces(shown(report), summary, colour, report.width)
+    return report_pieces(shown(report), summary, colour, report.width)

@@ -152,8 +152,8 @@ def test_a_terminal_report_holds_no_command_either(fmt):
     quote the same hostile names and values: core/finding.py `no_runner_commands` leaves no
     line either parser takes (terminal_text applies it to every terminal report)."""
     from gpudrv_check.core.finding import terminal_text
-    from gpudrv_check.report import render_pieces
+    from gpudrv_check.report import iter_pieces
 
-    text = terminal_text("".join(render_pieces(fmt, _hostile_report())))
+    text = terminal_text("".join(iter_pieces(fmt, _hostile_report())))
     assert "forged-by-value" in text and "legacy.yaml" in text
     assert _runner_commands(text) == []

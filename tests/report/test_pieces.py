@@ -1,4 +1,4 @@
-"""A report in pieces (report/text.py `report_pieces`, report/__init__.py `render_pieces`,
+"""A report in pieces (report/text.py `report_pieces`, report/__init__.py `iter_pieces`,
 cli/commands/check.py): the pieces join to the report, are cut only between files' blocks,
 are written and cached a piece at a time, and a cached run replays them byte for byte."""
 
@@ -57,7 +57,7 @@ def test_pieces_join_to_the_report_and_end_between_blocks(
 ):
     monkeypatch.setattr(text_report, "PIECE", piece)
     findings = _findings(files, per_file)
-    pieces = text_report.report_pieces(findings, summary, False, 100)
+    pieces = list(text_report.report_pieces(findings, summary, False, 100))
     assert "".join(pieces) == _whole(findings, summary)
     heads = {f.location.file for f in findings} | ({summary} if summary else set())
     if len(heads) > 1 and piece < 300:
@@ -75,7 +75,7 @@ def test_terminal_text_of_each_piece_is_the_terminal_text_of_the_report(monkeypa
     for colour in (False, True):
         # a finding's own text is made printable when it is made: the summary is not
         summary = "note: \x1b]52;c;eA==\x07 read"
-        pieces = text_report.report_pieces(findings, summary, colour, 100)
+        pieces = list(text_report.report_pieces(findings, summary, colour, 100))
         assert len(pieces) > 3
         whole = "".join(pieces)
         assert "\x1b]52" in whole and ("\x1b[" in whole) == colour
@@ -220,10 +220,11 @@ def test_a_kept_text_is_coloured_in_its_first_line_only_as_a_block_is():
     for rule in ("GPU001", "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGH001"):
         for width in (40, 60, 100):
             for colour in (False, True):
-                plain = report_pieces([finding(rule)], None, colour, width)
+                plain = list(report_pieces([finding(rule)], None, colour, width))
                 kept = finding(rule)
                 kept.rendered = (width, finding_text(kept, width))
-                assert report_pieces([kept], None, colour, width) == plain, (rule, width, colour)
+                kept_pieces = list(report_pieces([kept], None, colour, width))
+                assert kept_pieces == plain, (rule, width, colour)
 
 
 def test_a_raw_stdout_that_takes_part_of_a_write_gets_the_rest():
@@ -248,12 +249,12 @@ def test_a_raw_stdout_that_takes_part_of_a_write_gets_the_rest():
 
 
 def test_the_text_report_is_made_a_piece_at_a_time(monkeypatch):
-    """report/text.py `iter_report_pieces` (what `check` encodes piece by piece): the same
-    pieces as `report_pieces`, each made only when the one before it was taken, so `check`
-    holds the encoded pieces and one piece of text, not the whole text as well."""
+    """report/text.py `report_pieces` (what `check` encodes piece by piece): each piece made
+    only when the one before it was taken, so `check` holds the encoded pieces and one piece
+    of text, not the whole text as well."""
     monkeypatch.setattr(text_report, "PIECE", 2000)
     findings = _findings(400, 6)
-    whole = text_report.report_pieces(findings, "summary", False, 100)
+    whole = list(text_report.report_pieces(findings, "summary", False, 100))
     assert len(whole) > 2
     taken = []
 
@@ -262,7 +263,7 @@ def test_the_text_report_is_made_a_piece_at_a_time(monkeypatch):
             taken.append(f)
             yield f
 
-    stream = text_report.iter_report_pieces(counted(), "summary", False, 100)
+    stream = text_report.report_pieces(counted(), "summary", False, 100)
     first = next(stream)
     assert first == whole[0] and len(taken) < len(findings) / 2
     assert [first, *stream] == whole

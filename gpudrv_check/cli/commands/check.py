@@ -430,6 +430,8 @@ def _emit(kind: str, dest: str, pieces: list[bytes | str], root: str) -> None:
 
 
 def _text(piece: bytes | str) -> str:
+    """A piece as text (a result entry's bytes are vouched for by its MAC, not decoded when
+    loaded: a damaged one gives replacement characters here, never stops the run)."""
     return piece.decode("utf-8", "replace") if isinstance(piece, bytes) else piece
 
 
@@ -444,9 +446,7 @@ def _perform(kind: str, dest: str, text: bytes | str, root: str = "") -> None:
                 if stream.line_buffering:  # a terminal: out now, as a line of text would be
                     buffer.flush()
                 return
-            # (a result entry's bytes are checked by its MAC, not decoded: a damaged one
-            # writes replacement characters here, never stops the run)
-            text = text.decode("utf-8", "replace")
+            text = _text(text)
         # a slice at a time: the stream encodes what it is given in one piece, and a large
         # report's bytes would be a second copy of it at the run's peak of memory
         for at in range(0, len(text), _WRITE_SLICE):
@@ -541,7 +541,7 @@ class Outcome:
     is worked out from, and what was rendered, by format, in the order of the arguments; never
     a destination or an exit code (the run that replays it decides those).
 
-    A report is stored in the pieces it was rendered in (`render_pieces`): `marshal` encodes a
+    A report is stored in the pieces it was rendered in (`iter_pieces`): `marshal` encodes a
     string that is not ASCII into a bytes object of its own before copying it into the entry,
     which for one report of 14 MB (10k workloads) made the store the run's peak of memory."""
 
@@ -673,7 +673,6 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         pack_sizes,
         unpack_sizes,
         valid_sizes,
-        valid_stamps,
     )
     from gpudrv_check.engine.cache.store import Cache, default_dir
     from gpudrv_check.read.exclude import from_config
@@ -773,7 +772,7 @@ def _result_cache(options: CheckOptions, pairs, colour: bool) -> _Reuse | None:
         data: dict[str, bytes] = {}
     else:
         name = entry_name(entry_root, os.getcwd())
-        stamps = Stamps.loaded(cache.load(STAMPS, name, "", valid=valid_stamps))
+        stamps = Stamps.loaded(cache.load(STAMPS, name, ""))  # its shape checked there
         # the files whose stamps vouch for their digest are not read (`held`): read_repo
         # reads them only if the per-file cache does not answer for that digest
         files, data, kept, held = manifest_inputs(

@@ -879,7 +879,7 @@ def _note_origins(run: Run, findings: list[Finding]) -> list[Finding]:
 
 def file_of_root(rendered: str) -> str:
     """The kustomization file of a rendered stream's name."""
-    from gpudrv_check.read.kustomize import RENDERED_SUFFIX
+    from gpudrv_check.read.kustomization import RENDERED_SUFFIX
 
     return rendered.removesuffix(RENDERED_SUFFIX)
 

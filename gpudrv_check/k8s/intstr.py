@@ -16,16 +16,16 @@ Inputs are plain JSON-like data and may have wrong types; nothing here raises.
 from __future__ import annotations
 
 import math
-import re
 from typing import NamedTuple
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.k8s.labels import json_type_name
 from gpudrv_check.k8s.numbers import parse_int64
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
-_VALID_PERCENT_RE = re.compile(r"[0-9]+%")
+_VALID_PERCENT_RE = lazy_compile(r"[0-9]+%")
 
 INVALID_FORMAT_MESSAGE = "must be an integer or percentage (e.g '5%')"
 

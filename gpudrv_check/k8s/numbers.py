@@ -23,14 +23,14 @@ All functions take any value and never raise; the callers report at the key what
 
 from __future__ import annotations
 
-import re
+from gpudrv_check.core.lazy_re import lazy_compile
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 _MAX_DIGITS = len(str(INT64_MAX))  # 19: longer (after leading zeros) is out of range
 TOO_LARGE = f"larger than the API server accepts (at most {INT64_MAX})"
-_SIGNED = re.compile(r"[+-]?[0-9]+")
-_DIGITS = re.compile(r"[0-9]+")
+_SIGNED = lazy_compile(r"[+-]?[0-9]+")
+_DIGITS = lazy_compile(r"[0-9]+")
 
 
 def _bounded(digits: str, negative: bool = False) -> int | None:

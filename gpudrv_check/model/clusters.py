@@ -33,7 +33,7 @@ from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import LMap, LSeq
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.records import record
-from gpudrv_check.read.kustomize import RENDERED_SUFFIX
+from gpudrv_check.read.kustomization import RENDERED_SUFFIX
 
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io/"
 ARGO_GROUP = "argoproj.io/"

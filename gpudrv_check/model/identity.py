@@ -20,7 +20,7 @@ from dataclasses import field
 from gpudrv_check.core.finding import Finding
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.records import record
-from gpudrv_check.read.kustomize import RENDERED_SUFFIX
+from gpudrv_check.read.kustomization import RENDERED_SUFFIX
 from gpudrv_check.read.policy import builtin
 
 WHY = "deepest path first, as an overlay sits below its base; then path order"

@@ -42,12 +42,12 @@ from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import LMap, LSeq, containers
 from gpudrv_check.core.records import record
 from gpudrv_check.core.yaml_scalars import resolve_plain
-from gpudrv_check.model.envsubst import Budget, BuildError, Func, Unsupported, evaluate, parse
 from gpudrv_check.read.policy import builtin
 
 if TYPE_CHECKING:
     from gpudrv_check.core.finding import Finding
     from gpudrv_check.core.manifest import Manifest
+    from gpudrv_check.model.envsubst import Budget
 
 #: the start of a placeholder; `$$` is envsubst's escape of `$` (parse/scan.go `scanEscaped`)
 PLACEHOLDER = lazy_compile(r"\$\{")
@@ -377,6 +377,8 @@ def _text_under(
     """The text Flux substitutes for `text` under `scope` (None: no Kustomization applies
     it, every placeholder unknown); UNKNOWN with the names added to `unknown`; BuildError
     when the scope's build fails on it."""
+    from gpudrv_check.model.envsubst import Unsupported, evaluate
+
     if nodes is None:
         return text  # no placeholder, no escape
     runs = None if scope is None else scope.runs
@@ -410,6 +412,8 @@ def _text_under(
 
 def _names(nodes: list, depth: int = 0) -> set[str]:
     """Every variable the parsed text names."""
+    from gpudrv_check.model.envsubst import Func
+
     out: set[str] = set()
     for node in nodes:
         if isinstance(node, Func):
@@ -427,6 +431,8 @@ def _reread(filled: str) -> Any:
     for what would change the document's structure or is not read here (a `: ` or a
     leading `- ` makes a mapping or a list, flow collections, anchors, tags, block
     scalars, line breaks)."""
+    from gpudrv_check.model.envsubst import Unsupported
+
     if any(c in filled for c in "\n\r\t"):
         raise Unsupported("a line break or tab in a substituted value")
     text = filled.strip(" ")
@@ -472,6 +478,8 @@ def _quoted_fill(filled: str, text: str) -> str:
     inside it. In a block scalar (a line break in `text`) whatever it holds; in a quoted one,
     a quote or backslash the substitution adds changes its meaning by a style not kept
     here: unknown."""
+    from gpudrv_check.model.envsubst import Unsupported
+
     if "\n" not in text and any(filled.count(c) > text.count(c) for c in "\"'\\"):
         raise Unsupported("a quote or backslash substituted into a quoted value")
     return filled
@@ -482,6 +490,8 @@ _DOUBLE_ESCAPES = {"\\": "\\", '"': '"', "/": "/", "n": "\n", "t": "\t", "r": "\
 
 def _quoted(text: str) -> tuple[str, str]:
     """A quoted scalar at the start of `text`, and what follows it."""
+    from gpudrv_check.model.envsubst import Unsupported
+
     quote, out, i = text[0], [], 1
     while i < len(text):
         c = text[i]
@@ -510,6 +520,8 @@ def _prepare(text: str) -> list | None:
     it is). BuildError when envsubst refuses it, Unsupported when not read here."""
     if "$" not in text or ("${" not in text and "$$" not in text):
         return None
+    from gpudrv_check.model.envsubst import parse
+
     return parse(text)
 
 
@@ -534,6 +546,8 @@ def _site_value(
     """What `site` holds as applied: its value under every scope applying the object, when
     they agree, or UNKNOWN (names added to `unknown`). A scope whose build fails on it
     records why (`Scope.fail`)."""
+    from gpudrv_check.model.envsubst import BuildError, Unsupported
+
     text = site.text
     try:
         nodes = _prepare(text)
@@ -605,6 +619,9 @@ def substitute(manifests: list[Manifest], files: set[str], source: Any = None) -
     unknowns = Unknowns()
     if not files and not any(_with_post_build(m) for m in manifests if m.kind == "Kustomization"):
         return unknowns  # no placeholder, and no Flux build that may fail on its variables
+    # (the envsubst reader is imported only here, by a run with something to substitute)
+    from gpudrv_check.model.envsubst import Budget
+
     scopes = flux_scopes(manifests, source)
     chosen = [m for m in manifests if m.file in files]
     _unshare(chosen)

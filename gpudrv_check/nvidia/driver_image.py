@@ -92,7 +92,7 @@ _REFERENCE_RE = re.compile(
     rf"^(?:(?P<domain>{_DOMAIN})/)?(?P<path>{_COMPONENT}(?:/{_COMPONENT})*)"
     rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$"
 )
-_TAG_RE = re.compile(rf"^{_TAG}$")
+_TAG_RE = lazy_compile(rf"^{_TAG}$")
 _OPERATOR_VERSION_RE = lazy_compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
 _DRIVER_VERSION_RE = lazy_compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
 _KERNEL_ARCH_RE = lazy_compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")

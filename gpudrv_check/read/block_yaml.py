@@ -107,9 +107,9 @@ _FLOW_SCALAR = (
     r"|((?:[^ :#'\"&*!|>%@`{}\[\],?\-]|-" + _FLOW_CHAR + r")"
     r"(?:" + _FLOW_CHAR + r"| +(?=" + _FLOW_CHAR + r"))*))"
 )
-_FLOW_ITEM = re.compile(r" *" + _FLOW_SCALAR + r" *(,|\])")
-_FLOW_PAIR = re.compile(r" *" + _FLOW_SCALAR + r" *: +" + _FLOW_SCALAR + r" *(,|\})")
-_FLOW_EMPTY = re.compile(r"[\[{] *([\]}])")
+_FLOW_ITEM = lazy_compile(r" *" + _FLOW_SCALAR + r" *(,|\])")
+_FLOW_PAIR = lazy_compile(r" *" + _FLOW_SCALAR + r" *: +" + _FLOW_SCALAR + r" *(,|\})")
+_FLOW_EMPTY = lazy_compile(r"[\[{] *([\]}])")
 # A block scalar's header after its key or dash: the style, a chomping indicator, blanks and a
 # comment (an indentation indicator, or a comment with no blank before it, declines)
 _BLOCK_HEADER = lazy_compile(r"([|>])([+-]?)(?: +(?:#.*)?)?\Z")

@@ -32,6 +32,10 @@ from gpudrv_check.core.located import LMap, LSeq, Pos
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.scope import is_cluster_scoped
 
+#: what the source of a Kustomize root rendered by `--kustomize` is named after its
+#: kustomization file (read/kustomize.py `rendered_name`): here, where the model finds it
+#: without importing the renderer
+RENDERED_SUFFIX = " (rendered)"
 # kustomize api/konfig/general.go RecognizedKustomizationFileNames
 KUSTOMIZATION_FILES = frozenset(("kustomization.yaml", "kustomization.yml", "Kustomization"))
 PATCH_FIELDS = ("patches", "patchesStrategicMerge", "patchesJson6902")

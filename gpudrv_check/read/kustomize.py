@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from gpudrv_check.core.records import record
 from gpudrv_check.read.config_file import DEFAULT_MAX_TOTAL_BYTES, ConfigError
 from gpudrv_check.read.exclude import Exclusions
-from gpudrv_check.read.kustomization import PATCH_FIELDS
+from gpudrv_check.read.kustomization import PATCH_FIELDS, RENDERED_SUFFIX
 from gpudrv_check.read.safe_io import DEFAULT_LIMIT, lexists
 from gpudrv_check.read.source import Source, clean_rel
 from gpudrv_check.read.tree import FileRef, Listing, Skipped
@@ -46,7 +46,6 @@ if TYPE_CHECKING:  # imported where a render runs: a check without --kustomize n
     import tempfile
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-RENDERED_SUFFIX = " (rendered)"
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 RENDER_TIMEOUT_SECONDS = 120
 #: kustomizations one root's patch order visits at most (a cycle kustomize refuses, or a

@@ -332,16 +332,19 @@ def _is_json_name(rel: str) -> bool:
 
 def parse_document_text(rel: str, text: str, skim: SkimPlan = NOTHING_SKIPPED) -> ParsedFile:
     """YAML, or JSON for `.json` files that libyaml refuses but that are valid JSON.
-    `skim`: what is not kept (see yaml_docs.parse_text)."""
-    from gpudrv_check.read.json_docs import parse_json
-
+    `skim`: what is not kept (see yaml_docs.parse_text). The JSON reader is imported only
+    for a `.json` file: most runs read none."""
     if _is_json_name(rel) and "\x85" in text:
+        from gpudrv_check.read.json_docs import parse_json
+
         # YAML 1.1 folds a NEL inside a quoted string into a space; JSON keeps the character
         as_json = parse_json(text)
         if not as_json.failed:
             return as_json
     parsed = parse_text(text, skim)
     if parsed.failed and _is_json_name(rel):
+        from gpudrv_check.read.json_docs import parse_json
+
         as_json = parse_json(text)
         settings = _jsonc_settings(text) if as_json.failed else None
         if settings is not None:

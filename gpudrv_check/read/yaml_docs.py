@@ -18,7 +18,6 @@ code hosts count them (libyaml also breaks lines at a lone CR, NEL, LS and PS).
 from __future__ import annotations
 
 import _thread
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import field
 from itertools import islice
@@ -26,6 +25,7 @@ from sys import intern
 from typing import Any
 
 from gpudrv_check.core.finding import quoted
+from gpudrv_check.core.lazy_re import lazy_compile
 from gpudrv_check.core.located import LMap, LSeq, Pos
 from gpudrv_check.core.reads import NOTHING_SKIPPED, SkimPlan
 from gpudrv_check.core.records import record
@@ -48,7 +48,7 @@ _KNOWN_TAGS = frozenset(
     _STD_TAG + t
     for t in ("str", "int", "float", "bool", "null", "map", "seq", "binary", "timestamp", "merge")
 )
-_FLOW_BRACKETS = re.compile(r"[\[\]{}]")
+_FLOW_BRACKETS = lazy_compile(r"[\[\]{}]")
 NON_SCALAR_KEY = "mapping key is not a scalar"
 _NON_SCALAR = "<non-scalar key>"  # what such a key is stored as
 # One tuple per distinct (line, column), shared by every file: most manifests have the same

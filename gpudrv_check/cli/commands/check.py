@@ -99,12 +99,14 @@ def pair_outputs(sequence: list[tuple[str, str]], default: str) -> list[tuple[st
 def _apply_baselines(run: Run, options: CheckOptions) -> str | None:
     """--write-baseline records the findings; --baseline (or the one just written) then
     moves the recorded ones to `run.suppressed`. Returns the baseline file in use."""
+    baseline = options.baseline
+    written = options.write_baseline
+    if not baseline and not written:
+        return None  # (the module is not even imported)
     from gpudrv_check.engine.baseline import apply_baseline, read_baseline, render_baseline
 
     root = _checked_root(options)
-    baseline = options.baseline
     accepted = read_baseline(baseline, root) if baseline else None
-    written = options.write_baseline
     if written:
         write_output(written, render_baseline(run.findings), "baseline ", root)
         sys.stderr.write(f"gpudrv-check: wrote {len(run.findings)} finding(s) to {written}\n")

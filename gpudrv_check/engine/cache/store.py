@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudrv_check import __version__
+from gpudrv_check.core.lazy_re import lazy_compile
 
 MAGIC = b"GPUDRVC\x03"
 _LENGTH = 4  # bytes of the header length
@@ -88,9 +89,9 @@ PRUNED = ".pruned"
 #: the names the cache gives its entries and its temporary files, exactly (a `--cache-dir`
 #: may be a directory that holds the user's own files too: only these are ever pruned)
 KINDS = ("blobsizes", "config", "files", "occupancy", "partitions", "result", "stamps")
-_ENTRY_NAME = re.compile(r"(?:" + "|".join(KINDS) + r")-[0-9a-f]{32}\.bin\Z")
+_ENTRY_NAME = lazy_compile(r"(?:" + "|".join(KINDS) + r")-[0-9a-f]{32}\.bin\Z")
 TEMP_PREFIX = ".gpudrv-check-tmp-"
-_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[a-z0-9_]{8}\Z")  # mkstemp's own form
+_TEMP_NAME = lazy_compile(re.escape(TEMP_PREFIX) + r"[a-z0-9_]{8}\Z")  # mkstemp's own form
 
 
 def default_dir() -> Path | None:

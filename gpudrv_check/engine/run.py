@@ -684,6 +684,8 @@ def _model(
         repo.extras["occupancy_memo"] = (content.plan.inputs_key, content.plan.memo)
         # which are known to be when every partition is the one the last storing run keyed
         repo.extras["occupancy_known"] = content.plan.known_outcomes()
+        # or, when the demands of the partitions read again turn out to be the stored ones
+        repo.extras["occupancy_same"] = content.plan.outcomes_if_same
     if config.cuda:
         # a malformed `cuda:` config is a usage error before any output (without one, the
         # table is the built-in one, made when a rule first asks: GPU011 asks of a repo with

@@ -204,12 +204,22 @@ class Occupancy:
     """The repo's pods over the nodes' allocatable, computed once (see the module docstring).
     `cached`: the stored inputs of workloads the run did not read (`decode_inputs`)."""
 
-    def __init__(self, repo: Repo, cached: Any = None, memo: Any = None, known: Any = None) -> None:
+    def __init__(
+        self,
+        repo: Repo,
+        cached: Any = None,
+        memo: Any = None,
+        known: Any = None,
+        same: Callable[[list[Demand]], Any] | None = None,
+    ) -> None:
         """`memo`: (the key of a simulation's inputs, the stored `memo_value` or None) when a
         partial run may take the last simulation's outcomes (see the module doc). `known`: the
         last simulation's outcomes by `Demand.key` when this run's inputs are known to be its
         inputs (engine/cache/partition.py `Plan.known_outcomes`): the model's own demands take
-        theirs, the cached ones are not even decoded (InputsError: one has none that fits)."""
+        theirs, the cached ones are not even decoded (InputsError: one has none that fits).
+        `same`: given the model's demands, those outcomes when the demands are known to be
+        the stored ones (`Plan.outcomes_if_same`), else None; taken as `known` when each of
+        the model's demands finds its outcome there (`same_as_stored`)."""
         self.placement: Placement = repo.placement
         self._alloc = {n.name: self.placement.allocatable(n) for n in self.placement.nodes}
         self.used: dict[str, dict[str, Fraction]] = {n: {} for n in self._alloc}
@@ -249,7 +259,18 @@ class Occupancy:
         }
         self._gpu_nodes: dict[int, tuple[Nodes, Nodes]] = {}
         self._encoded: tuple[InputTables, list[tuple]] | None = None
+        #: the outcomes were taken as `known` from `same`: the model's demands are the stored
+        #: ones, and only they are here (the engine stores the cached inputs as they were)
+        self.same_as_stored = False
         demands = self._fresh(repo)
+        if known is None and same is not None:
+            demands.sort(key=_demand_order)
+            found = same(demands)
+            if found is not None and all(
+                _replayed(d, found.get(d.key)) is not None for d in demands
+            ):
+                known = found
+                self.same_as_stored = True
         if known is not None:
             demands.sort(key=_demand_order)
             self.demands = demands
@@ -960,6 +981,34 @@ class InputTables:
 
 def _items(mapping: Mapping[str, Pairs]) -> tuple:
     return tuple(mapping.items())
+
+
+def resolved_records(tables: Any, records: Any) -> list[tuple] | None:
+    """Stored records (`InputTables.record`) with the table entries they index in place of the
+    indexes: what two sets of tables encode alike compares equal. None when the tables or a
+    record are not of the shape `InputTables` gives, or a record names an entry its tables
+    do not have (a cached value is checked, never trusted)."""
+    if not (_tuple(tables, 3) and all(isinstance(t, (tuple, list)) for t in tables)):
+        return None
+    if not isinstance(records, (tuple, list)):
+        return None
+    nodes_t, requests_t, domains_t = tables
+    out = []
+    for r in records:
+        if not (isinstance(r, tuple) and len(r) in (13, 14)):
+            return None
+        nodes, requests, domains = r[7], r[8], r[9]
+        if not (_within(nodes, nodes_t) and _within(requests, requests_t)):
+            return None
+        if not (domains == -1 and domains.__class__ is int or _within(domains, domains_t)):
+            return None
+        table_domains = None if domains == -1 else domains_t[domains]
+        out.append((*r[:7], nodes_t[nodes], requests_t[requests], table_domains, *r[10:]))
+    return out
+
+
+def _within(index: Any, table: tuple | list) -> bool:
+    return index.__class__ is int and 0 <= index < len(table)
 
 
 def decode_inputs(value: Any, occupancy: Occupancy) -> list[Demand]:

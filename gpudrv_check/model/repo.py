@@ -88,6 +88,7 @@ class Repo:
             extras.get("occupancy_inputs"),
             extras.get("occupancy_memo"),
             extras.get("occupancy_known"),
+            extras.get("occupancy_same"),
         )
 
     @cached_property

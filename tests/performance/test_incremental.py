@@ -605,6 +605,95 @@ def test_an_edit_that_changes_no_demand_takes_the_last_simulation(
         assert cached == fresh, fmt
 
 
+@pytest.fixture
+def stored_demands(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, int]]:
+    """Per Occupancy a run builds: whether it took the last simulation's outcomes because the
+    demands of the partitions it read again are the stored ones (`same_as_stored`), and how
+    many cached demands it decoded (`decode_inputs`) meanwhile."""
+    from gpudrv_check.model import occupancy
+
+    seen: list[tuple[bool, int]] = []
+    decoded = [0]
+    init, decode = occupancy.Occupancy.__init__, occupancy.decode_inputs
+
+    def counting(value, occ):
+        made = decode(value, occ)
+        decoded[0] += len(made)
+        return made
+
+    def spy(self, *args, **kwargs) -> None:
+        decoded[0] = 0
+        init(self, *args, **kwargs)
+        seen.append((self.same_as_stored, decoded[0]))
+
+    monkeypatch.setattr(occupancy, "decode_inputs", counting)
+    monkeypatch.setattr(occupancy.Occupancy, "__init__", spy)
+    return seen
+
+
+def test_an_edit_that_changes_no_demand_decodes_no_cached_demand(
+    tmp_path: Path, clean_partitions: list[set[str]], stored_demands: list[tuple[bool, int]]
+):
+    """Plan.outcomes_if_same: when the demands made of the partition read again encode as
+    the records stored for it (an image edit), the run takes the last simulation's outcomes
+    without decoding the other partitions' demands, and stores the inputs as they were under
+    its keys: the next edit, of this partition or another, finds them so again. A demand
+    that changes (a GPU request) is simulated with every demand decoded, as before; every
+    report is the one a run without the cache writes."""
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    _gpu_repo(root)
+    _edit(root / "team-b" / "b.yaml", "replicas: 1", "replicas: 2")  # b's second replica waits
+    cold = _both(root, cache)
+    assert "stay Pending" in cold[0]
+    steps = [
+        ("team-a/a.yaml", "image: nginx", "image: nginx:1.27", True),
+        ("team-a/a.yaml", "image: nginx:1.27", "image: nginx:1.28", True),
+        ("team-b/b.yaml", "image: nginx", "image: nginx:2", True),  # another partition
+        # a demand: team-b's outcome moves, so team-b is read again too
+        ("team-a/a.yaml", "nvidia.com/gpu: 1", "nvidia.com/gpu: 2", False),
+        ("team-c/c.yaml", "image: nginx", "image: nginx:3", True),  # stored by that run
+        ("team-a/a.yaml", "nvidia.com/gpu: 2", "nvidia.com/gpu: 1", False),
+    ]
+    for rel, old, new, same in steps:
+        _edit(root / rel, old, new)
+        stored_demands.clear()
+        cached, fresh = _both(root, cache)
+        assert cached == fresh, (rel, new)
+        read_again = {"team-a", "team-b", "team-c"} - clean_partitions[-1]
+        assert read_again == ({rel.split("/")[0]} if same else {"team-a", "team-b"}), rel
+        taken, decoded = stored_demands[0]  # the cached run's first model
+        assert taken is same, (rel, new)
+        assert (decoded == 0) is same, (rel, new, decoded)
+    assert "Deployment team-b/b: 1 of 2 pods stay Pending" in " ".join(cached.split())
+
+
+def test_a_stored_record_that_differs_from_the_demand_is_no_proof(
+    tmp_path: Path, stored_demands: list[tuple[bool, int]], simulations: list[bool]
+):
+    """Records stored for the partition read again that do not encode its demands as made
+    now (an authentically signed entry, damaged) make the run compare the simulation's inputs
+    whole, the cached demands decoded; the memo (digest of the inputs as they really were)
+    still fits them, so it is taken, and the report is the one without the cache."""
+    root, cache = tmp_path / "repo", tmp_path / "cache"
+    _gpu_repo(root)
+    cold = _both(root, cache)
+
+    def change(value):
+        tables, by_namespace, memo, outside, reads = value
+        key, (record,) = by_namespace["team-a"]
+        by_namespace["team-a"] = (key, ((*record[:6], record[6] + 1, *record[7:]),))
+        return (tables, by_namespace, memo, outside, reads)
+
+    _rewrite_entry(cache, "occupancy", change)
+    _edit(root / "team-a" / "a.yaml", "image: nginx", "image: nginx:2")
+    stored_demands.clear()
+    simulations.clear()
+    cached, fresh = _both(root, cache)
+    assert cached == fresh and cached != cold[0]
+    assert stored_demands[0][0] is False and stored_demands[0][1] > 0
+    assert simulations[0] is True  # replayed from the memo, after decoding
+
+
 def test_an_edit_that_changes_a_demand_simulates_again(
     tmp_path: Path, clean_partitions: list[set[str]], simulations: list[bool]
 ):

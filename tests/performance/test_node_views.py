@@ -260,7 +260,8 @@ def test_an_edit_that_keeps_every_key_takes_the_last_simulation_without_decoding
     store_entry(plan.cache, plan.name, namespace, entry._replace(outcome=outcome))
     _sub(node, r"zone: zone-9", "zone: zone-8")
     assert cached() == [True, False]  # the second reading evaluates that namespace again
-    assert namespace not in plans[1].clean and decoded  # ... with the others' demands decoded
+    # ... whose demands are the stored ones: none decoded (`Plan.outcomes_if_same`)
+    assert namespace not in plans[1].clean and decoded == []
     _sub(node, r"zone: zone-8", "zone: zone-7")
     assert cached() == [True] and decoded == []  # and all is as it was
     # one that lacks a workload the last simulation has: the same (the dicts compared whole)
@@ -275,10 +276,18 @@ def test_an_edit_that_keeps_every_key_takes_the_last_simulation_without_decoding
     assert cached() == [True, False] and namespace not in plans[1].clean
     _sub(node, r"zone: zone-5", "zone: zone-4")
     assert cached() == [True] and decoded == []
-    # a workload edit: its namespace is evaluated, the others' demands decoded
+    # a workload edit: its namespace is evaluated; its demands are the stored ones (a line
+    # added), so no other's is decoded; one that changes them has every demand decoded
     workload_file = sorted((repo / "apps" / "team-0").glob("*.yaml"))[0]
     workload_file.write_text(workload_file.read_text() + "\n")
-    assert cached() == [False] and decoded
+    assert cached() == [False] and decoded == []
+    text = workload_file.read_text()
+    changed = re.sub(r"replicas: \d+", "replicas: 97", text, count=1)
+    if changed == text:  # (a kind without replicas: its GPU request instead)
+        changed = re.sub(r"nvidia.com/gpu: \"?\d+\"?", "nvidia.com/gpu: 7", text, count=1)
+    assert changed != text
+    workload_file.write_text(changed)
+    assert not any(cached()) and decoded  # (read twice when other outcomes move)
 
 
 def test_a_custom_policy_keys_every_node_file_by_its_bytes(tmp_path):

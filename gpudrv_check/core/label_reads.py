@@ -56,6 +56,13 @@ def snapshot() -> tuple[str, ...] | None:
     return tuple(sorted(READS.keys))
 
 
+def note_reads(keys: Any) -> None:
+    """Record these keys as read: for a reader that reads the values of `keys` on many nodes
+    through `dict.get` itself (model/placement.py partitions the nodes by them), as each
+    `get` would have recorded them."""
+    READS.keys.update(keys)
+
+
 def entries(labels: dict) -> dict:
     """A plain copy of a node's labels, made without recording: only for a copy that is itself
     wrapped in a NodeLabels before anything reads it (the labels as the operator relabels

@@ -411,13 +411,11 @@ class Occupancy:
         found = self._nodes.get(id(verdicts))
         if found is None:
             placement = self.placement
-            names = (n.name for n in placement.nodes)
-            eligible = tuple(compress(names, ok_flags(verdicts)))
-            by_id: dict[int, Verdict] = {}
-            for verdict in verdicts.values():
-                by_id.setdefault(id(verdict), verdict)
+            eligible = tuple(compress(placement.names, ok_flags(verdicts)))
+            values = verdicts.values()
+            by_id: dict[int, Verdict] = dict(zip(map(id, values), values, strict=True))
             static: Counter[str] = Counter()
-            for vid, n in Counter(map(id, verdicts.values())).items():
+            for vid, n in Counter(map(id, values)).items():
                 verdict = by_id[vid]
                 if not verdict.ok:
                     for reason in placement.node_reasons(verdict):
@@ -478,8 +476,9 @@ class Occupancy:
         return known
 
     def _tracks(self, requests: Mapping[str, Fraction], nodes: tuple[str, ...]) -> bool:
-        for node in nodes:
-            allocatable = self._alloc[node] or {}
+        # each distinct allocatable once (nodes of equal facts share one, model/placement.py)
+        offered = {id(a): a for a in map(self._alloc.__getitem__, nodes) if a}
+        for allocatable in offered.values():
             if "pods" in allocatable or any(r in allocatable for r in requests):
                 return True
         return False

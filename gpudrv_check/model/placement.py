@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from fractions import Fraction
-from itertools import compress
+from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any
 
+from gpudrv_check.core.label_reads import note_reads
 from gpudrv_check.core.manifest import Manifest
 from gpudrv_check.core.records import record
 from gpudrv_check.k8s.labels import MAPPINGS
@@ -252,7 +253,8 @@ class Placement:
         derived: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         self.nodes = sorted(nodes, key=lambda n: n.name)
-        self._names = [n.name for n in self.nodes]
+        #: the nodes' names, in their order (do not mutate)
+        self.names = [n.name for n in self.nodes]
         #: whose wording the FitError messages reproduce (GPU010's scheduler_version)
         self.release = release or SchedulerRelease()
         #: RuntimeClass name -> overhead.podFixed (the RuntimeClass admission controller sets
@@ -440,22 +442,29 @@ class Placement:
         self.class_evaluations += len(representatives)
         judged = [self._judge(node, constraints) for node in representatives]
         # node name -> its class's verdict, in the nodes' order (`ok_flags` reads it so)
-        return dict(zip(self._names, map(judged.__getitem__, of_node), strict=True))
+        return dict(zip(self.names, map(judged.__getitem__, of_node), strict=True))
 
     def _classes(self, keys: tuple[str, ...]) -> tuple[list[int], list[Node]]:
         """Nodes that agree on their base class and on the labels `keys`: per node its class,
         and each class's first node. The same for every constraint set reading these keys."""
         found = self._partitions.get(keys)
         if found is None:
+            nodes = self.nodes
+            if nodes:
+                note_reads(keys)  # each value is read below by its key, unrecorded
+            # per node (its base class, its value of each key), a column at a time: C loops
+            bases = list(map(self._base.__getitem__, self.names))
+            if keys:
+                labels = [n.labels for n in nodes]
+                columns = (map(dict.get, labels, repeat(key)) for key in keys)
+                classes = list(zip(bases, zip(*columns, strict=True), strict=True))
+            else:
+                classes = [(base, ()) for base in bases]
             index: dict[tuple, int] = {}
-            of_node: list[int] = []
-            representatives: list[Node] = []
-            for node in self.nodes:
-                klass = (self._base[node.name], tuple(map(node.labels.get, keys)))
-                number = index.setdefault(klass, len(representatives))
-                if number == len(representatives):
-                    representatives.append(node)
-                of_node.append(number)
+            of_node = [index.setdefault(klass, len(index)) for klass in classes]
+            # each class's first node: the last of each written in reverse
+            first = dict(zip(reversed(classes), reversed(nodes), strict=True))
+            representatives = [first[klass] for klass in index]
             found = self._partitions[keys] = (of_node, representatives)
         return found
 

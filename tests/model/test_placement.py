@@ -582,3 +582,32 @@ def test_nodes_of_equal_facts_share_what_placement_works_out_of_them():
             same = placement._base[a.name] == placement._base[b.name]
             assert same == (bases[a.name] == bases[b.name]), (a.name, b.name)
     assert placement._alloc["a"] is placement._alloc["b"]  # worked out once
+
+
+def test_node_classes_are_the_per_node_ones_and_their_keys_are_recorded_as_read():
+    """placement.py `_classes` partitions the nodes by their base class and the values of the
+    keys a constraint set mentions, reading the values through `dict.get` a column at a time:
+    each node's class number and each class's first node are those of a loop over the nodes,
+    and the keys count as read (core/label_reads.py), as each `NodeLabels.get` would record
+    them (the partition cache keys node files by the values read)."""
+    from gpudrv_check.core import label_reads
+
+    rng = random.Random(7)
+    nodes = [_random_node(rng, i) for i in range(80)]
+    nodes = [replace(n, labels=label_reads.NodeLabels(n.labels)) for n in nodes]
+    placement = Placement(nodes)
+    for keys in ((KEYS[0], KEYS[1], "absent"), (KEYS[2],), ()):
+        label_reads.reset()
+        of_node, representatives = placement._classes(keys)
+        assert label_reads.snapshot() == tuple(sorted(keys))
+        index: dict[tuple, int] = {}
+        want, firsts = [], []
+        for node in placement.nodes:
+            klass = (placement._base[node.name], tuple(dict.get(node.labels, k) for k in keys))
+            if klass not in index:
+                index[klass] = len(index)
+                firsts.append(node)
+            want.append(index[klass])
+        assert of_node == want and representatives == firsts, keys
+        assert 1 < len(representatives) < len(nodes)
+    label_reads.reset()

@@ -694,6 +694,20 @@ def test_a_stored_record_that_differs_from_the_demand_is_no_proof(
     assert simulations[0] is True  # replayed from the memo, after decoding
 
 
+def test_outcomes_if_same_refuses_stored_records_of_any_shape_without_raising():
+    """Plan.outcomes_if_same reads a clean namespace's stored records only to sort and digest
+    them (the engine checks their shape first, `verify`): called alone, a record that is a
+    mapping, a string, too short or of mixed types makes it answer None, never raise."""
+    from gpudrv_check.engine.cache.partition import Plan
+
+    for record in ({"x": 1}, "team-a/a.yaml", ("team-a/a.yaml",), (0, 1, 2), ("f", None, 1)):
+        plan_ = Plan(cache=None, name="n")
+        plan_.keys, plan_.clean = {"a": "k1", "b": "k2"}, {"a"}
+        plan_.memo, plan_.tables = ("0" * 64, {}), ((), (), ())
+        plan_.stored_inputs = {"a": ("k1", (record, ("g", 0, -1))), "b": ("k2", ())}
+        assert plan_.outcomes_if_same([]) is None, record
+
+
 def test_an_edit_that_changes_a_demand_simulates_again(
     tmp_path: Path, clean_partitions: list[set[str]], simulations: list[bool]
 ):

@@ -458,7 +458,7 @@ class Plan:
             every.extend(entry[1])
         try:
             every.sort(key=_ORDER)
-        except (TypeError, IndexError):  # a record not of the shape stored: not ours
+        except (TypeError, LookupError):  # a record not of the shape stored: not ours
             return None
         if digest(self.view_base, self.tables, every) != memo[0]:
             return None

@@ -429,17 +429,16 @@ class Plan:
         if not isinstance(stored, dict) or stored.keys() != self.keys.keys():
             return None
         again: dict[str, list[Any]] = {ns: [] for ns in self.keys if ns not in self.clean}
+        of_shared: list[Any] = []  # the shared files' demands
         for demand in demands:
             ns = self.partition_of.get(demand.order[0])
-            if ns is None:
-                continue  # a shared file's
-            listed = again.get(ns)
+            listed = of_shared if ns is None else again.get(ns)
             if listed is None:
                 return None  # a clean partition's workload: never read (not expected)
             listed.append(demand)
         tables = InputTables()
         fresh = {ns: [tables.record(d) for d in listed] for ns, listed in again.items()}
-        shared = [tables.record(d) for d in demands if self.partition_of.get(d.order[0]) is None]
+        shared = [tables.record(d) for d in of_shared]
         now = tables.stored()
         for ns, records in fresh.items():
             entry = stored[ns]

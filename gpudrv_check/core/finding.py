@@ -387,7 +387,9 @@ class Finding:
         )
 
     @classmethod
-    def from_record(cls, value: Any, refs: dict[tuple, ObjectRef] | None = None) -> Finding:
+    def from_record(
+        cls, value: Any, refs: dict[tuple, ObjectRef] | None = None, kept: bool = False
+    ) -> Finding:
         """The finding `record` wrote; ValueError for anything else (a cache entry is checked,
         never trusted to be of the right shape). `marshal` makes builtin values only, so each
         is checked by its exact class (a run reads back every cached finding: this is on the
@@ -395,7 +397,9 @@ class Finding:
         (`printable` leaves them as they are) and cut already: one that does not is no record
         of ours (refused, not made printable), and the objects are made without their
         `__init__` checks (half the time). `refs`: the objects already made from the records
-        of the same batch (a workload has several findings), shared as they are frozen."""
+        of the same batch (a workload has several findings), shared as they are frozen.
+        `kept`: the caller found that `printable` leaves the record's message, hint and file
+        as they are (`texts_kept`, for a batch at once); their lengths are still checked."""
         if value.__class__ is not tuple or len(value) != 11:
             raise ValueError("not a finding record")
         rule, severity, message, hint, file, line, column, obj, path, by, cluster = value
@@ -412,9 +416,9 @@ class Finding:
             or not (cluster is None or cluster.__class__ is str)
         ):
             raise ValueError("not a finding record")
-        if not (_kept(message) and len(message) <= MAX_MESSAGE and _kept(file)):
+        if not (len(message) <= MAX_MESSAGE and (kept or (_kept(message) and _kept(file)))):
             raise ValueError("not a finding record")
-        if hint is not None and not (_kept(hint) and len(hint) <= MAX_MESSAGE):
+        if hint is not None and not (len(hint) <= MAX_MESSAGE and (kept or _kept(hint))):
             raise ValueError("not a finding record")
         for step in path:
             if step.__class__ is not str and step.__class__ is not int:
@@ -531,6 +535,20 @@ def _kept(text: str) -> bool:
     if len(text) > 64 and text.isascii():  # (a short one costs less as it is)
         return not text.encode("ascii").translate(None, _PRINTABLE_ASCII)
     return text.isprintable() or _UNPRINTABLE.search(text) is None
+
+
+def texts_kept(records: list[Any]) -> bool:
+    """Whether `printable` leaves the message, hint and file of every record of `records` as
+    they are (what `Finding.from_record` checks of each, given `kept`), found on their joined
+    text at once: `_kept` asks of each character alone whether the expression matches it, so
+    the joined text passes exactly when each part does (an edit run checks every cached
+    finding's texts: 50,000 findings at 40k workloads, 1.3 -> 0.2 us each). False also when
+    a record has not the shape of one: `from_record` then checks it and refuses it."""
+    try:
+        joined = "".join([text for r in records for text in (r[2], r[3] or "", r[4])])
+    except (TypeError, IndexError, KeyError):
+        return False
+    return _kept(joined)
 
 
 #: the ASCII characters `printable` leaves as they are

@@ -156,3 +156,44 @@ def test_a_text_is_kept_as_printable_would_leave_it_on_every_character():
         for text in (char, f"ok {char} x" * 40, f"{char}" * 3 + "é"):
             assert _kept(text) is (printable(text) == text), repr(text[:8])
     assert _kept("a" * 500) and not _kept("a" * 500 + "\x7f") and not _kept("\x00")
+
+
+def test_a_batch_of_records_is_kept_exactly_when_each_of_its_texts_is():
+    """core/finding.py `texts_kept` (what engine/cache/partition.py `validated` asks of an
+    entry's records at once, then `from_record(..., kept=True)`) agrees with `_kept` of each
+    record's message, hint and file: every character below U+3000 and around the surrogates
+    put in each of the three, in a batch of good records; a record of another shape is no
+    batch of kept texts (each record is then checked, and refused, alone)."""
+    from gpudrv_check.core.finding import _kept, texts_kept
+
+    good = [_finding().record(), _finding(hint=None).record(), _finding(message="→ é").record()]
+    assert texts_kept(good) and texts_kept([])
+    for code in [*range(0x3000), *range(0xD7F0, 0xE010), 0xFEFF, 0x10FFFF]:
+        for at in (2, 3, 4):  # the message, the hint, the file
+            record = list(_finding().record())
+            record[at] = f"x{chr(code)}y"
+            batch = [*good, tuple(record), *good]
+            assert texts_kept(batch) is _kept(record[at]), (hex(code), at)
+    for bad in (None, (), ("GPU010", "error", 3, None, "a.yaml"), ("r", "e", "m", 5, "f")):
+        assert not texts_kept([*good, bad]), bad
+
+
+def test_an_entry_with_one_unprintable_text_is_refused_whole():
+    """A partition entry whose records' joined texts are not kept is checked record by
+    record: the one record with a control character refuses the entry (as before the
+    batch check), and the records of an entry that passes read back as the findings."""
+    from gpudrv_check.core.finding import texts_kept
+    from gpudrv_check.engine.cache.partition import PartitionEntry
+
+    a, b = _finding(), _finding(rule="GPU011", message="other → 2", hint=None)
+    entry = PartitionEntry("k", [a.record(), b.record()], [a.record()], {})
+    assert entry.validated() == ([a, b], [a])
+    for at in (2, 3, 4):
+        broken = list(b.record() if at != 3 else a.record())
+        broken[at] = "x\x1by"
+        assert entry._replace(findings=[a.record(), tuple(broken)]).validated() is None
+        assert entry._replace(suppressed=[tuple(broken)]).validated() is None
+    # what indexes like a record without being one: its texts pass, the record does not
+    for other in ("a record?", {2: "m", 3: None, 4: "a.yaml"}, list(a.record())):
+        assert texts_kept([a.record(), other])
+        assert entry._replace(findings=[a.record(), other]).validated() is None

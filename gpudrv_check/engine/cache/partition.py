@@ -288,14 +288,15 @@ class PartitionEntry(NamedTuple):
 
     def validated(self) -> tuple[list, list] | None:
         """The (findings, suppressed) as Findings, or None if they do not validate."""
-        from gpudrv_check.core.finding import Finding
+        from gpudrv_check.core.finding import Finding, texts_kept
 
         refs: dict[tuple, Any] = {}  # a workload's findings share its ObjectRef
+        make = Finding.from_record
         try:
-            return (
-                [Finding.from_record(d, refs) for d in self.findings],
-                [Finding.from_record(d, refs) for d in self.suppressed],
-            )
+            kept = texts_kept(self.findings)
+            found = [make(d, refs, kept) for d in self.findings]
+            kept = texts_kept(self.suppressed)
+            return (found, [make(d, refs, kept) for d in self.suppressed])
         except ValueError:  # not an entry of ours
             return None
 

@@ -78,7 +78,7 @@ from gpudrv_check.k8s.scheduler import (
     fits_request,
 )
 from gpudrv_check.k8s.topologyspread import REASON_SPREAD, REASON_SPREAD_LABEL, Skew
-from gpudrv_check.model.placement import Placement, Verdict, ok_flags
+from gpudrv_check.model.placement import Placement, Verdict
 from gpudrv_check.model.spread import (
     DomainCache,
     SpreadPlan,
@@ -246,6 +246,8 @@ class Occupancy:
         self._lacking: dict[tuple[int, int], _Lacking] = {}
         self._watchers: dict[str, list[_Lacking]] = {}
         self._tracked_memo: dict[tuple[int, int], bool] = {}
+        # per eligible tuple (by id, kept): the distinct allocatables of its nodes (`_tracks`)
+        self._offered: dict[int, tuple[tuple[str, ...], list[Mapping[str, Fraction]]]] = {}
         # per verdicts of the placement (it keeps them: the id is theirs) and per stored
         # table entry: one Nodes, so the memos above see one constraint set once
         self._nodes: dict[int, tuple[Any, Nodes]] = {}
@@ -411,15 +413,8 @@ class Occupancy:
         found = self._nodes.get(id(verdicts))
         if found is None:
             placement = self.placement
-            eligible = tuple(compress(placement.names, ok_flags(verdicts)))
-            values = verdicts.values()
-            by_id: dict[int, Verdict] = dict(zip(map(id, values), values, strict=True))
-            static: Counter[str] = Counter()
-            for vid, n in Counter(map(id, values)).items():
-                verdict = by_id[vid]
-                if not verdict.ok:
-                    for reason in placement.node_reasons(verdict):
-                        static[reason] += n
+            eligible = tuple(compress(placement.names, placement.ok_bytes(verdicts)))
+            static = placement.static_reasons(verdicts)
             found = self._nodes[id(verdicts)] = (verdicts, Nodes(eligible, static))
         return found[1]
 
@@ -476,9 +471,13 @@ class Occupancy:
         return known
 
     def _tracks(self, requests: Mapping[str, Fraction], nodes: tuple[str, ...]) -> bool:
-        # each distinct allocatable once (nodes of equal facts share one, model/placement.py)
-        offered = {id(a): a for a in map(self._alloc.__getitem__, nodes) if a}
-        for allocatable in offered.values():
+        # each distinct allocatable once (nodes of equal facts share one, model/placement.py),
+        # found once per node list (its constraint sets ask it of each of their requests)
+        found = self._offered.get(id(nodes))
+        if found is None or found[0] is not nodes:
+            distinct = {id(a): a for a in map(self._alloc.__getitem__, nodes) if a}
+            found = self._offered[id(nodes)] = (nodes, list(distinct.values()))
+        for allocatable in found[1]:
             if "pods" in allocatable or any(r in allocatable for r in requests):
                 return True
         return False

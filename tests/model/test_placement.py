@@ -29,6 +29,7 @@ from gpudrv_check.model.placement import (
     UNSCHEDULABLE,
     Placement,
     node_gpu_count,
+    ok_flags,
 )
 from tests.model.conftest import (
     GPU_TAINT,
@@ -611,3 +612,34 @@ def test_node_classes_are_the_per_node_ones_and_their_keys_are_recorded_as_read(
         assert of_node == want and representatives == firsts, keys
         assert 1 < len(representatives) < len(nodes)
     label_reads.reset()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flags_and_static_reasons_by_class_are_those_of_every_nodes_verdict(seed: int) -> None:
+    """placement.py `ok_bytes` and `static_reasons` (what model/occupancy.py `_nodes_of` makes
+    a constraint set's Nodes of) work from the node classes when `_evaluate` judged by class:
+    the flags are `ok_flags` of the verdicts, and the reasons, their counts and their order
+    (first node first) those of a loop over every node's verdict; for results judged node by
+    node (a bound pod, a name in the affinity) and for a mapping the placement did not make
+    alike."""
+    rng = random.Random(seed)
+    nodes = [_random_node(rng, i) for i in range(70)]
+    names = [n.name for n in nodes]
+    placement = Placement(nodes)
+    by_class = 0
+    for i, spec in enumerate(_random_spec(rng, names) for _ in range(40)):
+        workload = make_workload(spec, "DaemonSet" if i % 6 == 0 else "Pod")
+        verdicts = placement.verdicts(workload)
+        by_class += id(verdicts) in placement._by_class
+        others = [verdicts, dict(reversed(list(verdicts.items())))]
+        for mapping in others:
+            want: dict[str, int] = {}
+            for verdict in mapping.values():
+                if not verdict.ok:
+                    for reason in placement.node_reasons(verdict):
+                        want[reason] = want.get(reason, 0) + 1
+            got = placement.static_reasons(mapping)
+            assert list(got.items()) == list(want.items()), (seed, i)
+            assert placement.ok_bytes(mapping) == bytes(ok_flags(mapping))
+            assert placement.ok_bytes(mapping) is placement.ok_bytes(mapping)  # made once
+    assert 0 < by_class < 40

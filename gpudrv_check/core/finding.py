@@ -546,7 +546,7 @@ def texts_kept(records: list[Any]) -> bool:
     a record has not the shape of one: `from_record` then checks it and refuses it."""
     try:
         joined = "".join([text for r in records for text in (r[2], r[3] or "", r[4])])
-    except (TypeError, IndexError, KeyError):
+    except (TypeError, IndexError, KeyError, MemoryError):
         return False
     return _kept(joined)
 

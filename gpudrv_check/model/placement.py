@@ -302,8 +302,8 @@ class Placement:
         # stays its own): (result, each node's class, each class's verdict); and each
         # class list's sizes, by the id of the nodes' classes (kept in `_partitions`)
         self._by_class: dict[int, tuple[dict[str, Verdict], list[int], list[Verdict]]] = {}
-        self._sizes: dict[int, list[int]] = {}
-        self._ok: dict[int, tuple[Mapping[str, Verdict], bytes]] = {}  # `ok_bytes`, likewise
+        self._sizes: dict[int, tuple[list[int], list[int]]] = {}
+        self._ok: dict[int, bytes] = {}  # `ok_bytes` of the results in `_by_class`, by id
         self._texts: dict[str, str] = {}
         #: memo for derived per-constraint-set results (model/pending.py, model/cuda.py)
         self.memo: dict[tuple, Any] = {}
@@ -454,20 +454,18 @@ class Placement:
         return verdicts
 
     def ok_bytes(self, verdicts: Mapping[str, Verdict]) -> bytes:
-        """`ok_flags` of a result of `verdicts` as bytes (1: the node may take the pod), made
-        once per result: from its classes' verdicts when `_evaluate` made it by node classes
-        (one C loop over the nodes' class numbers rather than two over the verdicts; 8,000
-        nodes: a constraint set's flags and Nodes 2.5 -> 0.4 ms)."""
-        found = self._ok.get(id(verdicts))
-        if found is not None and found[0] is verdicts:
-            return found[1]
+        """`ok_flags` of a result of `verdicts` as bytes (1: the node may take the pod): for a
+        result `_evaluate` made by node classes, from its classes' verdicts, once (one C loop
+        over the nodes' class numbers rather than two over the verdicts; 8,000 nodes: a
+        constraint set's flags and Nodes 2.5 -> 0.4 ms); for any other mapping, from it as
+        it is now (nothing kept: a mapping of the caller's may change)."""
         classes = self._by_class.get(id(verdicts))
-        if classes is not None and classes[0] is verdicts:
+        if classes is None or classes[0] is not verdicts:
+            return bytes(ok_flags(verdicts))
+        flags = self._ok.get(id(verdicts))
+        if flags is None:
             ok = bytes([verdict.reason == OK for verdict in classes[2]])
-            flags = bytes(map(ok.__getitem__, classes[1]))
-        else:
-            flags = bytes(ok_flags(verdicts))
-        self._ok[id(verdicts)] = (verdicts, flags)
+            flags = self._ok[id(verdicts)] = bytes(map(ok.__getitem__, classes[1]))
         return flags
 
     def static_reasons(self, verdicts: Mapping[str, Verdict]) -> Counter[str]:
@@ -480,11 +478,12 @@ class Placement:
         classes = self._by_class.get(id(verdicts))
         if classes is not None and classes[0] is verdicts:
             _, of_node, judged = classes
-            sizes = self._sizes.get(id(of_node))
-            if sizes is None:
+            known = self._sizes.get(id(of_node))
+            if known is None or known[0] is not of_node:  # (kept with it: the id is its own)
                 counted = Counter(of_node)
-                sizes = self._sizes[id(of_node)] = [counted[c] for c in range(len(judged))]
-            pairs: Iterable[tuple[Verdict, int]] = zip(judged, sizes, strict=True)
+                sizes = [counted[c] for c in range(len(judged))]
+                known = self._sizes[id(of_node)] = (of_node, sizes)
+            pairs: Iterable[tuple[Verdict, int]] = zip(judged, known[1], strict=True)
         else:
             values = verdicts.values()
             by_id: dict[int, Verdict] = dict(zip(map(id, values), values, strict=True))

@@ -28,6 +28,7 @@ from gpudrv_check.model.placement import (
     TAINT,
     UNSCHEDULABLE,
     Placement,
+    Verdict,
     node_gpu_count,
     ok_flags,
 )
@@ -641,5 +642,11 @@ def test_flags_and_static_reasons_by_class_are_those_of_every_nodes_verdict(seed
             got = placement.static_reasons(mapping)
             assert list(got.items()) == list(want.items()), (seed, i)
             assert placement.ok_bytes(mapping) == bytes(ok_flags(mapping))
-            assert placement.ok_bytes(mapping) is placement.ok_bytes(mapping)  # made once
+        if id(verdicts) in placement._by_class:
+            assert placement.ok_bytes(verdicts) is placement.ok_bytes(verdicts)  # made once
+        # a mapping of the caller's is read as it is now, whatever it was before
+        mine = dict(verdicts)
+        placement.ok_bytes(mine)
+        mine[names[0]] = Verdict(TAINT) if mine[names[0]].ok else Verdict(OK)
+        assert placement.ok_bytes(mine) == bytes(ok_flags(mine))
     assert 0 < by_class < 40

@@ -543,8 +543,8 @@ def texts_kept(records: list[Any]) -> bool:
     text at once: `_kept` asks of each character alone whether the expression matches it, so
     the joined text passes exactly when each part does (an edit run checks every cached
     finding's texts, three checks of 1.3 us a finding: reading 50,582 cached findings at 40k
-    workloads 160-180 -> 135-145 ms). False also when
-    a record has not the shape of one: `from_record` then checks it and refuses it."""
+    workloads 160-180 -> 135-145 ms). False also when a record has not the shape of one:
+    `from_record` then checks it and refuses it."""
     try:
         joined = "".join([text for r in records for text in (r[2], r[3] or "", r[4])])
     except (TypeError, IndexError, KeyError, MemoryError):

@@ -458,8 +458,8 @@ class Placement:
         result `_evaluate` made by node classes, from its classes' verdicts, once (one C loop
         over the nodes' class numbers rather than two over the verdicts; 8,000 nodes, 46
         constraint sets: their Nodes, model/occupancy.py `_nodes_of`, 90 -> 7 ms, with
-        `static_reasons`); for any other mapping, from it as
-        it is now (nothing kept: a mapping of the caller's may change)."""
+        `static_reasons`); for any other mapping, from it as it is now (nothing kept: a
+        mapping of the caller's may change)."""
         classes = self._by_class.get(id(verdicts))
         if classes is None or classes[0] is not verdicts:
             return bytes(ok_flags(verdicts))
